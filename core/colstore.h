@@ -1,0 +1,268 @@
+/*
+** colstore.h - the public face of the colstore core.
+**
+** The core is a column store that knows nothing of SQLite: it opens a store
+** file read-only through one mmap, exposes each record's column buffers as
+** pointers into that mapping, and writes new records through a writer that
+** never touches committed bytes.  ext/ (the SQLite glue) and the tests and
+** benchmarks use only what is declared here.
+**
+** Why a snapshot model: a cs_store is an immutable view of one committed
+** generation of the file.  Appends never rewrite committed records, so a
+** snapshot stays valid (and its pointers stable) for as long as it is open,
+** even while another connection or process commits.  A reader that wants the
+** newer rows asks cs_store_is_current() and opens a fresh snapshot; that is
+** cheap because open reads only the commit slots and the footer.
+**
+** Errors: every function that can fail returns a cs_rc and fills an optional
+** cs_err with a message written where the problem was found.
+*/
+#ifndef COLSTORE_H
+#define COLSTORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CS_VERSION_STRING "0.1.0"
+#define CS_FORMAT_VERSION 1
+
+/* ---------------------------------------------------------------- errors */
+
+/* One table yields the enum and its names (libuv's UV_ERRNO_MAP habit). */
+#define CS_RC_MAP(X)                                                          \
+  X(OK, "ok")                                                                 \
+  X(EIO, "I/O error")                                                         \
+  X(ENOMEM, "out of memory")                                                  \
+  X(ENOTSTORE, "not a colstore file")                                         \
+  X(EVERSION, "unsupported format version")                                   \
+  X(ECORRUPT, "corrupt store")                                                \
+  X(ESCHEMA, "schema mismatch")                                               \
+  X(EINVAL, "invalid argument")                                               \
+  X(EEXIST, "file exists")                                                    \
+  X(ENOENT, "no such file")                                                   \
+  X(EBUSY, "store is locked by another writer")                               \
+  X(ERANGE, "value out of range")
+
+typedef enum cs_rc {
+#define CS_RC_ENUM(name, text) CS_##name,
+  CS_RC_MAP(CS_RC_ENUM)
+#undef CS_RC_ENUM
+  CS_RC_COUNT
+} cs_rc;
+
+#define CS_ERR_MSG_BYTES 512
+
+/* A fixed-size error holder: no allocation on the failure path. */
+typedef struct cs_err {
+  cs_rc code;                     /* CS_OK until something fails */
+  char msg[CS_ERR_MSG_BYTES];     /* NUL-terminated; "" when code == CS_OK */
+} cs_err;
+
+const char *cs_rc_name(cs_rc rc);
+/* Fills err (when not NULL) and returns code, so callers can
+** `return cs_err_set(err, CS_ECORRUPT, "...", ...);` on one line. */
+cs_rc cs_err_set(cs_err *err, cs_rc code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* ----------------------------------------------------------------- types */
+
+typedef enum cs_type {
+  CS_TYPE_INT8 = 1,
+  CS_TYPE_INT16 = 2,
+  CS_TYPE_INT32 = 3,
+  CS_TYPE_INT64 = 4,
+  CS_TYPE_UINT8 = 5,
+  CS_TYPE_UINT16 = 6,
+  CS_TYPE_UINT32 = 7,
+  CS_TYPE_FLOAT32 = 8,
+  CS_TYPE_FLOAT64 = 9,
+  CS_TYPE_BOOL = 10,   /* one byte per row, 0 or 1 */
+  CS_TYPE_TEXT = 11,   /* int64 offsets (n_rows + 1) + UTF-8 bytes */
+  CS_TYPE_BLOB = 12    /* int64 offsets (n_rows + 1) + bytes */
+} cs_type;
+
+#define CS_TYPE_MAX 12
+
+/* Canonical name ("INT32"); NULL for an unknown type. */
+const char *cs_type_name(cs_type type);
+/* Parses a canonical name or an alias (INTEGER, REAL, VARCHAR(30), ...),
+** case-insensitively, over the first n bytes of s; returns 0 if unknown. */
+cs_type cs_type_parse(const char *s, size_t n);
+/* Bytes per value for fixed-width types; 0 for TEXT and BLOB. */
+size_t cs_type_width(cs_type type);
+static inline bool cs_type_is_varlen(cs_type t) { return t == CS_TYPE_TEXT || t == CS_TYPE_BLOB; }
+static inline bool cs_type_is_float(cs_type t) { return t == CS_TYPE_FLOAT32 || t == CS_TYPE_FLOAT64; }
+static inline bool cs_type_is_integer(cs_type t) { return !cs_type_is_varlen(t) && !cs_type_is_float(t); }
+
+#define CS_NAME_MAX_BYTES 255   /* longest column name, in bytes */
+#define CS_MAX_COLUMNS 2000     /* SQLite's default SQLITE_MAX_COLUMN */
+
+typedef struct cs_column {
+  const char *name;   /* NUL-terminated; owned by whoever owns the schema */
+  cs_type type;
+  bool nullable;
+} cs_column;
+
+typedef struct cs_schema {
+  uint32_t n_cols;
+  const cs_column *cols;   /* n_cols entries */
+} cs_schema;
+
+/* ------------------------------------------------------------ statistics */
+
+/* Zone-map value: integers (and BOOL) as i64, floats as f64. */
+typedef union cs_stat {
+  int64_t i;
+  double f;
+  uint64_t bits;
+} cs_stat;
+
+#define CS_CHUNK_SORTED 1u     /* values non-decreasing, no NULLs */
+#define CS_CHUNK_HAS_MINMAX 2u /* min/max hold at least one non-NULL value */
+
+/* One column of one record, resolved to pointers into the mapping. */
+typedef struct cs_chunk {
+  const uint8_t *validity;  /* LSB-first bitmap, 1 = valid; NULL = no NULLs */
+  const int64_t *offsets;   /* TEXT/BLOB: n_rows + 1 byte offsets; else NULL */
+  const void *data;         /* values, or the bytes of TEXT/BLOB */
+  uint64_t data_bytes;      /* bytes at data */
+  uint64_t null_count;
+  cs_stat min, max;         /* valid when flags & CS_CHUNK_HAS_MINMAX */
+  uint32_t flags;           /* CS_CHUNK_* */
+} cs_chunk;
+
+/* ----------------------------------------------------------------- store */
+
+typedef enum cs_verify {
+  CS_VERIFY_HEADER = 0,  /* check header, commit slot and footer checksums */
+  CS_VERIFY_FULL = 1     /* also every record header and data checksum */
+} cs_verify;
+
+typedef struct cs_store cs_store;
+
+/* Opens the last committed state of the store at path.  CS_ENOENT when the
+** path does not exist, CS_ENOTSTORE when its first bytes are not a store,
+** CS_EVERSION for a future format, CS_ECORRUPT for damage found. */
+cs_rc cs_store_open(const char *path, cs_verify verify, cs_store **out, cs_err *err);
+void cs_store_close(cs_store *store);
+
+const char *cs_store_path(const cs_store *store);
+const cs_schema *cs_store_schema(const cs_store *store);
+uint64_t cs_store_rows(const cs_store *store);
+uint64_t cs_store_records(const cs_store *store);
+uint64_t cs_store_generation(const cs_store *store);
+uint64_t cs_store_file_bytes(const cs_store *store);
+/* True when open had to rebuild the record directory by a forward scan
+** because the footer was missing or damaged. */
+bool cs_store_recovered(const cs_store *store);
+
+/* First row of record rec; rec == cs_store_records() gives the row count. */
+uint64_t cs_store_record_first_row(const cs_store *store, uint64_t rec);
+uint64_t cs_store_record_rows(const cs_store *store, uint64_t rec);
+/* The record holding row (row < cs_store_rows()). */
+uint64_t cs_store_find_record(const cs_store *store, uint64_t row);
+const cs_chunk *cs_store_chunk(const cs_store *store, uint64_t rec, uint32_t col);
+
+/* Whole-column summary derived from the chunks. */
+typedef struct cs_column_stats {
+  uint64_t null_count;
+  bool has_minmax;
+  cs_stat min, max;
+  bool sorted;      /* non-decreasing across the whole column, no NULLs */
+} cs_column_stats;
+void cs_store_column_stats(const cs_store *store, uint32_t col, cs_column_stats *out);
+
+/* Checks whether this snapshot is still the newest committed generation
+** (reads the commit slots with pread; no mapping).  *out_current = false
+** means a newer commit exists and a new cs_store_open will see it. */
+cs_rc cs_store_is_current(const cs_store *store, bool *out_current, cs_err *err);
+
+/* Verifies every data checksum and every TEXT/BLOB offset array; the error
+** names the file, record and column of the first failure. */
+cs_rc cs_store_verify(const cs_store *store, cs_err *err);
+
+/* Bounds-checked access to one TEXT/BLOB value: CS_ECORRUPT if the offsets
+** are damaged.  local is the row within the record. */
+cs_rc cs_chunk_varlen(const cs_chunk *chunk, uint64_t local, const uint8_t **out_bytes,
+                      uint64_t *out_len, cs_err *err);
+
+static inline bool cs_chunk_is_valid(const cs_chunk *chunk, uint64_t local) {
+  return chunk->validity == NULL || ((chunk->validity[local >> 3] >> (local & 7)) & 1);
+}
+
+/* ----------------------------------------------------------------- batch */
+
+/* A batch of rows in column form, built row by row or column by column.
+** It owns growable buffers; cs_batch_truncate() drops rows from the end (a
+** savepoint rollback), cs_batch_clear() keeps the capacity for reuse. */
+typedef struct cs_batch cs_batch;
+
+cs_rc cs_batch_new(const cs_schema *schema, cs_batch **out, cs_err *err);
+void cs_batch_free(cs_batch *batch);
+uint64_t cs_batch_rows(const cs_batch *batch);
+void cs_batch_truncate(cs_batch *batch, uint64_t n_rows);
+void cs_batch_clear(cs_batch *batch);
+/* Appends to column col; a row is complete when every column got a value.
+** Callers append one value per column per row, in any column order. */
+cs_rc cs_batch_put_null(cs_batch *batch, uint32_t col, cs_err *err);
+cs_rc cs_batch_put_i64(cs_batch *batch, uint32_t col, int64_t v, cs_err *err); /* range-checked by caller */
+cs_rc cs_batch_put_f64(cs_batch *batch, uint32_t col, double v, cs_err *err);
+cs_rc cs_batch_put_bytes(cs_batch *batch, uint32_t col, const void *p, uint64_t n, cs_err *err);
+/* Completes the current row (checks every column got exactly one value). */
+void cs_batch_end_row(cs_batch *batch);
+
+/* ---------------------------------------------------------------- writer */
+
+typedef struct cs_writer cs_writer;
+
+typedef struct cs_writer_options {
+  uint64_t record_rows;   /* rows per record; 0 = CS_DEFAULT_RECORD_ROWS */
+  bool replace;           /* create: overwrite an existing file */
+  int lock_timeout_ms;    /* append: wait this long for the lock, then CS_EBUSY */
+} cs_writer_options;
+
+#define CS_DEFAULT_RECORD_ROWS 65536u
+
+/* Creates a new store: everything goes to a temporary file beside path,
+** which cs_writer_commit() fsyncs and renames into place (then fsyncs the
+** directory), so a crash leaves either no file or a complete one. */
+cs_rc cs_writer_create(const char *path, const cs_schema *schema, const cs_writer_options *opt,
+                       cs_writer **out, cs_err *err);
+/* Opens an existing store for appending: takes an exclusive flock (waiting
+** up to lock_timeout_ms) and reads the last committed state. */
+cs_rc cs_writer_append(const char *path, const cs_writer_options *opt, cs_writer **out,
+                       cs_err *err);
+const cs_schema *cs_writer_schema(const cs_writer *w);
+/* Rows already committed plus rows written by this writer so far. */
+uint64_t cs_writer_rows(const cs_writer *w);
+/* Writes the batch's rows as records (split at record_rows); the batch is
+** not modified.  Written records stay invisible until commit. */
+cs_rc cs_writer_write(cs_writer *w, const cs_batch *batch, cs_err *err);
+/* Phase one: writes the footer and fsyncs; nothing is visible yet. */
+cs_rc cs_writer_prepare(cs_writer *w, cs_err *err);
+/* Phase two: makes the new records visible (commit slot + fsync, or rename
+** for a new file) and frees the writer, whatever the result. */
+cs_rc cs_writer_commit(cs_writer *w, cs_err *err);
+/* Abandons the writer; the file is left byte-identical to before. */
+void cs_writer_abort(cs_writer *w);
+
+/* ----------------------------------------------------------- diagnostics */
+
+/* Process-wide notes the core could not report through a return code, such
+** as "flock is not supported on this filesystem; appends are unlocked".
+** Each distinct note is recorded once.  Returns "" when there is none. */
+const char *cs_diag_notes(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COLSTORE_H */

@@ -1,0 +1,160 @@
+/*
+** cs_batch.c - rows gathered in column form before they are written.
+**
+** INSERT buffers a transaction's rows here and colstore_create() streams a
+** query's rows through it, so both write exactly the same bytes.  The
+** buffers are already shaped like a record's column chunks (values packed
+** at their storage width, an LSB-first validity bitmap, int64 offsets for
+** TEXT/BLOB), which lets the writer emit slices of them with writev without
+** another copy.  Truncation is O(columns): a savepoint rollback only moves
+** the counters back.
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "cs_batch_internal.h"
+
+static cs_rc grow(void **p, uint64_t *cap, uint64_t need, size_t unit, cs_err *err) {
+  if (need <= *cap) return CS_OK;
+  uint64_t n = *cap ? *cap : 1024;
+  while (n < need) n *= 2;
+  void *q = realloc(*p, n * unit);
+  if (!q) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory growing a batch to %llu values", (unsigned long long)need);
+  *p = q;
+  *cap = n;
+  return CS_OK;
+}
+
+cs_rc cs_batch_new(const cs_schema *schema, cs_batch **out, cs_err *err) {
+  *out = NULL;
+  cs_batch *b = calloc(1, sizeof *b);
+  if (!b || !(b->cols = calloc(schema->n_cols ? schema->n_cols : 1, sizeof *b->cols))) {
+    free(b);
+    return cs_err_set(err, CS_ENOMEM, "colstore: out of memory creating a batch");
+  }
+  b->n_cols = schema->n_cols;
+  for (uint32_t i = 0; i < schema->n_cols; i++) {
+    b->cols[i].type = schema->cols[i].type;
+    b->cols[i].width = cs_type_width(schema->cols[i].type);
+  }
+  *out = b;
+  return CS_OK;
+}
+
+void cs_batch_free(cs_batch *b) {
+  if (!b) return;
+  for (uint32_t i = 0; i < b->n_cols; i++) {
+    free(b->cols[i].data);
+    free(b->cols[i].offsets);
+    free(b->cols[i].validity);
+  }
+  free(b->cols);
+  free(b);
+}
+
+uint64_t cs_batch_rows(const cs_batch *b) { return b->n_rows; }
+
+static uint64_t count_nulls(const uint8_t *validity, uint64_t n) {
+  uint64_t valid = 0, i = 0;
+  for (; i + 8 <= n; i += 8) valid += (uint64_t)__builtin_popcount(validity[i >> 3]);
+  for (; i < n; i++) valid += (validity[i >> 3] >> (i & 7)) & 1;
+  return n - valid;
+}
+
+void cs_batch_truncate(cs_batch *b, uint64_t n_rows) {
+  if (n_rows > b->n_rows) return;
+  for (uint32_t i = 0; i < b->n_cols; i++) {
+    cs_batch_column *c = &b->cols[i];
+    c->n_values = n_rows;
+    c->data_bytes = c->width ? n_rows * c->width : (n_rows ? (uint64_t)c->offsets[n_rows] : 0);
+    c->n_nulls = c->validity ? count_nulls(c->validity, n_rows) : 0;
+  }
+  b->n_rows = n_rows;
+}
+
+void cs_batch_clear(cs_batch *b) { cs_batch_truncate(b, 0); }
+
+/* Reserves room for one more value and records its validity. */
+static cs_rc put_begin(cs_batch *b, uint32_t col, bool valid, uint64_t bytes, cs_err *err) {
+  cs_batch_column *c = &b->cols[col];
+  uint64_t k = c->n_values;
+  cs_rc rc = grow((void **)&c->validity, &c->validity_cap, (k >> 3) + 1, 1, err);
+  if (rc) return rc;
+  if ((k & 7) == 0) c->validity[k >> 3] = 0;
+  c->validity[k >> 3] |= (uint8_t)((valid ? 1u : 0u) << (k & 7));
+  if (!valid) c->n_nulls++;
+  if (c->width == 0) {
+    rc = grow((void **)&c->offsets, &c->offsets_cap, k + 2, sizeof(int64_t), err);
+    if (rc) return rc;
+    c->offsets[0] = 0;
+  }
+  return grow((void **)&c->data, &c->data_cap, c->data_bytes + bytes, 1, err);
+}
+
+static void put_end(cs_batch_column *c, uint64_t bytes) {
+  c->data_bytes += bytes;
+  c->n_values++;
+  if (c->width == 0) c->offsets[c->n_values] = (int64_t)c->data_bytes;
+}
+
+cs_rc cs_batch_put_null(cs_batch *b, uint32_t col, cs_err *err) {
+  cs_batch_column *c = &b->cols[col];
+  uint64_t bytes = c->width;
+  cs_rc rc = put_begin(b, col, false, bytes, err);
+  if (rc) return rc;
+  if (bytes) memset(c->data + c->data_bytes, 0, bytes);
+  put_end(c, bytes);
+  return CS_OK;
+}
+
+cs_rc cs_batch_put_i64(cs_batch *b, uint32_t col, int64_t v, cs_err *err) {
+  cs_batch_column *c = &b->cols[col];
+  if (!cs_type_is_integer(c->type)) return cs_err_set(err, CS_EINVAL, "colstore: integer put into a %s column", cs_type_name(c->type));
+  cs_rc rc = put_begin(b, col, true, c->width, err);
+  if (rc) return rc;
+  uint8_t *p = c->data + c->data_bytes;
+  switch (c->type) {
+    case CS_TYPE_INT8: { int8_t x = (int8_t)v; memcpy(p, &x, 1); break; }
+    case CS_TYPE_UINT8: case CS_TYPE_BOOL: { uint8_t x = (uint8_t)v; memcpy(p, &x, 1); break; }
+    case CS_TYPE_INT16: { int16_t x = (int16_t)v; memcpy(p, &x, 2); break; }
+    case CS_TYPE_UINT16: { uint16_t x = (uint16_t)v; memcpy(p, &x, 2); break; }
+    case CS_TYPE_INT32: { int32_t x = (int32_t)v; memcpy(p, &x, 4); break; }
+    case CS_TYPE_UINT32: { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); break; }
+    default: memcpy(p, &v, 8); break;
+  }
+  put_end(c, c->width);
+  return CS_OK;
+}
+
+cs_rc cs_batch_put_f64(cs_batch *b, uint32_t col, double v, cs_err *err) {
+  cs_batch_column *c = &b->cols[col];
+  if (!cs_type_is_float(c->type)) return cs_err_set(err, CS_EINVAL, "colstore: float put into a %s column", cs_type_name(c->type));
+  cs_rc rc = put_begin(b, col, true, c->width, err);
+  if (rc) return rc;
+  if (c->type == CS_TYPE_FLOAT32) {
+    float f = (float)v;
+    memcpy(c->data + c->data_bytes, &f, 4);
+  } else {
+    memcpy(c->data + c->data_bytes, &v, 8);
+  }
+  put_end(c, c->width);
+  return CS_OK;
+}
+
+cs_rc cs_batch_put_bytes(cs_batch *b, uint32_t col, const void *p, uint64_t n, cs_err *err) {
+  cs_batch_column *c = &b->cols[col];
+  if (c->width != 0) return cs_err_set(err, CS_EINVAL, "colstore: bytes put into a %s column", cs_type_name(c->type));
+  cs_rc rc = put_begin(b, col, true, n, err);
+  if (rc) return rc;
+  if (n) memcpy(c->data + c->data_bytes, p, n);
+  put_end(c, n);
+  return CS_OK;
+}
+
+void cs_batch_end_row(cs_batch *b) {
+  b->n_rows++;
+#ifndef NDEBUG
+  for (uint32_t i = 0; i < b->n_cols; i++)
+    if (b->cols[i].n_values != b->n_rows) abort(); /* a caller skipped or doubled a column */
+#endif
+}

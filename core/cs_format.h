@@ -1,0 +1,167 @@
+/*
+** cs_format.h - the on-disk layout of a colstore file, format version 1.
+**
+** Everything is little-endian; every offset and count is 64-bit, so stores
+** beyond 2^31 rows and 4 GiB need nothing special.  Structures are written
+** as they are laid out here (this build refuses big-endian hosts).
+**
+**   offset 0     +------------------------------+
+**                | preamble (64 B)              |  magic, version, schema ptr
+**   offset 512   +------------------------------+
+**                | commit slot 0 (64 B)         |  even generations
+**   offset 1024  +------------------------------+
+**                | commit slot 1 (64 B)         |  odd generations
+**   offset 1536  +------------------------------+
+**                | schema block                 |  n_cols, (type, nullable, name)*
+**   data_offset  +------------------------------+  (64-byte aligned)
+**                | record 0                     |
+**                |   record header (64 B)       |
+**                |   chunk descriptor * n_cols  |  88 B each, padded to 64
+**                |   column chunks              |  each buffer 64-byte aligned
+**                | record 1 ...                 |
+**   data_end     +------------------------------+
+**                | footer: header (64 B)        |  the record directory
+**                |   (entry (32 B) +            |
+**                |    chunk descriptor * n_cols) * n_records
+**                +------------------------------+
+**
+** Why two commit slots: the commit point is the write of one small slot
+** (LMDB's meta pages).  A transaction writes its records at data_end, over
+** the previous footer, then a new footer after them, fsyncs, and only then
+** writes the slot of the new generation (the other slot keeps the previous
+** generation intact) and fsyncs again.  A crash at any instant leaves at
+** least one valid slot naming a committed data_end; records past it are
+** ignored even when complete, and records before it are never rewritten.
+** If the footer that slot names was overwritten or damaged, open rebuilds
+** the directory by walking the self-describing record headers up to
+** data_end.  Each commit rewrites only one footer in place of the old one,
+** so the file grows linearly with commits.
+**
+** A column chunk is Arrow-shaped: [validity bitmap][offsets][data], each
+** part starting on a 64-byte boundary and zero-padded; the bitmap is
+** LSB-first with 1 = valid and is absent when the chunk has no NULLs; TEXT
+** and BLOB use int64 offsets (Arrow's LargeUtf8/LargeBinary).  The chunk's
+** XXH3-64 covers its whole span, padding included.
+*/
+#ifndef CS_FORMAT_H
+#define CS_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CS_ALIGN 64u
+#define CS_MAGIC_FILE "\x89" "CST\r\n\x1a\n" /* PNG-style: catches text-mode damage */
+#define CS_MAGIC_SLOT "CSCOMMIT"
+#define CS_MAGIC_RECORD "CSRECORD"
+#define CS_MAGIC_FOOTER "CSFOOTER"
+#define CS_MAGIC_BYTES 8
+
+#define CS_SLOT0_OFFSET 512u
+#define CS_SLOT1_OFFSET 1024u
+#define CS_SCHEMA_OFFSET 1536u
+
+typedef struct cs_disk_preamble {
+  char magic[8];            /* CS_MAGIC_FILE */
+  uint32_t version;         /* CS_FORMAT_VERSION */
+  uint32_t flags;           /* 0 in version 1 */
+  uint64_t schema_offset;   /* CS_SCHEMA_OFFSET */
+  uint64_t schema_bytes;    /* size of the schema block */
+  uint64_t data_offset;     /* first record; 64-byte aligned */
+  uint64_t schema_checksum; /* XXH3-64 of the schema block */
+  uint64_t reserved;        /* 0 */
+  uint64_t checksum;        /* XXH3-64 of the 56 bytes above */
+} cs_disk_preamble;
+
+typedef struct cs_disk_slot {
+  char magic[8];            /* CS_MAGIC_SLOT */
+  uint64_t generation;      /* commit number, 1 for a new file */
+  uint64_t data_end;        /* end of the last committed record */
+  uint64_t footer_offset;   /* == data_end in version 1 */
+  uint64_t footer_bytes;
+  uint64_t footer_checksum; /* XXH3-64 of the whole footer */
+  uint64_t n_rows;          /* committed rows, for a cheap sanity check */
+  uint64_t checksum;        /* XXH3-64 of the 56 bytes above */
+} cs_disk_slot;
+
+/* Schema block: u32 n_cols, u32 reserved, then per column u8 type,
+** u8 nullable (0/1), u16 name_bytes, name bytes (no NUL). */
+#define CS_SCHEMA_HEAD_BYTES 8u
+#define CS_SCHEMA_COL_HEAD_BYTES 4u
+
+typedef struct cs_disk_chunk {
+  uint64_t chunk_offset;    /* start of the chunk, from the record start */
+  uint64_t chunk_bytes;     /* span covered by checksum, padding included */
+  uint64_t validity_offset; /* 0 = no bitmap (no NULLs) */
+  uint64_t offsets_offset;  /* TEXT/BLOB offsets; 0 for fixed width */
+  uint64_t data_offset;     /* values or bytes */
+  uint64_t data_bytes;
+  uint64_t null_count;
+  uint64_t min_bits;        /* cs_stat bits */
+  uint64_t max_bits;
+  uint64_t checksum;        /* XXH3-64 of the chunk span */
+  uint32_t flags;           /* CS_CHUNK_SORTED | CS_CHUNK_HAS_MINMAX */
+  uint32_t reserved;
+} cs_disk_chunk;
+
+typedef struct cs_disk_record {
+  char magic[8];            /* CS_MAGIC_RECORD */
+  uint64_t generation;      /* the commit that wrote it */
+  uint64_t n_rows;
+  uint64_t record_bytes;    /* whole record, header included; multiple of 64 */
+  uint32_t n_cols;
+  uint32_t header_bytes;    /* 64 + n_cols * 88, rounded up to 64 */
+  uint64_t descriptors_checksum; /* XXH3-64 of the n_cols chunk descriptors after it */
+  uint64_t reserved;        /* 0 */
+  uint64_t checksum;        /* XXH3-64 of the 56 bytes above */
+} cs_disk_record;
+
+typedef struct cs_disk_footer {
+  char magic[8];            /* CS_MAGIC_FOOTER */
+  uint64_t generation;
+  uint64_t n_records;
+  uint64_t n_rows;
+  uint32_t n_cols;
+  uint32_t entry_bytes;     /* 32 + n_cols * 88 */
+  uint64_t footer_bytes;    /* header + n_records * entry_bytes */
+  uint64_t reserved;
+  uint64_t checksum;        /* XXH3-64 of the entries, seeded with the 56 bytes above */
+} cs_disk_footer;
+
+typedef struct cs_disk_entry {
+  uint64_t record_offset;   /* from the start of the file */
+  uint64_t n_rows;
+  uint64_t record_bytes;
+  uint64_t generation;
+} cs_disk_entry;
+
+_Static_assert(sizeof(cs_disk_preamble) == 64, "preamble is 64 bytes");
+_Static_assert(sizeof(cs_disk_slot) == 64, "commit slot is 64 bytes");
+_Static_assert(sizeof(cs_disk_chunk) == 88, "chunk descriptor is 88 bytes");
+_Static_assert(sizeof(cs_disk_record) == 64, "record header is 64 bytes");
+_Static_assert(sizeof(cs_disk_footer) == 64, "footer header is 64 bytes");
+_Static_assert(sizeof(cs_disk_entry) == 32, "footer entry is 32 bytes");
+_Static_assert(offsetof(cs_disk_slot, checksum) == 56, "slot checksum is last");
+_Static_assert(offsetof(cs_disk_record, checksum) == 56, "record checksum is last");
+_Static_assert(offsetof(cs_disk_footer, checksum) == 56, "footer checksum is last");
+_Static_assert(offsetof(cs_disk_preamble, checksum) == 56, "preamble checksum is last");
+_Static_assert(CS_SLOT1_OFFSET - CS_SLOT0_OFFSET >= 512, "slots in separate sectors");
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "colstore format v1 is written in host order and requires a little-endian host"
+#endif
+
+static inline uint64_t cs__align64(uint64_t n) { return (n + (CS_ALIGN - 1)) & ~(uint64_t)(CS_ALIGN - 1); }
+static inline uint64_t cs__record_header_bytes(uint32_t n_cols) {
+  return cs__align64(sizeof(cs_disk_record) + (uint64_t)n_cols * sizeof(cs_disk_chunk));
+}
+static inline uint64_t cs__footer_entry_bytes(uint32_t n_cols) {
+  return sizeof(cs_disk_entry) + (uint64_t)n_cols * sizeof(cs_disk_chunk);
+}
+
+/* Checksum helpers (cs_checksum.c): XXH3-64, the only hash in the format. */
+uint64_t cs__hash(const void *p, size_t n);
+uint64_t cs__hash_seeded(const void *p, size_t n, uint64_t seed);
+struct iovec;
+uint64_t cs__hash_iov(const struct iovec *iov, int n);
+
+#endif /* CS_FORMAT_H */

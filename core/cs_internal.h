@@ -1,0 +1,50 @@
+/*
+** cs_internal.h - what the reader and the writer share, and nobody else.
+**
+** The writer appends to the state a reader would see, so it loads the store
+** with the same code (cs__store_load) and keeps the loaded directory to
+** write the next footer from.  Keeping one loader means one set of checks
+** decides what "committed" means.
+*/
+#ifndef CS_INTERNAL_H
+#define CS_INTERNAL_H
+
+#include "colstore.h"
+#include "cs_format.h"
+
+struct cs_store {
+  char *path;                 /* owned copy of the open path */
+  int fd;                     /* read-only descriptor, for pread of slots */
+  const uint8_t *map;         /* whole-file mapping; owned; NULL if empty */
+  uint64_t map_bytes;         /* file size at open */
+  cs_schema schema;           /* cols and names owned by the store */
+  cs_column *cols;
+  char *names;                /* all column names, NUL-separated */
+  uint64_t data_offset;       /* first record */
+  uint64_t data_end;          /* end of the last committed record */
+  uint64_t generation;        /* committed generation this snapshot shows */
+  uint64_t n_rows;
+  uint64_t n_records;
+  uint64_t *first_rows;       /* n_records + 1 entries; first_rows[n] = n_rows */
+  cs_disk_entry *entries;     /* n_records, copied from the footer */
+  cs_disk_chunk *disk_chunks; /* n_records * n_cols, copied from the footer */
+  cs_chunk *chunks;           /* n_records * n_cols, resolved into map */
+  bool recovered;             /* directory rebuilt by a forward scan */
+};
+
+/* Loads the committed state of an open descriptor (takes ownership of fd:
+** it is closed on failure and by cs_store_close). */
+cs_rc cs__store_load(int fd, const char *path, cs_verify verify, cs_store **out, cs_err *err);
+/* Reads both commit slots; *out_slot is the valid one with the highest
+** generation.  CS_ECORRUPT when neither is valid. */
+cs_rc cs__slots_read(int fd, const char *path, cs_disk_slot *out_slot, cs_err *err);
+/* Serialises a schema block; caller frees *out. */
+cs_rc cs__schema_encode(const cs_schema *schema, uint8_t **out, uint64_t *out_bytes, cs_err *err);
+/* Checks one chunk descriptor against its record and column type. */
+cs_rc cs__chunk_check(const cs_disk_chunk *dc, const cs_column *col, uint64_t n_rows,
+                      uint64_t header_bytes, uint64_t record_bytes, const char *path,
+                      uint64_t rec, cs_err *err);
+/* Records a process-wide diagnostic note once. */
+void cs__diag_note(const char *note);
+
+#endif /* CS_INTERNAL_H */

@@ -1,0 +1,511 @@
+/*
+** cs_store.c - opening a store: commit slots, footer, recovery, verification.
+**
+** Open maps the whole file read-only and trusts nothing in it until checked:
+** the preamble and schema by their checksums, the newest valid commit slot,
+** then the footer that slot names.  Every chunk descriptor is bounds-checked
+** against its record and column type here, at the door, so the cursor and
+** the kernels can use the resolved pointers without checks of their own.
+** What open does not read (the data itself) is covered by the per-chunk
+** checksums that verify=full and colstore_verify() check.
+**
+** Open is O(records) in memory work but O(1) in I/O and in the data size:
+** it copies the footer's directory into the heap, because a later commit
+** rewrites the bytes where this footer lives (see cs_format.h); committed
+** records themselves are never rewritten, so pointers into them stay valid
+** for the life of the snapshot.
+**
+** Recovery: when the slot's footer is missing or fails its checksum, the
+** record headers are walked forward from data_offset to the slot's
+** data_end; each carries its own checksum and a copy of its descriptors.
+** If neither slot is valid, the walk runs to the end of the file and keeps
+** the records proven committed: every generation below the highest seen
+** (a transaction starts only after the previous one committed), and the
+** highest only if a valid footer of that generation follows it.
+*/
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cs_internal.h"
+
+/* ----------------------------------------------------------- small reads */
+
+static cs_rc pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, cs_err *err) {
+  uint8_t *p = buf;
+  while (n > 0) {
+    ssize_t got = pread(fd, p, n, (off_t)off);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return cs_err_set(err, CS_EIO, "colstore: %s: read failed at offset %llu: %s", path, (unsigned long long)off, strerror(errno));
+    if (got == 0) return cs_err_set(err, CS_ECORRUPT, "colstore: %s: file ends at offset %llu, inside a structure that should be there", path, (unsigned long long)off);
+    p += got, n -= (size_t)got, off += (uint64_t)got;
+  }
+  return CS_OK;
+}
+
+static bool slot_valid(const cs_disk_slot *s) {
+  return memcmp(s->magic, CS_MAGIC_SLOT, CS_MAGIC_BYTES) == 0 && s->checksum == cs__hash(s, 56) &&
+         s->generation > 0;
+}
+
+cs_rc cs__slots_read(int fd, const char *path, cs_disk_slot *out, cs_err *err) {
+  cs_disk_slot s[2];
+  memset(s, 0, sizeof s);
+  struct stat st;
+  if (fstat(fd, &st) != 0) return cs_err_set(err, CS_EIO, "colstore: %s: stat failed: %s", path, strerror(errno));
+  /* A short file may hold only one slot; a missing slot is simply invalid. */
+  if ((uint64_t)st.st_size >= CS_SLOT0_OFFSET + sizeof s[0]) {
+    cs_rc rc = pread_full(fd, &s[0], sizeof s[0], CS_SLOT0_OFFSET, path, err);
+    if (rc) return rc;
+  }
+  if ((uint64_t)st.st_size >= CS_SLOT1_OFFSET + sizeof s[1]) {
+    cs_rc rc = pread_full(fd, &s[1], sizeof s[1], CS_SLOT1_OFFSET, path, err);
+    if (rc) return rc;
+  }
+  bool v0 = slot_valid(&s[0]), v1 = slot_valid(&s[1]);
+  if (!v0 && !v1) return cs_err_set(err, CS_ECORRUPT, "colstore: %s: both commit slots are damaged", path);
+  *out = (v0 && (!v1 || s[0].generation > s[1].generation)) ? s[0] : s[1];
+  return CS_OK;
+}
+
+/* ---------------------------------------------------------------- schema */
+
+cs_rc cs__schema_encode(const cs_schema *schema, uint8_t **out, uint64_t *out_bytes, cs_err *err) {
+  uint64_t n = CS_SCHEMA_HEAD_BYTES;
+  for (uint32_t i = 0; i < schema->n_cols; i++) n += CS_SCHEMA_COL_HEAD_BYTES + strlen(schema->cols[i].name);
+  uint8_t *p = calloc(1, n);
+  if (!p) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory encoding a schema");
+  uint32_t n_cols = schema->n_cols;
+  memcpy(p, &n_cols, 4);
+  uint64_t at = CS_SCHEMA_HEAD_BYTES;
+  for (uint32_t i = 0; i < n_cols; i++) {
+    uint16_t len = (uint16_t)strlen(schema->cols[i].name);
+    p[at] = (uint8_t)schema->cols[i].type;
+    p[at + 1] = schema->cols[i].nullable ? 1 : 0;
+    memcpy(p + at + 2, &len, 2);
+    memcpy(p + at + 4, schema->cols[i].name, len);
+    at += CS_SCHEMA_COL_HEAD_BYTES + len;
+  }
+  *out = p;
+  *out_bytes = n;
+  return CS_OK;
+}
+
+static cs_rc schema_decode(cs_store *s, const uint8_t *p, uint64_t n, cs_err *err) {
+  uint32_t n_cols;
+  if (n < CS_SCHEMA_HEAD_BYTES) goto bad;
+  memcpy(&n_cols, p, 4);
+  if (n_cols == 0 || n_cols > CS_MAX_COLUMNS) goto bad;
+  s->cols = calloc(n_cols, sizeof *s->cols);
+  s->names = malloc(n); /* names are shorter than the block holding them */
+  if (!s->cols || !s->names) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory reading a schema");
+  uint64_t at = CS_SCHEMA_HEAD_BYTES, name_at = 0;
+  for (uint32_t i = 0; i < n_cols; i++) {
+    if (n - at < CS_SCHEMA_COL_HEAD_BYTES) goto bad;
+    uint16_t len;
+    memcpy(&len, p + at + 2, 2);
+    if (p[at] < 1 || p[at] > CS_TYPE_MAX || p[at + 1] > 1 || len == 0 || n - at - CS_SCHEMA_COL_HEAD_BYTES < len) goto bad;
+    s->cols[i].type = (cs_type)p[at];
+    s->cols[i].nullable = p[at + 1];
+    memcpy(s->names + name_at, p + at + 4, len);
+    s->names[name_at + len] = 0;
+    s->cols[i].name = s->names + name_at;
+    name_at += len + 1u;
+    at += CS_SCHEMA_COL_HEAD_BYTES + len;
+  }
+  if (at != n) goto bad;
+  s->schema.n_cols = n_cols;
+  s->schema.cols = s->cols;
+  return CS_OK;
+bad:
+  return cs_err_set(err, CS_ECORRUPT, "colstore: %s: schema block is malformed", s->path);
+}
+
+/* ---------------------------------------------------------------- chunks */
+
+/* [off, off + len) lies inside [lo, hi), without overflow. */
+static bool span_in(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi) {
+  return off >= lo && off <= hi && len <= hi - off;
+}
+
+cs_rc cs__chunk_check(const cs_disk_chunk *dc, const cs_column *col, uint64_t n_rows,
+                      uint64_t header_bytes, uint64_t record_bytes, const char *path,
+                      uint64_t rec, cs_err *err) {
+  const char *why = NULL;
+  size_t width = cs_type_width(col->type);
+  uint64_t lo = dc->chunk_offset, hi;
+  if (!span_in(dc->chunk_offset, dc->chunk_bytes, header_bytes, record_bytes) || (lo % CS_ALIGN) != 0) {
+    why = "chunk lies outside its record";
+    goto bad;
+  }
+  hi = lo + dc->chunk_bytes;
+  if (dc->null_count > n_rows || (dc->null_count > 0 && !col->nullable)) { why = "null count is impossible"; goto bad; }
+  if ((dc->null_count > 0) != (dc->validity_offset != 0)) { why = "validity bitmap and null count disagree"; goto bad; }
+  if (dc->validity_offset && (!span_in(dc->validity_offset, (n_rows + 7) / 8, lo, hi) || dc->validity_offset % CS_ALIGN)) {
+    why = "validity bitmap lies outside its chunk";
+    goto bad;
+  }
+  if (!span_in(dc->data_offset, dc->data_bytes, lo, hi) || dc->data_offset % CS_ALIGN) { why = "data lies outside its chunk"; goto bad; }
+  if (width) {
+    if (dc->offsets_offset != 0 || n_rows > UINT64_MAX / width || dc->data_bytes != n_rows * width) { why = "data size does not match the row count"; goto bad; }
+  } else {
+    if (dc->offsets_offset == 0 || n_rows >= UINT64_MAX / 8 || !span_in(dc->offsets_offset, (n_rows + 1) * 8, lo, hi) ||
+        dc->offsets_offset % CS_ALIGN) {
+      why = "offsets lie outside their chunk";
+      goto bad;
+    }
+  }
+  if (dc->flags & ~(uint32_t)(CS_CHUNK_SORTED | CS_CHUNK_HAS_MINMAX)) { why = "unknown chunk flags"; goto bad; }
+  return CS_OK;
+bad:
+  return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu, column %s: %s", path, (unsigned long long)rec, col->name, why);
+}
+
+/* Checks a record header at off (inside [data_offset, limit)) against the
+** schema; on success *out_hdr points at it in the mapping. */
+static cs_rc record_header_check(const cs_store *s, uint64_t off, uint64_t limit, uint64_t rec,
+                                 const cs_disk_record **out_hdr, cs_err *err) {
+  if (!span_in(off, sizeof(cs_disk_record), s->data_offset, limit))
+    return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu header lies past the committed data", s->path, (unsigned long long)rec);
+  const cs_disk_record *h = (const cs_disk_record *)(s->map + off);
+  uint64_t hb = cs__record_header_bytes(s->schema.n_cols);
+  if (memcmp(h->magic, CS_MAGIC_RECORD, CS_MAGIC_BYTES) != 0 || h->checksum != cs__hash(h, 56) ||
+      h->n_cols != s->schema.n_cols || h->header_bytes != hb || h->record_bytes % CS_ALIGN ||
+      !span_in(off, h->record_bytes, s->data_offset, limit) || h->record_bytes < hb)
+    return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu at offset %llu has a damaged header", s->path, (unsigned long long)rec, (unsigned long long)off);
+  if (h->descriptors_checksum != cs__hash(h + 1, (size_t)h->n_cols * sizeof(cs_disk_chunk)))
+    return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu at offset %llu has damaged column descriptors", s->path, (unsigned long long)rec, (unsigned long long)off);
+  *out_hdr = h;
+  return CS_OK;
+}
+
+
+/* ------------------------------------------------------------- directory */
+
+static cs_rc directory_alloc(cs_store *s, uint64_t n_records, cs_err *err) {
+  uint32_t nc = s->schema.n_cols;
+  s->n_records = n_records;
+  s->first_rows = calloc(n_records + 1, sizeof *s->first_rows);
+  s->entries = calloc(n_records ? n_records : 1, sizeof *s->entries);
+  s->disk_chunks = calloc(n_records ? n_records * nc : 1, sizeof *s->disk_chunks);
+  s->chunks = calloc(n_records ? n_records * nc : 1, sizeof *s->chunks);
+  if (!s->first_rows || !s->entries || !s->disk_chunks || !s->chunks)
+    return cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for a directory of %llu records", s->path, (unsigned long long)n_records);
+  return CS_OK;
+}
+
+/* Resolves and checks every entry once entries/disk_chunks are filled. */
+static cs_rc directory_resolve(cs_store *s, uint64_t limit, cs_err *err) {
+  uint32_t nc = s->schema.n_cols;
+  uint64_t hb = cs__record_header_bytes(nc), prev_end = s->data_offset, rows = 0;
+  for (uint64_t r = 0; r < s->n_records; r++) {
+    const cs_disk_entry *e = &s->entries[r];
+    if (e->record_offset < prev_end || e->record_offset % CS_ALIGN || e->record_bytes < hb ||
+        !span_in(e->record_offset, e->record_bytes, s->data_offset, limit) || e->n_rows == 0 ||
+        rows + e->n_rows < rows)
+      return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu lies outside the committed data", s->path, (unsigned long long)r);
+    prev_end = e->record_offset + e->record_bytes;
+    s->first_rows[r] = rows;
+    rows += e->n_rows;
+    const uint8_t *base = s->map + e->record_offset;
+    for (uint32_t c = 0; c < nc; c++) {
+      const cs_disk_chunk *dc = &s->disk_chunks[r * nc + c];
+      cs_rc rc = cs__chunk_check(dc, &s->cols[c], e->n_rows, hb, e->record_bytes, s->path, r, err);
+      if (rc) return rc;
+      cs_chunk *ch = &s->chunks[r * nc + c];
+      ch->validity = dc->validity_offset ? base + dc->validity_offset : NULL;
+      ch->offsets = dc->offsets_offset ? (const int64_t *)(const void *)(base + dc->offsets_offset) : NULL;
+      ch->data = base + dc->data_offset;
+      ch->data_bytes = dc->data_bytes;
+      ch->null_count = dc->null_count;
+      ch->min.bits = dc->min_bits;
+      ch->max.bits = dc->max_bits;
+      ch->flags = dc->flags;
+    }
+  }
+  s->first_rows[s->n_records] = rows;
+  s->n_rows = rows;
+  return CS_OK;
+}
+
+static cs_rc footer_load(cs_store *s, const cs_disk_slot *slot, cs_err *err) {
+  uint32_t nc = s->schema.n_cols;
+  if (!span_in(slot->footer_offset, slot->footer_bytes, s->data_offset, s->map_bytes) || slot->footer_bytes < sizeof(cs_disk_footer))
+    return CS_ECORRUPT;
+  const cs_disk_footer *f = (const cs_disk_footer *)(s->map + slot->footer_offset);
+  uint64_t eb = cs__footer_entry_bytes(nc);
+  if (memcmp(f->magic, CS_MAGIC_FOOTER, CS_MAGIC_BYTES) != 0 || f->generation != slot->generation || f->n_cols != nc ||
+      f->entry_bytes != eb || f->footer_bytes != slot->footer_bytes ||
+      f->n_records > (slot->footer_bytes - sizeof *f) / eb || sizeof *f + f->n_records * eb != slot->footer_bytes ||
+      cs__hash(f, slot->footer_bytes) != slot->footer_checksum ||
+      f->checksum != cs__hash_seeded(f + 1, slot->footer_bytes - sizeof *f, cs__hash(f, 56)))
+    return CS_ECORRUPT;
+  cs_rc rc = directory_alloc(s, f->n_records, err);
+  if (rc) return rc;
+  const uint8_t *p = (const uint8_t *)(f + 1);
+  for (uint64_t r = 0; r < f->n_records; r++, p += eb) {
+    memcpy(&s->entries[r], p, sizeof(cs_disk_entry));
+    memcpy(&s->disk_chunks[r * nc], p + sizeof(cs_disk_entry), nc * sizeof(cs_disk_chunk));
+  }
+  if (f->n_rows != slot->n_rows) return CS_ECORRUPT;
+  return CS_OK;
+}
+
+/* Forward scan over record headers in [data_offset, limit). */
+static cs_rc directory_scan(cs_store *s, uint64_t limit, bool bounded, cs_err *err) {
+  uint32_t nc = s->schema.n_cols;
+  uint64_t cap = 16, n = 0, off = s->data_offset, max_gen = 0;
+  cs_disk_entry *entries = malloc(cap * sizeof *entries);
+  cs_disk_chunk *dcs = malloc(cap * nc * sizeof *dcs);
+  cs_rc rc = CS_OK;
+  if (!entries || !dcs) { rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory scanning records", s->path); goto done; }
+  while (off < limit) {
+    const cs_disk_record *h;
+    cs_err scratch;
+    if (record_header_check(s, off, limit, n, &h, &scratch) != CS_OK) break;
+    const cs_disk_chunk *dc = (const cs_disk_chunk *)(h + 1);
+    if (h->n_rows == 0) break;
+    bool ok = true;
+    for (uint32_t c = 0; c < nc && ok; c++)
+      ok = cs__chunk_check(&dc[c], &s->cols[c], h->n_rows, h->header_bytes, h->record_bytes, s->path, n, &scratch) == CS_OK;
+    if (!ok) break;
+    if (n == cap) {
+      cap *= 2;
+      cs_disk_entry *e2 = realloc(entries, cap * sizeof *entries);
+      if (e2) entries = e2;
+      cs_disk_chunk *d2 = e2 ? realloc(dcs, cap * nc * sizeof *dcs) : NULL;
+      if (d2) dcs = d2;
+      if (!e2 || !d2) { rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory scanning records", s->path); goto done; }
+    }
+    entries[n] = (cs_disk_entry){off, h->n_rows, h->record_bytes, h->generation};
+    memcpy(&dcs[n * nc], dc, nc * sizeof *dcs);
+    if (h->generation > max_gen) max_gen = h->generation;
+    n++;
+    off += h->record_bytes;
+  }
+  if (bounded && off != limit) {
+    rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: footer is damaged and record %llu at offset %llu cannot be recovered", s->path, (unsigned long long)n, (unsigned long long)off);
+    goto done;
+  }
+  if (!bounded && n > 0) {
+    /* Keep the newest generation only if its footer follows it intact. */
+    const cs_disk_footer *f = (const cs_disk_footer *)(s->map + off);
+    bool sealed = span_in(off, sizeof *f, s->data_offset, s->map_bytes) && memcmp(f->magic, CS_MAGIC_FOOTER, CS_MAGIC_BYTES) == 0 &&
+                  f->generation == max_gen && span_in(off, f->footer_bytes, s->data_offset, s->map_bytes) &&
+                  f->footer_bytes >= sizeof *f &&
+                  f->checksum == cs__hash_seeded(f + 1, f->footer_bytes - sizeof *f, cs__hash(f, 56));
+    if (!sealed)
+      while (n > 0 && entries[n - 1].generation == max_gen) n--;
+    s->data_end = n ? entries[n - 1].record_offset + entries[n - 1].record_bytes : s->data_offset;
+    s->generation = sealed ? max_gen : (max_gen ? max_gen - 1 : 0);
+  }
+  rc = directory_alloc(s, n, err);
+  if (rc) goto done;
+  memcpy(s->entries, entries, n * sizeof *entries);
+  if (n) memcpy(s->disk_chunks, dcs, n * nc * sizeof *dcs);
+  s->recovered = true;
+done:
+  free(entries);
+  free(dcs);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ open */
+
+cs_rc cs__store_load(int fd, const char *path, cs_verify verify, cs_store **out, cs_err *err) {
+  cs_rc rc;
+  *out = NULL;
+  cs_store *s = calloc(1, sizeof *s);
+  if (!s || !(s->path = strdup(path))) {
+    free(s);
+    close(fd);
+    return cs_err_set(err, CS_ENOMEM, "colstore: out of memory opening %s", path);
+  }
+  s->fd = fd;
+  struct stat st;
+  if (fstat(fd, &st) != 0) { rc = cs_err_set(err, CS_EIO, "colstore: %s: stat failed: %s", path, strerror(errno)); goto fail; }
+  if (!S_ISREG(st.st_mode)) { rc = cs_err_set(err, CS_ENOTSTORE, "colstore: %s is not a regular file; give the path of a .cst store", path); goto fail; }
+  s->map_bytes = (uint64_t)st.st_size;
+  if (s->map_bytes < sizeof(cs_disk_preamble)) {
+    rc = cs_err_set(err, CS_ENOTSTORE, "colstore: %s is not a colstore file (only %llu bytes); create one with colstore_create() or CREATE VIRTUAL TABLE with column definitions", path, (unsigned long long)s->map_bytes);
+    goto fail;
+  }
+  void *m = mmap(NULL, s->map_bytes, PROT_READ, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) { rc = cs_err_set(err, CS_EIO, "colstore: %s: mmap failed: %s", path, strerror(errno)); goto fail; }
+  s->map = m;
+
+  const cs_disk_preamble *pre = (const cs_disk_preamble *)s->map;
+  if (memcmp(pre->magic, CS_MAGIC_FILE, CS_MAGIC_BYTES) != 0) {
+    rc = cs_err_set(err, CS_ENOTSTORE, "colstore: %s is not a colstore file (bad magic); create one with colstore_create() or CREATE VIRTUAL TABLE with column definitions", path);
+    goto fail;
+  }
+  if (pre->checksum != cs__hash(pre, 56)) { rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: file header checksum mismatch", path); goto fail; }
+  if (pre->version != CS_FORMAT_VERSION) {
+    rc = cs_err_set(err, CS_EVERSION, "colstore: %s uses format version %u but this build reads version %d; upgrade colstore", path, pre->version, CS_FORMAT_VERSION);
+    goto fail;
+  }
+  if (pre->schema_offset != CS_SCHEMA_OFFSET || !span_in(pre->schema_offset, pre->schema_bytes, 0, s->map_bytes) ||
+      pre->data_offset < pre->schema_offset + pre->schema_bytes || pre->data_offset % CS_ALIGN ||
+      cs__hash(s->map + pre->schema_offset, pre->schema_bytes) != pre->schema_checksum) {
+    rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: schema block is damaged", path);
+    goto fail;
+  }
+  s->data_offset = pre->data_offset;
+  if ((rc = schema_decode(s, s->map + pre->schema_offset, pre->schema_bytes, err))) goto fail;
+
+  cs_disk_slot slot;
+  cs_err slot_err = {0};
+  if (cs__slots_read(fd, path, &slot, &slot_err) == CS_OK) {
+    if (slot.data_end > s->map_bytes || slot.data_end < s->data_offset) {
+      rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s is truncated: committed data ends at %llu but the file has %llu bytes", path,
+                      (unsigned long long)slot.data_end, (unsigned long long)s->map_bytes);
+      goto fail;
+    }
+    s->data_end = slot.data_end;
+    s->generation = slot.generation;
+    rc = footer_load(s, &slot, err);
+    if (rc == CS_ECORRUPT) {
+      free(s->first_rows), free(s->entries), free(s->disk_chunks), free(s->chunks);
+      s->first_rows = NULL, s->entries = NULL, s->disk_chunks = NULL, s->chunks = NULL;
+      rc = directory_scan(s, s->data_end, true, err);
+    }
+    if (rc) goto fail;
+  } else {
+    if ((rc = directory_scan(s, s->map_bytes, false, err))) goto fail;
+  }
+  if ((rc = directory_resolve(s, s->data_end, err))) goto fail;
+
+  if (verify == CS_VERIFY_FULL && (rc = cs_store_verify(s, err))) goto fail;
+  *out = s;
+  return CS_OK;
+fail:
+  cs_store_close(s);
+  return rc;
+}
+
+cs_rc cs_store_open(const char *path, cs_verify verify, cs_store **out, cs_err *err) {
+  *out = NULL;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return cs_err_set(err, CS_ENOENT, "colstore: %s does not exist", path);
+    return cs_err_set(err, CS_EIO, "colstore: cannot open %s: %s", path, strerror(errno));
+  }
+  return cs__store_load(fd, path, verify, out, err);
+}
+
+void cs_store_close(cs_store *s) {
+  if (!s) return;
+  if (s->map) munmap((void *)s->map, s->map_bytes);
+  if (s->fd >= 0) close(s->fd);
+  free(s->first_rows);
+  free(s->entries);
+  free(s->disk_chunks);
+  free(s->chunks);
+  free(s->cols);
+  free(s->names);
+  free(s->path);
+  free(s);
+}
+
+/* -------------------------------------------------------------- accessors */
+
+const char *cs_store_path(const cs_store *s) { return s->path; }
+const cs_schema *cs_store_schema(const cs_store *s) { return &s->schema; }
+uint64_t cs_store_rows(const cs_store *s) { return s->n_rows; }
+uint64_t cs_store_records(const cs_store *s) { return s->n_records; }
+uint64_t cs_store_generation(const cs_store *s) { return s->generation; }
+uint64_t cs_store_file_bytes(const cs_store *s) { return s->map_bytes; }
+bool cs_store_recovered(const cs_store *s) { return s->recovered; }
+uint64_t cs_store_record_first_row(const cs_store *s, uint64_t rec) { return s->first_rows[rec]; }
+uint64_t cs_store_record_rows(const cs_store *s, uint64_t rec) { return s->first_rows[rec + 1] - s->first_rows[rec]; }
+const cs_chunk *cs_store_chunk(const cs_store *s, uint64_t rec, uint32_t col) {
+  return &s->chunks[rec * s->schema.n_cols + col];
+}
+
+/* Branchless lower search: the last record whose first row is <= row. */
+uint64_t cs_store_find_record(const cs_store *s, uint64_t row) {
+  const uint64_t *base = s->first_rows;
+  uint64_t n = s->n_records;
+  while (n > 1) {
+    uint64_t half = n / 2;
+    base = (base[half] <= row) ? base + half : base;
+    n -= half;
+  }
+  return (uint64_t)(base - s->first_rows);
+}
+
+void cs_store_column_stats(const cs_store *s, uint32_t col, cs_column_stats *out) {
+  memset(out, 0, sizeof *out);
+  cs_type t = s->cols[col].type;
+  bool is_float = cs_type_is_float(t), sorted = !cs_type_is_varlen(t);
+  for (uint64_t r = 0; r < s->n_records; r++) {
+    const cs_chunk *ch = cs_store_chunk(s, r, col);
+    out->null_count += ch->null_count;
+    if (!(ch->flags & CS_CHUNK_SORTED)) sorted = false;
+    if (!(ch->flags & CS_CHUNK_HAS_MINMAX)) continue;
+    if (sorted && out->has_minmax && (is_float ? ch->min.f < out->max.f : ch->min.i < out->max.i)) sorted = false;
+    if (!out->has_minmax) {
+      out->min = ch->min, out->max = ch->max, out->has_minmax = true;
+    } else if (is_float) {
+      if (ch->min.f < out->min.f) out->min = ch->min;
+      if (ch->max.f > out->max.f) out->max = ch->max;
+    } else {
+      if (ch->min.i < out->min.i) out->min = ch->min;
+      if (ch->max.i > out->max.i) out->max = ch->max;
+    }
+  }
+  out->sorted = sorted && out->null_count == 0;
+}
+
+cs_rc cs_store_is_current(const cs_store *s, bool *out_current, cs_err *err) {
+  cs_disk_slot slot;
+  cs_rc rc = cs__slots_read(s->fd, s->path, &slot, err);
+  if (rc) return rc;
+  *out_current = slot.generation == s->generation;
+  return CS_OK;
+}
+
+cs_rc cs_chunk_varlen(const cs_chunk *ch, uint64_t local, const uint8_t **out_bytes, uint64_t *out_len, cs_err *err) {
+  int64_t a = ch->offsets[local], b = ch->offsets[local + 1];
+  if (a < 0 || b < a || (uint64_t)b > ch->data_bytes)
+    return cs_err_set(err, CS_ECORRUPT, "colstore: damaged TEXT/BLOB offsets at row %llu of a record; run colstore_verify() for details", (unsigned long long)local);
+  *out_bytes = (const uint8_t *)ch->data + a;
+  *out_len = (uint64_t)(b - a);
+  return CS_OK;
+}
+
+/* ---------------------------------------------------------------- verify */
+
+cs_rc cs_store_verify(const cs_store *s, cs_err *err) {
+  uint32_t nc = s->schema.n_cols;
+  for (uint64_t r = 0; r < s->n_records; r++) {
+    const cs_disk_entry *e = &s->entries[r];
+    const cs_disk_record *h;
+    cs_rc rc = record_header_check(s, e->record_offset, s->data_end, r, &h, err);
+    if (rc) return rc;
+    if (h->n_rows != e->n_rows || h->record_bytes != e->record_bytes ||
+        memcmp(h + 1, &s->disk_chunks[r * nc], nc * sizeof(cs_disk_chunk)) != 0)
+      return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu header does not match the footer", s->path, (unsigned long long)r);
+    const uint8_t *base = s->map + e->record_offset;
+    for (uint32_t c = 0; c < nc; c++) {
+      const cs_disk_chunk *dc = &s->disk_chunks[r * nc + c];
+      uint64_t got = cs__hash(base + dc->chunk_offset, dc->chunk_bytes);
+      if (got != dc->checksum)
+        return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu, column %s: checksum mismatch (expected %016llx, found %016llx)", s->path,
+                          (unsigned long long)r, s->cols[c].name, (unsigned long long)dc->checksum, (unsigned long long)got);
+      const cs_chunk *ch = &s->chunks[r * nc + c];
+      if (ch->offsets) {
+        int64_t prev = 0;
+        bool ok = ch->offsets[0] == 0;
+        for (uint64_t i = 1; ok && i <= e->n_rows; i++) ok = ch->offsets[i] >= prev && (prev = ch->offsets[i], true);
+        if (!ok || (uint64_t)prev != ch->data_bytes)
+          return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu, column %s: TEXT/BLOB offsets are damaged", s->path, (unsigned long long)r, s->cols[c].name);
+      }
+    }
+  }
+  return CS_OK;
+}

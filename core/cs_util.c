@@ -1,0 +1,126 @@
+/*
+** cs_util.c - errors, type names, checksums and diagnostic notes.
+**
+** Small pieces every other core file needs.  xxhash.h is included with
+** XXH_INLINE_ALL here and only here, so no XXH symbol leaks out of the
+** loadable module and the hash is inlined into its two callers.
+*/
+#include <ctype.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "cs_internal.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+const char *cs_rc_name(cs_rc rc) {
+  static const char *const names[] = {
+#define CS_RC_NAME(name, text) "CS_" #name,
+      CS_RC_MAP(CS_RC_NAME)
+#undef CS_RC_NAME
+  };
+  return (unsigned)rc < CS_RC_COUNT ? names[rc] : "CS_UNKNOWN";
+}
+
+cs_rc cs_err_set(cs_err *err, cs_rc code, const char *fmt, ...) {
+  if (err) {
+    va_list ap;
+    va_start(ap, fmt);
+    err->code = code;
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
+
+uint64_t cs__hash(const void *p, size_t n) { return XXH3_64bits(p, n); }
+uint64_t cs__hash_seeded(const void *p, size_t n, uint64_t seed) {
+  return XXH3_64bits_withSeed(p, n, seed);
+}
+
+/* ----------------------------------------------------------------- types */
+
+static const struct {
+  const char *name;
+  cs_type type;
+} type_names[] = {
+    {"INT8", CS_TYPE_INT8},       {"INT16", CS_TYPE_INT16},     {"INT32", CS_TYPE_INT32},
+    {"INT64", CS_TYPE_INT64},     {"UINT8", CS_TYPE_UINT8},     {"UINT16", CS_TYPE_UINT16},
+    {"UINT32", CS_TYPE_UINT32},   {"FLOAT32", CS_TYPE_FLOAT32}, {"FLOAT64", CS_TYPE_FLOAT64},
+    {"BOOL", CS_TYPE_BOOL},       {"TEXT", CS_TYPE_TEXT},       {"BLOB", CS_TYPE_BLOB},
+    /* aliases, per SQL-CONTRACT.md */
+    {"INTEGER", CS_TYPE_INT64},   {"INT", CS_TYPE_INT64},       {"BIGINT", CS_TYPE_INT64},
+    {"REAL", CS_TYPE_FLOAT64},    {"DOUBLE", CS_TYPE_FLOAT64},  {"FLOAT", CS_TYPE_FLOAT64},
+    {"BOOLEAN", CS_TYPE_BOOL},    {"STRING", CS_TYPE_TEXT},     {"VARCHAR", CS_TYPE_TEXT},
+    {"CHAR", CS_TYPE_TEXT},
+};
+
+const char *cs_type_name(cs_type type) {
+  if (type < 1 || type > CS_TYPE_MAX) return NULL;
+  return type_names[type - 1].name; /* the first twelve are in enum order */
+}
+
+size_t cs_type_width(cs_type type) {
+  switch (type) {
+    case CS_TYPE_INT8: case CS_TYPE_UINT8: case CS_TYPE_BOOL: return 1;
+    case CS_TYPE_INT16: case CS_TYPE_UINT16: return 2;
+    case CS_TYPE_INT32: case CS_TYPE_UINT32: case CS_TYPE_FLOAT32: return 4;
+    case CS_TYPE_INT64: case CS_TYPE_FLOAT64: return 8;
+    default: return 0;
+  }
+}
+
+/* VARCHAR(30) and CHAR(10) take a parenthesised length, which is ignored;
+** "DOUBLE PRECISION" is accepted as DOUBLE. */
+cs_type cs_type_parse(const char *s, size_t n) {
+  while (n > 0 && isspace((unsigned char)*s)) s++, n--;
+  while (n > 0 && isspace((unsigned char)s[n - 1])) n--;
+  size_t word = 0;
+  while (word < n && (isalnum((unsigned char)s[word]) || s[word] == '_')) word++;
+  const char *rest = s + word;
+  size_t rest_n = n - word;
+  while (rest_n > 0 && isspace((unsigned char)*rest)) rest++, rest_n--;
+  for (size_t i = 0; i < sizeof type_names / sizeof type_names[0]; i++) {
+    const char *name = type_names[i].name;
+    if (strlen(name) != word || strncasecmp(name, s, word) != 0) continue;
+    cs_type t = type_names[i].type;
+    if (rest_n == 0) return t;
+    if ((t == CS_TYPE_TEXT && (word == 7 || word == 4)) && rest[0] == '(' && rest[rest_n - 1] == ')') {
+      for (size_t k = 1; k + 1 < rest_n; k++)
+        if (!isdigit((unsigned char)rest[k]) && !isspace((unsigned char)rest[k])) return 0;
+      return t;
+    }
+    if (i < 12 || strcasecmp(name, "DOUBLE") != 0) return 0;
+    return (rest_n == 9 && strncasecmp(rest, "PRECISION", 9) == 0) ? t : 0;
+  }
+  return 0;
+}
+
+/* ----------------------------------------------------------- diagnostics */
+
+static pthread_mutex_t diag_lock = PTHREAD_MUTEX_INITIALIZER;
+static char diag_text[1024];
+
+void cs__diag_note(const char *note) {
+  pthread_mutex_lock(&diag_lock);
+  if (strstr(diag_text, note) == NULL) {
+    size_t used = strlen(diag_text);
+    snprintf(diag_text + used, sizeof diag_text - used, "%s%s", used ? "; " : "", note);
+  }
+  pthread_mutex_unlock(&diag_lock);
+}
+
+const char *cs_diag_notes(void) { return diag_text; }
+
+/* Streams a chunk's buffers and padding through one XXH3 state, so the
+** writer can checksum a chunk it never holds contiguously. */
+uint64_t cs__hash_iov(const struct iovec *iov, int n) {
+  XXH3_state_t state;
+  XXH3_64bits_reset(&state);
+  for (int i = 0; i < n; i++) XXH3_64bits_update(&state, iov[i].iov_base, iov[i].iov_len);
+  return XXH3_64bits_digest(&state);
+}

@@ -1,0 +1,553 @@
+/*
+** cs_writer.c - creating stores and appending records, crash-safely.
+**
+** Two ways in, one way out.  cs_writer_create() writes a whole new file
+** beside its destination and renames it into place at commit;
+** cs_writer_append() takes the store's flock, loads its committed state with
+** the reader's own loader, and writes new records at data_end, over the old
+** footer.  Either way the commit is two-phase (cs_format.h explains why it
+** is safe): prepare writes the new footer and fsyncs; commit makes it
+** visible with one commit-slot write (or the rename) and fsyncs again.
+**
+** Each record goes out with pwritev: the header and descriptors from one
+** buffer, then every column buffer straight from the batch, with shared
+** zero padding in between, so a record costs one system call per IOV_MAX
+** pieces however many columns it has (seeds/003, Stage 4).
+**
+** Abort must leave the file byte-identical, yet an append overwrites the
+** old footer; so the bytes from data_end to the old end of file are saved
+** before the first write and put back (and the file truncated) on abort.
+*/
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cs_batch_internal.h"
+#include "cs_internal.h"
+
+struct cs_writer {
+  char *path;                 /* destination; owned */
+  char *tmp_path;             /* create: the temporary file; owned; else NULL */
+  int fd;                     /* read-write descriptor */
+  bool replace;               /* create: may overwrite path */
+  bool locked;                /* append: holds the flock */
+  bool touched;               /* append: bytes past old_data_end were written */
+  bool prepared;              /* footer written and synced */
+  cs_schema schema;           /* cols/names owned */
+  cs_column *cols;
+  char *names;
+  uint64_t record_rows;       /* rows per record, a multiple of 8 */
+  uint64_t generation;        /* the generation this writer commits */
+  uint64_t pos;               /* next record goes here */
+  uint64_t n_rows;            /* committed + written rows */
+  uint64_t old_data_end;      /* append: committed data_end at load */
+  uint64_t old_file_bytes;    /* append: file size at load */
+  uint8_t *saved_tail;        /* append: bytes [old_data_end, old_file_bytes); owned */
+  cs_disk_entry *entries;     /* directory: committed + new records; owned */
+  cs_disk_chunk *dchunks;     /* n_records * n_cols; owned */
+  uint64_t n_records, cap_records;
+  uint8_t *header;            /* scratch for one record header; owned */
+  uint8_t *scratch;           /* scratch for bitmaps and rebased offsets; owned */
+  uint64_t scratch_bytes;
+  cs_disk_slot slot;          /* the slot prepare computed */
+};
+
+static const uint8_t zero_pad[CS_ALIGN];
+
+/* -------------------------------------------------------------- plumbing */
+
+static cs_rc write_iov(cs_writer *w, struct iovec *iov, int n, uint64_t off, cs_err *err) {
+  while (n > 0) {
+    int batch = n < IOV_MAX ? n : IOV_MAX;
+    ssize_t put = pwritev(w->fd, iov, batch, (off_t)off);
+    if (put < 0 && errno == EINTR) continue;
+    if (put < 0) return cs_err_set(err, CS_EIO, "colstore: %s: write failed at offset %llu: %s", w->path, (unsigned long long)off, strerror(errno));
+    off += (uint64_t)put;
+    /* Skip what was written, resuming mid-buffer after a partial write. */
+    size_t left = (size_t)put;
+    while (n > 0 && left >= iov->iov_len) left -= iov->iov_len, iov++, n--;
+    if (n > 0 && left) {
+      iov->iov_base = (uint8_t *)iov->iov_base + left;
+      iov->iov_len -= left;
+    }
+  }
+  return CS_OK;
+}
+
+static cs_rc write_at(cs_writer *w, const void *p, size_t n, uint64_t off, cs_err *err) {
+  struct iovec v = {(void *)p, n};
+  return write_iov(w, &v, 1, off, err);
+}
+
+static cs_rc sync_fd(cs_writer *w, cs_err *err) {
+  if (fsync(w->fd) != 0) return cs_err_set(err, CS_EIO, "colstore: %s: fsync failed: %s", w->path, strerror(errno));
+  return CS_OK;
+}
+
+static cs_rc schema_copy(cs_writer *w, const cs_schema *schema, cs_err *err) {
+  size_t names = 0;
+  for (uint32_t i = 0; i < schema->n_cols; i++) names += strlen(schema->cols[i].name) + 1;
+  w->cols = calloc(schema->n_cols, sizeof *w->cols);
+  w->names = malloc(names ? names : 1);
+  if (!w->cols || !w->names) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory copying a schema");
+  char *p = w->names;
+  for (uint32_t i = 0; i < schema->n_cols; i++) {
+    size_t len = strlen(schema->cols[i].name) + 1;
+    memcpy(p, schema->cols[i].name, len);
+    w->cols[i] = schema->cols[i];
+    w->cols[i].name = p;
+    p += len;
+  }
+  w->schema.n_cols = schema->n_cols;
+  w->schema.cols = w->cols;
+  w->header = calloc(1, cs__record_header_bytes(schema->n_cols));
+  if (!w->header) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a record header");
+  return CS_OK;
+}
+
+static cs_rc schema_check(const cs_schema *schema, cs_err *err) {
+  if (schema->n_cols == 0 || schema->n_cols > CS_MAX_COLUMNS)
+    return cs_err_set(err, CS_EINVAL, "colstore: a store needs 1 to %d columns, not %u", CS_MAX_COLUMNS, schema->n_cols);
+  for (uint32_t i = 0; i < schema->n_cols; i++) {
+    size_t len = strlen(schema->cols[i].name);
+    if (len == 0 || len > CS_NAME_MAX_BYTES)
+      return cs_err_set(err, CS_EINVAL, "colstore: column %u: a name must have 1 to %d bytes", i + 1, CS_NAME_MAX_BYTES);
+    if (!cs_type_name(schema->cols[i].type)) return cs_err_set(err, CS_EINVAL, "colstore: column %s: unknown type", schema->cols[i].name);
+    for (uint32_t j = 0; j < i; j++)
+      if (strcasecmp(schema->cols[i].name, schema->cols[j].name) == 0)
+        return cs_err_set(err, CS_EINVAL, "colstore: column name %s appears twice", schema->cols[i].name);
+  }
+  return CS_OK;
+}
+
+static void writer_free(cs_writer *w) {
+  if (!w) return;
+  if (w->fd >= 0) close(w->fd); /* also drops the flock */
+  free(w->path);
+  free(w->tmp_path);
+  free(w->cols);
+  free(w->names);
+  free(w->saved_tail);
+  free(w->entries);
+  free(w->dchunks);
+  free(w->header);
+  free(w->scratch);
+  free(w);
+}
+
+static cs_writer *writer_new(const char *path, const cs_writer_options *opt) {
+  cs_writer *w = calloc(1, sizeof *w);
+  if (!w) return NULL;
+  w->fd = -1;
+  w->path = strdup(path);
+  uint64_t rr = opt && opt->record_rows ? opt->record_rows : CS_DEFAULT_RECORD_ROWS;
+  w->record_rows = (rr + 7) & ~(uint64_t)7; /* slices start on bitmap byte boundaries */
+  w->replace = opt && opt->replace;
+  if (!w->path) {
+    free(w);
+    return NULL;
+  }
+  return w;
+}
+
+/* ---------------------------------------------------------------- create */
+
+cs_rc cs_writer_create(const char *path, const cs_schema *schema, const cs_writer_options *opt, cs_writer **out, cs_err *err) {
+  *out = NULL;
+  cs_rc rc = schema_check(schema, err);
+  if (rc) return rc;
+  if (!(opt && opt->replace) && access(path, F_OK) == 0)
+    return cs_err_set(err, CS_EEXIST, "colstore: %s already exists", path);
+  cs_writer *w = writer_new(path, opt);
+  if (!w) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory creating %s", path);
+  uint8_t *schema_block = NULL, *head = NULL;
+  uint64_t schema_bytes = 0;
+  if ((rc = schema_copy(w, schema, err))) goto fail;
+  size_t tl = strlen(path) + 16;
+  if (!(w->tmp_path = malloc(tl))) { rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory"); goto fail; }
+  snprintf(w->tmp_path, tl, "%s.tmp.XXXXXX", path);
+  w->fd = mkstemp(w->tmp_path);
+  if (w->fd < 0) {
+    rc = cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot create a file beside %s: %s", path, strerror(errno));
+    free(w->tmp_path), w->tmp_path = NULL;
+    goto fail;
+  }
+  (void)fchmod(w->fd, 0644);
+  if ((rc = cs__schema_encode(schema, &schema_block, &schema_bytes, err))) goto fail;
+  uint64_t data_offset = cs__align64(CS_SCHEMA_OFFSET + schema_bytes);
+  if (!(head = calloc(1, data_offset))) { rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory"); goto fail; }
+  cs_disk_preamble pre = {.version = CS_FORMAT_VERSION, .schema_offset = CS_SCHEMA_OFFSET, .schema_bytes = schema_bytes, .data_offset = data_offset};
+  memcpy(pre.magic, CS_MAGIC_FILE, CS_MAGIC_BYTES);
+  pre.schema_checksum = cs__hash(schema_block, schema_bytes);
+  pre.checksum = cs__hash(&pre, 56);
+  memcpy(head, &pre, sizeof pre);
+  memcpy(head + CS_SCHEMA_OFFSET, schema_block, schema_bytes);
+  if ((rc = write_at(w, head, data_offset, 0, err))) goto fail;
+  w->pos = data_offset;
+  w->old_data_end = data_offset;
+  w->generation = 1;
+  free(schema_block);
+  free(head);
+  *out = w;
+  return CS_OK;
+fail:
+  free(schema_block);
+  free(head);
+  cs_writer_abort(w);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- append */
+
+static cs_rc lock_take(cs_writer *w, int timeout_ms, cs_err *err) {
+  struct timespec nap = {0, 5 * 1000 * 1000};
+  for (int waited = 0;; waited += 5) {
+    if (flock(w->fd, LOCK_EX | LOCK_NB) == 0) {
+      w->locked = true;
+      return CS_OK;
+    }
+    if (errno == ENOTSUP || errno == EOPNOTSUPP || errno == ENOLCK) {
+      cs__diag_note("flock is not supported on this filesystem: appends are not protected against concurrent writers");
+      return CS_OK;
+    }
+    if (errno != EWOULDBLOCK && errno != EINTR) return cs_err_set(err, CS_EIO, "colstore: %s: flock failed: %s", w->path, strerror(errno));
+    if (waited >= timeout_ms) return cs_err_set(err, CS_EBUSY, "colstore: %s is being written by another connection or process; retry, or raise the busy timeout", w->path);
+    nanosleep(&nap, NULL);
+  }
+}
+
+cs_rc cs_writer_append(const char *path, const cs_writer_options *opt, cs_writer **out, cs_err *err) {
+  *out = NULL;
+  cs_writer *w = writer_new(path, opt);
+  if (!w) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory opening %s", path);
+  cs_store *base = NULL;
+  cs_rc rc;
+  w->fd = open(path, O_RDWR | O_CLOEXEC);
+  if (w->fd < 0) {
+    rc = cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot open %s for appending: %s", path, strerror(errno));
+    goto fail;
+  }
+  if ((rc = lock_take(w, opt ? opt->lock_timeout_ms : 0, err))) goto fail;
+  int fd2 = dup(w->fd);
+  if (fd2 < 0) { rc = cs_err_set(err, CS_EIO, "colstore: %s: dup failed: %s", path, strerror(errno)); goto fail; }
+  if ((rc = cs__store_load(fd2, path, CS_VERIFY_HEADER, &base, err))) goto fail;
+  if ((rc = schema_copy(w, &base->schema, err))) goto fail;
+  uint32_t nc = base->schema.n_cols;
+  w->n_records = w->cap_records = base->n_records;
+  w->entries = malloc((base->n_records ? base->n_records : 1) * sizeof *w->entries);
+  w->dchunks = malloc((base->n_records ? base->n_records * nc : 1) * sizeof *w->dchunks);
+  if (!w->entries || !w->dchunks) { rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory"); goto fail; }
+  memcpy(w->entries, base->entries, base->n_records * sizeof *w->entries);
+  memcpy(w->dchunks, base->disk_chunks, base->n_records * nc * sizeof *w->dchunks);
+  w->pos = w->old_data_end = base->data_end;
+  w->old_file_bytes = base->map_bytes;
+  w->generation = base->generation + 1;
+  w->n_rows = base->n_rows;
+  cs_store_close(base);
+  *out = w;
+  return CS_OK;
+fail:
+  cs_store_close(base);
+  writer_free(w);
+  return rc;
+}
+
+const cs_schema *cs_writer_schema(const cs_writer *w) { return &w->schema; }
+uint64_t cs_writer_rows(const cs_writer *w) { return w->n_rows; }
+
+/* Saves the bytes an append is about to overwrite, for a byte-exact abort. */
+static cs_rc tail_save(cs_writer *w, cs_err *err) {
+  if (w->touched || w->tmp_path) return CS_OK;
+  uint64_t n = w->old_file_bytes - w->old_data_end;
+  if (n) {
+    if (!(w->saved_tail = malloc(n))) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory saving the old footer");
+    uint64_t got = 0;
+    while (got < n) {
+      ssize_t r = pread(w->fd, w->saved_tail + got, n - got, (off_t)(w->old_data_end + got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return cs_err_set(err, CS_EIO, "colstore: %s: cannot read the old footer: %s", w->path, r ? strerror(errno) : "short read");
+      got += (uint64_t)r;
+    }
+  }
+  w->touched = true;
+  return CS_OK;
+}
+
+/* ----------------------------------------------------------------- stats */
+
+/* Min, max and sortedness of one fixed-width slice, skipping NULLs (and NaN,
+** which SQLite reads as NULL).  One body, stamped out per element type. */
+#define STATS_BODY(T, FIELD, IS_NAN)                                                   \
+  do {                                                                                 \
+    const T *v = (const T *)(const void *)data;                                        \
+    bool any = false, sorted = (validity == NULL);                                     \
+    T lo = 0, hi = 0, prev = 0;                                                        \
+    for (uint64_t i = 0; i < n; i++) {                                                 \
+      if (validity && !((validity[i >> 3] >> (i & 7)) & 1)) continue;                  \
+      T x = v[i];                                                                      \
+      if (IS_NAN(x)) { sorted = false; continue; }                                     \
+      if (!any) lo = hi = x, any = true;                                               \
+      else {                                                                           \
+        if (x < lo) lo = x;                                                            \
+        if (x > hi) hi = x;                                                            \
+        if (x < prev) sorted = false;                                                  \
+      }                                                                                \
+      prev = x;                                                                        \
+    }                                                                                  \
+    if (any) { dc->min_bits = 0; dc->max_bits = 0; cs_stat a, b; a.FIELD = lo; b.FIELD = hi; \
+      dc->min_bits = a.bits; dc->max_bits = b.bits; dc->flags |= CS_CHUNK_HAS_MINMAX; } \
+    if (sorted) dc->flags |= CS_CHUNK_SORTED;                                          \
+  } while (0)
+
+#define NOT_NAN(x) 0
+#define IS_NAN_F(x) ((x) != (x))
+
+static void chunk_stats(cs_type t, const uint8_t *data, const uint8_t *validity, uint64_t n, cs_disk_chunk *dc) {
+  switch (t) {
+    case CS_TYPE_INT8: STATS_BODY(int8_t, i, NOT_NAN); break;
+    case CS_TYPE_INT16: STATS_BODY(int16_t, i, NOT_NAN); break;
+    case CS_TYPE_INT32: STATS_BODY(int32_t, i, NOT_NAN); break;
+    case CS_TYPE_INT64: STATS_BODY(int64_t, i, NOT_NAN); break;
+    case CS_TYPE_UINT8: case CS_TYPE_BOOL: STATS_BODY(uint8_t, i, NOT_NAN); break;
+    case CS_TYPE_UINT16: STATS_BODY(uint16_t, i, NOT_NAN); break;
+    case CS_TYPE_UINT32: STATS_BODY(uint32_t, i, NOT_NAN); break;
+    case CS_TYPE_FLOAT32: STATS_BODY(float, f, IS_NAN_F); break;
+    case CS_TYPE_FLOAT64: STATS_BODY(double, f, IS_NAN_F); break;
+    default: break; /* TEXT/BLOB carry no zone map in format 1 */
+  }
+}
+
+/* ---------------------------------------------------------------- record */
+
+static cs_rc scratch_reserve(cs_writer *w, uint64_t bytes, cs_err *err) {
+  if (bytes <= w->scratch_bytes) return CS_OK;
+  uint8_t *p = realloc(w->scratch, bytes);
+  if (!p) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory writing a record");
+  w->scratch = p;
+  w->scratch_bytes = bytes;
+  return CS_OK;
+}
+
+static cs_rc directory_push(cs_writer *w, cs_err *err) {
+  uint32_t nc = w->schema.n_cols;
+  if (w->n_records < w->cap_records) return CS_OK;
+  uint64_t cap = w->cap_records ? w->cap_records * 2 : 16;
+  cs_disk_entry *e = realloc(w->entries, cap * sizeof *e);
+  if (e) w->entries = e;
+  cs_disk_chunk *d = e ? realloc(w->dchunks, cap * nc * sizeof *d) : NULL;
+  if (d) w->dchunks = d;
+  if (!e || !d) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory growing the record directory");
+  w->cap_records = cap;
+  return CS_OK;
+}
+
+static void pad_push(struct iovec *iov, int *n, uint64_t bytes) {
+  uint64_t pad = cs__align64(bytes) - bytes;
+  if (pad) iov[(*n)++] = (struct iovec){(void *)zero_pad, pad};
+}
+
+/* Writes rows [first, first + n) of the batch as one record at w->pos. */
+static cs_rc record_write(cs_writer *w, const cs_batch *b, uint64_t first, uint64_t n, cs_err *err) {
+  uint32_t nc = w->schema.n_cols;
+  uint64_t hb = cs__record_header_bytes(nc);
+  cs_rc rc = directory_push(w, err);
+  if (rc) return rc;
+  /* Scratch: per column a masked bitmap copy and rebased offsets. */
+  uint64_t bitmap_bytes = (n + 7) / 8, per_col = cs__align64(bitmap_bytes) + (n + 1) * 8;
+  if ((rc = scratch_reserve(w, per_col * nc, err))) return rc;
+  int max_iov = 1 + 6 * (int)nc, n_iov = 0;
+  struct iovec *iov = malloc((size_t)max_iov * sizeof *iov);
+  if (!iov) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory writing a record");
+  memset(w->header, 0, hb);
+  cs_disk_record *h = (cs_disk_record *)(void *)w->header;
+  cs_disk_chunk *dcs = (cs_disk_chunk *)(void *)(h + 1);
+  iov[n_iov++] = (struct iovec){w->header, hb};
+  uint64_t at = hb;
+  for (uint32_t c = 0; c < nc; c++) {
+    const cs_batch_column *col = &b->cols[c];
+    cs_disk_chunk *dc = &dcs[c];
+    uint8_t *col_scratch = w->scratch + per_col * c;
+    int chunk_iov = n_iov;
+    dc->chunk_offset = at;
+    /* validity */
+    const uint8_t *validity = col->validity + first / 8;
+    uint64_t nulls = bitmap_bytes ? 0 : 0;
+    for (uint64_t i = 0; i < n; i++) nulls += !((validity[i >> 3] >> (i & 7)) & 1);
+    dc->null_count = nulls;
+    if (nulls) {
+      memcpy(col_scratch, validity, bitmap_bytes);
+      if (n & 7) col_scratch[bitmap_bytes - 1] &= (uint8_t)((1u << (n & 7)) - 1);
+      dc->validity_offset = at;
+      iov[n_iov++] = (struct iovec){col_scratch, bitmap_bytes};
+      pad_push(iov, &n_iov, bitmap_bytes);
+      at += cs__align64(bitmap_bytes);
+    }
+    const uint8_t *data;
+    if (col->width) {
+      data = col->data + first * col->width;
+      dc->data_bytes = n * col->width;
+    } else {
+      int64_t base = col->offsets[first];
+      int64_t *offs = (int64_t *)(void *)(col_scratch + cs__align64(bitmap_bytes));
+      for (uint64_t i = 0; i <= n; i++) offs[i] = col->offsets[first + i] - base;
+      dc->offsets_offset = at;
+      iov[n_iov++] = (struct iovec){offs, (n + 1) * 8};
+      pad_push(iov, &n_iov, (n + 1) * 8);
+      at += cs__align64((n + 1) * 8);
+      data = col->data + base;
+      dc->data_bytes = (uint64_t)(col->offsets[first + n] - base);
+    }
+    dc->data_offset = at;
+    if (dc->data_bytes) iov[n_iov++] = (struct iovec){(void *)data, dc->data_bytes};
+    pad_push(iov, &n_iov, dc->data_bytes);
+    at += cs__align64(dc->data_bytes);
+    dc->chunk_bytes = at - dc->chunk_offset;
+    dc->checksum = cs__hash_iov(&iov[chunk_iov], n_iov - chunk_iov);
+    chunk_stats(col->type, data, nulls ? validity : NULL, n, dc);
+  }
+  memcpy(h->magic, CS_MAGIC_RECORD, CS_MAGIC_BYTES);
+  h->generation = w->generation;
+  h->n_rows = n;
+  h->record_bytes = at;
+  h->n_cols = nc;
+  h->header_bytes = (uint32_t)hb;
+  h->descriptors_checksum = cs__hash(dcs, nc * sizeof *dcs);
+  h->checksum = cs__hash(h, 56);
+  if ((rc = tail_save(w, err)) == CS_OK) rc = write_iov(w, iov, n_iov, w->pos, err);
+  free(iov);
+  if (rc) return rc;
+  w->entries[w->n_records] = (cs_disk_entry){w->pos, n, at, w->generation};
+  memcpy(&w->dchunks[w->n_records * nc], dcs, nc * sizeof *dcs);
+  w->n_records++;
+  w->pos += at;
+  w->n_rows += n;
+  return CS_OK;
+}
+
+cs_rc cs_writer_write(cs_writer *w, const cs_batch *b, cs_err *err) {
+  if (w->prepared) return cs_err_set(err, CS_EINVAL, "colstore: %s: write after prepare", w->path);
+  if (b->n_cols != w->schema.n_cols) return cs_err_set(err, CS_EINVAL, "colstore: %s: batch has %u columns, store has %u", w->path, b->n_cols, w->schema.n_cols);
+  for (uint32_t c = 0; c < b->n_cols; c++)
+    if (b->cols[c].type != w->cols[c].type) return cs_err_set(err, CS_ESCHEMA, "colstore: %s: column %s: batch type differs", w->path, w->cols[c].name);
+  for (uint64_t first = 0; first < b->n_rows; first += w->record_rows) {
+    uint64_t n = b->n_rows - first < w->record_rows ? b->n_rows - first : w->record_rows;
+    cs_rc rc = record_write(w, b, first, n, err);
+    if (rc) return rc;
+  }
+  return CS_OK;
+}
+
+/* ---------------------------------------------------------------- commit */
+
+cs_rc cs_writer_prepare(cs_writer *w, cs_err *err) {
+  if (w->prepared) return CS_OK;
+  bool nothing_new = !w->tmp_path && !w->touched;
+  if (nothing_new) {
+    w->prepared = true;
+    return CS_OK;
+  }
+  uint32_t nc = w->schema.n_cols;
+  uint64_t eb = cs__footer_entry_bytes(nc), fb = sizeof(cs_disk_footer) + w->n_records * eb;
+  uint8_t *f = calloc(1, fb);
+  if (!f) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a footer of %llu records", (unsigned long long)w->n_records);
+  cs_disk_footer *fh = (cs_disk_footer *)(void *)f;
+  memcpy(fh->magic, CS_MAGIC_FOOTER, CS_MAGIC_BYTES);
+  fh->generation = w->generation;
+  fh->n_records = w->n_records;
+  fh->n_rows = w->n_rows;
+  fh->n_cols = nc;
+  fh->entry_bytes = (uint32_t)eb;
+  fh->footer_bytes = fb;
+  uint8_t *p = f + sizeof *fh;
+  for (uint64_t r = 0; r < w->n_records; r++, p += eb) {
+    memcpy(p, &w->entries[r], sizeof(cs_disk_entry));
+    memcpy(p + sizeof(cs_disk_entry), &w->dchunks[r * nc], nc * sizeof(cs_disk_chunk));
+  }
+  fh->checksum = cs__hash_seeded(f + sizeof *fh, fb - sizeof *fh, cs__hash(fh, 56));
+  cs_disk_slot *s = &w->slot;
+  memcpy(s->magic, CS_MAGIC_SLOT, CS_MAGIC_BYTES);
+  s->generation = w->generation;
+  s->data_end = w->pos;
+  s->footer_offset = w->pos;
+  s->footer_bytes = fb;
+  s->footer_checksum = cs__hash(f, fb);
+  s->n_rows = w->n_rows;
+  s->checksum = cs__hash(s, 56);
+  cs_rc rc = tail_save(w, err);
+  if (!rc) rc = write_at(w, f, fb, w->pos, err);
+  free(f);
+  if (rc) return rc;
+  if (ftruncate(w->fd, (off_t)(w->pos + fb)) != 0) return cs_err_set(err, CS_EIO, "colstore: %s: truncate failed: %s", w->path, strerror(errno));
+  /* A new file carries its slot already; the rename is its commit point. */
+  if (w->tmp_path && (rc = write_at(w, s, sizeof *s, CS_SLOT1_OFFSET, err))) return rc;
+  if ((rc = sync_fd(w, err))) return rc;
+  w->prepared = true;
+  return CS_OK;
+}
+
+static cs_rc dir_sync(const char *path, cs_err *err) {
+  char *dir = strdup(path);
+  if (!dir) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
+  char *slash = strrchr(dir, '/');
+  const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
+  int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  cs_rc rc = CS_OK;
+  if (fd < 0 || fsync(fd) != 0) rc = cs_err_set(err, CS_EIO, "colstore: cannot sync directory %s: %s", d, strerror(errno));
+  if (fd >= 0) close(fd);
+  free(dir);
+  return rc;
+}
+
+cs_rc cs_writer_commit(cs_writer *w, cs_err *err) {
+  cs_rc rc = cs_writer_prepare(w, err);
+  if (rc) goto fail;
+  if (w->tmp_path) {
+    if (!w->replace) {
+      /* link() fails if path appeared meanwhile: no silent overwrite. */
+      if (link(w->tmp_path, w->path) != 0) {
+        rc = cs_err_set(err, errno == EEXIST ? CS_EEXIST : CS_EIO, "colstore: cannot create %s: %s", w->path, strerror(errno));
+        goto fail;
+      }
+      unlink(w->tmp_path);
+    } else if (rename(w->tmp_path, w->path) != 0) {
+      rc = cs_err_set(err, CS_EIO, "colstore: cannot rename into %s: %s", w->path, strerror(errno));
+      goto fail;
+    }
+    free(w->tmp_path);
+    w->tmp_path = NULL;
+    rc = dir_sync(w->path, err);
+    writer_free(w);
+    return rc;
+  }
+  if (w->touched) {
+    uint64_t off = (w->generation & 1) ? CS_SLOT1_OFFSET : CS_SLOT0_OFFSET;
+    if ((rc = write_at(w, &w->slot, sizeof w->slot, off, err)) || (rc = sync_fd(w, err))) goto fail;
+  }
+  writer_free(w);
+  return CS_OK;
+fail:
+  cs_writer_abort(w);
+  return rc;
+}
+
+void cs_writer_abort(cs_writer *w) {
+  if (!w) return;
+  if (w->tmp_path) {
+    unlink(w->tmp_path);
+  } else if (w->touched && w->fd >= 0) {
+    /* Best effort: on failure the slots still name the old state. */
+    cs_err ignored;
+    uint64_t n = w->old_file_bytes - w->old_data_end;
+    if (n == 0 || write_at(w, w->saved_tail, n, w->old_data_end, &ignored) == CS_OK)
+      if (ftruncate(w->fd, (off_t)w->old_file_bytes) == 0) (void)fsync(w->fd);
+  }
+  writer_free(w);
+}
