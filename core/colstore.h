@@ -218,6 +218,14 @@ cs_rc cs_batch_put_f64(cs_batch *batch, uint32_t col, double v, cs_err *err);
 cs_rc cs_batch_put_bytes(cs_batch *batch, uint32_t col, const void *p, uint64_t n, cs_err *err);
 /* Completes the current row (checks every column got exactly one value). */
 void cs_batch_end_row(cs_batch *batch);
+/* Drops the values of the current, incomplete row (a row that failed). */
+void cs_batch_cancel_row(cs_batch *batch);
+/* Reads back value row of fixed-width column col (for retyping); returns
+** false for NULL.  Integers and BOOL come back in out->i, floats in out->f. */
+bool cs_batch_get(const cs_batch *batch, uint32_t col, uint64_t row, cs_stat *out);
+/* Empties column col and gives it a new type, so its values can be put
+** again converted; the caller must re-put exactly cs_batch_rows() values. */
+void cs_batch_column_reset(cs_batch *batch, uint32_t col, cs_type type);
 
 /* ---------------------------------------------------------------- writer */
 

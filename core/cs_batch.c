@@ -158,3 +158,34 @@ void cs_batch_end_row(cs_batch *b) {
     if (b->cols[i].n_values != b->n_rows) abort(); /* a caller skipped or doubled a column */
 #endif
 }
+
+void cs_batch_cancel_row(cs_batch *b) { cs_batch_truncate(b, b->n_rows); }
+
+bool cs_batch_get(const cs_batch *b, uint32_t col, uint64_t row, cs_stat *out) {
+  const cs_batch_column *c = &b->cols[col];
+  out->bits = 0;
+  if (!((c->validity[row >> 3] >> (row & 7)) & 1)) return false;
+  const uint8_t *p = c->data + row * c->width;
+  switch (c->type) {
+    case CS_TYPE_INT8: { int8_t x; memcpy(&x, p, 1); out->i = x; break; }
+    case CS_TYPE_UINT8: case CS_TYPE_BOOL: out->i = *p; break;
+    case CS_TYPE_INT16: { int16_t x; memcpy(&x, p, 2); out->i = x; break; }
+    case CS_TYPE_UINT16: { uint16_t x; memcpy(&x, p, 2); out->i = x; break; }
+    case CS_TYPE_INT32: { int32_t x; memcpy(&x, p, 4); out->i = x; break; }
+    case CS_TYPE_UINT32: { uint32_t x; memcpy(&x, p, 4); out->i = x; break; }
+    case CS_TYPE_FLOAT32: { float x; memcpy(&x, p, 4); out->f = x; break; }
+    case CS_TYPE_FLOAT64: memcpy(&out->f, p, 8); break;
+    case CS_TYPE_INT64: memcpy(&out->i, p, 8); break;
+    default: break;
+  }
+  return true;
+}
+
+void cs_batch_column_reset(cs_batch *b, uint32_t col, cs_type type) {
+  cs_batch_column *c = &b->cols[col];
+  c->type = type;
+  c->width = cs_type_width(type);
+  c->n_values = 0;
+  c->data_bytes = 0;
+  c->n_nulls = 0;
+}

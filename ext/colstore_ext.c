@@ -1,0 +1,72 @@
+/*
+** colstore_ext.c - the entry point: registers the colstore module and its
+** SQL functions on one connection, and maps core results to SQLite codes.
+**
+** The entry point is the only exported symbol of build/colstore.so (the
+** rest is hidden), so two extensions linking different cores cannot clash.
+** Each connection gets its own csx_conn (the module's client data), which
+** SQLite frees when the connection closes; the registry in it lets the SQL
+** functions accept a table name wherever they accept a path.
+*/
+#include <stdarg.h>
+#include <string.h>
+
+#include "colstore_ext.h"
+
+SQLITE_EXTENSION_INIT1
+
+int csx_rc_to_sqlite(cs_rc rc) {
+  switch (rc) {
+    case CS_OK: return SQLITE_OK;
+    case CS_ENOMEM: return SQLITE_NOMEM;
+    case CS_ENOTSTORE: case CS_EVERSION: return SQLITE_NOTADB;
+    case CS_ECORRUPT: return SQLITE_CORRUPT;
+    case CS_EIO: return SQLITE_IOERR;
+    case CS_EBUSY: return SQLITE_BUSY;
+    case CS_ENOENT: return SQLITE_CANTOPEN;
+    case CS_ERANGE: return SQLITE_MISMATCH;
+    default: return SQLITE_ERROR;
+  }
+}
+
+int csx_vtab_error(sqlite3_vtab *pVtab, int rc, const char *zFmt, ...) {
+  va_list ap;
+  va_start(ap, zFmt);
+  sqlite3_free(pVtab->zErrMsg);
+  pVtab->zErrMsg = sqlite3_vmprintf(zFmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+csx_table *csx_conn_find(csx_conn *conn, const char *zName) {
+  for (csx_table *p = conn->tables; p; p = p->next)
+    if (sqlite3_stricmp(p->zName, zName) == 0) return p;
+  return NULL;
+}
+
+static void conn_free(void *p) { sqlite3_free(p); }
+
+#ifdef _WIN32
+__declspec(dllexport)
+#else
+__attribute__((visibility("default")))
+#endif
+int sqlite3_colstore_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
+  SQLITE_EXTENSION_INIT2(pApi);
+  if (sqlite3_libversion_number() < 3032000) {
+    *pzErrMsg = sqlite3_mprintf("colstore: needs SQLite 3.32.0 or later, this is %s", sqlite3_libversion());
+    return SQLITE_ERROR;
+  }
+  csx_conn *conn = sqlite3_malloc(sizeof *conn);
+  if (!conn) return SQLITE_NOMEM;
+  memset(conn, 0, sizeof *conn);
+  conn->db = db;
+  int rc = sqlite3_create_module_v2(db, "colstore", &csx_module, conn, conn_free);
+  if (rc != SQLITE_OK) {
+    *pzErrMsg = sqlite3_mprintf("colstore: cannot register the module: %s", sqlite3_errmsg(db));
+    return rc;
+  }
+  rc = csx_register_functions(db, conn);
+  if (rc != SQLITE_OK) *pzErrMsg = sqlite3_mprintf("colstore: cannot register functions: %s", sqlite3_errmsg(db));
+  return rc;
+}

@@ -1,0 +1,97 @@
+/*
+** colstore_ext.h - what the files of the SQLite glue share.
+**
+** ext/ is only glue: it turns SQL into calls on core/colstore.h and core
+** results into SQLite values and errors.  The pieces are split by role:
+** colstore_ext.c registers everything, colstore_vtab.c is the table (plan,
+** cursor), colstore_write.c is INSERT and the transaction hooks,
+** colstore_value.c converts SQLite values into column values, and
+** colstore_func.c holds the SQL functions.
+*/
+#ifndef COLSTORE_EXT_H
+#define COLSTORE_EXT_H
+
+#include <sqlite3ext.h>
+
+#include "colstore.h"
+
+#ifndef SQLITE_CORE
+extern const sqlite3_api_routines *sqlite3_api;
+#endif
+
+/* An immutable snapshot of a store, shared by a table and its cursors. */
+typedef struct csx_snapshot {
+  cs_store *store;   /* owned */
+  int n_refs;        /* table + open cursors; freed at 0 */
+} csx_snapshot;
+
+typedef struct csx_table csx_table;
+
+/* Per-connection state: the registry of colstore tables by name, so the
+** functions can take a table name where they take a path. */
+typedef struct csx_conn {
+  sqlite3 *db;
+  csx_table *tables;  /* linked through csx_table.next */
+} csx_conn;
+
+struct csx_table {
+  sqlite3_vtab base;        /* must be first */
+  sqlite3 *db;
+  csx_conn *conn;           /* not owned */
+  csx_table *next;          /* registry link */
+  char *zName;              /* table name; sqlite3_malloc'd */
+  char *zPath;              /* store path; sqlite3_malloc'd */
+  cs_verify verify;
+  csx_snapshot *snap;       /* current committed snapshot; one ref held */
+  int n_open_cursors;       /* a refresh waits until no cursor is open */
+  /* Writing: rows buffered per transaction, savepoint marks, the writer
+  ** between xSync and xCommit. */
+  cs_batch *pending;        /* NULL until the first INSERT */
+  uint64_t *marks;          /* marks[i] = pending rows at savepoint i */
+  int n_marks;
+  cs_writer *writer;
+};
+
+/* Hidden columns follow the store's columns. */
+#define CSX_HIDDEN_ROWS 0
+#define CSX_HIDDEN_MASK 1
+#define CSX_N_HIDDEN 2
+
+/* colstore_ext.c */
+int sqlite3_colstore_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi);
+int csx_rc_to_sqlite(cs_rc rc);
+/* Sets pVtab->zErrMsg from a printf format (the one place that does). */
+int csx_vtab_error(sqlite3_vtab *pVtab, int rc, const char *zFmt, ...);
+csx_table *csx_conn_find(csx_conn *conn, const char *zName);
+
+/* colstore_vtab.c */
+extern sqlite3_module csx_module;
+void csx_snapshot_release(csx_snapshot *snap);
+/* Makes pTab->snap the newest committed state if no cursor is open. */
+int csx_table_refresh(csx_table *pTab);
+
+/* colstore_write.c */
+int csx_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite_int64 *pRowid);
+int csx_begin(sqlite3_vtab *pVtab);
+int csx_sync(sqlite3_vtab *pVtab);
+int csx_commit(sqlite3_vtab *pVtab);
+int csx_rollback(sqlite3_vtab *pVtab);
+int csx_savepoint(sqlite3_vtab *pVtab, int iSavepoint);
+int csx_release(sqlite3_vtab *pVtab, int iSavepoint);
+int csx_rollback_to(sqlite3_vtab *pVtab, int iSavepoint);
+void csx_table_write_free(csx_table *pTab);
+
+/* colstore_value.c: puts v into column iCol of the batch, converting as a
+** native column of that affinity would.  On failure returns SQLITE_MISMATCH
+** or SQLITE_CONSTRAINT_NOTNULL (or SQLITE_NOMEM) and *pzErr holds a
+** sqlite3_malloc'd message; the batch's current row is left for the caller
+** to cancel. */
+int csx_value_put(cs_batch *b, uint32_t iCol, const cs_column *col, const char *zTable,
+                  sqlite3_value *v, char **pzErr);
+/* Renders a value for an error message ("TEXT 'abc'", "INTEGER 300"). */
+char *csx_value_describe(sqlite3_value *v);
+
+/* colstore_func.c */
+int csx_register_functions(sqlite3 *db, csx_conn *conn);
+
+#endif /* COLSTORE_EXT_H */

@@ -1,0 +1,154 @@
+/*
+** colstore_write.c - INSERT and the transaction hooks.
+**
+** Rows are buffered per transaction in a cs_batch (column form, already in
+** storage types) and reach the file only at commit, in SQLite's two phases:
+** xSync writes the records and the new footer and fsyncs (nothing visible
+** yet), xCommit writes the commit slot.  A rollback after xSync aborts the
+** writer, which restores the file byte for byte.  Savepoints are marks in
+** the batch's row count: a failed statement inside a transaction rolls back
+** to its statement savepoint, so none of its rows survive.
+**
+** Why buffer instead of writing records as rows arrive: a savepoint
+** rollback must be able to drop any suffix of the transaction's rows, and
+** the store's records are immutable once written.  The cost is memory equal
+** to the transaction's raw column bytes (docs/sql.md says so);
+** colstore_create() streams instead, because it has no savepoints.
+*/
+#include <string.h>
+
+#include "colstore_ext.h"
+
+#define CSX_LOCK_TIMEOUT_MS 5000
+
+void csx_table_write_free(csx_table *pTab) {
+  if (pTab->writer) cs_writer_abort(pTab->writer);
+  pTab->writer = NULL;
+  cs_batch_free(pTab->pending);
+  pTab->pending = NULL;
+  sqlite3_free(pTab->marks);
+  pTab->marks = NULL;
+  pTab->n_marks = 0;
+}
+
+static int append_only(csx_table *pTab, const char *what) {
+  return csx_vtab_error(&pTab->base, SQLITE_ERROR,
+                        "colstore: table %s is append-only: %s is not supported; INSERT new rows, or write a new store with "
+                        "colstore_create(path, 'SELECT ...')",
+                        pTab->zName, what);
+}
+
+int csx_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite_int64 *pRowid) {
+  csx_table *pTab = (csx_table *)pVtab;
+  if (argc == 1) return append_only(pTab, "DELETE");
+  if (sqlite3_value_type(argv[0]) != SQLITE_NULL) return append_only(pTab, "UPDATE");
+  if (sqlite3_value_type(argv[1]) != SQLITE_NULL)
+    return csx_vtab_error(pVtab, SQLITE_ERROR,
+                          "colstore: table %s is append-only and its rowid is the row position; omit the rowid in INSERT", pTab->zName);
+  const cs_schema *schema = cs_store_schema(pTab->snap->store);
+  if ((uint32_t)argc != 2 + schema->n_cols + CSX_N_HIDDEN) return SQLITE_ERROR;
+  for (int h = 0; h < CSX_N_HIDDEN; h++)
+    if (sqlite3_value_type(argv[2 + schema->n_cols + h]) != SQLITE_NULL)
+      return csx_vtab_error(pVtab, SQLITE_ERROR, "colstore: %s is a selection column of table %s; it cannot be inserted",
+                            h == CSX_HIDDEN_ROWS ? "_rows" : "_mask", pTab->zName);
+  if (!pTab->pending) {
+    cs_err err;
+    if (cs_batch_new(schema, &pTab->pending, &err) != CS_OK) return SQLITE_NOMEM;
+  }
+  for (uint32_t c = 0; c < schema->n_cols; c++) {
+    char *zErr = NULL;
+    int rc = csx_value_put(pTab->pending, c, &schema->cols[c], pTab->zName, argv[2 + c], &zErr);
+    if (rc != SQLITE_OK) {
+      cs_batch_cancel_row(pTab->pending);
+      sqlite3_free(pVtab->zErrMsg);
+      pVtab->zErrMsg = zErr;
+      return rc;
+    }
+  }
+  cs_batch_end_row(pTab->pending);
+  *pRowid = (sqlite_int64)(cs_store_rows(pTab->snap->store) + cs_batch_rows(pTab->pending) - 1);
+  return SQLITE_OK;
+}
+
+int csx_begin(sqlite3_vtab *pVtab) {
+  csx_table *pTab = (csx_table *)pVtab;
+  if (pTab->pending) cs_batch_clear(pTab->pending);
+  pTab->n_marks = 0;
+  return SQLITE_OK;
+}
+
+int csx_sync(sqlite3_vtab *pVtab) {
+  csx_table *pTab = (csx_table *)pVtab;
+  if (!pTab->pending || cs_batch_rows(pTab->pending) == 0) return SQLITE_OK;
+  cs_err err = {0};
+  cs_writer_options opt = {.lock_timeout_ms = CSX_LOCK_TIMEOUT_MS};
+  cs_writer *w = NULL;
+  cs_rc rc = cs_writer_append(pTab->zPath, &opt, &w, &err);
+  if (rc == CS_OK) {
+    /* The file might have been replaced by a different store meanwhile. */
+    const cs_schema *a = cs_writer_schema(w), *b = cs_store_schema(pTab->snap->store);
+    bool same = a->n_cols == b->n_cols;
+    for (uint32_t i = 0; same && i < a->n_cols; i++)
+      same = a->cols[i].type == b->cols[i].type && a->cols[i].nullable == b->cols[i].nullable;
+    if (!same) rc = cs_err_set(&err, CS_ESCHEMA, "colstore: %s was replaced by a store with another schema; reconnect the table", pTab->zPath);
+  }
+  if (rc == CS_OK) rc = cs_writer_write(w, pTab->pending, &err);
+  if (rc == CS_OK) rc = cs_writer_prepare(w, &err);
+  if (rc != CS_OK) {
+    cs_writer_abort(w);
+    return csx_vtab_error(pVtab, csx_rc_to_sqlite(rc), "%s", err.msg);
+  }
+  pTab->writer = w;
+  return SQLITE_OK;
+}
+
+int csx_commit(sqlite3_vtab *pVtab) {
+  csx_table *pTab = (csx_table *)pVtab;
+  int rc = SQLITE_OK;
+  if (pTab->writer) {
+    cs_err err = {0};
+    cs_rc crc = cs_writer_commit(pTab->writer, &err);
+    pTab->writer = NULL;
+    if (crc != CS_OK) rc = csx_vtab_error(pVtab, csx_rc_to_sqlite(crc), "%s", err.msg);
+  }
+  if (pTab->pending) cs_batch_clear(pTab->pending);
+  pTab->n_marks = 0;
+  return rc;
+}
+
+int csx_rollback(sqlite3_vtab *pVtab) {
+  csx_table *pTab = (csx_table *)pVtab;
+  if (pTab->writer) cs_writer_abort(pTab->writer);
+  pTab->writer = NULL;
+  if (pTab->pending) cs_batch_clear(pTab->pending);
+  pTab->n_marks = 0;
+  return SQLITE_OK;
+}
+
+int csx_savepoint(sqlite3_vtab *pVtab, int iSavepoint) {
+  csx_table *pTab = (csx_table *)pVtab;
+  if (iSavepoint < 0) return SQLITE_OK;
+  if (iSavepoint >= pTab->n_marks) {
+    uint64_t *m = sqlite3_realloc64(pTab->marks, (sqlite3_uint64)(iSavepoint + 1) * sizeof *m);
+    if (!m) return SQLITE_NOMEM;
+    pTab->marks = m;
+    uint64_t rows = pTab->pending ? cs_batch_rows(pTab->pending) : 0;
+    for (int i = pTab->n_marks; i <= iSavepoint; i++) m[i] = rows;
+  }
+  pTab->marks[iSavepoint] = pTab->pending ? cs_batch_rows(pTab->pending) : 0;
+  pTab->n_marks = iSavepoint + 1;
+  return SQLITE_OK;
+}
+
+int csx_release(sqlite3_vtab *pVtab, int iSavepoint) {
+  csx_table *pTab = (csx_table *)pVtab;
+  if (iSavepoint < pTab->n_marks) pTab->n_marks = iSavepoint;
+  return SQLITE_OK;
+}
+
+int csx_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
+  csx_table *pTab = (csx_table *)pVtab;
+  if (iSavepoint < pTab->n_marks && pTab->pending) cs_batch_truncate(pTab->pending, pTab->marks[iSavepoint]);
+  if (iSavepoint < pTab->n_marks) pTab->n_marks = iSavepoint + 1;
+  return SQLITE_OK;
+}
