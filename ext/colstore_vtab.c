@@ -51,6 +51,8 @@ typedef struct csx_cursor {
   uint64_t rec_first;        /* first row of rec */
   uint64_t rec_end;          /* one past the last row of rec */
   const cs_chunk *chunks;    /* rec's chunks, one per column */
+  const cs_column *cols;     /* the store's columns (types), for xColumn */
+  uint32_t n_cols;
 } csx_cursor;
 
 /* ------------------------------------------------------------ snapshots */
@@ -582,6 +584,8 @@ static int xFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int
     pCur->snap->n_refs++;
     pTab->n_open_cursors++;
     pCur->store = pCur->snap->store;
+    pCur->cols = cs_store_schema(pCur->store)->cols;
+    pCur->n_cols = cs_store_schema(pCur->store)->n_cols;
   }
   uint64_t n = cs_store_rows(pCur->store), lo = 0, hi = n;
   int a = 0;
@@ -609,13 +613,12 @@ static int xEof(sqlite3_vtab_cursor *cur) {
 
 static int xColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
   csx_cursor *pCur = (csx_cursor *)cur;
-  const cs_schema *schema = cs_store_schema(pCur->store);
-  if ((uint32_t)i >= schema->n_cols) return SQLITE_OK; /* hidden columns read as NULL */
+  if ((uint32_t)i >= pCur->n_cols) return SQLITE_OK; /* hidden columns read as NULL */
   const cs_chunk *ch = &pCur->chunks[i];
   uint64_t k = pCur->row - pCur->rec_first;
   if (!cs_chunk_is_valid(ch, k)) return SQLITE_OK;
   const void *d = ch->data;
-  switch (schema->cols[i].type) {
+  switch (pCur->cols[i].type) {
     case CS_TYPE_FLOAT64: sqlite3_result_double(ctx, ((const double *)d)[k]); break;
     case CS_TYPE_INT64: sqlite3_result_int64(ctx, ((const int64_t *)d)[k]); break;
     case CS_TYPE_INT32: sqlite3_result_int64(ctx, ((const int32_t *)d)[k]); break;
@@ -636,7 +639,7 @@ static int xColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
         sqlite3_result_error_code(ctx, SQLITE_CORRUPT);
         return SQLITE_CORRUPT;
       }
-      if (schema->cols[i].type == CS_TYPE_TEXT)
+      if (pCur->cols[i].type == CS_TYPE_TEXT)
         sqlite3_result_text64(ctx, (const char *)p, len, SQLITE_STATIC, SQLITE_UTF8);
       else
         sqlite3_result_blob64(ctx, p, len, SQLITE_STATIC);
