@@ -462,6 +462,12 @@ void cs_store_column_stats(const cs_store *s, uint32_t col, cs_column_stats *out
 }
 
 cs_rc cs_store_is_current(const cs_store *s, bool *out_current, cs_err *err) {
+  /* A store replaced by rename (colstore_create 'replace') is a new inode. */
+  struct stat now, mine;
+  if (stat(s->path, &now) != 0 || fstat(s->fd, &mine) != 0 || now.st_ino != mine.st_ino || now.st_dev != mine.st_dev) {
+    *out_current = false;
+    return CS_OK;
+  }
   cs_disk_slot slot;
   cs_rc rc = cs__slots_read(s->fd, s->path, &slot, err);
   if (rc) return rc;

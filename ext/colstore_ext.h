@@ -67,6 +67,7 @@ csx_table *csx_conn_find(csx_conn *conn, const char *zName);
 /* colstore_vtab.c */
 extern sqlite3_module csx_module;
 void csx_snapshot_release(csx_snapshot *snap);
+bool csx_schema_equal(const cs_schema *a, const cs_schema *b);
 /* Makes pTab->snap the newest committed state if no cursor is open. */
 int csx_table_refresh(csx_table *pTab);
 

@@ -72,6 +72,14 @@ void csx_snapshot_release(csx_snapshot *s) {
   }
 }
 
+bool csx_schema_equal(const cs_schema *a, const cs_schema *b) {
+  if (a->n_cols != b->n_cols) return false;
+  for (uint32_t i = 0; i < a->n_cols; i++)
+    if (a->cols[i].type != b->cols[i].type || a->cols[i].nullable != b->cols[i].nullable || strcmp(a->cols[i].name, b->cols[i].name) != 0)
+      return false;
+  return true;
+}
+
 int csx_table_refresh(csx_table *pTab) {
   if (pTab->n_open_cursors > 0) return SQLITE_OK;
   cs_err err = {0};
@@ -81,6 +89,12 @@ int csx_table_refresh(csx_table *pTab) {
   cs_store *store = NULL;
   if (rc == CS_OK) rc = cs_store_open(pTab->zPath, CS_VERIFY_HEADER, &store, &err);
   if (rc != CS_OK) return csx_vtab_error(&pTab->base, csx_rc_to_sqlite(rc), "%s", err.msg);
+  if (!csx_schema_equal(cs_store_schema(store), cs_store_schema(pTab->snap->store))) {
+    cs_store_close(store);
+    return csx_vtab_error(&pTab->base, SQLITE_SCHEMA,
+                          "colstore: %s was replaced by a store with another schema; DROP TABLE %s and create it again", pTab->zPath,
+                          pTab->zName);
+  }
   csx_snapshot *s = snapshot_new(store);
   if (!s) {
     cs_store_close(store);

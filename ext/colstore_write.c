@@ -86,11 +86,7 @@ int csx_sync(sqlite3_vtab *pVtab) {
   cs_rc rc = cs_writer_append(pTab->zPath, &opt, &w, &err);
   if (rc == CS_OK) {
     /* The file might have been replaced by a different store meanwhile. */
-    const cs_schema *a = cs_writer_schema(w), *b = cs_store_schema(pTab->snap->store);
-    bool same = a->n_cols == b->n_cols;
-    for (uint32_t i = 0; same && i < a->n_cols; i++)
-      same = a->cols[i].type == b->cols[i].type && a->cols[i].nullable == b->cols[i].nullable;
-    if (!same) rc = cs_err_set(&err, CS_ESCHEMA, "colstore: %s was replaced by a store with another schema; reconnect the table", pTab->zPath);
+    if (!csx_schema_equal(cs_writer_schema(w), cs_store_schema(pTab->snap->store))) rc = cs_err_set(&err, CS_ESCHEMA, "colstore: %s was replaced by a store with another schema; reconnect the table", pTab->zPath);
   }
   if (rc == CS_OK) rc = cs_writer_write(w, pTab->pending, &err);
   if (rc == CS_OK) rc = cs_writer_prepare(w, &err);
@@ -142,12 +138,19 @@ int csx_savepoint(sqlite3_vtab *pVtab, int iSavepoint) {
 
 int csx_release(sqlite3_vtab *pVtab, int iSavepoint) {
   csx_table *pTab = (csx_table *)pVtab;
-  if (iSavepoint < pTab->n_marks) pTab->n_marks = iSavepoint;
+  if (iSavepoint < pTab->n_marks) pTab->n_marks = iSavepoint < 0 ? 0 : iSavepoint;
   return SQLITE_OK;
 }
 
 int csx_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
   csx_table *pTab = (csx_table *)pVtab;
+  /* -1 is the SAVEPOINT that opened the transaction (SQLite does not count
+  ** it in nSavepoint): ROLLBACK TO it drops every row of the transaction. */
+  if (iSavepoint < 0) {
+    if (pTab->pending) cs_batch_truncate(pTab->pending, 0);
+    pTab->n_marks = 0;
+    return SQLITE_OK;
+  }
   if (iSavepoint < pTab->n_marks && pTab->pending) cs_batch_truncate(pTab->pending, pTab->marks[iSavepoint]);
   if (iSavepoint < pTab->n_marks) pTab->n_marks = iSavepoint + 1;
   return SQLITE_OK;
