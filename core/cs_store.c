@@ -232,11 +232,24 @@ static cs_rc directory_resolve(cs_store *s, uint64_t limit, cs_err *err) {
   return CS_OK;
 }
 
+static cs_rc footer_parse(cs_store *s, const cs_disk_slot *slot, const uint8_t *bytes, cs_err *err);
+
 static cs_rc footer_load(cs_store *s, const cs_disk_slot *slot, cs_err *err) {
-  uint32_t nc = s->schema.n_cols;
   if (!span_in(slot->footer_offset, slot->footer_bytes, s->data_offset, s->map_bytes) || slot->footer_bytes < sizeof(cs_disk_footer))
     return CS_ECORRUPT;
-  const cs_disk_footer *f = (const cs_disk_footer *)(s->map + slot->footer_offset);
+  /* A concurrent append overwrites this footer in place, so it is checked
+  ** and parsed from a private copy, never twice from the mapping. */
+  uint8_t *copy = malloc(slot->footer_bytes);
+  if (!copy) return cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for a footer of %llu bytes", s->path, (unsigned long long)slot->footer_bytes);
+  memcpy(copy, s->map + slot->footer_offset, slot->footer_bytes);
+  cs_rc rc = footer_parse(s, slot, copy, err);
+  free(copy);
+  return rc;
+}
+
+static cs_rc footer_parse(cs_store *s, const cs_disk_slot *slot, const uint8_t *bytes, cs_err *err) {
+  uint32_t nc = s->schema.n_cols;
+  const cs_disk_footer *f = (const cs_disk_footer *)(const void *)bytes;
   uint64_t eb = cs__footer_entry_bytes(nc);
   if (memcmp(f->magic, CS_MAGIC_FOOTER, CS_MAGIC_BYTES) != 0 || f->generation != slot->generation || f->n_cols != nc ||
       f->entry_bytes != eb || f->footer_bytes != slot->footer_bytes ||
@@ -291,7 +304,7 @@ static cs_rc directory_scan(cs_store *s, uint64_t limit, bool bounded, cs_err *e
     rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: footer is damaged and record %llu at offset %llu cannot be recovered", s->path, (unsigned long long)n, (unsigned long long)off);
     goto done;
   }
-  if (!bounded && n > 0) {
+  if (!bounded) {
     /* Keep the newest generation only if its footer follows it intact. */
     const cs_disk_footer *f = (const cs_disk_footer *)(s->map + off);
     bool sealed = span_in(off, sizeof *f, s->data_offset, s->map_bytes) && memcmp(f->magic, CS_MAGIC_FOOTER, CS_MAGIC_BYTES) == 0 &&
@@ -326,6 +339,11 @@ cs_rc cs__store_load(int fd, const char *path, cs_verify verify, cs_store **out,
     return cs_err_set(err, CS_ENOMEM, "colstore: out of memory opening %s", path);
   }
   s->fd = fd;
+  /* Slots first, size second: committed data never shrinks, so a file
+  ** stat'ed after reading a slot holds everything that slot names. */
+  cs_disk_slot slot;
+  cs_err slot_err = {0};
+  bool have_slot = cs__slots_read(fd, path, &slot, &slot_err) == CS_OK;
   struct stat st;
   if (fstat(fd, &st) != 0) { rc = cs_err_set(err, CS_EIO, "colstore: %s: stat failed: %s", path, strerror(errno)); goto fail; }
   if (!S_ISREG(st.st_mode)) { rc = cs_err_set(err, CS_ENOTSTORE, "colstore: %s is not a regular file; give the path of a .cst store", path); goto fail; }
@@ -357,9 +375,7 @@ cs_rc cs__store_load(int fd, const char *path, cs_verify verify, cs_store **out,
   s->data_offset = pre->data_offset;
   if ((rc = schema_decode(s, s->map + pre->schema_offset, pre->schema_bytes, err))) goto fail;
 
-  cs_disk_slot slot;
-  cs_err slot_err = {0};
-  if (cs__slots_read(fd, path, &slot, &slot_err) == CS_OK) {
+  if (have_slot) {
     if (slot.data_end > s->map_bytes || slot.data_end < s->data_offset) {
       rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s is truncated: committed data ends at %llu but the file has %llu bytes", path,
                       (unsigned long long)slot.data_end, (unsigned long long)s->map_bytes);

@@ -529,10 +529,14 @@ cs_rc cs_writer_commit(cs_writer *w, cs_err *err) {
   }
   if (w->touched) {
     uint64_t off = (w->generation & 1) ? CS_SLOT1_OFFSET : CS_SLOT0_OFFSET;
-    if ((rc = write_at(w, &w->slot, sizeof w->slot, off, err)) || (rc = sync_fd(w, err))) goto fail;
+    if ((rc = write_at(w, &w->slot, sizeof w->slot, off, err))) goto fail;
+    /* Once the slot is written the new state may be the visible one, so a
+    ** failed fsync must not restore the old tail under it: the file stays
+    ** consistent either way, and the error says durability is unknown. */
+    rc = sync_fd(w, err);
   }
   writer_free(w);
-  return CS_OK;
+  return rc;
 fail:
   cs_writer_abort(w);
   return rc;
