@@ -163,6 +163,10 @@ uint64_t cs_store_file_bytes(const cs_store *store);
 /* True when open had to rebuild the record directory by a forward scan
 ** because the footer was missing or damaged. */
 bool cs_store_recovered(const cs_store *store);
+/* True when the commit slot not in use is written but invalid: a commit
+** torn by a crash, or damage that may have hidden the newest commit.  The
+** store opens at the older generation; colstore_info reports it. */
+bool cs_store_slot_damaged(const cs_store *store);
 
 /* First row of record rec; rec == cs_store_records() gives the row count. */
 uint64_t cs_store_record_first_row(const cs_store *store, uint64_t rec);
@@ -261,6 +265,100 @@ cs_rc cs_writer_prepare(cs_writer *w, cs_err *err);
 cs_rc cs_writer_commit(cs_writer *w, cs_err *err);
 /* Abandons the writer; the file is left byte-identical to before. */
 void cs_writer_abort(cs_writer *w);
+
+/* --------------------------------------------------------------- kernels */
+
+/* Kernels fill caller-owned buffers and cannot fail: their arguments are
+** validated at the door (xFilter) and they carry only debug asserts.  A
+** gather takes a fixed-width column (TEXT and BLOB values are read in place
+** with cs_store_find_record and cs_chunk_varlen), writes n elements of the
+** column's storage width to out and, when out_valid is not
+** NULL, one byte per element (1 = valid, 0 = NULL).  All rows must be
+** < cs_store_rows().  Threaded kernels give byte-identical output for any
+** thread count. */
+
+/* Process-wide kernel settings (colstore_config). */
+typedef struct cs_kernel_config {
+  int threads;          /* thread cap; 0 = auto (the host's cores) */
+  int prefetch;         /* prefetch distance in elements; 0 = off; -1 = auto */
+} cs_kernel_config;
+void cs_kernel_config_get(cs_kernel_config *out);
+void cs_kernel_config_set(const cs_kernel_config *cfg);
+/* Below this many elements a kernel runs on one thread. */
+#define CS_PARALLEL_MIN_ELEMENTS 262144u
+/* Threads a kernel over n elements uses under the current config. */
+int cs_kernel_threads(uint64_t n);
+
+/* Rows [first, first + n): one memcpy per overlapping record, serial. */
+void cs_gather_range(const cs_store *s, uint32_t col, uint64_t first, uint64_t n, void *out, uint8_t *out_valid);
+/* Rows first, first + step, ... (n of them; step may be negative). */
+void cs_gather_strided(const cs_store *s, uint32_t col, uint64_t first, int64_t step, uint64_t n, void *out,
+                       uint8_t *out_valid);
+/* Rows in any order, walked with a record cursor: O(n + records) when
+** rows are non-decreasing; a backward step re-locates by binary search. */
+void cs_gather_sorted(const cs_store *s, uint32_t col, const uint64_t *rows, uint64_t n, void *out, uint8_t *out_valid);
+/* Rows in any order, each located by a branchless binary search over the
+** record table (or a division when records are uniform). */
+void cs_gather_rows(const cs_store *s, uint32_t col, const uint64_t *rows, uint64_t n, void *out, uint8_t *out_valid);
+/* The record of each row, found once and reused by every column. */
+void cs_bins_compute(const cs_store *s, const uint64_t *rows, uint64_t n, uint32_t *out_bins);
+void cs_gather_rows_binned(const cs_store *s, uint32_t col, const uint64_t *rows, const uint32_t *bins, uint64_t n,
+                           void *out, uint8_t *out_valid);
+/* Rows first + i where mask[i] != 0, i < n; returns the number written.
+** out (and out_valid) need room for exactly cs_mask_count(mask, n)
+** elements; nothing is written past them. */
+uint64_t cs_gather_mask(const cs_store *s, uint32_t col, const uint8_t *mask, uint64_t first, uint64_t n, void *out,
+                        uint8_t *out_valid);
+/* Mask helpers: count of nonzero bytes; positions base + i of nonzero bytes
+** (out_rows needs room for cs_mask_count(mask, n) of them). */
+uint64_t cs_mask_count(const uint8_t *mask, uint64_t n);
+uint64_t cs_mask_to_rows(const uint8_t *mask, uint64_t n, uint64_t base, uint64_t *out_rows);
+
+/* ------------------------------------------------------------ predicates */
+
+/* A constant in SQLite's storage classes; they order NULL < numbers (INT and
+** FLOAT compared exactly as numbers) < TEXT < BLOB, TEXT and BLOB by memcmp
+** (BINARY collation).  The caller applies column affinity first. */
+typedef enum cs_value_kind { CS_VAL_NULL = 0, CS_VAL_INT, CS_VAL_FLOAT, CS_VAL_TEXT, CS_VAL_BLOB } cs_value_kind;
+typedef struct cs_value {
+  cs_value_kind kind;
+  int64_t i;            /* CS_VAL_INT */
+  double f;             /* CS_VAL_FLOAT */
+  const uint8_t *p;     /* CS_VAL_TEXT/BLOB bytes; not owned */
+  uint64_t n;           /* their length */
+} cs_value;
+
+typedef enum cs_cmp {
+  CS_CMP_EQ, CS_CMP_NE, CS_CMP_LT, CS_CMP_LE, CS_CMP_GT, CS_CMP_GE,
+  CS_CMP_ISNULL, CS_CMP_NOTNULL,
+  CS_CMP_IN,            /* set/n_set; NULL members never match */
+  CS_CMP_BETWEEN        /* lo <= x AND x <= hi */
+} cs_cmp;
+
+typedef struct cs_pred {
+  uint32_t col;
+  cs_cmp op;
+  cs_value a, b;        /* operand; BETWEEN: a = lo, b = hi */
+  const cs_value *set;  /* CS_CMP_IN members; not owned */
+  uint64_t n_set;
+} cs_pred;
+
+typedef struct cs_pred_stats {
+  uint64_t records_scanned;
+  uint64_t records_skipped;  /* by zone maps (min/max, null count) */
+  uint64_t rows_selected;
+} cs_pred_stats;
+
+/* mask[i] = 1 if row first + i satisfies every predicate (AND), else 0, for
+** i < n.  A NULL value (and a NaN, which SQLite reads as NULL) satisfies only
+** ISNULL.  Whole records are decided from zone maps when they can be.
+** stats may be NULL; with n_preds == 0 every row is selected. */
+void cs_pred_eval(const cs_store *s, const cs_pred *preds, uint32_t n_preds, uint64_t first, uint64_t n, uint8_t *mask,
+                  cs_pred_stats *stats);
+/* When column col is sorted (cs_column_stats.sorted), the row range [lo, hi)
+** where a range predicate holds, by binary search; false if it cannot be
+** answered that way (op not a range, column not sorted). */
+bool cs_pred_sorted_range(const cs_store *s, const cs_pred *pred, uint64_t *out_lo, uint64_t *out_hi);
 
 /* ----------------------------------------------------------- diagnostics */
 

@@ -80,7 +80,9 @@ static cs_rc put_begin(cs_batch *b, uint32_t col, bool valid, uint64_t bytes, cs
   uint64_t k = c->n_values;
   cs_rc rc = grow((void **)&c->validity, &c->validity_cap, (k >> 3) + 1, 1, err);
   if (rc) return rc;
-  if ((k & 7) == 0) c->validity[k >> 3] = 0;
+  /* Clear the bit (and any above it, left by a cancelled or truncated row)
+  ** before setting it: truncation only moves the counters back. */
+  c->validity[k >> 3] &= (uint8_t)((1u << (k & 7)) - 1);
   c->validity[k >> 3] |= (uint8_t)((valid ? 1u : 0u) << (k & 7));
   if (!valid) c->n_nulls++;
   if (c->width == 0) {

@@ -30,20 +30,32 @@ struct cs_store {
   cs_disk_chunk *disk_chunks; /* n_records * n_cols, copied from the footer */
   cs_chunk *chunks;           /* n_records * n_cols, resolved into map */
   bool recovered;             /* directory rebuilt by a forward scan */
+  bool slot_damaged;          /* the other commit slot is torn or damaged */
+  /* Uniform layout (seeds/003 Stage 9), set by cs__uniform_init at open:
+  ** when every record but the last has uniform_rows rows and the last no
+  ** more, the record of a row is row / uniform_rows, computed as the high
+  ** word of row * uniform_magic shifted right by uniform_shift.  0 = irregular. */
+  uint64_t uniform_rows;      /* rows per record, or 0 */
+  uint64_t uniform_magic;     /* ceil(2^(64 + uniform_shift) / uniform_rows) */
+  uint32_t uniform_shift;     /* bits, 0..63 */
 };
 
 /* Loads the committed state of an open descriptor (takes ownership of fd:
 ** it is closed on failure and by cs_store_close). */
 cs_rc cs__store_load(int fd, const char *path, cs_verify verify, cs_store **out, cs_err *err);
 /* Reads both commit slots; *out_slot is the valid one with the highest
-** generation.  CS_ECORRUPT when neither is valid. */
-cs_rc cs__slots_read(int fd, const char *path, cs_disk_slot *out_slot, cs_err *err);
+** generation, *out_damaged (if not NULL) whether the other one is written
+** but invalid.  CS_ECORRUPT when neither is valid. */
+cs_rc cs__slots_read(int fd, const char *path, cs_disk_slot *out_slot, bool *out_damaged, cs_err *err);
 /* Serialises a schema block; caller frees *out. */
 cs_rc cs__schema_encode(const cs_schema *schema, uint8_t **out, uint64_t *out_bytes, cs_err *err);
 /* Checks one chunk descriptor against its record and column type. */
 cs_rc cs__chunk_check(const cs_disk_chunk *dc, const cs_column *col, uint64_t n_rows,
                       uint64_t header_bytes, uint64_t record_bytes, const char *path,
                       uint64_t rec, cs_err *err);
+/* Detects the uniform layout from first_rows and fills s->uniform_*
+** (cs_gather.c); called at the end of directory resolution. */
+void cs__uniform_init(cs_store *s);
 /* Records a process-wide diagnostic note once. */
 void cs__diag_note(const char *note);
 

@@ -1,0 +1,135 @@
+/*
+** cs_kernels_internal.h - what the kernel files (cs_gather.c, cs_mask.c,
+** cs_pred.c, cs_kernel_config.c) share, and nobody else.
+**
+** The pieces here sit in every kernel's inner loop, so they are static
+** inline and branch-free: the record search is the conditional-move form
+** (seeds/003 Stage 2 measured std-style upper_bound ~5x slower), uniform
+** stores divide by a precomputed reciprocal instead of searching (Stage 9),
+** and mask bytes are classified eight at a time (Stage 12).
+**
+** Width stamping: a kernel body is written once as an always_inline
+** function whose element width W is a parameter, and CS__WIDTH_SWITCH calls
+** it with the literal 1, 2, 4 or 8, so each case is compiled with W
+** constant and memcpy(dst, src, W) becomes one load and one store.  The
+** switch sits inside each OpenMP region (never around it), because GCC
+** outlines a parallel region before inlining and would otherwise pass W as a
+** run-time value into the outlined body.
+*/
+#ifndef CS_KERNELS_INTERNAL_H
+#define CS_KERNELS_INTERNAL_H
+
+#include <string.h>
+
+#include "cs_internal.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the kernels read mask words and bitmaps as little-endian integers"
+#endif
+
+#define CS__INLINE static inline __attribute__((always_inline))
+
+/* Upper bound on the threads one kernel uses (per-thread offsets live in a
+** stack array of this size); cs_kernel_threads() never returns more. */
+#define CS__MAX_THREADS 1024
+
+__extension__ typedef unsigned __int128 cs__u128;
+
+/* Calls CALL(W) with the literal width matching w (1, 2, 4 or 8). */
+#define CS__WIDTH_SWITCH(w, CALL) \
+  do {                            \
+    switch (w) {                  \
+      case 1: CALL(1); break;     \
+      case 2: CALL(2); break;     \
+      case 4: CALL(4); break;     \
+      default: CALL(8); break;    \
+    }                             \
+  } while (0)
+
+/* Default prefetch distances for prefetch = -1 ("auto"), in elements.
+** seeds/003 Stage 3: software prefetch is a pessimisation for unsorted
+** gathers (the out-of-order core already saturates memory-level
+** parallelism; measured here too: distance 8 or 64 doubled cs_gather_rows'
+** time on an irregular store).  The sorted walk gains: a lookahead cursor
+** prefetches the exact value pf elements ahead across record boundaries.
+** Measured on a 4-column FLOAT64 store, 4M rows, 2M sorted rows, one
+** thread (ns per element at distance 0 / 64 / 128 / 256 / 512): records of
+** 16-48 rows 6.9 / 4.9 / 4.8 / 4.8 / 5.0; of 50-250 rows 4.5 / 3.4 / 3.2 /
+** 3.2 / 3.4.  bench/bench_kernels.c re-measures it on the host at hand. */
+#define CS__PREFETCH_AUTO_ROWS 0
+#define CS__PREFETCH_AUTO_SORTED 128
+
+/* The prefetch distance a kernel uses: the configured value when it is set
+** (>= 0), else auto_default. */
+int cs__kernel_prefetch(int auto_default);
+
+/* The last record whose first row is <= row, over first_rows[0, n_records)
+** (first_rows[0] <= row).  Branchless: the compiler turns the select into a
+** cmov, so the loop runs exactly ceil(log2 n) steps with no mispredictions. */
+CS__INLINE uint64_t cs__find_record(const uint64_t *first_rows, uint64_t n_records, uint64_t row) {
+  const uint64_t *base = first_rows;
+  uint64_t n = n_records;
+  while (n > 1) {
+    uint64_t half = n / 2;
+    base = (base[half] <= row) ? base + half : base;
+    n -= half;
+  }
+  return (uint64_t)(base - first_rows);
+}
+
+/* row / uniform_rows for a uniform store (s->uniform_rows != 0), as a
+** multiply-high and a shift; exact for every row < cs_store_rows(). */
+CS__INLINE uint64_t cs__uniform_record(const cs_store *s, uint64_t row) {
+  return (uint64_t)(((cs__u128)row * s->uniform_magic) >> 64) >> s->uniform_shift;
+}
+
+/* The record holding row, by division on uniform stores, else by search. */
+CS__INLINE uint64_t cs__locate(const cs_store *s, uint64_t row) {
+  return s->uniform_rows ? cs__uniform_record(s, row) : cs__find_record(s->first_rows, s->n_records, row);
+}
+
+/* Bit local of an LSB-first validity bitmap (NULL = all valid). */
+CS__INLINE uint8_t cs__valid_bit(const uint8_t *validity, uint64_t local) {
+  return validity ? (uint8_t)((validity[local >> 3] >> (local & 7)) & 1) : 1;
+}
+
+#define CS__ONES8 0x0101010101010101ull
+
+/* Each byte of w becomes 0x01 if it was nonzero, else 0x00: the low seven
+** bits are added to 0x7F (which sets bit 7 when any of them is set, with no
+** carry out of the byte), OR-ed with the byte itself, and bit 7 moved down. */
+CS__INLINE uint64_t cs__mask_norm(uint64_t w) {
+  const uint64_t lo7 = 0x7F7F7F7F7F7F7F7Full;
+  return ((((w & lo7) + lo7) | w) >> 7) & CS__ONES8;
+}
+
+/* Bytes of y (each 0 or 1) packed into the low 8 bits, byte j -> bit j. */
+CS__INLINE unsigned cs__pack8(uint64_t y) { return (unsigned)((y * 0x0102040810204080ull) >> 56); }
+
+/* The 8 bits of b spread over 8 bytes (bit j -> byte j, 0 or 1). */
+CS__INLINE uint64_t cs__spread8(unsigned b) {
+  uint64_t x = ((uint64_t)b * CS__ONES8) & 0x8040201008040201ull;
+  return ((x + 0x7F7F7F7F7F7F7F7Full) >> 7) & CS__ONES8;
+}
+
+/* Output range [i0, i1) of thread id out of nt over n elements, with every
+** boundary but n a multiple of align (a power of two). */
+CS__INLINE void cs__thread_span(uint64_t n, int id, int nt, uint64_t align, uint64_t *i0, uint64_t *i1) {
+  uint64_t per = (n + (uint64_t)nt - 1) / (uint64_t)nt;
+  per = (per + align - 1) & ~(align - 1);
+  uint64_t a = per * (uint64_t)id, b = a + per;
+  *i0 = a < n ? a : n;
+  *i1 = b < n ? b : n;
+}
+
+CS__INLINE uint64_t cs__load64(const void *p) {
+  uint64_t w;
+  memcpy(&w, p, 8);
+  return w;
+}
+
+/* out[i] = bit (off + i) of bits, as 0/1 bytes, for i < n; bits == NULL
+** means all valid. */
+void cs__bits_to_bytes(const uint8_t *bits, uint64_t off, uint64_t n, uint8_t *out);
+
+#endif /* CS_KERNELS_INTERNAL_H */
