@@ -1,1 +1,621 @@
+/*
+** unit_util.c - the shared half of the Check suites (see unit_util.h).
+**
+** Nothing here is clever on purpose: the reference model stores one cell
+** per value in a flat array, the layout reader pread()s structures and
+** checks their checksums field by field, and the digest walks every cell
+** through the public API.  A test helper that is as subtle as the code
+** under test can share its bugs.
+**
+** The one choice a reader might question: helpers assert instead of
+** returning codes.  A failure inside a helper is a failure of the test that
+** called it, and Check reports the helper's file and line together with
+** the message, which carries the caller's context (the seed).
+*/
 #include "unit_util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <float.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------- directories and files */
+
+char *ut_tmpdir(void) {
+  const char *base = getenv("TMPDIR");
+  if (!base || !*base) base = "/tmp";
+  char *dir = ut_join(base, "colstore-unit-XXXXXX");
+  ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp(%s) failed: %s", dir, strerror(errno));
+  return dir;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+void ut_tmpdir_remove(char *dir) {
+  if (!dir) return;
+  ck_assert_msg(nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0, "cannot remove %s: %s", dir, strerror(errno));
+  free(dir);
+}
+
+char *ut_join(const char *dir, const char *name) {
+  size_t n = strlen(dir) + strlen(name) + 2;
+  char *p = malloc(n);
+  ck_assert_ptr_nonnull(p);
+  snprintf(p, n, "%s/%s", dir, name);
+  return p;
+}
+
+bool ut_exists(const char *path) { return access(path, F_OK) == 0; }
+
+uint64_t ut_file_bytes(const char *path) {
+  struct stat st;
+  ck_assert_msg(stat(path, &st) == 0, "stat(%s): %s", path, strerror(errno));
+  return (uint64_t)st.st_size;
+}
+
+int ut_dir_entries(const char *dir) {
+  DIR *d = opendir(dir);
+  ck_assert_msg(d != NULL, "opendir(%s): %s", dir, strerror(errno));
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL)
+    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) n++;
+  closedir(d);
+  return n;
+}
+
+uint8_t *ut_read_all(const char *path, size_t *out_bytes) {
+  size_t n = (size_t)ut_file_bytes(path);
+  uint8_t *p = malloc(n ? n : 1);
+  ck_assert_ptr_nonnull(p);
+  ut_pread(path, 0, p, n);
+  if (out_bytes) *out_bytes = n;
+  return p;
+}
+
+void ut_write_all(const char *path, const void *p, size_t n) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ck_assert_msg(fd >= 0, "open(%s): %s", path, strerror(errno));
+  const uint8_t *q = p;
+  while (n > 0) {
+    ssize_t put = write(fd, q, n);
+    ck_assert_msg(put > 0, "write(%s): %s", path, strerror(errno));
+    q += put, n -= (size_t)put;
+  }
+  close(fd);
+}
+
+void ut_copy_file(const char *from, const char *to) {
+  size_t n;
+  uint8_t *p = ut_read_all(from, &n);
+  ut_write_all(to, p, n);
+  free(p);
+}
+
+void ut_pread(const char *path, uint64_t off, void *p, size_t n) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  ck_assert_msg(fd >= 0, "open(%s): %s", path, strerror(errno));
+  uint8_t *q = p;
+  while (n > 0) {
+    ssize_t got = pread(fd, q, n, (off_t)off);
+    ck_assert_msg(got > 0, "pread(%s, %" PRIu64 "): %s", path, off, got ? strerror(errno) : "end of file");
+    q += got, n -= (size_t)got, off += (uint64_t)got;
+  }
+  close(fd);
+}
+
+void ut_pwrite(const char *path, uint64_t off, const void *p, size_t n) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  ck_assert_msg(fd >= 0, "open(%s): %s", path, strerror(errno));
+  const uint8_t *q = p;
+  while (n > 0) {
+    ssize_t put = pwrite(fd, q, n, (off_t)off);
+    ck_assert_msg(put > 0, "pwrite(%s, %" PRIu64 "): %s", path, off, strerror(errno));
+    q += put, n -= (size_t)put, off += (uint64_t)put;
+  }
+  close(fd);
+}
+
+void ut_xor_byte(const char *path, uint64_t off, uint8_t mask) {
+  uint8_t b;
+  ut_pread(path, off, &b, 1);
+  b ^= mask;
+  ut_pwrite(path, off, &b, 1);
+}
+
+void ut_truncate(const char *path, uint64_t bytes) {
+  ck_assert_msg(truncate(path, (off_t)bytes) == 0, "truncate(%s): %s", path, strerror(errno));
+}
+
+void ut_append_bytes(const char *path, const void *p, size_t n) { ut_pwrite(path, ut_file_bytes(path), p, n); }
+
+/* ----------------------------------------------------- seeded randomness */
+
+ut_rng ut_rng_seed(uint64_t seed) { return (ut_rng){seed}; }
+
+uint64_t ut_rng_u64(ut_rng *r) {
+  uint64_t z = (r->state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t ut_rng_below(ut_rng *r, uint64_t n) { return ut_rng_u64(r) % n; }
+
+double ut_rng_unit(ut_rng *r) { return (double)(ut_rng_u64(r) >> 11) * 0x1.0p-53; }
+
+/* ------------------------------------------------------ reference table */
+
+ut_table *ut_table_new(const cs_schema *schema) {
+  ut_table *t = calloc(1, sizeof *t);
+  ck_assert_ptr_nonnull(t);
+  size_t names = 0;
+  for (uint32_t i = 0; i < schema->n_cols; i++) names += strlen(schema->cols[i].name) + 1;
+  t->cols = calloc(schema->n_cols ? schema->n_cols : 1, sizeof *t->cols);
+  t->names = malloc(names ? names : 1);
+  ck_assert(t->cols && t->names);
+  char *p = t->names;
+  for (uint32_t i = 0; i < schema->n_cols; i++) {
+    size_t len = strlen(schema->cols[i].name) + 1;
+    memcpy(p, schema->cols[i].name, len);
+    t->cols[i] = schema->cols[i];
+    t->cols[i].name = p;
+    p += len;
+  }
+  t->schema.n_cols = schema->n_cols;
+  t->schema.cols = t->cols;
+  return t;
+}
+
+void ut_table_free(ut_table *t) {
+  if (!t) return;
+  for (uint64_t i = 0; i < t->n_rows * t->schema.n_cols; i++) free(t->cells[i].bytes);
+  free(t->cells);
+  free(t->cols);
+  free(t->names);
+  free(t);
+}
+
+ut_cell *ut_table_add_row(ut_table *t) {
+  uint32_t nc = t->schema.n_cols;
+  if (t->n_rows == t->cap_rows) {
+    t->cap_rows = t->cap_rows ? t->cap_rows * 2 : 64;
+    t->cells = realloc(t->cells, t->cap_rows * nc * sizeof *t->cells);
+    ck_assert_ptr_nonnull(t->cells);
+  }
+  ut_cell *row = &t->cells[t->n_rows * nc];
+  memset(row, 0, nc * sizeof *row);
+  t->n_rows++;
+  return row;
+}
+
+ut_cell *ut_table_cell(const ut_table *t, uint64_t row, uint32_t col) {
+  return &t->cells[row * t->schema.n_cols + col];
+}
+
+void ut_cell_set_null(ut_cell *c) {
+  free(c->bytes);
+  memset(c, 0, sizeof *c);
+  c->null = true;
+}
+
+void ut_cell_set_int(ut_cell *c, int64_t v) {
+  c->null = false;
+  c->i = v;
+}
+
+void ut_cell_set_float(ut_cell *c, cs_type type, double v) {
+  c->null = false;
+  if (type == CS_TYPE_FLOAT32) {
+    /* What cs_batch_put_f64 stores: (float) of the double it is given. */
+    c->f32 = (float)v;
+    c->f = (double)c->f32;
+  } else {
+    c->f = v;
+  }
+}
+
+void ut_cell_set_bytes(ut_cell *c, const void *p, uint64_t n) {
+  free(c->bytes);
+  c->null = false;
+  c->bytes = malloc(n ? n : 1);
+  ck_assert_ptr_nonnull(c->bytes);
+  if (n) memcpy(c->bytes, p, n);
+  c->len = n;
+}
+
+static void int_range(cs_type t, int64_t *lo, int64_t *hi) {
+  switch (t) {
+    case CS_TYPE_INT8: *lo = INT8_MIN, *hi = INT8_MAX; break;
+    case CS_TYPE_INT16: *lo = INT16_MIN, *hi = INT16_MAX; break;
+    case CS_TYPE_INT32: *lo = INT32_MIN, *hi = INT32_MAX; break;
+    case CS_TYPE_UINT8: *lo = 0, *hi = UINT8_MAX; break;
+    case CS_TYPE_UINT16: *lo = 0, *hi = UINT16_MAX; break;
+    case CS_TYPE_UINT32: *lo = 0, *hi = UINT32_MAX; break;
+    case CS_TYPE_BOOL: *lo = 0, *hi = 1; break;
+    default: *lo = INT64_MIN, *hi = INT64_MAX; break;
+  }
+}
+
+/* Appends one code point as UTF-8. */
+static size_t utf8_put(uint8_t *p, uint32_t cp) {
+  if (cp < 0x80) return p[0] = (uint8_t)cp, 1;
+  if (cp < 0x800) return p[0] = (uint8_t)(0xC0 | (cp >> 6)), p[1] = (uint8_t)(0x80 | (cp & 0x3F)), 2;
+  if (cp < 0x10000) {
+    p[0] = (uint8_t)(0xE0 | (cp >> 12)), p[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F)), p[2] = (uint8_t)(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  p[0] = (uint8_t)(0xF0 | (cp >> 18)), p[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
+  p[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F)), p[3] = (uint8_t)(0x80 | (cp & 0x3F));
+  return 4;
+}
+
+void ut_cell_random(ut_rng *r, cs_type type, bool nullable, unsigned null_permille, ut_cell *c) {
+  if (nullable && ut_rng_below(r, 1000) < null_permille) {
+    ut_cell_set_null(c);
+    return;
+  }
+  bool edge = ut_rng_below(r, 6) == 0;
+  if (cs_type_is_integer(type)) {
+    int64_t lo, hi;
+    int_range(type, &lo, &hi);
+    if (edge) {
+      const int64_t picks[] = {lo, hi, 0, 1, -1, lo + 1, hi - 1};
+      int64_t v = picks[ut_rng_below(r, 7)];
+      ut_cell_set_int(c, v < lo ? lo : v > hi ? hi : v);
+    } else if (type == CS_TYPE_INT64) {
+      /* Magnitudes of every size; negated in unsigned arithmetic (no overflow). */
+      uint64_t u = ut_rng_u64(r) >> ut_rng_below(r, 64);
+      ut_cell_set_int(c, (int64_t)(ut_rng_below(r, 2) ? u : 0 - u));
+    } else {
+      ut_cell_set_int(c, lo + (int64_t)ut_rng_below(r, (uint64_t)(hi - lo) + 1));
+    }
+  } else if (cs_type_is_float(type)) {
+    double v;
+    if (edge) {
+      const double picks[] = {0.0,     -0.0,     INFINITY, -INFINITY, DBL_MAX,  -DBL_MAX, DBL_MIN,
+                              4.9e-324, -4.9e-324, 1e-310,  NAN,       FLT_MAX,  FLT_MIN,  1.4e-45};
+      v = picks[ut_rng_below(r, sizeof picks / sizeof picks[0])];
+    } else if (ut_rng_below(r, 8) == 0) {
+      uint64_t bits = ut_rng_u64(r); /* any pattern, NaN payloads included */
+      memcpy(&v, &bits, 8);
+    } else {
+      v = (ut_rng_unit(r) - 0.5) * pow(10.0, (double)ut_rng_below(r, 41) - 20.0);
+    }
+    ut_cell_set_float(c, type, v);
+  } else {
+    uint64_t n = edge ? 0 : ut_rng_below(r, ut_rng_below(r, 16) == 0 ? 400 : 24);
+    uint8_t *buf = malloc(n * 4 + 1);
+    ck_assert_ptr_nonnull(buf);
+    uint64_t len = 0;
+    if (type == CS_TYPE_TEXT) {
+      static const uint32_t wide[] = {0xE9, 0x416, 0x20AC, 0x4E2D, 0x1F600, 0x10FFFF};
+      for (uint64_t k = 0; k < n; k++)
+        len += utf8_put(buf + len, ut_rng_below(r, 3) ? 0x20 + (uint32_t)ut_rng_below(r, 0x5F) : wide[ut_rng_below(r, 6)]);
+    } else {
+      for (; len < n; len++) buf[len] = ut_rng_below(r, 4) == 0 ? 0 : (uint8_t)ut_rng_u64(r);
+    }
+    ut_cell_set_bytes(c, buf, len);
+    free(buf);
+  }
+}
+
+bool ut_cell_equal(cs_type type, const ut_cell *a, const ut_cell *b) {
+  if (a->null || b->null) return a->null == b->null;
+  switch (type) {
+    case CS_TYPE_FLOAT32: return memcmp(&a->f32, &b->f32, sizeof a->f32) == 0;
+    case CS_TYPE_FLOAT64: return memcmp(&a->f, &b->f, sizeof a->f) == 0;
+    case CS_TYPE_TEXT:
+    case CS_TYPE_BLOB: return a->len == b->len && (a->len == 0 || memcmp(a->bytes, b->bytes, a->len) == 0);
+    default: return a->i == b->i;
+  }
+}
+
+void ut_cell_describe(cs_type type, const ut_cell *c, char *buf, size_t n) {
+  if (c->null) {
+    snprintf(buf, n, "NULL");
+  } else if (type == CS_TYPE_FLOAT32) {
+    uint32_t bits;
+    memcpy(&bits, &c->f32, 4);
+    snprintf(buf, n, "%a (bits %08" PRIx32 ")", (double)c->f32, bits);
+  } else if (type == CS_TYPE_FLOAT64) {
+    uint64_t bits;
+    memcpy(&bits, &c->f, 8);
+    snprintf(buf, n, "%a (bits %016" PRIx64 ")", c->f, bits);
+  } else if (cs_type_is_varlen(type)) {
+    int used = snprintf(buf, n, "%" PRIu64 " bytes:", c->len);
+    for (uint64_t k = 0; k < c->len && k < 12 && used > 0 && (size_t)used + 4 < n; k++)
+      used += snprintf(buf + used, n - (size_t)used, " %02x", c->bytes[k]);
+  } else {
+    snprintf(buf, n, "%" PRId64, c->i);
+  }
+}
+
+cs_batch *ut_table_batch(const ut_table *t, uint64_t first, uint64_t n) {
+  cs_batch *b;
+  cs_err err = {0};
+  ck_assert_msg(cs_batch_new(&t->schema, &b, &err) == CS_OK, "cs_batch_new: %s", err.msg);
+  for (uint64_t row = first; row < first + n; row++) {
+    for (uint32_t col = 0; col < t->schema.n_cols; col++) {
+      const ut_cell *c = ut_table_cell(t, row, col);
+      cs_type type = t->cols[col].type;
+      cs_rc rc;
+      if (c->null) rc = cs_batch_put_null(b, col, &err);
+      else if (cs_type_is_integer(type)) rc = cs_batch_put_i64(b, col, c->i, &err);
+      else if (type == CS_TYPE_FLOAT32) rc = cs_batch_put_f64(b, col, (double)c->f32, &err);
+      else if (type == CS_TYPE_FLOAT64) rc = cs_batch_put_f64(b, col, c->f, &err);
+      else rc = cs_batch_put_bytes(b, col, c->bytes, c->len, &err);
+      ck_assert_msg(rc == CS_OK, "put row %" PRIu64 " col %u: %s", row, col, err.msg);
+    }
+    cs_batch_end_row(b);
+  }
+  ck_assert_uint_eq(cs_batch_rows(b), n);
+  return b;
+}
+
+static void writer_write_rows(cs_writer *w, const ut_table *t, uint64_t first, uint64_t n, uint64_t per_write) {
+  cs_err err = {0};
+  if (per_write == 0) per_write = n ? n : 1;
+  for (uint64_t at = first; at < first + n; at += per_write) {
+    uint64_t k = first + n - at < per_write ? first + n - at : per_write;
+    cs_batch *b = ut_table_batch(t, at, k);
+    cs_rc rc = cs_writer_write(w, b, &err);
+    cs_batch_free(b);
+    ck_assert_msg(rc == CS_OK, "cs_writer_write: %s", err.msg);
+  }
+}
+
+void ut_table_create_store(const ut_table *t, const char *path, uint64_t n, uint64_t record_rows, uint64_t per_write) {
+  cs_writer_options opt = {.record_rows = record_rows};
+  cs_writer *w;
+  cs_err err = {0};
+  ck_assert_msg(cs_writer_create(path, &t->schema, &opt, &w, &err) == CS_OK, "cs_writer_create(%s): %s", path, err.msg);
+  writer_write_rows(w, t, 0, n, per_write);
+  ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "cs_writer_commit(%s): %s", path, err.msg);
+}
+
+void ut_table_append_store(const ut_table *t, const char *path, uint64_t first, uint64_t n) {
+  cs_writer *w;
+  cs_err err = {0};
+  ck_assert_msg(cs_writer_append(path, NULL, &w, &err) == CS_OK, "cs_writer_append(%s): %s", path, err.msg);
+  writer_write_rows(w, t, first, n, 0);
+  ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "cs_writer_commit(%s): %s", path, err.msg);
+}
+
+/* --------------------------------------------------------- reading back */
+
+cs_store *ut_open_ok(const char *path, cs_verify verify, const char *context) {
+  cs_store *s = NULL;
+  cs_err err = {0};
+  cs_rc rc = cs_store_open(path, verify, &s, &err);
+  ck_assert_msg(rc == CS_OK, "%s: cs_store_open(%s) gave %s: %s", context, path, cs_rc_name(rc), err.msg);
+  ck_assert_ptr_nonnull(s);
+  return s;
+}
+
+cs_rc ut_open_rc(const char *path, cs_verify verify, cs_err *err) {
+  cs_store *s = NULL;
+  cs_rc rc = cs_store_open(path, verify, &s, err);
+  if (rc == CS_OK) cs_store_close(s);
+  else ck_assert_msg(s == NULL, "cs_store_open failed with %s but returned a store", cs_rc_name(rc));
+  return rc;
+}
+
+void ut_store_cell(const cs_store *s, uint64_t row, uint32_t col, ut_cell *out) {
+  memset(out, 0, sizeof *out);
+  uint64_t rec = cs_store_find_record(s, row);
+  uint64_t local = row - cs_store_record_first_row(s, rec);
+  const cs_chunk *ch = cs_store_chunk(s, rec, col);
+  if (!cs_chunk_is_valid(ch, local)) {
+    out->null = true;
+    return;
+  }
+  const uint8_t *p = ch->data;
+  switch (cs_store_schema(s)->cols[col].type) {
+    case CS_TYPE_INT8: { int8_t x; memcpy(&x, p + local, 1); out->i = x; break; }
+    case CS_TYPE_UINT8: case CS_TYPE_BOOL: out->i = p[local]; break;
+    case CS_TYPE_INT16: { int16_t x; memcpy(&x, p + local * 2, 2); out->i = x; break; }
+    case CS_TYPE_UINT16: { uint16_t x; memcpy(&x, p + local * 2, 2); out->i = x; break; }
+    case CS_TYPE_INT32: { int32_t x; memcpy(&x, p + local * 4, 4); out->i = x; break; }
+    case CS_TYPE_UINT32: { uint32_t x; memcpy(&x, p + local * 4, 4); out->i = x; break; }
+    case CS_TYPE_INT64: memcpy(&out->i, p + local * 8, 8); break;
+    case CS_TYPE_FLOAT32: memcpy(&out->f32, p + local * 4, 4); out->f = (double)out->f32; break;
+    case CS_TYPE_FLOAT64: memcpy(&out->f, p + local * 8, 8); break;
+    default: {
+      const uint8_t *bytes;
+      cs_err err = {0};
+      cs_rc rc = cs_chunk_varlen(ch, local, &bytes, &out->len, &err);
+      ck_assert_msg(rc == CS_OK, "row %" PRIu64 " col %u: cs_chunk_varlen: %s", row, col, err.msg);
+      out->bytes = (uint8_t *)bytes;
+      break;
+    }
+  }
+}
+
+void ut_assert_schema_equals(const cs_schema *got, const cs_schema *want, const char *context) {
+  ck_assert_msg(got->n_cols == want->n_cols, "%s: %u columns, expected %u", context, got->n_cols, want->n_cols);
+  for (uint32_t c = 0; c < want->n_cols; c++) {
+    ck_assert_msg(strcmp(got->cols[c].name, want->cols[c].name) == 0, "%s: column %u is named '%s', expected '%s'", context, c,
+                  got->cols[c].name, want->cols[c].name);
+    ck_assert_msg(got->cols[c].type == want->cols[c].type, "%s: column %s has type %d, expected %d", context,
+                  want->cols[c].name, got->cols[c].type, want->cols[c].type);
+    ck_assert_msg(got->cols[c].nullable == want->cols[c].nullable, "%s: column %s nullable=%d, expected %d", context,
+                  want->cols[c].name, got->cols[c].nullable, want->cols[c].nullable);
+  }
+}
+
+void ut_assert_store_equals(const cs_store *s, const ut_table *t, uint64_t n_rows, const char *context) {
+  ut_assert_schema_equals(cs_store_schema(s), &t->schema, context);
+  ck_assert_msg(cs_store_rows(s) == n_rows, "%s: store has %" PRIu64 " rows, expected %" PRIu64, context, cs_store_rows(s), n_rows);
+  for (uint64_t row = 0; row < n_rows; row++) {
+    for (uint32_t col = 0; col < t->schema.n_cols; col++) {
+      ut_cell got;
+      const ut_cell *want = ut_table_cell(t, row, col);
+      cs_type type = t->cols[col].type;
+      ut_store_cell(s, row, col, &got);
+      if (!ut_cell_equal(type, &got, want)) {
+        char g[128], w[128];
+        ut_cell_describe(type, &got, g, sizeof g);
+        ut_cell_describe(type, want, w, sizeof w);
+        ck_abort_msg("%s: row %" PRIu64 ", column %s (%s): got %s, expected %s", context, row, t->cols[col].name,
+                     cs_type_name(type), g, w);
+      }
+    }
+  }
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  const uint8_t *q = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ q[i]) * 0x100000001B3ull;
+  return h;
+}
+
+uint64_t ut_store_digest(const cs_store *s) {
+  const cs_schema *sc = cs_store_schema(s);
+  uint64_t h = 0xCBF29CE484222325ull, rows = cs_store_rows(s);
+  h = fnv(h, &sc->n_cols, 4);
+  for (uint32_t c = 0; c < sc->n_cols; c++) {
+    uint8_t tn[2] = {(uint8_t)sc->cols[c].type, (uint8_t)sc->cols[c].nullable};
+    h = fnv(h, tn, 2);
+    h = fnv(h, sc->cols[c].name, strlen(sc->cols[c].name) + 1);
+  }
+  h = fnv(h, &rows, 8);
+  for (uint64_t row = 0; row < rows; row++) {
+    for (uint32_t c = 0; c < sc->n_cols; c++) {
+      ut_cell v;
+      ut_store_cell(s, row, c, &v);
+      uint8_t null = v.null;
+      h = fnv(h, &null, 1);
+      if (v.null) continue;
+      cs_type t = sc->cols[c].type;
+      if (t == CS_TYPE_FLOAT32) h = fnv(h, &v.f32, 4);
+      else if (t == CS_TYPE_FLOAT64) h = fnv(h, &v.f, 8);
+      else if (cs_type_is_varlen(t)) h = fnv(fnv(h, &v.len, 8), v.bytes, v.len);
+      else h = fnv(h, &v.i, 8);
+    }
+  }
+  return h;
+}
+
+/* --------------------------------------------- the layout, read directly */
+
+void ut_slot_reseal(cs_disk_slot *slot) { slot->checksum = cs__hash(slot, 56); }
+void ut_preamble_reseal(cs_disk_preamble *pre) { pre->checksum = cs__hash(pre, 56); }
+
+void ut_layout_read(const char *path, ut_layout *l) {
+  memset(l, 0, sizeof *l);
+  l->file_bytes = ut_file_bytes(path);
+  ck_assert_msg(l->file_bytes >= CS_SLOT1_OFFSET + sizeof(cs_disk_slot), "%s is too short to read", path);
+  ut_pread(path, 0, &l->pre, sizeof l->pre);
+  ck_assert_msg(memcmp(l->pre.magic, CS_MAGIC_FILE, CS_MAGIC_BYTES) == 0, "%s: bad magic", path);
+  ck_assert_msg(l->pre.checksum == cs__hash(&l->pre, 56), "%s: preamble checksum", path);
+  ut_pread(path, l->pre.schema_offset, &l->n_cols, 4);
+  l->newest = -1;
+  for (int i = 0; i < 2; i++) {
+    cs_disk_slot *s = &l->slot[i];
+    ut_pread(path, i ? CS_SLOT1_OFFSET : CS_SLOT0_OFFSET, s, sizeof *s);
+    l->slot_valid[i] = memcmp(s->magic, CS_MAGIC_SLOT, CS_MAGIC_BYTES) == 0 && s->checksum == cs__hash(s, 56) && s->generation > 0;
+    if (l->slot_valid[i] && (l->newest < 0 || s->generation > l->slot[l->newest].generation)) l->newest = i;
+  }
+  ck_assert_msg(l->newest >= 0, "%s: no valid commit slot", path);
+  const cs_disk_slot *s = &l->slot[l->newest];
+  l->slot_offset = l->newest ? CS_SLOT1_OFFSET : CS_SLOT0_OFFSET;
+  ck_assert_msg(s->footer_offset + s->footer_bytes <= l->file_bytes, "%s: footer past the end", path);
+  uint8_t *f = malloc(s->footer_bytes);
+  ck_assert_ptr_nonnull(f);
+  ut_pread(path, s->footer_offset, f, s->footer_bytes);
+  ck_assert_msg(cs__hash(f, s->footer_bytes) == s->footer_checksum, "%s: footer checksum", path);
+  memcpy(&l->footer, f, sizeof l->footer);
+  uint64_t eb = cs__footer_entry_bytes(l->n_cols);
+  ck_assert_uint_eq(l->footer.entry_bytes, eb);
+  ck_assert_uint_eq(sizeof(cs_disk_footer) + l->footer.n_records * eb, s->footer_bytes);
+  l->n_records = l->footer.n_records;
+  l->entries = calloc(l->n_records + 1, sizeof *l->entries);
+  l->chunks = calloc(l->n_records * l->n_cols + 1, sizeof *l->chunks);
+  ck_assert(l->entries && l->chunks);
+  for (uint64_t r = 0; r < l->n_records; r++) {
+    const uint8_t *e = f + sizeof(cs_disk_footer) + r * eb;
+    memcpy(&l->entries[r], e, sizeof(cs_disk_entry));
+    memcpy(&l->chunks[r * l->n_cols], e + sizeof(cs_disk_entry), l->n_cols * sizeof(cs_disk_chunk));
+  }
+  free(f);
+}
+
+void ut_layout_free(ut_layout *l) {
+  free(l->entries);
+  free(l->chunks);
+  memset(l, 0, sizeof *l);
+}
+
+const cs_disk_chunk *ut_layout_chunk(const ut_layout *l, uint64_t rec, uint32_t col) {
+  ck_assert(rec < l->n_records && col < l->n_cols);
+  return &l->chunks[rec * l->n_cols + col];
+}
+
+uint64_t ut_layout_data_offset(const ut_layout *l, uint64_t rec, uint32_t col) {
+  return l->entries[rec].record_offset + ut_layout_chunk(l, rec, col)->data_offset;
+}
+
+uint64_t ut_layout_offsets_offset(const ut_layout *l, uint64_t rec, uint32_t col) {
+  const cs_disk_chunk *dc = ut_layout_chunk(l, rec, col);
+  ck_assert_msg(dc->offsets_offset != 0, "record %" PRIu64 " column %u has no offsets", rec, col);
+  return l->entries[rec].record_offset + dc->offsets_offset;
+}
+
+uint64_t ut_layout_validity_offset(const ut_layout *l, uint64_t rec, uint32_t col) {
+  const cs_disk_chunk *dc = ut_layout_chunk(l, rec, col);
+  ck_assert_msg(dc->validity_offset != 0, "record %" PRIu64 " column %u has no bitmap", rec, col);
+  return l->entries[rec].record_offset + dc->validity_offset;
+}
+
+void ut_layout_set_chunk(const char *path, ut_layout *l, uint64_t rec, uint32_t col, const cs_disk_chunk *dc) {
+  uint32_t nc = l->n_cols;
+  /* The record header: its descriptor array, then the two checksums. */
+  uint64_t roff = l->entries[rec].record_offset;
+  size_t desc_bytes = nc * sizeof(cs_disk_chunk);
+  uint8_t *hdr = malloc(sizeof(cs_disk_record) + desc_bytes);
+  ck_assert_ptr_nonnull(hdr);
+  ut_pread(path, roff, hdr, sizeof(cs_disk_record) + desc_bytes);
+  cs_disk_record *h = (cs_disk_record *)(void *)hdr;
+  memcpy(hdr + sizeof *h + col * sizeof(cs_disk_chunk), dc, sizeof *dc);
+  h->descriptors_checksum = cs__hash(hdr + sizeof *h, desc_bytes);
+  h->checksum = cs__hash(h, 56);
+  ut_pwrite(path, roff, hdr, sizeof(cs_disk_record) + desc_bytes);
+  free(hdr);
+  /* The footer: the entry's copy, the seeded entries checksum, the slot. */
+  cs_disk_slot *s = &l->slot[l->newest];
+  uint8_t *f = malloc(s->footer_bytes);
+  ck_assert_ptr_nonnull(f);
+  ut_pread(path, s->footer_offset, f, s->footer_bytes);
+  uint64_t eb = cs__footer_entry_bytes(nc);
+  memcpy(f + sizeof(cs_disk_footer) + rec * eb + sizeof(cs_disk_entry) + col * sizeof(cs_disk_chunk), dc, sizeof *dc);
+  cs_disk_footer *fh = (cs_disk_footer *)(void *)f;
+  fh->checksum = cs__hash_seeded(f + sizeof *fh, s->footer_bytes - sizeof *fh, cs__hash(fh, 56));
+  ut_pwrite(path, s->footer_offset, f, s->footer_bytes);
+  s->footer_checksum = cs__hash(f, s->footer_bytes);
+  ut_slot_reseal(s);
+  ut_pwrite(path, l->slot_offset, s, sizeof *s);
+  free(f);
+  l->chunks[rec * nc + col] = *dc;
+}
+
+/* ------------------------------------------------------------- running */
+
+int ut_run_suite(Suite *suite) {
+  SRunner *sr = srunner_create(suite);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? 0 : 1;
+}

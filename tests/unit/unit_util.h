@@ -1,7 +1,176 @@
 /*
-** unit_util.h - helpers shared by the Check suites (temporary directories,
-** seeded randomness).  Filled in by the unit-test work.
+** unit_util.h - what the Check suites share: temporary directories, file
+** surgery, seeded randomness, a reference table model and an independent
+** reading of the on-disk layout.
+**
+** Every suite compares the core against something simpler than itself.  The
+** reference model (ut_table) is a plain row-major array of cells that knows
+** nothing of records, bitmaps or offsets; a store is correct when reading
+** it back cell by cell gives the same cells, bit for bit.  The layout reader
+** (ut_layout) parses cs_format.h's structures with its own code rather than
+** the reader's, so a test that damages a file, or checks where a chunk sits,
+** does not trust the code it is testing to tell it where to look.
+**
+** Helpers fail through Check's assertions, so a test reads as a sequence of
+** steps; a helper that is handed a context string puts it (usually the
+** random seed) into every failure message it writes.
 */
 #ifndef UNIT_UTIL_H
 #define UNIT_UTIL_H
-#endif
+
+#include <check.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "colstore.h"
+#include "cs_format.h"
+
+/* ------------------------------------------------- directories and files */
+
+/* A fresh directory under $TMPDIR (or /tmp); remove it with ut_tmpdir_remove. */
+char *ut_tmpdir(void);
+/* Removes dir and everything in it, and frees the string. */
+void ut_tmpdir_remove(char *dir);
+/* dir + "/" + name; caller frees. */
+char *ut_join(const char *dir, const char *name);
+bool ut_exists(const char *path);
+uint64_t ut_file_bytes(const char *path);
+/* Number of entries in dir, "." and ".." excluded. */
+int ut_dir_entries(const char *dir);
+/* The whole file; caller frees.  *out_bytes may be NULL. */
+uint8_t *ut_read_all(const char *path, size_t *out_bytes);
+/* Creates or replaces path with exactly these bytes. */
+void ut_write_all(const char *path, const void *p, size_t n);
+void ut_copy_file(const char *from, const char *to);
+void ut_pread(const char *path, uint64_t off, void *p, size_t n);
+void ut_pwrite(const char *path, uint64_t off, const void *p, size_t n);
+void ut_xor_byte(const char *path, uint64_t off, uint8_t mask);
+void ut_truncate(const char *path, uint64_t bytes);
+void ut_append_bytes(const char *path, const void *p, size_t n);
+
+/* ----------------------------------------------------- seeded randomness */
+
+/* splitmix64: tiny, seedable, and the same sequence on every platform. */
+typedef struct ut_rng {
+  uint64_t state;
+} ut_rng;
+
+ut_rng ut_rng_seed(uint64_t seed);
+uint64_t ut_rng_u64(ut_rng *r);
+/* Uniform in [0, n); n > 0. */
+uint64_t ut_rng_below(ut_rng *r, uint64_t n);
+/* Uniform in [0, 1). */
+double ut_rng_unit(ut_rng *r);
+
+/* ------------------------------------------------------ reference table */
+
+/* One value as the API sees it.  Integers and BOOL in i; FLOAT64 in f;
+** FLOAT32 in f32 (f holds the same value widened, for ordering); TEXT and
+** BLOB in bytes/len (owned by the table, or pointing into a mapping when
+** read back from a store). */
+typedef struct ut_cell {
+  bool null;
+  int64_t i;
+  double f;
+  float f32;
+  uint8_t *bytes;
+  uint64_t len;
+} ut_cell;
+
+typedef struct ut_table {
+  cs_schema schema;   /* cols and names owned by the table */
+  cs_column *cols;
+  char *names;
+  uint64_t n_rows;
+  uint64_t cap_rows;
+  ut_cell *cells;     /* n_rows * n_cols, row-major; owned */
+} ut_table;
+
+ut_table *ut_table_new(const cs_schema *schema);
+void ut_table_free(ut_table *t);
+/* Appends a row of non-NULL zero cells and returns its first cell. */
+ut_cell *ut_table_add_row(ut_table *t);
+ut_cell *ut_table_cell(const ut_table *t, uint64_t row, uint32_t col);
+
+/* Setters that keep a cell exactly as the writer will store it. */
+void ut_cell_set_null(ut_cell *c);
+void ut_cell_set_int(ut_cell *c, int64_t v);
+/* FLOAT32 cells get (float)v, FLOAT64 cells v. */
+void ut_cell_set_float(ut_cell *c, cs_type type, double v);
+/* Copies n bytes (TEXT/BLOB). */
+void ut_cell_set_bytes(ut_cell *c, const void *p, uint64_t n);
+/* A random value of type, NULL with probability null_permille/1000 when
+** nullable; about one value in six is an edge of the type (min, max, -0.0,
+** infinities, subnormals, NaN, empty string, multi-byte UTF-8, zero bytes). */
+void ut_cell_random(ut_rng *r, cs_type type, bool nullable, unsigned null_permille, ut_cell *c);
+/* Bit-exact comparison: floats by their stored bits. */
+bool ut_cell_equal(cs_type type, const ut_cell *a, const ut_cell *b);
+/* A short printable rendering for failure messages. */
+void ut_cell_describe(cs_type type, const ut_cell *c, char *buf, size_t n);
+
+/* Rows [first, first + n) of t as a batch; caller frees. */
+cs_batch *ut_table_batch(const ut_table *t, uint64_t first, uint64_t n);
+/* Creates path holding rows [0, n) of t in one commit, written through
+** cs_writer_write calls of per_write rows each (0 = a single call). */
+void ut_table_create_store(const ut_table *t, const char *path, uint64_t n, uint64_t record_rows,
+                           uint64_t per_write);
+/* Appends rows [first, first + n) of t to path in one commit. */
+void ut_table_append_store(const ut_table *t, const char *path, uint64_t first, uint64_t n);
+
+/* --------------------------------------------------------- reading back */
+
+/* Opens path and fails the test (naming context) unless it opens. */
+cs_store *ut_open_ok(const char *path, cs_verify verify, const char *context);
+/* Opens and closes path; returns the code and fills err. */
+cs_rc ut_open_rc(const char *path, cs_verify verify, cs_err *err);
+/* Reads one cell through the public API (find_record, chunk, validity,
+** cs_chunk_varlen); bytes point into the store's mapping. */
+void ut_store_cell(const cs_store *s, uint64_t row, uint32_t col, ut_cell *out);
+/* Asserts the store's schema equals t's. */
+void ut_assert_schema_equals(const cs_schema *got, const cs_schema *want, const char *context);
+/* Asserts the store holds exactly rows [0, n_rows) of t, cell by cell. */
+void ut_assert_store_equals(const cs_store *s, const ut_table *t, uint64_t n_rows, const char *context);
+/* FNV-1a over the schema and every cell in a canonical form: a content
+** fingerprint that golden files pin (tests/data/valid/EXPECTED). */
+uint64_t ut_store_digest(const cs_store *s);
+
+/* --------------------------------------------- the layout, read directly */
+
+typedef struct ut_layout {
+  uint64_t file_bytes;
+  cs_disk_preamble pre;
+  uint32_t n_cols;            /* from the schema block */
+  cs_disk_slot slot[2];       /* as read at 512 and 1024 */
+  bool slot_valid[2];         /* magic, checksum and generation > 0 */
+  int newest;                 /* index of the newest valid slot, or -1 */
+  uint64_t slot_offset;       /* file offset of the newest slot */
+  cs_disk_footer footer;      /* the footer the newest slot names */
+  uint64_t n_records;
+  cs_disk_entry *entries;     /* n_records; owned */
+  cs_disk_chunk *chunks;      /* n_records * n_cols, from the footer; owned */
+} ut_layout;
+
+/* Parses path; fails the test unless the newest slot and its footer are
+** intact (damage a copy after reading the layout of the original). */
+void ut_layout_read(const char *path, ut_layout *out);
+void ut_layout_free(ut_layout *l);
+const cs_disk_chunk *ut_layout_chunk(const ut_layout *l, uint64_t rec, uint32_t col);
+/* Absolute file offset of a chunk's data (or offsets, validity) buffer. */
+uint64_t ut_layout_data_offset(const ut_layout *l, uint64_t rec, uint32_t col);
+uint64_t ut_layout_offsets_offset(const ut_layout *l, uint64_t rec, uint32_t col);
+uint64_t ut_layout_validity_offset(const ut_layout *l, uint64_t rec, uint32_t col);
+/* Replaces one chunk descriptor in both the record header and the footer
+** and reseals every checksum over it (descriptors, record header, footer,
+** slot), so only the descriptor's own content can be found wrong. */
+void ut_layout_set_chunk(const char *path, ut_layout *l, uint64_t rec, uint32_t col, const cs_disk_chunk *dc);
+/* Recomputes a slot's (or preamble's) checksum over its first 56 bytes. */
+void ut_slot_reseal(cs_disk_slot *slot);
+void ut_preamble_reseal(cs_disk_preamble *pre);
+
+/* ------------------------------------------------------------- running */
+
+/* Runs the suite with srunner and returns the process exit status. */
+int ut_run_suite(Suite *suite);
+
+#endif /* UNIT_UTIL_H */
