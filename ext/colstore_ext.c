@@ -44,7 +44,29 @@ csx_table *csx_conn_find(csx_conn *conn, const char *zName) {
   return NULL;
 }
 
-static void conn_free(void *p) { sqlite3_free(p); }
+void csx_conn_record_scan(csx_conn *conn, const csx_table *pTab, const csx_scan_stats *st) {
+  sqlite3_str *s = sqlite3_str_new(NULL);
+  sqlite3_str_appendf(s, "{\"table\":\"%w\",\"files\":[\"%w\"],\"plan\":\"%w\",\"access\":\"%s\",\"kernels\":\"%s\","
+                      "\"predicates\":%u,\"rows_selected\":%llu,\"rows_scanned\":%llu,\"records_scanned\":%llu,"
+                      "\"records_skipped\":%llu,\"threads\":%d,\"kernel_us\":%.1f,",
+                      pTab->zName, pTab->zPath, st->idx ? st->idx : "", st->shape ? st->shape : "none", st->kernels ? st->kernels : "",
+                      st->n_preds, (unsigned long long)st->rows_selected, (unsigned long long)st->rows_scanned,
+                      (unsigned long long)st->records_scanned, (unsigned long long)st->records_skipped, st->threads ? st->threads : 1,
+                      (double)st->kernel_ns / 1000.0);
+  csx_config_json(s);
+  sqlite3_str_appendall(s, "}");
+  char *z = sqlite3_str_finish(s);
+  if (z) {
+    sqlite3_free(conn->last_plan);
+    conn->last_plan = z;
+  }
+}
+
+static void conn_free(void *p) {
+  csx_conn *conn = p;
+  sqlite3_free(conn->last_plan);
+  sqlite3_free(conn);
+}
 
 #ifdef _WIN32
 __declspec(dllexport)
@@ -67,6 +89,7 @@ int sqlite3_colstore_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routin
     return rc;
   }
   rc = csx_register_functions(db, conn);
+  if (rc == SQLITE_OK) rc = csx_register_config(db);
   if (rc != SQLITE_OK) *pzErrMsg = sqlite3_mprintf("colstore: cannot register functions: %s", sqlite3_errmsg(db));
   return rc;
 }

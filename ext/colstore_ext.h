@@ -32,6 +32,7 @@ typedef struct csx_table csx_table;
 typedef struct csx_conn {
   sqlite3 *db;
   csx_table *tables;  /* linked through csx_table.next */
+  char *last_plan;    /* JSON of the last finished scan; sqlite3_malloc'd */
 } csx_conn;
 
 struct csx_table {
@@ -52,6 +53,34 @@ struct csx_table {
   cs_writer *writer;
 };
 
+/* The plan xBestIndex encodes in idxStr (colstore_plan.c explains it). */
+#define CSX_MAX_SLOTS 64
+typedef struct csx_slot {
+  char kind;   /* E G g L l I P Q R M T O */
+  int col;     /* P, Q: the column */
+  int op;      /* P: the SQLITE_INDEX_CONSTRAINT_* op */
+} csx_slot;
+typedef struct csx_plan {
+  int n_slots;
+  csx_slot slots[CSX_MAX_SLOTS];  /* in argv order */
+  int ordered;                    /* ORDER BY rowid consumed */
+  int desc;                       /* ... descending */
+} csx_plan;
+
+/* What one scan did, for colstore_last_plan(). */
+typedef struct csx_scan_stats {
+  const char *shape;         /* "range", "filtered", "list" (static) */
+  const char *kernels;       /* the kernels that ran, words (static) */
+  int threads;               /* most threads a kernel used */
+  const char *idx;           /* the plan's words; valid while the cursor is */
+  uint32_t n_preds;
+  uint64_t rows_selected;
+  uint64_t rows_scanned;
+  uint64_t records_scanned;
+  uint64_t records_skipped;
+  uint64_t kernel_ns;
+} csx_scan_stats;
+
 /* Hidden columns follow the store's columns. */
 #define CSX_HIDDEN_ROWS 0
 #define CSX_HIDDEN_MASK 1
@@ -63,6 +92,8 @@ int csx_rc_to_sqlite(cs_rc rc);
 /* Sets pVtab->zErrMsg from a printf format (the one place that does). */
 int csx_vtab_error(sqlite3_vtab *pVtab, int rc, const char *zFmt, ...);
 csx_table *csx_conn_find(csx_conn *conn, const char *zName);
+/* Remembers a finished scan as colstore_last_plan()'s JSON. */
+void csx_conn_record_scan(csx_conn *conn, const csx_table *pTab, const csx_scan_stats *st);
 
 /* colstore_vtab.c */
 extern sqlite3_module csx_module;
@@ -70,6 +101,19 @@ void csx_snapshot_release(csx_snapshot *snap);
 bool csx_schema_equal(const cs_schema *a, const cs_schema *b);
 /* Makes pTab->snap the newest committed state if no cursor is open. */
 int csx_table_refresh(csx_table *pTab);
+
+/* colstore_plan.c */
+int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo);
+int csx_plan_decode(const char *idxStr, csx_plan *out);
+
+/* colstore_cursor.c */
+int csx_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor);
+int csx_close(sqlite3_vtab_cursor *cur);
+int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc, sqlite3_value **argv);
+int csx_next(sqlite3_vtab_cursor *cur);
+int csx_eof(sqlite3_vtab_cursor *cur);
+int csx_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i);
+int csx_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *pRowid);
 
 /* colstore_write.c */
 int csx_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite_int64 *pRowid);
@@ -91,6 +135,25 @@ int csx_value_put(cs_batch *b, uint32_t iCol, const cs_column *col, const char *
                   sqlite3_value *v, char **pzErr);
 /* Renders a value for an error message ("TEXT 'abc'", "INTEGER 300"). */
 char *csx_value_describe(sqlite3_value *v);
+/* Narrows [*lo, *hi) to the rows where `rowid OP v` holds, with SQLite's
+** comparison rules (INTEGER affinity on v, REAL bounds rounded, NULL
+** matches nothing, TEXT/BLOB above every integer). */
+void csx_bound_apply(sqlite3_value *v, int op, uint64_t n_rows, uint64_t *lo, uint64_t *hi);
+/* v as a number the way numeric affinity sees it: INT or FLOAT, else
+** TEXT (not numeric), BLOB or NULL (no bytes are filled in). */
+void csx_value_number(sqlite3_value *v, cs_value *out);
+/* v as a kernel operand for a column of type t, affinity applied; bytes
+** are copied into *held (sqlite3_free it). */
+int csx_value_for_column(cs_type t, sqlite3_value *v, cs_value *out, void **held);
+/* A kernel predicate for `column OP v` (SQLITE_INDEX_CONSTRAINT_* op);
+** *never is set when no row can match (v is NULL). */
+int csx_pred_from_value(cs_pred *pr, int op, cs_type t, sqlite3_value *v, void **held, bool *never);
+
+/* colstore_config.c: process-wide settings (colstore_config). */
+uint64_t csx_config_batch_bytes(void);
+/* Appends the settings, requested and effective, as JSON members. */
+void csx_config_json(sqlite3_str *s);
+int csx_register_config(sqlite3 *db);
 
 /* colstore_func.c */
 int csx_register_functions(sqlite3 *db, csx_conn *conn);

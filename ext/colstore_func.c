@@ -270,6 +270,17 @@ static void json_stat(sqlite3_str *s, cs_type t, bool has, cs_stat v) {
   else sqlite3_str_appendf(s, "%!.17g", v.f);
 }
 
+/* Appends z as a JSON string, quotes included (%w would escape for SQL). */
+static void json_string(sqlite3_str *s, const char *z) {
+  sqlite3_str_appendchar(s, 1, '"');
+  for (const unsigned char *p = (const unsigned char *)z; *p; p++) {
+    if (*p == '"' || *p == '\\') sqlite3_str_appendf(s, "\\%c", *p);
+    else if (*p < 0x20) sqlite3_str_appendf(s, "\\u%04x", *p);
+    else sqlite3_str_appendchar(s, 1, (char)*p);
+  }
+  sqlite3_str_appendchar(s, 1, '"');
+}
+
 static void fn_info(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   (void)argc;
   const char *zPath = resolve_path(ctx, argv[0]);
@@ -287,16 +298,18 @@ static void fn_info(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   const cs_schema *schema = cs_store_schema(store);
   sqlite3_str *s = sqlite3_str_new(sqlite3_context_db_handle(ctx));
   sqlite3_str_appendf(s,
-                      "{\"format_version\":%d,\"rows\":%llu,\"records\":%llu,\"files\":[\"%w\"],\"bytes\":%llu,"
-                      "\"generation\":%llu,\"recovered\":%s,\"columns\":[",
-                      CS_FORMAT_VERSION, (unsigned long long)cs_store_rows(store), (unsigned long long)cs_store_records(store), zPath,
+                      "{\"format_version\":%d,\"rows\":%llu,\"records\":%llu,\"files\":[",
+                      CS_FORMAT_VERSION, (unsigned long long)cs_store_rows(store), (unsigned long long)cs_store_records(store));
+  json_string(s, zPath);
+  sqlite3_str_appendf(s, "],\"bytes\":%llu,\"generation\":%llu,\"recovered\":%s,\"columns\":[",
                       (unsigned long long)cs_store_file_bytes(store), (unsigned long long)cs_store_generation(store),
                       cs_store_recovered(store) ? "true" : "false");
   for (uint32_t c = 0; c < schema->n_cols; c++) {
     cs_column_stats st;
     cs_store_column_stats(store, c, &st);
-    sqlite3_str_appendf(s, "%s{\"name\":\"%w\",\"type\":\"%s\",\"nullable\":%s,\"null_count\":%llu,\"min\":", c ? "," : "",
-                        schema->cols[c].name, cs_type_name(schema->cols[c].type), schema->cols[c].nullable ? "true" : "false",
+    sqlite3_str_appendf(s, "%s{\"name\":", c ? "," : "");
+    json_string(s, schema->cols[c].name);
+    sqlite3_str_appendf(s, ",\"type\":\"%s\",\"nullable\":%s,\"null_count\":%llu,\"min\":", cs_type_name(schema->cols[c].type), schema->cols[c].nullable ? "true" : "false",
                         (unsigned long long)st.null_count);
     json_stat(s, schema->cols[c].type, st.has_minmax, st.min);
     sqlite3_str_appendall(s, ",\"max\":");
@@ -304,7 +317,19 @@ static void fn_info(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     sqlite3_str_appendf(s, ",\"sorted\":%s}", st.sorted ? "true" : "false");
   }
   const char *notes = cs_diag_notes();
-  sqlite3_str_appendf(s, "],\"warnings\":[%s%w%s]}", *notes ? "\"" : "", notes, *notes ? "\"" : "");
+  sqlite3_str_appendall(s, "],\"warnings\":[");
+  int n_warn = 0;
+  if (*notes) json_string(s, notes), n_warn++;
+  if (cs_store_slot_damaged(store)) {
+    if (n_warn++) sqlite3_str_appendall(s, ",");
+    json_string(s, "a commit slot is torn or damaged: a commit was interrupted by a crash, or the newest commit is hidden by damage; "
+                   "the store shows the last intact commit");
+  }
+  if (cs_store_recovered(store)) {
+    if (n_warn++) sqlite3_str_appendall(s, ",");
+    json_string(s, "the footer was missing or damaged: the record directory was rebuilt by scanning the records; the next commit writes a new footer");
+  }
+  sqlite3_str_appendall(s, "]}");
   cs_store_close(store);
   char *z = sqlite3_str_finish(s);
   if (z) sqlite3_result_text(ctx, z, -1, sqlite3_free);
@@ -326,6 +351,13 @@ static void fn_verify(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   else sqlite3_result_text(ctx, "ok", -1, SQLITE_STATIC);
 }
 
+static void fn_last_plan(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  (void)argc, (void)argv;
+  csx_conn *conn = sqlite3_user_data(ctx);
+  if (conn->last_plan) sqlite3_result_text(ctx, conn->last_plan, -1, SQLITE_TRANSIENT);
+  else sqlite3_result_text(ctx, "{}", -1, SQLITE_STATIC);
+}
+
 int csx_register_functions(sqlite3 *db, csx_conn *conn) {
   static const struct {
     const char *zName;
@@ -338,6 +370,7 @@ int csx_register_functions(sqlite3 *db, csx_conn *conn) {
       {"colstore_create", 3, SQLITE_DIRECTONLY, fn_create},
       {"colstore_info", 1, SQLITE_DIRECTONLY, fn_info},
       {"colstore_verify", 1, SQLITE_DIRECTONLY, fn_verify},
+      {"colstore_last_plan", 0, SQLITE_DIRECTONLY, fn_last_plan},
   };
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     int rc = sqlite3_create_function_v2(db, fns[i].zName, fns[i].nArg, SQLITE_UTF8 | fns[i].flags, conn, fns[i].xFunc, NULL, NULL, NULL);

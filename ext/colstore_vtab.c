@@ -1,59 +1,20 @@
 /*
-** colstore_vtab.c - the colstore virtual table: connect, plan, scan.
+** colstore_vtab.c - the colstore virtual table: create, connect, snapshots,
+** and the module's slot table.
 **
 ** A table is a path plus a snapshot of the store's last committed state.
-** Each statement that opens the first cursor on a table checks (two small
-** preads) whether another connection or process has committed since, and
-** if so opens a fresh snapshot; a cursor keeps its snapshot alive, so the
-** values it hands to SQLite as SQLITE_STATIC (TEXT and BLOB straight from
-** the mapping) stay valid however long SQLite holds them within the
-** statement.
-**
-** The plan (xBestIndex -> xFilter contract), argv in this order:
-**
-**   idxNum bit        meaning                         argv
-**   CSX_PLAN_EQ       rowid = ?                       [eq]
-**   CSX_PLAN_LO       rowid > ? (or >= with _LO_INC)  [lo]
-**   CSX_PLAN_HI       rowid < ? (or <= with _HI_INC)  [hi]
-**   CSX_PLAN_ORDERED  ORDER BY rowid ASC consumed     -
-**
-** idxStr is the plan in words for EXPLAIN QUERY PLAN, e.g.
-** "range(rowid) cols(a,b)"; it is not parsed back.  Constraints on other
-** columns are left to SQLite in this version (it evaluates them on the rows
-** we return); the hidden _rows and _mask columns are declared now and
-** refused with a clear error until their kernels exist.
-**
-** rowid constraints are omitted (SQLite does not re-check them) because
-** xFilter implements SQLite's comparison exactly: the right-hand side gets
-** INTEGER affinity first (so '5' means 5), a REAL bound rounds the right
-** way, NULL matches nothing, and a TEXT or BLOB that is not a number sorts
-** above every integer.
+** The first cursor a statement opens on a table checks (two small preads
+** and a stat) whether another connection or process has committed since,
+** or replaced the file, and if so opens a fresh snapshot; a cursor keeps
+** its snapshot alive, so the values it hands to SQLite as SQLITE_STATIC
+** (TEXT and BLOB straight from the mapping) stay valid however long SQLite
+** holds them within the statement.  Planning is in colstore_plan.c, the
+** cursor in colstore_cursor.c, writing in colstore_write.c.
 */
-#include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "colstore_ext.h"
-
-#define CSX_PLAN_EQ 0x01
-#define CSX_PLAN_LO 0x02
-#define CSX_PLAN_LO_INC 0x04
-#define CSX_PLAN_HI 0x08
-#define CSX_PLAN_HI_INC 0x10
-#define CSX_PLAN_ORDERED 0x20
-
-typedef struct csx_cursor {
-  sqlite3_vtab_cursor base;  /* must be first */
-  csx_snapshot *snap;        /* one ref held while open */
-  const cs_store *store;     /* snap->store */
-  uint64_t row;              /* current row */
-  uint64_t end;              /* one past the last row to return */
-  uint64_t rec;              /* record holding row */
-  uint64_t rec_first;        /* first row of rec */
-  uint64_t rec_end;          /* one past the last row of rec */
-  const cs_chunk *chunks;    /* rec's chunks, one per column */
-  const cs_column *cols;     /* the store's columns (types), for xColumn */
-  uint32_t n_cols;
-} csx_cursor;
 
 /* ------------------------------------------------------------ snapshots */
 
@@ -125,6 +86,18 @@ static char *unquote(const char *z, int n) {
     return out;
   }
   return sqlite3_mprintf("%.*s", n, z);
+}
+
+/* SOURCE, unquoted and made absolute, so the table keeps naming the same
+** store if the process later changes its working directory. */
+static char *path_absolute(const char *zArg) {
+  char *z = unquote(zArg, (int)strlen(zArg));
+  if (!z || z[0] == '/' || z[0] == 0) return z;
+  char cwd[4096];
+  if (!getcwd(cwd, sizeof cwd)) return z;
+  char *abs = sqlite3_mprintf("%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, z[0] == '.' && z[1] == '/' ? z + 2 : z);
+  sqlite3_free(z);
+  return abs;
 }
 
 typedef struct csx_coldefs {
@@ -238,7 +211,8 @@ static int declare(sqlite3 *db, const cs_schema *schema) {
   sqlite3_str *s = sqlite3_str_new(db);
   sqlite3_str_appendall(s, "CREATE TABLE x(");
   for (uint32_t i = 0; i < schema->n_cols; i++)
-    sqlite3_str_appendf(s, "\"%w\" %s, ", schema->cols[i].name, affinity_name(schema->cols[i].type));
+    sqlite3_str_appendf(s, "\"%w\" %s%s, ", schema->cols[i].name, affinity_name(schema->cols[i].type),
+                        schema->cols[i].nullable ? "" : " NOT NULL");
   sqlite3_str_appendall(s, "\"_rows\" BLOB HIDDEN, \"_mask\" BLOB HIDDEN)");
   char *zSql = sqlite3_str_finish(s);
   if (!zSql) return SQLITE_NOMEM;
@@ -271,7 +245,7 @@ static int table_init(sqlite3 *db, void *pAux, int argc, const char *const *argv
   pTab->conn = pAux;
   pTab->verify = CS_VERIFY_HEADER;
   pTab->zName = sqlite3_mprintf("%s", argv[2]);
-  pTab->zPath = unquote(argv[3], (int)strlen(argv[3]));
+  pTab->zPath = path_absolute(argv[3]);
   if (!pTab->zName || !pTab->zPath) {
     rc = SQLITE_NOMEM;
     goto fail;
@@ -380,308 +354,20 @@ static int xRename(sqlite3_vtab *pVtab, const char *zNew) {
   return SQLITE_OK;
 }
 
-/* ----------------------------------------------------------------- plan */
-
-/* Row bounds [lo, hi) for one rowid comparison, per SQLite's rules. */
-static void bound_apply(sqlite3_value *v, int op, uint64_t n_rows, uint64_t *lo, uint64_t *hi) {
-  int t = sqlite3_value_type(v);
-  if (t == SQLITE_TEXT || t == SQLITE_BLOB) {
-    sqlite3_value *dup = sqlite3_value_dup(v);
-    if (dup) {
-      /* rowid has INTEGER affinity: numeric-looking text compares as a number. */
-      int nt = t == SQLITE_TEXT ? sqlite3_value_numeric_type(dup) : SQLITE_BLOB;
-      if (nt == SQLITE_INTEGER || nt == SQLITE_FLOAT) {
-        bound_apply(dup, op, n_rows, lo, hi);
-        sqlite3_value_free(dup);
-        return;
-      }
-      sqlite3_value_free(dup);
-    }
-    /* Every integer sorts below any TEXT or BLOB. */
-    if (op == SQLITE_INDEX_CONSTRAINT_LT || op == SQLITE_INDEX_CONSTRAINT_LE) return;
-    *hi = 0;
-    return;
-  }
-  if (t == SQLITE_NULL) {
-    *hi = 0;
-    return;
-  }
-  /* Integer bounds as doubles are exact only below 2^53; work in the
-  ** integer domain where the value is an integer, else round. */
-  double d = sqlite3_value_double(v);
-  bool is_int = t == SQLITE_INTEGER;
-  sqlite3_int64 i = sqlite3_value_int64(v);
-  sqlite3_int64 lo_i, hi_i; /* candidate [lo_i, hi_i) in signed space, clamped below */
-  const double two63 = 9223372036854775808.0;
-  switch (op) {
-    case SQLITE_INDEX_CONSTRAINT_EQ:
-      if (!is_int) {
-        if (!(d >= -two63 && d < two63) || d != floor(d)) {
-          *hi = 0;
-          return;
-        }
-        i = (sqlite3_int64)d;
-      }
-      lo_i = i;
-      hi_i = i == INT64_MAX ? i : i + 1;
-      if (i == INT64_MAX) { *hi = 0; return; }
-      break;
-    case SQLITE_INDEX_CONSTRAINT_GT:
-    case SQLITE_INDEX_CONSTRAINT_GE: {
-      bool inc = op == SQLITE_INDEX_CONSTRAINT_GE;
-      if (!is_int) {
-        if (d >= two63) { *hi = 0; return; }
-        if (d < -two63) return;
-        double f = inc ? ceil(d) : floor(d) + 1.0;
-        if (f >= two63) { *hi = 0; return; }
-        lo_i = (sqlite3_int64)f;
-      } else {
-        if (!inc && i == INT64_MAX) { *hi = 0; return; }
-        lo_i = inc ? i : i + 1;
-      }
-      if (lo_i > 0 && (uint64_t)lo_i > *lo) *lo = (uint64_t)lo_i;
-      return;
-    }
-    default: { /* LT, LE */
-      bool inc = op == SQLITE_INDEX_CONSTRAINT_LE;
-      if (!is_int) {
-        if (d >= two63) return;
-        if (d < -two63) { *hi = 0; return; }
-        double f = inc ? floor(d) + 1.0 : ceil(d);
-        if (f >= two63) return;
-        hi_i = (sqlite3_int64)f;
-      } else {
-        if (inc && i == INT64_MAX) return;
-        hi_i = inc ? i + 1 : i;
-      }
-      if (hi_i <= 0) *hi = 0;
-      else if ((uint64_t)hi_i < *hi) *hi = (uint64_t)hi_i;
-      return;
-    }
-  }
-  /* EQ */
-  if (lo_i < 0 || (uint64_t)lo_i >= n_rows) {
-    *hi = 0;
-    return;
-  }
-  if ((uint64_t)lo_i > *lo) *lo = (uint64_t)lo_i;
-  if ((uint64_t)hi_i < *hi) *hi = (uint64_t)hi_i;
-}
-
-static int xBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
-  csx_table *pTab = (csx_table *)pVtab;
-  const cs_schema *schema = cs_store_schema(pTab->snap->store);
-  int n_cols = (int)schema->n_cols;
-  int i_eq = -1, i_lo = -1, i_hi = -1;
-  for (int i = 0; i < pInfo->nConstraint; i++) {
-    const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
-    if (c->iColumn >= n_cols)
-      return csx_vtab_error(pVtab, SQLITE_ERROR, "colstore: selecting rows with %s is not yet supported by this build; use rowid ranges instead",
-                            c->iColumn == n_cols + CSX_HIDDEN_ROWS ? "_rows" : "_mask");
-    if (!c->usable || c->iColumn != -1) continue;
-    switch (c->op) {
-      case SQLITE_INDEX_CONSTRAINT_EQ: if (i_eq < 0) i_eq = i; break;
-      case SQLITE_INDEX_CONSTRAINT_GT: case SQLITE_INDEX_CONSTRAINT_GE: if (i_lo < 0) i_lo = i; break;
-      case SQLITE_INDEX_CONSTRAINT_LT: case SQLITE_INDEX_CONSTRAINT_LE: if (i_hi < 0) i_hi = i; break;
-      default: break;
-    }
-  }
-  int idxNum = 0, argv_i = 0;
-  double n = (double)cs_store_rows(pTab->snap->store), rows = n;
-  if (i_eq >= 0) {
-    idxNum |= CSX_PLAN_EQ;
-    pInfo->aConstraintUsage[i_eq].argvIndex = ++argv_i;
-    pInfo->aConstraintUsage[i_eq].omit = 1;
-    pInfo->idxFlags |= SQLITE_INDEX_SCAN_UNIQUE;
-    rows = 1;
-    i_lo = i_hi = -1; /* SQLite re-checks the rest; the one row is cheap */
-  }
-  uint64_t est_lo = 0, est_hi = (uint64_t)n;
-  if (i_lo >= 0) {
-    int op = pInfo->aConstraint[i_lo].op;
-    idxNum |= CSX_PLAN_LO | (op == SQLITE_INDEX_CONSTRAINT_GE ? CSX_PLAN_LO_INC : 0);
-    pInfo->aConstraintUsage[i_lo].argvIndex = ++argv_i;
-    pInfo->aConstraintUsage[i_lo].omit = 1;
-    sqlite3_value *v = NULL;
-    if (sqlite3_libversion_number() >= 3038000 && sqlite3_vtab_rhs_value(pInfo, i_lo, &v) == SQLITE_OK && v)
-      bound_apply(v, op, (uint64_t)n, &est_lo, &est_hi);
-    else
-      est_lo = (uint64_t)(n * 0.75);
-  }
-  if (i_hi >= 0) {
-    int op = pInfo->aConstraint[i_hi].op;
-    idxNum |= CSX_PLAN_HI | (op == SQLITE_INDEX_CONSTRAINT_LE ? CSX_PLAN_HI_INC : 0);
-    pInfo->aConstraintUsage[i_hi].argvIndex = ++argv_i;
-    pInfo->aConstraintUsage[i_hi].omit = 1;
-    sqlite3_value *v = NULL;
-    if (sqlite3_libversion_number() >= 3038000 && sqlite3_vtab_rhs_value(pInfo, i_hi, &v) == SQLITE_OK && v)
-      bound_apply(v, op, (uint64_t)n, &est_lo, &est_hi);
-    else
-      est_hi = est_lo + (est_hi - est_lo) / 4;
-  }
-  if (!(idxNum & CSX_PLAN_EQ)) rows = est_hi > est_lo ? (double)(est_hi - est_lo) : 0;
-  if (pInfo->nOrderBy == 1 && pInfo->aOrderBy[0].iColumn == -1 && !pInfo->aOrderBy[0].desc) {
-    idxNum |= CSX_PLAN_ORDERED;
-    pInfo->orderByConsumed = 1;
-  }
-  /* Cost: a fixed start-up plus a per-row cost that grows with the columns
-  ** read, so SQLite prefers the narrowest and most selective plan. */
-  int n_used = 0;
-  for (int c = 0; c < n_cols && c < 63; c++) n_used += (pInfo->colUsed >> c) & 1;
-  if (n_cols >= 63 && (pInfo->colUsed >> 63)) n_used += n_cols - 63;
-  pInfo->estimatedRows = (sqlite3_int64)(rows < 1 && (idxNum & CSX_PLAN_EQ) ? 1 : rows);
-  pInfo->estimatedCost = 10.0 + rows * (1.0 + 0.1 * n_used);
-  pInfo->idxNum = idxNum;
-
-  sqlite3_str *s = sqlite3_str_new(NULL);
-  if (idxNum & CSX_PLAN_EQ) sqlite3_str_appendall(s, "eq(rowid)");
-  else if (idxNum & (CSX_PLAN_LO | CSX_PLAN_HI)) sqlite3_str_appendall(s, "range(rowid)");
-  else sqlite3_str_appendall(s, "scan");
-  if (idxNum & CSX_PLAN_ORDERED) sqlite3_str_appendall(s, " order(rowid)");
-  sqlite3_str_appendall(s, " cols(");
-  for (int c = 0, first = 1; c < n_cols; c++)
-    if ((pInfo->colUsed >> (c < 63 ? c : 63)) & 1) {
-      sqlite3_str_appendf(s, "%s%s", first ? "" : ",", schema->cols[c].name);
-      first = 0;
-    }
-  sqlite3_str_appendall(s, ")");
-  pInfo->idxStr = sqlite3_str_finish(s);
-  pInfo->needToFreeIdxStr = 1;
-  return pInfo->idxStr ? SQLITE_OK : SQLITE_NOMEM;
-}
-
-/* --------------------------------------------------------------- cursor */
-
-static int xOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor) {
-  (void)pVtab;
-  csx_cursor *pCur = sqlite3_malloc(sizeof *pCur);
-  if (!pCur) return SQLITE_NOMEM;
-  memset(pCur, 0, sizeof *pCur);
-  *ppCursor = &pCur->base;
-  return SQLITE_OK;
-}
-
-static void cursor_release(csx_cursor *pCur) {
-  if (pCur->snap) {
-    csx_table *pTab = (csx_table *)pCur->base.pVtab;
-    pTab->n_open_cursors--;
-    csx_snapshot_release(pCur->snap);
-    pCur->snap = NULL;
-  }
-}
-
-static int xClose(sqlite3_vtab_cursor *cur) {
-  csx_cursor *pCur = (csx_cursor *)cur;
-  cursor_release(pCur);
-  sqlite3_free(pCur);
-  return SQLITE_OK;
-}
-
-static void cursor_seek_record(csx_cursor *pCur) {
-  const cs_store *s = pCur->store;
-  pCur->rec = cs_store_find_record(s, pCur->row);
-  pCur->rec_first = cs_store_record_first_row(s, pCur->rec);
-  pCur->rec_end = cs_store_record_first_row(s, pCur->rec + 1);
-  pCur->chunks = cs_store_chunk(s, pCur->rec, 0);
-}
-
-static int xFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc, sqlite3_value **argv) {
-  csx_cursor *pCur = (csx_cursor *)cur;
-  csx_table *pTab = (csx_table *)cur->pVtab;
-  (void)idxStr;
-  /* A cursor keeps its first snapshot across re-filters (the inner loop of
-  ** a join filters once per outer row), so one statement sees one state. */
-  if (!pCur->snap) {
-    int rc = csx_table_refresh(pTab);
-    if (rc != SQLITE_OK) return rc;
-    pCur->snap = pTab->snap;
-    pCur->snap->n_refs++;
-    pTab->n_open_cursors++;
-    pCur->store = pCur->snap->store;
-    pCur->cols = cs_store_schema(pCur->store)->cols;
-    pCur->n_cols = cs_store_schema(pCur->store)->n_cols;
-  }
-  uint64_t n = cs_store_rows(pCur->store), lo = 0, hi = n;
-  int a = 0;
-  if ((idxNum & CSX_PLAN_EQ) && a < argc) bound_apply(argv[a++], SQLITE_INDEX_CONSTRAINT_EQ, n, &lo, &hi);
-  if ((idxNum & CSX_PLAN_LO) && a < argc)
-    bound_apply(argv[a++], (idxNum & CSX_PLAN_LO_INC) ? SQLITE_INDEX_CONSTRAINT_GE : SQLITE_INDEX_CONSTRAINT_GT, n, &lo, &hi);
-  if ((idxNum & CSX_PLAN_HI) && a < argc)
-    bound_apply(argv[a++], (idxNum & CSX_PLAN_HI_INC) ? SQLITE_INDEX_CONSTRAINT_LE : SQLITE_INDEX_CONSTRAINT_LT, n, &lo, &hi);
-  pCur->row = lo;
-  pCur->end = hi > lo ? hi : lo;
-  if (pCur->row < pCur->end) cursor_seek_record(pCur);
-  return SQLITE_OK;
-}
-
-static int xNext(sqlite3_vtab_cursor *cur) {
-  csx_cursor *pCur = (csx_cursor *)cur;
-  if (++pCur->row >= pCur->rec_end && pCur->row < pCur->end) cursor_seek_record(pCur);
-  return SQLITE_OK;
-}
-
-static int xEof(sqlite3_vtab_cursor *cur) {
-  const csx_cursor *pCur = (const csx_cursor *)cur;
-  return pCur->row >= pCur->end;
-}
-
-static int xColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
-  csx_cursor *pCur = (csx_cursor *)cur;
-  if ((uint32_t)i >= pCur->n_cols) return SQLITE_OK; /* hidden columns read as NULL */
-  const cs_chunk *ch = &pCur->chunks[i];
-  uint64_t k = pCur->row - pCur->rec_first;
-  if (!cs_chunk_is_valid(ch, k)) return SQLITE_OK;
-  const void *d = ch->data;
-  switch (pCur->cols[i].type) {
-    case CS_TYPE_FLOAT64: sqlite3_result_double(ctx, ((const double *)d)[k]); break;
-    case CS_TYPE_INT64: sqlite3_result_int64(ctx, ((const int64_t *)d)[k]); break;
-    case CS_TYPE_INT32: sqlite3_result_int64(ctx, ((const int32_t *)d)[k]); break;
-    case CS_TYPE_FLOAT32: sqlite3_result_double(ctx, ((const float *)d)[k]); break;
-    case CS_TYPE_INT16: sqlite3_result_int64(ctx, ((const int16_t *)d)[k]); break;
-    case CS_TYPE_INT8: sqlite3_result_int64(ctx, ((const int8_t *)d)[k]); break;
-    case CS_TYPE_UINT32: sqlite3_result_int64(ctx, ((const uint32_t *)d)[k]); break;
-    case CS_TYPE_UINT16: sqlite3_result_int64(ctx, ((const uint16_t *)d)[k]); break;
-    case CS_TYPE_UINT8: sqlite3_result_int64(ctx, ((const uint8_t *)d)[k]); break;
-    case CS_TYPE_BOOL: sqlite3_result_int64(ctx, ((const uint8_t *)d)[k] != 0); break;
-    case CS_TYPE_TEXT:
-    case CS_TYPE_BLOB: {
-      const uint8_t *p;
-      uint64_t len;
-      cs_err err;
-      if (cs_chunk_varlen(ch, k, &p, &len, &err) != CS_OK) {
-        sqlite3_result_error(ctx, err.msg, -1);
-        sqlite3_result_error_code(ctx, SQLITE_CORRUPT);
-        return SQLITE_CORRUPT;
-      }
-      if (pCur->cols[i].type == CS_TYPE_TEXT)
-        sqlite3_result_text64(ctx, (const char *)p, len, SQLITE_STATIC, SQLITE_UTF8);
-      else
-        sqlite3_result_blob64(ctx, p, len, SQLITE_STATIC);
-      break;
-    }
-  }
-  return SQLITE_OK;
-}
-
-static int xRowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *pRowid) {
-  *pRowid = (sqlite3_int64)((csx_cursor *)cur)->row;
-  return SQLITE_OK;
-}
-
 sqlite3_module csx_module = {
     /* iVersion    */ 3,
     /* xCreate     */ xCreate,
     /* xConnect    */ xConnect,
-    /* xBestIndex  */ xBestIndex,
+    /* xBestIndex  */ csx_best_index,
     /* xDisconnect */ xDisconnect,
     /* xDestroy    */ xDisconnect,
-    /* xOpen       */ xOpen,
-    /* xClose      */ xClose,
-    /* xFilter     */ xFilter,
-    /* xNext       */ xNext,
-    /* xEof        */ xEof,
-    /* xColumn     */ xColumn,
-    /* xRowid      */ xRowid,
+    /* xOpen       */ csx_open,
+    /* xClose      */ csx_close,
+    /* xFilter     */ csx_filter,
+    /* xNext       */ csx_next,
+    /* xEof        */ csx_eof,
+    /* xColumn     */ csx_column,
+    /* xRowid      */ csx_rowid,
     /* xUpdate     */ csx_update,
     /* xBegin      */ csx_begin,
     /* xSync       */ csx_sync,

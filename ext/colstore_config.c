@@ -1,0 +1,142 @@
+/*
+** colstore_config.c - colstore_config(name [, value]): process-wide
+** settings.
+**
+** Settings belong to the process, not the connection, because they tune
+** the host (its cores, its memory): every connection in the process uses
+** the new value from its next query.  The kernel settings (threads,
+** prefetch) live in the core, which reads them; the rest live here.  A
+** setting that cannot take effect on this host or in this build is still
+** accepted, and the effective value is reported beside the requested one
+** (colstore_last_plan), never silently different.
+*/
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "colstore_ext.h"
+
+static const char *const numa_names[] = {"auto", "interleave", "local", "off"};
+static const char *const binding_names[] = {"off", "close", "spread"};
+
+#define CSX_DEFAULT_BATCH_BYTES (32u << 20)
+#define CSX_MIN_BATCH_BYTES (64u << 10)
+
+static _Atomic int numa_policy;              /* index into numa_names */
+static _Atomic int binding_policy;           /* index into binding_names */
+static _Atomic uint64_t batch_bytes = CSX_DEFAULT_BATCH_BYTES;
+static _Atomic int64_t mask_gate_millis = -1; /* -1 = auto, else 0..1000 */
+
+uint64_t csx_config_batch_bytes(void) { return atomic_load(&batch_bytes); }
+
+void csx_config_json(sqlite3_str *s) {
+  cs_kernel_config kc;
+  cs_kernel_config_get(&kc);
+  int64_t gate = atomic_load(&mask_gate_millis);
+  sqlite3_str_appendf(s, "\"settings\":{\"threads\":{\"requested\":%d,\"effective\":%d},", kc.threads, cs_kernel_threads(UINT64_MAX));
+  if (kc.prefetch < 0) sqlite3_str_appendall(s, "\"prefetch\":{\"requested\":\"auto\",\"effective\":\"auto\"},");
+  else sqlite3_str_appendf(s, "\"prefetch\":{\"requested\":%d,\"effective\":%d},", kc.prefetch, kc.prefetch);
+  if (gate < 0) sqlite3_str_appendall(s, "\"mask_gate\":{\"requested\":\"auto\",\"effective\":\"positions\"},");
+  else sqlite3_str_appendf(s, "\"mask_gate\":{\"requested\":%.3f,\"effective\":\"positions\"},", (double)gate / 1000.0);
+  sqlite3_str_appendf(s,
+                      "\"numa\":{\"requested\":\"%s\",\"effective\":\"none (NUMA placement is not in this build)\"},"
+                      "\"binding\":{\"requested\":\"%s\",\"effective\":\"off (thread binding is not in this build)\"},"
+                      "\"batch_bytes\":%llu}",
+                      numa_names[atomic_load(&numa_policy)], binding_names[atomic_load(&binding_policy)],
+                      (unsigned long long)atomic_load(&batch_bytes));
+}
+
+static int name_index(const char *z, const char *const *names, int n) {
+  for (int i = 0; z && i < n; i++)
+    if (sqlite3_stricmp(z, names[i]) == 0) return i;
+  return -1;
+}
+
+/* A non-negative integer value (INTEGER, integral REAL, or digits). */
+static bool value_uint(sqlite3_value *v, sqlite3_int64 *out) {
+  cs_value num;
+  csx_value_number(v, &num);
+  if (num.kind == CS_VAL_INT) return (*out = num.i) >= 0;
+  if (num.kind != CS_VAL_FLOAT || !(num.f >= 0 && num.f < 9.2e18) || num.f != (double)(sqlite3_int64)num.f) return false;
+  *out = (sqlite3_int64)num.f;
+  return true;
+}
+
+static void bad_value(sqlite3_context *ctx, const char *name, const char *valid) {
+  char *z = sqlite3_mprintf("colstore: bad value for setting %s; valid values: %s", name, valid);
+  sqlite3_result_error(ctx, z ? z : "colstore: out of memory", -1);
+  sqlite3_free(z);
+}
+
+static void fn_config(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  const char *name = (const char *)sqlite3_value_text(argv[0]);
+  sqlite3_value *v = argc > 1 ? argv[1] : NULL;
+  const char *zv = v ? (const char *)sqlite3_value_text(v) : NULL;
+  cs_kernel_config kc;
+  cs_kernel_config_get(&kc);
+  if (name && sqlite3_stricmp(name, "threads") == 0) {
+    sqlite3_int64 n;
+    if (v) {
+      if (!value_uint(v, &n) || n > 4096) { bad_value(ctx, "threads", "0 (auto) or a thread count up to 4096"); return; }
+      kc.threads = (int)n;
+      cs_kernel_config_set(&kc);
+    }
+    sqlite3_result_int(ctx, kc.threads);
+  } else if (name && sqlite3_stricmp(name, "prefetch") == 0) {
+    sqlite3_int64 n;
+    if (v) {
+      if (zv && sqlite3_stricmp(zv, "auto") == 0) kc.prefetch = -1;
+      else if (value_uint(v, &n) && n <= 4096) kc.prefetch = (int)n;
+      else { bad_value(ctx, "prefetch", "'auto', or a distance in elements from 0 (off) to 4096"); return; }
+      cs_kernel_config_set(&kc);
+    }
+    if (kc.prefetch < 0) sqlite3_result_text(ctx, "auto", -1, SQLITE_STATIC);
+    else sqlite3_result_int(ctx, kc.prefetch);
+  } else if (name && sqlite3_stricmp(name, "mask_gate") == 0) {
+    if (v) {
+      cs_value num;
+      csx_value_number(v, &num);
+      int t = num.kind;
+      double f = num.kind == CS_VAL_INT ? (double)num.i : num.f;
+      if (zv && sqlite3_stricmp(zv, "auto") == 0) atomic_store(&mask_gate_millis, -1);
+      else if ((t == CS_VAL_INT || t == CS_VAL_FLOAT) && f >= 0 && f <= 1) atomic_store(&mask_gate_millis, (int64_t)(f * 1000 + 0.5));
+      else { bad_value(ctx, "mask_gate", "'auto', or a mask density from 0 to 1"); return; }
+    }
+    int64_t g = atomic_load(&mask_gate_millis);
+    if (g < 0) sqlite3_result_text(ctx, "auto", -1, SQLITE_STATIC);
+    else sqlite3_result_double(ctx, (double)g / 1000.0);
+  } else if (name && sqlite3_stricmp(name, "numa") == 0) {
+    if (v) {
+      int i = name_index(zv, numa_names, 4);
+      if (i < 0) { bad_value(ctx, "numa", "auto, interleave, local, off"); return; }
+      atomic_store(&numa_policy, i);
+    }
+    sqlite3_result_text(ctx, numa_names[atomic_load(&numa_policy)], -1, SQLITE_STATIC);
+  } else if (name && sqlite3_stricmp(name, "binding") == 0) {
+    if (v) {
+      int i = name_index(zv, binding_names, 3);
+      if (i < 0) { bad_value(ctx, "binding", "off, close, spread"); return; }
+      atomic_store(&binding_policy, i);
+    }
+    sqlite3_result_text(ctx, binding_names[atomic_load(&binding_policy)], -1, SQLITE_STATIC);
+  } else if (name && sqlite3_stricmp(name, "batch_bytes") == 0) {
+    sqlite3_int64 n;
+    if (v) {
+      if (!value_uint(v, &n) || n < CSX_MIN_BATCH_BYTES) { bad_value(ctx, "batch_bytes", "a byte count of at least 65536 (default 33554432)"); return; }
+      atomic_store(&batch_bytes, (uint64_t)n);
+    }
+    sqlite3_result_int64(ctx, (sqlite3_int64)atomic_load(&batch_bytes));
+  } else {
+    char *z = sqlite3_mprintf("colstore: unknown setting '%s'; the settings are threads, prefetch, mask_gate, numa, binding, batch_bytes",
+                              name ? name : "");
+    sqlite3_result_error(ctx, z ? z : "colstore: out of memory", -1);
+    sqlite3_free(z);
+  }
+}
+
+int csx_register_config(sqlite3 *db) {
+  int rc = sqlite3_create_function_v2(db, "colstore_config", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL, fn_config, NULL, NULL, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_create_function_v2(db, "colstore_config", 2, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL, fn_config, NULL, NULL, NULL);
+  return rc;
+}

@@ -1,0 +1,297 @@
+/*
+** colstore_plan.c - xBestIndex: which constraints colstore takes, and the
+** plan it hands to xFilter.
+**
+** The plan travels in idxStr, in two parts separated by a NUL byte: first
+** the words EXPLAIN QUERY PLAN shows (SQLite prints up to the NUL), then
+** the machine part xFilter decodes, one slot per argv entry in argv order:
+**
+**   slot      constraint                      argv value
+**   E         rowid = ?                       the value
+**   G / g     rowid > ? / rowid >= ?          the bound
+**   L / l     rowid < ? / rowid <= ?          the bound
+**   I         rowid IN (...), all at once     the IN list (sqlite3_vtab_in)
+**   P<c>:<op> column c OP ?                   the operand
+**   Q<c>      column c IN (...), all at once  the IN list
+**   R         _rows = ?                       BLOB of int64 positions
+**   M         _mask = ?                       BLOB, one byte per row
+**   T / O     LIMIT ? / OFFSET ?              the count
+**
+** followed by flags: A (ORDER BY rowid ASC consumed), D (DESC consumed).
+** The IN slots are recorded here because asking sqlite3_vtab_in_first about
+** an argument that was not opted in is undefined on SQLite 3.40.
+**
+** What is omitted (left unchecked by SQLite) is exactly what the cursor
+** evaluates with SQLite's own semantics (see csx_pred_from_value): rowid
+** bounds and lists always; a column comparison when the column is numeric
+** (the right-hand side then always gets numeric affinity, so the cursor
+** can apply it), or TEXT with BINARY collation and a right-hand side that
+** SQLite gives no affinity of its own (a literal or a parameter: then TEXT
+** affinity applies).  Everything else is left to SQLite.  LIMIT and OFFSET
+** are taken only when every other constraint is taken and any ORDER BY is
+** consumed, since otherwise SQLite filters or sorts after us and the rows
+** we would cut are not the ones it would.
+**
+** When a selection of positions is given (rowid IN, _rows), column
+** comparisons are left to SQLite: the list is short or the user chose the
+** rows, and SQLite's per-row check costs no more than ours would.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "colstore_ext.h"
+
+/* Which SQLite ops a column comparison can take, and their kernel op. */
+static int pred_op_supported(int op) {
+  switch (op) {
+    case SQLITE_INDEX_CONSTRAINT_EQ:
+    case SQLITE_INDEX_CONSTRAINT_NE:
+    case SQLITE_INDEX_CONSTRAINT_LT:
+    case SQLITE_INDEX_CONSTRAINT_LE:
+    case SQLITE_INDEX_CONSTRAINT_GT:
+    case SQLITE_INDEX_CONSTRAINT_GE:
+    case SQLITE_INDEX_CONSTRAINT_IS:
+    case SQLITE_INDEX_CONSTRAINT_ISNULL:
+    case SQLITE_INDEX_CONSTRAINT_ISNOTNULL:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+static const char *op_text(int op) {
+  switch (op) {
+    case SQLITE_INDEX_CONSTRAINT_EQ: return "=";
+    case SQLITE_INDEX_CONSTRAINT_NE: return "!=";
+    case SQLITE_INDEX_CONSTRAINT_LT: return "<";
+    case SQLITE_INDEX_CONSTRAINT_LE: return "<=";
+    case SQLITE_INDEX_CONSTRAINT_GT: return ">";
+    case SQLITE_INDEX_CONSTRAINT_GE: return ">=";
+    case SQLITE_INDEX_CONSTRAINT_IS: return " IS ";
+    case SQLITE_INDEX_CONSTRAINT_ISNULL: return " IS NULL";
+    case SQLITE_INDEX_CONSTRAINT_ISNOTNULL: return " IS NOT NULL";
+    default: return "?";
+  }
+}
+
+/* Can the right-hand side of constraint i be taken without changing the
+** comparison's meaning?  See the essay above. */
+static int pred_exact(sqlite3_index_info *pInfo, int i, cs_type type) {
+  int op = pInfo->aConstraint[i].op;
+  if (op == SQLITE_INDEX_CONSTRAINT_ISNULL || op == SQLITE_INDEX_CONSTRAINT_ISNOTNULL) return 1;
+  if (type == CS_TYPE_BLOB) return 0;
+  if (type != CS_TYPE_TEXT) return 1;
+  const char *coll = sqlite3_vtab_collation(pInfo, i);
+  if (coll && sqlite3_stricmp(coll, "BINARY") != 0) return 0;
+  /* A known constant (literal) has no affinity: TEXT affinity applies. */
+  sqlite3_value *v = NULL;
+  return sqlite3_libversion_number() >= 3038000 && sqlite3_vtab_rhs_value(pInfo, i, &v) == SQLITE_OK && v != NULL;
+}
+
+static double selectivity(int op) {
+  switch (op) {
+    case SQLITE_INDEX_CONSTRAINT_EQ:
+    case SQLITE_INDEX_CONSTRAINT_IS: return 0.01;
+    case SQLITE_INDEX_CONSTRAINT_ISNULL: return 0.1;
+    case SQLITE_INDEX_CONSTRAINT_NE:
+    case SQLITE_INDEX_CONSTRAINT_ISNOTNULL: return 0.9;
+    default: return 0.33;
+  }
+}
+
+int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
+  csx_table *pTab = (csx_table *)pVtab;
+  const cs_schema *schema = cs_store_schema(pTab->snap->store);
+  int n_cols = (int)schema->n_cols;
+  int n_cons = pInfo->nConstraint;
+  double n = (double)cs_store_rows(pTab->snap->store);
+  int i_eq = -1, i_lo = -1, i_hi = -1, i_in = -1, i_rows = -1, i_mask = -1, i_limit = -1, i_offset = -1;
+  bool all_taken = true;
+  bool in_ok = sqlite3_libversion_number() >= 3038000;
+
+  /* Pass 1: the selection constraints (rowid, _rows, _mask). */
+  for (int i = 0; i < n_cons; i++) {
+    const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
+    if (!c->usable) continue;
+    int op = c->op;
+    if (c->iColumn == -1) {
+      if (op == SQLITE_INDEX_CONSTRAINT_EQ && in_ok && i_in < 0 && sqlite3_vtab_in(pInfo, i, -1)) i_in = i;
+      else if (op == SQLITE_INDEX_CONSTRAINT_EQ && i_eq < 0) i_eq = i;
+      else if ((op == SQLITE_INDEX_CONSTRAINT_GT || op == SQLITE_INDEX_CONSTRAINT_GE) && i_lo < 0) i_lo = i;
+      else if ((op == SQLITE_INDEX_CONSTRAINT_LT || op == SQLITE_INDEX_CONSTRAINT_LE) && i_hi < 0) i_hi = i;
+    } else if (c->iColumn == n_cols + CSX_HIDDEN_ROWS && op == SQLITE_INDEX_CONSTRAINT_EQ && i_rows < 0) {
+      i_rows = i;
+    } else if (c->iColumn == n_cols + CSX_HIDDEN_MASK && op == SQLITE_INDEX_CONSTRAINT_EQ && i_mask < 0) {
+      i_mask = i;
+    } else if (op == SQLITE_INDEX_CONSTRAINT_LIMIT && i_limit < 0) {
+      i_limit = i;
+    } else if (op == SQLITE_INDEX_CONSTRAINT_OFFSET && i_offset < 0) {
+      i_offset = i;
+    }
+  }
+  /* A rowid = beats a rowid IN; one exact row needs nothing else. */
+  if (i_eq >= 0) i_in = -1;
+  bool positions = i_in >= 0 || i_rows >= 0;
+
+  sqlite3_str *words = sqlite3_str_new(NULL);
+  sqlite3_str *slots = sqlite3_str_new(NULL);
+  int argv_i = 0;
+  double rows = n;
+#define TAKE(i, letter)                                     \
+  do {                                                      \
+    pInfo->aConstraintUsage[i].argvIndex = ++argv_i;        \
+    pInfo->aConstraintUsage[i].omit = 1;                    \
+    sqlite3_str_appendall(slots, letter);                   \
+  } while (0)
+
+  if (i_eq >= 0) {
+    TAKE(i_eq, "E;");
+    pInfo->idxFlags |= SQLITE_INDEX_SCAN_UNIQUE;
+    sqlite3_str_appendall(words, "eq(rowid)");
+    rows = 1;
+  }
+  uint64_t est_lo = 0, est_hi = (uint64_t)n;
+  if (i_lo >= 0) {
+    int op = pInfo->aConstraint[i_lo].op;
+    TAKE(i_lo, op == SQLITE_INDEX_CONSTRAINT_GE ? "g;" : "G;");
+    sqlite3_value *v = NULL;
+    if (in_ok && sqlite3_vtab_rhs_value(pInfo, i_lo, &v) == SQLITE_OK && v) csx_bound_apply(v, op, (uint64_t)n, &est_lo, &est_hi);
+    else est_lo = est_hi - (est_hi - est_lo) / 3;
+  }
+  if (i_hi >= 0) {
+    int op = pInfo->aConstraint[i_hi].op;
+    TAKE(i_hi, op == SQLITE_INDEX_CONSTRAINT_LE ? "l;" : "L;");
+    sqlite3_value *v = NULL;
+    if (in_ok && sqlite3_vtab_rhs_value(pInfo, i_hi, &v) == SQLITE_OK && v) csx_bound_apply(v, op, (uint64_t)n, &est_lo, &est_hi);
+    else est_hi = est_lo + (est_hi - est_lo) / 3;
+  }
+  if (i_eq < 0) {
+    rows = est_hi > est_lo ? (double)(est_hi - est_lo) : 0;
+    if (i_lo >= 0 || i_hi >= 0) sqlite3_str_appendall(words, "range(rowid)");
+  }
+  if (i_in >= 0) {
+    sqlite3_vtab_in(pInfo, i_in, 1);
+    TAKE(i_in, "I;");
+    sqlite3_str_appendall(words, sqlite3_str_length(words) ? " in(rowid)" : "in(rowid)");
+    if (rows > 10) rows = 10;
+  }
+  if (i_rows >= 0) {
+    TAKE(i_rows, "R;");
+    sqlite3_str_appendall(words, sqlite3_str_length(words) ? " rows(_rows)" : "rows(_rows)");
+    if (rows > 1000) rows = 1000;
+  }
+  if (i_mask >= 0) {
+    TAKE(i_mask, "M;");
+    sqlite3_str_appendall(words, sqlite3_str_length(words) ? " mask(_mask)" : "mask(_mask)");
+    rows *= 0.5;
+  }
+  /* The scan itself: what a full or ranged pass costs before filtering. */
+  double scanned = rows;
+
+  /* Pass 2: column comparisons. */
+  bool any_pred = false;
+  for (int i = 0; i < n_cons; i++) {
+    const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
+    if (!c->usable || pInfo->aConstraintUsage[i].argvIndex > 0) continue;
+    if (c->op == SQLITE_INDEX_CONSTRAINT_LIMIT || c->op == SQLITE_INDEX_CONSTRAINT_OFFSET) continue;
+    bool taken = false;
+    if (c->iColumn >= 0 && c->iColumn < n_cols && !positions && i_eq < 0) {
+      cs_type t = schema->cols[c->iColumn].type;
+      bool in_list = c->op == SQLITE_INDEX_CONSTRAINT_EQ && in_ok && sqlite3_vtab_in(pInfo, i, -1);
+      if ((pred_op_supported(c->op) || in_list) && pred_exact(pInfo, i, t)) {
+        char buf[32];
+        if (in_list) {
+          sqlite3_vtab_in(pInfo, i, 1);
+          snprintf(buf, sizeof buf, "Q%d;", c->iColumn);
+        } else {
+          snprintf(buf, sizeof buf, "P%d:%d;", c->iColumn, c->op);
+        }
+        TAKE(i, buf);
+        sqlite3_str_appendf(words, "%s%s", any_pred ? "," : (sqlite3_str_length(words) ? " pred(" : "pred("),
+                            schema->cols[c->iColumn].name);
+        if (in_list) sqlite3_str_appendall(words, " IN ?");
+        else sqlite3_str_appendf(words, "%s%s", op_text(c->op),
+                                 c->op == SQLITE_INDEX_CONSTRAINT_ISNULL || c->op == SQLITE_INDEX_CONSTRAINT_ISNOTNULL ? "" : "?");
+        any_pred = true;
+        rows *= in_list ? 0.05 : selectivity(c->op);
+        taken = true;
+      }
+    }
+    if (!taken) all_taken = false;
+  }
+  if (any_pred) sqlite3_str_appendall(words, ")");
+
+  /* ORDER BY rowid, either direction, when nothing else orders. */
+  bool order_ok = pInfo->nOrderBy == 0;
+  if (pInfo->nOrderBy == 1 && pInfo->aOrderBy[0].iColumn == -1 && i_rows < 0) {
+    pInfo->orderByConsumed = 1;
+    order_ok = true;
+    sqlite3_str_appendall(slots, pInfo->aOrderBy[0].desc ? "D;" : "A;");
+    sqlite3_str_appendall(words, pInfo->aOrderBy[0].desc ? " order(rowid desc)" : " order(rowid)");
+  }
+  if (all_taken && order_ok) {
+    if (i_limit >= 0) {
+      TAKE(i_limit, "T;");
+      sqlite3_str_appendall(words, " limit");
+    }
+    if (i_offset >= 0) {
+      TAKE(i_offset, "O;");
+      sqlite3_str_appendall(words, " offset");
+    }
+  }
+#undef TAKE
+  if (sqlite3_str_length(words) == 0) sqlite3_str_appendall(words, "scan");
+
+  int n_used = 0;
+  sqlite3_str_appendall(words, " cols(");
+  for (int c = 0; c < n_cols; c++)
+    if ((pInfo->colUsed >> (c < 63 ? c : 63)) & 1) {
+      sqlite3_str_appendf(words, "%s%s", n_used ? "," : "", schema->cols[c].name);
+      n_used++;
+    }
+  sqlite3_str_appendall(words, ")");
+
+  /* Cost: a fixed start-up, a vectorised pass over the scanned rows when
+  ** predicates are evaluated, and SQLite's per-row cost for the rows
+  ** returned, growing with the columns read. */
+  if (rows < 1 && i_eq >= 0) rows = 1;
+  pInfo->estimatedRows = (sqlite3_int64)rows;
+  pInfo->estimatedCost = 10.0 + (any_pred ? scanned * 0.05 : 0) + rows * (1.0 + 0.1 * n_used);
+
+  int n_words = sqlite3_str_length(words), n_slots = sqlite3_str_length(slots);
+  char *zWords = sqlite3_str_finish(words), *zSlots = sqlite3_str_finish(slots);
+  char *z = (zWords && (zSlots || n_slots == 0)) ? sqlite3_malloc(n_words + n_slots + 2) : NULL;
+  if (z) {
+    memcpy(z, zWords, (size_t)n_words + 1);
+    memcpy(z + n_words + 1, zSlots ? zSlots : "", (size_t)n_slots + 1);
+  }
+  sqlite3_free(zWords);
+  sqlite3_free(zSlots);
+  pInfo->idxStr = z;
+  pInfo->needToFreeIdxStr = 1;
+  pInfo->idxNum = argv_i;
+  return z ? SQLITE_OK : SQLITE_NOMEM;
+}
+
+int csx_plan_decode(const char *idxStr, csx_plan *out) {
+  memset(out, 0, sizeof *out);
+  if (!idxStr) return SQLITE_OK;
+  const char *p = idxStr + strlen(idxStr) + 1;
+  while (*p) {
+    csx_slot s = {.kind = *p++, .col = -1, .op = 0};
+    if (s.kind == 'P') {
+      s.col = (int)strtol(p, (char **)&p, 10);
+      if (*p == ':') p++;
+      s.op = (int)strtol(p, (char **)&p, 10);
+    } else if (s.kind == 'Q') {
+      s.col = (int)strtol(p, (char **)&p, 10);
+    }
+    if (*p == ';') p++;
+    if (s.kind == 'A') out->ordered = 1;
+    else if (s.kind == 'D') out->ordered = out->desc = 1;
+    else if (out->n_slots < CSX_MAX_SLOTS) out->slots[out->n_slots++] = s;
+    else return SQLITE_INTERNAL;
+  }
+  return SQLITE_OK;
+}
