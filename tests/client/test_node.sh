@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Node with better-sqlite3 loads build/colstore (db.loadExtension, as the
+# contract shows) and checks query results.  better-sqlite3 is installed
+# once into $COLSTORE_BUILD/node_client (so reruns are fast); when node, npm
+# or the install is unavailable, or under the sanitizers (node does not run
+# with libasan preloaded), the test prints SKIP and passes.
+set -uo pipefail
+
+ROOT=${COLSTORE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+BUILD=${COLSTORE_BUILD:-$ROOT/build}
+MODULE=${COLSTORE_MODULE:-$BUILD/colstore}
+INSTALL_TIMEOUT=${COLSTORE_NPM_TIMEOUT:-300}
+
+skip() {
+  echo "SKIP: $1"
+  exit 0
+}
+
+[ -z "${COLSTORE_ASAN:-}" ] || skip "node cannot run with the sanitizer runtimes preloaded (COLSTORE_ASAN is set)"
+command -v node >/dev/null 2>&1 || skip "node is not installed"
+command -v npm >/dev/null 2>&1 || skip "npm is not installed"
+if [ ! -f "$MODULE.so" ]; then
+  echo "FAIL: module not built: $MODULE.so"
+  exit 1
+fi
+
+cache="$BUILD/node_client"
+mkdir -p "$cache" || skip "cannot create $cache"
+if ! (cd "$cache" && node -e "require('better-sqlite3')" >/dev/null 2>&1); then
+  [ -f "$cache/package.json" ] || echo '{"name": "colstore-node-client", "private": true}' >"$cache/package.json"
+  log="$cache/npm-install.log"
+  if ! (cd "$cache" && timeout "$INSTALL_TIMEOUT" npm install --no-audit --no-fund --loglevel=error \
+        better-sqlite3@12 >"$log" 2>&1); then
+    skip "npm install better-sqlite3@12 failed or took over ${INSTALL_TIMEOUT}s (see $log)"
+  fi
+  (cd "$cache" && node -e "require('better-sqlite3')" >/dev/null 2>&1) ||
+    skip "better-sqlite3 installed but does not load (no native build?); see $log"
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat >"$tmp/check.cjs" <<'JSEOF'
+const assert = require('assert');
+const Database = require('better-sqlite3');
+const [modulePath, dir] = process.argv.slice(2);
+const db = new Database(':memory:');
+db.loadExtension(modulePath);
+const store = dir + '/node.cst';
+assert.match(db.prepare('SELECT colstore_version() AS v').get().v, /^colstore \d+\.\d+\.\d+ \(format 1\)$/);
+const n = db.prepare("SELECT colstore_create(?, 'SELECT value AS id, value * 0.25 AS w, ''n'' || value AS tag " +
+                     "FROM json_each(''[10, 20, 30]'')') AS n").get(store).n;
+assert.strictEqual(n, 3);
+db.exec(`CREATE VIRTUAL TABLE n USING colstore('${store}')`);
+assert.deepStrictEqual(db.prepare('SELECT rowid AS r, id, w, tag FROM n WHERE rowid >= ?').all(1),
+                       [{r: 1, id: 20, w: 5, tag: 'n20'}, {r: 2, id: 30, w: 7.5, tag: 'n30'}]);
+// rowid has INTEGER affinity: text bounds compare as numbers.
+assert.strictEqual(db.prepare('SELECT id FROM n WHERE rowid = ?').get('2').id, 30);
+assert.deepStrictEqual(db.prepare("SELECT id FROM n WHERE rowid > '0' AND rowid < ' 2 '").all(), [{id: 20}]);
+// Writes in a transaction; a failed one leaves nothing.
+const ins = db.prepare('INSERT INTO n VALUES (?, ?, ?)');
+db.transaction(() => { ins.run(40, 10.0, 'n40'); ins.run(50, 12.5, 'n50'); })();
+assert.throws(() => db.transaction(() => { ins.run(60, 1, 'ok'); ins.run('bad', 1, 'x'); })(),
+              (e) => e.code === 'SQLITE_MISMATCH' && /^colstore: /.test(e.message));
+assert.throws(() => db.prepare('UPDATE n SET id = 1').run(), /append-only/);
+ins.run('70', '1.5', 'numeric text converts');
+assert.deepStrictEqual(db.prepare('SELECT id, w FROM n WHERE rowid = 5').get(), {id: 70, w: 1.5});
+assert.throws(() => ins.run('1e400', 1, 'x'), /colstore: cannot store TEXT '1e400' in column n.id of type INT64/);
+assert.deepStrictEqual(db.prepare('SELECT count(*) AS c, sum(id) AS s FROM n').get(), {c: 6, s: 220});
+// 64-bit integers come back exactly with safeIntegers.
+db.exec(`CREATE VIRTUAL TABLE big USING colstore('${dir}/big.cst', v INT64)`);
+db.prepare('INSERT INTO big VALUES (?)').run(-9223372036854775808n);
+assert.strictEqual(db.prepare('SELECT v FROM big').safeIntegers().get().v, -9223372036854775808n);
+assert.strictEqual(JSON.parse(db.prepare("SELECT colstore_info('n') AS j").get().j).rows, 6);
+assert.strictEqual(db.prepare("SELECT colstore_verify('n') AS v").get().v, 'ok');
+db.close();
+console.log('node checks passed');
+JSEOF
+
+if ! out=$(cd "$cache" && NODE_PATH="$cache/node_modules" node "$tmp/check.cjs" "$MODULE" "$tmp" 2>&1); then
+  echo "FAIL: node client"
+  echo "$out"
+  exit 1
+fi
+echo "$out"
+echo "PASS: node client"

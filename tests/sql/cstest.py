@@ -1,0 +1,259 @@
+"""cstest - what colstore's SQL tests share.
+
+The SQL suites (tests/sql/test_*.py) load the real build/colstore.so into
+/usr/bin/python3's sqlite3 module, the way a user does, and check it against
+the contract (../shared/SQL-CONTRACT.md).  This module holds the plumbing they
+all need, so that each test file reads as a list of behaviours:
+
+* where the module is (COLSTORE_MODULE, without the .so suffix, as ctest sets
+  it; else <root>/build/colstore), whether this is a sanitizer run
+  (COLSTORE_ASAN: sizes shrink), and where ../shared is;
+* connect(): a connection in autocommit mode (isolation_level=None, so the
+  tests, not Python, say where transactions begin and end) with the module
+  loaded;
+* StoreTest: a TestCase with a fresh temporary directory per test;
+* canon()/canon_rows(): values made comparable bit for bit *and* by storage
+  class: 1 and 1.0, 0.0 and -0.0, '1' and 1 all differ, which a plain ==
+  would hide;
+* Differ: runs one query template on a native SQLite table and on colstore
+  tables holding the same rows and fails with the seed, the query, its
+  parameters and the first differing rows;
+* error helpers: catch an sqlite3.Error and check its code name (Python 3.11
+  exposes sqlite_errorname) and its `colstore:` prefix.
+
+It is named without the test_ prefix so ctest does not run it by itself.
+"""
+import json
+import os
+import shutil
+import sqlite3
+import struct
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+MODULE = os.environ.get("COLSTORE_MODULE") or os.path.join(ROOT, "build", "colstore")
+SHARED = os.environ.get("COLSTORE_SHARED") or os.path.join(ROOT, "..", "shared")
+ASAN = bool(os.environ.get("COLSTORE_ASAN"))
+PYTHON = "/usr/bin/python3"
+
+# The record size of the current writer; tests that want several records
+# write more rows than this.
+RECORD_ROWS = 65536
+
+
+def scaled(normal, asan):
+    """A size for this run: smaller under the sanitizers."""
+    return asan if ASAN else normal
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write_bytes(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def load(con):
+    con.enable_load_extension(True)
+    con.load_extension(MODULE)
+    con.enable_load_extension(False)
+    return con
+
+
+def connect(path=":memory:", **kw):
+    """A connection with colstore loaded, in autocommit mode."""
+    kw.setdefault("isolation_level", None)
+    return load(sqlite3.connect(path, **kw))
+
+
+def sql_literal(v):
+    """v as an SQL literal that SQLite reads back as the same value."""
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return str(int(v))
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if v != v:
+            return "NULL"
+        if v in (float("inf"), float("-inf")):
+            return "9e999" if v > 0 else "-9e999"
+        return repr(v)
+    if isinstance(v, str):
+        return "'" + v.replace("'", "''") + "'"
+    if isinstance(v, (bytes, bytearray)):
+        return "x'" + bytes(v).hex() + "'"
+    raise TypeError(type(v))
+
+
+# ----------------------------------------------------------- comparison
+
+def canon(v):
+    """A value as (storage class, exact payload); floats by their bits."""
+    if v is None:
+        return ("null",)
+    if isinstance(v, int):
+        return ("integer", v)
+    if isinstance(v, float):
+        return ("real", struct.pack("<d", v).hex())
+    if isinstance(v, str):
+        return ("text", v)
+    if isinstance(v, (bytes, bytearray)):
+        return ("blob", bytes(v))
+    raise TypeError(type(v))
+
+
+def canon_rows(rows, ordered):
+    out = [tuple(canon(v) for v in r) for r in rows]
+    return out if ordered else sorted(out)
+
+
+def show(v):
+    return repr(v) if not isinstance(v, float) else "%r(%s)" % (v, struct.pack("<d", v).hex())
+
+
+def run_query(con, sql, params=()):
+    """(rows, None) or (None, 'ErrorName: message')."""
+    try:
+        return con.execute(sql, params).fetchall(), None
+    except sqlite3.Error as e:
+        return None, "%s: %s" % (getattr(e, "sqlite_errorname", type(e).__name__), e)
+
+
+class Differ:
+    """Runs query templates against a native and a colstore mapping.
+
+    A template names tables in braces ({T}, {U}, ...); `native` maps those
+    names to native tables, each mapping in `variants` to colstore tables
+    (or, for a mixed join, partly to native ones).  Rows are compared as
+    canon() tuples, sorted unless the query's order is defined.
+    """
+
+    def __init__(self, tc, con, native, variants, seed):
+        self.tc, self.con, self.native, self.variants, self.seed = tc, con, native, variants, seed
+        self.n_queries = 0
+
+    def same(self, template, params=(), ordered=False, variants=None, native=None):
+        native = native or self.native
+        want_sql = template.format(**native)
+        want, want_err = run_query(self.con, want_sql, params)
+        self.n_queries += 1
+        n = 0
+        for name, mapping in (variants or self.variants):
+            sql = template.format(**mapping)
+            got, got_err = run_query(self.con, sql, params)
+            self.n_queries += 1
+            if want_err or got_err:
+                if want_err != got_err:
+                    self.tc.fail(self._msg(name, sql, params, "native: %s\ncolstore: %s" % (want_err, got_err)))
+                continue
+            # repr() of a row tells 1 from 1.0, 0.0 from -0.0 and '1' from 1,
+            # round-trips every double, and runs in C: a fast exact key.
+            a, b = [repr(r) for r in want], [repr(r) for r in got]
+            if not ordered:
+                a.sort()
+                b.sort()
+            if a != b:
+                a, b = canon_rows(want, ordered), canon_rows(got, ordered)
+                self.tc.fail(self._msg(name, sql, params, self._diff(want, got, a, b, ordered)))
+            n = len(want)
+        return n
+
+    def _msg(self, variant, sql, params, detail):
+        return "seed %s, variant %s\nquery: %s\nparams: %s\n%s" % (
+            self.seed, variant, sql, ", ".join(show(p) for p in params) if params else "()", detail)
+
+    @staticmethod
+    def _diff(want, got, a, b, ordered):
+        lines = ["native %d rows, colstore %d rows (%s)" % (len(a), len(b), "ordered" if ordered else "sorted")]
+        shown = 0
+        for i in range(max(len(a), len(b))):
+            x = a[i] if i < len(a) else None
+            y = b[i] if i < len(b) else None
+            if x != y:
+                lines.append("  row %d: native %s\n          colstore %s" % (i, x, y))
+                shown += 1
+                if shown >= 5:
+                    break
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------- tests
+
+class StoreTest(unittest.TestCase):
+    """A TestCase with a temporary directory and connections closed after."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="colstore-sql-")
+        self._cons = []
+
+    def tearDown(self):
+        for c in self._cons:
+            try:
+                c.close()
+            except sqlite3.Error:
+                pass
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def connect(self, name=":memory:", **kw):
+        con = connect(name if name == ":memory:" else self.path(name), **kw)
+        self._cons.append(con)
+        return con
+
+    # -- errors
+
+    def assertSqlError(self, con, sql, params=(), code="SQLITE_ERROR", contains=(), prefix="colstore:"):
+        """Runs sql, which must fail with error name `code`; returns the text."""
+        try:
+            con.execute(sql, params).fetchall()
+        except sqlite3.Error as e:
+            msg = str(e)
+            name = getattr(e, "sqlite_errorname", None)
+            if code is not None:
+                self.assertEqual(name, code, "query %r failed with %s: %s, expected %s" % (sql, name, msg, code))
+            if prefix is not None:
+                self.assertTrue(msg.startswith(prefix), "message of %r does not start %r: %r" % (sql, prefix, msg))
+            for c in contains:
+                self.assertIn(c, msg, "message of %r does not name %r" % (sql, c))
+            return msg
+        self.fail("query %r succeeded; expected %s" % (sql, code))
+
+    # -- state
+
+    def state(self, con, table, path=None):
+        """What a failed write must not change: rows (with rowid) and file bytes."""
+        rows = canon_rows(con.execute('SELECT rowid, * FROM "%s" ORDER BY rowid' % table).fetchall(), True)
+        data = read_bytes(path) if path else None
+        return rows, data
+
+    def assertStateUnchanged(self, before, con, table, path=None, what=""):
+        rows, data = self.state(con, table, path)
+        self.assertEqual(len(rows), len(before[0]), "row count changed after %s" % what)
+        self.assertEqual(rows, before[0], "committed rows changed after %s" % what)
+        if path:
+            self.assertTrue(data == before[1], "store file bytes changed after %s" % what)
+
+    def info(self, con, path_or_table):
+        return json.loads(con.execute("SELECT colstore_info(?)", (path_or_table,)).fetchone()[0])
+
+
+def child_env():
+    """The environment for a /usr/bin/python3 child that imports cstest."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = HERE + os.pathsep + env.get("PYTHONPATH", "")
+    env["COLSTORE_MODULE"] = MODULE
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def main():
+    unittest.main(verbosity=2)
