@@ -401,6 +401,17 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
       }
       if (rc != SQLITE_OK) return rc;
       if (never) hi = lo; /* e.g. x = NULL: no row can match */
+      /* On a sorted column a range predicate is a row range: binary search
+      ** narrows [lo, hi) and the predicate needs no evaluation at all. */
+      uint64_t a, b;
+      if (!never && pr->op != CS_CMP_NE && pr->op != CS_CMP_IN && csx_snapshot_sorted(pCur->snap, pr->col) &&
+          cs_pred_sorted_range(pCur->store, pr, &a, &b)) {
+        if (a > lo) lo = a;
+        if (b < hi) hi = b;
+        if (hi < lo) hi = lo;
+        pCur->stats.sorted_ranges++;
+        continue;
+      }
       pCur->n_preds++;
     }
   }

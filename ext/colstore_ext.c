@@ -47,10 +47,10 @@ csx_table *csx_conn_find(csx_conn *conn, const char *zName) {
 void csx_conn_record_scan(csx_conn *conn, const csx_table *pTab, const csx_scan_stats *st) {
   sqlite3_str *s = sqlite3_str_new(NULL);
   sqlite3_str_appendf(s, "{\"table\":\"%w\",\"files\":[\"%w\"],\"plan\":\"%w\",\"access\":\"%s\",\"kernels\":\"%s\","
-                      "\"predicates\":%u,\"rows_selected\":%llu,\"rows_scanned\":%llu,\"records_scanned\":%llu,"
+                      "\"predicates\":%u,\"sorted_ranges\":%u,\"rows_selected\":%llu,\"rows_scanned\":%llu,\"records_scanned\":%llu,"
                       "\"records_skipped\":%llu,\"threads\":%d,\"kernel_us\":%.1f,",
                       pTab->zName, pTab->zPath, st->idx ? st->idx : "", st->shape ? st->shape : "none", st->kernels ? st->kernels : "",
-                      st->n_preds, (unsigned long long)st->rows_selected, (unsigned long long)st->rows_scanned,
+                      st->n_preds, st->sorted_ranges, (unsigned long long)st->rows_selected, (unsigned long long)st->rows_scanned,
                       (unsigned long long)st->records_scanned, (unsigned long long)st->records_skipped, st->threads ? st->threads : 1,
                       (double)st->kernel_ns / 1000.0);
   csx_config_json(s);

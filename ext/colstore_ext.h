@@ -23,7 +23,12 @@ extern const sqlite3_api_routines *sqlite3_api;
 typedef struct csx_snapshot {
   cs_store *store;   /* owned */
   int n_refs;        /* table + open cursors; freed at 0 */
+  signed char *sorted; /* per column: 1 sorted, 0 not, -1 not yet known; owned */
 } csx_snapshot;
+
+/* Whether column col of the snapshot is non-decreasing with no NULLs
+** (computed once per snapshot from the zone maps). */
+bool csx_snapshot_sorted(csx_snapshot *snap, uint32_t col);
 
 typedef struct csx_table csx_table;
 
@@ -73,7 +78,8 @@ typedef struct csx_scan_stats {
   const char *kernels;       /* the kernels that ran, words (static) */
   int threads;               /* most threads a kernel used */
   const char *idx;           /* the plan's words; valid while the cursor is */
-  uint32_t n_preds;
+  uint32_t n_preds;         /* predicates evaluated as masks */
+  uint32_t sorted_ranges;   /* predicates turned into row ranges */
   uint64_t rows_selected;
   uint64_t rows_scanned;
   uint64_t records_scanned;

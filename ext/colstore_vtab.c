@@ -20,17 +20,35 @@
 
 static csx_snapshot *snapshot_new(cs_store *store) {
   csx_snapshot *s = sqlite3_malloc(sizeof *s);
-  if (!s) return NULL;
+  uint32_t n = cs_store_schema(store)->n_cols;
+  signed char *sorted = sqlite3_malloc((int)n);
+  if (!s || !sorted) {
+    sqlite3_free(s);
+    sqlite3_free(sorted);
+    return NULL;
+  }
+  memset(sorted, -1, n);
   s->store = store;
   s->n_refs = 1;
+  s->sorted = sorted;
   return s;
 }
 
 void csx_snapshot_release(csx_snapshot *s) {
   if (s && --s->n_refs == 0) {
     cs_store_close(s->store);
+    sqlite3_free(s->sorted);
     sqlite3_free(s);
   }
+}
+
+bool csx_snapshot_sorted(csx_snapshot *snap, uint32_t col) {
+  if (snap->sorted[col] < 0) {
+    cs_column_stats st;
+    cs_store_column_stats(snap->store, col, &st);
+    snap->sorted[col] = st.sorted ? 1 : 0;
+  }
+  return snap->sorted[col] == 1;
 }
 
 bool csx_schema_equal(const cs_schema *a, const cs_schema *b) {
