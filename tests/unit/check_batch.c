@@ -22,6 +22,16 @@ static cs_batch *batch_new(const cs_schema *schema) {
   return b;
 }
 
+/* Writes b as a new store at path and opens it with CS_VERIFY_FULL. */
+static cs_store *store_from(const char *path, const cs_schema *schema, const cs_batch *b, const char *ctx) {
+  cs_writer *w = NULL;
+  cs_err err = {0};
+  ck_assert_int_eq(cs_writer_create(path, schema, NULL, &w, &err), CS_OK);
+  ck_assert_int_eq(cs_writer_write(w, b, &err), CS_OK);
+  ck_assert_int_eq(cs_writer_commit(w, &err), CS_OK);
+  return ut_open_ok(path, CS_VERIFY_FULL, ctx);
+}
+
 START_TEST(test_batch_null_put_after_cancelled_row_is_null) {
   cs_batch *b = batch_new(&one_int_schema);
   cs_err err;
@@ -34,20 +44,15 @@ START_TEST(test_batch_null_put_after_cancelled_row_is_null) {
   ck_assert(cs_batch_get(b, 0, 0, &v) && v.i == 7);
   ck_assert_msg(!cs_batch_get(b, 0, 1, &v), "row 1 must read as NULL after the cancelled row's value");
 
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "b.cst");
-  cs_writer *w = NULL;
-  ck_assert_int_eq(cs_writer_create(path, &one_int_schema, NULL, &w, &err), CS_OK);
-  ck_assert_int_eq(cs_writer_write(w, b, &err), CS_OK);
-  ck_assert_int_eq(cs_writer_commit(w, &err), CS_OK);
-  cs_store *s = ut_open_ok(path, CS_VERIFY_FULL, "cancelled row");
+  ut_scratch sc = ut_scratch_new();
+  cs_store *s = store_from(sc.path, &one_int_schema, b, "cancelled row");
   const cs_chunk *ch = cs_store_chunk(s, 0, 0);
   ck_assert_uint_eq(ch->null_count, 1);
   ck_assert(cs_chunk_is_valid(ch, 0));
   ck_assert(!cs_chunk_is_valid(ch, 1));
   cs_store_close(s);
   cs_batch_free(b);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
@@ -84,12 +89,8 @@ START_TEST(test_batch_text_truncate_drops_bytes) {
   cs_batch_put_bytes(b, 0, "dropped", 7, &err), cs_batch_end_row(b);
   cs_batch_truncate(b, 1);
   cs_batch_put_bytes(b, 0, "new", 3, &err), cs_batch_end_row(b);
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
-  cs_writer *w = NULL;
-  ck_assert_int_eq(cs_writer_create(path, &schema, NULL, &w, &err), CS_OK);
-  ck_assert_int_eq(cs_writer_write(w, b, &err), CS_OK);
-  ck_assert_int_eq(cs_writer_commit(w, &err), CS_OK);
-  cs_store *s = ut_open_ok(path, CS_VERIFY_FULL, "text truncate");
+  ut_scratch sc = ut_scratch_new();
+  cs_store *s = store_from(sc.path, &schema, b, "text truncate");
   const cs_chunk *ch = cs_store_chunk(s, 0, 0);
   const uint8_t *p;
   uint64_t n;
@@ -99,8 +100,7 @@ START_TEST(test_batch_text_truncate_drops_bytes) {
   ck_assert_uint_eq(ch->data_bytes, 7);
   cs_store_close(s);
   cs_batch_free(b);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 

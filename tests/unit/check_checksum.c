@@ -62,6 +62,29 @@ static ut_table *make_store(const char *path) {
   return t;
 }
 
+/* A damage test's starting point: make_store()'s rows at sc.path (sc.copy is
+** free for a damaged copy), t the rows it holds, and l its layout as
+** written. */
+typedef struct victim {
+  ut_scratch sc;
+  ut_table *t;
+  ut_layout l;
+} victim;
+
+static victim victim_new(void) {
+  victim v;
+  v.sc = ut_scratch_new();
+  v.t = make_store(v.sc.path);
+  ut_layout_read(v.sc.path, &v.l);
+  return v;
+}
+
+static void victim_free(victim *v) {
+  ut_layout_free(&v->l);
+  ut_table_free(v->t);
+  ut_scratch_free(&v->sc);
+}
+
 static void assert_open_fails(const char *path, cs_verify verify, cs_rc want, const char *ctx) {
   cs_err err = {0};
   cs_rc rc = ut_open_rc(path, verify, &err);
@@ -77,33 +100,39 @@ static void assert_names(const cs_err *err, const char *path, uint64_t rec, cons
   ck_assert_msg(strstr(err->msg, path) != NULL, "%s: message '%s' does not name the file", ctx, err->msg);
 }
 
+/* s, opened with CS_VERIFY_HEADER over a damaged chunk, fails
+** cs_store_verify naming record rec, column col and the file; then s is
+** closed, and a CS_VERIFY_FULL open of path fails too. */
+static void assert_verify_and_full_open_fail(cs_store *s, const char *path, uint64_t rec, uint32_t col,
+                                             const char *ctx) {
+  cs_err err = {0};
+  ck_assert_msg(cs_store_verify(s, &err) == CS_ECORRUPT, "%s: verify missed it", ctx);
+  assert_names(&err, path, rec, cols[col].name, ctx);
+  cs_store_close(s);
+  assert_open_fails(path, CS_VERIFY_FULL, CS_ECORRUPT, ctx);
+}
+
 /* Damages one byte of a chunk and checks both verify paths. */
 static void chunk_damage_case(uint64_t (*where)(const ut_layout *, uint64_t, uint32_t), uint64_t rec, uint32_t col,
                               uint64_t delta, const char *ctx) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
-  ut_table *t = make_store(path);
-  ut_layout l;
-  ut_layout_read(path, &l);
-  ut_xor_byte(path, where(&l, rec, col) + delta, 0x10);
-  cs_store *s = ut_open_ok(path, CS_VERIFY_HEADER, ctx);
+  victim v = victim_new();
+  ut_xor_byte(v.sc.path, where(&v.l, rec, col) + delta, 0x10);
+  cs_store *s = ut_open_ok(v.sc.path, CS_VERIFY_HEADER, ctx);
   cs_err err = {0};
   ck_assert_msg(cs_store_verify(s, &err) == CS_ECORRUPT, "%s: verify missed the damage", ctx);
-  assert_names(&err, path, rec, cols[col].name, ctx);
+  assert_names(&err, v.sc.path, rec, cols[col].name, ctx);
   /* The records before the damage still read back. */
   for (uint64_t row = 0; row < cs_store_record_first_row(s, rec); row++)
     for (uint32_t c = 0; c < schema.n_cols; c++) {
       ut_cell got;
       ut_store_cell(s, row, c, &got);
-      ck_assert(ut_cell_equal(cols[c].type, &got, ut_table_cell(t, row, c)));
+      ck_assert(ut_cell_equal(cols[c].type, &got, ut_table_cell(v.t, row, c)));
     }
   cs_store_close(s);
   cs_err err2 = {0};
-  ck_assert_int_eq(ut_open_rc(path, CS_VERIFY_FULL, &err2), CS_ECORRUPT);
+  ck_assert_int_eq(ut_open_rc(v.sc.path, CS_VERIFY_FULL, &err2), CS_ECORRUPT);
   ck_assert_str_eq(err2.msg, err.msg);
-  ut_layout_free(&l);
-  ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  victim_free(&v);
 }
 
 static uint64_t chunk_padding_offset(const ut_layout *l, uint64_t rec, uint32_t col) {
@@ -143,142 +172,114 @@ END_TEST
 /* ---------------------------------------------------------- fixed areas */
 
 START_TEST(test_every_preamble_byte_after_the_magic_is_covered_by_its_checksum) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst"), *copy = ut_join(dir, "c.cst");
-  ut_table *t = make_store(path);
+  victim v = victim_new();
   for (uint64_t off = 0; off < sizeof(cs_disk_preamble); off++) {
     char ctx[96];
     snprintf(ctx, sizeof ctx, "preamble byte %" PRIu64, off);
-    ut_copy_file(path, copy);
-    ut_xor_byte(copy, off, 0x04);
-    assert_open_fails(copy, CS_VERIFY_HEADER, off < CS_MAGIC_BYTES ? CS_ENOTSTORE : CS_ECORRUPT, ctx);
+    ut_copy_file(v.sc.path, v.sc.copy);
+    ut_xor_byte(v.sc.copy, off, 0x04);
+    assert_open_fails(v.sc.copy, CS_VERIFY_HEADER, off < CS_MAGIC_BYTES ? CS_ENOTSTORE : CS_ECORRUPT, ctx);
   }
-  ut_table_free(t);
-  free(copy);
-  free(path);
-  ut_tmpdir_remove(dir);
+  victim_free(&v);
 }
 END_TEST
 
 START_TEST(test_every_schema_byte_is_covered_by_its_checksum) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst"), *copy = ut_join(dir, "c.cst");
-  ut_table *t = make_store(path);
-  ut_layout l;
-  ut_layout_read(path, &l);
-  ck_assert_uint_gt(l.pre.schema_bytes, 8);
-  for (uint64_t k = 0; k < l.pre.schema_bytes; k++) {
+  victim v = victim_new();
+  ck_assert_uint_gt(v.l.pre.schema_bytes, 8);
+  for (uint64_t k = 0; k < v.l.pre.schema_bytes; k++) {
     char ctx[96];
     snprintf(ctx, sizeof ctx, "schema byte %" PRIu64, k);
-    ut_copy_file(path, copy);
-    ut_xor_byte(copy, l.pre.schema_offset + k, 0x20);
-    assert_open_fails(copy, CS_VERIFY_HEADER, CS_ECORRUPT, ctx);
+    ut_copy_file(v.sc.path, v.sc.copy);
+    ut_xor_byte(v.sc.copy, v.l.pre.schema_offset + k, 0x20);
+    assert_open_fails(v.sc.copy, CS_VERIFY_HEADER, CS_ECORRUPT, ctx);
   }
-  ut_layout_free(&l);
-  ut_table_free(t);
-  free(copy);
-  free(path);
-  ut_tmpdir_remove(dir);
+  victim_free(&v);
 }
 END_TEST
 
 START_TEST(test_files_that_are_not_stores_are_enotstore) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst"), *copy = ut_join(dir, "c.cst");
-  ut_table *t = make_store(path);
-  ut_write_all(copy, "", 0);
-  assert_open_fails(copy, CS_VERIFY_HEADER, CS_ENOTSTORE, "empty file");
-  ut_write_all(copy, "id,name\n1,hello\n", 16);
-  assert_open_fails(copy, CS_VERIFY_HEADER, CS_ENOTSTORE, "csv file");
+  victim v = victim_new();
+  ut_write_all(v.sc.copy, "", 0);
+  assert_open_fails(v.sc.copy, CS_VERIFY_HEADER, CS_ENOTSTORE, "empty file");
+  ut_write_all(v.sc.copy, "id,name\n1,hello\n", 16);
+  assert_open_fails(v.sc.copy, CS_VERIFY_HEADER, CS_ENOTSTORE, "csv file");
   char sqlite_header[4096] = "SQLite format 3";
-  ut_write_all(copy, sqlite_header, sizeof sqlite_header);
-  assert_open_fails(copy, CS_VERIFY_FULL, CS_ENOTSTORE, "sqlite database");
+  ut_write_all(v.sc.copy, sqlite_header, sizeof sqlite_header);
+  assert_open_fails(v.sc.copy, CS_VERIFY_FULL, CS_ENOTSTORE, "sqlite database");
   /* Too short to hold the magic: not recognisable as a store. */
   uint8_t head[64];
-  ut_pread(path, 0, head, sizeof head);
-  ut_write_all(copy, head, CS_MAGIC_BYTES - 1);
-  assert_open_fails(copy, CS_VERIFY_HEADER, CS_ENOTSTORE, "7-byte prefix");
+  ut_pread(v.sc.path, 0, head, sizeof head);
+  ut_write_all(v.sc.copy, head, CS_MAGIC_BYTES - 1);
+  assert_open_fails(v.sc.copy, CS_VERIFY_HEADER, CS_ENOTSTORE, "7-byte prefix");
   /* The magic, then the file ends inside the preamble: a truncated store. */
-  ut_write_all(copy, head, 63);
-  assert_open_fails(copy, CS_VERIFY_HEADER, CS_ECORRUPT, "63-byte prefix");
+  ut_write_all(v.sc.copy, head, 63);
+  assert_open_fails(v.sc.copy, CS_VERIFY_HEADER, CS_ECORRUPT, "63-byte prefix");
   /* Text-mode damage turns \r\n into \n: the PNG-style magic catches it. */
   size_t n;
-  uint8_t *all = ut_read_all(path, &n);
+  uint8_t *all = ut_read_all(v.sc.path, &n);
   memmove(all + 4, all + 5, n - 5);
-  ut_write_all(copy, all, n - 1);
-  assert_open_fails(copy, CS_VERIFY_HEADER, CS_ENOTSTORE, "CRLF -> LF");
+  ut_write_all(v.sc.copy, all, n - 1);
+  assert_open_fails(v.sc.copy, CS_VERIFY_HEADER, CS_ENOTSTORE, "CRLF -> LF");
   free(all);
-  assert_open_fails(dir, CS_VERIFY_HEADER, CS_ENOTSTORE, "a directory");
-  ut_table_free(t);
-  free(copy);
-  free(path);
-  ut_tmpdir_remove(dir);
+  assert_open_fails(v.sc.dir, CS_VERIFY_HEADER, CS_ENOTSTORE, "a directory");
+  victim_free(&v);
 }
 END_TEST
 
 START_TEST(test_future_version_with_a_valid_checksum_is_eversion) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
-  ut_table *t = make_store(path);
+  victim v = victim_new();
   const uint32_t versions[] = {2, 0, 0xFFFFFFFFu};
   for (size_t k = 0; k < 3; k++) {
     cs_disk_preamble pre;
-    ut_pread(path, 0, &pre, sizeof pre);
+    ut_pread(v.sc.path, 0, &pre, sizeof pre);
     pre.version = versions[k];
     ut_preamble_reseal(&pre);
-    ut_pwrite(path, 0, &pre, sizeof pre);
+    ut_pwrite(v.sc.path, 0, &pre, sizeof pre);
     char ctx[96];
     snprintf(ctx, sizeof ctx, "version %u", versions[k]);
     cs_err err = {0};
-    ck_assert_msg(ut_open_rc(path, CS_VERIFY_FULL, &err) == CS_EVERSION, "%s: %s", ctx, err.msg);
+    ck_assert_msg(ut_open_rc(v.sc.path, CS_VERIFY_FULL, &err) == CS_EVERSION, "%s: %s", ctx, err.msg);
     char want[48];
     snprintf(want, sizeof want, "version %u", versions[k]);
     ck_assert_msg(strstr(err.msg, want) != NULL, "%s: message '%s' does not name the version", ctx, err.msg);
   }
-  ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  victim_free(&v);
 }
 END_TEST
 
 /* ------------------------------------------------------------ record headers */
 
 START_TEST(test_damaged_record_header_fails_verify_and_full_open) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst"), *copy = ut_join(dir, "c.cst");
-  ut_table *t = make_store(path);
-  ut_layout l;
-  ut_layout_read(path, &l);
+  victim v = victim_new();
   /* The magic, n_rows, the header checksum, a byte inside descriptor 2. */
   const uint64_t spots[] = {0, 16, 56, sizeof(cs_disk_record) + 2 * sizeof(cs_disk_chunk) + 40};
   for (size_t k = 0; k < sizeof spots / sizeof spots[0]; k++) {
     char ctx[96];
     snprintf(ctx, sizeof ctx, "record 1 header byte %" PRIu64, spots[k]);
-    ut_copy_file(path, copy);
-    ut_xor_byte(copy, l.entries[1].record_offset + spots[k], 0x02);
-    cs_store *s = ut_open_ok(copy, CS_VERIFY_HEADER, ctx); /* the footer is intact */
-    ut_assert_store_equals(s, t, 64, ctx);
+    ut_copy_file(v.sc.path, v.sc.copy);
+    ut_xor_byte(v.sc.copy, v.l.entries[1].record_offset + spots[k], 0x02);
+    cs_store *s = ut_open_ok(v.sc.copy, CS_VERIFY_HEADER, ctx); /* the footer is intact */
+    ut_assert_store_equals(s, v.t, 64, ctx);
     cs_err err = {0};
     ck_assert_msg(cs_store_verify(s, &err) == CS_ECORRUPT, "%s: verify missed it", ctx);
     ck_assert_msg(strstr(err.msg, "record 1 ") != NULL, "%s: message '%s' does not name record 1", ctx, err.msg);
     cs_store_close(s);
-    assert_open_fails(copy, CS_VERIFY_FULL, CS_ECORRUPT, ctx);
+    assert_open_fails(v.sc.copy, CS_VERIFY_FULL, CS_ECORRUPT, ctx);
   }
-  ut_layout_free(&l);
-  ut_table_free(t);
-  free(copy);
-  free(path);
-  ut_tmpdir_remove(dir);
+  victim_free(&v);
 }
 END_TEST
 
 /* Resealed descriptors whose content is impossible are refused at open,
 ** with a message naming record and column. */
 START_TEST(test_descriptors_outside_their_record_or_type_are_refused_at_open) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst"), *copy = ut_join(dir, "c.cst");
-  ut_table *t = make_store(path);
-  ut_layout l;
-  ut_layout_read(path, &l);
+  victim v = victim_new();
   const uint64_t rec = 1;
-  const uint64_t record_bytes = l.entries[rec].record_bytes;
+  const uint64_t record_bytes = v.l.entries[rec].record_bytes;
   for (int k = 0; k < 15; k++) {
     uint32_t col = COL_VICTIM;
-    cs_disk_chunk dc = *ut_layout_chunk(&l, rec, col);
+    cs_disk_chunk dc = *ut_layout_chunk(&v.l, rec, col);
     const char *what = NULL;
     switch (k) {
       case 0: what = "chunk starts at the record end"; dc.chunk_offset = record_bytes; break;
@@ -291,31 +292,27 @@ START_TEST(test_descriptors_outside_their_record_or_type_are_refused_at_open) {
       case 7: what = "unknown flags"; dc.flags |= 0x80; break;
       case 8: what = "offsets on a fixed-width column"; dc.offsets_offset = dc.data_offset; break;
       case 9: what = "data past the chunk"; dc.data_offset = dc.chunk_offset + dc.chunk_bytes; break;
-      case 10: col = COL_ID, dc = *ut_layout_chunk(&l, rec, col); what = "nulls in a NOT NULL column";
+      case 10: col = COL_ID, dc = *ut_layout_chunk(&v.l, rec, col); what = "nulls in a NOT NULL column";
         dc.null_count = 1, dc.validity_offset = dc.data_offset; break;
-      case 11: col = COL_TXT, dc = *ut_layout_chunk(&l, rec, col); what = "TEXT without offsets"; dc.offsets_offset = 0; break;
-      case 12: col = COL_TXT, dc = *ut_layout_chunk(&l, rec, col); what = "TEXT data past the chunk";
+      case 11: col = COL_TXT, dc = *ut_layout_chunk(&v.l, rec, col); what = "TEXT without offsets"; dc.offsets_offset = 0; break;
+      case 12: col = COL_TXT, dc = *ut_layout_chunk(&v.l, rec, col); what = "TEXT data past the chunk";
         dc.data_bytes = dc.chunk_bytes; break;
-      case 13: col = COL_RAW, dc = *ut_layout_chunk(&l, rec, col); what = "offsets past the chunk";
+      case 13: col = COL_RAW, dc = *ut_layout_chunk(&v.l, rec, col); what = "offsets past the chunk";
         dc.offsets_offset = dc.chunk_offset + dc.chunk_bytes - 64; break;
       case 14: what = "bitmap misaligned"; dc.validity_offset += 8; break;
       default: ck_abort_msg("no case %d", k);
     }
-    ut_copy_file(path, copy);
+    ut_copy_file(v.sc.path, v.sc.copy);
     ut_layout lc;
-    ut_layout_read(copy, &lc);
-    ut_layout_set_chunk(copy, &lc, rec, col, &dc);
+    ut_layout_read(v.sc.copy, &lc);
+    ut_layout_set_chunk(v.sc.copy, &lc, rec, col, &dc);
     ut_layout_free(&lc);
     cs_err err = {0};
-    cs_rc rc = ut_open_rc(copy, CS_VERIFY_HEADER, &err);
+    cs_rc rc = ut_open_rc(v.sc.copy, CS_VERIFY_HEADER, &err);
     ck_assert_msg(rc == CS_ECORRUPT, "%s: open gave %s (%s)", what, cs_rc_name(rc), err.msg);
-    assert_names(&err, copy, rec, cols[col].name, what);
+    assert_names(&err, v.sc.copy, rec, cols[col].name, what);
   }
-  ut_layout_free(&l);
-  ut_table_free(t);
-  free(copy);
-  free(path);
-  ut_tmpdir_remove(dir);
+  victim_free(&v);
 }
 END_TEST
 
@@ -365,14 +362,13 @@ static int varlen_refusals(const cs_store *s, uint64_t rec, uint32_t col) {
 
 START_TEST(test_text_offset_past_the_data_is_refused_by_varlen_without_reading_it) {
   const int64_t bad_values[] = {1000000, INT64_MAX, -1, INT64_MIN};
-  for (size_t v = 0; v < 4; v++) {
+  for (size_t k = 0; k < 4; k++) {
     for (int reseal = 0; reseal < 2; reseal++) {
       char ctx[96];
-      snprintf(ctx, sizeof ctx, "offset %" PRId64 ", resealed %d", bad_values[v], reseal);
-      char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
-      ut_table *t = make_store(path);
-      offsets_set(path, 2, COL_TXT, 5, bad_values[v], reseal);
-      cs_store *s = ut_open_ok(path, CS_VERIFY_HEADER, ctx);
+      snprintf(ctx, sizeof ctx, "offset %" PRId64 ", resealed %d", bad_values[k], reseal);
+      victim v = victim_new();
+      offsets_set(v.sc.path, 2, COL_TXT, 5, bad_values[k], reseal);
+      cs_store *s = ut_open_ok(v.sc.path, CS_VERIFY_HEADER, ctx);
       /* Rows 4 and 5 use offsets[5]; they, and only they, are refused. */
       ck_assert_msg(varlen_refusals(s, 2, COL_TXT) == 2, "%s: %d refusals", ctx, varlen_refusals(s, 2, COL_TXT));
       const uint8_t *p;
@@ -380,13 +376,8 @@ START_TEST(test_text_offset_past_the_data_is_refused_by_varlen_without_reading_i
       cs_err err = {0};
       ck_assert_int_eq(cs_chunk_varlen(cs_store_chunk(s, 2, COL_TXT), 5, &p, &len, &err), CS_ECORRUPT);
       ck_assert_int_eq(cs_chunk_varlen(cs_store_chunk(s, 2, COL_TXT), 6, &p, &len, &err), CS_OK);
-      ck_assert_msg(cs_store_verify(s, &err) == CS_ECORRUPT, "%s: verify missed it", ctx);
-      assert_names(&err, path, 2, "txt", ctx);
-      cs_store_close(s);
-      assert_open_fails(path, CS_VERIFY_FULL, CS_ECORRUPT, ctx);
-      ut_table_free(t);
-      free(path);
-      ut_tmpdir_remove(dir);
+      assert_verify_and_full_open_fail(s, v.sc.path, 2, COL_TXT, ctx);
+      victim_free(&v);
     }
   }
 }
@@ -396,29 +387,19 @@ START_TEST(test_resealed_offsets_that_break_arrow_rules_fail_verify) {
   /* offsets[0] != 0, decreasing, and an end short of data_bytes: each is in
   ** bounds for cs_chunk_varlen, so only verify can object. */
   for (int k = 0; k < 3; k++) {
-    char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
-    ut_table *t = make_store(path);
-    ut_layout l;
-    ut_layout_read(path, &l);
-    const cs_disk_chunk *dc = ut_layout_chunk(&l, 1, COL_RAW);
+    victim v = victim_new();
+    const cs_disk_chunk *dc = ut_layout_chunk(&v.l, 1, COL_RAW);
     int64_t o[17];
-    ut_pread(path, ut_layout_offsets_offset(&l, 1, COL_RAW), o, sizeof o);
+    ut_pread(v.sc.path, ut_layout_offsets_offset(&v.l, 1, COL_RAW), o, sizeof o);
     ck_assert(o[16] == (int64_t)dc->data_bytes && o[9] > o[8]);
     const char *what = k == 0 ? "nonzero start" : k == 1 ? "decreasing" : "short end";
-    if (k == 0) offsets_set(path, 1, COL_RAW, 0, 1, true);
-    else if (k == 1) offsets_set(path, 1, COL_RAW, 8, o[9] + 1, true);
-    else offsets_set(path, 1, COL_RAW, 16, o[16] - 1, true);
-    cs_store *s = ut_open_ok(path, CS_VERIFY_HEADER, what);
+    if (k == 0) offsets_set(v.sc.path, 1, COL_RAW, 0, 1, true);
+    else if (k == 1) offsets_set(v.sc.path, 1, COL_RAW, 8, o[9] + 1, true);
+    else offsets_set(v.sc.path, 1, COL_RAW, 16, o[16] - 1, true);
+    cs_store *s = ut_open_ok(v.sc.path, CS_VERIFY_HEADER, what);
     varlen_refusals(s, 1, COL_RAW); /* whatever it refuses, it reads nothing outside */
-    cs_err err = {0};
-    ck_assert_msg(cs_store_verify(s, &err) == CS_ECORRUPT, "%s: verify missed it", what);
-    assert_names(&err, path, 1, "raw", what);
-    cs_store_close(s);
-    assert_open_fails(path, CS_VERIFY_FULL, CS_ECORRUPT, what);
-    ut_layout_free(&l);
-    ut_table_free(t);
-    free(path);
-    ut_tmpdir_remove(dir);
+    assert_verify_and_full_open_fail(s, v.sc.path, 1, COL_RAW, what);
+    victim_free(&v);
   }
 }
 END_TEST
@@ -481,12 +462,12 @@ static bool damaged_outcome(const char *path, const ut_table *t, bool magic_hit,
 }
 
 START_TEST(test_every_single_byte_flip_is_reported_or_harmless) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst"), *copy = ut_join(dir, "c.cst");
-  ut_table *t = make_small_store(path);
+  ut_scratch sc = ut_scratch_new();
+  ut_table *t = make_small_store(sc.path);
   size_t n;
-  uint8_t *orig = ut_read_all(path, &n);
+  uint8_t *orig = ut_read_all(sc.path, &n);
   ut_layout l;
-  ut_layout_read(path, &l);
+  ut_layout_read(sc.path, &l);
   size_t reported = 0, data_bytes = 0, data_reported = 0;
   for (size_t off = 0; off < n; off++) {
     const uint8_t masks[2] = {0x01, 0x80};
@@ -501,9 +482,9 @@ START_TEST(test_every_single_byte_flip_is_reported_or_harmless) {
       char ctx[96];
       snprintf(ctx, sizeof ctx, "byte %zu ^ 0x%02x", off, masks[m]);
       orig[off] ^= masks[m];
-      ut_write_all(copy, orig, n);
+      ut_write_all(sc.copy, orig, n);
       orig[off] ^= masks[m];
-      bool r = damaged_outcome(copy, t, off < CS_MAGIC_BYTES, ctx);
+      bool r = damaged_outcome(sc.copy, t, off < CS_MAGIC_BYTES, ctx);
       reported += r;
       if (in_data) data_bytes++, data_reported += r;
     }
@@ -514,36 +495,32 @@ START_TEST(test_every_single_byte_flip_is_reported_or_harmless) {
   ut_layout_free(&l);
   free(orig);
   ut_table_free(t);
-  free(copy);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
 START_TEST(test_every_truncation_is_reported_or_harmless) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst"), *copy = ut_join(dir, "c.cst");
-  ut_table *t = make_small_store(path);
+  ut_scratch sc = ut_scratch_new();
+  ut_table *t = make_small_store(sc.path);
   size_t n;
-  uint8_t *orig = ut_read_all(path, &n);
+  uint8_t *orig = ut_read_all(sc.path, &n);
   size_t opened = 0;
   for (size_t len = 0; len < n; len++) {
     char ctx[96];
     snprintf(ctx, sizeof ctx, "truncated to %zu of %zu", len, n);
-    ut_write_all(copy, orig, len);
+    ut_write_all(sc.copy, orig, len);
     if (len < CS_MAGIC_BYTES) {
       cs_err err = {0};
-      ck_assert_msg(ut_open_rc(copy, CS_VERIFY_HEADER, &err) == CS_ENOTSTORE, "%s: %s", ctx, err.msg);
+      ck_assert_msg(ut_open_rc(sc.copy, CS_VERIFY_HEADER, &err) == CS_ENOTSTORE, "%s: %s", ctx, err.msg);
     } else {
-      opened += !damaged_outcome(copy, t, false, ctx);
+      opened += !damaged_outcome(sc.copy, t, false, ctx);
     }
   }
   /* Only cuts inside the footer can be harmless: the records survive. */
   ck_assert_msg(opened > 0 && opened < n / 2, "%zu of %zu truncations opened", opened, n);
   free(orig);
   ut_table_free(t);
-  free(copy);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
@@ -552,7 +529,7 @@ END_TEST
 START_TEST(test_truncation_at_page_boundaries_inside_the_data_is_ecorrupt) {
   static const cs_column tcols[] = {{"id", CS_TYPE_INT64, false}, {"s", CS_TYPE_TEXT, true}};
   static const cs_schema tschema = {2, tcols};
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst"), *copy = ut_join(dir, "c.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = ut_table_new(&tschema);
   ut_rng r = ut_rng_seed(4096);
   for (int row = 0; row < 600; row++) {
@@ -560,19 +537,19 @@ START_TEST(test_truncation_at_page_boundaries_inside_the_data_is_ecorrupt) {
     ut_cell_set_int(&c[0], row);
     ut_cell_random(&r, CS_TYPE_TEXT, true, 100, &c[1]);
   }
-  ut_table_create_store(t, path, 600, 40, 0);
+  ut_table_create_store(t, sc.path, 600, 40, 0);
   ut_layout l;
-  ut_layout_read(path, &l);
+  ut_layout_read(sc.path, &l);
   uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), data_end = l.slot[l.newest].data_end, cuts = 0;
   size_t n;
-  uint8_t *orig = ut_read_all(path, &n);
+  uint8_t *orig = ut_read_all(sc.path, &n);
   for (uint64_t len = page; len < data_end; len += page) {
     for (int64_t delta = -64; delta <= 64; delta += 64) {
       char ctx[96];
       snprintf(ctx, sizeof ctx, "cut at %" PRIu64 " of %zu", len + (uint64_t)delta, n);
-      ut_write_all(copy, orig, len + (uint64_t)delta);
-      assert_open_fails(copy, CS_VERIFY_HEADER, CS_ECORRUPT, ctx);
-      assert_open_fails(copy, CS_VERIFY_FULL, CS_ECORRUPT, ctx);
+      ut_write_all(sc.copy, orig, len + (uint64_t)delta);
+      assert_open_fails(sc.copy, CS_VERIFY_HEADER, CS_ECORRUPT, ctx);
+      assert_open_fails(sc.copy, CS_VERIFY_FULL, CS_ECORRUPT, ctx);
       cuts++;
     }
   }
@@ -580,9 +557,7 @@ START_TEST(test_truncation_at_page_boundaries_inside_the_data_is_ecorrupt) {
   free(orig);
   ut_layout_free(&l);
   ut_table_free(t);
-  free(copy);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 

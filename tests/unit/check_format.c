@@ -49,19 +49,6 @@ static const cs_column every_type_cols[2 * N_TYPES] = {
 };
 static const cs_schema every_type_schema = {2 * N_TYPES, every_type_cols};
 
-static void type_range(cs_type t, int64_t *lo, int64_t *hi) {
-  switch (t) {
-    case CS_TYPE_INT8: *lo = INT8_MIN, *hi = INT8_MAX; break;
-    case CS_TYPE_INT16: *lo = INT16_MIN, *hi = INT16_MAX; break;
-    case CS_TYPE_INT32: *lo = INT32_MIN, *hi = INT32_MAX; break;
-    case CS_TYPE_UINT8: *lo = 0, *hi = UINT8_MAX; break;
-    case CS_TYPE_UINT16: *lo = 0, *hi = UINT16_MAX; break;
-    case CS_TYPE_UINT32: *lo = 0, *hi = UINT32_MAX; break;
-    case CS_TYPE_BOOL: *lo = 0, *hi = 1; break;
-    default: *lo = INT64_MIN, *hi = INT64_MAX; break;
-  }
-}
-
 /* ---------------------------------------------- naive derived metadata */
 
 typedef struct naive_stats {
@@ -244,6 +231,29 @@ static void check_store(const char *path, const ut_table *t, uint64_t n_rows, co
   cs_store_close(s);
 }
 
+/* Writes all of t to a new store at path in one commit (records of
+** record_rows rows, writes of per_write rows, as ut_table_create_store
+** takes them) and checks everything above on it. */
+static void round_trip(const char *path, const ut_table *t, uint64_t record_rows, uint64_t per_write,
+                       const char *ctx) {
+  ut_table_create_store(t, path, t->n_rows, record_rows, per_write);
+  check_store(path, t, t->n_rows, ctx);
+}
+
+/* n_rows rows of random cells of schema (ut_cell_random from seed, NULL
+** with probability null_permille/1000 where nullable). */
+static ut_table *random_table(const cs_schema *schema, uint64_t n_rows, unsigned null_permille,
+                              uint64_t seed) {
+  ut_table *t = ut_table_new(schema);
+  ut_rng r = ut_rng_seed(seed);
+  for (uint64_t row = 0; row < n_rows; row++) {
+    ut_cell *c = ut_table_add_row(t);
+    for (uint32_t col = 0; col < t->schema.n_cols; col++)
+      ut_cell_random(&r, t->cols[col].type, t->cols[col].nullable, null_permille, &c[col]);
+  }
+  return t;
+}
+
 /* ------------------------------------------------------------ type names */
 
 START_TEST(test_type_parse_accepts_every_canonical_name_in_any_case) {
@@ -340,7 +350,7 @@ END_TEST
 /* ------------------------------------------------------------ round trips */
 
 START_TEST(test_round_trip_every_type_with_nulls) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = ut_table_new(&every_type_schema);
   ut_rng r = ut_rng_seed(1001);
   for (uint64_t row = 0; row < 300; row++) {
@@ -351,10 +361,9 @@ START_TEST(test_round_trip_every_type_with_nulls) {
       else ut_cell_random(&r, t->cols[col].type, nullable, 200, &c[col]);
     }
   }
-  ut_table_create_store(t, path, t->n_rows, 64, 0);
-  check_store(path, t, t->n_rows, "every type, seed 1001");
+  round_trip(sc.path, t, 64, 0, "every type, seed 1001");
   /* The nullable columns really hold NULLs, and the NOT NULL ones none. */
-  cs_store *s = ut_open_ok(path, CS_VERIFY_HEADER, "reopen");
+  cs_store *s = ut_open_ok(sc.path, CS_VERIFY_HEADER, "reopen");
   for (uint32_t col = 0; col < t->schema.n_cols; col++) {
     cs_column_stats st;
     cs_store_column_stats(s, col, &st);
@@ -363,8 +372,7 @@ START_TEST(test_round_trip_every_type_with_nulls) {
   }
   cs_store_close(s);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
@@ -375,23 +383,22 @@ START_TEST(test_round_trip_integer_extremes_of_each_width) {
       {"u32", CS_TYPE_UINT32, false}, {"b", CS_TYPE_BOOL, false},
   };
   static const cs_schema schema = {8, cols};
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = ut_table_new(&schema);
   for (int pick = 0; pick < 6; pick++) {
     ut_cell *c = ut_table_add_row(t);
     for (uint32_t col = 0; col < schema.n_cols; col++) {
       int64_t lo, hi;
-      type_range(cols[col].type, &lo, &hi);
+      ut_int_range(cols[col].type, &lo, &hi);
       const int64_t v[6] = {lo, hi, 0, lo + 1, hi - 1, hi / 2};
       ut_cell_set_int(&c[col], v[pick]);
     }
   }
-  ut_table_create_store(t, path, t->n_rows, 0, 0);
-  check_store(path, t, t->n_rows, "integer extremes");
-  cs_store *s = ut_open_ok(path, CS_VERIFY_FULL, "integer extremes");
+  round_trip(sc.path, t, 0, 0, "integer extremes");
+  cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "integer extremes");
   for (uint32_t col = 0; col < schema.n_cols; col++) {
     int64_t lo, hi;
-    type_range(cols[col].type, &lo, &hi);
+    ut_int_range(cols[col].type, &lo, &hi);
     const cs_chunk *ch = cs_store_chunk(s, 0, col);
     ck_assert_msg(ch->min.i == lo && ch->max.i == hi, "%s: zone map %" PRId64 "..%" PRId64 ", expected %" PRId64 "..%" PRId64,
                   cols[col].name, ch->min.i, ch->max.i, lo, hi);
@@ -405,8 +412,7 @@ START_TEST(test_round_trip_integer_extremes_of_each_width) {
   ck_assert_uint_eq(u32, UINT32_MAX);
   cs_store_close(s);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
@@ -440,7 +446,7 @@ START_TEST(test_round_trip_floats_bit_exact) {
                        INFINITY, -INFINITY, 3.0e38f, 1e-40f, NAN, -NAN, 0.1f, -3.5f, 16777217.0f};
   size_t n = sizeof v64 / sizeof v64[0];
   ck_assert_uint_eq(n, sizeof v32 / sizeof v32[0]);
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = ut_table_new(&schema);
   for (size_t k = 0; k < n; k++) {
     ut_cell *c = ut_table_add_row(t);
@@ -449,10 +455,9 @@ START_TEST(test_round_trip_floats_bit_exact) {
   }
   ut_cell_set_null(&ut_table_add_row(t)[0]); /* and a NULL beside a value */
   ut_cell_set_float(ut_table_cell(t, n, 1), CS_TYPE_FLOAT32, -0.0);
-  ut_table_create_store(t, path, t->n_rows, 8, 0);
-  check_store(path, t, t->n_rows, "float extremes");
+  round_trip(sc.path, t, 8, 0, "float extremes");
   /* The sign of zero, explicitly. */
-  cs_store *s = ut_open_ok(path, CS_VERIFY_FULL, "floats");
+  cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "floats");
   ut_cell a, b;
   ut_store_cell(s, 0, 0, &a);
   ut_store_cell(s, 0, 1, &b);
@@ -464,15 +469,14 @@ START_TEST(test_round_trip_floats_bit_exact) {
   ck_assert_msg(fpclassify(a.f) == FP_SUBNORMAL, "the subnormal came back as %a", a.f);
   cs_store_close(s);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
 START_TEST(test_round_trip_keeps_empty_strings_and_blobs_apart_from_null) {
   static const cs_column cols[] = {{"t", CS_TYPE_TEXT, true}, {"b", CS_TYPE_BLOB, true}, {"t_nn", CS_TYPE_TEXT, false}};
   static const cs_schema schema = {3, cols};
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = ut_table_new(&schema);
   /* Records of 8 rows: the first record holds only empty values (zero data
   ** bytes), the second alternates empty and NULL, the third mixes in data. */
@@ -486,9 +490,8 @@ START_TEST(test_round_trip_keeps_empty_strings_and_blobs_apart_from_null) {
       else ut_cell_set_bytes(&c[col], "", 0);
     }
   }
-  ut_table_create_store(t, path, t->n_rows, 8, 0);
-  check_store(path, t, t->n_rows, "empty strings");
-  cs_store *s = ut_open_ok(path, CS_VERIFY_FULL, "empty strings");
+  round_trip(sc.path, t, 8, 0, "empty strings");
+  cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "empty strings");
   ck_assert_uint_eq(cs_store_records(s), 3);
   for (uint32_t col = 0; col < 3; col++) ck_assert_uint_eq(cs_store_chunk(s, 0, col)->data_bytes, 0);
   ut_cell c;
@@ -498,8 +501,7 @@ START_TEST(test_round_trip_keeps_empty_strings_and_blobs_apart_from_null) {
   ck_assert_msg(c.null, "row 9 should be NULL");
   cs_store_close(s);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
@@ -513,7 +515,7 @@ START_TEST(test_round_trip_unicode_text_and_blobs_with_zero_bytes) {
                                 "e\xCC\x81",                            /* e + combining acute */
                                 "plain ascii",
                                 ""};
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = ut_table_new(&schema);
   uint8_t all_bytes[256];
   for (int k = 0; k < 256; k++) all_bytes[k] = (uint8_t)k;
@@ -529,26 +531,24 @@ START_TEST(test_round_trip_unicode_text_and_blobs_with_zero_bytes) {
       default: ut_cell_set_bytes(&c[1], all_bytes + 200, 56); break;
     }
   }
-  ut_table_create_store(t, path, t->n_rows, 16, 23);
-  check_store(path, t, t->n_rows, "unicode");
+  round_trip(sc.path, t, 16, 23, "unicode");
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
 START_TEST(test_empty_store_has_no_rows_and_no_records) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = ut_table_new(&every_type_schema);
-  ut_table_create_store(t, path, 0, 0, 0);
-  cs_store *s = ut_open_ok(path, CS_VERIFY_FULL, "empty");
+  ut_table_create_store(t, sc.path, 0, 0, 0);
+  cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "empty");
   ck_assert_uint_eq(cs_store_rows(s), 0);
   ck_assert_uint_eq(cs_store_records(s), 0);
   ck_assert_uint_eq(cs_store_record_first_row(s, 0), 0);
   ck_assert_uint_eq(cs_store_generation(s), 1);
   ck_assert(!cs_store_recovered(s));
-  ck_assert_uint_eq(cs_store_file_bytes(s), ut_file_bytes(path));
-  ck_assert_str_eq(cs_store_path(s), path);
+  ck_assert_uint_eq(cs_store_file_bytes(s), ut_file_bytes(sc.path));
+  ck_assert_str_eq(cs_store_path(s), sc.path);
   ut_assert_schema_equals(cs_store_schema(s), &every_type_schema, "empty");
   for (uint32_t col = 0; col < every_type_schema.n_cols; col++) {
     cs_column_stats st;
@@ -560,37 +560,31 @@ START_TEST(test_empty_store_has_no_rows_and_no_records) {
   cs_store_close(s);
   /* An empty batch written and committed is still an empty store. */
   cs_writer *w;
-  ck_assert_int_eq(cs_writer_create(path, &t->schema, &(cs_writer_options){.replace = true}, &w, &err), CS_OK);
+  ck_assert_int_eq(cs_writer_create(sc.path, &t->schema, &(cs_writer_options){.replace = true}, &w, &err), CS_OK);
   cs_batch *b = ut_table_batch(t, 0, 0);
   ck_assert_int_eq(cs_writer_write(w, b, &err), CS_OK);
   ck_assert_uint_eq(cs_writer_rows(w), 0);
   ck_assert_int_eq(cs_writer_commit(w, &err), CS_OK);
   cs_batch_free(b);
-  s = ut_open_ok(path, CS_VERIFY_FULL, "empty batch");
+  s = ut_open_ok(sc.path, CS_VERIFY_FULL, "empty batch");
   ck_assert_uint_eq(cs_store_rows(s), 0);
   ck_assert_uint_eq(cs_store_records(s), 0);
   cs_store_close(s);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
 START_TEST(test_one_row_store_round_trips) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
-  ut_table *t = ut_table_new(&every_type_schema);
-  ut_rng r = ut_rng_seed(7);
-  ut_cell *c = ut_table_add_row(t);
-  for (uint32_t col = 0; col < t->schema.n_cols; col++) ut_cell_random(&r, t->cols[col].type, t->cols[col].nullable, 500, &c[col]);
-  ut_table_create_store(t, path, 1, 0, 0);
-  check_store(path, t, 1, "one row, seed 7");
-  cs_store *s = ut_open_ok(path, CS_VERIFY_FULL, "one row");
+  ut_scratch sc = ut_scratch_new();
+  ut_table *t = random_table(&every_type_schema, 1, 500, 7);
+  round_trip(sc.path, t, 0, 0, "one row, seed 7");
+  cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "one row");
   ck_assert_uint_eq(cs_store_records(s), 1);
   ck_assert_uint_eq(cs_store_find_record(s, 0), 0);
   cs_store_close(s);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
@@ -602,7 +596,7 @@ START_TEST(test_record_rows_round_up_to_a_multiple_of_8) {
   static const struct {
     uint64_t asked, used;
   } cases[] = {{1, 8}, {8, 8}, {13, 16}, {16, 16}, {17, 24}, {0, CS_DEFAULT_RECORD_ROWS}};
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = ut_table_new(&schema);
   ut_rng r = ut_rng_seed(13);
   for (int row = 0; row < 1000; row++) {
@@ -613,20 +607,19 @@ START_TEST(test_record_rows_round_up_to_a_multiple_of_8) {
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     char ctx[96];
     snprintf(ctx, sizeof ctx, "record_rows %" PRIu64, cases[k].asked);
-    unlink(path);
-    ut_table_create_store(t, path, t->n_rows, cases[k].asked, 0);
-    cs_store *s = ut_open_ok(path, CS_VERIFY_FULL, ctx);
+    unlink(sc.path);
+    ut_table_create_store(t, sc.path, t->n_rows, cases[k].asked, 0);
+    cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, ctx);
     uint64_t want = (1000 + cases[k].used - 1) / cases[k].used;
     ck_assert_msg(cs_store_records(s) == want, "%s: %" PRIu64 " records, expected %" PRIu64, ctx, cs_store_records(s), want);
     for (uint64_t rec = 0; rec + 1 < cs_store_records(s); rec++)
       ck_assert_msg(cs_store_record_rows(s, rec) == cases[k].used, "%s: record %" PRIu64 " has %" PRIu64 " rows", ctx, rec,
                     cs_store_record_rows(s, rec));
     cs_store_close(s);
-    check_store(path, t, t->n_rows, ctx);
+    check_store(sc.path, t, t->n_rows, ctx);
   }
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
@@ -635,7 +628,7 @@ START_TEST(test_find_record_matches_linear_search_for_every_row) {
   static const cs_schema schema = {2, cols};
   const uint64_t seed = 0xF1ED;
   ut_rng r = ut_rng_seed(seed);
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = ut_table_new(&schema);
   for (int row = 0; row < 5000; row++) {
     ut_cell *c = ut_table_add_row(t);
@@ -646,7 +639,7 @@ START_TEST(test_find_record_matches_linear_search_for_every_row) {
   ** never spans two writes), over several commits. */
   cs_err err = {0};
   cs_writer *w;
-  ck_assert_int_eq(cs_writer_create(path, &schema, &(cs_writer_options){.record_rows = 13}, &w, &err), CS_OK);
+  ck_assert_int_eq(cs_writer_create(sc.path, &schema, &(cs_writer_options){.record_rows = 13}, &w, &err), CS_OK);
   uint64_t at = 0, commits = 0;
   while (at < t->n_rows) {
     uint64_t n = 1 + ut_rng_below(&r, 60);
@@ -661,13 +654,13 @@ START_TEST(test_find_record_matches_linear_search_for_every_row) {
       commits++;
       if (at < t->n_rows) {
         cs_writer_options opt = {.record_rows = 13};
-        ck_assert_int_eq(cs_writer_append(path, &opt, &w, &err), CS_OK);
+        ck_assert_int_eq(cs_writer_append(sc.path, &opt, &w, &err), CS_OK);
       }
     }
   }
   char ctx[96];
   snprintf(ctx, sizeof ctx, "seed %" PRIu64, seed);
-  cs_store *s = ut_open_ok(path, CS_VERIFY_FULL, ctx);
+  cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, ctx);
   ck_assert_msg(cs_store_records(s) > 5000 / 16, "%s: only %" PRIu64 " records", ctx, cs_store_records(s));
   ck_assert_uint_eq(cs_store_generation(s), commits);
   /* Record sizes vary, so a division could not stand in for the search. */
@@ -676,10 +669,9 @@ START_TEST(test_find_record_matches_linear_search_for_every_row) {
     uneven |= cs_store_record_rows(s, rec) != cs_store_record_rows(s, 0);
   ck_assert_msg(uneven, "%s: records came out uniform; the test lost its point", ctx);
   cs_store_close(s);
-  check_store(path, t, t->n_rows, ctx);
+  check_store(sc.path, t, t->n_rows, ctx);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
@@ -688,7 +680,7 @@ END_TEST
 START_TEST(test_batch_truncated_mid_byte_writes_only_its_remaining_rows) {
   static const cs_column cols[] = {{"v", CS_TYPE_INT16, true}, {"s", CS_TYPE_TEXT, true}};
   static const cs_schema schema = {2, cols};
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = ut_table_new(&schema);
   for (int row = 0; row < 24; row++) {
     ut_cell *c = ut_table_add_row(t);
@@ -703,16 +695,15 @@ START_TEST(test_batch_truncated_mid_byte_writes_only_its_remaining_rows) {
     ck_assert_uint_eq(cs_batch_rows(b), keep);
     cs_writer *w;
     cs_err err = {0};
-    unlink(path);
-    ck_assert_int_eq(cs_writer_create(path, &schema, &(cs_writer_options){.record_rows = 8}, &w, &err), CS_OK);
+    unlink(sc.path);
+    ck_assert_int_eq(cs_writer_create(sc.path, &schema, &(cs_writer_options){.record_rows = 8}, &w, &err), CS_OK);
     ck_assert_int_eq(cs_writer_write(w, b, &err), CS_OK);
     ck_assert_int_eq(cs_writer_commit(w, &err), CS_OK);
     cs_batch_free(b);
-    check_store(path, t, keep, ctx);
+    check_store(sc.path, t, keep, ctx);
   }
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
@@ -748,7 +739,7 @@ START_TEST(test_random_tables_round_trip_with_correct_metadata) {
       cs_type type = cols[col].type;
       if (ascending[col] && cs_type_is_integer(type) && type != CS_TYPE_BOOL) {
         int64_t lo, hi;
-        type_range(type, &lo, &hi);
+        ut_int_range(type, &lo, &hi);
         int64_t step = (int64_t)ut_rng_below(&r, 3);
         int64_t prev = row ? ut_table_cell(t, row - 1, col)->i : lo;
         ut_cell_set_int(&c[col], prev > hi - step ? hi : prev + step);
@@ -759,22 +750,21 @@ START_TEST(test_random_tables_round_trip_with_correct_metadata) {
       }
     }
   }
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   /* One to three commits, each through writes of random sizes. */
   uint64_t split1 = n_rows ? ut_rng_below(&r, n_rows + 1) : 0, split2 = split1 + (n_rows - split1) / 2;
   uint64_t per_write = ut_rng_below(&r, 2) ? 0 : 1 + ut_rng_below(&r, 300);
-  ut_table_create_store(t, path, split1, record_rows, per_write);
-  check_store(path, t, split1, ctx);
+  ut_table_create_store(t, sc.path, split1, record_rows, per_write);
+  check_store(sc.path, t, split1, ctx);
   if (ut_rng_below(&r, 2)) {
-    ut_table_append_store(t, path, split1, split2 - split1);
-    ut_table_append_store(t, path, split2, n_rows - split2);
+    ut_table_append_store(t, sc.path, split1, split2 - split1);
+    ut_table_append_store(t, sc.path, split2, n_rows - split2);
   } else {
-    ut_table_append_store(t, path, split1, n_rows - split1);
+    ut_table_append_store(t, sc.path, split1, n_rows - split1);
   }
-  check_store(path, t, n_rows, ctx);
+  check_store(sc.path, t, n_rows, ctx);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
@@ -787,7 +777,7 @@ static const cs_schema stats_schema = {3, stats_cols};
 ** column statistics of each column. */
 static void stats_of(const int64_t *values, size_t n, int null_row, double nan_row_value, int nan_row,
                      cs_column_stats out[3]) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = ut_table_new(&stats_schema);
   for (size_t row = 0; row < n; row++) {
     ut_cell *c = ut_table_add_row(t);
@@ -797,15 +787,13 @@ static void stats_of(const int64_t *values, size_t n, int null_row, double nan_r
     if ((int)row == null_row) ut_cell_set_null(&c[0]), ut_cell_set_null(&c[1]);
     if ((int)row == nan_row) ut_cell_set_float(&c[1], CS_TYPE_FLOAT64, nan_row_value);
   }
-  ut_table_create_store(t, path, n, 8, 0);
-  check_store(path, t, n, "stats");
-  cs_store *s = ut_open_ok(path, CS_VERIFY_FULL, "stats");
+  round_trip(sc.path, t, 8, 0, "stats");
+  cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "stats");
   ck_assert_uint_ge(cs_store_records(s), 3);
   for (uint32_t c = 0; c < 3; c++) cs_store_column_stats(s, c, &out[c]);
   cs_store_close(s);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 
 START_TEST(test_column_stats_sorted_for_non_decreasing_column_across_records) {
@@ -857,7 +845,7 @@ END_TEST
 START_TEST(test_zone_maps_skip_nulls_and_nan_and_all_null_chunks_have_none) {
   static const cs_column cols[] = {{"f", CS_TYPE_FLOAT32, true}, {"i", CS_TYPE_INT8, true}};
   static const cs_schema schema = {2, cols};
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = ut_table_new(&schema);
   for (int row = 0; row < 24; row++) {
     ut_cell *c = ut_table_add_row(t);
@@ -873,9 +861,8 @@ START_TEST(test_zone_maps_skip_nulls_and_nan_and_all_null_chunks_have_none) {
       if (row == 20) ut_cell_set_null(&c[0]);
     }
   }
-  ut_table_create_store(t, path, t->n_rows, 8, 0);
-  check_store(path, t, t->n_rows, "zone map edges");
-  cs_store *s = ut_open_ok(path, CS_VERIFY_FULL, "zone map edges");
+  round_trip(sc.path, t, 8, 0, "zone map edges");
+  cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "zone map edges");
   ck_assert(!(cs_store_chunk(s, 0, 0)->flags & CS_CHUNK_HAS_MINMAX));
   ck_assert_uint_eq(cs_store_chunk(s, 0, 0)->null_count, 8);
   ck_assert(!(cs_store_chunk(s, 1, 0)->flags & CS_CHUNK_HAS_MINMAX));
@@ -885,8 +872,7 @@ START_TEST(test_zone_maps_skip_nulls_and_nan_and_all_null_chunks_have_none) {
   ck_assert_msg(ch->min.f == -23.0 && ch->max.f == -16.0, "min/max %a/%a", ch->min.f, ch->max.f);
   cs_store_close(s);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
@@ -901,25 +887,18 @@ START_TEST(test_schema_round_trips_names_types_and_nullability) {
   cols[2 * N_TYPES] = (cs_column){long_name, CS_TYPE_UINT16, true};
   cols[2 * N_TYPES + 1] = (cs_column){"\xC3\xA9t\xC3\xA9 \xE2\x82\xAC", CS_TYPE_TEXT, false}; /* "été €" */
   cs_schema schema = {2 * N_TYPES + 2, cols};
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
-  ut_table *t = ut_table_new(&schema);
-  ut_rng r = ut_rng_seed(99);
-  for (int row = 0; row < 3; row++) {
-    ut_cell *c = ut_table_add_row(t);
-    for (uint32_t col = 0; col < schema.n_cols; col++) ut_cell_random(&r, cols[col].type, cols[col].nullable, 300, &c[col]);
-  }
-  ut_table_create_store(t, path, 3, 0, 0);
-  check_store(path, t, 3, "schema, seed 99");
+  ut_scratch sc = ut_scratch_new();
+  ut_table *t = random_table(&schema, 3, 300, 99);
+  round_trip(sc.path, t, 0, 0, "schema, seed 99");
   /* The writer's own view of an existing store says the same. */
   cs_writer *w;
   cs_err err = {0};
-  ck_assert_int_eq(cs_writer_append(path, NULL, &w, &err), CS_OK);
+  ck_assert_int_eq(cs_writer_append(sc.path, NULL, &w, &err), CS_OK);
   ut_assert_schema_equals(cs_writer_schema(w), &schema, "writer schema");
   ck_assert_uint_eq(cs_writer_rows(w), 3);
   cs_writer_abort(w);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
@@ -932,18 +911,11 @@ START_TEST(test_schema_with_the_maximum_column_count_round_trips) {
     cols[c] = (cs_column){names[c], all_types[c % N_TYPES], (c & 1) != 0};
   }
   cs_schema schema = {CS_MAX_COLUMNS, cols};
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
-  ut_table *t = ut_table_new(&schema);
-  ut_rng r = ut_rng_seed(2000);
-  for (int row = 0; row < 3; row++) {
-    ut_cell *c = ut_table_add_row(t);
-    for (uint32_t col = 0; col < schema.n_cols; col++) ut_cell_random(&r, cols[col].type, cols[col].nullable, 300, &c[col]);
-  }
-  ut_table_create_store(t, path, 3, 0, 0);
-  check_store(path, t, 3, "2000 columns, seed 2000");
+  ut_scratch sc = ut_scratch_new();
+  ut_table *t = random_table(&schema, 3, 300, 2000);
+  round_trip(sc.path, t, 0, 0, "2000 columns, seed 2000");
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
   free(cols);
   free(names);
 }
@@ -967,18 +939,17 @@ START_TEST(test_writer_rejects_invalid_schemas_and_creates_nothing) {
     many[c] = (cs_column){names[c], CS_TYPE_INT8, true};
   }
   const cs_schema bad[] = {{0, dup}, {2, dup}, {1, empty_name}, {1, too_long}, {1, bad_type0}, {1, bad_type13}, {CS_MAX_COLUMNS + 1, many}};
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
     cs_writer *w = (cs_writer *)1;
     cs_err err = {0};
-    cs_rc rc = cs_writer_create(path, &bad[k], NULL, &w, &err);
+    cs_rc rc = cs_writer_create(sc.path, &bad[k], NULL, &w, &err);
     ck_assert_msg(rc == CS_EINVAL, "schema %zu: %s (%s)", k, cs_rc_name(rc), err.msg);
     ck_assert_ptr_null(w);
     ck_assert_msg(strncmp(err.msg, "colstore: ", 10) == 0, "schema %zu: message '%s'", k, err.msg);
-    ck_assert_int_eq(ut_dir_entries(dir), 0);
+    ck_assert_int_eq(ut_dir_entries(sc.dir), 0);
   }
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
   free(many);
   free(names);
 }

@@ -2,12 +2,13 @@
 ** check_gather.c - the gather kernels and the kernel thread policy.
 **
 ** Every gather (range, strided, sorted, rows, bins + binned) is compared,
-** byte for byte, with a naive scalar reference that locates each row by a
-** plain binary search through the public API and copies one value at a
-** time.  The stores are random (fixed seeds, printed in every failure) and
-** come in two layouts, because the kernels take different routes through
-** them: irregular records of random sizes (searched) and uniform records
-** (divided).  Every fixed-width type is gathered, nullable and not.
+** byte for byte, with a naive scalar reference (unit_util's ut_ref_gather)
+** that locates each row by a plain binary search through the public API and
+** copies one value at a time.  The stores are random (fixed seeds, printed
+** in every failure) and come in two layouts, because the kernels take
+** different routes through them: irregular records of random sizes
+** (searched) and uniform records (divided).  Every fixed-width type is
+** gathered, nullable and not.
 **
 ** Threading is checked the way xxHash checks its variants: the same call at
 ** 1, 2 and 4 threads, on selections above CS_PARALLEL_MIN_ELEMENTS, must
@@ -24,113 +25,10 @@
 #include "cs_internal.h"
 #include "unit_util.h"
 
-/* ---------------------------------------------------------------- stores */
-
-static const cs_column fixed_cols[] = {
-    {"i8", CS_TYPE_INT8, true},         {"i16", CS_TYPE_INT16, true},    {"i32", CS_TYPE_INT32, true},
-    {"i64", CS_TYPE_INT64, true},       {"u8", CS_TYPE_UINT8, true},     {"u16", CS_TYPE_UINT16, true},
-    {"u32", CS_TYPE_UINT32, true},      {"f32", CS_TYPE_FLOAT32, true},  {"f64", CS_TYPE_FLOAT64, true},
-    {"b", CS_TYPE_BOOL, true},          {"t", CS_TYPE_TEXT, true},       {"nn_i32", CS_TYPE_INT32, false},
-    {"nn_f64", CS_TYPE_FLOAT64, false}, {"nn_u8", CS_TYPE_UINT8, false}, {"nn_i16", CS_TYPE_INT16, false},
-};
-#define N_FIXED_COLS (sizeof fixed_cols / sizeof fixed_cols[0])
-
-typedef enum layout { IRREGULAR, UNIFORM } layout;
-
-typedef struct kstore {
-  char *dir;
-  char *path;
-  cs_store *s;
-} kstore;
-
-/* Appends one random row of every column to b. */
-static void put_random_row(cs_batch *b, const cs_column *cols, uint32_t nc, ut_rng *rng,
-                           unsigned null_permille, ut_cell *cells) {
-  cs_err err = {0};
-  for (uint32_t c = 0; c < nc; c++) {
-    ut_cell *cell = &cells[c];
-    ut_cell_random(rng, cols[c].type, cols[c].nullable, null_permille, cell);
-    cs_rc rc;
-    if (cell->null)
-      rc = cs_batch_put_null(b, c, &err);
-    else if (cs_type_is_integer(cols[c].type))
-      rc = cs_batch_put_i64(b, c, cell->i, &err);
-    else if (cols[c].type == CS_TYPE_FLOAT32)
-      rc = cs_batch_put_f64(b, c, (double)cell->f32, &err);
-    else if (cols[c].type == CS_TYPE_FLOAT64)
-      rc = cs_batch_put_f64(b, c, cell->f, &err);
-    else
-      rc = cs_batch_put_bytes(b, c, cell->bytes, cell->len, &err);
-    if (rc != CS_OK) ck_abort_msg("put: %s", err.msg);
-  }
-  cs_batch_end_row(b);
-}
-
-/* A store of n_rows random rows.  IRREGULAR: records of 1..size rows, each
-** size drawn at random; UNIFORM: records of size rows (a multiple of 8, as
-** the writer requires), the last one shorter. */
-static void kstore_make(kstore *k, const cs_column *cols, uint32_t nc, uint64_t n_rows, layout lay,
-                        uint64_t size, unsigned null_permille, uint64_t seed) {
-  k->dir = ut_tmpdir();
-  k->path = ut_join(k->dir, "k.cst");
-  cs_schema schema = {nc, cols};
-  cs_writer_options opt = {.record_rows = lay == UNIFORM ? size : (uint64_t)1 << 30};
-  cs_writer *w;
-  cs_err err = {0};
-  ck_assert_msg(cs_writer_create(k->path, &schema, &opt, &w, &err) == CS_OK, "create: %s", err.msg);
-  ut_rng rng = ut_rng_seed(seed);
-  ut_cell *cells = calloc(nc, sizeof *cells);
-  ck_assert_ptr_nonnull(cells);
-  for (uint64_t done = 0; done < n_rows;) {
-    uint64_t want = lay == UNIFORM ? size * 16 : 1 + ut_rng_below(&rng, size);
-    if (want > n_rows - done) want = n_rows - done;
-    cs_batch *b;
-    ck_assert(cs_batch_new(&schema, &b, &err) == CS_OK);
-    for (uint64_t i = 0; i < want; i++) put_random_row(b, cols, nc, &rng, null_permille, cells);
-    ck_assert_msg(cs_writer_write(w, b, &err) == CS_OK, "write: %s", err.msg);
-    cs_batch_free(b);
-    done += want;
-  }
-  for (uint32_t c = 0; c < nc; c++) free(cells[c].bytes);
-  free(cells);
-  ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "commit: %s", err.msg);
-  k->s = ut_open_ok(k->path, CS_VERIFY_FULL, "kstore");
-  ck_assert_uint_eq(cs_store_rows(k->s), n_rows);
-}
-
-static void kstore_free(kstore *k) {
-  cs_store_close(k->s);
-  free(k->path);
-  ut_tmpdir_remove(k->dir);
-}
-
 /* ------------------------------------------------------------- reference */
 
-/* The record of row by a plain binary search over the public accessors. */
-static uint64_t ref_record(const cs_store *s, uint64_t row) {
-  uint64_t lo = 0, hi = cs_store_records(s);
-  while (hi - lo > 1) {
-    uint64_t mid = lo + (hi - lo) / 2;
-    if (cs_store_record_first_row(s, mid) <= row)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
-static void ref_gather(const cs_store *s, uint32_t col, const uint64_t *rows, uint64_t n, uint8_t *out,
-                       uint8_t *ov) {
-  size_t w = cs_type_width(cs_store_schema(s)->cols[col].type);
-  for (uint64_t i = 0; i < n; i++) {
-    if (rows[i] >= cs_store_rows(s)) ck_abort_msg("reference: row %" PRIu64 " out of range", rows[i]);
-    uint64_t rec = ref_record(s, rows[i]);
-    uint64_t local = rows[i] - cs_store_record_first_row(s, rec);
-    const cs_chunk *ch = cs_store_chunk(s, rec, col);
-    memcpy(out + i * w, (const uint8_t *)ch->data + local * w, w);
-    ov[i] = cs_chunk_is_valid(ch, local) ? 1 : 0;
-  }
-}
+/* The random stores (ut_kstore over ut_fixed_cols) and the naive reference
+** (ut_ref_gather, ut_ref_record) are unit_util's, shared with check_mask. */
 
 static void assert_same(const char *what, const uint8_t *got, const uint8_t *got_valid, const uint8_t *want,
                         const uint8_t *want_valid, uint64_t n, size_t w, const char *ctx) {
@@ -174,7 +72,7 @@ static void check_kernel(const cs_store *s, enum kernel k, uint32_t col, const u
                          uint64_t first, int64_t step, const char *ctx) {
   size_t w = cs_type_width(cs_store_schema(s)->cols[col].type);
   bufs b = bufs_new(n, w);
-  ref_gather(s, col, rows, n, b.ref, b.ref_ov);
+  ut_ref_gather(s, col, rows, n, b.ref, b.ref_ov);
   uint32_t *bins = malloc(n * sizeof *bins + 1);
   ck_assert_ptr_nonnull(bins);
   for (int with_valid = 0; with_valid < 2; with_valid++) {
@@ -189,9 +87,9 @@ static void check_kernel(const cs_store *s, enum kernel k, uint32_t col, const u
       case K_BINNED:
         cs_bins_compute(s, rows, n, bins);
         for (uint64_t i = 0; i < n; i++)
-          if (bins[i] != ref_record(s, rows[i]))
+          if (bins[i] != ut_ref_record(s, rows[i]))
             ck_abort_msg("%s: bins[%" PRIu64 "] = %u, row %" PRIu64 " is in record %" PRIu64, ctx, i, bins[i],
-                         rows[i], ref_record(s, rows[i]));
+                         rows[i], ut_ref_record(s, rows[i]));
         cs_gather_rows_binned(s, col, rows, bins, n, b.out, ov);
         break;
     }
@@ -226,46 +124,23 @@ static int cmp_u64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static void reset_config(void) {
-  cs_kernel_config cfg = {0, -1};
-  cs_kernel_config_set(&cfg);
-}
-
-static void set_config(int threads, int prefetch) {
-  cs_kernel_config cfg = {threads, prefetch};
-  cs_kernel_config_set(&cfg);
-}
-
 /* Seeds and layouts every random test runs over. */
-typedef struct shape {
-  uint64_t seed;
-  uint64_t rows;
-  layout lay;
-  uint64_t size;
-  unsigned null_permille;
-} shape;
-
-static const shape shapes[] = {
-    {101, 3000, IRREGULAR, 60, 150}, /* many small irregular records */
-    {102, 4000, IRREGULAR, 900, 30}, /* few large irregular records */
-    {103, 3001, UNIFORM, 64, 100},   /* uniform, short last record */
-    {104, 2048, UNIFORM, 256, 0},    /* uniform, exact multiple, no NULLs */
-    {105, 37, IRREGULAR, 5, 500},    /* tiny records, half NULL */
-    {106, 500, UNIFORM, 1024, 200},  /* one record */
+static const ut_kshape shapes[] = {
+    {101, 3000, UT_IRREGULAR, 60, 150}, /* many small irregular records */
+    {102, 4000, UT_IRREGULAR, 900, 30}, /* few large irregular records */
+    {103, 3001, UT_UNIFORM, 64, 100},   /* uniform, short last record */
+    {104, 2048, UT_UNIFORM, 256, 0},    /* uniform, exact multiple, no NULLs */
+    {105, 37, UT_IRREGULAR, 5, 500},    /* tiny records, half NULL */
+    {106, 500, UT_UNIFORM, 1024, 200},  /* one record */
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
-
-static void shape_store(kstore *k, const shape *sh) {
-  kstore_make(k, fixed_cols, (uint32_t)N_FIXED_COLS, sh->rows, sh->lay, sh->size, sh->null_permille,
-              sh->seed);
-}
 
 /* ----------------------------------------------------------------- range */
 
 START_TEST(test_gather_range_matches_reference) {
-  const shape *sh = &shapes[_i];
-  kstore k;
-  shape_store(&k, sh);
+  const ut_kshape *sh = &shapes[_i];
+  ut_kstore k;
+  ut_kstore_make_shape(&k, sh);
   uint64_t N = cs_store_rows(k.s), R = cs_store_records(k.s);
   ut_rng rng = ut_rng_seed(sh->seed * 7);
   uint64_t *rows = rows_alloc(N);
@@ -288,16 +163,16 @@ START_TEST(test_gather_range_matches_reference) {
     check_all_columns(k.s, K_RANGE, rows, n, first, 1, ctx);
   }
   free(rows);
-  kstore_free(&k);
+  ut_kstore_free(&k);
 }
 END_TEST
 
 /* --------------------------------------------------------------- strided */
 
 START_TEST(test_gather_strided_any_step_matches_reference) {
-  const shape *sh = &shapes[_i];
-  kstore k;
-  shape_store(&k, sh);
+  const ut_kshape *sh = &shapes[_i];
+  ut_kstore k;
+  ut_kstore_make_shape(&k, sh);
   uint64_t N = cs_store_rows(k.s);
   ut_rng rng = ut_rng_seed(sh->seed * 11);
   int64_t steps[] = {
@@ -319,7 +194,7 @@ START_TEST(test_gather_strided_any_step_matches_reference) {
     }
   }
   free(rows);
-  kstore_free(&k);
+  ut_kstore_free(&k);
 }
 END_TEST
 
@@ -369,9 +244,9 @@ static uint64_t make_selection(int kind, ut_rng *rng, const cs_store *s, uint64_
 }
 #define N_SELECTIONS 11
 
-static void check_positions(enum kernel k, const shape *sh) {
-  kstore kst;
-  shape_store(&kst, sh);
+static void check_positions(enum kernel k, const ut_kshape *sh) {
+  ut_kstore kst;
+  ut_kstore_make_shape(&kst, sh);
   uint64_t N = cs_store_rows(kst.s);
   ut_rng rng = ut_rng_seed(sh->seed * 13 + (uint64_t)k);
   uint64_t *rows = rows_alloc(2 * N + 600);
@@ -382,7 +257,7 @@ static void check_positions(enum kernel k, const shape *sh) {
     check_all_columns(kst.s, k, rows, n, 0, 0, ctx);
   }
   free(rows);
-  kstore_free(&kst);
+  ut_kstore_free(&kst);
 }
 
 START_TEST(test_gather_sorted_any_order_matches_reference) { check_positions(K_SORTED, &shapes[_i]); }
@@ -399,9 +274,9 @@ END_TEST
 START_TEST(test_gather_rows_uniform_division_exact_at_every_row) {
   static const uint64_t sizes[] = {8, 24, 64, 1000, 4096};
   for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
-    kstore k;
+    ut_kstore k;
     uint64_t n = sizes[si] * 5 + 3;
-    kstore_make(&k, fixed_cols + 3, 1, n, UNIFORM, sizes[si], 100, 200 + si); /* i64 */
+    ut_kstore_make(&k, ut_fixed_cols + 3, 1, n, UT_UNIFORM, sizes[si], 100, 200 + si); /* i64 */
     ck_assert_msg(k.s->uniform_rows == sizes[si], "records of %" PRIu64 " rows: uniform_rows %" PRIu64,
                   sizes[si], k.s->uniform_rows);
     uint64_t *rows = rows_alloc(n);
@@ -411,7 +286,7 @@ START_TEST(test_gather_rows_uniform_division_exact_at_every_row) {
     check_kernel(k.s, K_ROWS, 0, rows, n, 0, 0, ctx);
     check_kernel(k.s, K_BINNED, 0, rows, n, 0, 0, ctx);
     free(rows);
-    kstore_free(&k);
+    ut_kstore_free(&k);
   }
 }
 END_TEST
@@ -419,12 +294,12 @@ END_TEST
 /* Writes records of the given sizes (each a separate write) and returns the
 ** store's uniform_rows. */
 static uint64_t uniform_rows_of(const uint64_t *sizes, int n_sizes) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "u.cst");
-  cs_schema schema = {1, fixed_cols + 2};
+  ut_scratch sc = ut_scratch_new();
+  cs_schema schema = {1, ut_fixed_cols + 2}; /* i32 */
   cs_writer_options opt = {.record_rows = 1u << 20};
   cs_writer *w;
   cs_err err = {0};
-  ck_assert(cs_writer_create(path, &schema, &opt, &w, &err) == CS_OK);
+  ck_assert(cs_writer_create(sc.path, &schema, &opt, &w, &err) == CS_OK);
   for (int i = 0; i < n_sizes; i++) {
     cs_batch *b;
     ck_assert(cs_batch_new(&schema, &b, &err) == CS_OK);
@@ -436,11 +311,10 @@ static uint64_t uniform_rows_of(const uint64_t *sizes, int n_sizes) {
     cs_batch_free(b);
   }
   ck_assert(cs_writer_commit(w, &err) == CS_OK);
-  cs_store *s = ut_open_ok(path, CS_VERIFY_HEADER, "uniform");
+  cs_store *s = ut_open_ok(sc.path, CS_VERIFY_HEADER, "uniform");
   uint64_t u = s->uniform_rows;
   cs_store_close(s);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
   return u;
 }
 
@@ -467,10 +341,10 @@ static const cs_column thread_cols[] = {{"i64", CS_TYPE_INT64, true},
 
 /* The same call at 1, 2 and 4 threads (and under every prefetch setting)
 ** gives the same bytes, and the 1-thread bytes match the reference. */
-static void check_threads(layout lay, uint64_t size, uint64_t seed) {
-  kstore k;
+static void check_threads(ut_kstore_layout lay, uint64_t size, uint64_t seed) {
+  ut_kstore k;
   uint64_t N = 3 * CS_PARALLEL_MIN_ELEMENTS + 20077; /* 4 threads get 4 spans */
-  kstore_make(&k, thread_cols, 4, N, lay, size, 50, seed);
+  ut_kstore_make(&k, thread_cols, 4, N, lay, size, 50, seed);
   uint64_t n = N - 5;
   uint64_t *sorted = rows_alloc(n), *unsorted = rows_alloc(n);
   ut_rng rng = ut_rng_seed(seed);
@@ -488,7 +362,7 @@ static void check_threads(layout lay, uint64_t size, uint64_t seed) {
       uint64_t first = kern == K_STRIDED ? n + 2 : 3;
       for (int ti = 0; ti < 6; ti++) {
         static const int threads[] = {1, 2, 4, 2, 2, 4}, prefetch[] = {0, 0, 0, 8, 64, -1};
-        set_config(threads[ti], prefetch[ti]);
+        ut_kernel_config_set(threads[ti], prefetch[ti]);
         uint8_t *o = ti == 0 ? want : got, *ov = ti == 0 ? want_v : got_v;
         switch (kern) {
           case K_RANGE: cs_gather_range(k.s, col, first, n, o, ov); break;
@@ -512,7 +386,7 @@ static void check_threads(layout lay, uint64_t size, uint64_t seed) {
             pos[i] = kern == K_RANGE ? first + i : kern == K_STRIDED ? first - i : rows[i];
           uint8_t *ref = malloc(n * w), *ref_v = malloc(n);
           ck_assert(ref && ref_v);
-          ref_gather(k.s, col, pos, n, ref, ref_v);
+          ut_ref_gather(k.s, col, pos, n, ref, ref_v);
           assert_same(kernel_names[kern], o, ov, ref, ref_v, n, w, ctx);
           free(ref), free(ref_v), free(pos);
         } else {
@@ -523,43 +397,42 @@ static void check_threads(layout lay, uint64_t size, uint64_t seed) {
       }
     }
   }
-  reset_config();
+  ut_kernel_config_reset();
   free(bins), free(bins2), free(want), free(want_v), free(got), free(got_v), free(sorted), free(unsorted);
-  kstore_free(&k);
+  ut_kstore_free(&k);
 }
 
-START_TEST(test_gather_threads_identical_irregular) { check_threads(IRREGULAR, 20000, 301); }
+START_TEST(test_gather_threads_identical_irregular) { check_threads(UT_IRREGULAR, 20000, 301); }
 END_TEST
 
-START_TEST(test_gather_threads_identical_uniform) { check_threads(UNIFORM, 4096, 302); }
+START_TEST(test_gather_threads_identical_uniform) { check_threads(UT_UNIFORM, 4096, 302); }
 END_TEST
 
 /* ---------------------------------------------------------------- config */
 
-START_TEST(test_kernel_config_round_trips_and_clamps) {
+/* cs_kernel_config_get reads back threads and prefetch. */
+static void assert_config(int threads, int prefetch) {
   cs_kernel_config cfg;
   cs_kernel_config_get(&cfg);
-  ck_assert_int_eq(cfg.threads, 0);
-  ck_assert_int_eq(cfg.prefetch, -1);
-  set_config(3, 128);
-  cs_kernel_config_get(&cfg);
-  ck_assert_int_eq(cfg.threads, 3);
-  ck_assert_int_eq(cfg.prefetch, 128);
-  set_config(-5, -7);
-  cs_kernel_config_get(&cfg);
-  ck_assert_int_eq(cfg.threads, 0);
-  ck_assert_int_eq(cfg.prefetch, -1);
-  set_config(1, 0);
-  cs_kernel_config_get(&cfg);
-  ck_assert_int_eq(cfg.threads, 1);
-  ck_assert_int_eq(cfg.prefetch, 0);
-  reset_config();
+  ck_assert_int_eq(cfg.threads, threads);
+  ck_assert_int_eq(cfg.prefetch, prefetch);
+}
+
+START_TEST(test_kernel_config_round_trips_and_clamps) {
+  assert_config(0, -1); /* the defaults */
+  ut_kernel_config_set(3, 128);
+  assert_config(3, 128);
+  ut_kernel_config_set(-5, -7);
+  assert_config(0, -1); /* negatives clamp to the defaults */
+  ut_kernel_config_set(1, 0);
+  assert_config(1, 0);
+  ut_kernel_config_reset();
 }
 END_TEST
 
 START_TEST(test_kernel_threads_is_work_proportional) {
   const uint64_t M = CS_PARALLEL_MIN_ELEMENTS;
-  set_config(8, -1);
+  ut_kernel_config_set(8, -1);
   ck_assert_int_eq(cs_kernel_threads(0), 1);
   ck_assert_int_eq(cs_kernel_threads(M - 1), 1);
   ck_assert_int_eq(cs_kernel_threads(M), 2); /* at least 2 past the threshold */
@@ -567,14 +440,14 @@ START_TEST(test_kernel_threads_is_work_proportional) {
   ck_assert_int_eq(cs_kernel_threads(2 * M + 1), 3); /* rounds up */
   ck_assert_int_eq(cs_kernel_threads(5 * M), 5);
   ck_assert_int_eq(cs_kernel_threads(100 * M), 8); /* capped */
-  set_config(1, -1);
+  ut_kernel_config_set(1, -1);
   ck_assert_int_eq(cs_kernel_threads(100 * M), 1);
-  set_config(2, -1);
+  ut_kernel_config_set(2, -1);
   ck_assert_int_eq(cs_kernel_threads(M), 2);
   ck_assert_int_eq(cs_kernel_threads(100 * M), 2);
-  set_config(100000, -1);
+  ut_kernel_config_set(100000, -1);
   ck_assert_int_le(cs_kernel_threads(UINT64_MAX / 2), 1024);
-  reset_config();
+  ut_kernel_config_reset();
   ck_assert_int_ge(cs_kernel_threads(100 * M), 1);
   ck_assert_int_eq(cs_kernel_threads(M - 1), 1);
 }
@@ -583,7 +456,7 @@ END_TEST
 static Suite *gather_suite(void) {
   Suite *s = suite_create("gather");
   TCase *tc = tcase_create("kernels");
-  tcase_add_checked_fixture(tc, NULL, reset_config);
+  tcase_add_checked_fixture(tc, NULL, ut_kernel_config_reset);
   tcase_set_timeout(tc, 300);
   tcase_add_loop_test(tc, test_gather_range_matches_reference, 0, (int)N_SHAPES);
   tcase_add_loop_test(tc, test_gather_strided_any_step_matches_reference, 0, (int)N_SHAPES);
@@ -594,13 +467,13 @@ static Suite *gather_suite(void) {
   tcase_add_test(tc, test_uniform_layout_detected_only_when_division_is_exact);
   suite_add_tcase(s, tc);
   TCase *tt = tcase_create("threads");
-  tcase_add_checked_fixture(tt, NULL, reset_config);
+  tcase_add_checked_fixture(tt, NULL, ut_kernel_config_reset);
   tcase_set_timeout(tt, 600);
   tcase_add_test(tt, test_gather_threads_identical_irregular);
   tcase_add_test(tt, test_gather_threads_identical_uniform);
   suite_add_tcase(s, tt);
   TCase *tcfg = tcase_create("config");
-  tcase_add_checked_fixture(tcfg, NULL, reset_config);
+  tcase_add_checked_fixture(tcfg, NULL, ut_kernel_config_reset);
   tcase_add_test(tcfg, test_kernel_config_round_trips_and_clamps);
   tcase_add_test(tcfg, test_kernel_threads_is_work_proportional);
   suite_add_tcase(s, tcfg);

@@ -20,123 +20,8 @@
 
 #include "unit_util.h"
 
-/* ---------------------------------------------------------------- stores */
-
-static const cs_column fixed_cols[] = {
-    {"i8", CS_TYPE_INT8, true},         {"i16", CS_TYPE_INT16, true},    {"i32", CS_TYPE_INT32, true},
-    {"i64", CS_TYPE_INT64, true},       {"u8", CS_TYPE_UINT8, true},     {"u16", CS_TYPE_UINT16, true},
-    {"u32", CS_TYPE_UINT32, true},      {"f32", CS_TYPE_FLOAT32, true},  {"f64", CS_TYPE_FLOAT64, true},
-    {"b", CS_TYPE_BOOL, true},          {"t", CS_TYPE_TEXT, true},       {"nn_i32", CS_TYPE_INT32, false},
-    {"nn_f64", CS_TYPE_FLOAT64, false}, {"nn_u8", CS_TYPE_UINT8, false}, {"nn_i16", CS_TYPE_INT16, false},
-};
-#define N_FIXED_COLS (sizeof fixed_cols / sizeof fixed_cols[0])
-
-typedef enum layout { IRREGULAR, UNIFORM } layout;
-
-typedef struct kstore {
-  char *dir;
-  char *path;
-  cs_store *s;
-} kstore;
-
-/* Appends one random row of every column to b. */
-static void put_random_row(cs_batch *b, const cs_column *cols, uint32_t nc, ut_rng *rng,
-                           unsigned null_permille, ut_cell *cells) {
-  cs_err err = {0};
-  for (uint32_t c = 0; c < nc; c++) {
-    ut_cell *cell = &cells[c];
-    ut_cell_random(rng, cols[c].type, cols[c].nullable, null_permille, cell);
-    cs_rc rc;
-    if (cell->null)
-      rc = cs_batch_put_null(b, c, &err);
-    else if (cs_type_is_integer(cols[c].type))
-      rc = cs_batch_put_i64(b, c, cell->i, &err);
-    else if (cols[c].type == CS_TYPE_FLOAT32)
-      rc = cs_batch_put_f64(b, c, (double)cell->f32, &err);
-    else if (cols[c].type == CS_TYPE_FLOAT64)
-      rc = cs_batch_put_f64(b, c, cell->f, &err);
-    else
-      rc = cs_batch_put_bytes(b, c, cell->bytes, cell->len, &err);
-    if (rc != CS_OK) ck_abort_msg("put: %s", err.msg);
-  }
-  cs_batch_end_row(b);
-}
-
-/* A store of n_rows random rows.  IRREGULAR: records of 1..size rows, each
-** size drawn at random; UNIFORM: records of size rows (a multiple of 8, as
-** the writer requires), the last one shorter. */
-static void kstore_make(kstore *k, const cs_column *cols, uint32_t nc, uint64_t n_rows, layout lay,
-                        uint64_t size, unsigned null_permille, uint64_t seed) {
-  k->dir = ut_tmpdir();
-  k->path = ut_join(k->dir, "k.cst");
-  cs_schema schema = {nc, cols};
-  cs_writer_options opt = {.record_rows = lay == UNIFORM ? size : (uint64_t)1 << 30};
-  cs_writer *w;
-  cs_err err = {0};
-  ck_assert_msg(cs_writer_create(k->path, &schema, &opt, &w, &err) == CS_OK, "create: %s", err.msg);
-  ut_rng rng = ut_rng_seed(seed);
-  ut_cell *cells = calloc(nc, sizeof *cells);
-  ck_assert_ptr_nonnull(cells);
-  for (uint64_t done = 0; done < n_rows;) {
-    uint64_t want = lay == UNIFORM ? size * 16 : 1 + ut_rng_below(&rng, size);
-    if (want > n_rows - done) want = n_rows - done;
-    cs_batch *b;
-    ck_assert(cs_batch_new(&schema, &b, &err) == CS_OK);
-    for (uint64_t i = 0; i < want; i++) put_random_row(b, cols, nc, &rng, null_permille, cells);
-    ck_assert_msg(cs_writer_write(w, b, &err) == CS_OK, "write: %s", err.msg);
-    cs_batch_free(b);
-    done += want;
-  }
-  for (uint32_t c = 0; c < nc; c++) free(cells[c].bytes);
-  free(cells);
-  ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "commit: %s", err.msg);
-  k->s = ut_open_ok(k->path, CS_VERIFY_FULL, "kstore");
-  ck_assert_uint_eq(cs_store_rows(k->s), n_rows);
-}
-
-static void kstore_free(kstore *k) {
-  cs_store_close(k->s);
-  free(k->path);
-  ut_tmpdir_remove(k->dir);
-}
-
-/* ------------------------------------------------------------- reference */
-
-/* The record of row by a plain binary search over the public accessors. */
-static uint64_t ref_record(const cs_store *s, uint64_t row) {
-  uint64_t lo = 0, hi = cs_store_records(s);
-  while (hi - lo > 1) {
-    uint64_t mid = lo + (hi - lo) / 2;
-    if (cs_store_record_first_row(s, mid) <= row)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
-static void ref_gather(const cs_store *s, uint32_t col, const uint64_t *rows, uint64_t n, uint8_t *out,
-                       uint8_t *ov) {
-  size_t w = cs_type_width(cs_store_schema(s)->cols[col].type);
-  for (uint64_t i = 0; i < n; i++) {
-    if (rows[i] >= cs_store_rows(s)) ck_abort_msg("reference: row %" PRIu64 " out of range", rows[i]);
-    uint64_t rec = ref_record(s, rows[i]);
-    uint64_t local = rows[i] - cs_store_record_first_row(s, rec);
-    const cs_chunk *ch = cs_store_chunk(s, rec, col);
-    memcpy(out + i * w, (const uint8_t *)ch->data + local * w, w);
-    ov[i] = cs_chunk_is_valid(ch, local) ? 1 : 0;
-  }
-}
-
-static void reset_config(void) {
-  cs_kernel_config cfg = {0, -1};
-  cs_kernel_config_set(&cfg);
-}
-
-static void set_threads(int threads) {
-  cs_kernel_config cfg = {threads, -1};
-  cs_kernel_config_set(&cfg);
-}
+/* The random stores (ut_kstore over ut_fixed_cols) and the naive gather
+** reference (ut_ref_gather) are unit_util's, shared with check_gather. */
 
 /* ----------------------------------------------------------------- masks */
 
@@ -266,7 +151,7 @@ static void check_gather_mask(const cs_store *s, const uint8_t *mask, uint64_t f
     uint8_t *ref = malloc(want_n * w + 1), *ref_v = malloc(want_n + 1);
     uint8_t *out = malloc(want_n * w + 1), *ov = malloc(want_n + 1);
     ck_assert(ref && ref_v && out && ov);
-    ref_gather(s, c, pos, want_n, ref, ref_v);
+    ut_ref_gather(s, c, pos, want_n, ref, ref_v);
     for (int with_valid = 0; with_valid < 2; with_valid++) {
       memset(out, 0xA5, want_n * w);
       memset(ov, 0xA5, want_n);
@@ -287,26 +172,18 @@ static void check_gather_mask(const cs_store *s, const uint8_t *mask, uint64_t f
   free(pos);
 }
 
-typedef struct shape {
-  uint64_t seed, rows;
-  layout lay;
-  uint64_t size;
-  unsigned null_permille;
-} shape;
-
-static const shape shapes[] = {
-    {501, 2000, IRREGULAR, 13, 200}, /* boundaries inside most mask words */
-    {502, 3000, IRREGULAR, 700, 50}, {503, 2051, UNIFORM, 64, 100},
-    {504, 1000, UNIFORM, 8, 300}, /* a boundary every word */
-    {505, 333, UNIFORM, 512, 0},  /* one record */
+static const ut_kshape shapes[] = {
+    {501, 2000, UT_IRREGULAR, 13, 200}, /* boundaries inside most mask words */
+    {502, 3000, UT_IRREGULAR, 700, 50}, {503, 2051, UT_UNIFORM, 64, 100},
+    {504, 1000, UT_UNIFORM, 8, 300}, /* a boundary every word */
+    {505, 333, UT_UNIFORM, 512, 0},  /* one record */
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 
 START_TEST(test_gather_mask_matches_reference) {
-  const shape *sh = &shapes[_i];
-  kstore k;
-  kstore_make(&k, fixed_cols, (uint32_t)N_FIXED_COLS, sh->rows, sh->lay, sh->size, sh->null_permille,
-              sh->seed);
+  const ut_kshape *sh = &shapes[_i];
+  ut_kstore k;
+  ut_kstore_make_shape(&k, sh);
   uint64_t N = cs_store_rows(k.s);
   ut_rng r = ut_rng_seed(sh->seed * 3);
   for (int kind = 0; kind < M_COUNT; kind++) {
@@ -329,13 +206,13 @@ START_TEST(test_gather_mask_matches_reference) {
       free(mask);
     }
   }
-  kstore_free(&k);
+  ut_kstore_free(&k);
 }
 END_TEST
 
 START_TEST(test_gather_mask_whole_records_and_boundaries) {
-  kstore k;
-  kstore_make(&k, fixed_cols, (uint32_t)N_FIXED_COLS, 1500, IRREGULAR, 40, 100, 506);
+  ut_kstore k;
+  ut_kstore_make(&k, ut_fixed_cols, UT_FIXED_COLS, 1500, UT_IRREGULAR, 40, 100, 506);
   uint64_t N = cs_store_rows(k.s), R = cs_store_records(k.s);
   uint8_t *mask = calloc(N, 1);
   ck_assert_ptr_nonnull(mask);
@@ -350,7 +227,7 @@ START_TEST(test_gather_mask_whole_records_and_boundaries) {
   }
   check_gather_mask(k.s, mask, 0, N, "seed 506 boundary rows");
   free(mask);
-  kstore_free(&k);
+  ut_kstore_free(&k);
 }
 END_TEST
 
@@ -361,8 +238,8 @@ static const cs_column thread_cols[] = {
 
 START_TEST(test_mask_kernels_threads_identical) {
   uint64_t N = 3 * CS_PARALLEL_MIN_ELEMENTS + 4099; /* 4 threads get 4 spans */
-  kstore k;
-  kstore_make(&k, thread_cols, 3, N, IRREGULAR, 30000, 80, 601);
+  ut_kstore k;
+  ut_kstore_make(&k, thread_cols, 3, N, UT_IRREGULAR, 30000, 80, 601);
   uint64_t first = 3, n = N - 10;
   uint8_t *mask = malloc(n);
   ck_assert_ptr_nonnull(mask);
@@ -377,7 +254,7 @@ START_TEST(test_mask_kernels_threads_identical) {
             *ov[2] = {malloc(want + 1), malloc(want + 1)};
     ck_assert(rows[0] && rows[1] && out[0] && out[1] && ov[0] && ov[1]);
     for (int ti = 0; ti < 4; ti++) {
-      set_threads(threads[ti]);
+      ut_kernel_config_set(threads[ti], -1);
       int at = ti ? 1 : 0;
       char ctx[128];
       snprintf(ctx, sizeof ctx, "seed 602 mask %s threads %d", mask_names[kind], threads[ti]);
@@ -396,7 +273,7 @@ START_TEST(test_mask_kernels_threads_identical) {
     for (uint32_t col = 0; col < 3; col++) {
       size_t w = cs_type_width(thread_cols[col].type);
       for (int ti = 0; ti < 4; ti++) {
-        set_threads(threads[ti]);
+        ut_kernel_config_set(threads[ti], -1);
         int at = ti ? 1 : 0;
         char ctx[128];
         snprintf(ctx, sizeof ctx, "seed 602 mask %s threads %d col %u", mask_names[kind], threads[ti], col);
@@ -405,7 +282,7 @@ START_TEST(test_mask_kernels_threads_identical) {
         if (ti == 0) {
           uint8_t *ref = malloc(want * w + 1), *ref_v = malloc(want + 1);
           ck_assert(ref && ref_v);
-          ref_gather(k.s, col, rows[0], want, ref, ref_v);
+          ut_ref_gather(k.s, col, rows[0], want, ref, ref_v);
           if (memcmp(ref, out[0], want * w) != 0 || memcmp(ref_v, ov[0], want) != 0)
             ck_abort_msg("%s: differs from the reference", ctx);
           free(ref), free(ref_v);
@@ -416,16 +293,16 @@ START_TEST(test_mask_kernels_threads_identical) {
     }
     for (int i = 0; i < 2; i++) free(rows[i]), free(out[i]), free(ov[i]);
   }
-  reset_config();
+  ut_kernel_config_reset();
   free(mask);
-  kstore_free(&k);
+  ut_kstore_free(&k);
 }
 END_TEST
 
 static Suite *mask_suite(void) {
   Suite *s = suite_create("mask");
   TCase *tc = tcase_create("kernels");
-  tcase_add_checked_fixture(tc, NULL, reset_config);
+  tcase_add_checked_fixture(tc, NULL, ut_kernel_config_reset);
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_mask_count_and_rows_match_naive_every_length);
   tcase_add_test(tc, test_mask_count_unaligned_starts);
@@ -433,7 +310,7 @@ static Suite *mask_suite(void) {
   tcase_add_test(tc, test_gather_mask_whole_records_and_boundaries);
   suite_add_tcase(s, tc);
   TCase *tt = tcase_create("threads");
-  tcase_add_checked_fixture(tt, NULL, reset_config);
+  tcase_add_checked_fixture(tt, NULL, ut_kernel_config_reset);
   tcase_set_timeout(tt, 600);
   tcase_add_test(tt, test_mask_kernels_threads_identical);
   suite_add_tcase(s, tt);

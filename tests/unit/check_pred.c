@@ -181,7 +181,7 @@ static const cs_column all_cols[] = {
 #define N_ALL_COLS ((uint32_t)(sizeof all_cols / sizeof all_cols[0]))
 
 typedef struct pstore {
-  char *dir, *path;
+  ut_scratch sc;
   ut_table *t;
   cs_store *s;
 } pstore;
@@ -190,12 +190,11 @@ typedef struct pstore {
 ** record, so the record sizes are irregular); max_write 0 = one record per
 ** `uniform` rows. */
 static void pstore_write(pstore *p, uint64_t max_write, uint64_t uniform, uint64_t seed) {
-  p->dir = ut_tmpdir();
-  p->path = ut_join(p->dir, "p.cst");
+  p->sc = ut_scratch_new();
   cs_writer_options opt = {.record_rows = uniform ? uniform : (uint64_t)1 << 30};
   cs_writer *w;
   cs_err err = {0};
-  ck_assert_msg(cs_writer_create(p->path, &p->t->schema, &opt, &w, &err) == CS_OK, "create: %s", err.msg);
+  ck_assert_msg(cs_writer_create(p->sc.path, &p->t->schema, &opt, &w, &err) == CS_OK, "create: %s", err.msg);
   ut_rng r = ut_rng_seed(seed);
   for (uint64_t at = 0; at < p->t->n_rows;) {
     uint64_t k = uniform ? p->t->n_rows : 1 + ut_rng_below(&r, max_write);
@@ -206,14 +205,13 @@ static void pstore_write(pstore *p, uint64_t max_write, uint64_t uniform, uint64
     at += k;
   }
   ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "commit: %s", err.msg);
-  p->s = ut_open_ok(p->path, CS_VERIFY_FULL, "pstore");
+  p->s = ut_open_ok(p->sc.path, CS_VERIFY_FULL, "pstore");
 }
 
 static void pstore_free(pstore *p) {
   cs_store_close(p->s);
   ut_table_free(p->t);
-  free(p->path);
-  ut_tmpdir_remove(p->dir);
+  ut_scratch_free(&p->sc);
 }
 
 static const int64_t edge_ints[] = {INT64_MIN,
@@ -748,23 +746,20 @@ START_TEST(test_pred_threads_identical) {
   uint8_t *m1 = malloc(n), *m2 = malloc(n);
   ck_assert(m1 && m2);
   for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
-    cs_kernel_config one = {1, -1};
-    cs_kernel_config_set(&one);
+    ut_kernel_config_set(1, -1);
     cs_pred_stats s1, s2;
     cs_pred_eval(p.s, sets[k], 2, first, n, m1, &s1);
     check_preds(p.s, p.t, sets[k], 2, first, n, "threads 1");
     static const int threads[] = {2, 4, 3};
     for (int ti = 0; ti < 3; ti++) {
-      cs_kernel_config cfg = {threads[ti], -1};
-      cs_kernel_config_set(&cfg);
+      ut_kernel_config_set(threads[ti], -1);
       cs_pred_eval(p.s, sets[k], 2, first, n, m2, &s2);
       ck_assert_msg(memcmp(m1, m2, n) == 0, "set %zu: mask at %d threads differs from 1 thread", k,
                     threads[ti]);
       ck_assert_msg(memcmp(&s1, &s2, sizeof s1) == 0, "set %zu: stats at %d threads differ", k, threads[ti]);
     }
   }
-  cs_kernel_config dflt = {0, -1};
-  cs_kernel_config_set(&dflt);
+  ut_kernel_config_reset();
   free(m1), free(m2);
   pstore_free(&p);
 }
@@ -826,11 +821,6 @@ START_TEST(test_pred_sorted_range_matches_mask) {
 }
 END_TEST
 
-static void reset_config(void) {
-  cs_kernel_config cfg = {0, -1};
-  cs_kernel_config_set(&cfg);
-}
-
 static Suite *pred_suite(void) {
   Suite *s = suite_create("pred");
   TCase *tc = tcase_create("semantics");
@@ -845,7 +835,7 @@ static Suite *pred_suite(void) {
   tcase_add_test(tc, test_pred_sorted_range_matches_mask);
   suite_add_tcase(s, tc);
   TCase *tt = tcase_create("threads");
-  tcase_add_checked_fixture(tt, NULL, reset_config);
+  tcase_add_checked_fixture(tt, NULL, ut_kernel_config_reset);
   tcase_set_timeout(tt, 600);
   tcase_add_test(tt, test_pred_threads_identical);
   suite_add_tcase(s, tt);

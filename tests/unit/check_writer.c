@@ -96,25 +96,53 @@ static void assert_same_bytes(const uint8_t *a, size_t na, const char *path, con
   free(b);
 }
 
+/* Opens path with CS_VERIFY_FULL and asserts whether the open had to recover
+** (rebuild the footer or scan for records), that it opened generation
+** (0: any), and that the store holds exactly rows [0, rows) of t. */
+static void assert_reopens(const char *path, bool recovered, uint64_t generation, const ut_table *t,
+                           uint64_t rows, const char *ctx) {
+  cs_store *s = ut_open_ok(path, CS_VERIFY_FULL, ctx);
+  ck_assert_msg(cs_store_recovered(s) == recovered, "%s: recovered=%d, expected %d", ctx, cs_store_recovered(s), recovered);
+  if (generation)
+    ck_assert_msg(cs_store_generation(s) == generation, "%s: generation %" PRIu64 ", expected %" PRIu64, ctx,
+                  cs_store_generation(s), generation);
+  ut_assert_store_equals(s, t, rows, ctx);
+  cs_store_close(s);
+}
+
+/* Writes rows [first, first + n) of t through w, as one batch. */
+static void write_rows(cs_writer *w, const ut_table *t, uint64_t first, uint64_t n) {
+  cs_err err = {0};
+  cs_batch *b = ut_table_batch(t, first, n);
+  ck_assert_msg(cs_writer_write(w, b, &err) == CS_OK, "cs_writer_write: %s", err.msg);
+  cs_batch_free(b);
+}
+
+/* Overwrites the commit slot at offset with zeros, as if never written. */
+static void zero_slot(const char *path, uint64_t offset) {
+  uint8_t zero[64] = {0};
+  ut_pwrite(path, offset, zero, sizeof zero);
+}
+
 /* ------------------------------------------------------------ many commits */
 
 START_TEST(test_many_single_row_commits_grow_the_file_linearly) {
   enum { COMMITS = 200 };
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = numbered_table(COMMITS, 1000);
-  ut_table_create_store(t, path, 1, 0, 0);
+  ut_table_create_store(t, sc.path, 1, 0, 0);
   /* The most one single-row commit may add: one record (header, and per
   ** column at most a bitmap, offsets and data, each padded to 64 bytes, the
   ** strings here being shorter than 64) plus one footer entry. */
   uint64_t step_bound = cs__record_header_bytes(2) + 5 * 64 + cs__footer_entry_bytes(2);
-  uint64_t prev_bytes = ut_file_bytes(path), first_bytes = prev_bytes;
+  uint64_t prev_bytes = ut_file_bytes(sc.path), first_bytes = prev_bytes;
   for (uint64_t k = 1; k < COMMITS; k++) {
-    ut_table_append_store(t, path, k, 1);
-    uint64_t bytes = ut_file_bytes(path);
+    ut_table_append_store(t, sc.path, k, 1);
+    uint64_t bytes = ut_file_bytes(sc.path);
     ck_assert_msg(bytes > prev_bytes && bytes - prev_bytes <= step_bound,
                   "commit %" PRIu64 " grew the file by %" PRIu64 " bytes (bound %" PRIu64 ")", k, bytes - prev_bytes, step_bound);
     prev_bytes = bytes;
-    cs_store *s = ut_open_ok(path, CS_VERIFY_HEADER, "commit");
+    cs_store *s = ut_open_ok(sc.path, CS_VERIFY_HEADER, "commit");
     ck_assert_uint_eq(cs_store_generation(s), k + 1);
     ck_assert_uint_eq(cs_store_rows(s), k + 1);
     ck_assert_uint_eq(cs_store_records(s), k + 1);
@@ -124,25 +152,24 @@ START_TEST(test_many_single_row_commits_grow_the_file_linearly) {
   ck_assert_msg(prev_bytes <= first_bytes + (COMMITS - 1) * step_bound, "file is %" PRIu64 " bytes", prev_bytes);
   /* Exactly one footer remains, right after the records. */
   ut_layout l;
-  ut_layout_read(path, &l);
+  ut_layout_read(sc.path, &l);
   ck_assert_uint_eq(l.file_bytes, l.slot[l.newest].data_end + l.slot[l.newest].footer_bytes);
   ck_assert_uint_eq(l.n_records, COMMITS);
   ck_assert_uint_eq(l.entries[COMMITS - 1].record_offset + l.entries[COMMITS - 1].record_bytes, l.slot[l.newest].data_end);
   ut_layout_free(&l);
-  assert_store(path, CS_VERIFY_FULL, t, COMMITS, "after 200 commits");
+  assert_store(sc.path, CS_VERIFY_FULL, t, COMMITS, "after 200 commits");
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
 START_TEST(test_writer_rows_counts_committed_and_written_rows) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = numbered_table(50, 0);
-  ut_table_create_store(t, path, 20, 8, 0);
+  ut_table_create_store(t, sc.path, 20, 8, 0);
   cs_writer *w;
   cs_err err = {0};
-  ck_assert_int_eq(cs_writer_append(path, NULL, &w, &err), CS_OK);
+  ck_assert_int_eq(cs_writer_append(sc.path, NULL, &w, &err), CS_OK);
   ck_assert_uint_eq(cs_writer_rows(w), 20);
   cs_batch *b = ut_table_batch(t, 20, 30);
   ck_assert_int_eq(cs_writer_write(w, b, &err), CS_OK);
@@ -150,32 +177,28 @@ START_TEST(test_writer_rows_counts_committed_and_written_rows) {
   ck_assert_uint_eq(cs_batch_rows(b), 30); /* the batch is not consumed */
   ck_assert_int_eq(cs_writer_commit(w, &err), CS_OK);
   cs_batch_free(b);
-  assert_store(path, CS_VERIFY_FULL, t, 50, "writer rows");
+  assert_store(sc.path, CS_VERIFY_FULL, t, 50, "writer rows");
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
 START_TEST(test_append_that_writes_nothing_changes_nothing) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = numbered_table(10, 0);
-  ut_table_create_store(t, path, 10, 0, 0);
+  ut_table_create_store(t, sc.path, 10, 0, 0);
   size_t n;
-  uint8_t *before = ut_read_all(path, &n);
+  uint8_t *before = ut_read_all(sc.path, &n);
   cs_writer *w;
   cs_err err = {0};
-  ck_assert_int_eq(cs_writer_append(path, NULL, &w, &err), CS_OK);
-  cs_batch *b = ut_table_batch(t, 0, 0);
-  ck_assert_int_eq(cs_writer_write(w, b, &err), CS_OK);
-  cs_batch_free(b);
+  ck_assert_int_eq(cs_writer_append(sc.path, NULL, &w, &err), CS_OK);
+  write_rows(w, t, 0, 0);
   ck_assert_int_eq(cs_writer_commit(w, &err), CS_OK);
-  assert_same_bytes(before, n, path, "empty append");
-  ck_assert_uint_eq(generation_of(path), 1);
+  assert_same_bytes(before, n, sc.path, "empty append");
+  ck_assert_uint_eq(generation_of(sc.path), 1);
   free(before);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
@@ -186,187 +209,167 @@ static void append_then_abort(const char *path, const ut_table *t, uint64_t firs
   cs_writer *w;
   cs_err err = {0};
   ck_assert_int_eq(cs_writer_append(path, &(cs_writer_options){.record_rows = 16}, &w, &err), CS_OK);
-  cs_batch *b = ut_table_batch(t, first, n);
-  ck_assert_msg(cs_writer_write(w, b, &err) == CS_OK, "%s", err.msg);
-  cs_batch_free(b);
+  write_rows(w, t, first, n);
   if (prepare) ck_assert_msg(cs_writer_prepare(w, &err) == CS_OK, "%s", err.msg);
   cs_writer_abort(w);
 }
 
 START_TEST(test_abort_of_append_leaves_the_file_byte_identical) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = numbered_table(400, 0);
-  ut_table_create_store(t, path, 30, 16, 0);
-  ut_table_append_store(t, path, 30, 20);
+  ut_table_create_store(t, sc.path, 30, 16, 0);
+  ut_table_append_store(t, sc.path, 30, 20);
   for (int prepare = 0; prepare < 2; prepare++) {
     size_t n;
-    uint8_t *before = ut_read_all(path, &n);
+    uint8_t *before = ut_read_all(sc.path, &n);
     /* Far more than the old footer's size, so the file grew and must shrink. */
-    append_then_abort(path, t, 50, 350, prepare);
-    assert_same_bytes(before, n, path, prepare ? "abort after prepare" : "abort after write");
+    append_then_abort(sc.path, t, 50, 350, prepare);
+    assert_same_bytes(before, n, sc.path, prepare ? "abort after prepare" : "abort after write");
     /* And a few bytes only, which overwrite part of the old footer. */
-    append_then_abort(path, t, 50, 1, prepare);
-    assert_same_bytes(before, n, path, prepare ? "small abort after prepare" : "small abort after write");
+    append_then_abort(sc.path, t, 50, 1, prepare);
+    assert_same_bytes(before, n, sc.path, prepare ? "small abort after prepare" : "small abort after write");
     free(before);
   }
-  assert_store(path, CS_VERIFY_FULL, t, 50, "after aborts");
-  ck_assert(!recovered_at_open(path));
+  assert_store(sc.path, CS_VERIFY_FULL, t, 50, "after aborts");
+  ck_assert(!recovered_at_open(sc.path));
   /* The store still takes appends. */
-  ut_table_append_store(t, path, 50, 350);
-  assert_store(path, CS_VERIFY_FULL, t, 400, "append after aborts");
+  ut_table_append_store(t, sc.path, 50, 350);
+  assert_store(sc.path, CS_VERIFY_FULL, t, 400, "append after aborts");
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
 START_TEST(test_abort_of_append_restores_a_torn_tail_too) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = numbered_table(100, 0);
-  ut_table_create_store(t, path, 40, 16, 0);
+  ut_table_create_store(t, sc.path, 40, 16, 0);
   uint8_t junk[333];
   for (size_t i = 0; i < sizeof junk; i++) junk[i] = (uint8_t)(i * 37 + 1);
-  ut_append_bytes(path, junk, sizeof junk);
+  ut_append_bytes(sc.path, junk, sizeof junk);
   size_t n;
-  uint8_t *before = ut_read_all(path, &n);
-  append_then_abort(path, t, 40, 60, true);
-  assert_same_bytes(before, n, path, "abort over a torn tail");
+  uint8_t *before = ut_read_all(sc.path, &n);
+  append_then_abort(sc.path, t, 40, 60, true);
+  assert_same_bytes(before, n, sc.path, "abort over a torn tail");
   free(before);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
 START_TEST(test_abort_of_create_leaves_no_file_and_no_temp_file) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = numbered_table(100, 0);
   for (int prepare = 0; prepare < 2; prepare++) {
     cs_writer *w;
     cs_err err = {0};
-    ck_assert_int_eq(cs_writer_create(path, &two_schema, &(cs_writer_options){.record_rows = 16}, &w, &err), CS_OK);
-    cs_batch *b = ut_table_batch(t, 0, 100);
-    ck_assert_int_eq(cs_writer_write(w, b, &err), CS_OK);
-    cs_batch_free(b);
+    ck_assert_int_eq(cs_writer_create(sc.path, &two_schema, &(cs_writer_options){.record_rows = 16}, &w, &err), CS_OK);
+    write_rows(w, t, 0, 100);
     if (prepare) ck_assert_int_eq(cs_writer_prepare(w, &err), CS_OK);
-    ck_assert_msg(ut_dir_entries(dir) == 1, "the writer works in one temporary file");
+    ck_assert_msg(ut_dir_entries(sc.dir) == 1, "the writer works in one temporary file");
     cs_writer_abort(w);
-    ck_assert_msg(!ut_exists(path), "abort left a file at the path");
-    ck_assert_msg(ut_dir_entries(dir) == 0, "abort left %d files in the directory", ut_dir_entries(dir));
+    ck_assert_msg(!ut_exists(sc.path), "abort left a file at the path");
+    ck_assert_msg(ut_dir_entries(sc.dir) == 0, "abort left %d files in the directory", ut_dir_entries(sc.dir));
   }
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
 START_TEST(test_abort_of_replacing_create_leaves_the_old_file_byte_identical) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = numbered_table(100, 0);
-  ut_table_create_store(t, path, 10, 0, 0);
+  ut_table_create_store(t, sc.path, 10, 0, 0);
   size_t n;
-  uint8_t *before = ut_read_all(path, &n);
+  uint8_t *before = ut_read_all(sc.path, &n);
   cs_writer *w;
   cs_err err = {0};
-  ck_assert_int_eq(cs_writer_create(path, &two_schema, &(cs_writer_options){.replace = true}, &w, &err), CS_OK);
-  cs_batch *b = ut_table_batch(t, 0, 100);
-  ck_assert_int_eq(cs_writer_write(w, b, &err), CS_OK);
+  ck_assert_int_eq(cs_writer_create(sc.path, &two_schema, &(cs_writer_options){.replace = true}, &w, &err), CS_OK);
+  write_rows(w, t, 0, 100);
   ck_assert_int_eq(cs_writer_prepare(w, &err), CS_OK);
-  cs_batch_free(b);
-  assert_same_bytes(before, n, path, "replacing create, before commit");
+  assert_same_bytes(before, n, sc.path, "replacing create, before commit");
   cs_writer_abort(w);
-  assert_same_bytes(before, n, path, "replacing create, after abort");
-  ck_assert_int_eq(ut_dir_entries(dir), 1);
+  assert_same_bytes(before, n, sc.path, "replacing create, after abort");
+  ck_assert_int_eq(ut_dir_entries(sc.dir), 1);
   free(before);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
 /* ----------------------------------------------------------- atomic create */
 
 START_TEST(test_create_is_invisible_until_commit) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = numbered_table(100, 0);
   cs_writer *w;
   cs_err err = {0};
-  ck_assert_int_eq(cs_writer_create(path, &two_schema, NULL, &w, &err), CS_OK);
-  ck_assert(!ut_exists(path));
-  cs_batch *b = ut_table_batch(t, 0, 100);
-  ck_assert_int_eq(cs_writer_write(w, b, &err), CS_OK);
-  cs_batch_free(b);
-  ck_assert(!ut_exists(path));
-  ck_assert_int_eq(cs_store_open(path, CS_VERIFY_HEADER, &(cs_store *){NULL}, &err), CS_ENOENT);
+  ck_assert_int_eq(cs_writer_create(sc.path, &two_schema, NULL, &w, &err), CS_OK);
+  ck_assert(!ut_exists(sc.path));
+  write_rows(w, t, 0, 100);
+  ck_assert(!ut_exists(sc.path));
+  ck_assert_int_eq(cs_store_open(sc.path, CS_VERIFY_HEADER, &(cs_store *){NULL}, &err), CS_ENOENT);
   ck_assert_int_eq(cs_writer_prepare(w, &err), CS_OK);
-  ck_assert(!ut_exists(path));
+  ck_assert(!ut_exists(sc.path));
   ck_assert_int_eq(cs_writer_commit(w, &err), CS_OK);
-  ck_assert(ut_exists(path));
-  ck_assert_msg(ut_dir_entries(dir) == 1, "commit left a temporary file");
-  assert_store(path, CS_VERIFY_FULL, t, 100, "created");
-  ck_assert_uint_eq(generation_of(path), 1);
+  ck_assert(ut_exists(sc.path));
+  ck_assert_msg(ut_dir_entries(sc.dir) == 1, "commit left a temporary file");
+  assert_store(sc.path, CS_VERIFY_FULL, t, 100, "created");
+  ck_assert_uint_eq(generation_of(sc.path), 1);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
 START_TEST(test_create_refuses_an_existing_path_without_replace) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
-  ut_write_all(path, "not a store, but mine", 21);
+  ut_scratch sc = ut_scratch_new();
+  ut_write_all(sc.path, "not a store, but mine", 21);
   cs_writer *w = (cs_writer *)1;
   cs_err err = {0};
-  ck_assert_int_eq(cs_writer_create(path, &two_schema, NULL, &w, &err), CS_EEXIST);
+  ck_assert_int_eq(cs_writer_create(sc.path, &two_schema, NULL, &w, &err), CS_EEXIST);
   ck_assert_ptr_null(w);
-  ck_assert_msg(strstr(err.msg, path) != NULL, "message '%s' does not name the path", err.msg);
-  assert_same_bytes((const uint8_t *)"not a store, but mine", 21, path, "refused create");
-  ck_assert_int_eq(ut_dir_entries(dir), 1);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ck_assert_msg(strstr(err.msg, sc.path) != NULL, "message '%s' does not name the path", err.msg);
+  assert_same_bytes((const uint8_t *)"not a store, but mine", 21, sc.path, "refused create");
+  ck_assert_int_eq(ut_dir_entries(sc.dir), 1);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
 START_TEST(test_create_with_replace_replaces_an_existing_store) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *old = numbered_table(30, 0);
-  ut_table_create_store(old, path, 30, 0, 0);
+  ut_table_create_store(old, sc.path, 30, 0, 0);
   static const cs_column cols[] = {{"x", CS_TYPE_FLOAT32, true}};
   static const cs_schema schema = {1, cols};
   ut_table *t = ut_table_new(&schema);
   for (int i = 0; i < 5; i++) ut_cell_set_float(ut_table_add_row(t), CS_TYPE_FLOAT32, i * 0.25);
   cs_writer *w;
   cs_err err = {0};
-  ck_assert_int_eq(cs_writer_create(path, &schema, &(cs_writer_options){.replace = true}, &w, &err), CS_OK);
-  cs_batch *b = ut_table_batch(t, 0, 5);
-  ck_assert_int_eq(cs_writer_write(w, b, &err), CS_OK);
-  cs_batch_free(b);
+  ck_assert_int_eq(cs_writer_create(sc.path, &schema, &(cs_writer_options){.replace = true}, &w, &err), CS_OK);
+  write_rows(w, t, 0, 5);
   ck_assert_int_eq(cs_writer_commit(w, &err), CS_OK);
-  assert_store(path, CS_VERIFY_FULL, t, 5, "replaced");
-  ck_assert_uint_eq(generation_of(path), 1);
-  ck_assert_int_eq(ut_dir_entries(dir), 1);
+  assert_store(sc.path, CS_VERIFY_FULL, t, 5, "replaced");
+  ck_assert_uint_eq(generation_of(sc.path), 1);
+  ck_assert_int_eq(ut_dir_entries(sc.dir), 1);
   ut_table_free(t);
   ut_table_free(old);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
 START_TEST(test_create_fails_with_eexist_when_the_path_appears_before_commit) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = numbered_table(10, 0);
   cs_writer *w;
   cs_err err = {0};
-  ck_assert_int_eq(cs_writer_create(path, &two_schema, NULL, &w, &err), CS_OK);
-  cs_batch *b = ut_table_batch(t, 0, 10);
-  ck_assert_int_eq(cs_writer_write(w, b, &err), CS_OK);
-  cs_batch_free(b);
-  ut_write_all(path, "someone else's", 14);
+  ck_assert_int_eq(cs_writer_create(sc.path, &two_schema, NULL, &w, &err), CS_OK);
+  write_rows(w, t, 0, 10);
+  ut_write_all(sc.path, "someone else's", 14);
   ck_assert_int_eq(cs_writer_commit(w, &err), CS_EEXIST);
-  assert_same_bytes((const uint8_t *)"someone else's", 14, path, "raced create");
-  ck_assert_msg(ut_dir_entries(dir) == 1, "a failed commit left its temporary file");
+  assert_same_bytes((const uint8_t *)"someone else's", 14, sc.path, "raced create");
+  ck_assert_msg(ut_dir_entries(sc.dir) == 1, "a failed commit left its temporary file");
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
@@ -395,11 +398,11 @@ START_TEST(test_missing_paths_and_non_stores_are_refused_for_append) {
 END_TEST
 
 START_TEST(test_write_refuses_a_batch_of_another_schema_and_after_prepare) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = numbered_table(10, 0);
-  ut_table_create_store(t, path, 10, 0, 0);
+  ut_table_create_store(t, sc.path, 10, 0, 0);
   size_t n;
-  uint8_t *before = ut_read_all(path, &n);
+  uint8_t *before = ut_read_all(sc.path, &n);
   static const cs_column other_type[] = {{"id", CS_TYPE_INT32, false}, {"s", CS_TYPE_TEXT, true}};
   static const cs_column other_count[] = {{"id", CS_TYPE_INT64, false}};
   cs_schema s1 = {2, other_type}, s2 = {1, other_count};
@@ -408,7 +411,7 @@ START_TEST(test_write_refuses_a_batch_of_another_schema_and_after_prepare) {
   ck_assert_int_eq(cs_batch_new(&s1, &b1, &err), CS_OK);
   ck_assert_int_eq(cs_batch_new(&s2, &b2, &err), CS_OK);
   cs_writer *w;
-  ck_assert_int_eq(cs_writer_append(path, NULL, &w, &err), CS_OK);
+  ck_assert_int_eq(cs_writer_append(sc.path, NULL, &w, &err), CS_OK);
   ck_assert_int_eq(cs_writer_write(w, b1, &err), CS_ESCHEMA);
   ck_assert_int_eq(cs_writer_write(w, b2, &err), CS_EINVAL);
   cs_batch *good = ut_table_batch(t, 0, 3);
@@ -416,14 +419,13 @@ START_TEST(test_write_refuses_a_batch_of_another_schema_and_after_prepare) {
   ck_assert_int_eq(cs_writer_prepare(w, &err), CS_OK);
   ck_assert_int_eq(cs_writer_write(w, good, &err), CS_EINVAL);
   cs_writer_abort(w);
-  assert_same_bytes(before, n, path, "refused writes");
+  assert_same_bytes(before, n, sc.path, "refused writes");
   cs_batch_free(good);
   cs_batch_free(b1);
   cs_batch_free(b2);
   free(before);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
@@ -449,31 +451,30 @@ static void crash_append(const char *path, const cs_batch *b, enum crash_point a
 }
 
 static void crash_case(enum crash_point at) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = numbered_table(120, 0);
   ut_table *ghost = numbered_table(200, -1000000); /* rows that must never appear */
-  ut_table_create_store(t, path, 40, 16, 0);
-  ut_table_append_store(t, path, 40, 20);
-  uint64_t bytes_before = ut_file_bytes(path);
+  ut_table_create_store(t, sc.path, 40, 16, 0);
+  ut_table_append_store(t, sc.path, 40, 20);
+  uint64_t bytes_before = ut_file_bytes(sc.path);
   cs_batch *b = ut_table_batch(ghost, 0, 200);
-  crash_append(path, b, at);
+  crash_append(sc.path, b, at);
   cs_batch_free(b);
-  ck_assert_msg(ut_file_bytes(path) > bytes_before, "the child wrote nothing; the test lost its point");
+  ck_assert_msg(ut_file_bytes(sc.path) > bytes_before, "the child wrote nothing; the test lost its point");
   /* The uncommitted records are complete on disk, and invisible. */
-  assert_store(path, CS_VERIFY_FULL, t, 60, "after the crash");
-  ck_assert_uint_eq(generation_of(path), 2);
+  assert_store(sc.path, CS_VERIFY_FULL, t, 60, "after the crash");
+  ck_assert_uint_eq(generation_of(sc.path), 2);
   /* The next writer starts from the committed state. */
-  ut_table_append_store(t, path, 60, 10); /* far smaller than what the crash left */
-  assert_store(path, CS_VERIFY_FULL, t, 70, "append after the crash");
-  assert_ends_with_its_footer(path, "append after the crash");
-  ut_table_append_store(t, path, 70, 50);
-  assert_store(path, CS_VERIFY_FULL, t, 120, "second append after the crash");
-  ck_assert_uint_eq(generation_of(path), 4);
-  ck_assert(!recovered_at_open(path));
+  ut_table_append_store(t, sc.path, 60, 10); /* far smaller than what the crash left */
+  assert_store(sc.path, CS_VERIFY_FULL, t, 70, "append after the crash");
+  assert_ends_with_its_footer(sc.path, "append after the crash");
+  ut_table_append_store(t, sc.path, 70, 50);
+  assert_store(sc.path, CS_VERIFY_FULL, t, 120, "second append after the crash");
+  ck_assert_uint_eq(generation_of(sc.path), 4);
+  ck_assert(!recovered_at_open(sc.path));
   ut_table_free(ghost);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 
 START_TEST(test_crash_after_write_shows_exactly_the_last_commit) { crash_case(CRASH_AFTER_WRITE); }
@@ -483,7 +484,7 @@ START_TEST(test_crash_after_prepare_shows_exactly_the_last_commit) { crash_case(
 END_TEST
 
 START_TEST(test_crash_during_create_leaves_no_file_at_the_path) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = numbered_table(50, 0);
   cs_batch *b = ut_table_batch(t, 0, 50);
   pid_t pid = fork();
@@ -491,7 +492,7 @@ START_TEST(test_crash_during_create_leaves_no_file_at_the_path) {
   if (pid == 0) {
     cs_writer *w;
     cs_err err;
-    if (cs_writer_create(path, &two_schema, NULL, &w, &err) != CS_OK) _exit(2);
+    if (cs_writer_create(sc.path, &two_schema, NULL, &w, &err) != CS_OK) _exit(2);
     if (cs_writer_write(w, b, &err) != CS_OK) _exit(3);
     if (cs_writer_prepare(w, &err) != CS_OK) _exit(4);
     _exit(0);
@@ -499,11 +500,10 @@ START_TEST(test_crash_during_create_leaves_no_file_at_the_path) {
   int status;
   ck_assert_int_eq(waitpid(pid, &status, 0), pid);
   ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  ck_assert_msg(!ut_exists(path), "a crashed create left a file at the path");
+  ck_assert_msg(!ut_exists(sc.path), "a crashed create left a file at the path");
   cs_batch_free(b);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
@@ -519,94 +519,76 @@ static ut_table *three_commits(const char *path) {
 }
 
 START_TEST(test_damaged_footer_is_rebuilt_from_record_headers) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst"), *copy = ut_join(dir, "c.cst");
-  ut_table *t = three_commits(path);
+  ut_scratch sc = ut_scratch_new();
+  ut_table *t = three_commits(sc.path);
   ut_layout l;
-  ut_layout_read(path, &l);
+  ut_layout_read(sc.path, &l);
   const cs_disk_slot *slot = &l.slot[l.newest];
   /* The magic, the header checksum, the middle, the last byte. */
   uint64_t spots[] = {0, 56, slot->footer_bytes / 2, slot->footer_bytes - 1};
   for (size_t k = 0; k < sizeof spots / sizeof spots[0]; k++) {
     char ctx[96];
     snprintf(ctx, sizeof ctx, "footer byte %" PRIu64, spots[k]);
-    ut_copy_file(path, copy);
-    ut_xor_byte(copy, slot->footer_offset + spots[k], 0x40);
-    cs_store *s = ut_open_ok(copy, CS_VERIFY_FULL, ctx);
-    ck_assert_msg(cs_store_recovered(s), "%s: open did not notice the damage", ctx);
-    ck_assert_uint_eq(cs_store_generation(s), 3);
-    ut_assert_store_equals(s, t, 60, ctx);
-    cs_store_close(s);
+    ut_copy_file(sc.path, sc.copy);
+    ut_xor_byte(sc.copy, slot->footer_offset + spots[k], 0x40);
+    assert_reopens(sc.copy, true, 3, t, 60, ctx);
   }
   /* A recovered store takes appends, which write a fresh footer. */
-  ut_table_append_store(t, copy, 60, 40);
-  assert_store(copy, CS_VERIFY_FULL, t, 100, "append after recovery");
-  ck_assert(!recovered_at_open(copy));
+  ut_table_append_store(t, sc.copy, 60, 40);
+  assert_store(sc.copy, CS_VERIFY_FULL, t, 100, "append after recovery");
+  ck_assert(!recovered_at_open(sc.copy));
   ut_layout_free(&l);
   ut_table_free(t);
-  free(copy);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
 START_TEST(test_footer_cut_off_by_truncation_is_recovered) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
-  ut_table *t = three_commits(path);
+  ut_scratch sc = ut_scratch_new();
+  ut_table *t = three_commits(sc.path);
   ut_layout l;
-  ut_layout_read(path, &l);
+  ut_layout_read(sc.path, &l);
   uint64_t data_end = l.slot[l.newest].data_end;
   ut_layout_free(&l);
-  ut_truncate(path, data_end + 10); /* a torn footer */
-  cs_store *s = ut_open_ok(path, CS_VERIFY_FULL, "torn footer");
-  ck_assert(cs_store_recovered(s));
-  ut_assert_store_equals(s, t, 60, "torn footer");
-  cs_store_close(s);
-  ut_truncate(path, data_end); /* no footer at all */
-  s = ut_open_ok(path, CS_VERIFY_FULL, "no footer");
-  ck_assert(cs_store_recovered(s));
-  ut_assert_store_equals(s, t, 60, "no footer");
-  cs_store_close(s);
+  ut_truncate(sc.path, data_end + 10); /* a torn footer */
+  assert_reopens(sc.path, true, 0, t, 60, "torn footer");
+  ut_truncate(sc.path, data_end); /* no footer at all */
+  assert_reopens(sc.path, true, 0, t, 60, "no footer");
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
 START_TEST(test_torn_tail_after_the_footer_is_ignored) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
-  ut_table *t = three_commits(path);
+  ut_scratch sc = ut_scratch_new();
+  ut_table *t = three_commits(sc.path);
   ut_layout l;
-  ut_layout_read(path, &l);
+  ut_layout_read(sc.path, &l);
   /* The nastiest garbage: a copy of a real record, then random bytes. */
   uint8_t *rec = malloc(l.entries[0].record_bytes);
   ck_assert_ptr_nonnull(rec);
-  ut_pread(path, l.entries[0].record_offset, rec, l.entries[0].record_bytes);
-  ut_append_bytes(path, rec, l.entries[0].record_bytes);
+  ut_pread(sc.path, l.entries[0].record_offset, rec, l.entries[0].record_bytes);
+  ut_append_bytes(sc.path, rec, l.entries[0].record_bytes);
   ut_rng r = ut_rng_seed(77);
   uint8_t junk[1000];
   for (size_t i = 0; i < sizeof junk; i++) junk[i] = (uint8_t)ut_rng_u64(&r);
-  ut_append_bytes(path, junk, sizeof junk);
-  cs_store *s = ut_open_ok(path, CS_VERIFY_FULL, "torn tail");
-  ck_assert(!cs_store_recovered(s));
-  ck_assert_uint_eq(cs_store_generation(s), 3);
-  ut_assert_store_equals(s, t, 60, "torn tail");
-  cs_store_close(s);
-  ut_table_append_store(t, path, 60, 1);
-  assert_store(path, CS_VERIFY_FULL, t, 61, "append over a torn tail");
-  assert_ends_with_its_footer(path, "append over a torn tail");
+  ut_append_bytes(sc.path, junk, sizeof junk);
+  assert_reopens(sc.path, false, 3, t, 60, "torn tail");
+  ut_table_append_store(t, sc.path, 60, 1);
+  assert_store(sc.path, CS_VERIFY_FULL, t, 61, "append over a torn tail");
+  assert_ends_with_its_footer(sc.path, "append over a torn tail");
   free(rec);
   ut_layout_free(&l);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
 START_TEST(test_damaged_newest_slot_falls_back_to_the_previous_generation) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst"), *copy = ut_join(dir, "c.cst");
-  ut_table *t = three_commits(path); /* generations 1, 2, 3: 20, 45, 60 rows */
+  ut_scratch sc = ut_scratch_new();
+  ut_table *t = three_commits(sc.path); /* generations 1, 2, 3: 20, 45, 60 rows */
   ut_layout l;
-  ut_layout_read(path, &l);
+  ut_layout_read(sc.path, &l);
   ck_assert_uint_eq(l.slot[l.newest].generation, 3);
   ck_assert(l.slot_valid[!l.newest]);
   ck_assert_uint_eq(l.slot[!l.newest].generation, 2);
@@ -615,44 +597,33 @@ START_TEST(test_damaged_newest_slot_falls_back_to_the_previous_generation) {
   for (size_t k = 0; k < sizeof spots / sizeof spots[0]; k++) {
     char ctx[96];
     snprintf(ctx, sizeof ctx, "newest slot byte %" PRIu64, spots[k]);
-    ut_copy_file(path, copy);
-    ut_xor_byte(copy, l.slot_offset + spots[k], 0x01);
-    cs_store *s = ut_open_ok(copy, CS_VERIFY_FULL, ctx);
+    ut_copy_file(sc.path, sc.copy);
+    ut_xor_byte(sc.copy, l.slot_offset + spots[k], 0x01);
+    cs_store *s = ut_open_ok(sc.copy, CS_VERIFY_FULL, ctx);
     ck_assert_msg(cs_store_generation(s) == 2, "%s: generation %" PRIu64, ctx, cs_store_generation(s));
     ut_assert_store_equals(s, t, 45, ctx);
     cs_store_close(s);
   }
   /* Damage to the older slot changes nothing. */
-  ut_copy_file(path, copy);
-  ut_xor_byte(copy, (l.newest ? CS_SLOT0_OFFSET : CS_SLOT1_OFFSET) + 20, 0x01);
-  cs_store *s = ut_open_ok(copy, CS_VERIFY_FULL, "older slot");
-  ck_assert_uint_eq(cs_store_generation(s), 3);
-  ck_assert(!cs_store_recovered(s));
-  ut_assert_store_equals(s, t, 60, "older slot");
-  cs_store_close(s);
+  ut_copy_file(sc.path, sc.copy);
+  ut_xor_byte(sc.copy, (l.newest ? CS_SLOT0_OFFSET : CS_SLOT1_OFFSET) + 20, 0x01);
+  assert_reopens(sc.copy, false, 3, t, 60, "older slot");
   ut_layout_free(&l);
   ut_table_free(t);
-  free(copy);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
 START_TEST(test_store_with_both_slots_damaged_is_recovered_by_a_scan) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
-  ut_table *t = three_commits(path);
-  uint8_t zero[64] = {0};
-  ut_pwrite(path, CS_SLOT0_OFFSET, zero, 64);
-  ut_pwrite(path, CS_SLOT1_OFFSET, zero, 64);
-  cs_store *s = ut_open_ok(path, CS_VERIFY_FULL, "no slots");
-  ck_assert(cs_store_recovered(s));
-  ut_assert_store_equals(s, t, 60, "no slots");
-  cs_store_close(s);
-  ut_table_append_store(t, path, 60, 40);
-  assert_store(path, CS_VERIFY_FULL, t, 100, "append after a slot scan");
+  ut_scratch sc = ut_scratch_new();
+  ut_table *t = three_commits(sc.path);
+  zero_slot(sc.path, CS_SLOT0_OFFSET);
+  zero_slot(sc.path, CS_SLOT1_OFFSET);
+  assert_reopens(sc.path, true, 0, t, 60, "no slots");
+  ut_table_append_store(t, sc.path, 60, 40);
+  assert_store(sc.path, CS_VERIFY_FULL, t, 100, "append after a slot scan");
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
@@ -660,89 +631,78 @@ END_TEST
 ** of the newest generation count only if their footer follows them, so a
 ** writer that died before prepare is not resurrected. */
 START_TEST(test_scan_without_slots_drops_records_a_crash_left_unsealed) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = numbered_table(40, 0);
   ut_table *ghost = numbered_table(30, -1000000);
-  ut_table_create_store(t, path, 12, 8, 0);
-  ut_table_append_store(t, path, 12, 13);
+  ut_table_create_store(t, sc.path, 12, 8, 0);
+  ut_table_append_store(t, sc.path, 12, 13);
   cs_batch *b = ut_table_batch(ghost, 0, 30);
-  crash_append(path, b, CRASH_AFTER_WRITE);
+  crash_append(sc.path, b, CRASH_AFTER_WRITE);
   cs_batch_free(b);
-  uint8_t zero[64] = {0};
-  ut_pwrite(path, CS_SLOT0_OFFSET, zero, 64);
-  ut_pwrite(path, CS_SLOT1_OFFSET, zero, 64);
-  cs_store *s = ut_open_ok(path, CS_VERIFY_FULL, "unsealed");
-  ck_assert(cs_store_recovered(s));
-  ck_assert_uint_eq(cs_store_generation(s), 2);
-  ut_assert_store_equals(s, t, 25, "unsealed generation dropped");
-  cs_store_close(s);
-  ut_table_append_store(t, path, 25, 15);
-  assert_store(path, CS_VERIFY_FULL, t, 40, "append after the scan");
+  zero_slot(sc.path, CS_SLOT0_OFFSET);
+  zero_slot(sc.path, CS_SLOT1_OFFSET);
+  assert_reopens(sc.path, true, 2, t, 25, "unsealed generation dropped");
+  ut_table_append_store(t, sc.path, 25, 15);
+  assert_store(sc.path, CS_VERIFY_FULL, t, 40, "append after the scan");
   ut_table_free(ghost);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
 /* Regression: with no valid slot and no record to recover, open once left
 ** data_end at 0, and the next append wrote its record over the preamble. */
 START_TEST(test_append_to_an_empty_store_with_a_damaged_slot_keeps_the_preamble) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = numbered_table(5, 0);
-  ut_table_create_store(t, path, 0, 0, 0);
-  uint8_t zero[64] = {0};
-  ut_pwrite(path, CS_SLOT1_OFFSET, zero, 64);
-  cs_store *s = ut_open_ok(path, CS_VERIFY_FULL, "empty, no slot");
+  ut_table_create_store(t, sc.path, 0, 0, 0);
+  zero_slot(sc.path, CS_SLOT1_OFFSET);
+  cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "empty, no slot");
   ck_assert_uint_eq(cs_store_rows(s), 0);
   cs_store_close(s);
-  ut_table_append_store(t, path, 0, 5);
-  assert_store(path, CS_VERIFY_FULL, t, 5, "append to an empty store without slots");
+  ut_table_append_store(t, sc.path, 0, 5);
+  assert_store(sc.path, CS_VERIFY_FULL, t, 5, "append to an empty store without slots");
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
 /* ------------------------------------------------------- locks, snapshots */
 
 START_TEST(test_second_writer_gets_ebusy_while_the_first_holds_the_lock) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = numbered_table(20, 0);
-  ut_table_create_store(t, path, 10, 0, 0);
+  ut_table_create_store(t, sc.path, 10, 0, 0);
   cs_writer *w1, *w2 = (cs_writer *)1;
   cs_err err = {0};
-  ck_assert_int_eq(cs_writer_append(path, NULL, &w1, &err), CS_OK);
+  ck_assert_int_eq(cs_writer_append(sc.path, NULL, &w1, &err), CS_OK);
   struct timespec a, b;
   clock_gettime(CLOCK_MONOTONIC, &a);
-  ck_assert_int_eq(cs_writer_append(path, &(cs_writer_options){.lock_timeout_ms = 40}, &w2, &err), CS_EBUSY);
+  ck_assert_int_eq(cs_writer_append(sc.path, &(cs_writer_options){.lock_timeout_ms = 40}, &w2, &err), CS_EBUSY);
   clock_gettime(CLOCK_MONOTONIC, &b);
   ck_assert_ptr_null(w2);
-  ck_assert_msg(strstr(err.msg, path) != NULL, "message '%s' does not name the path", err.msg);
+  ck_assert_msg(strstr(err.msg, sc.path) != NULL, "message '%s' does not name the path", err.msg);
   double waited_ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
   ck_assert_msg(waited_ms >= 30, "gave up after %.1f ms instead of waiting 40", waited_ms);
-  ck_assert_int_eq(cs_writer_append(path, NULL, &w2, &err), CS_EBUSY); /* timeout 0: at once */
+  ck_assert_int_eq(cs_writer_append(sc.path, NULL, &w2, &err), CS_EBUSY); /* timeout 0: at once */
   /* Once the first commits, the second gets in and sees its rows. */
-  cs_batch *batch = ut_table_batch(t, 10, 5);
-  ck_assert_int_eq(cs_writer_write(w1, batch, &err), CS_OK);
-  cs_batch_free(batch);
+  write_rows(w1, t, 10, 5);
   ck_assert_int_eq(cs_writer_commit(w1, &err), CS_OK);
-  ck_assert_int_eq(cs_writer_append(path, NULL, &w2, &err), CS_OK);
+  ck_assert_int_eq(cs_writer_append(sc.path, NULL, &w2, &err), CS_OK);
   ck_assert_uint_eq(cs_writer_rows(w2), 15);
   cs_writer_abort(w2);
   /* An aborted writer releases the lock too. */
-  ck_assert_int_eq(cs_writer_append(path, NULL, &w2, &err), CS_OK);
+  ck_assert_int_eq(cs_writer_append(sc.path, NULL, &w2, &err), CS_OK);
   cs_writer_abort(w2);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
 START_TEST(test_writer_waits_for_a_lock_held_by_another_process) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = numbered_table(30, 0);
-  ut_table_create_store(t, path, 10, 0, 0);
+  ut_table_create_store(t, sc.path, 10, 0, 0);
   cs_batch *b = ut_table_batch(t, 10, 10);
   int fds[2];
   ck_assert_int_eq(pipe(fds), 0);
@@ -752,7 +712,7 @@ START_TEST(test_writer_waits_for_a_lock_held_by_another_process) {
     cs_writer *w;
     cs_err err;
     close(fds[0]);
-    if (cs_writer_append(path, NULL, &w, &err) != CS_OK) _exit(2);
+    if (cs_writer_append(sc.path, NULL, &w, &err) != CS_OK) _exit(2);
     if (write(fds[1], "L", 1) != 1) _exit(3); /* holding the lock now */
     nanosleep(&(struct timespec){0, 150 * 1000 * 1000}, NULL);
     if (cs_writer_write(w, b, &err) != CS_OK || cs_writer_commit(w, &err) != CS_OK) _exit(4);
@@ -764,38 +724,33 @@ START_TEST(test_writer_waits_for_a_lock_held_by_another_process) {
   close(fds[0]);
   cs_writer *w;
   cs_err err = {0};
-  ck_assert_int_eq(cs_writer_append(path, NULL, &w, &err), CS_EBUSY);
-  ck_assert_msg(cs_writer_append(path, &(cs_writer_options){.lock_timeout_ms = 10000}, &w, &err) == CS_OK, "%s", err.msg);
+  ck_assert_int_eq(cs_writer_append(sc.path, NULL, &w, &err), CS_EBUSY);
+  ck_assert_msg(cs_writer_append(sc.path, &(cs_writer_options){.lock_timeout_ms = 10000}, &w, &err) == CS_OK, "%s", err.msg);
   ck_assert_uint_eq(cs_writer_rows(w), 20); /* it waited for the commit */
-  cs_batch *b2 = ut_table_batch(t, 20, 10);
-  ck_assert_int_eq(cs_writer_write(w, b2, &err), CS_OK);
+  write_rows(w, t, 20, 10);
   ck_assert_int_eq(cs_writer_commit(w, &err), CS_OK);
   int status;
   ck_assert_int_eq(waitpid(pid, &status, 0), pid);
   ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  assert_store(path, CS_VERIFY_FULL, t, 30, "two processes");
+  assert_store(sc.path, CS_VERIFY_FULL, t, 30, "two processes");
   cs_batch_free(b);
-  cs_batch_free(b2);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
 START_TEST(test_open_snapshot_keeps_its_rows_while_appends_commit) {
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "t.cst");
+  ut_scratch sc = ut_scratch_new();
   ut_table *t = numbered_table(300, 0);
-  ut_table_create_store(t, path, 50, 16, 0);
-  cs_store *old = ut_open_ok(path, CS_VERIFY_FULL, "snapshot");
+  ut_table_create_store(t, sc.path, 50, 16, 0);
+  cs_store *old = ut_open_ok(sc.path, CS_VERIFY_FULL, "snapshot");
   cs_err err = {0};
   bool current = false;
   ck_assert_int_eq(cs_store_is_current(old, &current, &err), CS_OK);
   ck_assert(current);
   cs_writer *w;
-  ck_assert_int_eq(cs_writer_append(path, NULL, &w, &err), CS_OK);
-  cs_batch *b = ut_table_batch(t, 50, 100);
-  ck_assert_int_eq(cs_writer_write(w, b, &err), CS_OK);
-  cs_batch_free(b);
+  ck_assert_int_eq(cs_writer_append(sc.path, NULL, &w, &err), CS_OK);
+  write_rows(w, t, 50, 100);
   ck_assert_int_eq(cs_writer_prepare(w, &err), CS_OK);
   ck_assert_int_eq(cs_store_is_current(old, &current, &err), CS_OK);
   ck_assert_msg(current, "a prepared but uncommitted append made the snapshot stale");
@@ -805,18 +760,17 @@ START_TEST(test_open_snapshot_keeps_its_rows_while_appends_commit) {
   ut_assert_store_equals(old, t, 50, "old snapshot after one append");
   ck_assert_int_eq(cs_store_verify(old, &err), CS_OK);
   /* A second append overwrites the footer the old snapshot was read from. */
-  ut_table_append_store(t, path, 150, 150);
+  ut_table_append_store(t, sc.path, 150, 150);
   ut_assert_store_equals(old, t, 50, "old snapshot after two appends");
   ck_assert_uint_eq(cs_store_generation(old), 1);
-  cs_store *fresh = ut_open_ok(path, CS_VERIFY_FULL, "fresh");
+  cs_store *fresh = ut_open_ok(sc.path, CS_VERIFY_FULL, "fresh");
   ut_assert_store_equals(fresh, t, 300, "fresh snapshot");
   ck_assert_int_eq(cs_store_is_current(fresh, &current, &err), CS_OK);
   ck_assert(current);
   cs_store_close(fresh);
   cs_store_close(old);
   ut_table_free(t);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ut_scratch_free(&sc);
 }
 END_TEST
 
@@ -827,15 +781,14 @@ START_TEST(test_store_beyond_2_pow_31_rows_reads_back_at_the_end) {
     printf("check_writer: skipped test_store_beyond_2_pow_31_rows_reads_back_at_the_end: COLSTORE_ASAN is set\n");
     return;
   }
-  char *dir = ut_tmpdir(), *path = ut_join(dir, "big.cst");
+  ut_scratch sc = ut_scratch_new();
   struct statvfs vfs;
-  ck_assert_int_eq(statvfs(dir, &vfs), 0);
+  ck_assert_int_eq(statvfs(sc.dir, &vfs), 0);
   uint64_t free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
   if (free_bytes < (8ull << 30)) {
     printf("check_writer: skipped test_store_beyond_2_pow_31_rows_reads_back_at_the_end: only %" PRIu64 " MiB free in %s\n",
-           free_bytes >> 20, dir);
-    free(path);
-    ut_tmpdir_remove(dir);
+           free_bytes >> 20, sc.dir);
+    ut_scratch_free(&sc);
     return;
   }
   const uint64_t big = 1ull << 26, repeats = 32, tail = 8;
@@ -854,7 +807,7 @@ START_TEST(test_store_beyond_2_pow_31_rows_reads_back_at_the_end) {
     cs_batch_end_row(small);
   }
   cs_writer *w;
-  ck_assert_int_eq(cs_writer_create(path, &schema, &(cs_writer_options){.record_rows = big}, &w, &err), CS_OK);
+  ck_assert_int_eq(cs_writer_create(sc.path, &schema, &(cs_writer_options){.record_rows = big}, &w, &err), CS_OK);
   for (uint64_t k = 0; k < repeats; k++) ck_assert_msg(cs_writer_write(w, b, &err) == CS_OK, "write %" PRIu64 ": %s", k, err.msg);
   ck_assert_int_eq(cs_writer_write(w, small, &err), CS_OK);
   ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "%s", err.msg);
@@ -862,7 +815,7 @@ START_TEST(test_store_beyond_2_pow_31_rows_reads_back_at_the_end) {
   cs_batch_free(small);
 
   const uint64_t two31 = 1ull << 31;
-  cs_store *s = ut_open_ok(path, CS_VERIFY_HEADER, "big");
+  cs_store *s = ut_open_ok(sc.path, CS_VERIFY_HEADER, "big");
   ck_assert_uint_eq(cs_store_rows(s), two31 + tail);
   ck_assert_uint_eq(cs_store_records(s), repeats + 1);
   ck_assert_msg(cs_store_file_bytes(s) > two31, "file is only %" PRIu64 " bytes", cs_store_file_bytes(s));
@@ -884,9 +837,8 @@ START_TEST(test_store_beyond_2_pow_31_rows_reads_back_at_the_end) {
   cs_store_column_stats(s, 0, &st);
   ck_assert(st.has_minmax && st.min.i == 0 && st.max.i == 255 && !st.sorted);
   cs_store_close(s);
-  ck_assert_int_eq(unlink(path), 0);
-  free(path);
-  ut_tmpdir_remove(dir);
+  ck_assert_int_eq(unlink(sc.path), 0);
+  ut_scratch_free(&sc);
 }
 END_TEST
 

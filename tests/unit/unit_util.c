@@ -3,9 +3,10 @@
 **
 ** Nothing here is clever on purpose: the reference model stores one cell
 ** per value in a flat array, the layout reader pread()s structures and
-** checks their checksums field by field, and the digest walks every cell
-** through the public API.  A test helper that is as subtle as the code
-** under test can share its bugs.
+** checks their checksums field by field, the digest walks every cell
+** through the public API, and the gather reference finds each row's record
+** by a plain binary search and copies one value at a time.  A test helper
+** that is as subtle as the code under test can share its bugs.
 **
 ** The one choice a reader might question: helpers assert instead of
 ** returning codes.  A failure inside a helper is a failure of the test that
@@ -140,6 +141,21 @@ void ut_truncate(const char *path, uint64_t bytes) {
 
 void ut_append_bytes(const char *path, const void *p, size_t n) { ut_pwrite(path, ut_file_bytes(path), p, n); }
 
+ut_scratch ut_scratch_new(void) {
+  ut_scratch sc;
+  sc.dir = ut_tmpdir();
+  sc.path = ut_join(sc.dir, "t.cst");
+  sc.copy = ut_join(sc.dir, "c.cst");
+  return sc;
+}
+
+void ut_scratch_free(ut_scratch *sc) {
+  free(sc->copy);
+  free(sc->path);
+  ut_tmpdir_remove(sc->dir);
+  memset(sc, 0, sizeof *sc);
+}
+
 /* ----------------------------------------------------- seeded randomness */
 
 ut_rng ut_rng_seed(uint64_t seed) { return (ut_rng){seed}; }
@@ -235,8 +251,8 @@ void ut_cell_set_bytes(ut_cell *c, const void *p, uint64_t n) {
   c->len = n;
 }
 
-static void int_range(cs_type t, int64_t *lo, int64_t *hi) {
-  switch (t) {
+void ut_int_range(cs_type type, int64_t *lo, int64_t *hi) {
+  switch (type) {
     case CS_TYPE_INT8: *lo = INT8_MIN, *hi = INT8_MAX; break;
     case CS_TYPE_INT16: *lo = INT16_MIN, *hi = INT16_MAX; break;
     case CS_TYPE_INT32: *lo = INT32_MIN, *hi = INT32_MAX; break;
@@ -269,7 +285,7 @@ void ut_cell_random(ut_rng *r, cs_type type, bool nullable, unsigned null_permil
   bool edge = ut_rng_below(r, 6) == 0;
   if (cs_type_is_integer(type)) {
     int64_t lo, hi;
-    int_range(type, &lo, &hi);
+    ut_int_range(type, &lo, &hi);
     if (edge) {
       const int64_t picks[] = {lo, hi, 0, 1, -1, lo + 1, hi - 1};
       int64_t v = picks[ut_rng_below(r, 7)];
@@ -342,20 +358,22 @@ void ut_cell_describe(cs_type type, const ut_cell *c, char *buf, size_t n) {
   }
 }
 
+/* Puts one cell into column col of b's current row, by the cell's type. */
+static cs_rc batch_put_cell(cs_batch *b, uint32_t col, cs_type type, const ut_cell *c, cs_err *err) {
+  if (c->null) return cs_batch_put_null(b, col, err);
+  if (cs_type_is_integer(type)) return cs_batch_put_i64(b, col, c->i, err);
+  if (type == CS_TYPE_FLOAT32) return cs_batch_put_f64(b, col, (double)c->f32, err);
+  if (type == CS_TYPE_FLOAT64) return cs_batch_put_f64(b, col, c->f, err);
+  return cs_batch_put_bytes(b, col, c->bytes, c->len, err);
+}
+
 cs_batch *ut_table_batch(const ut_table *t, uint64_t first, uint64_t n) {
   cs_batch *b;
   cs_err err = {0};
   ck_assert_msg(cs_batch_new(&t->schema, &b, &err) == CS_OK, "cs_batch_new: %s", err.msg);
   for (uint64_t row = first; row < first + n; row++) {
     for (uint32_t col = 0; col < t->schema.n_cols; col++) {
-      const ut_cell *c = ut_table_cell(t, row, col);
-      cs_type type = t->cols[col].type;
-      cs_rc rc;
-      if (c->null) rc = cs_batch_put_null(b, col, &err);
-      else if (cs_type_is_integer(type)) rc = cs_batch_put_i64(b, col, c->i, &err);
-      else if (type == CS_TYPE_FLOAT32) rc = cs_batch_put_f64(b, col, (double)c->f32, &err);
-      else if (type == CS_TYPE_FLOAT64) rc = cs_batch_put_f64(b, col, c->f, &err);
-      else rc = cs_batch_put_bytes(b, col, c->bytes, c->len, &err);
+      cs_rc rc = batch_put_cell(b, col, t->cols[col].type, ut_table_cell(t, row, col), &err);
       ck_assert_msg(rc == CS_OK, "put row %" PRIu64 " col %u: %s", row, col, err.msg);
     }
     cs_batch_end_row(b);
@@ -609,6 +627,97 @@ void ut_layout_set_chunk(const char *path, ut_layout *l, uint64_t rec, uint32_t 
   free(f);
   l->chunks[rec * nc + col] = *dc;
 }
+
+/* ------------------------------------------------- kernel suites' stores */
+
+const cs_column ut_fixed_cols[UT_FIXED_COLS] = {
+    {"i8", CS_TYPE_INT8, true},         {"i16", CS_TYPE_INT16, true},    {"i32", CS_TYPE_INT32, true},
+    {"i64", CS_TYPE_INT64, true},       {"u8", CS_TYPE_UINT8, true},     {"u16", CS_TYPE_UINT16, true},
+    {"u32", CS_TYPE_UINT32, true},      {"f32", CS_TYPE_FLOAT32, true},  {"f64", CS_TYPE_FLOAT64, true},
+    {"b", CS_TYPE_BOOL, true},          {"t", CS_TYPE_TEXT, true},       {"nn_i32", CS_TYPE_INT32, false},
+    {"nn_f64", CS_TYPE_FLOAT64, false}, {"nn_u8", CS_TYPE_UINT8, false}, {"nn_i16", CS_TYPE_INT16, false},
+};
+
+/* Appends one random row of every column to b.  Per-value checks use
+** `if (...) ck_abort_msg`: a passing ck_assert is a write to Check's pipe. */
+static void put_random_row(cs_batch *b, const cs_column *cols, uint32_t nc, ut_rng *rng,
+                           unsigned null_permille, ut_cell *cells) {
+  cs_err err = {0};
+  for (uint32_t c = 0; c < nc; c++) {
+    ut_cell_random(rng, cols[c].type, cols[c].nullable, null_permille, &cells[c]);
+    if (batch_put_cell(b, c, cols[c].type, &cells[c], &err) != CS_OK) ck_abort_msg("put: %s", err.msg);
+  }
+  cs_batch_end_row(b);
+}
+
+void ut_kstore_make(ut_kstore *k, const cs_column *cols, uint32_t nc, uint64_t n_rows, ut_kstore_layout lay,
+                    uint64_t size, unsigned null_permille, uint64_t seed) {
+  k->sc = ut_scratch_new();
+  cs_schema schema = {nc, cols};
+  cs_writer_options opt = {.record_rows = lay == UT_UNIFORM ? size : (uint64_t)1 << 30};
+  cs_writer *w;
+  cs_err err = {0};
+  ck_assert_msg(cs_writer_create(k->sc.path, &schema, &opt, &w, &err) == CS_OK, "create: %s", err.msg);
+  ut_rng rng = ut_rng_seed(seed);
+  ut_cell *cells = calloc(nc, sizeof *cells);
+  ck_assert_ptr_nonnull(cells);
+  for (uint64_t done = 0; done < n_rows;) {
+    uint64_t want = lay == UT_UNIFORM ? size * 16 : 1 + ut_rng_below(&rng, size);
+    if (want > n_rows - done) want = n_rows - done;
+    cs_batch *b;
+    ck_assert(cs_batch_new(&schema, &b, &err) == CS_OK);
+    for (uint64_t i = 0; i < want; i++) put_random_row(b, cols, nc, &rng, null_permille, cells);
+    ck_assert_msg(cs_writer_write(w, b, &err) == CS_OK, "write: %s", err.msg);
+    cs_batch_free(b);
+    done += want;
+  }
+  for (uint32_t c = 0; c < nc; c++) free(cells[c].bytes);
+  free(cells);
+  ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "commit: %s", err.msg);
+  k->s = ut_open_ok(k->sc.path, CS_VERIFY_FULL, "kstore");
+  ck_assert_uint_eq(cs_store_rows(k->s), n_rows);
+}
+
+void ut_kstore_make_shape(ut_kstore *k, const ut_kshape *sh) {
+  ut_kstore_make(k, ut_fixed_cols, UT_FIXED_COLS, sh->rows, sh->lay, sh->size, sh->null_permille, sh->seed);
+}
+
+void ut_kstore_free(ut_kstore *k) {
+  cs_store_close(k->s);
+  ut_scratch_free(&k->sc);
+}
+
+uint64_t ut_ref_record(const cs_store *s, uint64_t row) {
+  uint64_t lo = 0, hi = cs_store_records(s);
+  while (hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (cs_store_record_first_row(s, mid) <= row)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+void ut_ref_gather(const cs_store *s, uint32_t col, const uint64_t *rows, uint64_t n, uint8_t *out,
+                   uint8_t *ov) {
+  size_t w = cs_type_width(cs_store_schema(s)->cols[col].type);
+  for (uint64_t i = 0; i < n; i++) {
+    if (rows[i] >= cs_store_rows(s)) ck_abort_msg("reference: row %" PRIu64 " out of range", rows[i]);
+    uint64_t rec = ut_ref_record(s, rows[i]);
+    uint64_t local = rows[i] - cs_store_record_first_row(s, rec);
+    const cs_chunk *ch = cs_store_chunk(s, rec, col);
+    memcpy(out + i * w, (const uint8_t *)ch->data + local * w, w);
+    ov[i] = cs_chunk_is_valid(ch, local) ? 1 : 0;
+  }
+}
+
+void ut_kernel_config_set(int threads, int prefetch) {
+  cs_kernel_config cfg = {threads, prefetch};
+  cs_kernel_config_set(&cfg);
+}
+
+void ut_kernel_config_reset(void) { ut_kernel_config_set(0, -1); }
 
 /* ------------------------------------------------------------- running */
 

@@ -1,7 +1,8 @@
 /*
 ** unit_util.h - what the Check suites share: temporary directories, file
-** surgery, seeded randomness, a reference table model and an independent
-** reading of the on-disk layout.
+** surgery, seeded randomness, a reference table model, an independent
+** reading of the on-disk layout, and the random stores and naive gather
+** reference the kernel suites (gather, mask) compare against.
 **
 ** Every suite compares the core against something simpler than itself.  The
 ** reference model (ut_table) is a plain row-major array of cells that knows
@@ -49,6 +50,19 @@ void ut_xor_byte(const char *path, uint64_t off, uint8_t mask);
 void ut_truncate(const char *path, uint64_t bytes);
 void ut_append_bytes(const char *path, const void *p, size_t n);
 
+/* A fresh temporary directory and two names in it, neither created: path
+** ("t.cst") for the store a test writes, copy ("c.cst") for a damaged or
+** replacing copy of it.  ut_scratch_free removes the directory and all in
+** it and frees the names. */
+typedef struct ut_scratch {
+  char *dir;
+  char *path;
+  char *copy;
+} ut_scratch;
+
+ut_scratch ut_scratch_new(void);
+void ut_scratch_free(ut_scratch *sc);
+
 /* ----------------------------------------------------- seeded randomness */
 
 /* splitmix64: tiny, seedable, and the same sequence on every platform. */
@@ -92,6 +106,10 @@ void ut_table_free(ut_table *t);
 /* Appends a row of non-NULL zero cells and returns its first cell. */
 ut_cell *ut_table_add_row(ut_table *t);
 ut_cell *ut_table_cell(const ut_table *t, uint64_t row, uint32_t col);
+
+/* The range of an integer type (BOOL: 0..1; INT64 and anything else: the
+** int64 range). */
+void ut_int_range(cs_type type, int64_t *lo, int64_t *hi);
 
 /* Setters that keep a cell exactly as the writer will store it. */
 void ut_cell_set_null(ut_cell *c);
@@ -167,6 +185,56 @@ void ut_layout_set_chunk(const char *path, ut_layout *l, uint64_t rec, uint32_t 
 /* Recomputes a slot's (or preamble's) checksum over its first 56 bytes. */
 void ut_slot_reseal(cs_disk_slot *slot);
 void ut_preamble_reseal(cs_disk_preamble *pre);
+
+/* ------------------------------------------------- kernel suites' stores */
+
+/* Every fixed-width type, nullable, a TEXT column (never gathered; it puts
+** variable-length data in the records) and four NOT NULL columns: what the
+** gather and mask suites gather from.  [2] is INT32 "i32", [3] INT64 "i64". */
+#define UT_FIXED_COLS 15
+extern const cs_column ut_fixed_cols[UT_FIXED_COLS];
+
+/* How a kernel store's rows are cut into records: IRREGULAR, one record per
+** write of a random 1..size rows (found by searching); UNIFORM, records of
+** exactly size rows (found by division), the last one shorter. */
+typedef enum ut_kstore_layout { UT_IRREGULAR, UT_UNIFORM } ut_kstore_layout;
+
+/* A store of random rows, opened with CS_VERIFY_FULL. */
+typedef struct ut_kstore {
+  ut_scratch sc;
+  cs_store *s;
+} ut_kstore;
+
+/* Writes n_rows random rows of cols (ut_cell_random, NULL with probability
+** null_permille/1000 where nullable) from seed.  For UNIFORM, size should be
+** a multiple of 8: the writer rounds record_rows up to one. */
+void ut_kstore_make(ut_kstore *k, const cs_column *cols, uint32_t nc, uint64_t n_rows, ut_kstore_layout lay,
+                    uint64_t size, unsigned null_permille, uint64_t seed);
+void ut_kstore_free(ut_kstore *k);
+
+/* One random store a table-driven kernel test loops over: ut_kstore_make of
+** rows rows of every ut_fixed_cols column, as the other fields say. */
+typedef struct ut_kshape {
+  uint64_t seed;
+  uint64_t rows;
+  ut_kstore_layout lay;
+  uint64_t size;
+  unsigned null_permille;
+} ut_kshape;
+
+void ut_kstore_make_shape(ut_kstore *k, const ut_kshape *sh);
+
+/* The naive reference: the record of row by a plain binary search over the
+** public accessors, and a gather of rows[0..n) of fixed-width column col one
+** value at a time (out: n * width bytes; ov: n validity bytes, 1 or 0). */
+uint64_t ut_ref_record(const cs_store *s, uint64_t row);
+void ut_ref_gather(const cs_store *s, uint32_t col, const uint64_t *rows, uint64_t n, uint8_t *out,
+                   uint8_t *ov);
+
+/* Sets the kernels' thread count and prefetch distance; reset restores the
+** defaults ({0, -1}) and doubles as a checked teardown. */
+void ut_kernel_config_set(int threads, int prefetch);
+void ut_kernel_config_reset(void);
 
 /* ------------------------------------------------------------- running */
 
