@@ -193,6 +193,49 @@ cs_rc cs_store_is_current(const cs_store *store, bool *out_current, cs_err *err)
 ** names the file, record and column of the first failure. */
 cs_rc cs_store_verify(const cs_store *store, cs_err *err);
 
+/* -------------------------------------------------------------- datasets */
+
+/* A dataset is several store files of one schema read as ONE store whose
+** rows are the files' rows concatenated, in the order given.  Its record
+** directory spans the files (record r of the dataset is some record of some
+** file, its chunks pointing into that file's own mapping), so every kernel,
+** cs_store_find_record and the accessors above work across file boundaries
+** unchanged.  A dataset is read-only (no writer opens one).  On a dataset:
+** cs_store_path is the SOURCE (directory or pattern) it was opened from,
+** cs_store_file_bytes the total of the files, cs_store_generation the sum of
+** the files' generations, cs_store_recovered/slot_damaged true if any file's
+** is; cs_store_is_current is false when any file has a newer commit or was
+** replaced, and (when opened by cs_store_open_source) when the set of files
+** the SOURCE matches changed; cs_store_verify verifies every file, its error
+** naming the file, the record (its index within that file) and the column. */
+
+/* True when source names a dataset: an existing directory (meaning the
+** `*.cst` files inside it) or a path containing `*` or `?` (a glob(3)
+** pattern).  Anything else is a single store file. */
+bool cs_source_is_dataset(const char *source);
+/* The regular files a dataset source matches, sorted by name (strcmp);
+** none is not an error here (*out_n = 0).  Free with cs_paths_free. */
+cs_rc cs_dataset_expand(const char *source, char ***out_paths, uint32_t *out_n, cs_err *err);
+void cs_paths_free(char **paths, uint32_t n);
+/* Opens every file and builds one store over them.  Every file's schema
+** must equal the first's (names, types, nullability), else CS_ESCHEMA naming
+** the first file that differs and its first differing column.  n_paths == 0
+** is CS_ENOENT.  cs_store_path is paths[0]. */
+cs_rc cs_store_open_dataset(const char *const *paths, uint32_t n_paths, cs_verify verify, cs_store **out, cs_err *err);
+/* Opens source: a dataset (cs_source_is_dataset: expanded now, and again by
+** cs_store_is_current) or else a single store (cs_store_open).  A dataset
+** source that matches no file is CS_ENOENT "colstore: no store files match
+** <pattern>". */
+cs_rc cs_store_open_source(const char *source, cs_verify verify, cs_store **out, cs_err *err);
+/* True for a store opened as a dataset (even one of a single file). */
+bool cs_store_is_dataset(const cs_store *store);
+/* The files of a store (1 for a single-file store), in row order. */
+uint32_t cs_store_files(const cs_store *store);
+const char *cs_store_file_path(const cs_store *store, uint32_t i);
+uint64_t cs_store_file_rows(const cs_store *store, uint32_t i);
+/* The dataset row where file i's rows start. */
+uint64_t cs_store_file_first_row(const cs_store *store, uint32_t i);
+
 /* Bounds-checked access to one TEXT/BLOB value: CS_ECORRUPT if the offsets
 ** are damaged.  local is the row within the record. */
 cs_rc cs_chunk_varlen(const cs_chunk *chunk, uint64_t local, const uint8_t **out_bytes,
@@ -359,6 +402,153 @@ void cs_pred_eval(const cs_store *s, const cs_pred *preds, uint32_t n_preds, uin
 ** where a range predicate holds, by binary search; false if it cannot be
 ** answered that way (op not a range, column not sorted). */
 bool cs_pred_sorted_range(const cs_store *s, const cs_pred *pred, uint64_t *out_lo, uint64_t *out_hi);
+
+/* ----------------------------------------------------------- calibration */
+
+/* Per-host measurements of the kernel knobs (docs/tuning.md).  The core
+** holds one process-wide calibration; the kernels consult it only where the
+** explicit setting (cs_kernel_config) is "auto", so the precedence is
+** explicit setting > calibration > compiled default.  Everything here is
+** silent (no printing); cs_calibrate() measures, cs_fingerprint_* names the
+** host, cs_calibration_save/load keep results in one cache file. */
+
+/* Access regimes of the gathers' prefetch distance: source column bytes
+** within the last-level cache ("resident") or not ("dram"), rows sorted
+** (cs_gather_sorted) or not (cs_gather_rows, cs_gather_rows_binned). */
+typedef enum cs_regime {
+  CS_REGIME_RESIDENT_UNSORTED = 0,
+  CS_REGIME_RESIDENT_SORTED = 1,
+  CS_REGIME_DRAM_UNSORTED = 2,
+  CS_REGIME_DRAM_SORTED = 3,
+  CS_REGIME_COUNT = 4
+} cs_regime;
+/* "resident_unsorted", ...; NULL for an unknown regime. */
+const char *cs_regime_name(cs_regime r);
+/* The regime of a gather over a column of source_bytes bytes. */
+cs_regime cs_regime_of(bool sorted, uint64_t source_bytes);
+/* The prefetch distance a gather in regime r uses: the explicit setting
+** when it is >= 0, else the calibrated distance, else the compiled default
+** (0 unsorted, 128 sorted). */
+int cs_kernel_prefetch_for(cs_regime r);
+
+/* Calibrated values; a field that was not measured holds -1. */
+typedef struct cs_calibration {
+  int threads;                    /* thread cap, >= 1, or -1 */
+  int prefetch[CS_REGIME_COUNT];  /* distance in elements, >= 0, or -1 */
+  double mask_gate;               /* mask density 0..1 from which the mask-native
+                                  ** gather wins (0 = always, 1 = never), or -1 */
+} cs_calibration;
+/* All fields -1. */
+void cs_calibration_init(cs_calibration *cal);
+/* Makes cal the process-wide calibration (NULL = none); kernels use it from
+** their next call.  cs_kernel_threads() takes the calibrated cap when the
+** explicit cap is 0 (auto). */
+void cs_calibration_apply(const cs_calibration *cal);
+void cs_calibration_current(cs_calibration *out);
+
+/* The hardware fingerprint a cache is keyed by. */
+typedef struct cs_fingerprint {
+  char cpu_model[128];   /* /proc/cpuinfo "model name" (or "unknown") */
+  int cores;             /* online processors */
+  int sockets;           /* distinct "physical id" values; 1 if none */
+  int numa_nodes;        /* /sys/devices/system/node/node*; 1 if none */
+  uint64_t llc_bytes;    /* largest cache of cpu0 (sysfs, else sysconf); 0 unknown */
+  uint64_t page_bytes;   /* sysconf(_SC_PAGESIZE) */
+} cs_fingerprint;
+#define CS_FINGERPRINT_TEXT_BYTES 256
+void cs_fingerprint_get(cs_fingerprint *out);
+/* One line, "cpu=<model>;cores=2;sockets=1;numa_nodes=1;llc_bytes=...;
+** page_bytes=4096"; two hosts match when these strings are equal. */
+void cs_fingerprint_text(const cs_fingerprint *fp, char out[CS_FINGERPRINT_TEXT_BYTES]);
+/* This host's LLC bytes, read once and cached (32 MiB when unknown). */
+uint64_t cs_fingerprint_llc_bytes(void);
+
+/* The cache directory: $COLSTORE_CACHE_DIR, else $XDG_CACHE_HOME/colstore,
+** else $HOME/.cache/colstore (CS_EINVAL when none is set). */
+cs_rc cs_calibration_cache_dir(char *out, size_t n, cs_err *err);
+#define CS_CALIBRATION_FILE "calibration.txt"
+/* Writes cal under fingerprint to path atomically (a temporary file beside
+** it, fsync, rename, fsync of the directory), creating the directory. */
+cs_rc cs_calibration_save(const char *path, const char *fingerprint, const cs_calibration *cal, cs_err *err);
+/* Reads path: CS_ENOENT if absent, CS_ECORRUPT (the message naming the
+** line) if it is not a complete cache file.  The fingerprint is returned,
+** not checked: the caller compares it with this host's. */
+cs_rc cs_calibration_load(const char *path, char out_fingerprint[CS_FINGERPRINT_TEXT_BYTES], cs_calibration *out,
+                          cs_err *err);
+/* Removes path; *out_removed says whether there was one (may be NULL). */
+cs_rc cs_calibration_clear(const char *path, bool *out_removed, cs_err *err);
+
+/* Measurement.  A sweep times every candidate once per round (interleaved,
+** so drifting background load hits every candidate alike), after checking
+** that every candidate's output equals the first's byte for byte. */
+#define CS_CALIB_MAX_CAND 8
+#define CS_CALIB_DEFAULT_ROUNDS 11
+#define CS_CALIB_MAX_ROUNDS 1000
+/* Two medians closer than this fraction are a tie, won by the candidate
+** listed first (fewest threads, no prefetch, positions before mask). */
+#define CS_CALIB_TOLERANCE 0.05
+
+typedef struct cs_calib_sweep {
+  char name[32];                          /* family, regime or density */
+  uint32_t n_cand;
+  double value[CS_CALIB_MAX_CAND];        /* threads, distance; mask: 0 positions, 1 mask-native */
+  double median_us[CS_CALIB_MAX_CAND];    /* per call, over all rounds */
+  double min_us[CS_CALIB_MAX_CAND], max_us[CS_CALIB_MAX_CAND];
+  double half_median_us[2][CS_CALIB_MAX_CAND]; /* first and second half of the rounds */
+  uint32_t pick;                          /* index: the first within tolerance of the best */
+  uint32_t half_pick[2];
+  int halves_agree;                       /* 1 or 0; -1 with fewer than 2 rounds */
+} cs_calib_sweep;
+
+/* times[round * n_cand + cand], microseconds: fills out's statistics, pick
+** and halves (the first n_rounds / 2 rounds against the rest).  Pure. */
+void cs_calib_summarize(const double *times, uint32_t n_rounds, uint32_t n_cand, double tol, cs_calib_sweep *out);
+/* The first candidate whose median is within (1 + tol) of the smallest. */
+uint32_t cs_calib_pick(const double *medians, uint32_t n_cand, double tol);
+/* Median of n values (mean of the middle two when n is even); sorts a copy. */
+double cs_calib_median(const double *v, uint32_t n);
+
+/* A generic sweep: run(ctx, cand) runs candidate cand once and returns its
+** output (*out_bytes bytes, valid until the next call).  Outputs are
+** compared before timing: CS_EINVAL names the first candidate that differs. */
+typedef const void *(*cs_calib_run_fn)(void *ctx, uint32_t cand, size_t *out_bytes);
+cs_rc cs_calib_sweep_run(cs_calib_run_fn run, void *ctx, uint32_t n_cand, uint32_t rounds, double per_call_div,
+                         cs_calib_sweep *out, cs_err *err);
+
+#define CS_CALIB_THREADS 1u
+#define CS_CALIB_PREFETCH 2u
+#define CS_CALIB_MASK 4u
+#define CS_CALIB_ALL 7u
+
+typedef struct cs_calib_options {
+  uint32_t rounds;          /* 1..CS_CALIB_MAX_ROUNDS; 0 = default */
+  uint64_t dram_rows;       /* FLOAT64 rows of the DRAM store; 0 = max(64 MiB, 2 x LLC) up to 128 MiB */
+  uint64_t resident_rows;   /* rows of the cache-resident store; 0 = 1 MiB of them */
+  int max_threads;          /* thread candidates 1..max; 0 = 2 x cores (at most 8) */
+  const char *scratch_dir;  /* where the temporary stores go; NULL = $TMPDIR or /tmp */
+} cs_calib_options;
+
+#define CS_CALIB_MASK_DENSITIES 7
+typedef struct cs_calib_report {
+  unsigned targets;                  /* CS_CALIB_* measured */
+  uint32_t rounds;
+  uint64_t dram_bytes, resident_bytes;
+  uint32_t n_threads;                /* thread sweeps: one per kernel family */
+  cs_calib_sweep threads[4];
+  int threads_pick;                  /* the cap: least total normalized time, ties to fewer */
+  int threads_halves_agree;
+  cs_calib_sweep prefetch[CS_REGIME_COUNT]; /* valid with CS_CALIB_PREFETCH */
+  cs_calib_sweep mask[CS_CALIB_MASK_DENSITIES]; /* name = density */
+  double mask_gate;                  /* lowest density from which mask-native wins throughout; 1 = never */
+  int mask_halves_agree;             /* the gate from each half agrees */
+  cs_calibration result;             /* the picks; unmeasured fields -1 */
+  double seconds;                    /* wall time of the run */
+} cs_calib_report;
+
+/* Measures targets (CS_CALIB_* bits) on this host.  Kernel settings are
+** overridden for the calling thread only while it runs; the process-wide
+** calibration is not changed (cs_calibration_apply the result for that). */
+cs_rc cs_calibrate(unsigned targets, const cs_calib_options *opt, cs_calib_report *out, cs_err *err);
 
 /* ----------------------------------------------------------- diagnostics */
 

@@ -38,6 +38,9 @@
 ** because with small records the walk crosses a record boundary every few
 ** rows and the hardware prefetcher loses the stream at each one (1.4x on
 ** records of 16-48 rows; see cs_kernels_internal.h for the distances).
+** With prefetch "auto", each gather asks cs_kernel_prefetch_for() for the
+** distance of its regime (column bytes against the LLC, sorted or not):
+** the calibrated one, else those defaults.
 */
 #include <assert.h>
 #include <omp.h>
@@ -333,7 +336,7 @@ void cs_gather_sorted(const cs_store *s, uint32_t col, const uint64_t *rows, uin
   size_t w = gather_width(s, col);
   bool v = want_validity(s, col, out_valid, n);
   seg_table t = seg_table_of(s, col);
-  int pf = cs__kernel_prefetch(CS__PREFETCH_AUTO_SORTED);
+  int pf = cs_kernel_prefetch_for(cs_regime_of(true, s->n_rows * w));
   int threads = cs_kernel_threads(n);
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
@@ -421,7 +424,7 @@ void cs_gather_rows(const cs_store *s, uint32_t col, const uint64_t *rows, uint6
   seg_table t = seg_table_of(s, col);
   uintptr_t *bases = v ? NULL : record_bases(t, w, n);
   t.bases = bases;
-  int pf = cs__kernel_prefetch(CS__PREFETCH_AUTO_ROWS);
+  int pf = cs_kernel_prefetch_for(cs_regime_of(false, s->n_rows * w));
   int threads = cs_kernel_threads(n);
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
@@ -507,7 +510,7 @@ void cs_gather_rows_binned(const cs_store *s, uint32_t col, const uint64_t *rows
   seg_table t = seg_table_of(s, col);
   uintptr_t *bases = v ? NULL : record_bases(t, w, n);
   t.bases = bases;
-  int pf = cs__kernel_prefetch(CS__PREFETCH_AUTO_ROWS);
+  int pf = cs_kernel_prefetch_for(cs_regime_of(false, s->n_rows * w));
   int threads = cs_kernel_threads(n);
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {

@@ -62,6 +62,9 @@ __extension__ typedef unsigned __int128 cs__u128;
 /* The prefetch distance a kernel uses: the configured value when it is set
 ** (>= 0), else auto_default. */
 int cs__kernel_prefetch(int auto_default);
+/* Overrides the kernel settings for the calling thread only (NULL ends the
+** override); cs_calibrate() times its candidates with it. */
+void cs__kernel_config_override(const cs_kernel_config *cfg);
 
 /* The last record whose first row is <= row, over first_rows[0, n_records)
 ** (first_rows[0] <= row).  Branchless: the compiler turns the select into a

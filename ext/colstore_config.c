@@ -29,15 +29,39 @@ static _Atomic int64_t mask_gate_millis = -1; /* -1 = auto, else 0..1000 */
 
 uint64_t csx_config_batch_bytes(void) { return atomic_load(&batch_bytes); }
 
+/* The mask gate in effect: an explicit colstore_config value wins over the
+** calibrated density, which wins over the compiled default 0 (seeds/003:
+** the mask-native route measured faster at every density). */
+double csx_config_mask_gate(const char **out_from) {
+  int64_t g = atomic_load(&mask_gate_millis);
+  cs_calibration cal;
+  cs_calibration_current(&cal);
+  const char *from = g >= 0 ? "colstore_config" : cal.mask_gate >= 0 ? "calibration" : "default";
+  if (out_from) *out_from = from;
+  return g >= 0 ? (double)g / 1000.0 : cal.mask_gate >= 0 ? cal.mask_gate : 0.0;
+}
+
 void csx_config_json(sqlite3_str *s) {
   cs_kernel_config kc;
   cs_kernel_config_get(&kc);
   int64_t gate = atomic_load(&mask_gate_millis);
-  sqlite3_str_appendf(s, "\"settings\":{\"threads\":{\"requested\":%d,\"effective\":%d},", kc.threads, cs_kernel_threads(UINT64_MAX));
-  if (kc.prefetch < 0) sqlite3_str_appendall(s, "\"prefetch\":{\"requested\":\"auto\",\"effective\":\"auto\"},");
-  else sqlite3_str_appendf(s, "\"prefetch\":{\"requested\":%d,\"effective\":%d},", kc.prefetch, kc.prefetch);
-  if (gate < 0) sqlite3_str_appendall(s, "\"mask_gate\":{\"requested\":\"auto\",\"effective\":\"positions\"},");
-  else sqlite3_str_appendf(s, "\"mask_gate\":{\"requested\":%.3f,\"effective\":\"positions\"},", (double)gate / 1000.0);
+  sqlite3_str_appendf(s, "\"settings\":{\"threads\":{\"requested\":%d,\"effective\":%d},", kc.threads, cs_kernel_threads((uint64_t)1 << 40));
+  if (kc.prefetch < 0) {
+    /* auto: the distance per access regime (calibrated, else default). */
+    sqlite3_str_appendall(s, "\"prefetch\":{\"requested\":\"auto\",\"effective\":{");
+    for (int r = 0; r < CS_REGIME_COUNT; r++)
+      sqlite3_str_appendf(s, "%s\"%s\":%d", r ? "," : "", cs_regime_name((cs_regime)r), cs_kernel_prefetch_for((cs_regime)r));
+    sqlite3_str_appendall(s, "}},");
+  } else {
+    sqlite3_str_appendf(s, "\"prefetch\":{\"requested\":%d,\"effective\":%d},", kc.prefetch, kc.prefetch);
+  }
+  /* The gate is reported as it stands, but the FILTERED cursor lowers every
+  ** mask to positions at any density, so the effective route says so. */
+  const char *gate_from;
+  double gate_value = csx_config_mask_gate(&gate_from);
+  if (gate < 0) sqlite3_str_appendall(s, "\"mask_gate\":{\"requested\":\"auto\",");
+  else sqlite3_str_appendf(s, "\"mask_gate\":{\"requested\":%.3f,", (double)gate / 1000.0);
+  sqlite3_str_appendf(s, "\"gate\":%.3f,\"gate_from\":\"%s\",\"effective\":\"positions\"},", gate_value, gate_from);
   sqlite3_str_appendf(s,
                       "\"numa\":{\"requested\":\"%s\",\"effective\":\"none (NUMA placement is not in this build)\"},"
                       "\"binding\":{\"requested\":\"%s\",\"effective\":\"off (thread binding is not in this build)\"},"

@@ -90,6 +90,7 @@ int sqlite3_colstore_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routin
   }
   rc = csx_register_functions(db, conn);
   if (rc == SQLITE_OK) rc = csx_register_config(db);
+  if (rc == SQLITE_OK) rc = csx_register_calibrate(db);
   if (rc != SQLITE_OK) *pzErrMsg = sqlite3_mprintf("colstore: cannot register functions: %s", sqlite3_errmsg(db));
   return rc;
 }

@@ -160,6 +160,13 @@ uint64_t csx_config_batch_bytes(void);
 /* Appends the settings, requested and effective, as JSON members. */
 void csx_config_json(sqlite3_str *s);
 int csx_register_config(sqlite3 *db);
+/* The mask gate in effect and where it came from ("colstore_config",
+** "calibration" or "default"). */
+double csx_config_mask_gate(const char **out_from);
+
+/* colstore_calibrate.c: colstore_calibrate() and colstore_calibration();
+** the first call in the process reads the calibration cache. */
+int csx_register_calibrate(sqlite3 *db);
 
 /* colstore_func.c */
 int csx_register_functions(sqlite3 *db, csx_conn *conn);
