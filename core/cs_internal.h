@@ -38,6 +38,16 @@ struct cs_store {
   uint64_t uniform_rows;      /* rows per record, or 0 */
   uint64_t uniform_magic;     /* ceil(2^(64 + uniform_shift) / uniform_rows) */
   uint32_t uniform_shift;     /* bits, 0..63 */
+  /* A dataset (cs_dataset.c): several files read as one store.  The
+  ** directory above (first_rows, chunks) spans every file in order, its
+  ** chunk pointers resolved into each file's own mapping; entries and
+  ** disk_chunks stay NULL, fd is -1 and map NULL.  Each part is that file's
+  ** own store (path, fd, mapping, generation), owned.  n_parts == 0 for a
+  ** single-file store. */
+  cs_store **parts;
+  uint32_t n_parts;
+  uint64_t *part_first_record; /* n_parts + 1 entries */
+  char *source;               /* directory or pattern to re-expand; or NULL */
 };
 
 /* Loads the committed state of an open descriptor (takes ownership of fd:
@@ -56,6 +66,11 @@ cs_rc cs__chunk_check(const cs_disk_chunk *dc, const cs_column *col, uint64_t n_
 /* Detects the uniform layout from first_rows and fills s->uniform_*
 ** (cs_gather.c); called at the end of directory resolution. */
 void cs__uniform_init(cs_store *s);
+/* Dataset halves of cs_store_close, cs_store_is_current and
+** cs_store_verify (cs_dataset.c). */
+void cs__dataset_free(cs_store *s);
+cs_rc cs__dataset_is_current(const cs_store *s, bool *out_current, cs_err *err);
+cs_rc cs__dataset_verify(const cs_store *s, cs_err *err);
 /* Records a process-wide diagnostic note once. */
 void cs__diag_note(const char *note);
 

@@ -435,6 +435,7 @@ cs_rc cs_store_open(const char *path, cs_verify verify, cs_store **out, cs_err *
 
 void cs_store_close(cs_store *s) {
   if (!s) return;
+  cs__dataset_free(s);
   if (s->map) munmap((void *)s->map, s->map_bytes);
   if (s->fd >= 0) close(s->fd);
   free(s->first_rows);
@@ -499,6 +500,7 @@ void cs_store_column_stats(const cs_store *s, uint32_t col, cs_column_stats *out
 }
 
 cs_rc cs_store_is_current(const cs_store *s, bool *out_current, cs_err *err) {
+  if (s->parts) return cs__dataset_is_current(s, out_current, err);
   /* A store replaced by rename (colstore_create 'replace') is a new inode. */
   struct stat now, mine;
   if (stat(s->path, &now) != 0 || fstat(s->fd, &mine) != 0 || now.st_ino != mine.st_ino || now.st_dev != mine.st_dev) {
@@ -524,6 +526,7 @@ cs_rc cs_chunk_varlen(const cs_chunk *ch, uint64_t local, const uint8_t **out_by
 /* ---------------------------------------------------------------- verify */
 
 cs_rc cs_store_verify(const cs_store *s, cs_err *err) {
+  if (s->parts) return cs__dataset_verify(s, err);
   uint32_t nc = s->schema.n_cols;
   for (uint64_t r = 0; r < s->n_records; r++) {
     const cs_disk_entry *e = &s->entries[r];

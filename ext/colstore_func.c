@@ -290,7 +290,7 @@ static void fn_info(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   }
   cs_store *store = NULL;
   cs_err err = {0};
-  cs_rc rc = cs_store_open(zPath, CS_VERIFY_HEADER, &store, &err);
+  cs_rc rc = cs_store_open_source(zPath, CS_VERIFY_HEADER, &store, &err);
   if (rc != CS_OK) {
     result_cs_error(ctx, rc, &err);
     return;
@@ -300,8 +300,16 @@ static void fn_info(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   sqlite3_str_appendf(s,
                       "{\"format_version\":%d,\"rows\":%llu,\"records\":%llu,\"files\":[",
                       CS_FORMAT_VERSION, (unsigned long long)cs_store_rows(store), (unsigned long long)cs_store_records(store));
-  json_string(s, zPath);
-  sqlite3_str_appendf(s, "],\"bytes\":%llu,\"generation\":%llu,\"recovered\":%s,\"columns\":[",
+  /* A dataset lists every file; rows, records and bytes are totals. */
+  for (uint32_t f = 0; f < cs_store_files(store); f++) {
+    if (f) sqlite3_str_appendall(s, ",");
+    json_string(s, cs_store_is_dataset(store) ? cs_store_file_path(store, f) : zPath);
+  }
+  sqlite3_str_appendall(s, "],\"file_rows\":[");
+  for (uint32_t f = 0; f < cs_store_files(store); f++)
+    sqlite3_str_appendf(s, "%s%llu", f ? "," : "", (unsigned long long)cs_store_file_rows(store, f));
+  sqlite3_str_appendf(s, "],\"dataset\":%s", cs_store_is_dataset(store) ? "true" : "false");
+  sqlite3_str_appendf(s, ",\"bytes\":%llu,\"generation\":%llu,\"recovered\":%s,\"columns\":[",
                       (unsigned long long)cs_store_file_bytes(store), (unsigned long long)cs_store_generation(store),
                       cs_store_recovered(store) ? "true" : "false");
   for (uint32_t c = 0; c < schema->n_cols; c++) {
@@ -345,7 +353,8 @@ static void fn_verify(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   }
   cs_store *store = NULL;
   cs_err err = {0};
-  cs_rc rc = cs_store_open(zPath, CS_VERIFY_FULL, &store, &err);
+  /* A dataset is verified file by file; the error names the file. */
+  cs_rc rc = cs_store_open_source(zPath, CS_VERIFY_FULL, &store, &err);
   cs_store_close(store);
   if (rc != CS_OK) result_cs_error(ctx, rc, &err);
   else sqlite3_result_text(ctx, "ok", -1, SQLITE_STATIC);

@@ -66,7 +66,8 @@ int csx_table_refresh(csx_table *pTab) {
   cs_rc rc = cs_store_is_current(pTab->snap->store, &current, &err);
   if (rc == CS_OK && current) return SQLITE_OK;
   cs_store *store = NULL;
-  if (rc == CS_OK) rc = cs_store_open(pTab->zPath, CS_VERIFY_HEADER, &store, &err);
+  /* A dataset's reopen re-expands its SOURCE (added or removed files). */
+  if (rc == CS_OK) rc = cs_store_open_source(pTab->zPath, CS_VERIFY_HEADER, &store, &err);
   if (rc != CS_OK) return csx_vtab_error(&pTab->base, csx_rc_to_sqlite(rc), "%s", err.msg);
   if (!csx_schema_equal(cs_store_schema(store), cs_store_schema(pTab->snap->store))) {
     cs_store_close(store);
@@ -293,7 +294,14 @@ static int table_init(sqlite3 *db, void *pAux, int argc, const char *const *argv
     }
     if ((rc = coldef_parse(z, defs, pzErr)) != SQLITE_OK) goto fail;
   }
-  cs_rc crc = cs_store_open(pTab->zPath, pTab->verify, &store, &err);
+  /* A directory or a pattern is a dataset: opened, never created. */
+  bool dataset = cs_source_is_dataset(pTab->zPath);
+  cs_rc crc = cs_store_open_source(pTab->zPath, pTab->verify, &store, &err);
+  if (dataset && crc != CS_OK) {
+    *pzErr = sqlite3_mprintf("%s", err.msg);
+    rc = crc == CS_ENOENT ? SQLITE_CANTOPEN : csx_rc_to_sqlite(crc);
+    goto fail;
+  }
   if (crc == CS_ENOENT && create && defs->n > 0) {
     cs_schema schema = {(uint32_t)defs->n, defs->cols};
     cs_writer *w = NULL;

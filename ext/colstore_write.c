@@ -45,6 +45,11 @@ int csx_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite_int64
   if (sqlite3_value_type(argv[1]) != SQLITE_NULL)
     return csx_vtab_error(pVtab, SQLITE_ERROR,
                           "colstore: table %s is append-only and its rowid is the row position; omit the rowid in INSERT", pTab->zName);
+  if (cs_store_is_dataset(pTab->snap->store))
+    return csx_vtab_error(pVtab, SQLITE_READONLY,
+                          "colstore: table %s is a dataset of %u files and datasets are read-only; INSERT into one of its files as "
+                          "its own table",
+                          pTab->zName, cs_store_files(pTab->snap->store));
   const cs_schema *schema = cs_store_schema(pTab->snap->store);
   if ((uint32_t)argc != 2 + schema->n_cols + CSX_N_HIDDEN) return SQLITE_ERROR;
   for (int h = 0; h < CSX_N_HIDDEN; h++)

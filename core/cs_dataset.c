@@ -1,0 +1,329 @@
+/*
+** cs_dataset.c - several store files read as one store.
+**
+** A dataset is built from ordinary stores, one per file (its "parts"), each
+** opened with cs_store_open and kept open: a part owns its descriptor, its
+** mapping and the generation it shows.  The dataset itself owns only a
+** merged record directory: first_rows runs on across the files, and its
+** chunks are copies of the parts' resolved chunks, so they point into each
+** file's own mapping.  That directory is the one addressing abstraction the
+** kernels, cs_store_find_record and the cursor use, so none of them knows a
+** dataset from a single file.  The uniform-division layout is detected over
+** the merged first_rows as for one file: it applies when every record of the
+** dataset but the last has the same row count (every file but the last then
+** holds a whole number of full records).
+**
+** Freshness: the dataset is current while every part is current (no newer
+** commit, same inode) and, when it was opened from a SOURCE, while the
+** SOURCE still expands to the same list of files.  The expansion (a readdir
+** or a glob) is redone by cs_store_is_current, i.e. once per statement in
+** the SQLite glue; that keeps the rule "the next statement sees it" for
+** added and removed files without any state outside the store.
+*/
+#include <dirent.h>
+#include <errno.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cs_internal.h"
+
+/* ------------------------------------------------------------ expansion */
+
+static bool is_dir(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool is_regular(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool cs_source_is_dataset(const char *source) {
+  return source && (strpbrk(source, "*?") != NULL || is_dir(source));
+}
+
+void cs_paths_free(char **paths, uint32_t n) {
+  if (!paths) return;
+  for (uint32_t i = 0; i < n; i++) free(paths[i]);
+  free(paths);
+}
+
+static int path_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A growable list of owned strings. */
+typedef struct path_list {
+  char **v;
+  uint32_t n, cap;
+} path_list;
+
+static bool list_add(path_list *l, char *p) {
+  if (!p) return false;
+  if (l->n == l->cap) {
+    if (l->cap >= UINT32_MAX / 2) {
+      free(p);
+      return false;
+    }
+    uint32_t cap = l->cap ? l->cap * 2 : 16;
+    char **v = realloc(l->v, cap * sizeof *v);
+    if (!v) {
+      free(p);
+      return false;
+    }
+    l->v = v, l->cap = cap;
+  }
+  l->v[l->n++] = p;
+  return true;
+}
+
+static bool has_cst_suffix(const char *name) {
+  size_t n = strlen(name);
+  return n > 4 && strcmp(name + n - 4, ".cst") == 0;
+}
+
+cs_rc cs_dataset_expand(const char *source, char ***out_paths, uint32_t *out_n, cs_err *err) {
+  *out_paths = NULL;
+  *out_n = 0;
+  path_list l = {0};
+  if (strpbrk(source, "*?") == NULL) {
+    /* A directory: its *.cst entries (dot files excluded, as a glob would). */
+    DIR *d = opendir(source);
+    if (!d) return cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot read the directory %s: %s", source, strerror(errno));
+    size_t dl = strlen(source);
+    bool slash = dl > 0 && source[dl - 1] == '/';
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+      if (e->d_name[0] == '.' || !has_cst_suffix(e->d_name)) continue;
+      size_t n = dl + 1 + strlen(e->d_name) + 1;
+      char *p = malloc(n);
+      if (p) snprintf(p, n, "%s%s%s", source, slash ? "" : "/", e->d_name);
+      if (p && !is_regular(p)) {
+        free(p);
+        continue;
+      }
+      if (!list_add(&l, p)) {
+        closedir(d);
+        cs_paths_free(l.v, l.n);
+        return cs_err_set(err, CS_ENOMEM, "colstore: out of memory listing %s", source);
+      }
+    }
+    closedir(d);
+  } else {
+    glob_t g;
+    memset(&g, 0, sizeof g);
+    int grc = glob(source, GLOB_NOSORT, NULL, &g);
+    if (grc == GLOB_NOSPACE) {
+      globfree(&g);
+      return cs_err_set(err, CS_ENOMEM, "colstore: out of memory expanding %s", source);
+    }
+    if (grc == 0) {
+      for (size_t i = 0; i < g.gl_pathc; i++) {
+        if (!is_regular(g.gl_pathv[i])) continue;
+        if (!list_add(&l, strdup(g.gl_pathv[i]))) {
+          globfree(&g);
+          cs_paths_free(l.v, l.n);
+          return cs_err_set(err, CS_ENOMEM, "colstore: out of memory expanding %s", source);
+        }
+      }
+    }
+    /* GLOB_NOMATCH and GLOB_ABORTED (an unreadable directory) match nothing. */
+    globfree(&g);
+  }
+  if (l.n > 1) qsort(l.v, l.n, sizeof *l.v, path_cmp);
+  *out_paths = l.v;
+  *out_n = l.n;
+  return CS_OK;
+}
+
+/* ----------------------------------------------------------------- open */
+
+/* CS_OK when b's schema equals a's; else the CS_ESCHEMA message. */
+static cs_rc schema_same(const cs_store *first, const cs_store *other, cs_err *err) {
+  const cs_schema *a = &first->schema, *b = &other->schema;
+  for (uint32_t i = 0; i < a->n_cols && i < b->n_cols; i++) {
+    const cs_column *x = &b->cols[i], *y = &a->cols[i];
+    if (x->type != y->type || x->nullable != y->nullable || strcmp(x->name, y->name) != 0)
+      return cs_err_set(err, CS_ESCHEMA, "colstore: %s: schema differs from %s: column %u is %s %s%s here but %s %s%s there", other->path,
+                        first->path, i + 1, x->name, cs_type_name(x->type), x->nullable ? "" : " NOT NULL", y->name,
+                        cs_type_name(y->type), y->nullable ? "" : " NOT NULL");
+  }
+  if (a->n_cols != b->n_cols)
+    return cs_err_set(err, CS_ESCHEMA, "colstore: %s: schema differs from %s: it has %u columns here but %u there", other->path,
+                      first->path, b->n_cols, a->n_cols);
+  return CS_OK;
+}
+
+/* Copies the first part's schema into the dataset store. */
+static cs_rc schema_copy(cs_store *s, const cs_store *from, cs_err *err) {
+  uint32_t nc = from->schema.n_cols;
+  size_t bytes = 0;
+  for (uint32_t c = 0; c < nc; c++) bytes += strlen(from->cols[c].name) + 1;
+  s->cols = calloc(nc, sizeof *s->cols);
+  s->names = malloc(bytes ? bytes : 1);
+  if (!s->cols || !s->names) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory opening a dataset");
+  size_t at = 0;
+  for (uint32_t c = 0; c < nc; c++) {
+    size_t n = strlen(from->cols[c].name) + 1;
+    memcpy(s->names + at, from->cols[c].name, n);
+    s->cols[c] = from->cols[c];
+    s->cols[c].name = s->names + at;
+    at += n;
+  }
+  s->schema.n_cols = nc;
+  s->schema.cols = s->cols;
+  return CS_OK;
+}
+
+static cs_rc dataset_open(const char *const *paths, uint32_t n_paths, const char *source, cs_verify verify, cs_store **out,
+                          cs_err *err) {
+  *out = NULL;
+  if (n_paths == 0) {
+    if (source && !strpbrk(source, "*?")) return cs_err_set(err, CS_ENOENT, "colstore: no store files match %s/*.cst", source);
+    if (source) return cs_err_set(err, CS_ENOENT, "colstore: no store files match %s", source);
+    return cs_err_set(err, CS_ENOENT, "colstore: a dataset needs at least one store file");
+  }
+  cs_store *s = calloc(1, sizeof *s);
+  if (!s) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory opening a dataset");
+  s->fd = -1;
+  cs_rc rc = CS_OK;
+  s->path = strdup(source ? source : paths[0]);
+  s->source = source ? strdup(source) : NULL;
+  s->parts = calloc(n_paths, sizeof *s->parts);
+  s->part_first_record = calloc((size_t)n_paths + 1, sizeof *s->part_first_record);
+  if (!s->path || (source && !s->source) || !s->parts || !s->part_first_record) {
+    rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory opening a dataset");
+    goto fail;
+  }
+  /* Parts in order: the first file whose schema differs is the one named. */
+  uint64_t n_records = 0, n_rows = 0, bytes = 0, generation = 0;
+  for (uint32_t i = 0; i < n_paths; i++) {
+    if ((rc = cs_store_open(paths[i], verify, &s->parts[i], err))) goto fail;
+    s->n_parts = i + 1;
+    const cs_store *p = s->parts[i];
+    if (i > 0 && (rc = schema_same(s->parts[0], p, err))) goto fail;
+    s->part_first_record[i] = n_records;
+    n_records += p->n_records;
+    n_rows += p->n_rows;
+    bytes += p->map_bytes;
+    generation += p->generation;
+    s->recovered |= p->recovered;
+    s->slot_damaged |= p->slot_damaged;
+  }
+  s->part_first_record[n_paths] = n_records;
+  if ((rc = schema_copy(s, s->parts[0], err))) goto fail;
+  uint32_t nc = s->schema.n_cols;
+  s->n_records = n_records;
+  s->n_rows = n_rows;
+  s->map_bytes = bytes;
+  s->generation = generation;
+  s->first_rows = malloc((n_records + 1) * sizeof *s->first_rows);
+  s->chunks = malloc((n_records ? n_records * nc : 1) * sizeof *s->chunks);
+  if (!s->first_rows || !s->chunks) {
+    rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a dataset directory of %llu records", (unsigned long long)n_records);
+    goto fail;
+  }
+  uint64_t rec = 0, base = 0;
+  for (uint32_t i = 0; i < n_paths; i++) {
+    const cs_store *p = s->parts[i];
+    for (uint64_t r = 0; r < p->n_records; r++) s->first_rows[rec + r] = base + p->first_rows[r];
+    if (p->n_records) memcpy(&s->chunks[rec * nc], p->chunks, p->n_records * nc * sizeof *s->chunks);
+    rec += p->n_records;
+    base += p->n_rows;
+  }
+  s->first_rows[n_records] = n_rows;
+  cs__uniform_init(s);
+  *out = s;
+  return CS_OK;
+fail:
+  cs_store_close(s);
+  return rc;
+}
+
+cs_rc cs_store_open_dataset(const char *const *paths, uint32_t n_paths, cs_verify verify, cs_store **out, cs_err *err) {
+  return dataset_open(paths, n_paths, NULL, verify, out, err);
+}
+
+cs_rc cs_store_open_source(const char *source, cs_verify verify, cs_store **out, cs_err *err) {
+  *out = NULL;
+  if (!cs_source_is_dataset(source)) return cs_store_open(source, verify, out, err);
+  char **paths = NULL;
+  uint32_t n = 0;
+  cs_rc rc = cs_dataset_expand(source, &paths, &n, err);
+  if (rc == CS_OK) rc = dataset_open((const char *const *)paths, n, source, verify, out, err);
+  cs_paths_free(paths, n);
+  return rc;
+}
+
+void cs__dataset_free(cs_store *s) {
+  for (uint32_t i = 0; i < s->n_parts; i++) cs_store_close(s->parts[i]);
+  free(s->parts);
+  free(s->part_first_record);
+  free(s->source);
+  s->parts = NULL;
+  s->n_parts = 0;
+  s->part_first_record = NULL;
+  s->source = NULL;
+}
+
+/* ------------------------------------------------------------ freshness */
+
+cs_rc cs__dataset_is_current(const cs_store *s, bool *out_current, cs_err *err) {
+  *out_current = true;
+  for (uint32_t i = 0; i < s->n_parts; i++) {
+    bool cur = true;
+    cs_rc rc = cs_store_is_current(s->parts[i], &cur, err);
+    if (rc) return rc;
+    if (!cur) {
+      *out_current = false;
+      return CS_OK;
+    }
+  }
+  if (!s->source) return CS_OK;
+  char **paths = NULL;
+  uint32_t n = 0;
+  cs_rc rc = cs_dataset_expand(s->source, &paths, &n, err);
+  if (rc == CS_ENOENT) {
+    *out_current = false; /* the directory went away: let the reopen say so */
+    return CS_OK;
+  }
+  if (rc) return rc;
+  bool same = n == s->n_parts;
+  for (uint32_t i = 0; same && i < n; i++) same = strcmp(paths[i], s->parts[i]->path) == 0;
+  cs_paths_free(paths, n);
+  *out_current = same;
+  return CS_OK;
+}
+
+cs_rc cs__dataset_verify(const cs_store *s, cs_err *err) {
+  for (uint32_t i = 0; i < s->n_parts; i++) {
+    cs_rc rc = cs_store_verify(s->parts[i], err);
+    if (rc) return rc;
+  }
+  return CS_OK;
+}
+
+/* ------------------------------------------------------------ accessors */
+
+bool cs_store_is_dataset(const cs_store *s) { return s->parts != NULL; }
+uint32_t cs_store_files(const cs_store *s) { return s->parts ? s->n_parts : 1; }
+
+const char *cs_store_file_path(const cs_store *s, uint32_t i) {
+  if (!s->parts) return i == 0 ? s->path : NULL;
+  return i < s->n_parts ? s->parts[i]->path : NULL;
+}
+
+uint64_t cs_store_file_rows(const cs_store *s, uint32_t i) {
+  if (!s->parts) return i == 0 ? s->n_rows : 0;
+  return i < s->n_parts ? s->parts[i]->n_rows : 0;
+}
+
+uint64_t cs_store_file_first_row(const cs_store *s, uint32_t i) {
+  if (!s->parts) return i == 0 ? 0 : s->n_rows;
+  if (i >= s->n_parts) return s->n_rows;
+  return s->first_rows[s->part_first_record[i]];
+}
