@@ -44,27 +44,26 @@ csx_table *csx_conn_find(csx_conn *conn, const char *zName) {
   return NULL;
 }
 
+static void copy_trunc(char *dst, size_t cap, const char *src) {
+  size_t n = src ? strlen(src) : 0;
+  if (n >= cap) n = cap - 1;
+  if (n) memcpy(dst, src, n);
+  dst[n] = 0;
+}
+
 void csx_conn_record_scan(csx_conn *conn, const csx_table *pTab, const csx_scan_stats *st) {
-  sqlite3_str *s = sqlite3_str_new(NULL);
-  sqlite3_str_appendf(s, "{\"table\":\"%w\",\"files\":[\"%w\"],\"plan\":\"%w\",\"access\":\"%s\",\"kernels\":\"%s\","
-                      "\"predicates\":%u,\"sorted_ranges\":%u,\"rows_selected\":%llu,\"rows_scanned\":%llu,\"records_scanned\":%llu,"
-                      "\"records_skipped\":%llu,\"threads\":%d,\"kernel_us\":%.1f,",
-                      pTab->zName, pTab->zPath, st->idx ? st->idx : "", st->shape ? st->shape : "none", st->kernels ? st->kernels : "",
-                      st->n_preds, st->sorted_ranges, (unsigned long long)st->rows_selected, (unsigned long long)st->rows_scanned,
-                      (unsigned long long)st->records_scanned, (unsigned long long)st->records_skipped, st->threads ? st->threads : 1,
-                      (double)st->kernel_ns / 1000.0);
-  csx_config_json(s);
-  sqlite3_str_appendall(s, "}");
-  char *z = sqlite3_str_finish(s);
-  if (z) {
-    sqlite3_free(conn->last_plan);
-    conn->last_plan = z;
-  }
+  if (!conn->last && !(conn->last = sqlite3_malloc(sizeof *conn->last))) return;
+  *conn->last = *st;
+  conn->last->idx = NULL; /* points into a statement that may be gone */
+  copy_trunc(conn->last_names.table, sizeof conn->last_names.table, pTab->zName);
+  copy_trunc(conn->last_names.path, sizeof conn->last_names.path, pTab->zPath);
+  copy_trunc(conn->last_names.plan, sizeof conn->last_names.plan, st->idx);
+  conn->has_last = true;
 }
 
 static void conn_free(void *p) {
   csx_conn *conn = p;
-  sqlite3_free(conn->last_plan);
+  sqlite3_free(conn->last);
   sqlite3_free(conn);
 }
 

@@ -34,10 +34,21 @@ typedef struct csx_table csx_table;
 
 /* Per-connection state: the registry of colstore tables by name, so the
 ** functions can take a table name where they take a path. */
+typedef struct csx_scan_stats csx_scan_stats;
+
 typedef struct csx_conn {
   sqlite3 *db;
   csx_table *tables;  /* linked through csx_table.next */
-  char *last_plan;    /* JSON of the last finished scan; sqlite3_malloc'd */
+  /* The last finished scan, kept raw and turned into JSON only when
+  ** colstore_last_plan() asks: formatting at every cursor close cost half
+  ** the instructions of a LIMIT 10 query. */
+  bool has_last;
+  struct csx_scan_stats_copy {
+    char table[256];  /* truncated copies; the table may be gone by then */
+    char path[1024];
+    char plan[1024];
+  } last_names;
+  csx_scan_stats *last;  /* the stats themselves; sqlite3_malloc'd once */
 } csx_conn;
 
 struct csx_table {
@@ -73,7 +84,7 @@ typedef struct csx_plan {
 } csx_plan;
 
 /* What one scan did, for colstore_last_plan(). */
-typedef struct csx_scan_stats {
+struct csx_scan_stats {
   const char *shape;         /* "range", "filtered", "list" (static) */
   const char *kernels;       /* the kernels that ran, words (static) */
   int threads;               /* most threads a kernel used */
@@ -85,7 +96,7 @@ typedef struct csx_scan_stats {
   uint64_t records_scanned;
   uint64_t records_skipped;
   uint64_t kernel_ns;
-} csx_scan_stats;
+};
 
 /* Hidden columns follow the store's columns. */
 #define CSX_HIDDEN_ROWS 0

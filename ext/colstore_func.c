@@ -363,8 +363,29 @@ static void fn_verify(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 static void fn_last_plan(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   (void)argc, (void)argv;
   csx_conn *conn = sqlite3_user_data(ctx);
-  if (conn->last_plan) sqlite3_result_text(ctx, conn->last_plan, -1, SQLITE_TRANSIENT);
-  else sqlite3_result_text(ctx, "{}", -1, SQLITE_STATIC);
+  if (!conn->has_last) {
+    sqlite3_result_text(ctx, "{}", -1, SQLITE_STATIC);
+    return;
+  }
+  const csx_scan_stats *st = conn->last;
+  sqlite3_str *s = sqlite3_str_new(sqlite3_context_db_handle(ctx));
+  sqlite3_str_appendall(s, "{\"table\":");
+  json_string(s, conn->last_names.table);
+  sqlite3_str_appendall(s, ",\"files\":[");
+  json_string(s, conn->last_names.path);
+  sqlite3_str_appendall(s, "],\"plan\":");
+  json_string(s, conn->last_names.plan);
+  sqlite3_str_appendf(s,
+                      ",\"access\":\"%s\",\"kernels\":\"%s\",\"predicates\":%u,\"sorted_ranges\":%u,\"rows_selected\":%llu,"
+                      "\"rows_scanned\":%llu,\"records_scanned\":%llu,\"records_skipped\":%llu,\"threads\":%d,\"kernel_us\":%.1f,",
+                      st->shape ? st->shape : "none", st->kernels ? st->kernels : "", st->n_preds, st->sorted_ranges,
+                      (unsigned long long)st->rows_selected, (unsigned long long)st->rows_scanned, (unsigned long long)st->records_scanned,
+                      (unsigned long long)st->records_skipped, st->threads ? st->threads : 1, (double)st->kernel_ns / 1000.0);
+  csx_config_json(s);
+  sqlite3_str_appendall(s, "}");
+  char *z = sqlite3_str_finish(s);
+  if (z) sqlite3_result_text(ctx, z, -1, sqlite3_free);
+  else sqlite3_result_error_nomem(ctx);
 }
 
 int csx_register_functions(sqlite3 *db, csx_conn *conn) {

@@ -262,8 +262,11 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   int n_words = sqlite3_str_length(words), n_slots = sqlite3_str_length(slots);
   char *zWords = sqlite3_str_finish(words), *zSlots = sqlite3_str_finish(slots);
   char *z = (zWords && (zSlots || n_slots == 0)) ? sqlite3_malloc(n_words + n_slots + 2) : NULL;
+  /* Words are appended with a leading space; the first one needs none. */
+  int skip = (zWords && zWords[0] == ' ') ? 1 : 0;
   if (z) {
-    memcpy(z, zWords, (size_t)n_words + 1);
+    memcpy(z, zWords + skip, (size_t)(n_words - skip) + 1);
+    n_words -= skip;
     memcpy(z + n_words + 1, zSlots ? zSlots : "", (size_t)n_slots + 1);
   }
   sqlite3_free(zWords);

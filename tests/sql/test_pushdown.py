@@ -240,6 +240,30 @@ class Pushdown(unittest.TestCase):
         self.assertIn("limit", p)
         self.assertNotIn("USE TEMP B-TREE", p)
 
+    def test_closing_the_connection_after_a_threaded_query_does_not_crash(self):
+        # sqlite3_close unloads the module; the OpenMP runtime's idle workers
+        # must not be left running in unmapped code (linked -z nodelete).
+        script = """
+import sqlite3, sys
+con = sqlite3.connect(':memory:')
+con.enable_load_extension(True)
+con.load_extension(sys.argv[1])
+con.execute("SELECT colstore_config('threads', 2)")
+con.execute("SELECT colstore_create(sys.argv[2], 'WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM n WHERE i < 399999) SELECT i * 1.0 AS x FROM n')".replace('sys.argv[2]', repr(sys.argv[2])))
+con.execute("CREATE VIRTUAL TABLE t USING colstore(%r)" % sys.argv[2])
+assert con.execute("SELECT count(*) FROM t WHERE x > 100.5").fetchone()[0] == 399899
+con.close()
+print('closed')
+"""
+        import subprocess
+        path = os.path.join(self.dir, "close.cst")
+        for attempt in range(3):
+            if os.path.exists(path):
+                os.unlink(path)
+            p = subprocess.run([sys.executable, "-c", script, MODULE, path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+            self.assertEqual(p.returncode, 0, "attempt %d: %s" % (attempt, p.stdout))
+            self.assertIn("closed", p.stdout)
+
     # ------------------------------------------------------------------ settings
 
     def test_config_round_trips_and_rejects_bad_values(self):
