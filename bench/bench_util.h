@@ -40,6 +40,16 @@ static inline uint64_t bench_thread_cpu_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* CPU time of the whole process (every thread), in nanoseconds.  For a
+** query whose kernels run on worker threads the calling thread's CPU time
+** misses the workers' share; this counts it (and any time workers spend
+** spinning while they wait for the next parallel region). */
+static inline uint64_t bench_process_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* The 1-minute load average from /proc/loadavg, or -1. */
 static inline double bench_loadavg(void) {
   double l = -1;
@@ -115,6 +125,42 @@ static inline void bench_cpu_model(char *out, size_t out_bytes) {
 }
 
 static inline long bench_nproc(void) { return sysconf(_SC_NPROCESSORS_ONLN); }
+
+/* The last-level cache of CPU 0 in bytes (sysfs index3, else index2), or 0. */
+static inline long long bench_llc_bytes(void) {
+  static const char *const paths[] = {"/sys/devices/system/cpu/cpu0/cache/index3/size",
+                                      "/sys/devices/system/cpu/cpu0/cache/index2/size"};
+  for (int i = 0; i < 2; i++) {
+    FILE *f = fopen(paths[i], "r");
+    if (!f) continue;
+    long long v = 0;
+    char unit = 0;
+    int got = fscanf(f, "%lld%c", &v, &unit);
+    fclose(f);
+    if (got < 1 || v <= 0) continue;
+    return unit == 'K' ? v << 10 : unit == 'M' ? v << 20 : v;
+  }
+  return 0;
+}
+
+/* Pushes earlier data out of the CPU caches by writing one byte per cache
+** line of a buffer of `bytes` (call it with a few times the last-level
+** cache), so a timed run does not find the lines a previous variant
+** touched.  The buffer is allocated on first use and kept. */
+static inline void bench_evict_caches(size_t bytes) {
+  static volatile uint8_t *buf;
+  static size_t have;
+  if (have < bytes) {
+    free((void *)buf);
+    buf = malloc(bytes);
+    if (!buf) {
+      have = 0;
+      return;
+    }
+    have = bytes;
+  }
+  for (size_t i = 0; i < bytes; i += 64) buf[i]++;
+}
 
 /* printf into a path buffer; a path that does not fit is fatal (a
 ** silently truncated path would read or write the wrong file). */
