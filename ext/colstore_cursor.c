@@ -244,7 +244,10 @@ static int collect_in_rows(csx_cursor *pCur, sqlite3_value *list, uint64_t lo, u
     }
   }
   if (rc != SQLITE_OK && rc != SQLITE_DONE) return rc;
-  if (pCur->n_pos > 1) qsort(pCur->pos, pCur->n_pos, sizeof *pCur->pos, cmp_u64);
+  /* SQLite hands the list over sorted in practice; check before sorting. */
+  bool sorted = true;
+  for (uint64_t i = 1; sorted && i < pCur->n_pos; i++) sorted = pCur->pos[i - 1] <= pCur->pos[i];
+  if (!sorted) qsort(pCur->pos, pCur->n_pos, sizeof *pCur->pos, cmp_u64);
   uint64_t k = 0;
   for (uint64_t i = 0; i < pCur->n_pos; i++)
     if (k == 0 || pCur->pos[i] != pCur->pos[k - 1]) pCur->pos[k++] = pCur->pos[i];
