@@ -403,6 +403,63 @@ void cs_pred_eval(const cs_store *s, const cs_pred *preds, uint32_t n_preds, uin
 ** answered that way (op not a range, column not sorted). */
 bool cs_pred_sorted_range(const cs_store *s, const cs_pred *pred, uint64_t *out_lo, uint64_t *out_hi);
 
+/* ------------------------------------------------------------------ numa */
+
+/* Memory placement and thread binding (docs/tuning.md, "NUMA and
+** binding").  Both are process-wide settings (atomics) that the core reads:
+** the NUMA policy when a store is opened (the mapping is interleaved over
+** all nodes when the effective policy is interleave), the binding at the
+** start of every threaded kernel region.  Each has a requested value and an
+** effective one, which says what this host and build actually do. */
+typedef enum cs_numa_policy { CS_NUMA_AUTO = 0, CS_NUMA_INTERLEAVE, CS_NUMA_LOCAL, CS_NUMA_OFF } cs_numa_policy;
+typedef enum cs_binding { CS_BINDING_OFF = 0, CS_BINDING_CLOSE, CS_BINDING_SPREAD } cs_binding;
+
+#define CS_NUMA_MAX_NODES 64
+#define CS_NUMA_MAX_CPUS 1024
+/* The host as libnuma reports it, restricted to the cpus this process may
+** run on.  Without libnuma (or when numa_available() < 0) it is one node
+** holding the process's cpus. */
+typedef struct cs_numa_topology {
+  bool libnuma;                        /* built with libnuma */
+  bool available;                      /* numa_available() >= 0 */
+  int nodes;                           /* configured nodes, >= 1 */
+  int node_cpus[CS_NUMA_MAX_NODES];    /* cpus of node i (may be 0) */
+  int cpus;                            /* total, sum of node_cpus */
+  int cpu[CS_NUMA_MAX_CPUS];           /* cpu ids, node 0's first, then node 1's, ... */
+} cs_numa_topology;
+
+/* This host's topology (read once), or the injected one. */
+void cs_numa_topology_get(cs_numa_topology *out);
+/* Injects a topology for tests (decisions and binding use it); NULL
+** restores the host's. */
+void cs_numa_topology_override(const cs_numa_topology *t);
+
+/* Pure decisions.  The effective NUMA placement for a request on topology
+** t: "interleave", "local", "off", "none (single node)", "none (built
+** without libnuma)", "none (NUMA not available)"; *out_interleave is set
+** when the mapping is to be interleaved.  A static string. */
+const char *cs_numa_decide(const cs_numa_topology *t, cs_numa_policy req, bool *out_interleave);
+/* The effective binding: "off", "close", "spread", "off (single cpu)",
+** "spread (single node: same as close)". */
+const char *cs_binding_decide(const cs_numa_topology *t, cs_binding req);
+/* The cpu thread tid of n_threads is pinned to under binding b (close:
+** consecutive cpus in node order; spread: round-robin across the nodes that
+** have cpus); -1 when b is off or t has no cpus. */
+int cs_binding_cpu(const cs_numa_topology *t, cs_binding b, int tid, int n_threads);
+
+/* Process-wide settings (colstore_config 'numa' and 'binding'). */
+void cs_numa_set(cs_numa_policy p);
+cs_numa_policy cs_numa_get(void);
+void cs_binding_set(cs_binding b);
+cs_binding cs_binding_get(void);
+const char *cs_numa_policy_name(cs_numa_policy p);
+const char *cs_binding_name(cs_binding b);
+/* The effective values now, on this host: the decision, or why it could not
+** be applied (e.g. "none (mbind failed: ...)", "off (sched_setaffinity
+** failed: ...)"). */
+void cs_numa_effective(char *out, size_t n);
+void cs_binding_effective(char *out, size_t n);
+
 /* ----------------------------------------------------------- calibration */
 
 /* Per-host measurements of the kernel knobs (docs/tuning.md).  The core

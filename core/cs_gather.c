@@ -279,6 +279,7 @@ void cs_gather_strided(const cs_store *s, uint32_t col, uint64_t first, int64_t 
   int threads = cs_kernel_threads(n);
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
+    cs__bind_thread(omp_get_thread_num(), omp_get_num_threads());
     uint64_t i0, i1;
     cs__thread_span(n, omp_get_thread_num(), omp_get_num_threads(), 64, &i0, &i1);
     strided_part(t, w, v, first, step, i0, i1, out, out_valid);
@@ -340,6 +341,7 @@ void cs_gather_sorted(const cs_store *s, uint32_t col, const uint64_t *rows, uin
   int threads = cs_kernel_threads(n);
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
+    cs__bind_thread(omp_get_thread_num(), omp_get_num_threads());
     uint64_t i0, i1;
     cs__thread_span(n, omp_get_thread_num(), omp_get_num_threads(), 64, &i0, &i1);
     sorted_part(t, w, v, pf, rows, i0, i1, out, out_valid);
@@ -428,6 +430,7 @@ void cs_gather_rows(const cs_store *s, uint32_t col, const uint64_t *rows, uint6
   int threads = cs_kernel_threads(n);
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
+    cs__bind_thread(omp_get_thread_num(), omp_get_num_threads());
     uint64_t i0, i1;
     cs__thread_span(n, omp_get_thread_num(), omp_get_num_threads(), 64, &i0, &i1);
     rows_part(t, w, v, pf, rows, i0, i1, out, out_valid);
@@ -449,6 +452,7 @@ void cs_bins_compute(const cs_store *s, const uint64_t *rows, uint64_t n, uint32
   int threads = cs_kernel_threads(n);
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
+    cs__bind_thread(omp_get_thread_num(), omp_get_num_threads());
     uint64_t i0, i1;
     cs__thread_span(n, omp_get_thread_num(), omp_get_num_threads(), 64, &i0, &i1);
     if (t.per)
@@ -514,6 +518,7 @@ void cs_gather_rows_binned(const cs_store *s, uint32_t col, const uint64_t *rows
   int threads = cs_kernel_threads(n);
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
+    cs__bind_thread(omp_get_thread_num(), omp_get_num_threads());
     uint64_t i0, i1;
     cs__thread_span(n, omp_get_thread_num(), omp_get_num_threads(), 64, &i0, &i1);
     binned_part(t, w, v, pf, rows, bins, i0, i1, out, out_valid);

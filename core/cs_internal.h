@@ -73,5 +73,11 @@ cs_rc cs__dataset_is_current(const cs_store *s, bool *out_current, cs_err *err);
 cs_rc cs__dataset_verify(const cs_store *s, cs_err *err);
 /* Records a process-wide diagnostic note once. */
 void cs__diag_note(const char *note);
+/* NUMA (cs_numa.c): interleaves a fresh mapping when the effective policy
+** is interleave (cs__store_load); pins the calling OpenMP thread when
+** binding is on, restores it when binding is back off (the first statement
+** of every kernel's parallel region). */
+void cs__numa_apply(void *map, uint64_t bytes);
+void cs__bind_thread(int tid, int n_threads);
 
 #endif /* CS_INTERNAL_H */

@@ -81,6 +81,7 @@ uint64_t cs_mask_count(const uint8_t *mask, uint64_t n) {
   uint64_t total = 0;
 #pragma omp parallel num_threads(threads) if (threads > 1) reduction(+ : total)
   {
+    cs__bind_thread(omp_get_thread_num(), omp_get_num_threads());
     uint64_t i0, i1;
     cs__thread_span(n, omp_get_thread_num(), omp_get_num_threads(), 64, &i0, &i1);
     total += count_span(mask + i0, i1 - i0);
@@ -134,6 +135,7 @@ uint64_t cs_mask_to_rows(const uint8_t *mask, uint64_t n, uint64_t base, uint64_
   int used = 1;
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
+    cs__bind_thread(omp_get_thread_num(), omp_get_num_threads());
     int id = omp_get_thread_num(), nt = omp_get_num_threads();
     uint64_t i0, i1;
     cs__thread_span(n, id, nt, 64, &i0, &i1);
@@ -249,6 +251,7 @@ uint64_t cs_gather_mask(const cs_store *s, uint32_t col, const uint8_t *mask, ui
     int used = 1;
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
+      cs__bind_thread(omp_get_thread_num(), omp_get_num_threads());
       int id = omp_get_thread_num(), nt = omp_get_num_threads();
       uint64_t i0, i1;
       cs__thread_span(n, id, nt, 64, &i0, &i1);

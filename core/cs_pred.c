@@ -45,6 +45,7 @@
 #include <assert.h>
 #include <float.h>
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 
 #include "cs_kernels_internal.h"
@@ -745,51 +746,55 @@ static void eval_group(const cs_store *s, const pcomp *cp, uint32_t np, uint64_t
   uint64_t units = (n + CS_PRED_PIECE_ROWS - 1) / CS_PRED_PIECE_ROWS;
   uint64_t scanned = 0, skipped = 0;
   int threads = cs_kernel_threads(n);
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 1) reduction(+ : scanned, skipped)
-  for (uint64_t u = 0; u < units; u++) {
-    uint8_t tmp[CS_PRED_PIECE_ROWS];
-    uint64_t i0 = u * CS_PRED_PIECE_ROWS, i1 = i0 + CS_PRED_PIECE_ROWS < n ? i0 + CS_PRED_PIECE_ROWS : n;
-    uint64_t r = cs__locate(s, first + i0);
-    for (uint64_t i = i0; i < i1; r++) {
-      uint64_t lo = fr[r], rows = fr[r + 1] - lo, end = fr[r + 1] - first;
-      uint64_t b = end < i1 ? end : i1, len = b - i, local = first + i - lo;
-      const cs_chunk *chs = s->chunks + r * nc;
-      int dec = 1; /* the AND of the zone-map decisions */
-      for (uint32_t k = 0; k < np; k++) {
-        int d = zone_decide(&cp[k], &chs[cp[k].col], rows);
-        if (d == 0) {
-          dec = 0;
-          break;
-        }
-        if (d < 0) dec = -1;
-      }
-      /* Count each record once: in the piece holding its first row here. */
-      if (local == 0 || i == 0) {
-        if (dec < 0)
-          scanned++;
-        else
-          skipped++;
-      }
-      uint8_t *m = mask + i;
-      if (dec == 0) {
-        memset(m, 0, len);
-      } else if (dec == 1) {
-        if (!and_mode) memset(m, 1, len);
-      } else {
-        bool have = and_mode;
+#pragma omp parallel num_threads(threads) if (threads > 1) reduction(+ : scanned, skipped)
+  {
+    cs__bind_thread(omp_get_thread_num(), omp_get_num_threads());
+#pragma omp for schedule(dynamic, 1)
+    for (uint64_t u = 0; u < units; u++) {
+      uint8_t tmp[CS_PRED_PIECE_ROWS];
+      uint64_t i0 = u * CS_PRED_PIECE_ROWS, i1 = i0 + CS_PRED_PIECE_ROWS < n ? i0 + CS_PRED_PIECE_ROWS : n;
+      uint64_t r = cs__locate(s, first + i0);
+      for (uint64_t i = i0; i < i1; r++) {
+        uint64_t lo = fr[r], rows = fr[r + 1] - lo, end = fr[r + 1] - first;
+        uint64_t b = end < i1 ? end : i1, len = b - i, local = first + i - lo;
+        const cs_chunk *chs = s->chunks + r * nc;
+        int dec = 1; /* the AND of the zone-map decisions */
         for (uint32_t k = 0; k < np; k++) {
-          const cs_chunk *ch = &chs[cp[k].col];
-          if (zone_decide(&cp[k], ch, rows) == 1) continue;
-          if (have && all_zero(m, len)) break;
-          piece_eval(&cp[k], ch, local, len, have ? tmp : m);
-          if (have) {
-#pragma omp simd
-            for (uint64_t j = 0; j < len; j++) m[j] &= tmp[j];
+          int d = zone_decide(&cp[k], &chs[cp[k].col], rows);
+          if (d == 0) {
+            dec = 0;
+            break;
           }
-          have = true;
+          if (d < 0) dec = -1;
         }
+        /* Count each record once: in the piece holding its first row here. */
+        if (local == 0 || i == 0) {
+          if (dec < 0)
+            scanned++;
+          else
+            skipped++;
+        }
+        uint8_t *m = mask + i;
+        if (dec == 0) {
+          memset(m, 0, len);
+        } else if (dec == 1) {
+          if (!and_mode) memset(m, 1, len);
+        } else {
+          bool have = and_mode;
+          for (uint32_t k = 0; k < np; k++) {
+            const cs_chunk *ch = &chs[cp[k].col];
+            if (zone_decide(&cp[k], ch, rows) == 1) continue;
+            if (have && all_zero(m, len)) break;
+            piece_eval(&cp[k], ch, local, len, have ? tmp : m);
+            if (have) {
+#pragma omp simd
+              for (uint64_t j = 0; j < len; j++) m[j] &= tmp[j];
+            }
+            have = true;
+          }
+        }
+        i = b;
       }
-      i = b;
     }
   }
   *out_scanned += scanned;

@@ -375,6 +375,7 @@ cs_rc cs__store_load(int fd, const char *path, cs_verify verify, cs_store **out,
   void *m = mmap(NULL, s->map_bytes, PROT_READ, MAP_SHARED, fd, 0);
   if (m == MAP_FAILED) { rc = cs_err_set(err, CS_EIO, "colstore: %s: mmap failed: %s", path, strerror(errno)); goto fail; }
   s->map = m;
+  cs__numa_apply(m, s->map_bytes);
 
   const cs_disk_preamble *pre = (const cs_disk_preamble *)s->map;
   if (memcmp(pre->magic, CS_MAGIC_FILE, CS_MAGIC_BYTES) != 0) {

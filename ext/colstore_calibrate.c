@@ -309,7 +309,20 @@ static void fn_calibration(sqlite3_context *ctx, int argc, sqlite3_value **argv)
                         kc.prefetch >= 0 ? "colstore_config" : cal.prefetch[r] >= 0 ? "calibration" : "default");
   const char *gate_from;
   double gate = csx_config_mask_gate(&gate_from);
-  sqlite3_str_appendf(s, "},\"mask_gate\":{\"value\":%.3f,\"from\":\"%s\"}}}", gate, gate_from);
+  sqlite3_str_appendf(s, "},\"mask_gate\":{\"value\":%.3f,\"from\":\"%s\"}}", gate, gate_from);
+  /* The host's NUMA layout and what placement and binding do on it. */
+  cs_numa_topology *topo = sqlite3_malloc(sizeof *topo);
+  char numa_eff[160], bind_eff[160];
+  cs_numa_effective(numa_eff, sizeof numa_eff);
+  cs_binding_effective(bind_eff, sizeof bind_eff);
+  if (topo) cs_numa_topology_get(topo);
+  sqlite3_str_appendf(s, ",\"numa\":{\"libnuma\":%s,\"nodes\":%d,\"cpus\":%d,", topo && topo->libnuma ? "true" : "false",
+                      topo ? topo->nodes : -1, topo ? topo->cpus : -1);
+  sqlite3_str_appendf(s, "\"placement\":{\"requested\":\"%s\",\"effective\":\"%s\"},", cs_numa_policy_name(cs_numa_get()),
+                      numa_eff);
+  sqlite3_str_appendf(s, "\"binding\":{\"requested\":\"%s\",\"effective\":\"%s\"}}}", cs_binding_name(cs_binding_get()),
+                      bind_eff);
+  sqlite3_free(topo);
   sqlite3_free(warning);
   char *z = sqlite3_str_finish(s);
   if (z) sqlite3_result_text(ctx, z, -1, sqlite3_free);

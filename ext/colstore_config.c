@@ -5,7 +5,8 @@
 ** Settings belong to the process, not the connection, because they tune
 ** the host (its cores, its memory): every connection in the process uses
 ** the new value from its next query.  The kernel settings (threads,
-** prefetch) live in the core, which reads them; the rest live here.  A
+** prefetch, numa, binding) live in the core, which reads them; the rest
+** live here.  A
 ** setting that cannot take effect on this host or in this build is still
 ** accepted, and the effective value is reported beside the requested one
 ** (colstore_last_plan), never silently different.
@@ -22,8 +23,6 @@ static const char *const binding_names[] = {"off", "close", "spread"};
 #define CSX_DEFAULT_BATCH_BYTES (32u << 20)
 #define CSX_MIN_BATCH_BYTES (64u << 10)
 
-static _Atomic int numa_policy;              /* index into numa_names */
-static _Atomic int binding_policy;           /* index into binding_names */
 static _Atomic uint64_t batch_bytes = CSX_DEFAULT_BATCH_BYTES;
 static _Atomic int64_t mask_gate_millis = -1; /* -1 = auto, else 0..1000 */
 
@@ -62,11 +61,16 @@ void csx_config_json(sqlite3_str *s) {
   if (gate < 0) sqlite3_str_appendall(s, "\"mask_gate\":{\"requested\":\"auto\",");
   else sqlite3_str_appendf(s, "\"mask_gate\":{\"requested\":%.3f,", (double)gate / 1000.0);
   sqlite3_str_appendf(s, "\"gate\":%.3f,\"gate_from\":\"%s\",\"effective\":\"positions\"},", gate_value, gate_from);
+  /* NUMA placement and binding live in the core (cs_numa.c), which says
+  ** what this host and build make of the request. */
+  char numa_eff[160], bind_eff[160];
+  cs_numa_effective(numa_eff, sizeof numa_eff);
+  cs_binding_effective(bind_eff, sizeof bind_eff);
   sqlite3_str_appendf(s,
-                      "\"numa\":{\"requested\":\"%s\",\"effective\":\"none (NUMA placement is not in this build)\"},"
-                      "\"binding\":{\"requested\":\"%s\",\"effective\":\"off (thread binding is not in this build)\"},"
+                      "\"numa\":{\"requested\":\"%s\",\"effective\":\"%s\"},"
+                      "\"binding\":{\"requested\":\"%s\",\"effective\":\"%s\"},"
                       "\"batch_bytes\":%llu}",
-                      numa_names[atomic_load(&numa_policy)], binding_names[atomic_load(&binding_policy)],
+                      cs_numa_policy_name(cs_numa_get()), numa_eff, cs_binding_name(cs_binding_get()), bind_eff,
                       (unsigned long long)atomic_load(&batch_bytes));
 }
 
@@ -133,16 +137,16 @@ static void fn_config(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     if (v) {
       int i = name_index(zv, numa_names, 4);
       if (i < 0) { bad_value(ctx, "numa", "auto, interleave, local, off"); return; }
-      atomic_store(&numa_policy, i);
+      cs_numa_set((cs_numa_policy)i);
     }
-    sqlite3_result_text(ctx, numa_names[atomic_load(&numa_policy)], -1, SQLITE_STATIC);
+    sqlite3_result_text(ctx, cs_numa_policy_name(cs_numa_get()), -1, SQLITE_STATIC);
   } else if (name && sqlite3_stricmp(name, "binding") == 0) {
     if (v) {
       int i = name_index(zv, binding_names, 3);
       if (i < 0) { bad_value(ctx, "binding", "off, close, spread"); return; }
-      atomic_store(&binding_policy, i);
+      cs_binding_set((cs_binding)i);
     }
-    sqlite3_result_text(ctx, binding_names[atomic_load(&binding_policy)], -1, SQLITE_STATIC);
+    sqlite3_result_text(ctx, cs_binding_name(cs_binding_get()), -1, SQLITE_STATIC);
   } else if (name && sqlite3_stricmp(name, "batch_bytes") == 0) {
     sqlite3_int64 n;
     if (v) {
