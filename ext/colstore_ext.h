@@ -81,6 +81,7 @@ typedef struct csx_plan {
   csx_slot slots[CSX_MAX_SLOTS];  /* in argv order */
   int ordered;                    /* ORDER BY rowid consumed */
   int desc;                       /* ... descending */
+  uint64_t col_used;              /* sqlite3_index_info.colUsed */
 } csx_plan;
 
 /* What one scan did, for colstore_last_plan(). */

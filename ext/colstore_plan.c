@@ -17,7 +17,8 @@
 **   M         _mask = ?                       BLOB, one byte per row
 **   T / O     LIMIT ? / OFFSET ?              the count
 **
-** followed by flags: A (ORDER BY rowid ASC consumed), D (DESC consumed).
+** followed by flags: A (ORDER BY rowid ASC consumed), D (DESC consumed),
+** and U<colUsed> (the columns the query reads, for the cursor's prefetch).
 ** The IN slots are recorded here because asking sqlite3_vtab_in_first about
 ** an argument that was not opted in is undefined on SQLite 3.40.
 **
@@ -251,6 +252,7 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
       n_used++;
     }
   sqlite3_str_appendall(words, ")");
+  sqlite3_str_appendf(slots, "U%llu;", (unsigned long long)pInfo->colUsed);
 
   /* Cost: a fixed start-up, a vectorised pass over the scanned rows when
   ** predicates are evaluated, and SQLite's per-row cost for the rows
@@ -291,6 +293,11 @@ int csx_plan_decode(const char *idxStr, csx_plan *out) {
       s.col = (int)strtol(p, (char **)&p, 10);
     }
     if (*p == ';') p++;
+    if (s.kind == 'U') {
+      out->col_used = strtoull(p, (char **)&p, 10);
+      if (*p == ';') p++;
+      continue;
+    }
     if (s.kind == 'A') out->ordered = 1;
     else if (s.kind == 'D') out->ordered = out->desc = 1;
     else if (out->n_slots < CSX_MAX_SLOTS) out->slots[out->n_slots++] = s;
