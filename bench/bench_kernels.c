@@ -353,6 +353,11 @@ static int usage(void) {
 }
 
 int main(int argc, char **argv) {
+  /* The threaded rows give both sides one thread count.  Load-aware
+  ** kernels (docs/tuning.md, "Threads on a busy host") would read the raw
+  ** loops' still-spinning OpenMP workers as load and drop to one thread;
+  ** COLSTORE_LOAD_AWARE=1 in the environment measures them that way. */
+  setenv("COLSTORE_LOAD_AWARE", "0", 0);
   opts o = {8u << 20, 9, false, NULL};
   bool rows_set = false, rounds_set = false;
   for (int i = 1; i < argc; i++) {

@@ -152,6 +152,7 @@ typedef struct cs_store cs_store;
 ** path does not exist, CS_ENOTSTORE when its first bytes are not a store,
 ** CS_EVERSION for a future format, CS_ECORRUPT for damage found. */
 cs_rc cs_store_open(const char *path, cs_verify verify, cs_store **out, cs_err *err);
+/* Releases a reference: the one from an open, or one cs_store_reopen gave. */
 void cs_store_close(cs_store *store);
 
 const char *cs_store_path(const cs_store *store);
@@ -188,6 +189,16 @@ void cs_store_column_stats(const cs_store *store, uint32_t col, cs_column_stats 
 ** (reads the commit slots with pread; no mapping).  *out_current = false
 ** means a newer commit exists and a new cs_store_open will see it. */
 cs_rc cs_store_is_current(const cs_store *store, bool *out_current, cs_err *err);
+/* The newest committed state of what store was opened from, sharing all
+** that did not change: when store is current, *out is store itself with one
+** more reference; else a new snapshot, which for a dataset re-expands its
+** SOURCE (or takes the same list of paths) and opens only the files that are
+** new or changed, sharing with store every file still at the same path,
+** inode and generation.  Either way store is unchanged and stays valid, and
+** each is closed with cs_store_close.  Errors are those of cs_store_is_current
+** and of a fresh open (cs_store_open, cs_store_open_source); verify applies
+** to the files opened. */
+cs_rc cs_store_reopen(cs_store *store, cs_verify verify, cs_store **out, cs_err *err);
 
 /* Verifies every data checksum and every TEXT/BLOB offset array; the error
 ** names the file, record and column of the first failure. */
@@ -214,7 +225,10 @@ cs_rc cs_store_verify(const cs_store *store, cs_err *err);
 ** pattern).  Anything else is a single store file. */
 bool cs_source_is_dataset(const char *source);
 /* The regular files a dataset source matches, sorted by name (strcmp);
-** none is not an error here (*out_n = 0).  Free with cs_paths_free. */
+** none is not an error here (*out_n = 0).  A writer's temporary file (a name
+** ending in ".tmp." and six letters or digits: the file cs_writer_create
+** writes before it renames it into place) is never one of them.  Free with
+** cs_paths_free. */
 cs_rc cs_dataset_expand(const char *source, char ***out_paths, uint32_t *out_n, cs_err *err);
 void cs_paths_free(char **paths, uint32_t n);
 /* Opens every file and builds one store over them.  Every file's schema
@@ -329,8 +343,17 @@ void cs_kernel_config_get(cs_kernel_config *out);
 void cs_kernel_config_set(const cs_kernel_config *cfg);
 /* Below this many elements a kernel runs on one thread. */
 #define CS_PARALLEL_MIN_ELEMENTS 262144u
-/* Threads a kernel over n elements uses under the current config. */
+/* Threads a kernel over n elements uses under the current config.  An
+** automatic cap (threads 0) is also limited to the processors other
+** processes leave idle (docs/tuning.md, "Threads on a busy host"). */
 int cs_kernel_threads(uint64_t n);
+/* The cap in effect before the load limit: explicit, else calibrated, else
+** every processor; 1..1024. */
+int cs_kernel_threads_cap(void);
+/* Processors not running another process's thread at the latest load
+** sample (at most 10 ms old), or -1 when load awareness is off
+** (COLSTORE_LOAD_AWARE=0) or /proc/loadavg cannot be read. */
+int cs_kernel_idle_cpus(void);
 
 /* Rows [first, first + n): one memcpy per overlapping record, serial. */
 void cs_gather_range(const cs_store *s, uint32_t col, uint64_t first, uint64_t n, void *out, uint8_t *out_valid);
@@ -402,6 +425,67 @@ void cs_pred_eval(const cs_store *s, const cs_pred *preds, uint32_t n_preds, uin
 ** where a range predicate holds, by binary search; false if it cannot be
 ** answered that way (op not a range, column not sorted). */
 bool cs_pred_sorted_range(const cs_store *s, const cs_pred *pred, uint64_t *out_lo, uint64_t *out_hi);
+
+/* ------------------------------------------------------------- selection */
+
+/* What a scan cursor does per batch, as one kernel: evaluate the
+** predicates (and a caller's mask), count, and gather the selected rows of
+** the columns it reads into buffers, in one parallel region (cs_select.c
+** explains why).  A target is one fixed-width column and its output: out
+** has room for every row of the batch, out_valid (one byte per row, 1 =
+** not NULL) is NULL when the caller does not want validity. */
+typedef struct cs_gather_target {
+  uint32_t col;
+  void *out;
+  uint8_t *out_valid;
+} cs_gather_target;
+
+/* Predicates compiled once against a store, for every batch of a scan. */
+typedef struct cs_selector cs_selector;
+cs_rc cs_selector_new(const cs_store *s, const cs_pred *preds, uint32_t n_preds, cs_selector **out, cs_err *err);
+void cs_selector_free(cs_selector *sel);
+
+typedef struct cs_select_batch {
+  /* in */
+  uint64_t first, n;          /* rows [first, first + n) */
+  const uint8_t *user_mask;   /* n bytes ANDed into the predicates (a _mask), or NULL */
+  uint8_t *mask;              /* n bytes of scratch; the batch's mask afterwards */
+  uint64_t *rows;             /* room for n positions */
+  bool want_rows;             /* fill rows even when gathering by mask */
+  const cs_gather_target *targets;
+  uint32_t n_targets;
+  double mask_gate;           /* density (selected / n) from which to gather by mask */
+  uint64_t count_from;        /* records starting before this row are counted at it */
+  int max_threads;            /* at most this many threads (0 = as cs_kernel_threads says) */
+  /* out */
+  uint64_t n_selected;
+  bool by_mask;               /* gathered by the mask, not through positions */
+  bool rows_filled;           /* rows[0, n_selected) hold the positions */
+  int threads;
+  uint64_t records_scanned, records_skipped;
+} cs_select_batch;
+
+/* One batch: b->mask, b->n_selected, the targets' first n_selected
+** elements, and b->rows when b->rows_filled. */
+void cs_select_range(const cs_selector *sel, cs_select_batch *b);
+
+/* The targets at rows[0, n) (any order, duplicates allowed; ascending is
+** the fast case), bins: scratch for n record numbers (unused when
+** ascending).  Returns the threads used. */
+int cs_select_rows(const cs_store *s, const uint64_t *rows, uint64_t n, bool ascending, uint32_t *bins,
+                   const cs_gather_target *targets, uint32_t n_targets);
+
+/* One background thread running one job at a time (cs_worker.c): a scan
+** selects its next batch there while SQLite consumes the current one.
+** cs_worker_submit waits for the job in flight first; it returns false
+** when the thread cannot be started (run the job yourself).  The job must
+** not touch what the submitter uses until cs_worker_wait returns. */
+typedef struct cs_worker cs_worker;
+cs_rc cs_worker_new(cs_worker **out, cs_err *err);
+bool cs_worker_submit(cs_worker *w, void (*fn)(void *), void *arg);
+void cs_worker_wait(cs_worker *w);
+bool cs_worker_busy(cs_worker *w);
+void cs_worker_free(cs_worker *w);
 
 /* ------------------------------------------------------------------ numa */
 

@@ -13,12 +13,35 @@
 ** dataset but the last has the same row count (every file but the last then
 ** holds a whole number of full records).
 **
+** Members: a directory SOURCE means its regular `*.cst` files (dot files
+** excluded, as a glob would); a pattern means the regular files glob(3)
+** matches.  Either way a writer's temporary file is never a member: the
+** writer creates a store as <path>.tmp.XXXXXX and renames it at commit
+** (cs_writer.c, cs__writer_is_temp_name), so a pattern matching every name
+** in a directory would otherwise catch a file mid-create: half written, or
+** a complete copy that doubles the rows of the store it is about to become.
+** The rule is by name only, because the writer may link the finished file
+** to <path> before it removes the temporary name, and in that moment both
+** names hold the same complete store.
+**
 ** Freshness: the dataset is current while every part is current (no newer
 ** commit, same inode) and, when it was opened from a SOURCE, while the
 ** SOURCE still expands to the same list of files.  The expansion (a readdir
-** or a glob) is redone by cs_store_is_current, i.e. once per statement in
-** the SQLite glue; that keeps the rule "the next statement sees it" for
-** added and removed files without any state outside the store.
+** or a glob) is redone at every check, i.e. once per statement in the SQLite
+** glue; that keeps the rule "the next statement sees it" for added and
+** removed files without any state outside the store.
+**
+** Why parts are shared: a dataset of many files that grows by appends to
+** one of them would otherwise open every file again at each change (an open,
+** an mmap, a footer read and a directory resolve per file).  cs_store_reopen
+** builds the new snapshot from the old one instead: a file still at the same
+** path, inode and committed generation is the same immutable snapshot, so
+** the new dataset takes a reference to the old part rather than opening the
+** file again, and only new or changed files are opened.  Snapshots stay
+** immutable: a part is never modified once opened, only referenced by more
+** than one dataset, and freed with its last reference (n_refs), so a cursor
+** still reading the old dataset is unaffected.  Only the merged directory
+** (O(records)) is rebuilt, which costs far less than the opens it replaces.
 */
 #include <dirent.h>
 #include <errno.h>
@@ -81,6 +104,11 @@ static bool list_add(path_list *l, char *p) {
   return true;
 }
 
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
 static bool has_cst_suffix(const char *name) {
   size_t n = strlen(name);
   return n > 4 && strcmp(name + n - 4, ".cst") == 0;
@@ -98,11 +126,13 @@ cs_rc cs_dataset_expand(const char *source, char ***out_paths, uint32_t *out_n, 
     bool slash = dl > 0 && source[dl - 1] == '/';
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-      if (e->d_name[0] == '.' || !has_cst_suffix(e->d_name)) continue;
+      if (e->d_name[0] == '.' || !has_cst_suffix(e->d_name) || cs__writer_is_temp_name(e->d_name)) continue;
       size_t n = dl + 1 + strlen(e->d_name) + 1;
       char *p = malloc(n);
       if (p) snprintf(p, n, "%s%s%s", source, slash ? "" : "/", e->d_name);
-      if (p && !is_regular(p)) {
+      /* d_type saves a stat per file per statement; a link, or a file
+      ** system that does not fill it in, is stat'ed (links followed). */
+      if (p && e->d_type != DT_REG && !is_regular(p)) {
         free(p);
         continue;
       }
@@ -123,7 +153,7 @@ cs_rc cs_dataset_expand(const char *source, char ***out_paths, uint32_t *out_n, 
     }
     if (grc == 0) {
       for (size_t i = 0; i < g.gl_pathc; i++) {
-        if (!is_regular(g.gl_pathv[i])) continue;
+        if (cs__writer_is_temp_name(base_name(g.gl_pathv[i])) || !is_regular(g.gl_pathv[i])) continue;
         if (!list_add(&l, strdup(g.gl_pathv[i]))) {
           globfree(&g);
           cs_paths_free(l.v, l.n);
@@ -179,33 +209,81 @@ static cs_rc schema_copy(cs_store *s, const cs_store *from, cs_err *err) {
   return CS_OK;
 }
 
-static cs_rc dataset_open(const char *const *paths, uint32_t n_paths, const char *source, cs_verify verify, cs_store **out,
-                          cs_err *err) {
+/* A part of from that may stand for path in a new snapshot: the one at the
+** same path, if it is still current (same inode, no newer commit).  Parts
+** keep their order across a reopen, so *hint (the index after the last
+** match) finds it at once; a miss scans.  An unreadable commit slot is not
+** an error here: the file is opened again and its own open decides. */
+static cs_store *part_unchanged(const cs_store *from, const char *path, uint32_t *hint) {
+  uint32_t i = *hint < from->n_parts && strcmp(from->parts[*hint]->path, path) == 0 ? *hint : from->n_parts;
+  for (uint32_t j = 0; i == from->n_parts && j < from->n_parts; j++)
+    if (strcmp(from->parts[j]->path, path) == 0) i = j;
+  if (i == from->n_parts) return NULL;
+  *hint = i + 1;
+  bool current = false;
+  cs_err ignored;
+  if (cs_store_is_current(from->parts[i], &current, &ignored) != CS_OK || !current) return NULL;
+  return from->parts[i];
+}
+
+/* Opens a dataset over paths (named source, when it came from one).  With
+** from, an earlier snapshot of the same dataset, its unchanged parts are
+** shared instead of opened again, and when every part is (the same files,
+** in the same order) the result is from itself with one more reference. */
+static cs_rc dataset_open(const char *const *paths, uint32_t n_paths, const char *source, cs_verify verify, cs_store *from,
+                          cs_store **out, cs_err *err) {
   *out = NULL;
   if (n_paths == 0) {
     if (source && !strpbrk(source, "*?")) return cs_err_set(err, CS_ENOENT, "colstore: no store files match %s/*.cst", source);
     if (source) return cs_err_set(err, CS_ENOENT, "colstore: no store files match %s", source);
     return cs_err_set(err, CS_ENOENT, "colstore: a dataset needs at least one store file");
   }
-  cs_store *s = calloc(1, sizeof *s);
-  if (!s) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory opening a dataset");
-  s->fd = -1;
+  cs_store **parts = calloc(n_paths, sizeof *parts);
+  if (!parts) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory opening a dataset");
+  cs_store *s = NULL;
   cs_rc rc = CS_OK;
-  s->path = strdup(source ? source : paths[0]);
-  s->source = source ? strdup(source) : NULL;
-  s->parts = calloc(n_paths, sizeof *s->parts);
-  s->part_first_record = calloc((size_t)n_paths + 1, sizeof *s->part_first_record);
-  if (!s->path || (source && !s->source) || !s->parts || !s->part_first_record) {
+  uint32_t n_open = 0, hint = 0;
+  bool all_shared = from && n_paths == from->n_parts;
+  /* Parts in order: the first file whose schema differs is the one named. */
+  for (; n_open < n_paths; n_open++) {
+    cs_store *p = from ? part_unchanged(from, paths[n_open], &hint) : NULL;
+    if (p) {
+      atomic_fetch_add(&p->n_refs, 1);
+      parts[n_open] = p;
+    } else if ((rc = cs_store_open(paths[n_open], verify, &parts[n_open], err))) {
+      goto fail;
+    }
+    all_shared = all_shared && parts[n_open] == from->parts[n_open];
+    if (n_open > 0 && (rc = schema_same(parts[0], parts[n_open], err))) {
+      n_open++;
+      goto fail;
+    }
+  }
+  if (all_shared) {
+    for (uint32_t i = 0; i < n_paths; i++) cs_store_close(parts[i]);
+    free(parts);
+    atomic_fetch_add(&from->n_refs, 1);
+    *out = from;
+    return CS_OK;
+  }
+  if (!(s = calloc(1, sizeof *s))) {
     rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory opening a dataset");
     goto fail;
   }
-  /* Parts in order: the first file whose schema differs is the one named. */
+  atomic_init(&s->n_refs, 1);
+  s->fd = -1;
+  s->parts = parts, s->n_parts = n_paths;
+  parts = NULL; /* s owns them now */
+  s->path = strdup(source ? source : paths[0]);
+  s->source = source ? strdup(source) : NULL;
+  s->part_first_record = calloc((size_t)n_paths + 1, sizeof *s->part_first_record);
+  if (!s->path || (source && !s->source) || !s->part_first_record) {
+    rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory opening a dataset");
+    goto fail;
+  }
   uint64_t n_records = 0, n_rows = 0, bytes = 0, generation = 0;
   for (uint32_t i = 0; i < n_paths; i++) {
-    if ((rc = cs_store_open(paths[i], verify, &s->parts[i], err))) goto fail;
-    s->n_parts = i + 1;
     const cs_store *p = s->parts[i];
-    if (i > 0 && (rc = schema_same(s->parts[0], p, err))) goto fail;
     s->part_first_record[i] = n_records;
     n_records += p->n_records;
     n_rows += p->n_rows;
@@ -241,11 +319,15 @@ static cs_rc dataset_open(const char *const *paths, uint32_t n_paths, const char
   return CS_OK;
 fail:
   cs_store_close(s);
+  if (parts) {
+    for (uint32_t i = 0; i < n_open; i++) cs_store_close(parts[i]);
+    free(parts);
+  }
   return rc;
 }
 
 cs_rc cs_store_open_dataset(const char *const *paths, uint32_t n_paths, cs_verify verify, cs_store **out, cs_err *err) {
-  return dataset_open(paths, n_paths, NULL, verify, out, err);
+  return dataset_open(paths, n_paths, NULL, verify, NULL, out, err);
 }
 
 cs_rc cs_store_open_source(const char *source, cs_verify verify, cs_store **out, cs_err *err) {
@@ -254,7 +336,7 @@ cs_rc cs_store_open_source(const char *source, cs_verify verify, cs_store **out,
   char **paths = NULL;
   uint32_t n = 0;
   cs_rc rc = cs_dataset_expand(source, &paths, &n, err);
-  if (rc == CS_OK) rc = dataset_open((const char *const *)paths, n, source, verify, out, err);
+  if (rc == CS_OK) rc = dataset_open((const char *const *)paths, n, source, verify, NULL, out, err);
   cs_paths_free(paths, n);
   return rc;
 }
@@ -297,6 +379,25 @@ cs_rc cs__dataset_is_current(const cs_store *s, bool *out_current, cs_err *err) 
   cs_paths_free(paths, n);
   *out_current = same;
   return CS_OK;
+}
+
+cs_rc cs__dataset_reopen(cs_store *s, cs_verify verify, cs_store **out, cs_err *err) {
+  char **paths = NULL;
+  uint32_t n = 0;
+  cs_rc rc;
+  if (s->source) {
+    if ((rc = cs_dataset_expand(s->source, &paths, &n, err))) return rc;
+    rc = dataset_open((const char *const *)paths, n, s->source, verify, s, out, err);
+    cs_paths_free(paths, n);
+    return rc;
+  }
+  /* Opened from a list of paths: the same list again. */
+  const char **list = malloc(s->n_parts * sizeof *list);
+  if (!list) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory reopening a dataset");
+  for (uint32_t i = 0; i < s->n_parts; i++) list[i] = s->parts[i]->path;
+  rc = dataset_open(list, s->n_parts, NULL, verify, s, out, err);
+  free(list);
+  return rc;
 }
 
 cs_rc cs__dataset_verify(const cs_store *s, cs_err *err) {

@@ -284,6 +284,7 @@ void cs_gather_strided(const cs_store *s, uint32_t col, uint64_t first, int64_t 
     cs__thread_span(n, omp_get_thread_num(), omp_get_num_threads(), 64, &i0, &i1);
     strided_part(t, w, v, first, step, i0, i1, out, out_valid);
   }
+  cs__kernel_region_done(threads);
 }
 
 /* ---------------------------------------------------------------- sorted */
@@ -346,6 +347,7 @@ void cs_gather_sorted(const cs_store *s, uint32_t col, const uint64_t *rows, uin
     cs__thread_span(n, omp_get_thread_num(), omp_get_num_threads(), 64, &i0, &i1);
     sorted_part(t, w, v, pf, rows, i0, i1, out, out_valid);
   }
+  cs__kernel_region_done(threads);
 }
 
 /* ------------------------------------------------------------------ rows */
@@ -435,6 +437,7 @@ void cs_gather_rows(const cs_store *s, uint32_t col, const uint64_t *rows, uint6
     cs__thread_span(n, omp_get_thread_num(), omp_get_num_threads(), 64, &i0, &i1);
     rows_part(t, w, v, pf, rows, i0, i1, out, out_valid);
   }
+  cs__kernel_region_done(threads);
   free(bases);
 }
 
@@ -460,6 +463,7 @@ void cs_bins_compute(const cs_store *s, const uint64_t *rows, uint64_t n, uint32
     else
       bins_loop(t, false, rows, i0, i1, out_bins);
   }
+  cs__kernel_region_done(threads);
 }
 
 CS__INLINE const uint8_t *binned_addr(seg_table t, size_t W, uint64_t row, uint32_t r,
@@ -523,5 +527,26 @@ void cs_gather_rows_binned(const cs_store *s, uint32_t col, const uint64_t *rows
     cs__thread_span(n, omp_get_thread_num(), omp_get_num_threads(), 64, &i0, &i1);
     binned_part(t, w, v, pf, rows, bins, i0, i1, out, out_valid);
   }
+  cs__kernel_region_done(threads);
   free(bases);
+}
+
+/* ------------------------------------------------------------ span bodies */
+
+void cs__gather_sorted_span(const cs_store *s, uint32_t col, int pf, const uint64_t *rows, uint64_t i0, uint64_t i1,
+                            void *out, uint8_t *ov) {
+  if (i0 < i1) sorted_part(seg_table_of(s, col), gather_width(s, col), ov != NULL, pf, rows, i0, i1, out, ov);
+}
+
+void cs__bins_span(const cs_store *s, const uint64_t *rows, uint64_t i0, uint64_t i1, uint32_t *bins) {
+  seg_table t = seg_table_of(s, 0);
+  if (t.per)
+    bins_loop(t, true, rows, i0, i1, bins);
+  else
+    bins_loop(t, false, rows, i0, i1, bins);
+}
+
+void cs__gather_binned_span(const cs_store *s, uint32_t col, int pf, const uint64_t *rows, const uint32_t *bins,
+                            uint64_t i0, uint64_t i1, void *out, uint8_t *ov) {
+  if (i0 < i1) binned_part(seg_table_of(s, col), gather_width(s, col), ov != NULL, pf, rows, bins, i0, i1, out, ov);
 }

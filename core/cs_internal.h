@@ -9,14 +9,23 @@
 #ifndef CS_INTERNAL_H
 #define CS_INTERNAL_H
 
+#include <stdatomic.h>
+
 #include "colstore.h"
 #include "cs_format.h"
 
 struct cs_store {
+  /* References: 1 from open; cs_store_reopen adds one to a snapshot it
+  ** returns unchanged, and a dataset holds one on each of its parts, which
+  ** it may share with the datasets reopened from it.  cs_store_close drops
+  ** one and frees the store with the last.  Atomic so that snapshots
+  ** sharing a part may be closed from different threads. */
+  atomic_uint n_refs;
   char *path;                 /* owned copy of the open path */
   int fd;                     /* read-only descriptor, for pread of slots */
   const uint8_t *map;         /* whole-file mapping; owned; NULL if empty */
   uint64_t map_bytes;         /* file size at open */
+  uint64_t file_ino, file_dev; /* the open file's identity (fstat at open), for cs_store_is_current */
   cs_schema schema;           /* cols and names owned by the store */
   cs_column *cols;
   char *names;                /* all column names, NUL-separated */
@@ -42,9 +51,10 @@ struct cs_store {
   ** directory above (first_rows, chunks) spans every file in order, its
   ** chunk pointers resolved into each file's own mapping; entries and
   ** disk_chunks stay NULL, fd is -1 and map NULL.  Each part is that file's
-  ** own store (path, fd, mapping, generation), owned.  n_parts == 0 for a
-  ** single-file store. */
-  cs_store **parts;
+  ** own store (path, fd, mapping, generation), held by reference: datasets
+  ** reopened from this one share the parts whose files did not change
+  ** (cs_store_reopen).  n_parts == 0 for a single-file store. */
+  cs_store **parts;           /* a reference each (see n_refs) */
   uint32_t n_parts;
   uint64_t *part_first_record; /* n_parts + 1 entries */
   char *source;               /* directory or pattern to re-expand; or NULL */
@@ -71,6 +81,11 @@ void cs__uniform_init(cs_store *s);
 void cs__dataset_free(cs_store *s);
 cs_rc cs__dataset_is_current(const cs_store *s, bool *out_current, cs_err *err);
 cs_rc cs__dataset_verify(const cs_store *s, cs_err *err);
+cs_rc cs__dataset_reopen(cs_store *s, cs_verify verify, cs_store **out, cs_err *err);
+/* True when a file name (no directory part) is one the writer gives the
+** temporary file of a store it is creating (cs_writer.c), which a dataset
+** must never take as a member. */
+bool cs__writer_is_temp_name(const char *name);
 /* Records a process-wide diagnostic note once. */
 void cs__diag_note(const char *note);
 /* NUMA (cs_numa.c): interleaves a fresh mapping when the effective policy
@@ -79,5 +94,16 @@ void cs__diag_note(const char *note);
 ** of every kernel's parallel region). */
 void cs__numa_apply(void *map, uint64_t bytes);
 void cs__bind_thread(int tid, int n_threads);
+/* The thread policy of cs_kernel_threads() as a pure function
+** (cs_kernel_config.c): threads for n elements under cap, limited to
+** max(1, ncpu - others) when others >= 0 (the runnable threads of other
+** processes on ncpu online processors; -1 = no load limit). */
+int cs__threads_policy(uint64_t n, int cap, int ncpu, int others);
+/* The runnable count R of /proc/loadavg's "R/T" field, or -1. */
+int cs__loadavg_runnable(const char *text);
+/* How long libgomp workers may spin after a region, in nanoseconds, from
+** OMP_WAIT_POLICY and GOMP_SPINCOUNT (either may be NULL); UINT64_MAX =
+** they never stop. */
+uint64_t cs__spin_window_ns(const char *wait_policy, const char *spincount);
 
 #endif /* CS_INTERNAL_H */

@@ -22,10 +22,34 @@
 ** explicit cap is 0; uncalibrated, the host's cores are the honest
 ** default, and threads are never bound to cores (binding measured 24-51%
 ** slower for scattered gathers, seeds/003 Round 3).
+**
+** Load awareness (docs/tuning.md, "Threads on a busy host").  An automatic
+** cap is further limited to the processors no other thread is running on:
+** with libgomp's default wait policy the calling thread spins at every
+** barrier until each worker has run, and a worker that must wait for a
+** core another process holds made a 2-thread count query 7x slower than 1
+** thread (docs/performance.md, "Kernel threads: 1 vs 2").  colstore cannot
+** choose the wait policy (libgomp reads it from the environment when it
+** loads), but it can avoid asking for a worker that has no core to run on.
+** The signal is the instantaneous runnable count of /proc/loadavg (its 4th
+** field, "R/T"), read at most once every CS__LOAD_SAMPLE_NS per process and
+** kept in atomics, so the hot path gains no lock and no system call but a
+** vDSO clock read.  Subtracted from it are the calling thread and this
+** process's own OpenMP workers that still spin after the last region
+** (cs__kernel_region_done() records when it ended and with how many
+** threads); the rest are others, and threads = min(cap, want, max(1,
+** ncpu - others)).  An explicit cap is honoured as given, and
+** COLSTORE_LOAD_AWARE=0 or an unreadable /proc/loadavg gives the policy
+** above unchanged.
 */
+#include <fcntl.h>
 #include <omp.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cs_kernels_internal.h"
 
@@ -103,18 +127,174 @@ void cs_kernel_config_set(const cs_kernel_config *cfg) {
   atomic_store_explicit(&kernel_config_word, config_pack(threads, prefetch), memory_order_relaxed);
 }
 
+int cs__threads_policy(uint64_t n, int cap, int ncpu, int others) {
+  if (n < CS_PARALLEL_MIN_ELEMENTS || cap <= 1) return 1;
+  if (cap > CS__MAX_THREADS) cap = CS__MAX_THREADS;
+  uint64_t want = (n + CS_PARALLEL_MIN_ELEMENTS - 1) / CS_PARALLEL_MIN_ELEMENTS;
+  if (want < 2) want = 2;
+  int threads = want < (uint64_t)cap ? (int)want : cap;
+  if (others >= 0 && ncpu > 0) {
+    int idle = ncpu - others < 1 ? 1 : ncpu - others;
+    if (threads > idle) threads = idle;
+  }
+  return threads;
+}
+
+/* ------------------------------------------------------- load awareness */
+
+/* One /proc/loadavg read per this many nanoseconds per process (~5 us a
+** read on the development host, so at most 0.05% of a core). */
+#define CS__LOAD_SAMPLE_NS 10000000ull
+/* How long libgomp's workers spin after a region with the default wait
+** policy: 300,000 spins, "about 3 ms" by libgomp's own estimate; measured
+** 5.2 ms on the development host (the runnable count fell back 5.2 ms after
+** a 2-thread region, five times out of five).  Twice that is assumed. */
+#define CS__SPIN_WINDOW_NS 10000000ull
+/* Nanoseconds per libgomp spin, for GOMP_SPINCOUNT: twice the 17 ns per
+** spin measured above. */
+#define CS__SPIN_NS 34ull
+
+int cs__loadavg_runnable(const char *text) {
+  /* "0.53 0.53 1.16 1/85 23710": skip three fields, read the digits
+  ** before the slash. */
+  const char *p = text;
+  for (int f = 0; f < 3; f++) {
+    while (*p == ' ') p++;
+    if (!*p) return -1;
+    while (*p && *p != ' ') p++;
+  }
+  while (*p == ' ') p++;
+  long r = 0;
+  const char *digits = p;
+  while (*p >= '0' && *p <= '9' && r < 1000000) r = r * 10 + (*p++ - '0');
+  return p > digits && *p == '/' ? (int)r : -1;
+}
+
+uint64_t cs__spin_window_ns(const char *wait_policy, const char *spincount) {
+  if (spincount && *spincount) {
+    /* libgomp's syntax: a count with an optional k, M, G or T, or
+    ** "infinite"/"infinity"; a value it would reject falls through. */
+    if (strncasecmp(spincount, "infinit", 7) == 0) return UINT64_MAX;
+    char *end;
+    unsigned long long v = strtoull(spincount, &end, 10);
+    if (end != spincount) {
+      while (*end == ' ') end++;
+      unsigned long long mul = 1;
+      switch (*end) {
+        case 'k': mul = 1000ull, end++; break;
+        case 'M': mul = 1000000ull, end++; break;
+        case 'G': mul = 1000000000ull, end++; break;
+        case 'T': mul = 1000000000000ull, end++; break;
+        default: break;
+      }
+      if (*end == 0) return v > UINT64_MAX / mul / CS__SPIN_NS ? UINT64_MAX : v * mul * CS__SPIN_NS;
+    }
+  }
+  if (wait_policy && strcasecmp(wait_policy, "active") == 0) return UINT64_MAX;
+  if (wait_policy && strcasecmp(wait_policy, "passive") == 0) return 0;
+  return CS__SPIN_WINDOW_NS;
+}
+
+/* -1 = not read yet, 0 = off (COLSTORE_LOAD_AWARE=0), 1 = on. */
+static _Atomic int load_aware = -1;
+static _Atomic uint64_t load_spin_window_ns;
+static _Atomic int load_ncpu;           /* online processors, read once */
+static _Atomic uint64_t load_sample_ns; /* CLOCK_MONOTONIC_COARSE of the last sample; 0 = never */
+static _Atomic int load_others = -1;    /* others at the last sample; -1 = unknown */
+/* The last parallel region with more than one thread: its end in
+** microseconds of CLOCK_MONOTONIC_COARSE << 16 | its threads; 0 = none. */
+static _Atomic uint64_t region_done_word;
+
+static uint64_t coarse_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool load_aware_on(void) {
+  int on = atomic_load_explicit(&load_aware, memory_order_acquire);
+  if (on < 0) {
+    /* Read once; racing first callers read the same environment. */
+    const char *e = getenv("COLSTORE_LOAD_AWARE");
+    on = !(e && strcmp(e, "0") == 0);
+    atomic_store_explicit(&load_spin_window_ns,
+                          cs__spin_window_ns(getenv("OMP_WAIT_POLICY"), getenv("GOMP_SPINCOUNT")),
+                          memory_order_relaxed);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    atomic_store_explicit(&load_ncpu, ncpu > 0 && ncpu < 1 << 20 ? (int)ncpu : 0, memory_order_relaxed);
+    atomic_store_explicit(&load_aware, on, memory_order_release);
+  }
+  return on;
+}
+
+void cs__kernel_region_done(int threads) {
+  if (threads <= 1) return;
+  uint64_t us = coarse_ns() / 1000;
+  atomic_store_explicit(&region_done_word, us << 16 | (uint64_t)(threads & 0xFFFF), memory_order_relaxed);
+}
+
+/* Runnable threads that are neither the caller nor this process's own
+** workers still spinning after a region, or -1. */
+static int load_read_others(uint64_t now) {
+  int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[128];
+  ssize_t k = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (k <= 0) return -1;
+  buf[k] = 0;
+  int runnable = cs__loadavg_runnable(buf);
+  if (runnable < 0) return -1;
+  int spinning = 0;
+  uint64_t w = atomic_load_explicit(&region_done_word, memory_order_relaxed);
+  uint64_t window = atomic_load_explicit(&load_spin_window_ns, memory_order_relaxed);
+  if (w && (int64_t)(now / 1000 - (w >> 16)) <= (int64_t)(window / 1000)) spinning = (int)(w & 0xFFFF) - 1;
+  int others = runnable - 1 - spinning;
+  return others < 0 ? 0 : others;
+}
+
+/* The others of a sample at most CS__LOAD_SAMPLE_NS old, or -1 when load
+** awareness is off or the count is unknown.  One caller per interval wins
+** the compare-and-swap and reads the file; the rest use the last value. */
+static int load_others_now(int *out_ncpu) {
+  if (!load_aware_on()) return -1;
+  *out_ncpu = atomic_load_explicit(&load_ncpu, memory_order_relaxed);
+  uint64_t now = coarse_ns();
+  uint64_t last = atomic_load_explicit(&load_sample_ns, memory_order_relaxed);
+  if ((last == 0 || (int64_t)(now - last) >= (int64_t)CS__LOAD_SAMPLE_NS) &&
+      atomic_compare_exchange_strong_explicit(&load_sample_ns, &last, now ? now : 1, memory_order_relaxed,
+                                              memory_order_relaxed))
+    atomic_store_explicit(&load_others, load_read_others(now), memory_order_relaxed);
+  return atomic_load_explicit(&load_others, memory_order_relaxed);
+}
+
+int cs_kernel_idle_cpus(void) {
+  int ncpu = 0, others = load_others_now(&ncpu);
+  if (others < 0 || ncpu <= 0) return -1;
+  return ncpu > others ? ncpu - others : 0;
+}
+
+/* Precedence: an explicit cap, else the calibrated one, else every core. */
+static int threads_cap(const cs_kernel_config *cfg) {
+  int cal = atomic_load_explicit(&cal_threads, memory_order_relaxed);
+  return cfg->threads > 0 ? cfg->threads : cal > 0 ? cal : omp_get_num_procs();
+}
+
+int cs_kernel_threads_cap(void) {
+  cs_kernel_config cfg;
+  cs_kernel_config_get(&cfg);
+  int cap = threads_cap(&cfg);
+  return cap < 1 ? 1 : cap > CS__MAX_THREADS ? CS__MAX_THREADS : cap;
+}
+
 int cs_kernel_threads(uint64_t n) {
   if (n < CS_PARALLEL_MIN_ELEMENTS) return 1;
   cs_kernel_config cfg;
   cs_kernel_config_get(&cfg);
-  /* Precedence: an explicit cap, else the calibrated one, else every core. */
-  int cal = atomic_load_explicit(&cal_threads, memory_order_relaxed);
-  int cap = cfg.threads > 0 ? cfg.threads : cal > 0 ? cal : omp_get_num_procs();
-  if (cap <= 1) return 1;
-  if (cap > CS__MAX_THREADS) cap = CS__MAX_THREADS;
-  uint64_t want = (n + CS_PARALLEL_MIN_ELEMENTS - 1) / CS_PARALLEL_MIN_ELEMENTS;
-  if (want < 2) want = 2;
-  return want < (uint64_t)cap ? (int)want : cap;
+  int cap = threads_cap(&cfg);
+  /* Only an automatic cap above one thread looks at the load. */
+  int ncpu = 0, others = cfg.threads == 0 && cap > 1 ? load_others_now(&ncpu) : -1;
+  return cs__threads_policy(n, cap, ncpu, others);
 }
 
 int cs__kernel_prefetch(int auto_default) {

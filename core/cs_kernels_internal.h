@@ -135,4 +135,45 @@ CS__INLINE uint64_t cs__load64(const void *p) {
 ** means all valid. */
 void cs__bits_to_bytes(const uint8_t *bits, uint64_t off, uint64_t n, uint8_t *out);
 
+/* ------------------------------------------------------------ span bodies
+** The serial bodies of the public kernels over one span of their input,
+** for a kernel that runs several of them inside one parallel region
+** (cs_select.c: evaluate, count, compact and gather a batch with one fork
+** and one barrier instead of one region per step).  ov is the validity
+** output, one byte per element, or NULL when the column has no NULLs. */
+
+/* Nonzero bytes of mask[0, n). */
+uint64_t cs__mask_count_span(const uint8_t *mask, uint64_t n);
+/* Positions base + i of the selected bytes of mask[i0, i1) into out, which
+** has exactly cap slots (the span's count). */
+void cs__mask_rows_span(const uint8_t *mask, uint64_t i0, uint64_t i1, uint64_t base, uint64_t *out, uint64_t cap);
+/* Column col at rows first + i selected by mask[i0, i1) into out/ov, which
+** have exactly cap elements (the span's count). */
+void cs__mask_gather_span(const cs_store *s, uint32_t col, const uint8_t *mask, uint64_t first, uint64_t i0,
+                          uint64_t i1, void *out, uint8_t *ov, uint64_t cap);
+/* Column col at rows[i] into out[i] (and ov[i]) for i in [i0, i1); rows
+** ascending is the fast case, any order is correct; pf: prefetch distance. */
+void cs__gather_sorted_span(const cs_store *s, uint32_t col, int pf, const uint64_t *rows, uint64_t i0, uint64_t i1,
+                            void *out, uint8_t *ov);
+/* bins[i] = the record of rows[i], i in [i0, i1). */
+void cs__bins_span(const cs_store *s, const uint64_t *rows, uint64_t i0, uint64_t i1, uint32_t *bins);
+/* Column col at rows[i] (in record bins[i]) into out[i] (and ov[i]). */
+void cs__gather_binned_span(const cs_store *s, uint32_t col, int pf, const uint64_t *rows, const uint32_t *bins,
+                            uint64_t i0, uint64_t i1, void *out, uint8_t *ov);
+
+/* Predicates compiled once against a store (cs_pred.c), evaluated span by
+** span.  The members of IN sets stay where the caller's cs_pred points. */
+typedef struct cs__pred_set cs__pred_set;
+cs_rc cs__pred_set_compile(const cs_store *s, const cs_pred *preds, uint32_t n_preds, cs__pred_set **out,
+                           cs_err *err);
+void cs__pred_set_free(cs__pred_set *set);
+/* mask[i] for rows first + i, i in [i0, i1).  Records are counted (scanned
+** or skipped by zone maps) once: in the span holding their first row, or
+** at row count_from when they start before it. */
+void cs__pred_set_eval_span(const cs__pred_set *set, uint64_t first, uint64_t i0, uint64_t i1, uint8_t *mask,
+                            uint64_t count_from, uint64_t *scanned, uint64_t *skipped);
+
+/* Call after every parallel region with its thread count: its workers may still spin (cs_kernel_config.c). */
+void cs__kernel_region_done(int threads);
+
 #endif /* CS_KERNELS_INTERNAL_H */

@@ -86,6 +86,7 @@ uint64_t cs_mask_count(const uint8_t *mask, uint64_t n) {
     cs__thread_span(n, omp_get_thread_num(), omp_get_num_threads(), 64, &i0, &i1);
     total += count_span(mask + i0, i1 - i0);
   }
+  cs__kernel_region_done(threads);
   return total;
 }
 
@@ -146,6 +147,7 @@ uint64_t cs_mask_to_rows(const uint8_t *mask, uint64_t n, uint64_t base, uint64_
     rows_span(mask, i0, i1, base, out_rows + off, counts[id]);
     if (id == 0) used = nt;
   }
+  cs__kernel_region_done(threads);
   uint64_t total = 0;
   for (int t = 0; t < used; t++) total += counts[t];
   return total;
@@ -262,9 +264,23 @@ uint64_t cs_gather_mask(const cs_store *s, uint32_t col, const uint8_t *mask, ui
       mask_part(s, col, w, v, mask, first, i0, i1, o + off * w, v ? out_valid + off : NULL, counts[id]);
       if (id == 0) used = nt;
     }
+    cs__kernel_region_done(threads);
     total = 0;
     for (int t = 0; t < used; t++) total += counts[t];
   }
   if (out_valid && !v) memset(out_valid, 1, total);
   return total;
+}
+
+/* ------------------------------------------------------------ span bodies */
+
+uint64_t cs__mask_count_span(const uint8_t *mask, uint64_t n) { return count_span(mask, n); }
+
+void cs__mask_rows_span(const uint8_t *mask, uint64_t i0, uint64_t i1, uint64_t base, uint64_t *out, uint64_t cap) {
+  rows_span(mask, i0, i1, base, out, cap);
+}
+
+void cs__mask_gather_span(const cs_store *s, uint32_t col, const uint8_t *mask, uint64_t first, uint64_t i0,
+                          uint64_t i1, void *out, uint8_t *ov, uint64_t cap) {
+  mask_part(s, col, cs_type_width(s->cols[col].type), ov != NULL, mask, first, i0, i1, out, ov, cap);
 }

@@ -528,17 +528,34 @@ static int zone_decide(const pcomp *p, const cs_chunk *ch, uint64_t rows) {
 
 /* ----------------------------------------------------------- the kernels */
 
+/* Each compare-to-byte kernel is built twice on GCC for x86-64 with glibc:
+** for AVX2 and for the baseline, the loader picking one per process through
+** an ifunc.  At baseline (SSE2) GCC 12 vectorises none of the double and
+** int64 loops ("no vectype for stmt"), with AVX2 it does: bench_kernels'
+** f64 BETWEEN went from 5.6-6.3 to 3.1-3.3 ms over 8M rows, and count(*)
+** WHERE a > 0.99 at one thread 1.33x faster (docs/performance.md, "Where
+** the time goes").  The cost is an indirect call per piece of up to
+** CS_PRED_PIECE_ROWS rows.
+** Other compilers and targets (no ifunc: musl, macOS, clang's differing
+** support) get the plain functions.  The IN search below is not cloned: no
+** vector form exists for it, so a clone would only add the call. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__) && defined(__ELF__)
+#define PRED_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define PRED_CLONES
+#endif
+
 /* One body per (column type x shape), stamped per element type T.  Every
 ** loop is branch-free and written for the vectoriser. */
-#define PRED_KERNELS(NAME, T)                                                                            \
-  static void NAME##_range(const T *restrict x, uint64_t n, T lo, T hi, uint8_t *restrict d) {           \
-    _Pragma("omp simd") for (uint64_t i = 0; i < n; i++) d[i] = (uint8_t)((x[i] >= lo) & (x[i] <= hi));  \
-  }                                                                                                      \
-  static void NAME##_ne(const T *restrict x, uint64_t n, T c, uint8_t *restrict d) {                     \
-    _Pragma("omp simd") for (uint64_t i = 0; i < n; i++) d[i] = (uint8_t)((x[i] == x[i]) & (x[i] != c)); \
-  }                                                                                                      \
-  static void NAME##_eq_or(const T *restrict x, uint64_t n, T c, uint8_t *restrict d) {                  \
-    _Pragma("omp simd") for (uint64_t i = 0; i < n; i++) d[i] |= (uint8_t)(x[i] == c);                   \
+#define PRED_KERNELS(NAME, T)                                                                              \
+  PRED_CLONES static void NAME##_range(const T *restrict x, uint64_t n, T lo, T hi, uint8_t *restrict d) { \
+    _Pragma("omp simd") for (uint64_t i = 0; i < n; i++) d[i] = (uint8_t)((x[i] >= lo) & (x[i] <= hi));    \
+  }                                                                                                        \
+  PRED_CLONES static void NAME##_ne(const T *restrict x, uint64_t n, T c, uint8_t *restrict d) {           \
+    _Pragma("omp simd") for (uint64_t i = 0; i < n; i++) d[i] = (uint8_t)((x[i] == x[i]) & (x[i] != c));   \
+  }                                                                                                        \
+  PRED_CLONES static void NAME##_eq_or(const T *restrict x, uint64_t n, T c, uint8_t *restrict d) {        \
+    _Pragma("omp simd") for (uint64_t i = 0; i < n; i++) d[i] |= (uint8_t)(x[i] == c);                     \
   }
 
 /* x == x is true except for NaN, so _ne also serves the integer types
@@ -554,9 +571,9 @@ PRED_KERNELS(k_f32, float)
 PRED_KERNELS(k_f64, double)
 
 /* Floats only: d[i] = x[i] is not NaN. */
-#define PRED_PRESENT(NAME, T)                                                            \
-  static void NAME##_present(const T *restrict x, uint64_t n, uint8_t *restrict d) {     \
-    _Pragma("omp simd") for (uint64_t i = 0; i < n; i++) d[i] = (uint8_t)(x[i] == x[i]); \
+#define PRED_PRESENT(NAME, T)                                                                    \
+  PRED_CLONES static void NAME##_present(const T *restrict x, uint64_t n, uint8_t *restrict d) { \
+    _Pragma("omp simd") for (uint64_t i = 0; i < n; i++) d[i] = (uint8_t)(x[i] == x[i]);         \
   }
 PRED_PRESENT(k_f32, float)
 PRED_PRESENT(k_f64, double)
@@ -737,12 +754,71 @@ static bool all_zero(const uint8_t *m, uint64_t n) {
 
 /* ------------------------------------------------------------ evaluation */
 
-/* Evaluates np compiled predicates over rows [first, first + n) into mask:
-** written when and_mode is false, ANDed into it when true. */
-static void eval_group(const cs_store *s, const pcomp *cp, uint32_t np, uint64_t first, uint64_t n,
-                       uint8_t *mask, bool and_mode, uint64_t *out_scanned, uint64_t *out_skipped) {
+/* Evaluates np compiled predicates over rows first + i, i in [i0, i1), into
+** mask[i]: written when and_mode is false, ANDed into it when true; in
+** pieces of at most CS_PRED_PIECE_ROWS rows (the AND of several predicates
+** goes through a stack buffer of one piece).  A record is counted as
+** scanned or skipped where its first row is, or at row count_from when it
+** starts before that row. */
+static void eval_span(const cs_store *s, const pcomp *cp, uint32_t np, uint64_t first, uint64_t i0, uint64_t i1,
+                      uint8_t *mask, bool and_mode, uint64_t count_from, uint64_t *out_scanned,
+                      uint64_t *out_skipped) {
   const uint64_t *fr = s->first_rows;
   uint32_t nc = s->schema.n_cols;
+  uint64_t scanned = 0, skipped = 0;
+  uint8_t tmp[CS_PRED_PIECE_ROWS];
+  uint64_t i = i0;
+  uint64_t r = i0 < i1 ? cs__locate(s, first + i0) : 0;
+  while (i < i1) {
+    uint64_t lo = fr[r], rows = fr[r + 1] - lo, end = fr[r + 1] - first;
+    uint64_t b = end < i1 ? end : i1;
+    if (b - i > CS_PRED_PIECE_ROWS) b = i + CS_PRED_PIECE_ROWS;
+    uint64_t len = b - i, local = first + i - lo;
+    const cs_chunk *chs = s->chunks + r * nc;
+    int dec = 1; /* the AND of the zone-map decisions */
+    for (uint32_t k = 0; k < np; k++) {
+      int d = zone_decide(&cp[k], &chs[cp[k].col], rows);
+      if (d == 0) {
+        dec = 0;
+        break;
+      }
+      if (d < 0) dec = -1;
+    }
+    if (local == 0 || first + i == count_from) {
+      if (dec < 0)
+        scanned++;
+      else
+        skipped++;
+    }
+    uint8_t *m = mask + i;
+    if (dec == 0) {
+      memset(m, 0, len);
+    } else if (dec == 1) {
+      if (!and_mode) memset(m, 1, len);
+    } else {
+      bool have = and_mode;
+      for (uint32_t k = 0; k < np; k++) {
+        const cs_chunk *ch = &chs[cp[k].col];
+        if (zone_decide(&cp[k], ch, rows) == 1) continue;
+        if (have && all_zero(m, len)) break;
+        piece_eval(&cp[k], ch, local, len, have ? tmp : m);
+        if (have) {
+#pragma omp simd
+          for (uint64_t j = 0; j < len; j++) m[j] &= tmp[j];
+        }
+        have = true;
+      }
+    }
+    i = b;
+    if (b == end) r++;
+  }
+  *out_scanned += scanned;
+  *out_skipped += skipped;
+}
+
+/* eval_span over rows [first, first + n), pieces shared out dynamically. */
+static void eval_group(const cs_store *s, const pcomp *cp, uint32_t np, uint64_t first, uint64_t n,
+                       uint8_t *mask, bool and_mode, uint64_t *out_scanned, uint64_t *out_skipped) {
   uint64_t units = (n + CS_PRED_PIECE_ROWS - 1) / CS_PRED_PIECE_ROWS;
   uint64_t scanned = 0, skipped = 0;
   int threads = cs_kernel_threads(n);
@@ -751,52 +827,11 @@ static void eval_group(const cs_store *s, const pcomp *cp, uint32_t np, uint64_t
     cs__bind_thread(omp_get_thread_num(), omp_get_num_threads());
 #pragma omp for schedule(dynamic, 1)
     for (uint64_t u = 0; u < units; u++) {
-      uint8_t tmp[CS_PRED_PIECE_ROWS];
       uint64_t i0 = u * CS_PRED_PIECE_ROWS, i1 = i0 + CS_PRED_PIECE_ROWS < n ? i0 + CS_PRED_PIECE_ROWS : n;
-      uint64_t r = cs__locate(s, first + i0);
-      for (uint64_t i = i0; i < i1; r++) {
-        uint64_t lo = fr[r], rows = fr[r + 1] - lo, end = fr[r + 1] - first;
-        uint64_t b = end < i1 ? end : i1, len = b - i, local = first + i - lo;
-        const cs_chunk *chs = s->chunks + r * nc;
-        int dec = 1; /* the AND of the zone-map decisions */
-        for (uint32_t k = 0; k < np; k++) {
-          int d = zone_decide(&cp[k], &chs[cp[k].col], rows);
-          if (d == 0) {
-            dec = 0;
-            break;
-          }
-          if (d < 0) dec = -1;
-        }
-        /* Count each record once: in the piece holding its first row here. */
-        if (local == 0 || i == 0) {
-          if (dec < 0)
-            scanned++;
-          else
-            skipped++;
-        }
-        uint8_t *m = mask + i;
-        if (dec == 0) {
-          memset(m, 0, len);
-        } else if (dec == 1) {
-          if (!and_mode) memset(m, 1, len);
-        } else {
-          bool have = and_mode;
-          for (uint32_t k = 0; k < np; k++) {
-            const cs_chunk *ch = &chs[cp[k].col];
-            if (zone_decide(&cp[k], ch, rows) == 1) continue;
-            if (have && all_zero(m, len)) break;
-            piece_eval(&cp[k], ch, local, len, have ? tmp : m);
-            if (have) {
-#pragma omp simd
-              for (uint64_t j = 0; j < len; j++) m[j] &= tmp[j];
-            }
-            have = true;
-          }
-        }
-        i = b;
-      }
+      eval_span(s, cp, np, first, i0, i1, mask, and_mode, first, &scanned, &skipped);
     }
   }
+  cs__kernel_region_done(threads);
   *out_scanned += scanned;
   *out_skipped += skipped;
 }
@@ -955,4 +990,56 @@ bool cs_pred_sorted_range(const cs_store *s, const cs_pred *pred, uint64_t *out_
   *out_lo = lo;
   *out_hi = hi;
   return true;
+}
+
+/* ------------------------------------------------------ compiled sets */
+
+struct cs__pred_set {
+  const cs_store *s;
+  uint32_t n;
+  pcomp *cp;
+  void **owned;
+};
+
+cs_rc cs__pred_set_compile(const cs_store *s, const cs_pred *preds, uint32_t n_preds, cs__pred_set **out,
+                           cs_err *err) {
+  *out = NULL;
+  cs__pred_set *set = calloc(1, sizeof *set);
+  if (set) {
+    set->cp = calloc(n_preds ? n_preds : 1, sizeof *set->cp);
+    set->owned = calloc(n_preds ? n_preds : 1, sizeof *set->owned);
+  }
+  if (!set || !set->cp || !set->owned) {
+    cs__pred_set_free(set);
+    return cs_err_set(err, CS_ENOMEM, "out of memory compiling %u predicates", n_preds);
+  }
+  set->s = s;
+  for (uint32_t k = 0; k < n_preds; k++) pred_compile(s, &preds[k], &set->cp[k], &set->owned[k]);
+  set->n = n_preds;
+  *out = set;
+  return CS_OK;
+}
+
+void cs__pred_set_free(cs__pred_set *set) {
+  if (!set) return;
+  for (uint32_t k = 0; k < set->n; k++) free(set->owned[k]);
+  free(set->cp), free(set->owned), free(set);
+}
+
+void cs__pred_set_eval_span(const cs__pred_set *set, uint64_t first, uint64_t i0, uint64_t i1, uint8_t *mask,
+                            uint64_t count_from, uint64_t *scanned, uint64_t *skipped) {
+  if (set->n == 0) {
+    /* Every row selected, every record decided without reading it: counted
+    ** as skipped, as cs_pred_eval counts them. */
+    memset(mask + i0, 1, i1 - i0);
+    const cs_store *s = set->s;
+    for (uint64_t i = i0; i < i1;) {
+      uint64_t r = cs__locate(s, first + i), lo = s->first_rows[r];
+      if (lo == first + i || first + i == count_from) (*skipped)++;
+      uint64_t end = s->first_rows[r + 1] - first;
+      i = end < i1 ? end : i1;
+    }
+    return;
+  }
+  eval_span(set->s, set->cp, set->n, first, i0, i1, mask, false, count_from, scanned, skipped);
 }

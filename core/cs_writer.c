@@ -160,6 +160,30 @@ static cs_writer *writer_new(const char *path, const cs_writer_options *opt) {
 
 /* ---------------------------------------------------------------- create */
 
+/* A new store is written as <path>.tmp.XXXXXX, the Xs replaced by mkstemp
+** with six letters or digits, and renamed (or linked) to <path> at commit.
+** Datasets read whole directories and patterns, so they must be able to
+** tell such a file from a member: cs__writer_is_temp_name is the one
+** definition of the name, kept beside the code that makes it. */
+#define WRITER_TEMP_SUFFIX ".tmp.XXXXXX"
+#define WRITER_TEMP_RANDOM 6 /* the Xs: mkstemp(3) needs exactly six */
+_Static_assert(sizeof WRITER_TEMP_SUFFIX - 1 > WRITER_TEMP_RANDOM, "the suffix ends in the random part");
+
+bool cs__writer_is_temp_name(const char *name) {
+  const size_t fixed = sizeof WRITER_TEMP_SUFFIX - 1 - WRITER_TEMP_RANDOM; /* ".tmp." */
+  size_t n = strlen(name);
+  if (n < fixed + WRITER_TEMP_RANDOM + 1) return false; /* a destination name precedes it */
+  const char *tail = name + n - WRITER_TEMP_RANDOM;
+  if (memcmp(tail - fixed, WRITER_TEMP_SUFFIX, fixed) != 0) return false;
+  /* glibc and musl draw from [A-Za-z0-9]; checking it keeps names such as
+  ** "x.tmp.ab-cde" members. */
+  for (size_t i = 0; i < WRITER_TEMP_RANDOM; i++) {
+    char c = tail[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) return false;
+  }
+  return true;
+}
+
 cs_rc cs_writer_create(const char *path, const cs_schema *schema, const cs_writer_options *opt, cs_writer **out, cs_err *err) {
   *out = NULL;
   cs_rc rc = schema_check(schema, err);
@@ -171,9 +195,9 @@ cs_rc cs_writer_create(const char *path, const cs_schema *schema, const cs_write
   uint8_t *schema_block = NULL, *head = NULL;
   uint64_t schema_bytes = 0;
   if ((rc = schema_copy(w, schema, err))) goto fail;
-  size_t tl = strlen(path) + 16;
+  size_t tl = strlen(path) + sizeof WRITER_TEMP_SUFFIX;
   if (!(w->tmp_path = malloc(tl))) { rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory"); goto fail; }
-  snprintf(w->tmp_path, tl, "%s.tmp.XXXXXX", path);
+  snprintf(w->tmp_path, tl, "%s" WRITER_TEMP_SUFFIX, path);
   w->fd = mkstemp(w->tmp_path);
   if (w->fd < 0) {
     rc = cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot create a file beside %s: %s", path, strerror(errno));

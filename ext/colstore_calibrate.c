@@ -299,9 +299,11 @@ static void fn_calibration(sqlite3_context *ctx, int argc, sqlite3_value **argv)
   json_string_or_null(s, warning);
   sqlite3_str_appendall(s, ",\"calibration\":");
   json_calibration(s, &cal);
-  /* What the kernels use now, and which layer it comes from. */
+  /* What the kernels use now, and which layer it comes from; for threads
+  ** the cap, before an automatic one is limited to the idle processors
+  ** (colstore_last_plan reports that). */
   sqlite3_str_appendf(s, ",\"effective\":{\"threads\":{\"value\":%d,\"from\":\"%s\"},\"prefetch\":{",
-                      cs_kernel_threads((uint64_t)1 << 40),
+                      cs_kernel_threads_cap(),
                       kc.threads > 0 ? "colstore_config" : cal.threads >= 1 ? "calibration" : "default");
   for (int r = 0; r < CS_REGIME_COUNT; r++)
     sqlite3_str_appendf(s, "%s\"%s\":{\"value\":%d,\"from\":\"%s\"}", r ? "," : "", cs_regime_name((cs_regime)r),

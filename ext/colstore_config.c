@@ -44,7 +44,17 @@ void csx_config_json(sqlite3_str *s) {
   cs_kernel_config kc;
   cs_kernel_config_get(&kc);
   int64_t gate = atomic_load(&mask_gate_millis);
-  sqlite3_str_appendf(s, "\"settings\":{\"threads\":{\"requested\":%d,\"effective\":%d},", kc.threads, cs_kernel_threads((uint64_t)1 << 40));
+  /* load_aware: an automatic cap is being limited to the idle processors
+  ** (docs/tuning.md, "Threads on a busy host"); idle_cpus: the latest
+  ** sample, null when it cannot be taken or awareness is off. */
+  int idle = cs_kernel_idle_cpus();
+  sqlite3_str_appendf(s, "\"settings\":{\"threads\":{\"requested\":%d,\"effective\":%d,\"load_aware\":%s,",
+                      kc.threads, cs_kernel_threads((uint64_t)1 << 40),
+                      kc.threads == 0 && idle >= 0 ? "true" : "false");
+  if (idle >= 0)
+    sqlite3_str_appendf(s, "\"idle_cpus\":%d},", idle);
+  else
+    sqlite3_str_appendall(s, "\"idle_cpus\":null},");
   if (kc.prefetch < 0) {
     /* auto: the distance per access regime (calibrated, else default). */
     sqlite3_str_appendall(s, "\"prefetch\":{\"requested\":\"auto\",\"effective\":{");

@@ -1,27 +1,39 @@
 /*
 ** colstore_cursor.c - xFilter builds the selection, xNext walks it, xColumn
-** reads values straight from the mapping.
+** hands SQLite one value at a time.
 **
 ** A selection is one of three shapes, chosen by the plan:
 **
 **   RANGE     rows lo..hi-1, ascending or descending, no filtering: the
-**             cursor just counts (the full-scan and rowid-range path);
-**   FILTERED  the same range in batches of rows whose predicate mask
-**             (cs_pred_eval, zone maps first) and _mask are compacted to
-**             positions (cs_mask_to_rows); the cursor walks the positions;
+**             cursor just counts and reads values in place, from the
+**             mapping (the full-scan and rowid-range path: zero-copy);
+**   FILTERED  the same range in batches: one kernel call per batch
+**             (cs_select_range) evaluates the predicates with zone maps,
+**             ANDs a _mask, and gathers the selected rows of the
+**             fixed-width columns the query reads into buffers, by the
+**             mask or through positions as the mask gate decides;
 **   LIST      an explicit list of positions: a rowid IN list (sorted,
 **             distinct) or a _rows BLOB (the user's order, duplicates
-**             kept), filtered by any rowid bounds and _mask.
+**             kept), filtered by any rowid bounds and _mask; gathered in
+**             batches into the same buffers (cs_select_rows).
 **
-** OFFSET skips and LIMIT stops on the rows produced, after every filter.
-** Values are read in place: the record of the current row is kept and only
-** re-located when the row leaves it (a sorted walk re-locates once per
-** record).  Nothing is allocated per row; FILTERED reuses one mask and one
-** positions buffer for every batch.
+** Why buffers for scattered rows and not reads in place: SQLite asks for
+** one value at a time, so a scattered read in place takes its cache and
+** TLB misses one after another, between SQLite's own work; the kernels
+** overlap the misses of many rows and columns (85 ns a row for three
+** columns of 10,000 random rows against 433 in place, docs/performance.md),
+** and then xColumn is a load from a small hot buffer.  A contiguous range
+** has no misses to overlap, so RANGE stays zero-copy.  TEXT and BLOB
+** values are always read in place (their bytes stay in the mapping; SQLite
+** gets them SQLITE_STATIC).
 **
-** Why positions and not gathered value buffers: SQLite takes one value per
-** xColumn call, so a value read in place from the mapping costs the same
-** as one read from a buffer the kernels filled, without the fill.
+** Batches are sized by colstore_config('batch_bytes') across the mask, the
+** positions and the buffers; every buffer is allocated once per cursor
+** and grown only when a later filter needs more, never per batch.  The
+** positions of a mask-gathered batch are compacted only if someone asks
+** for them (xRowid, or a column read in place), so `count(*) WHERE ...`
+** never computes them.  OFFSET skips and LIMIT stops on the rows produced,
+** after every filter.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -29,14 +41,29 @@
 
 #include "colstore_ext.h"
 
-/* Rows per predicate batch: batch_bytes over the bytes a row costs there
-** (one mask byte, one 8-byte position), at least this many. */
+/* Rows per batch: batch_bytes over the bytes a row costs there (mask byte,
+** position, record number, the buffered values and validity), at least
+** this many. */
 #define CSX_MIN_BATCH_ROWS 4096u
 
 typedef enum { SEL_RANGE, SEL_FILTERED, SEL_LIST } sel_shape;
 
-#define CSX_LIST_PREFETCH 8
-#define CSX_MAX_PREFETCH_COLS 8
+/* One batch's memory and the kernel call that fills it.  FILTERED keeps
+** two, so the worker can select the next batch into one while SQLite reads
+** the other; LIST uses the first one's buffers. */
+typedef struct csx_batch_buf {
+  uint8_t *mask;              /* FILTERED: the batch's mask */
+  uint64_t mask_cap;
+  uint64_t *pos;              /* FILTERED: the batch's positions, once computed */
+  uint64_t pos_cap;
+  cs_gather_target *targets;  /* n_cols slots; n_targets used: a buffer per column read */
+  cs_gather_target *job_targets; /* n_cols slots: the ones the kernel fills */
+  uint8_t *mem;               /* every buffer, in one block */
+  uint64_t mem_bytes;
+  const cs_selector *selector;
+  cs_select_batch job;        /* the call's inputs and results */
+  uint64_t kernel_ns;         /* how long the call took */
+} csx_batch_buf;
 
 typedef struct csx_cursor {
   sqlite3_vtab_cursor base;  /* must be first */
@@ -47,28 +74,47 @@ typedef struct csx_cursor {
   sel_shape shape;
   bool desc;                 /* walk from the top */
   bool eof;
-  uint64_t row;              /* current row */
-  uint64_t lo, hi;           /* RANGE/FILTERED: rows [lo, hi) still to visit */
-  /* FILTERED and LIST: positions and where the walk is in them */
-  uint64_t *pos;             /* sqlite3_malloc'd; reused across batches */
-  uint64_t n_pos, pos_cap, at;
-  uint8_t *mask;             /* FILTERED: one batch of predicate mask */
-  uint64_t mask_cap;         /* bytes at mask */
-  uint64_t batch_rows;       /* FILTERED: rows per batch */
+  uint64_t row;              /* RANGE: the current row; others: set by current_row() */
+  uint64_t lo, hi;           /* RANGE: rows [lo, hi) still to visit; FILTERED: not yet batched */
+  uint64_t range_lo;         /* FILTERED: the whole range's first row (for record statistics) */
+  /* LIST: the positions, where the batches are in them */
+  uint64_t *pos;             /* sqlite3_malloc'd; reused across filters */
+  uint64_t n_pos, pos_cap;
+  bool list_sorted;          /* positions non-decreasing */
+  uint64_t list_next;        /* ascending: the next index to batch; descending: the end of the rest */
+  uint64_t list_base;        /* pos index of the current batch's first row */
+  uint32_t *bins;            /* unsorted lists: one batch's record numbers */
+  uint64_t bins_cap;
+  /* the current batch */
+  csx_batch_buf bufs[2];
+  int cur;                   /* bufs[cur] is the current batch */
+  bool pending;              /* FILTERED: bufs[1 - cur] holds or is getting the next batch */
+  bool pipeline;             /* FILTERED: may select the next batch on the worker */
+  uint64_t handed_ns;        /* when the current batch was handed to SQLite (0: none yet) */
+  double sql_row_ns;         /* SQLite's time per row of the last batch, measured */
+  cs_worker *worker;         /* started at the first pipelined batch; kept for the cursor's life */
+  uint64_t n_batch;          /* selected rows in the batch */
+  uint64_t at;               /* the current row's index in the batch */
+  bool rows_ready;           /* FILTERED: bufs[cur].pos[0, n_batch) hold the batch's rows */
+  uint64_t batch_rows;       /* the most rows one batch holds */
+  uint32_t n_targets;        /* the fixed-width columns the query reads */
+  int32_t *col_target;       /* per column: its index in bufs[].targets, or -1 */
+  uint8_t *col_lazy;         /* per column: gathered only once xColumn asks (see below) */
+  const uint8_t **col_buf;   /* per column: its buffer in the current batch, or NULL = in place */
+  const uint8_t **col_valid; /* per column: validity bytes, or NULL = no NULLs */
+  double mask_gate;
+  bool used_mask_route, used_rows_route;
+  /* The selection's inputs. */
   const uint8_t *user_mask;  /* _mask BLOB bytes, in a held copy, or NULL */
   cs_pred *preds;            /* FILTERED predicates; members in pred_vals */
   uint32_t n_preds;
+  cs_selector *selector;     /* preds compiled against the store */
   cs_value *pred_vals;       /* IN members of all predicates */
   void **held;               /* bytes the operands point into; sqlite3_free */
   int n_held;
   uint64_t skip;             /* OFFSET rows still to skip */
   uint64_t left;             /* LIMIT rows still to return; UINT64_MAX = no limit */
-  /* LIST walks prefetch the cells of the row CSX_LIST_PREFETCH ahead, for
-  ** the fixed-width columns the query reads (a random _rows read spends
-  ** most of its time in cache misses: 1.5x measured with it). */
-  uint32_t prefetch_cols[CSX_MAX_PREFETCH_COLS];
-  uint32_t n_prefetch_cols;
-  /* current record */
+  /* the record of `row`, for reads in place */
   uint64_t rec, rec_first, rec_end;
   const cs_chunk *chunks;
   /* what colstore_last_plan reports */
@@ -91,6 +137,8 @@ static void cursor_clear_filter(csx_cursor *pCur) {
   sqlite3_free(pCur->held);
   sqlite3_free(pCur->preds);
   sqlite3_free(pCur->pred_vals);
+  cs_selector_free(pCur->selector);
+  pCur->selector = NULL;
   pCur->held = NULL, pCur->n_held = 0;
   pCur->preds = NULL, pCur->n_preds = 0;
   pCur->pred_vals = NULL;
@@ -105,9 +153,21 @@ int csx_close(sqlite3_vtab_cursor *cur) {
     pTab->n_open_cursors--;
     csx_snapshot_release(pCur->snap);
   }
+  cs_worker_free(pCur->worker); /* waits for a batch in flight */
   cursor_clear_filter(pCur);
   sqlite3_free(pCur->pos);
-  sqlite3_free(pCur->mask);
+  sqlite3_free(pCur->bins);
+  for (int i = 0; i < 2; i++) {
+    sqlite3_free(pCur->bufs[i].mask);
+    sqlite3_free(pCur->bufs[i].pos);
+    sqlite3_free(pCur->bufs[i].targets);
+    sqlite3_free(pCur->bufs[i].job_targets);
+    sqlite3_free(pCur->bufs[i].mem);
+  }
+  sqlite3_free(pCur->col_buf);
+  sqlite3_free(pCur->col_valid);
+  sqlite3_free(pCur->col_target);
+  sqlite3_free(pCur->col_lazy);
   sqlite3_free(pCur);
   return SQLITE_OK;
 }
@@ -121,87 +181,206 @@ static void seek_record(csx_cursor *pCur, uint64_t row) {
   pCur->chunks = cs_store_chunk(s, pCur->rec, 0);
 }
 
-static int pos_reserve(csx_cursor *pCur, uint64_t n) {
-  if (n <= pCur->pos_cap) return SQLITE_OK;
-  uint64_t *p = sqlite3_realloc64(pCur->pos, n * sizeof *p);
-  if (!p) return SQLITE_NOMEM;
-  pCur->pos = p;
-  pCur->pos_cap = n;
+/* Grows *p (of *cap elements of `size` bytes) to at least n elements. */
+static int grow(void **p, uint64_t *cap, uint64_t n, size_t size) {
+  if (n <= *cap) return SQLITE_OK;
+  void *q = sqlite3_realloc64(*p, n * size);
+  if (!q) return SQLITE_NOMEM;
+  *p = q;
+  *cap = n;
   return SQLITE_OK;
 }
 
-/* FILTERED: fills pos with the next batch that has any selected row. */
-static int next_batch(csx_cursor *pCur) {
-  while (pCur->lo < pCur->hi) {
-    uint64_t n = pCur->hi - pCur->lo < pCur->batch_rows ? pCur->hi - pCur->lo : pCur->batch_rows;
-    uint64_t first = pCur->desc ? pCur->hi - n : pCur->lo;
-    if (pCur->desc) pCur->hi -= n;
-    else pCur->lo += n;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (pCur->n_preds) {
-      cs_pred_stats st = {0};
-      int th = cs_kernel_threads(n);
-      if (th > pCur->stats.threads) pCur->stats.threads = th;
-      cs_pred_eval(pCur->store, pCur->preds, pCur->n_preds, first, n, pCur->mask, &st);
-      pCur->stats.records_scanned += st.records_scanned;
-      pCur->stats.records_skipped += st.records_skipped;
-      if (pCur->user_mask)
-        for (uint64_t i = 0; i < n; i++) pCur->mask[i] = (uint8_t)(pCur->mask[i] && pCur->user_mask[first + i]);
+static int pos_reserve(csx_cursor *pCur, uint64_t n) { return grow((void **)&pCur->pos, &pCur->pos_cap, n, sizeof *pCur->pos); }
+
+static uint64_t elapsed_ns(const struct timespec *t0) {
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (uint64_t)((t1.tv_sec - t0->tv_sec) * 1000000000LL + (t1.tv_nsec - t0->tv_nsec));
+}
+
+/* Points xColumn at the buffers of b the kernel filled (n of them at
+** filled); the other columns read are gathered when first asked for. */
+static void buffers_select(csx_cursor *pCur, const cs_gather_target *filled, uint32_t n) {
+  for (uint32_t t = 0; t < pCur->n_targets; t++) pCur->col_buf[pCur->bufs[0].targets[t].col] = NULL;
+  for (uint32_t t = 0; t < n; t++) {
+    pCur->col_buf[filled[t].col] = filled[t].out;
+    pCur->col_valid[filled[t].col] = filled[t].out_valid;
+  }
+}
+
+/* What the FILTERED batches so far ran, in words. */
+static const char *filtered_kernels(const csx_cursor *pCur) {
+  static const char *const words[2][4] = {
+      {"mask", "mask, mask-native gather into buffers", "mask, mask compaction, sorted gather into buffers",
+       "mask, mask-native and sorted gathers into buffers"},
+      {"zone maps, predicate masks", "zone maps, predicate masks, mask-native gather into buffers",
+       "zone maps, predicate masks, mask compaction, sorted gather into buffers",
+       "zone maps, predicate masks, mask-native and sorted gathers into buffers"}};
+  int route = pCur->used_mask_route + 2 * pCur->used_rows_route;
+  return words[pCur->n_preds > 0][route];
+}
+
+/* The batch job: one kernel call, timed.  Runs on the worker when
+** pipelined, so it touches nothing but b. */
+static void batch_job(void *arg) {
+  csx_batch_buf *b = arg;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  cs_select_range(b->selector, &b->job);
+  b->kernel_ns = elapsed_ns(&t0);
+}
+
+/* FILTERED: carves the next batch of the range into b's job; false at the
+** end of the range.  background: the job will run beside SQLite's own
+** thread, so it leaves that thread's core to it. */
+static bool filtered_plan(csx_cursor *pCur, csx_batch_buf *b, bool background) {
+  if (pCur->lo >= pCur->hi) return false;
+  uint64_t n = pCur->hi - pCur->lo < pCur->batch_rows ? pCur->hi - pCur->lo : pCur->batch_rows;
+  uint64_t first = pCur->desc ? pCur->hi - n : pCur->lo;
+  if (pCur->desc) pCur->hi -= n;
+  else pCur->lo += n;
+  int threads = background ? cs_kernel_threads(n) - 1 : 0;
+  uint32_t n_job = 0;
+  for (uint32_t t = 0; t < pCur->n_targets; t++)
+    if (!pCur->col_lazy[b->targets[t].col]) b->job_targets[n_job++] = b->targets[t];
+  b->selector = pCur->selector;
+  b->job = (cs_select_batch){.first = first,
+                             .n = n,
+                             .user_mask = pCur->user_mask ? pCur->user_mask + first : NULL,
+                             .mask = b->mask,
+                             .rows = b->pos,
+                             .targets = b->job_targets,
+                             .n_targets = n_job,
+                             .mask_gate = pCur->mask_gate,
+                             .count_from = pCur->range_lo,
+                             .max_threads = background ? (threads < 1 ? 1 : threads) : 0};
+  return true;
+}
+
+static uint64_t mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Whether selecting the batch after j on the worker, while SQLite reads
+** j's rows, beats selecting it afterwards with every thread.  With p
+** threads allowed, a kernel of K thread-nanoseconds and SQLite's S for
+** j's rows: afterwards costs K/p + S; overlapped, the worker has p - 1
+** threads (SQLite's thread holds a core) and costs max(K/(p-1), S).  So
+** overlap pays when SQLite's share is large (sum(b) WHERE a > 0.9: 100,000
+** rows a batch), not when few rows reach SQLite (count(*) WHERE a > 0.99,
+** where halving the kernel's threads costs more than it hides). */
+static bool overlap_pays(const csx_cursor *pCur, const csx_batch_buf *j) {
+  int p = cs_kernel_threads(pCur->batch_rows);
+  if (p < 2) return false; /* one core for both: nothing to overlap */
+  double k = (double)j->kernel_ns * (j->job.threads > 0 ? j->job.threads : 1);
+  double sql = (double)j->job.n_selected * pCur->sql_row_ns;
+  double overlapped = k / (p - 1) > sql ? k / (p - 1) : sql;
+  return overlapped < k / p + sql;
+}
+
+/* FILTERED: makes bufs[cur] the next batch that has any selected row,
+** and, when it pays (overlap_pays), starts selecting the one after it on
+** the worker. */
+static int filtered_next_batch(csx_cursor *pCur) {
+  if (pCur->handed_ns && pCur->n_batch)
+    pCur->sql_row_ns = (double)(mono_ns() - pCur->handed_ns) / (double)pCur->n_batch;
+  for (;;) {
+    if (pCur->pending) {
+      cs_worker_wait(pCur->worker);
+      pCur->cur = 1 - pCur->cur;
+      pCur->pending = false;
     } else {
-      memcpy(pCur->mask, pCur->user_mask + first, n);
+      if (!filtered_plan(pCur, &pCur->bufs[pCur->cur], false)) return 0;
+      batch_job(&pCur->bufs[pCur->cur]);
     }
-    pCur->stats.rows_scanned += n;
-    pCur->n_pos = cs_mask_to_rows(pCur->mask, n, first, pCur->pos);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    pCur->stats.kernel_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
-    if (pCur->n_pos) {
-      pCur->at = pCur->desc ? pCur->n_pos - 1 : 0;
+    csx_batch_buf *b = &pCur->bufs[pCur->cur];
+    if (pCur->pipeline && overlap_pays(pCur, b) && filtered_plan(pCur, &pCur->bufs[1 - pCur->cur], true)) {
+      if (!cs_worker_submit(pCur->worker, batch_job, &pCur->bufs[1 - pCur->cur]))
+        batch_job(&pCur->bufs[1 - pCur->cur]); /* no thread: select it here */
+      pCur->pending = true;
+      pCur->stats.overlapped++;
+    }
+    const cs_select_batch *j = &b->job;
+    pCur->stats.kernel_ns += b->kernel_ns;
+    pCur->stats.rows_scanned += j->n;
+    pCur->stats.records_scanned += j->records_scanned;
+    pCur->stats.records_skipped += j->records_skipped;
+    pCur->stats.batches++;
+    if (j->threads > pCur->stats.threads) pCur->stats.threads = j->threads;
+    pCur->n_batch = j->n_selected;
+    pCur->rows_ready = j->rows_filled;
+    if (pCur->n_batch) {
+      if (j->n_targets && j->by_mask) pCur->used_mask_route = true;
+      if (j->n_targets && !j->by_mask) pCur->used_rows_route = true;
+      pCur->stats.kernels = filtered_kernels(pCur);
+      buffers_select(pCur, j->targets, j->n_targets);
+      pCur->at = pCur->desc ? pCur->n_batch - 1 : 0;
+      pCur->handed_ns = mono_ns();
       return 1;
     }
   }
-  return 0;
 }
 
-static void list_prefetch(const csx_cursor *pCur) {
-  uint64_t j = pCur->desc ? pCur->at - CSX_LIST_PREFETCH : pCur->at + CSX_LIST_PREFETCH;
-  if (pCur->desc ? pCur->at < CSX_LIST_PREFETCH : j >= pCur->n_pos) return;
-  uint64_t row = pCur->pos[j], rec = cs_store_find_record(pCur->store, row);
-  uint64_t k = row - cs_store_record_first_row(pCur->store, rec);
-  const cs_chunk *chunks = cs_store_chunk(pCur->store, rec, 0);
-  for (uint32_t i = 0; i < pCur->n_prefetch_cols; i++) {
-    uint32_t c = pCur->prefetch_cols[i];
-    __builtin_prefetch((const char *)chunks[c].data + k * cs_type_width(pCur->cols[c].type));
+/* LIST: gathers the next batch of the list. */
+static int list_next_batch(csx_cursor *pCur) {
+  uint64_t rest = pCur->desc ? pCur->list_next : pCur->n_pos - pCur->list_next;
+  if (rest == 0) return 0;
+  uint64_t k = rest < pCur->batch_rows ? rest : pCur->batch_rows;
+  /* Under a LIMIT no more rows than OFFSET + LIMIT are gathered. */
+  if (pCur->left != UINT64_MAX && pCur->skip + pCur->left < k) k = pCur->skip + pCur->left;
+  if (k == 0) k = 1;
+  pCur->list_base = pCur->desc ? pCur->list_next - k : pCur->list_next;
+  pCur->list_next = pCur->desc ? pCur->list_next - k : pCur->list_next + k;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int th = cs_select_rows(pCur->store, pCur->pos + pCur->list_base, k, pCur->list_sorted, pCur->bins,
+                          pCur->bufs[0].targets, pCur->n_targets);
+  pCur->stats.kernel_ns += elapsed_ns(&t0);
+  if (th > pCur->stats.threads) pCur->stats.threads = th;
+  pCur->n_batch = k;
+  pCur->at = pCur->desc ? k - 1 : 0;
+  return 1;
+}
+
+static int next_batch(csx_cursor *pCur) {
+  return pCur->shape == SEL_LIST ? list_next_batch(pCur) : filtered_next_batch(pCur);
+}
+
+/* The current row's position. */
+static uint64_t current_row(csx_cursor *pCur) {
+  switch (pCur->shape) {
+    case SEL_RANGE: break;
+    case SEL_LIST: pCur->row = pCur->pos[pCur->list_base + pCur->at]; break;
+    case SEL_FILTERED:
+      if (!pCur->rows_ready) {
+        const csx_batch_buf *b = &pCur->bufs[pCur->cur];
+        cs_mask_to_rows(b->mask, b->job.n, b->job.first, b->pos);
+        pCur->rows_ready = true;
+      }
+      pCur->row = pCur->bufs[pCur->cur].pos[pCur->at];
+      break;
   }
+  return pCur->row;
 }
 
 /* Moves to the next row of the selection, ignoring OFFSET/LIMIT. */
 static void step(csx_cursor *pCur) {
-  switch (pCur->shape) {
-    case SEL_RANGE:
-      if (pCur->desc) {
-        if (pCur->row == pCur->lo) { pCur->eof = true; return; }
-        pCur->row--;
-      } else if (++pCur->row >= pCur->hi) {
-        pCur->eof = true;
-        return;
-      }
-      break;
-    case SEL_FILTERED:
-    case SEL_LIST: {
-      bool more = pCur->desc ? pCur->at-- > 0 : ++pCur->at < pCur->n_pos;
-      if (!more) {
-        if (pCur->shape == SEL_LIST || !next_batch(pCur)) {
-          pCur->eof = true;
-          return;
-        }
-      }
-      pCur->row = pCur->pos[pCur->at];
-      if (pCur->shape == SEL_LIST && pCur->n_prefetch_cols) list_prefetch(pCur);
-      break;
+  if (pCur->shape == SEL_RANGE) {
+    if (pCur->desc) {
+      if (pCur->row == pCur->lo) { pCur->eof = true; return; }
+      pCur->row--;
+    } else if (++pCur->row >= pCur->hi) {
+      pCur->eof = true;
+      return;
     }
+    if (pCur->row < pCur->rec_first || pCur->row >= pCur->rec_end) seek_record(pCur, pCur->row);
+    return;
   }
-  seek_record(pCur, pCur->row);
+  bool more = pCur->desc ? pCur->at-- > 0 : ++pCur->at < pCur->n_batch;
+  if (!more && !next_batch(pCur)) pCur->eof = true;
 }
 
 /* Positions the cursor on the first row of the selection. */
@@ -217,22 +396,123 @@ static void start(csx_cursor *pCur) {
       else pCur->lo += pCur->skip;
       pCur->skip = 0;
       pCur->row = pCur->desc ? pCur->hi - 1 : pCur->lo;
-      break;
+      seek_record(pCur, pCur->row);
+      return;
     case SEL_FILTERED:
-      if (!next_batch(pCur)) { pCur->eof = true; return; }
-      pCur->row = pCur->pos[pCur->at];
-      break;
     case SEL_LIST:
-      if (pCur->n_pos == 0) { pCur->eof = true; return; }
-      pCur->at = pCur->desc ? pCur->n_pos - 1 : 0;
-      pCur->row = pCur->pos[pCur->at];
+      pCur->list_next = pCur->desc ? pCur->n_pos : 0;
+      if (!next_batch(pCur)) { pCur->eof = true; return; }
       break;
   }
-  seek_record(pCur, pCur->row);
   while (!pCur->eof && pCur->skip > 0) {
     pCur->skip--;
     step(pCur);
   }
+}
+
+/* Lays out b's buffers for the fixed-width columns in col_used, batches of
+** batch_rows rows (one block, each buffer 64-byte aligned), growing the
+** block only when it is too small; FILTERED also gets a mask and
+** positions. */
+static int buffers_prepare(csx_cursor *pCur, csx_batch_buf *b, uint64_t col_used, uint64_t batch_rows) {
+  uint32_t n_cols = pCur->n_cols ? pCur->n_cols : 1;
+  if (!b->targets && !(b->targets = sqlite3_malloc64(n_cols * sizeof *b->targets))) return SQLITE_NOMEM;
+  if (!b->job_targets && !(b->job_targets = sqlite3_malloc64(n_cols * sizeof *b->job_targets))) return SQLITE_NOMEM;
+  uint64_t bytes = 0;
+  uint32_t n = 0;
+  for (uint32_t c = 0; c < pCur->n_cols; c++) {
+    size_t w = cs_type_width(pCur->cols[c].type);
+    if (!w || !((col_used >> (c < 63 ? c : 63)) & 1)) continue;
+    bytes += (batch_rows * w + 63) & ~(uint64_t)63;
+    if (pCur->cols[c].nullable) bytes += (batch_rows + 63) & ~(uint64_t)63;
+    pCur->col_target[c] = (int32_t)n;
+    b->targets[n++] = (cs_gather_target){.col = c};
+  }
+  pCur->n_targets = n;
+  if (bytes + 64 > b->mem_bytes) {
+    sqlite3_free(b->mem);
+    b->mem = sqlite3_malloc64(bytes + 64);
+    b->mem_bytes = b->mem ? bytes + 64 : 0;
+    if (!b->mem) return SQLITE_NOMEM;
+  }
+  uint8_t *p = (uint8_t *)(((uintptr_t)b->mem + 63) & ~(uintptr_t)63);
+  for (uint32_t t = 0; t < n; t++) {
+    cs_gather_target *g = &b->targets[t];
+    g->out = p;
+    p += (batch_rows * cs_type_width(pCur->cols[g->col].type) + 63) & ~(uint64_t)63;
+    g->out_valid = NULL;
+    if (pCur->cols[g->col].nullable) {
+      g->out_valid = p;
+      p += (batch_rows + 63) & ~(uint64_t)63;
+    }
+  }
+  if (pCur->shape != SEL_FILTERED) return SQLITE_OK;
+  int rc = grow((void **)&b->mask, &b->mask_cap, batch_rows, 1);
+  return rc != SQLITE_OK ? rc : grow((void **)&b->pos, &b->pos_cap, batch_rows, sizeof *b->pos);
+}
+
+/* Bytes a row of a batch costs: its position, mask byte, record number
+** and buffered values. */
+static uint64_t batch_row_bytes(const csx_cursor *pCur, uint64_t col_used) {
+  uint64_t bytes = 8 + (pCur->shape == SEL_FILTERED) + (pCur->shape == SEL_LIST && !pCur->list_sorted ? 4 : 0);
+  for (uint32_t c = 0; c < pCur->n_cols; c++) {
+    size_t w = cs_type_width(pCur->cols[c].type);
+    if (w && ((col_used >> (c < 63 ? c : 63)) & 1)) bytes += w + pCur->cols[c].nullable;
+  }
+  return bytes;
+}
+
+/* COLSTORE_PIPELINE=0 in the environment turns the background selection
+** of the next batch off (for measuring it; read once). */
+static bool pipeline_enabled(void) {
+  static int on = -1;
+  if (on < 0) {
+    const char *e = getenv("COLSTORE_PIPELINE");
+    on = !(e && e[0] == '0');
+  }
+  return on;
+}
+
+/* Sizes the batches of a FILTERED or LIST selection over `rows` rows and
+** makes room for them.  A FILTERED range of more than one batch is
+** pipelined: two buffer sets share batch_bytes. */
+static int batches_prepare(csx_cursor *pCur, uint64_t col_used, uint64_t rows) {
+  uint64_t budget = csx_config_batch_bytes(), row_bytes = batch_row_bytes(pCur, col_used);
+  pCur->pipeline = pCur->shape == SEL_FILTERED && pipeline_enabled() && rows > budget / row_bytes;
+  if (pCur->pipeline) budget /= 2;
+  uint64_t want = budget / row_bytes;
+  want = want < CSX_MIN_BATCH_ROWS ? CSX_MIN_BATCH_ROWS : want & ~(uint64_t)63;
+  pCur->batch_rows = rows < want ? (rows ? rows : 1) : want;
+  if (!pCur->col_buf) {
+    uint32_t n = pCur->n_cols ? pCur->n_cols : 1;
+    pCur->col_buf = sqlite3_malloc64(n * sizeof *pCur->col_buf);
+    pCur->col_valid = sqlite3_malloc64(n * sizeof *pCur->col_valid);
+    pCur->col_target = sqlite3_malloc64(n * sizeof *pCur->col_target);
+    pCur->col_lazy = sqlite3_malloc64(n);
+    if (!pCur->col_buf || !pCur->col_valid || !pCur->col_target || !pCur->col_lazy) return SQLITE_NOMEM;
+  }
+  for (uint32_t c = 0; c < pCur->n_cols; c++) {
+    pCur->col_buf[c] = pCur->col_valid[c] = NULL;
+    pCur->col_target[c] = -1;
+    pCur->col_lazy[c] = 0;
+  }
+  int rc = SQLITE_OK;
+  for (int i = 0; i < (pCur->pipeline ? 2 : 1) && rc == SQLITE_OK; i++)
+    rc = buffers_prepare(pCur, &pCur->bufs[i], col_used, pCur->batch_rows);
+  if (rc != SQLITE_OK) return rc;
+  pCur->cur = 0;
+  pCur->pending = false;
+  pCur->handed_ns = 0;
+  pCur->sql_row_ns = 25; /* SQLite's least per row (docs/performance.md), until measured */
+  if (pCur->pipeline && !pCur->worker) {
+    cs_err err;
+    if (cs_worker_new(&pCur->worker, &err) != CS_OK) pCur->pipeline = false;
+  }
+  if (pCur->shape == SEL_LIST) {
+    buffers_select(pCur, pCur->bufs[0].targets, pCur->n_targets);
+    if (!pCur->list_sorted) rc = grow((void **)&pCur->bins, &pCur->bins_cap, pCur->batch_rows, sizeof *pCur->bins);
+  }
+  return rc;
 }
 
 /* --------------------------------------------------------------- filter */
@@ -336,6 +616,9 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
     pCur->cols = cs_store_schema(pCur->store)->cols;
     pCur->n_cols = cs_store_schema(pCur->store)->n_cols;
   }
+  /* A batch of the previous filter may still be in flight on the worker. */
+  cs_worker_wait(pCur->worker);
+  pCur->pending = false;
   cursor_clear_filter(pCur);
   uint64_t n = cs_store_rows(pCur->store), lo = 0, hi = n;
   sqlite3_value *in_list = NULL, *rows_blob = NULL, *mask_blob = NULL;
@@ -343,10 +626,7 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
   pCur->left = UINT64_MAX;
   pCur->desc = plan.desc;
   pCur->n_pos = 0;
-  pCur->n_prefetch_cols = 0;
-  for (uint32_t c = 0; c < pCur->n_cols && pCur->n_prefetch_cols < CSX_MAX_PREFETCH_COLS; c++)
-    if (((plan.col_used >> (c < 63 ? c : 63)) & 1) && cs_type_width(pCur->cols[c].type))
-      pCur->prefetch_cols[pCur->n_prefetch_cols++] = c;
+  pCur->used_mask_route = pCur->used_rows_route = false;
   int n_pred_slots = 0;
   uint64_t n_members = 0;
   for (int i = 0; i < plan.n_slots && i < argc; i++) {
@@ -465,30 +745,34 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
         if (pCur->user_mask[pCur->pos[i]]) pCur->pos[k++] = pCur->pos[i];
       pCur->n_pos = k;
     }
+    pCur->list_sorted = true;
+    for (uint64_t i = 1; pCur->list_sorted && i < pCur->n_pos; i++) pCur->list_sorted = pCur->pos[i - 1] <= pCur->pos[i];
+    if ((rc = batches_prepare(pCur, plan.col_used, pCur->n_pos)) != SQLITE_OK) return rc;
     pCur->stats.rows_scanned = pCur->n_pos;
+    pCur->stats.kernels = pCur->n_targets == 0 ? "positions"
+                          : pCur->list_sorted  ? "sorted cursor gather into buffers"
+                                               : "record bins, binned gather into buffers";
   } else if (pCur->n_preds || pCur->user_mask) {
     pCur->shape = SEL_FILTERED;
-    pCur->lo = lo, pCur->hi = hi;
-    uint64_t want = csx_config_batch_bytes() / 9;
-    want = want < CSX_MIN_BATCH_ROWS ? CSX_MIN_BATCH_ROWS : want & ~(uint64_t)63;
-    pCur->batch_rows = hi - lo < want ? (hi - lo ? hi - lo : 1) : want;
-    if (pCur->batch_rows > pCur->mask_cap) {
-      uint8_t *m = sqlite3_realloc64(pCur->mask, pCur->batch_rows);
-      if (!m) return SQLITE_NOMEM;
-      pCur->mask = m;
-      pCur->mask_cap = pCur->batch_rows;
-    }
-    if ((rc = pos_reserve(pCur, pCur->batch_rows)) != SQLITE_OK) return rc;
+    pCur->lo = pCur->range_lo = lo, pCur->hi = hi;
+    cs_err err;
+    if (cs_selector_new(pCur->store, pCur->preds, pCur->n_preds, &pCur->selector, &err) != CS_OK) return SQLITE_NOMEM;
+    pCur->mask_gate = csx_config_mask_gate(NULL);
+    if ((rc = batches_prepare(pCur, plan.col_used, hi - lo)) != SQLITE_OK) return rc;
+    /* A column named by a consumed predicate is in colUsed whether or not
+    ** the query reads it: gather it only when xColumn asks. */
+    for (int i = 0; i < plan.n_slots; i++)
+      if (plan.slots[i].kind == 'P' || plan.slots[i].kind == 'Q') pCur->col_lazy[plan.slots[i].col] = 1;
+    pCur->stats.kernels = pCur->n_preds ? "zone maps, predicate masks" : "mask";
   } else {
     pCur->shape = SEL_RANGE;
     pCur->lo = lo, pCur->hi = hi;
+    /* the rows the walk will visit: OFFSET + LIMIT of them at most */
     pCur->stats.rows_scanned = hi - lo;
+    if (pCur->left != UINT64_MAX && pCur->skip + pCur->left < hi - lo) pCur->stats.rows_scanned = pCur->skip + pCur->left;
+    pCur->stats.kernels = pCur->desc ? "reverse range walk (zero-copy)" : "range walk (zero-copy)";
   }
   pCur->stats.shape = pCur->shape == SEL_RANGE ? "range" : pCur->shape == SEL_FILTERED ? "filtered" : "list";
-  pCur->stats.kernels = pCur->shape == SEL_RANGE    ? (pCur->desc ? "reverse range walk (zero-copy)" : "range walk (zero-copy)")
-                        : pCur->shape == SEL_LIST   ? (rows_blob ? "positions (record located per row)" : "sorted cursor")
-                        : pCur->n_preds             ? "zone maps, predicate masks, mask compaction"
-                                                    : "mask compaction";
   pCur->stats.n_preds = pCur->n_preds;
   pCur->stats.idx = idxStr;
   if (pCur->left == 0) {
@@ -522,14 +806,9 @@ int csx_next(sqlite3_vtab_cursor *cur) {
 
 int csx_eof(sqlite3_vtab_cursor *cur) { return ((const csx_cursor *)cur)->eof; }
 
-int csx_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
-  csx_cursor *pCur = (csx_cursor *)cur;
-  if ((uint32_t)i >= pCur->n_cols) return SQLITE_OK; /* hidden columns read as NULL */
-  const cs_chunk *ch = &pCur->chunks[i];
-  uint64_t k = pCur->row - pCur->rec_first;
-  if (!cs_chunk_is_valid(ch, k)) return SQLITE_OK;
-  const void *d = ch->data;
-  switch (pCur->cols[i].type) {
+/* Element k of an array of fixed-width type t, as SQLite's value. */
+static void result_fixed(sqlite3_context *ctx, cs_type t, const void *d, uint64_t k) {
+  switch (t) {
     case CS_TYPE_FLOAT64: sqlite3_result_double(ctx, ((const double *)d)[k]); break;
     case CS_TYPE_INT64: sqlite3_result_int64(ctx, ((const int64_t *)d)[k]); break;
     case CS_TYPE_INT32: sqlite3_result_int64(ctx, ((const int32_t *)d)[k]); break;
@@ -540,25 +819,62 @@ int csx_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
     case CS_TYPE_UINT16: sqlite3_result_int64(ctx, ((const uint16_t *)d)[k]); break;
     case CS_TYPE_UINT8: sqlite3_result_int64(ctx, ((const uint8_t *)d)[k]); break;
     case CS_TYPE_BOOL: sqlite3_result_int64(ctx, ((const uint8_t *)d)[k] != 0); break;
-    case CS_TYPE_TEXT:
-    case CS_TYPE_BLOB: {
-      const uint8_t *p;
-      uint64_t len;
-      cs_err err;
-      if (cs_chunk_varlen(ch, k, &p, &len, &err) != CS_OK) {
-        sqlite3_result_error(ctx, err.msg, -1);
-        sqlite3_result_error_code(ctx, SQLITE_CORRUPT);
-        return SQLITE_CORRUPT;
-      }
-      if (pCur->cols[i].type == CS_TYPE_TEXT) sqlite3_result_text64(ctx, (const char *)p, len, SQLITE_STATIC, SQLITE_UTF8);
-      else sqlite3_result_blob64(ctx, p, len, SQLITE_STATIC);
-      break;
-    }
+    default: break;
   }
+}
+
+/* A FILTERED batch's column that the kernel did not fill because the query
+** only seemed to need it for a predicate colstore consumed (SQLite sets
+** colUsed for every column the statement names, WHERE included):
+** gathered now, through the batch's positions, and by the kernel from the
+** next batch the cursor plans. */
+static const uint8_t *gather_on_demand(csx_cursor *pCur, uint32_t col) {
+  current_row(pCur); /* the batch's positions */
+  const cs_gather_target *g = &pCur->bufs[pCur->cur].targets[pCur->col_target[col]];
+  cs_gather_sorted(pCur->store, col, pCur->bufs[pCur->cur].pos, pCur->n_batch, g->out, g->out_valid);
+  pCur->col_buf[col] = g->out;
+  pCur->col_valid[col] = g->out_valid;
+  pCur->col_lazy[col] = 0;
+  pCur->used_rows_route = true;
+  pCur->stats.kernels = filtered_kernels(pCur);
+  return g->out;
+}
+
+int csx_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
+  csx_cursor *pCur = (csx_cursor *)cur;
+  if ((uint32_t)i >= pCur->n_cols) return SQLITE_OK; /* hidden columns read as NULL */
+  cs_type t = pCur->cols[i].type;
+  if (pCur->shape != SEL_RANGE) {
+    const uint8_t *buf = pCur->col_buf[i];
+    if (!buf && pCur->col_target[i] >= 0) buf = gather_on_demand(pCur, (uint32_t)i);
+    if (buf) {
+      const uint8_t *valid = pCur->col_valid[i];
+      if (!valid || valid[pCur->at]) result_fixed(ctx, t, buf, pCur->at);
+      return SQLITE_OK;
+    }
+    seek_record(pCur, current_row(pCur)); /* TEXT, BLOB: in place */
+  }
+  const cs_chunk *ch = &pCur->chunks[i];
+  uint64_t k = pCur->row - pCur->rec_first;
+  if (!cs_chunk_is_valid(ch, k)) return SQLITE_OK;
+  if (t != CS_TYPE_TEXT && t != CS_TYPE_BLOB) {
+    result_fixed(ctx, t, ch->data, k);
+    return SQLITE_OK;
+  }
+  const uint8_t *p;
+  uint64_t len;
+  cs_err err;
+  if (cs_chunk_varlen(ch, k, &p, &len, &err) != CS_OK) {
+    sqlite3_result_error(ctx, err.msg, -1);
+    sqlite3_result_error_code(ctx, SQLITE_CORRUPT);
+    return SQLITE_CORRUPT;
+  }
+  if (t == CS_TYPE_TEXT) sqlite3_result_text64(ctx, (const char *)p, len, SQLITE_STATIC, SQLITE_UTF8);
+  else sqlite3_result_blob64(ctx, p, len, SQLITE_STATIC);
   return SQLITE_OK;
 }
 
 int csx_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *pRowid) {
-  *pRowid = (sqlite3_int64)((csx_cursor *)cur)->row;
+  *pRowid = (sqlite3_int64)current_row((csx_cursor *)cur);
   return SQLITE_OK;
 }

@@ -97,6 +97,8 @@ struct csx_scan_stats {
   uint64_t records_scanned;
   uint64_t records_skipped;
   uint64_t kernel_ns;
+  uint32_t batches;          /* FILTERED: batches selected */
+  uint32_t overlapped;       /* ... of them on the worker, beside SQLite */
 };
 
 /* Hidden columns follow the store's columns. */

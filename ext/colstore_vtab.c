@@ -5,7 +5,8 @@
 ** A table is a path plus a snapshot of the store's last committed state.
 ** The first cursor a statement opens on a table checks (two small preads
 ** and a stat) whether another connection or process has committed since,
-** or replaced the file, and if so opens a fresh snapshot; a cursor keeps
+** or replaced the file, and if so opens a fresh snapshot (of a dataset:
+** opening only its new or changed files, cs_store_reopen); a cursor keeps
 ** its snapshot alive, so the values it hands to SQLite as SQLITE_STATIC
 ** (TEXT and BLOB straight from the mapping) stay valid however long SQLite
 ** holds them within the statement.  Planning is in colstore_plan.c, the
@@ -62,13 +63,17 @@ bool csx_schema_equal(const cs_schema *a, const cs_schema *b) {
 int csx_table_refresh(csx_table *pTab) {
   if (pTab->n_open_cursors > 0) return SQLITE_OK;
   cs_err err = {0};
-  bool current = true;
-  cs_rc rc = cs_store_is_current(pTab->snap->store, &current, &err);
-  if (rc == CS_OK && current) return SQLITE_OK;
   cs_store *store = NULL;
-  /* A dataset's reopen re-expands its SOURCE (added or removed files). */
-  if (rc == CS_OK) rc = cs_store_open_source(pTab->zPath, CS_VERIFY_HEADER, &store, &err);
+  /* One pass: the same store back when nothing changed; else a new one.  A
+  ** dataset's reopen re-expands its SOURCE (added or removed files) and
+  ** opens only the files that are new or changed, sharing the others with
+  ** the snapshot it replaces (which a cursor may still hold). */
+  cs_rc rc = cs_store_reopen(pTab->snap->store, CS_VERIFY_HEADER, &store, &err);
   if (rc != CS_OK) return csx_vtab_error(&pTab->base, csx_rc_to_sqlite(rc), "%s", err.msg);
+  if (store == pTab->snap->store) {
+    cs_store_close(store);
+    return SQLITE_OK;
+  }
   if (!csx_schema_equal(cs_store_schema(store), cs_store_schema(pTab->snap->store))) {
     cs_store_close(store);
     return csx_vtab_error(&pTab->base, SQLITE_SCHEMA,

@@ -17,6 +17,7 @@ from the directory, are seen by the next statement.
 """
 import os
 import random
+import shutil
 import struct
 import sys
 import unittest
@@ -291,6 +292,88 @@ class DatasetTest(cstest.StoreTest):
         n = self.total + 4 - SIZES[3]
         self.assertEqual(con.execute("SELECT count(*) FROM ds").fetchone()[0], n)
         self.assertEqual(con.execute("SELECT count(*) FROM dg").fetchone()[0], n)
+
+    def test_writer_temp_files_are_ignored(self):
+        # A writer creating <path> writes <path>.tmp.XXXXXX first (mkstemp)
+        # and renames it at commit.  Such a file must never be a member, in
+        # directory or pattern mode, whatever it holds: here a complete copy
+        # of a store (it would open and add rows) and garbage bytes (it would
+        # fail the statement as not a store).
+        con = self.con
+        shutil.copyfile(self.files[1], self.files[1] + ".tmp.Ab3xZ9")
+        cstest.write_bytes(self.files[4] + ".tmp.q1W2e3", b"half-written store" * 10)
+        cstest.write_bytes(os.path.join(self.ddir, "zz.cst.tmp.000000"), b"")
+        everything = os.path.join(self.ddir, "*")
+        con.execute("CREATE VIRTUAL TABLE dsd USING colstore('%s')" % self.ddir)
+        con.execute("CREATE VIRTUAL TABLE dsa USING colstore('%s')" % everything)
+        con.execute("CREATE VIRTUAL TABLE dsc USING colstore('%s')" % os.path.join(self.ddir, "*.cst*"))
+        want = self.native_all()
+        for t in ("dsd", "dsa", "dsc"):
+            self.assertSameRows(con.execute("SELECT rowid, * FROM %s" % t).fetchall(), want, t)
+            self.assertEqual(self.info(con, t)["files"], self.files, t)
+        self.assertEqual(self.info(con, everything)["files"], self.files)
+        self.assertEqual(con.execute("SELECT colstore_verify(?)", (everything,)).fetchone()[0], "ok")
+        # A real writer mid-create, seen by the open tables' next statement:
+        # still not a member; once committed (renamed), it is one.
+        late = os.path.join(self.ddir, "p50.cst")
+        con.execute("BEGIN")
+        con.execute("CREATE VIRTUAL TABLE late USING colstore('%s', k INTEGER, i32 INT32, f FLOAT64, t TEXT, bl BLOB, b BOOL)"
+                    % late)
+        con.execute("COMMIT")
+        self.assertEqual(con.execute("SELECT count(*) FROM dsa").fetchone()[0], self.total)
+        con.execute("INSERT INTO late VALUES (1, 2, 3.0, 'x', x'00', 1)")
+        for t in ("dsd", "dsa", "dsc"):
+            self.assertEqual(con.execute("SELECT count(*) FROM %s" % t).fetchone()[0], self.total + 1, t)
+
+    def test_refresh_reopens_only_changed_files(self):
+        # Appending to one file re-opens that file only: every other file
+        # keeps its one mapping (same address) across the refresh, and the
+        # old snapshot's mapping of the changed file is released.
+        if not os.path.exists("/proc/self/maps"):
+            self.skipTest("needs /proc/self/maps")
+        con = self.con
+        con.execute("CREATE VIRTUAL TABLE ds USING colstore('%s')" % self.ddir)
+        self.assertEqual(con.execute("SELECT count(*) FROM ds").fetchone()[0], self.total)
+        before = file_mappings(self.files)
+        for f in self.files:
+            self.assertEqual(len(before[f]), 1, "%s mapped %d times" % (f, len(before[f])))
+        # Append through another connection, so that nothing else in this
+        # process maps the file.
+        other = self.connect()
+        other.execute("CREATE VIRTUAL TABLE one USING colstore('%s')" % self.files[1])
+        other.executemany("INSERT INTO one VALUES (?, ?, ?, ?, ?, ?)", [random_row(self.rng, -i) for i in range(25)])
+        other.close()
+        self.assertEqual(con.execute("SELECT count(*) FROM ds").fetchone()[0], self.total + 25)
+        after = file_mappings(self.files)
+        for f in self.files:
+            self.assertEqual(len(after[f]), 1, "%s mapped %d times" % (f, len(after[f])))
+            if f == self.files[1]:
+                self.assertNotEqual(after[f], before[f], "the changed file kept its old mapping")
+            else:
+                self.assertEqual(after[f], before[f], "%s was re-opened though it did not change" % f)
+        # A statement left open holds its snapshot while the table moves on.
+        cur = con.execute("SELECT rowid, k FROM ds ORDER BY rowid")
+        first = cur.fetchmany(3)
+        con2 = self.connect()
+        con2.execute("CREATE VIRTUAL TABLE one USING colstore('%s')" % self.files[4])
+        con2.execute("INSERT INTO one(k) VALUES (12345)")
+        con2.close()
+        rest = cur.fetchall()
+        self.assertEqual(len(first) + len(rest), self.total + 25)
+        self.assertEqual(con.execute("SELECT count(*) FROM ds").fetchone()[0], self.total + 26)
+        self.assertEqual(con.execute("SELECT count(*) FROM ds WHERE k = 12345").fetchone()[0],
+                         1 + con.execute("SELECT count(*) FROM nat WHERE k = 12345").fetchone()[0])
+
+
+def file_mappings(paths):
+    """{path: sorted list of the address ranges this process maps it at}."""
+    maps = {p: [] for p in paths}
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split(None, 5)
+            if len(parts) == 6 and parts[5].strip() in maps:
+                maps[parts[5].strip()].append(parts[0])
+    return {p: sorted(v) for p, v in maps.items()}
 
 
 if __name__ == "__main__":

@@ -269,7 +269,9 @@ END_TEST
 
 START_TEST(test_precedence_explicit_over_calibration_over_default) {
   const uint64_t big = 64u * CS_PARALLEL_MIN_ELEMENTS;
-  int dflt = cs_kernel_threads(big);
+  /* The default cap; the threads under it may follow the host's load. */
+  int dflt = cs_kernel_threads_cap();
+  ck_assert_int_le(cs_kernel_threads(big), dflt);
   ck_assert_int_eq(cs_kernel_prefetch_for(CS_REGIME_DRAM_SORTED), 128);
   ck_assert_int_eq(cs_kernel_prefetch_for(CS_REGIME_DRAM_UNSORTED), 0);
   cs_calibration c;
@@ -282,6 +284,7 @@ START_TEST(test_precedence_explicit_over_calibration_over_default) {
   ck_assert_int_eq(cs_kernel_prefetch_for(CS_REGIME_RESIDENT_SORTED), 128);
   ut_kernel_config_set(3, 8); /* explicit settings win */
   ck_assert_int_eq(cs_kernel_threads(big), 3);
+  ck_assert_int_eq(cs_kernel_threads_cap(), 3);
   ck_assert_int_eq(cs_kernel_prefetch_for(CS_REGIME_DRAM_SORTED), 8);
   ut_kernel_config_reset();
   cs_calibration back;
@@ -289,7 +292,8 @@ START_TEST(test_precedence_explicit_over_calibration_over_default) {
   ck_assert_int_eq(back.threads, 1);
   ck_assert_double_eq(back.mask_gate, -1);
   cs_calibration_apply(NULL);
-  ck_assert_int_eq(cs_kernel_threads(big), dflt);
+  ck_assert_int_eq(cs_kernel_threads_cap(), dflt);
+  ck_assert_int_le(cs_kernel_threads(big), dflt);
   ck_assert_int_eq(cs_kernel_prefetch_for(CS_REGIME_DRAM_SORTED), 128);
   ck_assert_int_eq(cs_regime_of(true, 1024), CS_REGIME_RESIDENT_SORTED);
   ck_assert_int_eq(cs_regime_of(false, UINT64_MAX), CS_REGIME_DRAM_UNSORTED);

@@ -490,6 +490,194 @@ START_TEST(t_source_and_freshness) {
 }
 END_TEST
 
+/* The rows of every cell of a and b are equal (rows, records, digest). */
+static void assert_same_store(const cs_store *a, const cs_store *b, const char *ctx) {
+  ck_assert_msg(cs_store_rows(a) == cs_store_rows(b), "%s: %" PRIu64 " rows, expected %" PRIu64, ctx, cs_store_rows(a), cs_store_rows(b));
+  ck_assert_msg(cs_store_records(a) == cs_store_records(b), "%s: records differ", ctx);
+  ck_assert_msg(cs_store_files(a) == cs_store_files(b), "%s: files differ", ctx);
+  for (uint64_t r = 0; r <= cs_store_records(a); r++)
+    ck_assert_msg(cs_store_record_first_row(a, r) == cs_store_record_first_row(b, r), "%s: record %" PRIu64 " starts elsewhere", ctx, r);
+  ck_assert_msg(ut_store_digest(a) == ut_store_digest(b), "%s: contents differ", ctx);
+  ck_assert_uint_eq(a->uniform_rows, b->uniform_rows);
+  ck_assert_uint_eq(cs_store_generation(a), cs_store_generation(b));
+  ck_assert_uint_eq(cs_store_file_bytes(a), cs_store_file_bytes(b));
+}
+
+/* Opens source from scratch and compares s with it. */
+static void assert_fresh(const cs_store *s, const char *source, const char *ctx) {
+  cs_store *f = NULL;
+  cs_err err = {0};
+  ck_assert_msg(cs_store_open_source(source, CS_VERIFY_HEADER, &f, &err) == CS_OK, "%s: %s", ctx, err.msg);
+  assert_same_store(s, f, ctx);
+  cs_store_close(f);
+}
+
+static cs_store *reopen_ok(cs_store *s, const char *ctx) {
+  cs_store *n = NULL;
+  cs_err err = {0};
+  cs_rc rc = cs_store_reopen(s, CS_VERIFY_HEADER, &n, &err);
+  ck_assert_msg(rc == CS_OK, "%s: cs_store_reopen gave %s: %s", ctx, cs_rc_name(rc), err.msg);
+  ck_assert_ptr_nonnull(n);
+  return n;
+}
+
+START_TEST(t_writer_temp_files_are_not_members) {
+  static const uint64_t rows[] = {30, 40};
+  ds d;
+  ds_make(&d, rows, 2, 64, true, 6001);
+  /* What a writer leaves beside its destination while it creates it: a
+  ** complete store under the temporary name, and garbage. */
+  char *copy = ut_join(d.dir, "part-00.cst.tmp.Ab3xZ9"), *junk = ut_join(d.dir, "part-01.cst.tmp.q1W2e3");
+  ut_copy_file(d.paths[0], copy);
+  ut_write_all(junk, "not a store", 11);
+  /* And a real writer, mid-create. */
+  char *late = ut_join(d.dir, "part-02.cst");
+  cs_writer *w = NULL;
+  cs_err err = {0};
+  ck_assert_msg(cs_writer_create(late, &fixed_schema, NULL, &w, &err) == CS_OK, "%s", err.msg);
+  ck_assert_int_eq(ut_dir_entries(d.dir), 5);
+  /* Names that merely look alike stay members. */
+  char *like = ut_join(d.dir, "part-01.tmp.cst");
+  ut_copy_file(d.paths[1], like);
+  char *all = ut_join(d.dir, "*"), *cst = ut_join(d.dir, "*.cst*");
+  const char *sources[] = {d.dir, all, cst};
+  for (int k = 0; k < 3; k++) {
+    char **paths = NULL;
+    uint32_t n = 0;
+    ck_assert_int_eq(cs_dataset_expand(sources[k], &paths, &n, &err), CS_OK);
+    ck_assert_msg(n == 3, "%s: %u files", sources[k], n);
+    ck_assert_str_eq(paths[0], d.paths[0]);
+    ck_assert_str_eq(paths[1], d.paths[1]);
+    ck_assert_str_eq(paths[2], like);
+    cs_paths_free(paths, n);
+    cs_store *s = NULL;
+    ck_assert_msg(cs_store_open_source(sources[k], CS_VERIFY_FULL, &s, &err) == CS_OK, "%s: %s", sources[k], err.msg);
+    ck_assert_uint_eq(cs_store_rows(s), 30 + 40 + 40);
+    ck_assert(current(s));
+    cs_store_close(s);
+  }
+  ck_assert(cs__writer_is_temp_name("x.cst.tmp.AZaz09"));
+  ck_assert(cs__writer_is_temp_name("x.tmp.000000"));
+  ck_assert(!cs__writer_is_temp_name("x.tmp.00000"));
+  ck_assert(!cs__writer_is_temp_name("x.tmp.0000000"));
+  ck_assert(!cs__writer_is_temp_name("x.tmp.abc-12"));
+  ck_assert(!cs__writer_is_temp_name("x.tmp.abc.cst"));
+  ck_assert(!cs__writer_is_temp_name("x.tmpXabcdef"));
+  cs_writer_abort(w);
+  free(copy), free(junk), free(late), free(like), free(all), free(cst);
+  ds_free(&d);
+}
+END_TEST
+
+START_TEST(t_reopen_shares_unchanged_files) {
+  static const uint64_t rows[] = {10, 20, 30, 40, 50};
+  ds d;
+  ds_make(&d, rows, 5, 64, true, 7001);
+  cs_store *s = NULL;
+  cs_err err = {0};
+  ck_assert_int_eq(cs_store_open_source(d.dir, CS_VERIFY_HEADER, &s, &err), CS_OK);
+  /* Nothing changed: the same snapshot, one more reference. */
+  cs_store *same = reopen_ok(s, "unchanged");
+  ck_assert_ptr_eq(same, s);
+  cs_store_close(same);
+  /* An append to one file: that file alone is opened again. */
+  ut_table_append_store(d.all, d.paths[2], 0, 7);
+  cs_store *n = reopen_ok(s, "append");
+  ck_assert_ptr_ne(n, s);
+  ck_assert_uint_eq(n->n_parts, 5);
+  for (uint32_t i = 0; i < 5; i++) {
+    if (i == 2) {
+      ck_assert_ptr_ne(n->parts[i], s->parts[i]);
+      ck_assert_ptr_ne(n->parts[i]->map, s->parts[i]->map);
+    } else {
+      ck_assert_msg(n->parts[i] == s->parts[i], "file %u opened again", i);
+    }
+  }
+  ck_assert_uint_eq(cs_store_rows(n), 157);
+  ck_assert_str_eq(cs_store_path(n), d.dir);
+  assert_fresh(n, d.dir, "after an append");
+  /* The old snapshot is untouched, and outlives the new one... */
+  ut_assert_store_equals(s, d.all, 150, "old snapshot");
+  cs_store *keep = reopen_ok(n, "again");
+  ck_assert_ptr_eq(keep, n);
+  cs_store_close(keep);
+  cs_store_close(n);
+  ut_assert_store_equals(s, d.all, 150, "old snapshot after the new one closed");
+  /* ...or is closed first while the new one keeps the shared files. */
+  n = reopen_ok(s, "append, again");
+  cs_store_close(s);
+  assert_fresh(n, d.dir, "new snapshot after the old one closed");
+  s = n;
+  /* A file added (sorting first), one removed, one replaced by rename:
+  ** only the new and the replaced file are opened. */
+  ut_rng rng = ut_rng_seed(7002);
+  char *early = ut_join(d.dir, "a.cst"), *repl = ut_join(d.dir, "tmp-part.cst");
+  write_file(d.all, early, 0, 5, 64, true, &rng);
+  ck_assert_int_eq(unlink(d.paths[4]), 0);
+  write_file(d.all, repl, 3, 9, 64, true, &rng);
+  ck_assert_int_eq(rename(repl, d.paths[3]), 0);
+  n = reopen_ok(s, "add, remove, replace");
+  ck_assert_uint_eq(n->n_parts, 5);
+  ck_assert_str_eq(n->parts[0]->path, early);
+  ck_assert_ptr_eq(n->parts[1], s->parts[0]);
+  ck_assert_ptr_eq(n->parts[2], s->parts[1]);
+  ck_assert_ptr_eq(n->parts[3], s->parts[2]);
+  ck_assert_ptr_ne(n->parts[4], s->parts[3]);
+  ck_assert_uint_eq(cs_store_rows(n), 5 + 10 + 20 + 37 + 9);
+  assert_fresh(n, d.dir, "after add, remove, replace");
+  cs_store_close(s);
+  cs_store_close(n);
+  /* A pattern source, and a list given by paths, reopen the same way. */
+  char *pat = ut_join(d.dir, "part-0?.cst");
+  ck_assert_int_eq(cs_store_open_source(pat, CS_VERIFY_HEADER, &s, &err), CS_OK);
+  ck_assert_uint_eq(s->n_parts, 4);
+  ut_table_append_store(d.all, d.paths[0], 0, 3);
+  cs_store *g = reopen_ok(s, "pattern");
+  ck_assert_ptr_ne(g->parts[0], s->parts[0]);
+  for (uint32_t i = 1; i < 4; i++) ck_assert_ptr_eq(g->parts[i], s->parts[i]);
+  ck_assert_str_eq(cs_store_path(g), pat);
+  assert_fresh(g, pat, "pattern");
+  cs_store_close(s);
+  cs_store_close(g);
+  const char *list[] = {d.paths[1], d.paths[0]};
+  ck_assert_int_eq(cs_store_open_dataset(list, 2, CS_VERIFY_HEADER, &s, &err), CS_OK);
+  ut_table_append_store(d.all, d.paths[0], 0, 2);
+  g = reopen_ok(s, "list");
+  ck_assert_ptr_eq(g->parts[0], s->parts[0]);
+  ck_assert_ptr_ne(g->parts[1], s->parts[1]);
+  ck_assert_str_eq(cs_store_path(g), d.paths[1]);
+  ck_assert_uint_eq(cs_store_rows(g), 20 + 15);
+  ck_assert(!current(s));
+  ck_assert(current(g));
+  cs_store_close(g);
+  cs_store_close(s);
+  /* A single store reopens as cs_store_open would. */
+  s = ut_open_ok(d.paths[1], CS_VERIFY_HEADER, "single");
+  g = reopen_ok(s, "single, unchanged");
+  ck_assert_ptr_eq(g, s);
+  cs_store_close(g);
+  ut_table_append_store(d.all, d.paths[1], 0, 1);
+  g = reopen_ok(s, "single, appended");
+  ck_assert_ptr_ne(g, s);
+  ck_assert_uint_eq(cs_store_rows(g), 21);
+  ck_assert_uint_eq(cs_store_rows(s), 20);
+  cs_store_close(s);
+  cs_store_close(g);
+  /* The source gone: the error a fresh open gives. */
+  ck_assert_int_eq(cs_store_open_source(d.dir, CS_VERIFY_HEADER, &s, &err), CS_OK);
+  char moved[600];
+  snprintf(moved, sizeof moved, "%s-moved", d.dir);
+  ck_assert_int_eq(rename(d.dir, moved), 0);
+  g = NULL;
+  ck_assert_int_eq(cs_store_reopen(s, CS_VERIFY_HEADER, &g, &err), CS_ENOENT);
+  ck_assert_ptr_null(g);
+  ck_assert_int_eq(rename(moved, d.dir), 0);
+  cs_store_close(s);
+  free(early), free(repl), free(pat);
+  ds_free(&d);
+}
+END_TEST
+
 START_TEST(t_single_file_accessors) {
   static const uint64_t rows[] = {50};
   ds d;
@@ -522,6 +710,8 @@ static Suite *dataset_suite(void) {
   tcase_add_test(tc, t_verify_names_file);
   tcase_add_test(tc, t_source_and_freshness);
   tcase_add_test(tc, t_single_file_accessors);
+  tcase_add_test(tc, t_writer_temp_files_are_not_members);
+  tcase_add_test(tc, t_reopen_shares_unchanged_files);
   tcase_set_timeout(tc, 60);
   suite_add_tcase(s, tc);
   return s;

@@ -1,0 +1,212 @@
+/*
+** cs_select.c - a scan cursor's batch as one kernel: predicates to a mask,
+** the mask counted, the selected rows of the used columns gathered into
+** buffers, all in one parallel region.
+**
+** WHY ONE REGION.  The cursor used to call the kernels one after another
+** for every batch: cs_pred_eval (a region), cs_mask_count (a region),
+** cs_mask_to_rows (a region with a barrier inside), and then read the
+** values in place, row by row, as SQLite asked for them.  Three forks and
+** joins per batch, nine per 10M-row query, and each join waits for the
+** slowest thread: on a busy host that is whichever thread the scheduler
+** did not run, several milliseconds per region (docs/performance.md,
+** "Kernel threads: 1 vs 2").  Here each thread takes one contiguous span of
+** the batch and does everything for it: evaluate, count, one barrier to
+** learn where its output starts (the counts of the spans before it), then
+** compact and gather its span's rows into place.  One fork, one barrier,
+** one join.
+**
+** MASK OR POSITIONS.  After the barrier every thread knows the batch's
+** density and takes the same decision: at or above the mask gate (the
+** calibrated density from which mask-native wins, colstore_config
+** 'mask_gate', default 0 = always) each column is gathered straight from
+** the mask, word at a time (cs_mask.c); below it, the span's positions are
+** compacted first and each column walked with the sorted cursor
+** (cs_gather.c), which touches only the cache lines that hold selected
+** rows.  Positions are also compacted when the caller wants them (for the
+** rowid, or for TEXT columns read in place); otherwise, with the mask
+** route, they are never computed at all: `count(*) WHERE a > 0.99` is an
+** evaluation and a count.
+**
+** Lists of positions (rowid IN, _rows) have no mask; cs_select_rows gathers
+** them in one region too, finding each row's record once (bins) for all the
+** columns when the list is unordered.  A scattered row costs a cache miss
+** or more per column, some fifty times the work of a row in a sequential
+** scan, so a list is threaded at a proportionally smaller size
+** (CS__SCATTER_WEIGHT).
+**
+** Both write only the targets' first n_selected elements, in row order (the
+** list's order for cs_select_rows), byte-identical for any thread count.
+*/
+#include <assert.h>
+#include <omp.h>
+#include <stdlib.h>
+
+#include "cs_kernels_internal.h"
+
+/* A scattered (list) element against a sequential one, for the thread
+** count: a DRAM miss (~80 ns here, ~30 with the misses overlapped) against
+** ~1 ns per element of a scan.  For cache-resident columns the miss is
+** cheap and the list is weighted like a scan. */
+#define CS__SCATTER_WEIGHT 32u
+
+struct cs_selector {
+  const cs_store *s;
+  cs__pred_set *preds;
+};
+
+cs_rc cs_selector_new(const cs_store *s, const cs_pred *preds, uint32_t n_preds, cs_selector **out, cs_err *err) {
+  *out = NULL;
+  cs_selector *sel = calloc(1, sizeof *sel);
+  if (!sel) return cs_err_set(err, CS_ENOMEM, "out of memory for a selector");
+  sel->s = s;
+  cs_rc rc = cs__pred_set_compile(s, preds, n_preds, &sel->preds, err);
+  if (rc != CS_OK) {
+    free(sel);
+    return rc;
+  }
+  *out = sel;
+  return CS_OK;
+}
+
+void cs_selector_free(cs_selector *sel) {
+  if (!sel) return;
+  cs__pred_set_free(sel->preds);
+  free(sel);
+}
+
+/* The prefetch distance for walking col through sorted positions. */
+static int sorted_prefetch(const cs_store *s, uint32_t col) {
+  return cs_kernel_prefetch_for(cs_regime_of(true, s->n_rows * cs_type_width(s->cols[col].type)));
+}
+
+/* Everything one thread does for its span [i0, i1) of the batch, after
+** the counts of all spans are known: off is where its output starts.  pf:
+** the targets' prefetch distances, or NULL (out of memory; serial only)
+** to read them here. */
+static void select_fill(const cs_selector *sel, cs_select_batch *b, const int *pf, bool by_mask, uint64_t i0,
+                        uint64_t i1, uint64_t off, uint64_t count) {
+  const cs_store *s = sel->s;
+  bool rows = !by_mask || b->want_rows;
+  if (rows) cs__mask_rows_span(b->mask, i0, i1, b->first, b->rows + off, count);
+  for (uint32_t t = 0; t < b->n_targets; t++) {
+    const cs_gather_target *g = &b->targets[t];
+    size_t w = cs_type_width(s->cols[g->col].type);
+    uint8_t *ov = g->out_valid ? g->out_valid + off : NULL;
+    if (by_mask)
+      cs__mask_gather_span(s, g->col, b->mask, b->first, i0, i1, (uint8_t *)g->out + off * w, ov, count);
+    else
+      cs__gather_sorted_span(s, g->col, pf ? pf[t] : sorted_prefetch(s, g->col), b->rows + off, 0, count, (uint8_t *)g->out + off * w, ov);
+  }
+}
+
+/* The span's mask: predicates, then the caller's mask ANDed in. */
+static uint64_t select_eval(const cs_selector *sel, cs_select_batch *b, uint64_t i0, uint64_t i1,
+                            uint64_t *scanned, uint64_t *skipped) {
+  cs__pred_set_eval_span(sel->preds, b->first, i0, i1, b->mask, b->count_from, scanned, skipped);
+  if (b->user_mask)
+    for (uint64_t i = i0; i < i1; i++) b->mask[i] = (uint8_t)(b->mask[i] && b->user_mask[i]);
+  return cs__mask_count_span(b->mask + i0, i1 - i0);
+}
+
+/* The mask route: at or above the gate's density, or when there is
+** nothing to gather (then positions are made only if wanted). */
+static bool gate_passed(const cs_select_batch *b, uint64_t total) {
+  return b->n_targets == 0 || (double)total >= b->mask_gate * (double)b->n;
+}
+
+void cs_select_range(const cs_selector *sel, cs_select_batch *b) {
+  const cs_store *s = sel->s;
+  b->n_selected = 0, b->by_mask = false, b->rows_filled = false, b->threads = 1;
+  b->records_scanned = b->records_skipped = 0;
+  if (b->n == 0) return;
+  assert(b->first < s->n_rows && b->n <= s->n_rows - b->first);
+  /* Prefetch distances are read here, on the calling thread (calibration
+  ** overrides them per thread); a table on the heap past 16 columns. */
+  int pf_stack[16], *pf = pf_stack;
+  if (b->n_targets > 16) pf = malloc(b->n_targets * sizeof *pf);
+  for (uint32_t t = 0; pf && t < b->n_targets; t++) pf[t] = sorted_prefetch(s, b->targets[t].col);
+  int threads = pf ? cs_kernel_threads(b->n) : 1;
+  if (b->max_threads > 0 && threads > b->max_threads) threads = b->max_threads;
+  uint64_t total = 0;
+  bool by_mask;
+  if (threads <= 1) {
+    total = select_eval(sel, b, 0, b->n, &b->records_scanned, &b->records_skipped);
+    by_mask = gate_passed(b, total);
+    select_fill(sel, b, pf, by_mask, 0, b->n, 0, total);
+  } else {
+    uint64_t counts[CS__MAX_THREADS + 1];
+    uint64_t scanned = 0, skipped = 0;
+    int used = 1;
+    by_mask = false;
+#pragma omp parallel num_threads(threads) reduction(+ : scanned, skipped)
+    {
+      int id = omp_get_thread_num(), nt = omp_get_num_threads();
+      cs__bind_thread(id, nt);
+      uint64_t i0, i1;
+      cs__thread_span(b->n, id, nt, 64, &i0, &i1);
+      counts[id] = select_eval(sel, b, i0, i1, &scanned, &skipped);
+#pragma omp barrier
+      uint64_t off = 0, all = 0;
+      for (int t = 0; t < nt; t++) {
+        if (t < id) off += counts[t];
+        all += counts[t];
+      }
+      bool mask_route = gate_passed(b, all);
+      select_fill(sel, b, pf, mask_route, i0, i1, off, counts[id]);
+      if (id == 0) used = nt, by_mask = mask_route;
+    }
+    cs__kernel_region_done(threads);
+    for (int t = 0; t < used; t++) total += counts[t];
+    b->records_scanned = scanned, b->records_skipped = skipped, b->threads = used;
+  }
+  b->n_selected = total, b->by_mask = by_mask, b->rows_filled = !by_mask || b->want_rows;
+  if (pf != pf_stack) free(pf);
+}
+
+/* ------------------------------------------------------------------ lists */
+
+/* pf: the prefetch distance (read on the calling thread, like every
+** kernel's settings). */
+static void rows_fill(const cs_store *s, const uint64_t *rows, uint64_t i0, uint64_t i1, bool ascending, int pf,
+                      uint32_t *bins, const cs_gather_target *targets, uint32_t n_targets) {
+  if (i0 >= i1) return;
+  if (!ascending) cs__bins_span(s, rows, i0, i1, bins);
+  for (uint32_t t = 0; t < n_targets; t++) {
+    const cs_gather_target *g = &targets[t];
+    if (ascending)
+      cs__gather_sorted_span(s, g->col, pf, rows, i0, i1, g->out, g->out_valid);
+    else
+      cs__gather_binned_span(s, g->col, pf, rows, bins, i0, i1, g->out, g->out_valid);
+  }
+}
+
+int cs_select_rows(const cs_store *s, const uint64_t *rows, uint64_t n, bool ascending, uint32_t *bins,
+                   const cs_gather_target *targets, uint32_t n_targets) {
+  if (n == 0 || n_targets == 0) return 1;
+  assert(s->n_records <= UINT32_MAX);
+  uint64_t widest = 0;
+  for (uint32_t t = 0; t < n_targets; t++) {
+    uint64_t bytes = s->n_rows * cs_type_width(s->cols[targets[t].col].type);
+    if (bytes > widest) widest = bytes;
+  }
+  int pf = cs_kernel_prefetch_for(cs_regime_of(ascending, widest));
+  uint64_t weight = widest > cs_fingerprint_llc_bytes() ? CS__SCATTER_WEIGHT : 1;
+  int threads = cs_kernel_threads(n * n_targets * weight);
+  if (threads <= 1) {
+    rows_fill(s, rows, 0, n, ascending, pf, bins, targets, n_targets);
+    return 1;
+  }
+  int used = 1;
+#pragma omp parallel num_threads(threads)
+  {
+    int id = omp_get_thread_num(), nt = omp_get_num_threads();
+    cs__bind_thread(id, nt);
+    uint64_t i0, i1;
+    cs__thread_span(n, id, nt, 64, &i0, &i1);
+    rows_fill(s, rows, i0, i1, ascending, pf, bins, targets, n_targets);
+    if (id == 0) used = nt;
+  }
+  cs__kernel_region_done(threads);
+  return used;
+}
