@@ -471,9 +471,10 @@ void cs_select_range(const cs_selector *sel, cs_select_batch *b);
 
 /* The targets at rows[0, n) (any order, duplicates allowed; ascending is
 ** the fast case), bins: scratch for n record numbers (unused when
-** ascending).  Returns the threads used. */
+** ascending), on at most max_threads threads (0 = as cs_kernel_threads
+** says).  Returns the threads used. */
 int cs_select_rows(const cs_store *s, const uint64_t *rows, uint64_t n, bool ascending, uint32_t *bins,
-                   const cs_gather_target *targets, uint32_t n_targets);
+                   const cs_gather_target *targets, uint32_t n_targets, int max_threads);
 
 /* One background thread running one job at a time (cs_worker.c): a scan
 ** selects its next batch there while SQLite consumes the current one.
@@ -486,6 +487,10 @@ bool cs_worker_submit(cs_worker *w, void (*fn)(void *), void *arg);
 void cs_worker_wait(cs_worker *w);
 bool cs_worker_busy(cs_worker *w);
 void cs_worker_free(cs_worker *w);
+/* A worker from the process-wide pool (NULL when none can be made), and
+** back into it after waiting for its job. */
+cs_worker *cs_worker_acquire(void);
+void cs_worker_release(cs_worker *w);
 
 /* ------------------------------------------------------------------ numa */
 

@@ -106,4 +106,9 @@ int cs__loadavg_runnable(const char *text);
 ** they never stop. */
 uint64_t cs__spin_window_ns(const char *wait_policy, const char *spincount);
 
+/* cs_worker.c marks its thread busy around each job, so the load-aware
+** thread count does not take colstore's own background work for another
+** process's (cs_kernel_config.c). */
+void cs__own_thread_busy(bool busy);
+
 #endif /* CS_INTERNAL_H */

@@ -233,8 +233,20 @@ void cs__kernel_region_done(int threads) {
   atomic_store_explicit(&region_done_word, us << 16 | (uint64_t)(threads & 0xFFFF), memory_order_relaxed);
 }
 
-/* Runnable threads that are neither the caller nor this process's own
-** workers still spinning after a region, or -1. */
+/* colstore's own background threads (cs_worker.c) while they run a job:
+** not load from others, but colstore's own work, which the pipelined cursor
+** counts on when it asks how many threads the host gives it. */
+static _Atomic int own_busy;
+static _Thread_local bool own_busy_self;
+
+void cs__own_thread_busy(bool busy) {
+  own_busy_self = busy;
+  atomic_fetch_add_explicit(&own_busy, busy ? 1 : -1, memory_order_relaxed);
+}
+
+/* Runnable threads that are neither the caller, nor this process's own
+** workers still spinning after a region, nor its background workers
+** running a job, or -1. */
 static int load_read_others(uint64_t now) {
   int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
@@ -249,7 +261,8 @@ static int load_read_others(uint64_t now) {
   uint64_t w = atomic_load_explicit(&region_done_word, memory_order_relaxed);
   uint64_t window = atomic_load_explicit(&load_spin_window_ns, memory_order_relaxed);
   if (w && (int64_t)(now / 1000 - (w >> 16)) <= (int64_t)(window / 1000)) spinning = (int)(w & 0xFFFF) - 1;
-  int others = runnable - 1 - spinning;
+  int busy = atomic_load_explicit(&own_busy, memory_order_relaxed) - (own_busy_self ? 1 : 0);
+  int others = runnable - 1 - spinning - (busy > 0 ? busy : 0);
   return others < 0 ? 0 : others;
 }
 

@@ -182,7 +182,7 @@ static void rows_fill(const cs_store *s, const uint64_t *rows, uint64_t i0, uint
 }
 
 int cs_select_rows(const cs_store *s, const uint64_t *rows, uint64_t n, bool ascending, uint32_t *bins,
-                   const cs_gather_target *targets, uint32_t n_targets) {
+                   const cs_gather_target *targets, uint32_t n_targets, int max_threads) {
   if (n == 0 || n_targets == 0) return 1;
   assert(s->n_records <= UINT32_MAX);
   uint64_t widest = 0;
@@ -193,6 +193,7 @@ int cs_select_rows(const cs_store *s, const uint64_t *rows, uint64_t n, bool asc
   int pf = cs_kernel_prefetch_for(cs_regime_of(ascending, widest));
   uint64_t weight = widest > cs_fingerprint_llc_bytes() ? CS__SCATTER_WEIGHT : 1;
   int threads = cs_kernel_threads(n * n_targets * weight);
+  if (max_threads > 0 && threads > max_threads) threads = max_threads;
   if (threads <= 1) {
     rows_fill(s, rows, 0, n, ascending, pf, bins, targets, n_targets);
     return 1;

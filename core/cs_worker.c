@@ -21,12 +21,20 @@
 ** wrote.  The thread is started at the first submit, not at creation, so
 ** a cursor that never needs it costs nothing, and is joined by
 ** cs_worker_free.
+**
+** Cursors take workers from a small process-wide pool (cs_worker_acquire,
+** cs_worker_release) rather than starting a thread per query: a `_rows`
+** statement prepared per call would otherwise pay a thread start and join
+** (tens of microseconds) on a query of two milliseconds.  A worker pooled
+** before a fork() has no thread in the child, so the pool drops (and
+** leaks, never touches) workers started by another process.
 */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <unistd.h>
 
-#include "colstore.h"
+#include "cs_internal.h"
 
 struct cs_worker {
   pthread_mutex_t mu;
@@ -36,6 +44,7 @@ struct cs_worker {
   void *arg;
   bool done;          /* the job in flight has finished */
   pthread_t thread;
+  pid_t pid;          /* the process that started the thread */
 };
 
 static void *worker_main(void *p) {
@@ -47,7 +56,9 @@ static void *worker_main(void *p) {
     void (*fn)(void *) = w->fn;
     void *arg = w->arg;
     pthread_mutex_unlock(&w->mu);
+    cs__own_thread_busy(true);
     fn(arg);
+    cs__own_thread_busy(false);
     pthread_mutex_lock(&w->mu);
     w->done = true;
     pthread_cond_broadcast(&w->cv);
@@ -92,6 +103,7 @@ bool cs_worker_submit(cs_worker *w, void (*fn)(void *), void *arg) {
       return false;
     }
     w->started = true;
+    w->pid = getpid();
   }
   w->fn = fn, w->arg = arg, w->done = false;
   pthread_cond_broadcast(&w->cv);
@@ -119,4 +131,40 @@ void cs_worker_free(cs_worker *w) {
   pthread_cond_destroy(&w->cv);
   pthread_mutex_destroy(&w->mu);
   free(w);
+}
+
+/* ------------------------------------------------------------------ pool */
+
+#define CS_WORKER_POOL 8
+
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static cs_worker *pool[CS_WORKER_POOL];
+static int pool_n;
+
+cs_worker *cs_worker_acquire(void) {
+  pthread_mutex_lock(&pool_mu);
+  while (pool_n > 0) {
+    cs_worker *w = pool[--pool_n];
+    if (!w->started || w->pid == getpid()) {
+      pthread_mutex_unlock(&pool_mu);
+      return w;
+    }
+    /* pooled before a fork: its thread is not in this process */
+  }
+  pthread_mutex_unlock(&pool_mu);
+  cs_worker *w = NULL;
+  cs_err err;
+  return cs_worker_new(&w, &err) == CS_OK ? w : NULL;
+}
+
+void cs_worker_release(cs_worker *w) {
+  if (!w) return;
+  cs_worker_wait(w);
+  pthread_mutex_lock(&pool_mu);
+  if (pool_n < CS_WORKER_POOL && (!w->started || w->pid == getpid())) {
+    pool[pool_n++] = w;
+    w = NULL;
+  }
+  pthread_mutex_unlock(&pool_mu);
+  cs_worker_free(w);
 }

@@ -45,6 +45,8 @@
 ** position, record number, the buffered values and validity), at least
 ** this many. */
 #define CSX_MIN_BATCH_ROWS 4096u
+/* The smallest batch of a pipelined list. */
+#define CSX_LIST_PIECE_ROWS 1024u
 
 typedef enum { SEL_RANGE, SEL_FILTERED, SEL_LIST } sel_shape;
 
@@ -63,6 +65,14 @@ typedef struct csx_batch_buf {
   const cs_selector *selector;
   cs_select_batch job;        /* the call's inputs and results */
   uint64_t kernel_ns;         /* how long the call took */
+  /* LIST: the batch is pos[list_base, + job.n), gathered by cs_select_rows */
+  bool is_list;
+  const cs_store *store;
+  const uint64_t *list_rows;
+  bool ascending;
+  uint64_t list_base;
+  uint32_t *bins;             /* unsorted lists: the batch's record numbers */
+  uint64_t bins_cap;
 } csx_batch_buf;
 
 typedef struct csx_cursor {
@@ -82,14 +92,11 @@ typedef struct csx_cursor {
   uint64_t n_pos, pos_cap;
   bool list_sorted;          /* positions non-decreasing */
   uint64_t list_next;        /* ascending: the next index to batch; descending: the end of the rest */
-  uint64_t list_base;        /* pos index of the current batch's first row */
-  uint32_t *bins;            /* unsorted lists: one batch's record numbers */
-  uint64_t bins_cap;
   /* the current batch */
   csx_batch_buf bufs[2];
   int cur;                   /* bufs[cur] is the current batch */
-  bool pending;              /* FILTERED: bufs[1 - cur] holds or is getting the next batch */
-  bool pipeline;             /* FILTERED: may select the next batch on the worker */
+  bool pending;              /* bufs[1 - cur] holds or is getting the next batch */
+  bool pipeline;             /* may select the next batch on the worker */
   uint64_t handed_ns;        /* when the current batch was handed to SQLite (0: none yet) */
   double sql_row_ns;         /* SQLite's time per row of the last batch, measured */
   cs_worker *worker;         /* started at the first pipelined batch; kept for the cursor's life */
@@ -153,15 +160,15 @@ int csx_close(sqlite3_vtab_cursor *cur) {
     pTab->n_open_cursors--;
     csx_snapshot_release(pCur->snap);
   }
-  cs_worker_free(pCur->worker); /* waits for a batch in flight */
+  cs_worker_release(pCur->worker); /* waits for a batch in flight */
   cursor_clear_filter(pCur);
   sqlite3_free(pCur->pos);
-  sqlite3_free(pCur->bins);
   for (int i = 0; i < 2; i++) {
     sqlite3_free(pCur->bufs[i].mask);
     sqlite3_free(pCur->bufs[i].pos);
     sqlite3_free(pCur->bufs[i].targets);
     sqlite3_free(pCur->bufs[i].job_targets);
+    sqlite3_free(pCur->bufs[i].bins);
     sqlite3_free(pCur->bufs[i].mem);
   }
   sqlite3_free(pCur->col_buf);
@@ -227,7 +234,11 @@ static void batch_job(void *arg) {
   csx_batch_buf *b = arg;
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  cs_select_range(b->selector, &b->job);
+  if (b->is_list)
+    b->job.threads = cs_select_rows(b->store, b->list_rows + b->list_base, b->job.n, b->ascending, b->bins,
+                                    b->job.targets, b->job.n_targets, b->job.max_threads);
+  else
+    cs_select_range(b->selector, &b->job);
   b->kernel_ns = elapsed_ns(&t0);
 }
 
@@ -258,6 +269,33 @@ static bool filtered_plan(csx_cursor *pCur, csx_batch_buf *b, bool background) {
   return true;
 }
 
+/* LIST: carves the next batch of the list into b; false at its end.
+** Under a LIMIT no more rows than OFFSET + LIMIT are gathered. */
+static bool list_plan(csx_cursor *pCur, csx_batch_buf *b, bool background) {
+  uint64_t rest = pCur->desc ? pCur->list_next : pCur->n_pos - pCur->list_next;
+  if (rest == 0) return false;
+  uint64_t k = rest < pCur->batch_rows ? rest : pCur->batch_rows;
+  if (pCur->left != UINT64_MAX && pCur->skip + pCur->left < k) k = pCur->skip + pCur->left;
+  if (k == 0) k = 1;
+  b->list_base = pCur->desc ? pCur->list_next - k : pCur->list_next;
+  pCur->list_next = pCur->desc ? pCur->list_next - k : pCur->list_next + k;
+  int threads = background ? cs_kernel_threads(k * 32) - 1 : 0;
+  b->is_list = true;
+  b->store = pCur->store;
+  b->list_rows = pCur->pos;
+  b->ascending = pCur->list_sorted;
+  b->job = (cs_select_batch){.n = k,
+                             .n_selected = k,
+                             .targets = b->targets,
+                             .n_targets = pCur->n_targets,
+                             .max_threads = background ? (threads < 1 ? 1 : threads) : 0};
+  return true;
+}
+
+static bool plan_next(csx_cursor *pCur, csx_batch_buf *b, bool background) {
+  return pCur->shape == SEL_LIST ? list_plan(pCur, b, background) : filtered_plan(pCur, b, background);
+}
+
 static uint64_t mono_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -273,7 +311,7 @@ static uint64_t mono_ns(void) {
 ** rows a batch), not when few rows reach SQLite (count(*) WHERE a > 0.99,
 ** where halving the kernel's threads costs more than it hides). */
 static bool overlap_pays(const csx_cursor *pCur, const csx_batch_buf *j) {
-  int p = cs_kernel_threads(pCur->batch_rows);
+  int p = cs_kernel_threads(UINT64_C(1) << 40); /* the threads this host gives a big kernel now */
   if (p < 2) return false; /* one core for both: nothing to overlap */
   double k = (double)j->kernel_ns * (j->job.threads > 0 ? j->job.threads : 1);
   double sql = (double)j->job.n_selected * pCur->sql_row_ns;
@@ -281,10 +319,9 @@ static bool overlap_pays(const csx_cursor *pCur, const csx_batch_buf *j) {
   return overlapped < k / p + sql;
 }
 
-/* FILTERED: makes bufs[cur] the next batch that has any selected row,
-** and, when it pays (overlap_pays), starts selecting the one after it on
-** the worker. */
-static int filtered_next_batch(csx_cursor *pCur) {
+/* Makes bufs[cur] the next batch that has any selected row, and, when it
+** pays (overlap_pays), starts selecting the one after it on the worker. */
+static int next_batch(csx_cursor *pCur) {
   if (pCur->handed_ns && pCur->n_batch)
     pCur->sql_row_ns = (double)(mono_ns() - pCur->handed_ns) / (double)pCur->n_batch;
   for (;;) {
@@ -293,11 +330,15 @@ static int filtered_next_batch(csx_cursor *pCur) {
       pCur->cur = 1 - pCur->cur;
       pCur->pending = false;
     } else {
-      if (!filtered_plan(pCur, &pCur->bufs[pCur->cur], false)) return 0;
+      if (!plan_next(pCur, &pCur->bufs[pCur->cur], false)) return 0;
+      /* The batch before a pipelined one runs on this thread alone: an
+      ** OpenMP team's idle worker spins for milliseconds after its region
+      ** (docs/performance.md), on the core the worker then needs. */
+      if (pCur->pipeline && pCur->bufs[pCur->cur].job.n_targets) pCur->bufs[pCur->cur].job.max_threads = 1;
       batch_job(&pCur->bufs[pCur->cur]);
     }
     csx_batch_buf *b = &pCur->bufs[pCur->cur];
-    if (pCur->pipeline && overlap_pays(pCur, b) && filtered_plan(pCur, &pCur->bufs[1 - pCur->cur], true)) {
+    if (pCur->pipeline && overlap_pays(pCur, b) && plan_next(pCur, &pCur->bufs[1 - pCur->cur], true)) {
       if (!cs_worker_submit(pCur->worker, batch_job, &pCur->bufs[1 - pCur->cur]))
         batch_job(&pCur->bufs[1 - pCur->cur]); /* no thread: select it here */
       pCur->pending = true;
@@ -305,7 +346,7 @@ static int filtered_next_batch(csx_cursor *pCur) {
     }
     const cs_select_batch *j = &b->job;
     pCur->stats.kernel_ns += b->kernel_ns;
-    pCur->stats.rows_scanned += j->n;
+    if (!b->is_list) pCur->stats.rows_scanned += j->n;
     pCur->stats.records_scanned += j->records_scanned;
     pCur->stats.records_skipped += j->records_skipped;
     pCur->stats.batches++;
@@ -313,9 +354,11 @@ static int filtered_next_batch(csx_cursor *pCur) {
     pCur->n_batch = j->n_selected;
     pCur->rows_ready = j->rows_filled;
     if (pCur->n_batch) {
-      if (j->n_targets && j->by_mask) pCur->used_mask_route = true;
-      if (j->n_targets && !j->by_mask) pCur->used_rows_route = true;
-      pCur->stats.kernels = filtered_kernels(pCur);
+      if (!b->is_list) {
+        if (j->n_targets && j->by_mask) pCur->used_mask_route = true;
+        if (j->n_targets && !j->by_mask) pCur->used_rows_route = true;
+        pCur->stats.kernels = filtered_kernels(pCur);
+      }
       buffers_select(pCur, j->targets, j->n_targets);
       pCur->at = pCur->desc ? pCur->n_batch - 1 : 0;
       pCur->handed_ns = mono_ns();
@@ -324,36 +367,11 @@ static int filtered_next_batch(csx_cursor *pCur) {
   }
 }
 
-/* LIST: gathers the next batch of the list. */
-static int list_next_batch(csx_cursor *pCur) {
-  uint64_t rest = pCur->desc ? pCur->list_next : pCur->n_pos - pCur->list_next;
-  if (rest == 0) return 0;
-  uint64_t k = rest < pCur->batch_rows ? rest : pCur->batch_rows;
-  /* Under a LIMIT no more rows than OFFSET + LIMIT are gathered. */
-  if (pCur->left != UINT64_MAX && pCur->skip + pCur->left < k) k = pCur->skip + pCur->left;
-  if (k == 0) k = 1;
-  pCur->list_base = pCur->desc ? pCur->list_next - k : pCur->list_next;
-  pCur->list_next = pCur->desc ? pCur->list_next - k : pCur->list_next + k;
-  struct timespec t0;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  int th = cs_select_rows(pCur->store, pCur->pos + pCur->list_base, k, pCur->list_sorted, pCur->bins,
-                          pCur->bufs[0].targets, pCur->n_targets);
-  pCur->stats.kernel_ns += elapsed_ns(&t0);
-  if (th > pCur->stats.threads) pCur->stats.threads = th;
-  pCur->n_batch = k;
-  pCur->at = pCur->desc ? k - 1 : 0;
-  return 1;
-}
-
-static int next_batch(csx_cursor *pCur) {
-  return pCur->shape == SEL_LIST ? list_next_batch(pCur) : filtered_next_batch(pCur);
-}
-
 /* The current row's position. */
 static uint64_t current_row(csx_cursor *pCur) {
   switch (pCur->shape) {
     case SEL_RANGE: break;
-    case SEL_LIST: pCur->row = pCur->pos[pCur->list_base + pCur->at]; break;
+    case SEL_LIST: pCur->row = pCur->pos[pCur->bufs[pCur->cur].list_base + pCur->at]; break;
     case SEL_FILTERED:
       if (!pCur->rows_ready) {
         const csx_batch_buf *b = &pCur->bufs[pCur->cur];
@@ -446,7 +464,9 @@ static int buffers_prepare(csx_cursor *pCur, csx_batch_buf *b, uint64_t col_used
       p += (batch_rows + 63) & ~(uint64_t)63;
     }
   }
-  if (pCur->shape != SEL_FILTERED) return SQLITE_OK;
+  b->is_list = false;
+  if (pCur->shape == SEL_LIST)
+    return pCur->list_sorted ? SQLITE_OK : grow((void **)&b->bins, &b->bins_cap, batch_rows, sizeof *b->bins);
   int rc = grow((void **)&b->mask, &b->mask_cap, batch_rows, 1);
   return rc != SQLITE_OK ? rc : grow((void **)&b->pos, &b->pos_cap, batch_rows, sizeof *b->pos);
 }
@@ -474,14 +494,23 @@ static bool pipeline_enabled(void) {
 }
 
 /* Sizes the batches of a FILTERED or LIST selection over `rows` rows and
-** makes room for them.  A FILTERED range of more than one batch is
-** pipelined: two buffer sets share batch_bytes. */
+** makes room for them.  A range of more than one batch may be pipelined:
+** two buffer sets share batch_bytes.  A list of at least two pieces of
+** CSX_LIST_PIECE_ROWS goes in eight batches or more, so SQLite can read
+** one while the worker gathers the next (a list's rows cost SQLite ~165 ns
+** each for three columns, the kernels ~75: docs/performance.md). */
 static int batches_prepare(csx_cursor *pCur, uint64_t col_used, uint64_t rows) {
   uint64_t budget = csx_config_batch_bytes(), row_bytes = batch_row_bytes(pCur, col_used);
-  pCur->pipeline = pCur->shape == SEL_FILTERED && pipeline_enabled() && rows > budget / row_bytes;
+  bool list = pCur->shape == SEL_LIST;
+  pCur->pipeline = pipeline_enabled() && (list ? rows >= 2 * CSX_LIST_PIECE_ROWS : rows > budget / row_bytes);
   if (pCur->pipeline) budget /= 2;
   uint64_t want = budget / row_bytes;
   want = want < CSX_MIN_BATCH_ROWS ? CSX_MIN_BATCH_ROWS : want & ~(uint64_t)63;
+  if (list && pCur->pipeline) {
+    uint64_t piece = (rows / 8 + 63) & ~(uint64_t)63;
+    if (piece < CSX_LIST_PIECE_ROWS) piece = CSX_LIST_PIECE_ROWS;
+    if (piece < want) want = piece;
+  }
   pCur->batch_rows = rows < want ? (rows ? rows : 1) : want;
   if (!pCur->col_buf) {
     uint32_t n = pCur->n_cols ? pCur->n_cols : 1;
@@ -503,15 +532,10 @@ static int batches_prepare(csx_cursor *pCur, uint64_t col_used, uint64_t rows) {
   pCur->cur = 0;
   pCur->pending = false;
   pCur->handed_ns = 0;
-  pCur->sql_row_ns = 25; /* SQLite's least per row (docs/performance.md), until measured */
-  if (pCur->pipeline && !pCur->worker) {
-    cs_err err;
-    if (cs_worker_new(&pCur->worker, &err) != CS_OK) pCur->pipeline = false;
-  }
-  if (pCur->shape == SEL_LIST) {
-    buffers_select(pCur, pCur->bufs[0].targets, pCur->n_targets);
-    if (!pCur->list_sorted) rc = grow((void **)&pCur->bins, &pCur->bins_cap, pCur->batch_rows, sizeof *pCur->bins);
-  }
+  /* SQLite's time per row until measured: its least (~25 ns) and ~20 ns
+  ** per column read (docs/performance.md). */
+  pCur->sql_row_ns = 25 + 20.0 * pCur->n_targets;
+  if (pCur->pipeline && !pCur->worker && !(pCur->worker = cs_worker_acquire())) pCur->pipeline = false;
   return rc;
 }
 

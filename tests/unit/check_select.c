@@ -677,7 +677,7 @@ static int check_rows(const cs_store *s, sbufs *b, const uint64_t *rows, uint64_
   sbufs_reset(b, parity);
   uint32_t *bins = ascending ? NULL : malloc(n * sizeof *bins + 1);
   ck_assert(ascending || bins);
-  int th = cs_select_rows(s, rows, n, ascending, bins, b->targets, b->nt);
+  int th = cs_select_rows(s, rows, n, ascending, bins, b->targets, b->nt, 0);
   free(bins);
   if (th < 1) ck_abort_msg("%s: returned %d threads", ctx, th);
   const cs_schema *sc = cs_store_schema(s);
@@ -739,7 +739,7 @@ START_TEST(test_select_rows_matches_reference) {
   }
   /* No targets at all: nothing to do, nothing to crash. */
   uint64_t one = 0;
-  ck_assert_int_eq(cs_select_rows(s, &one, 1, true, NULL, NULL, 0), 1);
+  ck_assert_int_eq(cs_select_rows(s, &one, 1, true, NULL, NULL, 0, 0), 1);
   ut_kstore_free(&k);
 }
 END_TEST
@@ -940,7 +940,7 @@ START_TEST(test_select_rows_threads_identical) {
         sbufs_reset(&b, (int)li);
         uint32_t *bins = lists[li].ascending ? NULL : malloc(n * sizeof *bins);
         ck_assert(lists[li].ascending || bins);
-        th = cs_select_rows(s, lists[li].rows, n, lists[li].ascending, bins, b.targets, b.nt);
+        th = cs_select_rows(s, lists[li].rows, n, lists[li].ascending, bins, b.targets, b.nt, 0);
         free(bins);
         snap_assert_same(&one, &b, &fake, ctx);
       }
