@@ -485,7 +485,6 @@ typedef struct cs_worker cs_worker;
 cs_rc cs_worker_new(cs_worker **out, cs_err *err);
 bool cs_worker_submit(cs_worker *w, void (*fn)(void *), void *arg);
 void cs_worker_wait(cs_worker *w);
-bool cs_worker_busy(cs_worker *w);
 void cs_worker_free(cs_worker *w);
 /* A worker from the process-wide pool (NULL when none can be made), and
 ** back into it after waiting for its job. */

@@ -111,14 +111,6 @@ bool cs_worker_submit(cs_worker *w, void (*fn)(void *), void *arg) {
   return true;
 }
 
-bool cs_worker_busy(cs_worker *w) {
-  if (!w) return false;
-  pthread_mutex_lock(&w->mu);
-  bool busy = w->fn != NULL;
-  pthread_mutex_unlock(&w->mu);
-  return busy;
-}
-
 void cs_worker_free(cs_worker *w) {
   if (!w) return;
   cs_worker_wait(w);

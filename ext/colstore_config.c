@@ -64,13 +64,15 @@ void csx_config_json(sqlite3_str *s) {
   } else {
     sqlite3_str_appendf(s, "\"prefetch\":{\"requested\":%d,\"effective\":%d},", kc.prefetch, kc.prefetch);
   }
-  /* The gate is reported as it stands, but the FILTERED cursor lowers every
-  ** mask to positions at any density, so the effective route says so. */
+  /* The FILTERED cursor gathers a batch's columns by the mask at or above
+  ** the gate's density, else through positions (cs_select.c). */
   const char *gate_from;
   double gate_value = csx_config_mask_gate(&gate_from);
   if (gate < 0) sqlite3_str_appendall(s, "\"mask_gate\":{\"requested\":\"auto\",");
   else sqlite3_str_appendf(s, "\"mask_gate\":{\"requested\":%.3f,", (double)gate / 1000.0);
-  sqlite3_str_appendf(s, "\"gate\":%.3f,\"gate_from\":\"%s\",\"effective\":\"positions\"},", gate_value, gate_from);
+  sqlite3_str_appendf(s, "\"gate\":%.3f,\"gate_from\":\"%s\",\"effective\":\"%s\"},", gate_value, gate_from,
+                      gate_value <= 0 ? "mask" : gate_value >= 1 ? "positions unless every row is selected"
+                                                                 : "mask at or above the gate, else positions");
   /* NUMA placement and binding live in the core (cs_numa.c), which says
   ** what this host and build make of the request. */
   char numa_eff[160], bind_eff[160];
