@@ -192,6 +192,60 @@ static bool want_validity(const cs_store *s, uint32_t col, uint8_t *out_valid, u
   return false;
 }
 
+/* What one gather call hands each span of its output: the column's record
+** table, width, whether validity is written, the prefetch distance, and the
+** call's own inputs. */
+typedef struct gather_args {
+  seg_table t;
+  size_t w;
+  bool v;
+  int pf;
+  uint64_t first;        /* strided */
+  int64_t step;          /* strided */
+  const uint64_t *rows;  /* sorted, rows, binned */
+  const uint32_t *bins;  /* binned; bins output for cs_bins_compute */
+  uint32_t *bins_out;
+  uint8_t *out, *ov;
+} gather_args;
+
+/* The column-dependent part of a gather's arguments; bases: build the
+** record base table (freed by gather_args_done). */
+static gather_args gather_args_of(const cs_store *s, uint32_t col, uint8_t *out_valid, uint64_t n, bool sorted,
+                                  bool bases, void *out) {
+  gather_args a;
+  memset(&a, 0, sizeof a);
+  a.w = gather_width(s, col);
+  a.v = want_validity(s, col, out_valid, n);
+  a.t = seg_table_of(s, col);
+  if (bases && !a.v) a.t.bases = record_bases(a.t, a.w, n);
+  a.pf = cs_kernel_prefetch_for(cs_regime_of(sorted, s->n_rows * a.w));
+  a.out = out, a.ov = out_valid;
+  return a;
+}
+
+static void gather_args_done(gather_args *a) { free((void *)a->t.bases); }
+
+/* Runs span(a, i0, i1) over [0, n) on the kernel's threads, each thread
+** one contiguous span (boundaries multiples of 64), the width switch
+** inside span (see cs_kernels_internal.h). */
+typedef void (*gather_span)(const gather_args *a, uint64_t i0, uint64_t i1);
+
+static void parallel_spans(uint64_t n, gather_span span, const gather_args *a) {
+  int threads = cs_kernel_threads(n);
+  if (threads <= 1) {
+    span(a, 0, n);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    cs__bind_thread(omp_get_thread_num(), omp_get_num_threads());
+    uint64_t i0, i1;
+    cs__thread_span(n, omp_get_thread_num(), omp_get_num_threads(), 64, &i0, &i1);
+    span(a, i0, i1);
+  }
+  cs__kernel_region_done(threads);
+}
+
 /* ----------------------------------------------------------------- range */
 
 void cs_gather_range(const cs_store *s, uint32_t col, uint64_t first, uint64_t n, void *out,
@@ -265,6 +319,10 @@ static void strided_part(seg_table t, size_t w, bool v, uint64_t first, int64_t 
 #undef STRIDED_CALL
 }
 
+static void strided_span(const gather_args *a, uint64_t i0, uint64_t i1) {
+  strided_part(a->t, a->w, a->v, a->first, a->step, i0, i1, a->out, a->ov);
+}
+
 void cs_gather_strided(const cs_store *s, uint32_t col, uint64_t first, int64_t step, uint64_t n, void *out,
                        uint8_t *out_valid) {
   if (n == 0) return;
@@ -272,19 +330,10 @@ void cs_gather_strided(const cs_store *s, uint32_t col, uint64_t first, int64_t 
     cs_gather_range(s, col, first, n, out, out_valid);
     return;
   }
-  size_t w = gather_width(s, col);
   assert(first < s->n_rows);
-  bool v = want_validity(s, col, out_valid, n);
-  seg_table t = seg_table_of(s, col);
-  int threads = cs_kernel_threads(n);
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
-    cs__bind_thread(omp_get_thread_num(), omp_get_num_threads());
-    uint64_t i0, i1;
-    cs__thread_span(n, omp_get_thread_num(), omp_get_num_threads(), 64, &i0, &i1);
-    strided_part(t, w, v, first, step, i0, i1, out, out_valid);
-  }
-  cs__kernel_region_done(threads);
+  gather_args a = gather_args_of(s, col, out_valid, n, true, false, out);
+  a.first = first, a.step = step;
+  parallel_spans(n, strided_span, &a);
 }
 
 /* ---------------------------------------------------------------- sorted */
@@ -332,22 +381,16 @@ static void sorted_part(seg_table t, size_t w, bool v, int pf, const uint64_t *r
 #undef SORTED_CALL
 }
 
+static void sorted_span(const gather_args *a, uint64_t i0, uint64_t i1) {
+  sorted_part(a->t, a->w, a->v, a->pf, a->rows, i0, i1, a->out, a->ov);
+}
+
 void cs_gather_sorted(const cs_store *s, uint32_t col, const uint64_t *rows, uint64_t n, void *out,
                       uint8_t *out_valid) {
   if (n == 0) return;
-  size_t w = gather_width(s, col);
-  bool v = want_validity(s, col, out_valid, n);
-  seg_table t = seg_table_of(s, col);
-  int pf = cs_kernel_prefetch_for(cs_regime_of(true, s->n_rows * w));
-  int threads = cs_kernel_threads(n);
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
-    cs__bind_thread(omp_get_thread_num(), omp_get_num_threads());
-    uint64_t i0, i1;
-    cs__thread_span(n, omp_get_thread_num(), omp_get_num_threads(), 64, &i0, &i1);
-    sorted_part(t, w, v, pf, rows, i0, i1, out, out_valid);
-  }
-  cs__kernel_region_done(threads);
+  gather_args a = gather_args_of(s, col, out_valid, n, true, false, out);
+  a.rows = rows;
+  parallel_spans(n, sorted_span, &a);
 }
 
 /* ------------------------------------------------------------------ rows */
@@ -420,25 +463,17 @@ static void rows_part(seg_table t, size_t w, bool v, int pf, const uint64_t *row
 #undef ROWS_CALL
 }
 
+static void rows_span(const gather_args *a, uint64_t i0, uint64_t i1) {
+  rows_part(a->t, a->w, a->v, a->pf, a->rows, i0, i1, a->out, a->ov);
+}
+
 void cs_gather_rows(const cs_store *s, uint32_t col, const uint64_t *rows, uint64_t n, void *out,
                     uint8_t *out_valid) {
   if (n == 0) return;
-  size_t w = gather_width(s, col);
-  bool v = want_validity(s, col, out_valid, n);
-  seg_table t = seg_table_of(s, col);
-  uintptr_t *bases = v ? NULL : record_bases(t, w, n);
-  t.bases = bases;
-  int pf = cs_kernel_prefetch_for(cs_regime_of(false, s->n_rows * w));
-  int threads = cs_kernel_threads(n);
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
-    cs__bind_thread(omp_get_thread_num(), omp_get_num_threads());
-    uint64_t i0, i1;
-    cs__thread_span(n, omp_get_thread_num(), omp_get_num_threads(), 64, &i0, &i1);
-    rows_part(t, w, v, pf, rows, i0, i1, out, out_valid);
-  }
-  cs__kernel_region_done(threads);
-  free(bases);
+  gather_args a = gather_args_of(s, col, out_valid, n, false, true, out);
+  a.rows = rows;
+  parallel_spans(n, rows_span, &a);
+  gather_args_done(&a);
 }
 
 /* ------------------------------------------------------------------ bins */
@@ -448,22 +483,21 @@ CS__INLINE void bins_loop(seg_table t, bool U, const uint64_t *rows, uint64_t i0
   for (uint64_t i = i0; i < i1; i++) out[i] = (uint32_t)(U ? seg_divide(t, rows[i]) : seg_find(t, rows[i]));
 }
 
+static void bins_span(const gather_args *a, uint64_t i0, uint64_t i1) {
+  if (a->t.per)
+    bins_loop(a->t, true, a->rows, i0, i1, a->bins_out);
+  else
+    bins_loop(a->t, false, a->rows, i0, i1, a->bins_out);
+}
+
 void cs_bins_compute(const cs_store *s, const uint64_t *rows, uint64_t n, uint32_t *out_bins) {
   if (n == 0) return;
   assert(s->n_records <= UINT32_MAX);
-  seg_table t = seg_table_of(s, 0);
-  int threads = cs_kernel_threads(n);
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
-    cs__bind_thread(omp_get_thread_num(), omp_get_num_threads());
-    uint64_t i0, i1;
-    cs__thread_span(n, omp_get_thread_num(), omp_get_num_threads(), 64, &i0, &i1);
-    if (t.per)
-      bins_loop(t, true, rows, i0, i1, out_bins);
-    else
-      bins_loop(t, false, rows, i0, i1, out_bins);
-  }
-  cs__kernel_region_done(threads);
+  gather_args a;
+  memset(&a, 0, sizeof a);
+  a.t = seg_table_of(s, 0);
+  a.rows = rows, a.bins_out = out_bins;
+  parallel_spans(n, bins_span, &a);
 }
 
 CS__INLINE const uint8_t *binned_addr(seg_table t, size_t W, uint64_t row, uint32_t r,
@@ -510,25 +544,17 @@ static void binned_part(seg_table t, size_t w, bool v, int pf, const uint64_t *r
 #undef BINNED_CALL
 }
 
+static void binned_span(const gather_args *a, uint64_t i0, uint64_t i1) {
+  binned_part(a->t, a->w, a->v, a->pf, a->rows, a->bins, i0, i1, a->out, a->ov);
+}
+
 void cs_gather_rows_binned(const cs_store *s, uint32_t col, const uint64_t *rows, const uint32_t *bins,
                            uint64_t n, void *out, uint8_t *out_valid) {
   if (n == 0) return;
-  size_t w = gather_width(s, col);
-  bool v = want_validity(s, col, out_valid, n);
-  seg_table t = seg_table_of(s, col);
-  uintptr_t *bases = v ? NULL : record_bases(t, w, n);
-  t.bases = bases;
-  int pf = cs_kernel_prefetch_for(cs_regime_of(false, s->n_rows * w));
-  int threads = cs_kernel_threads(n);
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
-    cs__bind_thread(omp_get_thread_num(), omp_get_num_threads());
-    uint64_t i0, i1;
-    cs__thread_span(n, omp_get_thread_num(), omp_get_num_threads(), 64, &i0, &i1);
-    binned_part(t, w, v, pf, rows, bins, i0, i1, out, out_valid);
-  }
-  cs__kernel_region_done(threads);
-  free(bases);
+  gather_args a = gather_args_of(s, col, out_valid, n, false, true, out);
+  a.rows = rows, a.bins = bins;
+  parallel_spans(n, binned_span, &a);
+  gather_args_done(&a);
 }
 
 /* ------------------------------------------------------------ span bodies */

@@ -124,12 +124,17 @@ static void rows_span(const uint8_t *mask, uint64_t i0, uint64_t i1, uint64_t ba
   assert(k == cap);
 }
 
-uint64_t cs_mask_to_rows(const uint8_t *mask, uint64_t n, uint64_t base, uint64_t *out_rows) {
-  if (n == 0) return 0;
+/* The count-then-fill scaffold both compactions share: each thread counts
+** its span of the mask, one barrier, then fill(ctx, i0, i1, off, count)
+** writes the span's count elements from output index off.  Returns the
+** total. */
+typedef void (*span_fill)(void *ctx, uint64_t i0, uint64_t i1, uint64_t off, uint64_t count);
+
+static uint64_t count_then_fill(const uint8_t *mask, uint64_t n, span_fill fill, void *ctx) {
   int threads = cs_kernel_threads(n);
   if (threads <= 1) {
     uint64_t total = count_span(mask, n);
-    rows_span(mask, 0, n, base, out_rows, total);
+    fill(ctx, 0, n, 0, total);
     return total;
   }
   uint64_t counts[CS__MAX_THREADS + 1];
@@ -144,13 +149,30 @@ uint64_t cs_mask_to_rows(const uint8_t *mask, uint64_t n, uint64_t base, uint64_
 #pragma omp barrier
     uint64_t off = 0;
     for (int t = 0; t < id; t++) off += counts[t];
-    rows_span(mask, i0, i1, base, out_rows + off, counts[id]);
+    fill(ctx, i0, i1, off, counts[id]);
     if (id == 0) used = nt;
   }
   cs__kernel_region_done(threads);
   uint64_t total = 0;
   for (int t = 0; t < used; t++) total += counts[t];
   return total;
+}
+
+typedef struct rows_ctx {
+  const uint8_t *mask;
+  uint64_t base;
+  uint64_t *out;
+} rows_ctx;
+
+static void rows_fill(void *p, uint64_t i0, uint64_t i1, uint64_t off, uint64_t count) {
+  const rows_ctx *c = p;
+  rows_span(c->mask, i0, i1, c->base, c->out + off, count);
+}
+
+uint64_t cs_mask_to_rows(const uint8_t *mask, uint64_t n, uint64_t base, uint64_t *out_rows) {
+  if (n == 0) return 0;
+  rows_ctx c = {mask, base, out_rows};
+  return count_then_fill(mask, n, rows_fill, &c);
 }
 
 /* ---------------------------------------------------------------- gather */
@@ -236,38 +258,29 @@ static void mask_part(const cs_store *s, uint32_t col, size_t w, bool v, const u
 #undef MASK_CALL
 }
 
+typedef struct gather_ctx {
+  const cs_store *s;
+  uint32_t col;
+  size_t w;
+  bool v;
+  const uint8_t *mask;
+  uint64_t first;
+  uint8_t *out, *ov;
+} gather_ctx;
+
+static void gather_fill(void *p, uint64_t i0, uint64_t i1, uint64_t off, uint64_t count) {
+  const gather_ctx *c = p;
+  mask_part(c->s, c->col, c->w, c->v, c->mask, c->first, i0, i1, c->out + off * c->w, c->v ? c->ov + off : NULL, count);
+}
+
 uint64_t cs_gather_mask(const cs_store *s, uint32_t col, const uint8_t *mask, uint64_t first, uint64_t n,
                         void *out, uint8_t *out_valid) {
   if (n == 0) return 0;
   size_t w = cs_type_width(s->cols[col].type);
   assert(w != 0 && first < s->n_rows && n <= s->n_rows - first);
   bool v = out_valid != NULL && s->cols[col].nullable;
-  uint8_t *o = out;
-  int threads = cs_kernel_threads(n);
-  uint64_t total;
-  if (threads <= 1) {
-    total = count_span(mask, n);
-    mask_part(s, col, w, v, mask, first, 0, n, o, out_valid, total);
-  } else {
-    uint64_t counts[CS__MAX_THREADS + 1];
-    int used = 1;
-#pragma omp parallel num_threads(threads) if (threads > 1)
-    {
-      cs__bind_thread(omp_get_thread_num(), omp_get_num_threads());
-      int id = omp_get_thread_num(), nt = omp_get_num_threads();
-      uint64_t i0, i1;
-      cs__thread_span(n, id, nt, 64, &i0, &i1);
-      counts[id] = count_span(mask + i0, i1 - i0);
-#pragma omp barrier
-      uint64_t off = 0;
-      for (int t = 0; t < id; t++) off += counts[t];
-      mask_part(s, col, w, v, mask, first, i0, i1, o + off * w, v ? out_valid + off : NULL, counts[id]);
-      if (id == 0) used = nt;
-    }
-    cs__kernel_region_done(threads);
-    total = 0;
-    for (int t = 0; t < used; t++) total += counts[t];
-  }
+  gather_ctx c = {s, col, w, v, mask, first, out, out_valid};
+  uint64_t total = count_then_fill(mask, n, gather_fill, &c);
   if (out_valid && !v) memset(out_valid, 1, total);
   return total;
 }
