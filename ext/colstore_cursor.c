@@ -35,6 +35,7 @@
 ** never computes them.  OFFSET skips and LIMIT stops on the rows produced,
 ** after every filter.
 */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -485,12 +486,14 @@ static uint64_t batch_row_bytes(const csx_cursor *pCur, uint64_t col_used) {
 /* COLSTORE_PIPELINE=0 in the environment turns the background selection
 ** of the next batch off (for measuring it; read once). */
 static bool pipeline_enabled(void) {
-  static int on = -1;
-  if (on < 0) {
+  static _Atomic int on = -1;
+  int v = atomic_load_explicit(&on, memory_order_relaxed);
+  if (v < 0) {
     const char *e = getenv("COLSTORE_PIPELINE");
-    on = !(e && e[0] == '0');
+    v = !(e && e[0] == '0');
+    atomic_store_explicit(&on, v, memory_order_relaxed);
   }
-  return on;
+  return v;
 }
 
 /* Sizes the batches of a FILTERED or LIST selection over `rows` rows and
