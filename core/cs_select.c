@@ -75,16 +75,25 @@ void cs_selector_free(cs_selector *sel) {
   free(sel);
 }
 
-/* The prefetch distance for walking col through sorted positions. */
-static int sorted_prefetch(const cs_store *s, uint32_t col) {
-  return cs_kernel_prefetch_for(cs_regime_of(true, s->n_rows * cs_type_width(s->cols[col].type)));
+/* The prefetch distances for walking a column through sorted positions,
+** by element width (1, 2, 4, 8 bytes -> index 0..3): the regime depends on
+** the column's bytes, so on its width alone within one store.  Read on the
+** calling thread, like every kernel setting, and without allocating. */
+typedef struct width_prefetch {
+  int pf[4];
+} width_prefetch;
+
+static width_prefetch sorted_prefetch(const cs_store *s) {
+  width_prefetch p;
+  for (int k = 0; k < 4; k++) p.pf[k] = cs_kernel_prefetch_for(cs_regime_of(true, s->n_rows << k));
+  return p;
 }
 
+static int width_index(size_t w) { return w == 1 ? 0 : w == 2 ? 1 : w == 4 ? 2 : 3; }
+
 /* Everything one thread does for its span [i0, i1) of the batch, after
-** the counts of all spans are known: off is where its output starts.  pf:
-** the targets' prefetch distances, or NULL (out of memory; serial only)
-** to read them here. */
-static void select_fill(const cs_selector *sel, cs_select_batch *b, const int *pf, bool by_mask, uint64_t i0,
+** the counts of all spans are known: off is where its output starts. */
+static void select_fill(const cs_selector *sel, cs_select_batch *b, const width_prefetch *pf, bool by_mask, uint64_t i0,
                         uint64_t i1, uint64_t off, uint64_t count) {
   const cs_store *s = sel->s;
   bool rows = !by_mask || b->want_rows;
@@ -96,7 +105,7 @@ static void select_fill(const cs_selector *sel, cs_select_batch *b, const int *p
     if (by_mask)
       cs__mask_gather_span(s, g->col, b->mask, b->first, i0, i1, (uint8_t *)g->out + off * w, ov, count);
     else
-      cs__gather_sorted_span(s, g->col, pf ? pf[t] : sorted_prefetch(s, g->col), b->rows + off, 0, count, (uint8_t *)g->out + off * w, ov);
+      cs__gather_sorted_span(s, g->col, pf->pf[width_index(w)], b->rows + off, 0, count, (uint8_t *)g->out + off * w, ov);
   }
 }
 
@@ -121,12 +130,8 @@ void cs_select_range(const cs_selector *sel, cs_select_batch *b) {
   b->records_scanned = b->records_skipped = 0;
   if (b->n == 0) return;
   assert(b->first < s->n_rows && b->n <= s->n_rows - b->first);
-  /* Prefetch distances are read here, on the calling thread (calibration
-  ** overrides them per thread); a table on the heap past 16 columns. */
-  int pf_stack[16], *pf = pf_stack;
-  if (b->n_targets > 16) pf = malloc(b->n_targets * sizeof *pf);
-  for (uint32_t t = 0; pf && t < b->n_targets; t++) pf[t] = sorted_prefetch(s, b->targets[t].col);
-  int threads = pf ? cs_kernel_threads(b->n) : 1;
+  width_prefetch pfw = sorted_prefetch(s), *pf = &pfw;
+  int threads = cs_kernel_threads(b->n);
   if (b->max_threads > 0 && threads > b->max_threads) threads = b->max_threads;
   uint64_t total = 0;
   bool by_mask;
@@ -161,7 +166,6 @@ void cs_select_range(const cs_selector *sel, cs_select_batch *b) {
     b->records_scanned = scanned, b->records_skipped = skipped, b->threads = used;
   }
   b->n_selected = total, b->by_mask = by_mask, b->rows_filled = !by_mask || b->want_rows;
-  if (pf != pf_stack) free(pf);
 }
 
 /* ------------------------------------------------------------------ lists */

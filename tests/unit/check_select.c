@@ -579,7 +579,8 @@ END_TEST
 
 START_TEST(test_select_range_no_targets_and_many_targets) {
   /* No targets: an evaluation and a count.  Thirty targets (every fixed
-  ** column twice): more than the kernel's stack table of 16. */
+  ** column twice): many columns in one batch, each width's prefetch
+  ** distance shared by several of them. */
   ut_kstore k;
   ut_kstore_make(&k, ut_fixed_cols, UT_FIXED_COLS, 1300, UT_IRREGULAR, 40, 150, 721);
   const cs_store *s = k.s;
