@@ -201,10 +201,10 @@ static int grow(void **p, uint64_t *cap, uint64_t n, size_t size) {
 
 static int pos_reserve(csx_cursor *pCur, uint64_t n) { return grow((void **)&pCur->pos, &pCur->pos_cap, n, sizeof *pCur->pos); }
 
-static uint64_t elapsed_ns(const struct timespec *t0) {
-  struct timespec t1;
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  return (uint64_t)((t1.tv_sec - t0->tv_sec) * 1000000000LL + (t1.tv_nsec - t0->tv_nsec));
+static uint64_t mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 /* Points xColumn at the buffers of b the kernel filled (n of them at
@@ -233,14 +233,13 @@ static const char *filtered_kernels(const csx_cursor *pCur) {
 ** pipelined, so it touches nothing but b. */
 static void batch_job(void *arg) {
   csx_batch_buf *b = arg;
-  struct timespec t0;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  uint64_t t0 = mono_ns();
   if (b->is_list)
     b->job.threads = cs_select_rows(b->store, b->list_rows + b->list_base, b->job.n, b->ascending, b->bins,
                                     b->job.targets, b->job.n_targets, b->job.max_threads);
   else
     cs_select_range(b->selector, &b->job);
-  b->kernel_ns = elapsed_ns(&t0);
+  b->kernel_ns = mono_ns() - t0;
 }
 
 /* FILTERED: carves the next batch of the range into b's job; false at the
@@ -295,12 +294,6 @@ static bool list_plan(csx_cursor *pCur, csx_batch_buf *b, bool background) {
 
 static bool plan_next(csx_cursor *pCur, csx_batch_buf *b, bool background) {
   return pCur->shape == SEL_LIST ? list_plan(pCur, b, background) : filtered_plan(pCur, b, background);
-}
-
-static uint64_t mono_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 /* Whether selecting the batch after j on the worker, while SQLite reads
