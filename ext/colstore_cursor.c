@@ -114,6 +114,9 @@ typedef struct csx_cursor {
   bool used_mask_route, used_rows_route;
   /* The selection's inputs. */
   const uint8_t *user_mask;  /* _mask BLOB bytes, in a held copy, or NULL */
+  uint64_t user_mask_bytes;
+  const uint8_t *user_rows;  /* _rows BLOB bytes, in a held copy, or NULL */
+  uint64_t user_rows_bytes;
   cs_pred *preds;            /* FILTERED predicates; members in pred_vals */
   uint32_t n_preds;
   cs_selector *selector;     /* preds compiled against the store */
@@ -151,6 +154,7 @@ static void cursor_clear_filter(csx_cursor *pCur) {
   pCur->preds = NULL, pCur->n_preds = 0;
   pCur->pred_vals = NULL;
   pCur->user_mask = NULL;
+  pCur->user_rows = NULL;
 }
 
 int csx_close(sqlite3_vtab_cursor *cur) {
@@ -658,8 +662,14 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
       case 'L': csx_bound_apply(argv[i], SQLITE_INDEX_CONSTRAINT_LT, n, &lo, &hi); break;
       case 'l': csx_bound_apply(argv[i], SQLITE_INDEX_CONSTRAINT_LE, n, &lo, &hi); break;
       case 'I': in_list = argv[i]; break;
-      case 'R': rows_blob = argv[i]; break;
-      case 'M': mask_blob = argv[i]; break;
+      case 'R':
+        if (rows_blob) return csx_vtab_error(&pTab->base, SQLITE_ERROR, "colstore: _rows = ? is given twice for table %s; pass one BLOB of positions (combine the lists yourself)", pTab->zName);
+        rows_blob = argv[i];
+        break;
+      case 'M':
+        if (mask_blob) return csx_vtab_error(&pTab->base, SQLITE_ERROR, "colstore: _mask = ? is given twice for table %s; pass one mask (AND the masks yourself)", pTab->zName);
+        mask_blob = argv[i];
+        break;
       case 'T': {
         sqlite3_int64 l = sqlite3_value_int64(argv[i]);
         if (l >= 0) pCur->left = (uint64_t)l;
@@ -680,6 +690,11 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
       default: return SQLITE_INTERNAL;
     }
   }
+  if (plan.hidden_unusable)
+    return csx_vtab_error(&pTab->base, SQLITE_ERROR,
+                          "colstore: _rows and _mask of table %s select rows only as `_rows = ?` or `_mask = ?` "
+                          "ANDed with the rest of the WHERE clause; they cannot be read, or used under OR, NOT, IN "
+                          "or another operator (filter the BLOB before binding it instead)", pTab->zName);
   if (hi < lo) hi = lo;
   memset(&pCur->stats, 0, sizeof pCur->stats);
   if (mask_blob) {
@@ -694,6 +709,17 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
     pCur->held = h;
     if (bytes_copy(sqlite3_value_blob(mask_blob), bytes, &pCur->held[pCur->n_held]) != SQLITE_OK) return SQLITE_NOMEM;
     pCur->user_mask = pCur->held[pCur->n_held++];
+    pCur->user_mask_bytes = bytes;
+  }
+  if (rows_blob && sqlite3_value_type(rows_blob) == SQLITE_BLOB) {
+    /* kept for xColumn(_rows): SQLite may re-check the term (see xColumn) */
+    uint64_t bytes = (uint64_t)sqlite3_value_bytes(rows_blob);
+    void **h = sqlite3_realloc64(pCur->held, sizeof *h * (sqlite3_uint64)(pCur->n_held + 1));
+    if (!h) return SQLITE_NOMEM;
+    pCur->held = h;
+    if (bytes_copy(sqlite3_value_blob(rows_blob), bytes, &pCur->held[pCur->n_held]) != SQLITE_OK) return SQLITE_NOMEM;
+    pCur->user_rows = pCur->held[pCur->n_held++];
+    pCur->user_rows_bytes = bytes;
   }
   /* Predicates: operands converted with the column's affinity. */
   if (n_pred_slots) {
@@ -860,9 +886,32 @@ static const uint8_t *gather_on_demand(csx_cursor *pCur, uint32_t col) {
   return g->out;
 }
 
+/* _rows and _mask read as the BLOB this cursor was filtered by, so that
+** SQLite's re-check of `_rows = ?` (a MULTI-INDEX OR plan makes one after
+** each branch's row) is true exactly for the rows the cursor produced.  A
+** cursor not filtered by the column has no value to give: that is an
+** error, never a NULL that would make the re-check drop every row
+** (colstore_plan.c keeps such plans out of reach). */
+static int hidden_column(csx_cursor *pCur, sqlite3_context *ctx, int h) {
+  const uint8_t *p = h == CSX_HIDDEN_ROWS ? pCur->user_rows : pCur->user_mask;
+  uint64_t n = h == CSX_HIDDEN_ROWS ? pCur->user_rows_bytes : pCur->user_mask_bytes;
+  if (p) {
+    sqlite3_result_blob64(ctx, p, n, SQLITE_STATIC);
+    return SQLITE_OK;
+  }
+  if (sqlite3_vtab_nochange(ctx)) return SQLITE_OK; /* an UPDATE that leaves it be */
+  char *z = sqlite3_mprintf("colstore: %s of table %s is an input, not a value: use it only as `%s = ?` ANDed with the "
+                            "rest of the WHERE clause",
+                            h == CSX_HIDDEN_ROWS ? "_rows" : "_mask", ((csx_table *)pCur->base.pVtab)->zName,
+                            h == CSX_HIDDEN_ROWS ? "_rows" : "_mask");
+  sqlite3_result_error(ctx, z ? z : "colstore: _rows and _mask are inputs, not values", -1);
+  sqlite3_free(z);
+  return SQLITE_ERROR;
+}
+
 int csx_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
   csx_cursor *pCur = (csx_cursor *)cur;
-  if ((uint32_t)i >= pCur->n_cols) return SQLITE_OK; /* hidden columns read as NULL */
+  if ((uint32_t)i >= pCur->n_cols) return hidden_column(pCur, ctx, i - (int)pCur->n_cols);
   cs_type t = pCur->cols[i].type;
   if (pCur->shape != SEL_RANGE) {
     const uint8_t *buf = pCur->col_buf[i];

@@ -72,7 +72,7 @@ struct csx_table {
 /* The plan xBestIndex encodes in idxStr (colstore_plan.c explains it). */
 #define CSX_MAX_SLOTS 64
 typedef struct csx_slot {
-  char kind;   /* E G g L l I P Q R M T O */
+  char kind;   /* E G g L l I P Q R M T O (colstore_plan.c) */
   int col;     /* P, Q: the column */
   int op;      /* P: the SQLITE_INDEX_CONSTRAINT_* op */
 } csx_slot;
@@ -80,6 +80,7 @@ typedef struct csx_plan {
   int n_slots;
   csx_slot slots[CSX_MAX_SLOTS];  /* in argv order */
   int ordered;                    /* ORDER BY rowid consumed */
+  int hidden_unusable;            /* reads _rows/_mask without taking it: refuse */
   int desc;                       /* ... descending */
   uint64_t col_used;              /* sqlite3_index_info.colUsed */
 } csx_plan;

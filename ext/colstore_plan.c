@@ -36,6 +36,38 @@
 ** When a selection of positions is given (rowid IN, _rows), column
 ** comparisons are left to SQLite: the list is short or the user chose the
 ** rows, and SQLite's per-row check costs no more than ours would.
+**
+** _rows and _mask are inputs, never values.  SQLite may check a term a
+** second time by reading the column (a MULTI-INDEX OR plan evaluates the
+** terms beside the OR after each branch's row), so a cursor filtered by
+** `_rows = X` reads X from _rows, which makes the re-check true for the
+** rows it produced and for no other.  A cursor that was not filtered by
+** the column has no per-row value to give, so xColumn fails with a
+** `colstore:` message rather than answer NULL (which would silently drop
+** every row).  The planner keeps such plans out of reach:
+**
+**   - a `_rows`/`_mask` term offered but not takeable here (another
+**     operator, an IN list, which is also what SQLite makes of
+**     `_rows = ?1 OR _rows = ?2`, or a join operand not yet available):
+**     the term is ANDed
+**     to the table's WHERE and SQLite would re-check it, so the plan
+**     costs 1e18 and xFilter refuses it (flag H);
+**   - colUsed names the column but no term on it is offered: either a
+**     branch of a MULTI-INDEX OR whose own terms do not involve it (fine:
+**     nothing re-checks it) or a scan that must evaluate it under OR, NOT
+**     or a function (which xColumn refuses).  Both cost 1000 times more,
+**     so SQLite prefers an OR plan whose other branches take the column.
+**     (Past 62 columns colUsed cannot tell, and xColumn alone guards.)
+**
+** Two `_rows = ?` (or two `_mask = ?`) terms are both taken, and xFilter
+** refuses them, since the re-check would compare one BLOB with the other.
+**
+** A plan that takes _rows or _mask costs what its selection costs and
+** nothing less for the other terms it takes: so the sum over the branches
+** of any OR plan is more than one plan with the OR left to SQLite, and
+** SQLite never answers `_rows = ? AND (a OR b)` branch by branch, which
+** would de-duplicate the rows by rowid and lose the order and the
+** duplicates that _rows promises (tests/sql/test_plan_shapes.py).
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +122,13 @@ static int pred_exact(sqlite3_index_info *pInfo, int i, cs_type type) {
   return sqlite3_libversion_number() >= 3038000 && sqlite3_vtab_rhs_value(pInfo, i, &v) == SQLITE_OK && v != NULL;
 }
 
+/* Does colUsed name column c?  Past 62 it only says "some column from 63
+** on"; *exact tells whether the answer is certain. */
+static bool col_used(sqlite3_uint64 col_used_mask, int c, bool *exact) {
+  *exact = c < 63;
+  return (col_used_mask >> (c < 63 ? c : 63)) & 1;
+}
+
 static double selectivity(int op) {
   switch (op) {
     case SQLITE_INDEX_CONSTRAINT_EQ:
@@ -108,12 +147,15 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   int n_cons = pInfo->nConstraint;
   double n = (double)cs_store_rows(pTab->snap->store);
   int i_eq = -1, i_lo = -1, i_hi = -1, i_in = -1, i_rows = -1, i_mask = -1, i_limit = -1, i_offset = -1;
+  int i_rows2 = -1, i_mask2 = -1;
   bool all_taken = true;
   bool in_ok = sqlite3_libversion_number() >= 3038000;
 
   /* Pass 1: the selection constraints (rowid, _rows, _mask). */
+  bool hidden_offered[CSX_N_HIDDEN] = {false, false};
   for (int i = 0; i < n_cons; i++) {
     const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
+    if (c->iColumn >= n_cols && c->iColumn < n_cols + CSX_N_HIDDEN) hidden_offered[c->iColumn - n_cols] = true;
     if (!c->usable) continue;
     int op = c->op;
     if (c->iColumn == -1) {
@@ -121,10 +163,14 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
       else if (op == SQLITE_INDEX_CONSTRAINT_EQ && i_eq < 0) i_eq = i;
       else if ((op == SQLITE_INDEX_CONSTRAINT_GT || op == SQLITE_INDEX_CONSTRAINT_GE) && i_lo < 0) i_lo = i;
       else if ((op == SQLITE_INDEX_CONSTRAINT_LT || op == SQLITE_INDEX_CONSTRAINT_LE) && i_hi < 0) i_hi = i;
-    } else if (c->iColumn == n_cols + CSX_HIDDEN_ROWS && op == SQLITE_INDEX_CONSTRAINT_EQ && i_rows < 0) {
-      i_rows = i;
-    } else if (c->iColumn == n_cols + CSX_HIDDEN_MASK && op == SQLITE_INDEX_CONSTRAINT_EQ && i_mask < 0) {
-      i_mask = i;
+    } else if (c->iColumn >= n_cols && c->iColumn < n_cols + CSX_N_HIDDEN) {
+      /* `_rows IN (...)`, which is also what SQLite makes of
+      ** `_rows = ?1 OR _rows = ?2`, is not taken: refused below */
+      if (op != SQLITE_INDEX_CONSTRAINT_EQ || (in_ok && sqlite3_vtab_in(pInfo, i, -1))) continue;
+      int *first = c->iColumn == n_cols + CSX_HIDDEN_ROWS ? &i_rows : &i_mask;
+      int *second = c->iColumn == n_cols + CSX_HIDDEN_ROWS ? &i_rows2 : &i_mask2;
+      if (*first < 0) *first = i;
+      else if (*second < 0) *second = i;
     } else if (op == SQLITE_INDEX_CONSTRAINT_LIMIT && i_limit < 0) {
       i_limit = i;
     } else if (op == SQLITE_INDEX_CONSTRAINT_OFFSET && i_offset < 0) {
@@ -179,14 +225,18 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   }
   if (i_rows >= 0) {
     TAKE(i_rows, "R;");
+    if (i_rows2 >= 0) TAKE(i_rows2, "R;"); /* refused by xFilter, see above */
     sqlite3_str_appendall(words, sqlite3_str_length(words) ? " rows(_rows)" : "rows(_rows)");
     if (rows > 1000) rows = 1000;
   }
   if (i_mask >= 0) {
     TAKE(i_mask, "M;");
+    if (i_mask2 >= 0) TAKE(i_mask2, "M;");
     sqlite3_str_appendall(words, sqlite3_str_length(words) ? " mask(_mask)" : "mask(_mask)");
     rows *= 0.5;
   }
+  /* What a _rows or _mask plan costs, whatever else it takes (see above). */
+  double selection_rows = i_rows >= 0 ? (n < 1000 ? n : 1000) : i_mask >= 0 ? n * 0.5 : -1;
   /* The scan itself: what a full or ranged pass costs before filtering. */
   double scanned = rows;
 
@@ -197,7 +247,8 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     if (!c->usable || pInfo->aConstraintUsage[i].argvIndex > 0) continue;
     if (c->op == SQLITE_INDEX_CONSTRAINT_LIMIT || c->op == SQLITE_INDEX_CONSTRAINT_OFFSET) continue;
     bool taken = false;
-    if (c->iColumn >= 0 && c->iColumn < n_cols && !positions && i_eq < 0) {
+    /* argv slots are bounded (CSX_MAX_SLOTS); keep room for LIMIT/OFFSET */
+    if (c->iColumn >= 0 && c->iColumn < n_cols && !positions && i_eq < 0 && argv_i < CSX_MAX_SLOTS - 4) {
       cs_type t = schema->cols[c->iColumn].type;
       bool in_list = c->op == SQLITE_INDEX_CONSTRAINT_EQ && in_ok && sqlite3_vtab_in(pInfo, i, -1);
       if ((pred_op_supported(c->op) || in_list) && pred_exact(pInfo, i, t)) {
@@ -260,16 +311,32 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   if (rows < 1 && i_eq >= 0) rows = 1;
   pInfo->estimatedRows = (sqlite3_int64)rows;
   pInfo->estimatedCost = 10.0 + (any_pred ? scanned * 0.05 : 0) + rows * (1.0 + 0.1 * n_used);
+  if (selection_rows >= 0) pInfo->estimatedCost = 10.0 + selection_rows * (1.0 + 0.1 * n_used);
+  /* A plan that reads _rows or _mask without taking it (see above). */
+  bool exact_rows, exact_mask;
+  bool reads_rows = col_used(pInfo->colUsed, n_cols + CSX_HIDDEN_ROWS, &exact_rows) && exact_rows && i_rows < 0;
+  bool reads_mask = col_used(pInfo->colUsed, n_cols + CSX_HIDDEN_MASK, &exact_mask) && exact_mask && i_mask < 0;
+  if ((i_rows < 0 && hidden_offered[CSX_HIDDEN_ROWS]) || (i_mask < 0 && hidden_offered[CSX_HIDDEN_MASK])) {
+    /* the term is ANDed to this table's WHERE and cannot be taken here */
+    sqlite3_str_appendall(slots, "H;");
+    sqlite3_str_appendall(words, " unusable(_rows/_mask)");
+    pInfo->estimatedCost = 1e18;
+  } else if (reads_rows || reads_mask) {
+    /* a branch of an OR that never needs the column, or a scan that does */
+    pInfo->estimatedCost *= 1000;
+  }
 
   int n_words = sqlite3_str_length(words), n_slots = sqlite3_str_length(slots);
   char *zWords = sqlite3_str_finish(words), *zSlots = sqlite3_str_finish(slots);
-  char *z = (zWords && (zSlots || n_slots == 0)) ? sqlite3_malloc(n_words + n_slots + 2) : NULL;
+  /* Both strings or neither: slots always holds at least "U...;", and
+  ** without it xFilter would ignore constraints marked omitted above. */
+  char *z = (zWords && zSlots) ? sqlite3_malloc(n_words + n_slots + 2) : NULL;
   /* Words are appended with a leading space; the first one needs none. */
   int skip = (zWords && zWords[0] == ' ') ? 1 : 0;
   if (z) {
     memcpy(z, zWords + skip, (size_t)(n_words - skip) + 1);
     n_words -= skip;
-    memcpy(z + n_words + 1, zSlots ? zSlots : "", (size_t)n_slots + 1);
+    memcpy(z + n_words + 1, zSlots, (size_t)n_slots + 1);
   }
   sqlite3_free(zWords);
   sqlite3_free(zSlots);
@@ -299,6 +366,7 @@ int csx_plan_decode(const char *idxStr, csx_plan *out) {
       continue;
     }
     if (s.kind == 'A') out->ordered = 1;
+    else if (s.kind == 'H') out->hidden_unusable = 1;
     else if (s.kind == 'D') out->ordered = out->desc = 1;
     else if (out->n_slots < CSX_MAX_SLOTS) out->slots[out->n_slots++] = s;
     else return SQLITE_INTERNAL;

@@ -470,17 +470,23 @@ class FunctionErrors(cstest.StoreTest):
 
 
 class HiddenColumns(cstest.StoreTest):
-    """_rows and _mask exist, are hidden, read as NULL, select rows, and
-    refuse bad selections with errors that name the problem
-    (tests/sql/test_pushdown.py covers selections in depth)."""
+    """_rows and _mask exist, are hidden, select rows, read back only as
+    the selection they were given (a NULL would make any re-check of the
+    term silently drop rows), and refuse bad selections with errors that
+    name the problem (tests/sql/test_pushdown.py covers selections in
+    depth, tests/sql/test_plan_shapes.py the plans around them)."""
 
     def test_hidden_rows_and_mask_select_and_refuse_bad_blobs(self):
         con = self.connect()
         con.execute("CREATE VIRTUAL TABLE h USING colstore('%s', a INT32)" % self.path("h.cst"))
         con.execute("INSERT INTO h VALUES (10), (11), (12)")
-        # They exist (hidden: not in SELECT *), and read as NULL.
+        # They exist (hidden: not in SELECT *); they are inputs, not values.
         self.assertEqual(con.execute("SELECT * FROM h").fetchall(), [(10,), (11,), (12,)])
-        self.assertEqual(con.execute("SELECT _rows, _mask FROM h WHERE rowid = 0").fetchall(), [(None, None)])
+        for col in ("_rows", "_mask"):
+            self.assertSqlError(con, "SELECT %s FROM h WHERE rowid = 0" % col, code="SQLITE_ERROR",
+                                contains=(col, "input", "%s = ?" % col))
+        self.assertEqual(con.execute("SELECT a, _mask FROM h WHERE _mask = ?", (b"\x00\x01\x00",)).fetchall(),
+                         [(11, b"\x00\x01\x00")])
         hidden = [r[1] for r in con.execute("PRAGMA table_xinfo(h)") if r[6]]
         self.assertEqual(hidden, ["_rows", "_mask"])
         sel = struct.pack("<2q", 2, 0)
