@@ -7,12 +7,21 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 PACKAGES   := sqlite3 libsqlite3-dev libnuma-dev libxxhash-dev check libsubunit-dev \
               cmake pkg-config gcc make python3
 
-.PHONY: all deps build test test-asan demo bench clean
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= fuzz_store fuzz_filter fuzz_writer
+# clang, its sanitizer and libFuzzer runtimes, and its OpenMP runtime: only
+# `make fuzz` and `make fuzz-build` need them.
+FUZZ_PACKAGES := clang libclang-rt-dev libomp-dev
+
+.PHONY: all deps fuzz-deps build test test-asan demo bench fuzz fuzz-build clean fuzz-sql
 
 all: build
 
-deps:
-	@missing=""; for p in $(PACKAGES); do \
+# $(call ensure_packages,LIST): as root, installs what of LIST is missing;
+# otherwise prints the apt-get line and fails.  One shell line, so it can
+# stand in any recipe.
+ensure_packages = @missing=""; for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -24,6 +33,13 @@ deps:
 	    echo "colstore: missing packages; run: sudo apt-get install -y$$missing"; exit 1; \
 	  fi; \
 	fi
+
+deps:
+	$(call ensure_packages,$(PACKAGES))
+
+# The same check for the fuzzing toolchain.
+fuzz-deps: deps
+	$(call ensure_packages,$(FUZZ_PACKAGES))
 
 build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -48,5 +64,26 @@ demo: build
 bench: build
 	./$(BUILD)/bench_sql
 
+# libFuzzer targets (tests/fuzz/): clang with ASan and UBSan, in their own
+# build directory.  `make fuzz` runs each for FUZZ_SECONDS from its corpus
+# in $(FUZZ_BUILD)/corpus/ (seeded from the golden files and the committed
+# regressions) and prints executions, coverage and any crash it saved.
+fuzz-build: fuzz-deps
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLSTORE_FUZZ=ON -DCOLSTORE_WERROR=OFF >/dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZ_TARGETS)
+
+fuzz: fuzz-build
+	@status=0; for t in $(FUZZ_TARGETS); do \
+	  tests/fuzz/run_fuzz.sh $(FUZZ_BUILD) $$t $(FUZZ_SECONDS) || status=1; \
+	done; exit $$status
+
+# Randomized differential testing of SQL against native SQLite
+# (tests/sql/fuzz_sql.py): make fuzz-sql [SEED=n] [MINUTES=m]; without SEED
+# a random seed is drawn and printed.  FUZZ_SQL_ARGS passes more options,
+# e.g. FUZZ_SQL_ARGS=--skip-known to leave out the shapes of known bugs.
+MINUTES ?= 5
+fuzz-sql: build
+	/usr/bin/python3 tests/sql/fuzz_sql.py --module $(BUILD)/colstore --minutes $(MINUTES) $(if $(SEED),--seed $(SEED)) $(FUZZ_SQL_ARGS)
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

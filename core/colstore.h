@@ -141,9 +141,13 @@ typedef struct cs_chunk {
 
 /* ----------------------------------------------------------------- store */
 
+/* How much open checks.  Data chunks are not read at open unless FULL;
+** readers check each chunk the first time the process reads it through
+** cs_store_check_chunks (what the SQL table does unless verify=header). */
 typedef enum cs_verify {
   CS_VERIFY_HEADER = 0,  /* check header, commit slot and footer checksums */
-  CS_VERIFY_FULL = 1     /* also every record header and data checksum */
+  CS_VERIFY_FULL = 1,    /* also every record header and data checksum */
+  CS_VERIFY_READ = 2     /* open as HEADER; the reader checks chunks as it reads */
 } cs_verify;
 
 typedef struct cs_store cs_store;
@@ -203,6 +207,15 @@ cs_rc cs_store_reopen(cs_store *store, cs_verify verify, cs_store **out, cs_err 
 /* Verifies every data checksum and every TEXT/BLOB offset array; the error
 ** names the file, record and column of the first failure. */
 cs_rc cs_store_verify(const cs_store *store, cs_err *err);
+
+/* Checks the chunks of records [rec_first, rec_end) in the columns cols
+** flags (n_cols bytes; NULL = every column) against their checksums,
+** each the first time this process reads it (cs_verified.c); CS_ECORRUPT
+** names the file, record and column.  O(columns) once they are checked.
+** cs_store_check_rows does the same for the records holding rows[0, n). */
+cs_rc cs_store_check_chunks(const cs_store *store, uint64_t rec_first, uint64_t rec_end, const uint8_t *cols,
+                            cs_err *err);
+cs_rc cs_store_check_rows(const cs_store *store, const uint64_t *rows, uint64_t n, const uint8_t *cols, cs_err *err);
 
 /* -------------------------------------------------------------- datasets */
 
@@ -480,12 +493,16 @@ int cs_select_rows(const cs_store *s, const uint64_t *rows, uint64_t n, bool asc
 ** selects its next batch there while SQLite consumes the current one.
 ** cs_worker_submit waits for the job in flight first; it returns false
 ** when the thread cannot be started (run the job yourself).  The job must
-** not touch what the submitter uses until cs_worker_wait returns. */
+** not touch what the submitter uses until cs_worker_wait returns; the job
+** runs exactly once, on the worker or, when the worker has not claimed it
+** by then, inside cs_worker_wait on the caller's thread.
+** cs_worker_taken_back counts the jobs that ran that way. */
 typedef struct cs_worker cs_worker;
 cs_rc cs_worker_new(cs_worker **out, cs_err *err);
 bool cs_worker_submit(cs_worker *w, void (*fn)(void *), void *arg);
 void cs_worker_wait(cs_worker *w);
 void cs_worker_free(cs_worker *w);
+uint64_t cs_worker_taken_back(cs_worker *w);
 /* A worker from the process-wide pool (NULL when none can be made), and
 ** back into it after waiting for its job. */
 cs_worker *cs_worker_acquire(void);
@@ -701,6 +718,22 @@ cs_rc cs_calibrate(unsigned targets, const cs_calib_options *opt, cs_calib_repor
 ** as "flock is not supported on this filesystem; appends are unlocked".
 ** Each distinct note is recorded once.  Returns "" when there is none. */
 const char *cs_diag_notes(void);
+
+/* ------------------------------------------------- allocation (testing) */
+
+/* Every core allocation goes through one place (core/cs_alloc.c), which can
+** be told to fail on purpose so tests can prove each failure is handled.
+** cs_mem_fail_after(k, sticky): the k-th allocation from now fails (k = 1:
+** the next one), and with sticky every later one too; k < 1 (use -1)
+** disarms.  Either way the count restarts at 0.  cs_mem_count: allocations
+** counted since then.  cs_mem_live: blocks allocated and not yet freed.
+** cs_mem_tick: counts one allocation made by another allocator (a test's
+** SQLite allocator) on the same countdown and says whether it must fail.
+** Thread-safe; for tests, never armed in production. */
+void cs_mem_fail_after(long k, bool sticky);
+long cs_mem_count(void);
+long cs_mem_live(void);
+bool cs_mem_tick(void);
 
 #ifdef __cplusplus
 }

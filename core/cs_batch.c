@@ -13,12 +13,13 @@
 #include <string.h>
 
 #include "cs_batch_internal.h"
+#include "cs_internal.h"
 
 static cs_rc grow(void **p, uint64_t *cap, uint64_t need, size_t unit, cs_err *err) {
   if (need <= *cap) return CS_OK;
   uint64_t n = *cap ? *cap : 1024;
   while (n < need) n *= 2;
-  void *q = realloc(*p, n * unit);
+  void *q = cs__mem_realloc(*p, n * unit);
   if (!q) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory growing a batch to %llu values", (unsigned long long)need);
   *p = q;
   *cap = n;
@@ -27,9 +28,9 @@ static cs_rc grow(void **p, uint64_t *cap, uint64_t need, size_t unit, cs_err *e
 
 cs_rc cs_batch_new(const cs_schema *schema, cs_batch **out, cs_err *err) {
   *out = NULL;
-  cs_batch *b = calloc(1, sizeof *b);
-  if (!b || !(b->cols = calloc(schema->n_cols ? schema->n_cols : 1, sizeof *b->cols))) {
-    free(b);
+  cs_batch *b = cs__mem_calloc(1, sizeof *b);
+  if (!b || !(b->cols = cs__mem_calloc(schema->n_cols ? schema->n_cols : 1, sizeof *b->cols))) {
+    cs__mem_free(b);
     return cs_err_set(err, CS_ENOMEM, "colstore: out of memory creating a batch");
   }
   b->n_cols = schema->n_cols;
@@ -44,12 +45,12 @@ cs_rc cs_batch_new(const cs_schema *schema, cs_batch **out, cs_err *err) {
 void cs_batch_free(cs_batch *b) {
   if (!b) return;
   for (uint32_t i = 0; i < b->n_cols; i++) {
-    free(b->cols[i].data);
-    free(b->cols[i].offsets);
-    free(b->cols[i].validity);
+    cs__mem_free(b->cols[i].data);
+    cs__mem_free(b->cols[i].offsets);
+    cs__mem_free(b->cols[i].validity);
   }
-  free(b->cols);
-  free(b);
+  cs__mem_free(b->cols);
+  cs__mem_free(b);
 }
 
 uint64_t cs_batch_rows(const cs_batch *b) { return b->n_rows; }
@@ -78,19 +79,19 @@ void cs_batch_clear(cs_batch *b) { cs_batch_truncate(b, 0); }
 static cs_rc put_begin(cs_batch *b, uint32_t col, bool valid, uint64_t bytes, cs_err *err) {
   cs_batch_column *c = &b->cols[col];
   uint64_t k = c->n_values;
+  /* Every buffer is grown before anything is written, so a failed put
+  ** changes nothing (a grown buffer is only spare capacity). */
   cs_rc rc = grow((void **)&c->validity, &c->validity_cap, (k >> 3) + 1, 1, err);
+  if (!rc && c->width == 0) rc = grow((void **)&c->offsets, &c->offsets_cap, k + 2, sizeof(int64_t), err);
+  if (!rc) rc = grow((void **)&c->data, &c->data_cap, c->data_bytes + bytes, 1, err);
   if (rc) return rc;
   /* Clear the bit (and any above it, left by a cancelled or truncated row)
   ** before setting it: truncation only moves the counters back. */
   c->validity[k >> 3] &= (uint8_t)((1u << (k & 7)) - 1);
   c->validity[k >> 3] |= (uint8_t)((valid ? 1u : 0u) << (k & 7));
   if (!valid) c->n_nulls++;
-  if (c->width == 0) {
-    rc = grow((void **)&c->offsets, &c->offsets_cap, k + 2, sizeof(int64_t), err);
-    if (rc) return rc;
-    c->offsets[0] = 0;
-  }
-  return grow((void **)&c->data, &c->data_cap, c->data_bytes + bytes, 1, err);
+  if (c->width == 0) c->offsets[0] = 0;
+  return CS_OK;
 }
 
 static void put_end(cs_batch_column *c, uint64_t bytes) {

@@ -48,12 +48,12 @@ static int calib_cmp_double(const void *a, const void *b) {
 double cs_calib_median(const double *v, uint32_t n) {
   if (n == 0) return 0;
   double small[64];
-  double *c = n <= 64 ? small : malloc(n * sizeof *c);
+  double *c = n <= 64 ? small : cs__mem_malloc(n * sizeof *c);
   if (!c) return v[0]; /* no memory for the copy: a sample, not a crash */
   memcpy(c, v, n * sizeof *c);
   qsort(c, n, sizeof *c, calib_cmp_double);
   double m = (n & 1) ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
-  if (c != small) free(c);
+  if (c != small) cs__mem_free(c);
   return m;
 }
 
@@ -111,21 +111,21 @@ cs_rc cs_calib_sweep_run(cs_calib_run_fn run, void *ctx, uint32_t n_cand, uint32
   ** bug, and timing it would only hide that. */
   size_t ref_bytes = 0;
   const void *p = run(ctx, 0, &ref_bytes);
-  uint8_t *ref = malloc(ref_bytes ? ref_bytes : 1);
+  uint8_t *ref = cs__mem_malloc(ref_bytes ? ref_bytes : 1);
   if (!ref) return cs_err_set(err, CS_ENOMEM, "calibration sweep %s: out of memory", out->name);
   memcpy(ref, p, ref_bytes);
   for (uint32_t c = 1; c < n_cand; c++) {
     size_t bytes = 0;
     p = run(ctx, c, &bytes);
     if (bytes != ref_bytes || memcmp(p, ref, bytes) != 0) {
-      free(ref);
+      cs__mem_free(ref);
       return cs_err_set(err, CS_EINVAL,
                         "calibration sweep %s: candidate %u gives different output from candidate 0 (%zu and %zu bytes)",
                         out->name, c, bytes, ref_bytes);
     }
   }
-  free(ref);
-  double *times = malloc((size_t)rounds * n_cand * sizeof *times);
+  cs__mem_free(ref);
+  double *times = cs__mem_malloc((size_t)rounds * n_cand * sizeof *times);
   if (!times) return cs_err_set(err, CS_ENOMEM, "calibration sweep %s: out of memory", out->name);
   for (uint32_t r = 0; r < rounds; r++) {
     for (uint32_t k = 0; k < n_cand; k++) {
@@ -137,7 +137,7 @@ cs_rc cs_calib_sweep_run(cs_calib_run_fn run, void *ctx, uint32_t n_cand, uint32
     }
   }
   cs_calib_summarize(times, rounds, n_cand, CS_CALIB_TOLERANCE, out);
-  free(times);
+  cs__mem_free(times);
   return CS_OK;
 }
 
@@ -360,12 +360,12 @@ cs_rc cs_calibrate(unsigned targets, const cs_calib_options *opt, cs_calib_repor
   size_t obytes = (size_t)(n_mask > 2 * n_idx ? n_mask : 2 * n_idx) * 8;
   if (obytes < dram_rows) obytes = dram_rows;
   if (obytes < n_res * 8) obytes = n_res * 8;
-  idx = malloc(n_idx * 8);
-  sorted = malloc(n_idx * 2 * 8);
-  res_idx = malloc(n_res * 8);
-  res_sorted = malloc(n_res * 8);
-  mask = malloc(n_mask);
-  obuf = malloc(obytes);
+  idx = cs__mem_malloc(n_idx * 8);
+  sorted = cs__mem_malloc(n_idx * 2 * 8);
+  res_idx = cs__mem_malloc(n_res * 8);
+  res_sorted = cs__mem_malloc(n_res * 8);
+  mask = cs__mem_malloc(n_mask);
+  obuf = cs__mem_malloc(obytes);
   if (!idx || !sorted || !res_idx || !res_sorted || !mask || !obuf) {
     rc = cs_err_set(err, CS_ENOMEM, "calibration: out of memory for %llu MiB of buffers",
                     (unsigned long long)((n_idx * 3 * 8 + n_mask + obytes) >> 20));
@@ -428,7 +428,7 @@ cs_rc cs_calibrate(unsigned targets, const cs_calib_options *opt, cs_calib_repor
   }
 
   if (targets & CS_CALIB_MASK) {
-    pos = malloc(n_mask * 8);
+    pos = cs__mem_malloc(n_mask * 8);
     if (!pos) {
       rc = cs_err_set(err, CS_ENOMEM, "calibration: out of memory for %llu MiB of positions",
                       (unsigned long long)((n_mask * 8) >> 20));
@@ -451,13 +451,13 @@ cs_rc cs_calibrate(unsigned targets, const cs_calib_options *opt, cs_calib_repor
 
 done:
   cs__kernel_config_override(NULL);
-  free(idx);
-  free(sorted);
-  free(res_idx);
-  free(res_sorted);
-  free(mask);
-  free(pos);
-  free(obuf);
+  cs__mem_free(idx);
+  cs__mem_free(sorted);
+  cs__mem_free(res_idx);
+  cs__mem_free(res_sorted);
+  cs__mem_free(mask);
+  cs__mem_free(pos);
+  cs__mem_free(obuf);
   cs_store_close(dram);
   cs_store_close(res);
   out->seconds = (calib_now_us() - t_start) / 1e6;

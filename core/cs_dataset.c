@@ -71,8 +71,8 @@ bool cs_source_is_dataset(const char *source) {
 
 void cs_paths_free(char **paths, uint32_t n) {
   if (!paths) return;
-  for (uint32_t i = 0; i < n; i++) free(paths[i]);
-  free(paths);
+  for (uint32_t i = 0; i < n; i++) cs__mem_free(paths[i]);
+  cs__mem_free(paths);
 }
 
 static int path_cmp(const void *a, const void *b) {
@@ -89,13 +89,13 @@ static bool list_add(path_list *l, char *p) {
   if (!p) return false;
   if (l->n == l->cap) {
     if (l->cap >= UINT32_MAX / 2) {
-      free(p);
+      cs__mem_free(p);
       return false;
     }
     uint32_t cap = l->cap ? l->cap * 2 : 16;
-    char **v = realloc(l->v, cap * sizeof *v);
+    char **v = cs__mem_realloc(l->v, cap * sizeof *v);
     if (!v) {
-      free(p);
+      cs__mem_free(p);
       return false;
     }
     l->v = v, l->cap = cap;
@@ -128,12 +128,12 @@ cs_rc cs_dataset_expand(const char *source, char ***out_paths, uint32_t *out_n, 
     while ((e = readdir(d)) != NULL) {
       if (e->d_name[0] == '.' || !has_cst_suffix(e->d_name) || cs__writer_is_temp_name(e->d_name)) continue;
       size_t n = dl + 1 + strlen(e->d_name) + 1;
-      char *p = malloc(n);
+      char *p = cs__mem_malloc(n);
       if (p) snprintf(p, n, "%s%s%s", source, slash ? "" : "/", e->d_name);
       /* d_type saves a stat per file per statement; a link, or a file
       ** system that does not fill it in, is stat'ed (links followed). */
       if (p && e->d_type != DT_REG && !is_regular(p)) {
-        free(p);
+        cs__mem_free(p);
         continue;
       }
       if (!list_add(&l, p)) {
@@ -154,7 +154,7 @@ cs_rc cs_dataset_expand(const char *source, char ***out_paths, uint32_t *out_n, 
     if (grc == 0) {
       for (size_t i = 0; i < g.gl_pathc; i++) {
         if (cs__writer_is_temp_name(base_name(g.gl_pathv[i])) || !is_regular(g.gl_pathv[i])) continue;
-        if (!list_add(&l, strdup(g.gl_pathv[i]))) {
+        if (!list_add(&l, cs__mem_strdup(g.gl_pathv[i]))) {
           globfree(&g);
           cs_paths_free(l.v, l.n);
           return cs_err_set(err, CS_ENOMEM, "colstore: out of memory expanding %s", source);
@@ -193,8 +193,8 @@ static cs_rc schema_copy(cs_store *s, const cs_store *from, cs_err *err) {
   uint32_t nc = from->schema.n_cols;
   size_t bytes = 0;
   for (uint32_t c = 0; c < nc; c++) bytes += strlen(from->cols[c].name) + 1;
-  s->cols = calloc(nc, sizeof *s->cols);
-  s->names = malloc(bytes ? bytes : 1);
+  s->cols = cs__mem_calloc(nc, sizeof *s->cols);
+  s->names = cs__mem_malloc(bytes ? bytes : 1);
   if (!s->cols || !s->names) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory opening a dataset");
   size_t at = 0;
   for (uint32_t c = 0; c < nc; c++) {
@@ -238,7 +238,7 @@ static cs_rc dataset_open(const char *const *paths, uint32_t n_paths, const char
     if (source) return cs_err_set(err, CS_ENOENT, "colstore: no store files match %s", source);
     return cs_err_set(err, CS_ENOENT, "colstore: a dataset needs at least one store file");
   }
-  cs_store **parts = calloc(n_paths, sizeof *parts);
+  cs_store **parts = cs__mem_calloc(n_paths, sizeof *parts);
   if (!parts) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory opening a dataset");
   cs_store *s = NULL;
   cs_rc rc = CS_OK;
@@ -261,12 +261,12 @@ static cs_rc dataset_open(const char *const *paths, uint32_t n_paths, const char
   }
   if (all_shared) {
     for (uint32_t i = 0; i < n_paths; i++) cs_store_close(parts[i]);
-    free(parts);
+    cs__mem_free(parts);
     atomic_fetch_add(&from->n_refs, 1);
     *out = from;
     return CS_OK;
   }
-  if (!(s = calloc(1, sizeof *s))) {
+  if (!(s = cs__mem_calloc(1, sizeof *s))) {
     rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory opening a dataset");
     goto fail;
   }
@@ -274,9 +274,9 @@ static cs_rc dataset_open(const char *const *paths, uint32_t n_paths, const char
   s->fd = -1;
   s->parts = parts, s->n_parts = n_paths;
   parts = NULL; /* s owns them now */
-  s->path = strdup(source ? source : paths[0]);
-  s->source = source ? strdup(source) : NULL;
-  s->part_first_record = calloc((size_t)n_paths + 1, sizeof *s->part_first_record);
+  s->path = cs__mem_strdup(source ? source : paths[0]);
+  s->source = source ? cs__mem_strdup(source) : NULL;
+  s->part_first_record = cs__mem_calloc((size_t)n_paths + 1, sizeof *s->part_first_record);
   if (!s->path || (source && !s->source) || !s->part_first_record) {
     rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory opening a dataset");
     goto fail;
@@ -299,8 +299,8 @@ static cs_rc dataset_open(const char *const *paths, uint32_t n_paths, const char
   s->n_rows = n_rows;
   s->map_bytes = bytes;
   s->generation = generation;
-  s->first_rows = malloc((n_records + 1) * sizeof *s->first_rows);
-  s->chunks = malloc((n_records ? n_records * nc : 1) * sizeof *s->chunks);
+  s->first_rows = cs__mem_malloc((n_records + 1) * sizeof *s->first_rows);
+  s->chunks = cs__mem_malloc((n_records ? n_records * nc : 1) * sizeof *s->chunks);
   if (!s->first_rows || !s->chunks) {
     rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a dataset directory of %llu records", (unsigned long long)n_records);
     goto fail;
@@ -321,7 +321,7 @@ fail:
   cs_store_close(s);
   if (parts) {
     for (uint32_t i = 0; i < n_open; i++) cs_store_close(parts[i]);
-    free(parts);
+    cs__mem_free(parts);
   }
   return rc;
 }
@@ -343,9 +343,9 @@ cs_rc cs_store_open_source(const char *source, cs_verify verify, cs_store **out,
 
 void cs__dataset_free(cs_store *s) {
   for (uint32_t i = 0; i < s->n_parts; i++) cs_store_close(s->parts[i]);
-  free(s->parts);
-  free(s->part_first_record);
-  free(s->source);
+  cs__mem_free(s->parts);
+  cs__mem_free(s->part_first_record);
+  cs__mem_free(s->source);
   s->parts = NULL;
   s->n_parts = 0;
   s->part_first_record = NULL;
@@ -392,11 +392,11 @@ cs_rc cs__dataset_reopen(cs_store *s, cs_verify verify, cs_store **out, cs_err *
     return rc;
   }
   /* Opened from a list of paths: the same list again. */
-  const char **list = malloc(s->n_parts * sizeof *list);
+  const char **list = cs__mem_malloc(s->n_parts * sizeof *list);
   if (!list) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory reopening a dataset");
   for (uint32_t i = 0; i < s->n_parts; i++) list[i] = s->parts[i]->path;
   rc = dataset_open(list, s->n_parts, NULL, verify, s, out, err);
-  free(list);
+  cs__mem_free(list);
   return rc;
 }
 

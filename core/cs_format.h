@@ -24,6 +24,8 @@
 **                |   (entry (32 B) +            |
 **                |    chunk descriptor * n_cols) * n_records
 **                +------------------------------+
+**                | commit seal (64 B)           |  a copy of the commit slot
+**                +------------------------------+
 **
 ** Why two commit slots: the commit point is the write of one small slot
 ** (LMDB's meta pages).  A transaction writes its records at data_end, over
@@ -36,6 +38,18 @@
 ** the directory by walking the self-describing record headers up to
 ** data_end.  Each commit rewrites only one footer in place of the old one,
 ** so the file grows linearly with commits.
+**
+** Why a seal after the footer: when both slots are lost (media damage, a
+** double fault outside the crash model), open scans the records, and a
+** complete footer after them does not prove the transaction committed:
+** prepare writes it before the commit point.  The commit writes a copy of
+** its slot (magic CSSEALED) right after the footer, beside the slot and
+** before the same fsync, so the scan keeps the newest generation only if
+** its seal is there; a prepared transaction that never committed has no
+** seal and is never resurrected.  Older readers ignore bytes past the
+** footer and the record header's flags, so the seal needs no new version;
+** records say whether their writer seals (CS_RECORD_SEALED), so the
+** files of older writers keep the rule they were written under.
 **
 ** A column chunk is Arrow-shaped: [validity bitmap][offsets][data], each
 ** part starting on a 64-byte boundary and zero-padded; the bitmap is
@@ -54,6 +68,8 @@
 #define CS_MAGIC_SLOT "CSCOMMIT"
 #define CS_MAGIC_RECORD "CSRECORD"
 #define CS_MAGIC_FOOTER "CSFOOTER"
+#define CS_MAGIC_SEAL "CSSEALED"  /* a cs_disk_slot after the footer */
+#define CS_SEAL_BYTES 64u
 #define CS_MAGIC_BYTES 8
 
 #define CS_SLOT0_OFFSET 512u
@@ -111,9 +127,15 @@ typedef struct cs_disk_record {
   uint32_t n_cols;
   uint32_t header_bytes;    /* 64 + n_cols * 88, rounded up to 64 */
   uint64_t descriptors_checksum; /* XXH3-64 of the n_cols chunk descriptors after it */
-  uint64_t reserved;        /* 0 */
+  uint64_t flags;           /* CS_RECORD_SEALED, or 0 (older writers) */
   uint64_t checksum;        /* XXH3-64 of the 56 bytes above */
 } cs_disk_record;
+
+/* The record's transaction seals its commit (see above): a scan without
+** slots must find the seal to keep it.  Records of older writers have 0
+** here (the field was reserved), and their newest generation is kept on
+** its footer alone, as those writers' files always were. */
+#define CS_RECORD_SEALED 1u
 
 typedef struct cs_disk_footer {
   char magic[8];            /* CS_MAGIC_FOOTER */

@@ -124,7 +124,7 @@ static seg_table seg_table_of(const cs_store *s, uint32_t col) {
 ** being a C pointer. */
 static uintptr_t *record_bases(seg_table t, size_t w, uint64_t n) {
   if (n < t.n_records) return NULL;
-  uintptr_t *b = malloc(t.n_records * sizeof *b);
+  uintptr_t *b = cs__mem_malloc(t.n_records * sizeof *b);
   if (!b) return NULL;
   for (uint64_t r = 0; r < t.n_records; r++)
     b[r] = (uintptr_t)(t.cc + r * t.nc)->data - (uintptr_t)(t.first_rows[r] * w);
@@ -223,7 +223,7 @@ static gather_args gather_args_of(const cs_store *s, uint32_t col, uint8_t *out_
   return a;
 }
 
-static void gather_args_done(gather_args *a) { free((void *)a->t.bases); }
+static void gather_args_done(gather_args *a) { cs__mem_free((void *)a->t.bases); }
 
 /* Runs span(a, i0, i1) over [0, n) on the kernel's threads, each thread
 ** one contiguous span (boundaries multiples of 64), the width switch

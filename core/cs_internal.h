@@ -14,6 +14,8 @@
 #include "colstore.h"
 #include "cs_format.h"
 
+typedef struct cs__file_checks cs__file_checks;
+
 struct cs_store {
   /* References: 1 from open; cs_store_reopen adds one to a snapshot it
   ** returns unchanged, and a dataset holds one on each of its parts, which
@@ -58,6 +60,12 @@ struct cs_store {
   uint32_t n_parts;
   uint64_t *part_first_record; /* n_parts + 1 entries */
   char *source;               /* directory or pattern to re-expand; or NULL */
+  /* Chunks this snapshot knows are checked against their checksums
+  ** (cs_verified.c): a byte per chunk (n_records * n_cols) and a count per
+  ** column; owned; NULL for a dataset, which asks its parts. */
+  _Atomic uint8_t *chunk_checked;
+  _Atomic uint64_t *col_checked;
+  cs__file_checks *checks;    /* the process's entry for this file; a reference */
 };
 
 /* Loads the committed state of an open descriptor (takes ownership of fd:
@@ -86,6 +94,14 @@ cs_rc cs__dataset_reopen(cs_store *s, cs_verify verify, cs_store **out, cs_err *
 ** temporary file of a store it is creating (cs_writer.c), which a dataset
 ** must never take as a member. */
 bool cs__writer_is_temp_name(const char *name);
+/* Checked chunks (cs_verified.c): the per-snapshot bits, allocated once
+** the directory is resolved and freed by cs_store_close; every chunk
+** marked checked (after a full verify); one chunk hashed and its offsets
+** checked, with the error colstore_verify gives. */
+cs_rc cs__verified_init(cs_store *s);
+void cs__verified_free(cs_store *s);
+void cs__verified_mark_all(const cs_store *s);
+cs_rc cs__chunk_verify(const cs_store *s, uint64_t rec, uint32_t col, cs_err *err);
 /* Records a process-wide diagnostic note once. */
 void cs__diag_note(const char *note);
 /* NUMA (cs_numa.c): interleaves a fresh mapping when the effective policy
@@ -110,5 +126,16 @@ uint64_t cs__spin_window_ns(const char *wait_policy, const char *spincount);
 ** thread count does not take colstore's own background work for another
 ** process's (cs_kernel_config.c). */
 void cs__own_thread_busy(bool busy);
+
+/* The one allocation point of core (cs_alloc.c): the C library's
+** functions behind the fault injector of cs_mem_fail_after.  They behave as
+** their libc namesakes (cs__mem_realloc leaves p intact when it fails, and
+** is never asked for 0 bytes); memory from them may be released with
+** free(), which only leaves cs_mem_live high. */
+void *cs__mem_malloc(size_t n);
+void *cs__mem_calloc(size_t count, size_t size);
+void *cs__mem_realloc(void *p, size_t n);
+char *cs__mem_strdup(const char *s);
+void cs__mem_free(void *p);
 
 #endif /* CS_INTERNAL_H */

@@ -423,7 +423,7 @@ static void pred_compile(const cs_store *s, const cs_pred *pr, pcomp *p, void **
       }
       p->kind = n_match ? PK_IN : PK_NONE;
       if (p->kind == PK_NONE || p->dom == DOM_BYTES || n_match <= CS_PRED_IN_LINEAR) return;
-      void *buf = malloc(n_match * 8);
+      void *buf = cs__mem_malloc(n_match * 8);
       if (!buf) return; /* member by member */
       uint64_t n = 0;
       for (uint64_t k = 0; k < pr->n_set; k++) {
@@ -857,12 +857,12 @@ void cs_pred_eval(const cs_store *s, const cs_pred *preds, uint32_t n_preds, uin
   void **owned = stack_owned;
   uint32_t group = n_preds;
   if (n_preds > CS_PRED_STACK) {
-    cp = malloc(n_preds * sizeof *cp);
-    owned = malloc(n_preds * sizeof *owned);
+    cp = cs__mem_malloc(n_preds * sizeof *cp);
+    owned = cs__mem_malloc(n_preds * sizeof *owned);
     if (!cp || !owned) {
       /* Out of memory: compile and apply the predicates in stack-sized
       ** groups, each later group ANDing into the mask. */
-      free(cp), free(owned);
+      cs__mem_free(cp), cs__mem_free(owned);
       cp = stack_cp, owned = stack_owned, group = CS_PRED_STACK;
     }
   }
@@ -872,9 +872,9 @@ void cs_pred_eval(const cs_store *s, const cs_pred *preds, uint32_t n_preds, uin
     uint64_t scanned = 0, skipped = 0;
     eval_group(s, cp, np, first, n, mask, g > 0, &scanned, &skipped);
     if (g == 0) st.records_scanned = scanned, st.records_skipped = skipped;
-    for (uint32_t k = 0; k < np; k++) free(owned[k]);
+    for (uint32_t k = 0; k < np; k++) cs__mem_free(owned[k]);
   }
-  if (cp != stack_cp) free(cp), free(owned);
+  if (cp != stack_cp) cs__mem_free(cp), cs__mem_free(owned);
   if (stats) {
     st.rows_selected = cs_mask_count(mask, n);
     *stats = st;
@@ -1004,14 +1004,14 @@ struct cs__pred_set {
 cs_rc cs__pred_set_compile(const cs_store *s, const cs_pred *preds, uint32_t n_preds, cs__pred_set **out,
                            cs_err *err) {
   *out = NULL;
-  cs__pred_set *set = calloc(1, sizeof *set);
+  cs__pred_set *set = cs__mem_calloc(1, sizeof *set);
   if (set) {
-    set->cp = calloc(n_preds ? n_preds : 1, sizeof *set->cp);
-    set->owned = calloc(n_preds ? n_preds : 1, sizeof *set->owned);
+    set->cp = cs__mem_calloc(n_preds ? n_preds : 1, sizeof *set->cp);
+    set->owned = cs__mem_calloc(n_preds ? n_preds : 1, sizeof *set->owned);
   }
   if (!set || !set->cp || !set->owned) {
     cs__pred_set_free(set);
-    return cs_err_set(err, CS_ENOMEM, "out of memory compiling %u predicates", n_preds);
+    return cs_err_set(err, CS_ENOMEM, "colstore: out of memory compiling %u predicates", n_preds);
   }
   set->s = s;
   for (uint32_t k = 0; k < n_preds; k++) pred_compile(s, &preds[k], &set->cp[k], &set->owned[k]);
@@ -1022,8 +1022,8 @@ cs_rc cs__pred_set_compile(const cs_store *s, const cs_pred *preds, uint32_t n_p
 
 void cs__pred_set_free(cs__pred_set *set) {
   if (!set) return;
-  for (uint32_t k = 0; k < set->n; k++) free(set->owned[k]);
-  free(set->cp), free(set->owned), free(set);
+  for (uint32_t k = 0; k < set->n; k++) cs__mem_free(set->owned[k]);
+  cs__mem_free(set->cp), cs__mem_free(set->owned), cs__mem_free(set);
 }
 
 void cs__pred_set_eval_span(const cs__pred_set *set, uint64_t first, uint64_t i0, uint64_t i1, uint8_t *mask,

@@ -57,12 +57,12 @@ struct cs_selector {
 
 cs_rc cs_selector_new(const cs_store *s, const cs_pred *preds, uint32_t n_preds, cs_selector **out, cs_err *err) {
   *out = NULL;
-  cs_selector *sel = calloc(1, sizeof *sel);
-  if (!sel) return cs_err_set(err, CS_ENOMEM, "out of memory for a selector");
+  cs_selector *sel = cs__mem_calloc(1, sizeof *sel);
+  if (!sel) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a selector");
   sel->s = s;
   cs_rc rc = cs__pred_set_compile(s, preds, n_preds, &sel->preds, err);
   if (rc != CS_OK) {
-    free(sel);
+    cs__mem_free(sel);
     return rc;
   }
   *out = sel;
@@ -72,7 +72,7 @@ cs_rc cs_selector_new(const cs_store *s, const cs_pred *preds, uint32_t n_preds,
 void cs_selector_free(cs_selector *sel) {
   if (!sel) return;
   cs__pred_set_free(sel->preds);
-  free(sel);
+  cs__mem_free(sel);
 }
 
 /* The prefetch distances for walking a column through sorted positions,

@@ -88,7 +88,7 @@ cs_rc cs__slots_read(int fd, const char *path, cs_disk_slot *out, bool *out_dama
 cs_rc cs__schema_encode(const cs_schema *schema, uint8_t **out, uint64_t *out_bytes, cs_err *err) {
   uint64_t n = CS_SCHEMA_HEAD_BYTES;
   for (uint32_t i = 0; i < schema->n_cols; i++) n += CS_SCHEMA_COL_HEAD_BYTES + strlen(schema->cols[i].name);
-  uint8_t *p = calloc(1, n);
+  uint8_t *p = cs__mem_calloc(1, n);
   if (!p) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory encoding a schema");
   uint32_t n_cols = schema->n_cols;
   memcpy(p, &n_cols, 4);
@@ -111,8 +111,8 @@ static cs_rc schema_decode(cs_store *s, const uint8_t *p, uint64_t n, cs_err *er
   if (n < CS_SCHEMA_HEAD_BYTES) goto bad;
   memcpy(&n_cols, p, 4);
   if (n_cols == 0 || n_cols > CS_MAX_COLUMNS) goto bad;
-  s->cols = calloc(n_cols, sizeof *s->cols);
-  s->names = malloc(n); /* names are shorter than the block holding them */
+  s->cols = cs__mem_calloc(n_cols, sizeof *s->cols);
+  s->names = cs__mem_malloc(n); /* names are shorter than the block holding them */
   if (!s->cols || !s->names) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory reading a schema");
   uint64_t at = CS_SCHEMA_HEAD_BYTES, name_at = 0;
   for (uint32_t i = 0; i < n_cols; i++) {
@@ -204,10 +204,10 @@ static cs_rc directory_alloc(cs_store *s, uint64_t n_records, cs_err *err) {
   ** (zeroing was a quarter of open's instructions).  n_records is bounded
   ** by the footer or file size, so the products cannot overflow. */
   uint64_t cells = n_records ? n_records * nc : 1;
-  s->first_rows = malloc((n_records + 1) * sizeof *s->first_rows);
-  s->entries = malloc((n_records ? n_records : 1) * sizeof *s->entries);
-  s->disk_chunks = malloc(cells * sizeof *s->disk_chunks);
-  s->chunks = malloc(cells * sizeof *s->chunks);
+  s->first_rows = cs__mem_malloc((n_records + 1) * sizeof *s->first_rows);
+  s->entries = cs__mem_malloc((n_records ? n_records : 1) * sizeof *s->entries);
+  s->disk_chunks = cs__mem_malloc(cells * sizeof *s->disk_chunks);
+  s->chunks = cs__mem_malloc(cells * sizeof *s->chunks);
   if (!s->first_rows || !s->entries || !s->disk_chunks || !s->chunks)
     return cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for a directory of %llu records", s->path, (unsigned long long)n_records);
   return CS_OK;
@@ -256,14 +256,14 @@ static cs_rc footer_load(cs_store *s, const cs_disk_slot *slot, cs_err *err) {
   /* A concurrent append overwrites this footer in place, so it is read once
   ** into private memory (pread: no page faults on the fresh mapping) and
   ** checked and parsed only there. */
-  uint8_t *copy = malloc(slot->footer_bytes);
+  uint8_t *copy = cs__mem_malloc(slot->footer_bytes);
   if (!copy) return cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for a footer of %llu bytes", s->path, (unsigned long long)slot->footer_bytes);
   cs_err ignored;
   cs_rc rc = pread_full(s->fd, copy, slot->footer_bytes, slot->footer_offset, s->path, &ignored);
   if (rc == CS_OK) rc = footer_parse(s, slot, copy, err);
   else if (rc == CS_ECORRUPT) rc = CS_ECORRUPT; /* shorter than the slot says: recover */
   else rc = cs_err_set(err, rc, "%s", ignored.msg);
-  free(copy);
+  cs__mem_free(copy);
   return rc;
 }
 
@@ -293,8 +293,9 @@ static cs_rc footer_parse(cs_store *s, const cs_disk_slot *slot, const uint8_t *
 static cs_rc directory_scan(cs_store *s, uint64_t limit, bool bounded, cs_err *err) {
   uint32_t nc = s->schema.n_cols;
   uint64_t cap = 16, n = 0, off = s->data_offset, max_gen = 0;
-  cs_disk_entry *entries = malloc(cap * sizeof *entries);
-  cs_disk_chunk *dcs = malloc(cap * nc * sizeof *dcs);
+  bool newest_sealing = false; /* the newest generation's writer seals its commits */
+  cs_disk_entry *entries = cs__mem_malloc(cap * sizeof *entries);
+  cs_disk_chunk *dcs = cs__mem_malloc(cap * nc * sizeof *dcs);
   cs_rc rc = CS_OK;
   if (!entries || !dcs) { rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory scanning records", s->path); goto done; }
   while (off < limit) {
@@ -309,14 +310,15 @@ static cs_rc directory_scan(cs_store *s, uint64_t limit, bool bounded, cs_err *e
     if (!ok) break;
     if (n == cap) {
       cap *= 2;
-      cs_disk_entry *e2 = realloc(entries, cap * sizeof *entries);
+      cs_disk_entry *e2 = cs__mem_realloc(entries, cap * sizeof *entries);
       if (e2) entries = e2;
-      cs_disk_chunk *d2 = e2 ? realloc(dcs, cap * nc * sizeof *dcs) : NULL;
+      cs_disk_chunk *d2 = e2 ? cs__mem_realloc(dcs, cap * nc * sizeof *dcs) : NULL;
       if (d2) dcs = d2;
       if (!e2 || !d2) { rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory scanning records", s->path); goto done; }
     }
     entries[n] = (cs_disk_entry){off, h->n_rows, h->record_bytes, h->generation};
     memcpy(&dcs[n * nc], dc, nc * sizeof *dcs);
+    if (h->generation >= max_gen) newest_sealing = (h->flags & CS_RECORD_SEALED) != 0;
     if (h->generation > max_gen) max_gen = h->generation;
     n++;
     off += h->record_bytes;
@@ -326,12 +328,21 @@ static cs_rc directory_scan(cs_store *s, uint64_t limit, bool bounded, cs_err *e
     goto done;
   }
   if (!bounded) {
-    /* Keep the newest generation only if its footer follows it intact. */
+    /* Keep the newest generation only if its footer follows it intact and
+    ** its commit seal follows the footer: a footer alone is written by
+    ** prepare, before the commit point (cs_format.h). */
     const cs_disk_footer *f = (const cs_disk_footer *)(s->map + off);
     bool sealed = span_in(off, sizeof *f, s->data_offset, s->map_bytes) && memcmp(f->magic, CS_MAGIC_FOOTER, CS_MAGIC_BYTES) == 0 &&
                   f->generation == max_gen && span_in(off, f->footer_bytes, s->data_offset, s->map_bytes) &&
                   f->footer_bytes >= sizeof *f &&
                   f->checksum == cs__hash_seeded(f + 1, f->footer_bytes - sizeof *f, cs__hash(f, 56));
+    if (sealed && newest_sealing) {
+      const cs_disk_slot *seal = (const cs_disk_slot *)(const void *)(s->map + off + f->footer_bytes);
+      sealed = span_in(off + f->footer_bytes, sizeof *seal, s->data_offset, s->map_bytes) &&
+               memcmp(seal->magic, CS_MAGIC_SEAL, CS_MAGIC_BYTES) == 0 && seal->checksum == cs__hash(seal, 56) &&
+               seal->generation == max_gen && seal->footer_offset == off && seal->data_end == off &&
+               seal->footer_bytes == f->footer_bytes && seal->footer_checksum == cs__hash(f, f->footer_bytes);
+    }
     if (!sealed)
       while (n > 0 && entries[n - 1].generation == max_gen) n--;
     s->data_end = n ? entries[n - 1].record_offset + entries[n - 1].record_bytes : s->data_offset;
@@ -343,8 +354,8 @@ static cs_rc directory_scan(cs_store *s, uint64_t limit, bool bounded, cs_err *e
   if (n) memcpy(s->disk_chunks, dcs, n * nc * sizeof *dcs);
   s->recovered = true;
 done:
-  free(entries);
-  free(dcs);
+  cs__mem_free(entries);
+  cs__mem_free(dcs);
   return rc;
 }
 
@@ -353,9 +364,9 @@ done:
 cs_rc cs__store_load(int fd, const char *path, cs_verify verify, cs_store **out, cs_err *err) {
   cs_rc rc;
   *out = NULL;
-  cs_store *s = calloc(1, sizeof *s);
-  if (!s || !(s->path = strdup(path))) {
-    free(s);
+  cs_store *s = cs__mem_calloc(1, sizeof *s);
+  if (!s || !(s->path = cs__mem_strdup(path))) {
+    cs__mem_free(s);
     close(fd);
     return cs_err_set(err, CS_ENOMEM, "colstore: out of memory opening %s", path);
   }
@@ -398,7 +409,7 @@ cs_rc cs__store_load(int fd, const char *path, cs_verify verify, cs_store **out,
     goto fail;
   }
   if (pre->schema_offset != CS_SCHEMA_OFFSET || !span_in(pre->schema_offset, pre->schema_bytes, 0, s->map_bytes) ||
-      pre->data_offset < pre->schema_offset + pre->schema_bytes || pre->data_offset % CS_ALIGN ||
+      pre->data_offset < pre->schema_offset + pre->schema_bytes || pre->data_offset % CS_ALIGN || pre->data_offset > s->map_bytes ||
       cs__hash(s->map + pre->schema_offset, pre->schema_bytes) != pre->schema_checksum) {
     rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: schema block is damaged", path);
     goto fail;
@@ -412,11 +423,19 @@ cs_rc cs__store_load(int fd, const char *path, cs_verify verify, cs_store **out,
                       (unsigned long long)slot.data_end, (unsigned long long)s->map_bytes);
       goto fail;
     }
+    /* The footer starts where the data ends, on a record boundary (version
+    ** 1): the next append writes its record there, which must be one an
+    ** open accepts. */
+    if (slot.footer_offset != slot.data_end || slot.data_end % CS_ALIGN) {
+      rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: the commit slot puts the footer at %llu but the data end at %llu", path,
+                      (unsigned long long)slot.footer_offset, (unsigned long long)slot.data_end);
+      goto fail;
+    }
     s->data_end = slot.data_end;
     s->generation = slot.generation;
     rc = footer_load(s, &slot, err);
     if (rc == CS_ECORRUPT) {
-      free(s->first_rows), free(s->entries), free(s->disk_chunks), free(s->chunks);
+      cs__mem_free(s->first_rows), cs__mem_free(s->entries), cs__mem_free(s->disk_chunks), cs__mem_free(s->chunks);
       s->first_rows = NULL, s->entries = NULL, s->disk_chunks = NULL, s->chunks = NULL;
       rc = directory_scan(s, s->data_end, true, err);
     }
@@ -425,8 +444,15 @@ cs_rc cs__store_load(int fd, const char *path, cs_verify verify, cs_store **out,
     if ((rc = directory_scan(s, s->map_bytes, false, err))) goto fail;
   }
   if ((rc = directory_resolve(s, s->data_end, err))) goto fail;
+  if (cs__verified_init(s) != CS_OK) {
+    rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for a directory of %llu records", path, (unsigned long long)s->n_records);
+    goto fail;
+  }
 
-  if (verify == CS_VERIFY_FULL && (rc = cs_store_verify(s, err))) goto fail;
+  if (verify == CS_VERIFY_FULL) {
+    if ((rc = cs_store_verify(s, err))) goto fail;
+    cs__verified_mark_all(s);
+  }
   *out = s;
   return CS_OK;
 fail:
@@ -449,14 +475,15 @@ void cs_store_close(cs_store *s) {
   cs__dataset_free(s);
   if (s->map) munmap((void *)s->map, s->map_bytes);
   if (s->fd >= 0) close(s->fd);
-  free(s->first_rows);
-  free(s->entries);
-  free(s->disk_chunks);
-  free(s->chunks);
-  free(s->cols);
-  free(s->names);
-  free(s->path);
-  free(s);
+  cs__mem_free(s->first_rows);
+  cs__mem_free(s->entries);
+  cs__mem_free(s->disk_chunks);
+  cs__mem_free(s->chunks);
+  cs__verified_free(s);
+  cs__mem_free(s->cols);
+  cs__mem_free(s->names);
+  cs__mem_free(s->path);
+  cs__mem_free(s);
 }
 
 /* -------------------------------------------------------------- accessors */
@@ -521,8 +548,16 @@ cs_rc cs_store_is_current(const cs_store *s, bool *out_current, cs_err *err) {
   /* The path names our inode, so its size is our file's: one stat and two
   ** preads per check, which a dataset pays per file per statement. */
   cs_disk_slot slot;
-  cs_rc rc = slots_read_sized(s->fd, (uint64_t)now.st_size, s->path, &slot, NULL, err);
-  if (rc) return rc;
+  cs_err scratch;
+  cs_rc rc = slots_read_sized(s->fd, (uint64_t)now.st_size, s->path, &slot, NULL, &scratch);
+  /* No valid slot (a store open recovered by a forward scan): nothing was
+  ** committed since, as every commit writes a valid slot; the snapshot is
+  ** the newest state there is. */
+  if (rc == CS_ECORRUPT) {
+    *out_current = true;
+    return CS_OK;
+  }
+  if (rc) return cs_err_set(err, rc, "%s", scratch.msg);
   *out_current = slot.generation == s->generation;
   return CS_OK;
 }
@@ -561,22 +596,8 @@ cs_rc cs_store_verify(const cs_store *s, cs_err *err) {
     if (h->n_rows != e->n_rows || h->record_bytes != e->record_bytes ||
         memcmp(h + 1, &s->disk_chunks[r * nc], nc * sizeof(cs_disk_chunk)) != 0)
       return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu header does not match the footer", s->path, (unsigned long long)r);
-    const uint8_t *base = s->map + e->record_offset;
-    for (uint32_t c = 0; c < nc; c++) {
-      const cs_disk_chunk *dc = &s->disk_chunks[r * nc + c];
-      uint64_t got = cs__hash(base + dc->chunk_offset, dc->chunk_bytes);
-      if (got != dc->checksum)
-        return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu, column %s: checksum mismatch (expected %016llx, found %016llx)", s->path,
-                          (unsigned long long)r, s->cols[c].name, (unsigned long long)dc->checksum, (unsigned long long)got);
-      const cs_chunk *ch = &s->chunks[r * nc + c];
-      if (ch->offsets) {
-        int64_t prev = 0;
-        bool ok = ch->offsets[0] == 0;
-        for (uint64_t i = 1; ok && i <= e->n_rows; i++) ok = ch->offsets[i] >= prev && (prev = ch->offsets[i], true);
-        if (!ok || (uint64_t)prev != ch->data_bytes)
-          return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu, column %s: TEXT/BLOB offsets are damaged", s->path, (unsigned long long)r, s->cols[c].name);
-      }
-    }
+    for (uint32_t c = 0; c < nc; c++)
+      if ((rc = cs__chunk_verify(s, r, c, err))) return rc;
   }
   return CS_OK;
 }

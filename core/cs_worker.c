@@ -15,7 +15,13 @@
 ** more: the waits below sleep (a condition variable), they never spin.
 **
 ** The protocol is deliberately small: submit one job, later wait for it;
-** a second submit first waits for the first.  The job function must not
+** a second submit first waits for the first.  A wait never waits for a
+** thread that has not started: if the job is still unclaimed when the
+** submitter needs it (the worker's core was idle long enough for it to
+** sleep, and waking it costs tens of microseconds, or the scheduler gave
+** the core to another process for milliseconds), the submitter takes the
+** job back and runs it itself; the worker, when it wakes, finds nothing
+** to do (issue 12; docs/performance.md, "Helpers slow to wake").  The job function must not
 ** touch anything the submitting thread uses until the wait returns; the
 ** mutex gives the wait a happens-before edge over everything the job
 ** wrote.  The thread is started at the first submit, not at creation, so
@@ -42,7 +48,9 @@ struct cs_worker {
   bool started, stop;
   void (*fn)(void *); /* the job in flight, or NULL */
   void *arg;
+  bool running;       /* the worker has claimed the job in flight */
   bool done;          /* the job in flight has finished */
+  uint64_t taken_back; /* jobs the submitter ran itself (cs_worker_taken_back) */
   pthread_t thread;
   pid_t pid;          /* the process that started the thread */
 };
@@ -55,11 +63,13 @@ static void *worker_main(void *p) {
     if (w->stop) break;
     void (*fn)(void *) = w->fn;
     void *arg = w->arg;
+    w->running = true;
     pthread_mutex_unlock(&w->mu);
     cs__own_thread_busy(true);
     fn(arg);
     cs__own_thread_busy(false);
     pthread_mutex_lock(&w->mu);
+    w->running = false;
     w->done = true;
     pthread_cond_broadcast(&w->cv);
   }
@@ -69,15 +79,15 @@ static void *worker_main(void *p) {
 
 cs_rc cs_worker_new(cs_worker **out, cs_err *err) {
   *out = NULL;
-  cs_worker *w = calloc(1, sizeof *w);
-  if (!w) return cs_err_set(err, CS_ENOMEM, "out of memory for a worker");
+  cs_worker *w = cs__mem_calloc(1, sizeof *w);
+  if (!w) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a worker");
   if (pthread_mutex_init(&w->mu, NULL) != 0) {
-    free(w);
+    cs__mem_free(w);
     return cs_err_set(err, CS_ENOMEM, "cannot create a worker's mutex");
   }
   if (pthread_cond_init(&w->cv, NULL) != 0) {
     pthread_mutex_destroy(&w->mu);
-    free(w);
+    cs__mem_free(w);
     return cs_err_set(err, CS_ENOMEM, "cannot create a worker's condition variable");
   }
   *out = w;
@@ -87,6 +97,16 @@ cs_rc cs_worker_new(cs_worker **out, cs_err *err) {
 void cs_worker_wait(cs_worker *w) {
   if (!w) return;
   pthread_mutex_lock(&w->mu);
+  if (w->fn && !w->done && !w->running) {
+    /* Not claimed yet: run it here rather than wait for the thread. */
+    void (*fn)(void *) = w->fn;
+    void *arg = w->arg;
+    w->fn = NULL, w->arg = NULL;
+    w->taken_back++;
+    pthread_mutex_unlock(&w->mu);
+    fn(arg);
+    return;
+  }
   while (w->fn && !w->done) pthread_cond_wait(&w->cv, &w->mu);
   w->fn = NULL, w->arg = NULL;
   pthread_mutex_unlock(&w->mu);
@@ -111,6 +131,14 @@ bool cs_worker_submit(cs_worker *w, void (*fn)(void *), void *arg) {
   return true;
 }
 
+uint64_t cs_worker_taken_back(cs_worker *w) {
+  if (!w) return 0;
+  pthread_mutex_lock(&w->mu);
+  uint64_t n = w->taken_back;
+  pthread_mutex_unlock(&w->mu);
+  return n;
+}
+
 void cs_worker_free(cs_worker *w) {
   if (!w) return;
   cs_worker_wait(w);
@@ -122,7 +150,7 @@ void cs_worker_free(cs_worker *w) {
   if (started) pthread_join(w->thread, NULL);
   pthread_cond_destroy(&w->cv);
   pthread_mutex_destroy(&w->mu);
-  free(w);
+  cs__mem_free(w);
 }
 
 /* ------------------------------------------------------------------ pool */

@@ -95,8 +95,8 @@ static cs_rc sync_fd(cs_writer *w, cs_err *err) {
 static cs_rc schema_copy(cs_writer *w, const cs_schema *schema, cs_err *err) {
   size_t names = 0;
   for (uint32_t i = 0; i < schema->n_cols; i++) names += strlen(schema->cols[i].name) + 1;
-  w->cols = calloc(schema->n_cols, sizeof *w->cols);
-  w->names = malloc(names ? names : 1);
+  w->cols = cs__mem_calloc(schema->n_cols, sizeof *w->cols);
+  w->names = cs__mem_malloc(names ? names : 1);
   if (!w->cols || !w->names) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory copying a schema");
   char *p = w->names;
   for (uint32_t i = 0; i < schema->n_cols; i++) {
@@ -108,7 +108,7 @@ static cs_rc schema_copy(cs_writer *w, const cs_schema *schema, cs_err *err) {
   }
   w->schema.n_cols = schema->n_cols;
   w->schema.cols = w->cols;
-  w->header = calloc(1, cs__record_header_bytes(schema->n_cols));
+  w->header = cs__mem_calloc(1, cs__record_header_bytes(schema->n_cols));
   if (!w->header) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a record header");
   return CS_OK;
 }
@@ -131,28 +131,30 @@ static cs_rc schema_check(const cs_schema *schema, cs_err *err) {
 static void writer_free(cs_writer *w) {
   if (!w) return;
   if (w->fd >= 0) close(w->fd); /* also drops the flock */
-  free(w->path);
-  free(w->tmp_path);
-  free(w->cols);
-  free(w->names);
-  free(w->saved_tail);
-  free(w->entries);
-  free(w->dchunks);
-  free(w->header);
-  free(w->scratch);
-  free(w);
+  cs__mem_free(w->path);
+  cs__mem_free(w->tmp_path);
+  cs__mem_free(w->cols);
+  cs__mem_free(w->names);
+  cs__mem_free(w->saved_tail);
+  cs__mem_free(w->entries);
+  cs__mem_free(w->dchunks);
+  cs__mem_free(w->header);
+  cs__mem_free(w->scratch);
+  cs__mem_free(w);
 }
 
 static cs_writer *writer_new(const char *path, const cs_writer_options *opt) {
-  cs_writer *w = calloc(1, sizeof *w);
+  cs_writer *w = cs__mem_calloc(1, sizeof *w);
   if (!w) return NULL;
   w->fd = -1;
-  w->path = strdup(path);
+  w->path = cs__mem_strdup(path);
   uint64_t rr = opt && opt->record_rows ? opt->record_rows : CS_DEFAULT_RECORD_ROWS;
-  w->record_rows = (rr + 7) & ~(uint64_t)7; /* slices start on bitmap byte boundaries */
+  /* Slices start on bitmap byte boundaries; rounding up must not wrap the
+  ** largest values to 0 (a write would then loop forever). */
+  w->record_rows = rr > UINT64_MAX - 7 ? ~(uint64_t)7 : (rr + 7) & ~(uint64_t)7;
   w->replace = opt && opt->replace;
   if (!w->path) {
-    free(w);
+    cs__mem_free(w);
     return NULL;
   }
   return w;
@@ -196,18 +198,18 @@ cs_rc cs_writer_create(const char *path, const cs_schema *schema, const cs_write
   uint64_t schema_bytes = 0;
   if ((rc = schema_copy(w, schema, err))) goto fail;
   size_t tl = strlen(path) + sizeof WRITER_TEMP_SUFFIX;
-  if (!(w->tmp_path = malloc(tl))) { rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory"); goto fail; }
+  if (!(w->tmp_path = cs__mem_malloc(tl))) { rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory"); goto fail; }
   snprintf(w->tmp_path, tl, "%s" WRITER_TEMP_SUFFIX, path);
   w->fd = mkstemp(w->tmp_path);
   if (w->fd < 0) {
     rc = cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot create a file beside %s: %s", path, strerror(errno));
-    free(w->tmp_path), w->tmp_path = NULL;
+    cs__mem_free(w->tmp_path), w->tmp_path = NULL;
     goto fail;
   }
   (void)fchmod(w->fd, 0644);
   if ((rc = cs__schema_encode(schema, &schema_block, &schema_bytes, err))) goto fail;
   uint64_t data_offset = cs__align64(CS_SCHEMA_OFFSET + schema_bytes);
-  if (!(head = calloc(1, data_offset))) { rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory"); goto fail; }
+  if (!(head = cs__mem_calloc(1, data_offset))) { rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory"); goto fail; }
   cs_disk_preamble pre = {.version = CS_FORMAT_VERSION, .schema_offset = CS_SCHEMA_OFFSET, .schema_bytes = schema_bytes, .data_offset = data_offset};
   memcpy(pre.magic, CS_MAGIC_FILE, CS_MAGIC_BYTES);
   pre.schema_checksum = cs__hash(schema_block, schema_bytes);
@@ -218,13 +220,13 @@ cs_rc cs_writer_create(const char *path, const cs_schema *schema, const cs_write
   w->pos = data_offset;
   w->old_data_end = data_offset;
   w->generation = 1;
-  free(schema_block);
-  free(head);
+  cs__mem_free(schema_block);
+  cs__mem_free(head);
   *out = w;
   return CS_OK;
 fail:
-  free(schema_block);
-  free(head);
+  cs__mem_free(schema_block);
+  cs__mem_free(head);
   cs_writer_abort(w);
   return rc;
 }
@@ -266,8 +268,8 @@ cs_rc cs_writer_append(const char *path, const cs_writer_options *opt, cs_writer
   if ((rc = schema_copy(w, &base->schema, err))) goto fail;
   uint32_t nc = base->schema.n_cols;
   w->n_records = w->cap_records = base->n_records;
-  w->entries = malloc((base->n_records ? base->n_records : 1) * sizeof *w->entries);
-  w->dchunks = malloc((base->n_records ? base->n_records * nc : 1) * sizeof *w->dchunks);
+  w->entries = cs__mem_malloc((base->n_records ? base->n_records : 1) * sizeof *w->entries);
+  w->dchunks = cs__mem_malloc((base->n_records ? base->n_records * nc : 1) * sizeof *w->dchunks);
   if (!w->entries || !w->dchunks) { rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory"); goto fail; }
   memcpy(w->entries, base->entries, base->n_records * sizeof *w->entries);
   memcpy(w->dchunks, base->disk_chunks, base->n_records * nc * sizeof *w->dchunks);
@@ -292,7 +294,7 @@ static cs_rc tail_save(cs_writer *w, cs_err *err) {
   if (w->touched || w->tmp_path) return CS_OK;
   uint64_t n = w->old_file_bytes - w->old_data_end;
   if (n) {
-    if (!(w->saved_tail = malloc(n))) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory saving the old footer");
+    if (!w->saved_tail && !(w->saved_tail = cs__mem_malloc(n))) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory saving the old footer");
     uint64_t got = 0;
     while (got < n) {
       ssize_t r = pread(w->fd, w->saved_tail + got, n - got, (off_t)(w->old_data_end + got));
@@ -353,7 +355,7 @@ static void chunk_stats(cs_type t, const uint8_t *data, const uint8_t *validity,
 
 static cs_rc scratch_reserve(cs_writer *w, uint64_t bytes, cs_err *err) {
   if (bytes <= w->scratch_bytes) return CS_OK;
-  uint8_t *p = realloc(w->scratch, bytes);
+  uint8_t *p = cs__mem_realloc(w->scratch, bytes);
   if (!p) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory writing a record");
   w->scratch = p;
   w->scratch_bytes = bytes;
@@ -364,9 +366,9 @@ static cs_rc directory_push(cs_writer *w, cs_err *err) {
   uint32_t nc = w->schema.n_cols;
   if (w->n_records < w->cap_records) return CS_OK;
   uint64_t cap = w->cap_records ? w->cap_records * 2 : 16;
-  cs_disk_entry *e = realloc(w->entries, cap * sizeof *e);
+  cs_disk_entry *e = cs__mem_realloc(w->entries, cap * sizeof *e);
   if (e) w->entries = e;
-  cs_disk_chunk *d = e ? realloc(w->dchunks, cap * nc * sizeof *d) : NULL;
+  cs_disk_chunk *d = e ? cs__mem_realloc(w->dchunks, cap * nc * sizeof *d) : NULL;
   if (d) w->dchunks = d;
   if (!e || !d) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory growing the record directory");
   w->cap_records = cap;
@@ -388,7 +390,7 @@ static cs_rc record_write(cs_writer *w, const cs_batch *b, uint64_t first, uint6
   uint64_t bitmap_bytes = (n + 7) / 8, per_col = cs__align64(bitmap_bytes) + (n + 1) * 8;
   if ((rc = scratch_reserve(w, per_col * nc, err))) return rc;
   int max_iov = 1 + 6 * (int)nc, n_iov = 0;
-  struct iovec *iov = malloc((size_t)max_iov * sizeof *iov);
+  struct iovec *iov = cs__mem_malloc((size_t)max_iov * sizeof *iov);
   if (!iov) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory writing a record");
   memset(w->header, 0, hb);
   cs_disk_record *h = (cs_disk_record *)(void *)w->header;
@@ -426,8 +428,8 @@ static cs_rc record_write(cs_writer *w, const cs_batch *b, uint64_t first, uint6
       iov[n_iov++] = (struct iovec){offs, (n + 1) * 8};
       pad_push(iov, &n_iov, (n + 1) * 8);
       at += cs__align64((n + 1) * 8);
-      data = col->data + base;
       dc->data_bytes = (uint64_t)(col->offsets[first + n] - base);
+      data = dc->data_bytes ? col->data + base : NULL; /* only '' and NULLs: the batch may hold no buffer */
     }
     dc->data_offset = at;
     if (dc->data_bytes) iov[n_iov++] = (struct iovec){(void *)data, dc->data_bytes};
@@ -444,9 +446,10 @@ static cs_rc record_write(cs_writer *w, const cs_batch *b, uint64_t first, uint6
   h->n_cols = nc;
   h->header_bytes = (uint32_t)hb;
   h->descriptors_checksum = cs__hash(dcs, nc * sizeof *dcs);
+  h->flags = CS_RECORD_SEALED;
   h->checksum = cs__hash(h, 56);
   if ((rc = tail_save(w, err)) == CS_OK) rc = write_iov(w, iov, n_iov, w->pos, err);
-  free(iov);
+  cs__mem_free(iov);
   if (rc) return rc;
   w->entries[w->n_records] = (cs_disk_entry){w->pos, n, at, w->generation};
   memcpy(&w->dchunks[w->n_records * nc], dcs, nc * sizeof *dcs);
@@ -459,8 +462,17 @@ static cs_rc record_write(cs_writer *w, const cs_batch *b, uint64_t first, uint6
 cs_rc cs_writer_write(cs_writer *w, const cs_batch *b, cs_err *err) {
   if (w->prepared) return cs_err_set(err, CS_EINVAL, "colstore: %s: write after prepare", w->path);
   if (b->n_cols != w->schema.n_cols) return cs_err_set(err, CS_EINVAL, "colstore: %s: batch has %u columns, store has %u", w->path, b->n_cols, w->schema.n_cols);
-  for (uint32_t c = 0; c < b->n_cols; c++)
+  for (uint32_t c = 0; c < b->n_cols; c++) {
     if (b->cols[c].type != w->cols[c].type) return cs_err_set(err, CS_ESCHEMA, "colstore: %s: column %s: batch type differs", w->path, w->cols[c].name);
+    /* The batch does not know nullability; a NULL in a NOT NULL column
+    ** would commit a record no open accepts.  n_nulls also counts a partial
+    ** row's value, so the bits of the complete rows decide. */
+    const cs_batch_column *bc = &b->cols[c];
+    for (uint64_t i = 0; !w->cols[c].nullable && bc->n_nulls && i < b->n_rows; i++)
+      if (!((bc->validity[i >> 3] >> (i & 7)) & 1))
+        return cs_err_set(err, CS_EINVAL, "colstore: %s: column %s is NOT NULL but row %llu of the batch is NULL", w->path, w->cols[c].name,
+                          (unsigned long long)i);
+  }
   for (uint64_t first = 0; first < b->n_rows; first += w->record_rows) {
     uint64_t n = b->n_rows - first < w->record_rows ? b->n_rows - first : w->record_rows;
     cs_rc rc = record_write(w, b, first, n, err);
@@ -471,6 +483,14 @@ cs_rc cs_writer_write(cs_writer *w, const cs_batch *b, cs_err *err) {
 
 /* ---------------------------------------------------------------- commit */
 
+/* The commit seal: the slot again, after the footer, as CSSEALED. */
+static cs_rc seal_write(cs_writer *w, cs_err *err) {
+  cs_disk_slot seal = w->slot;
+  memcpy(seal.magic, CS_MAGIC_SEAL, CS_MAGIC_BYTES);
+  seal.checksum = cs__hash(&seal, 56);
+  return write_at(w, &seal, sizeof seal, w->slot.footer_offset + w->slot.footer_bytes, err);
+}
+
 cs_rc cs_writer_prepare(cs_writer *w, cs_err *err) {
   if (w->prepared) return CS_OK;
   bool nothing_new = !w->tmp_path && !w->touched;
@@ -480,7 +500,7 @@ cs_rc cs_writer_prepare(cs_writer *w, cs_err *err) {
   }
   uint32_t nc = w->schema.n_cols;
   uint64_t eb = cs__footer_entry_bytes(nc), fb = sizeof(cs_disk_footer) + w->n_records * eb;
-  uint8_t *f = calloc(1, fb);
+  uint8_t *f = cs__mem_calloc(1, fb);
   if (!f) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a footer of %llu records", (unsigned long long)w->n_records);
   cs_disk_footer *fh = (cs_disk_footer *)(void *)f;
   memcpy(fh->magic, CS_MAGIC_FOOTER, CS_MAGIC_BYTES);
@@ -507,26 +527,31 @@ cs_rc cs_writer_prepare(cs_writer *w, cs_err *err) {
   s->checksum = cs__hash(s, 56);
   cs_rc rc = tail_save(w, err);
   if (!rc) rc = write_at(w, f, fb, w->pos, err);
-  free(f);
+  cs__mem_free(f);
   if (rc) return rc;
   if (ftruncate(w->fd, (off_t)(w->pos + fb)) != 0) return cs_err_set(err, CS_EIO, "colstore: %s: truncate failed: %s", w->path, strerror(errno));
-  /* A new file carries its slot already; the rename is its commit point. */
+  /* A new file carries its slot and seal already; the rename is its commit
+  ** point.  An append seals at commit (cs_format.h). */
   if (w->tmp_path && (rc = write_at(w, s, sizeof *s, CS_SLOT1_OFFSET, err))) return rc;
+  if (w->tmp_path && (rc = seal_write(w, err))) return rc;
   if ((rc = sync_fd(w, err))) return rc;
   w->prepared = true;
   return CS_OK;
 }
 
+/* Runs after the rename, when the store already exists, so it must not be
+** able to fail for want of memory: the directory name is copied to the
+** stack (the path was just created, so it is shorter than PATH_MAX). */
 static cs_rc dir_sync(const char *path, cs_err *err) {
-  char *dir = strdup(path);
-  if (!dir) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
+  char dir[PATH_MAX];
+  if ((size_t)snprintf(dir, sizeof dir, "%s", path) >= sizeof dir)
+    return cs_err_set(err, CS_EIO, "colstore: cannot sync the directory of %s: path too long", path);
   char *slash = strrchr(dir, '/');
   const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
   int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   cs_rc rc = CS_OK;
   if (fd < 0 || fsync(fd) != 0) rc = cs_err_set(err, CS_EIO, "colstore: cannot sync directory %s: %s", d, strerror(errno));
   if (fd >= 0) close(fd);
-  free(dir);
   return rc;
 }
 
@@ -545,7 +570,7 @@ cs_rc cs_writer_commit(cs_writer *w, cs_err *err) {
       rc = cs_err_set(err, CS_EIO, "colstore: cannot rename into %s: %s", w->path, strerror(errno));
       goto fail;
     }
-    free(w->tmp_path);
+    cs__mem_free(w->tmp_path);
     w->tmp_path = NULL;
     rc = dir_sync(w->path, err);
     writer_free(w);
@@ -554,6 +579,13 @@ cs_rc cs_writer_commit(cs_writer *w, cs_err *err) {
   if (w->touched) {
     uint64_t off = (w->generation & 1) ? CS_SLOT1_OFFSET : CS_SLOT0_OFFSET;
     if ((rc = write_at(w, &w->slot, sizeof w->slot, off, err))) goto fail;
+    /* The seal after the footer, under the same fsync: the proof of this
+    ** commit should both slots ever be lost (cs_format.h).  The slot is
+    ** written, so from here the file is left as it is on failure. */
+    if ((rc = seal_write(w, err))) {
+      writer_free(w);
+      return rc;
+    }
     /* Once the slot is written the new state may be the visible one, so a
     ** failed fsync must not restore the old tail under it: the file stays
     ** consistent either way, and the error says durability is unknown. */

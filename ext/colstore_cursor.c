@@ -128,6 +128,12 @@ typedef struct csx_cursor {
   /* the record of `row`, for reads in place */
   uint64_t rec, rec_first, rec_end;
   const cs_chunk *chunks;
+  /* Chunks are checked against their checksums the first time the
+  ** process reads them (cs_verified.c), unless the table says verify=header:
+  ** RANGE as it enters a record, FILTERED and LIST as they plan a batch. */
+  bool check;
+  uint8_t *check_cols;       /* per column: read by the query (colUsed) */
+  int check_rc;              /* SQLITE_CORRUPT once a check failed: the scan ends with it */
   /* what colstore_last_plan reports */
   csx_scan_stats stats;
 } csx_cursor;
@@ -180,6 +186,7 @@ int csx_close(sqlite3_vtab_cursor *cur) {
   sqlite3_free(pCur->col_valid);
   sqlite3_free(pCur->col_target);
   sqlite3_free(pCur->col_lazy);
+  sqlite3_free(pCur->check_cols);
   sqlite3_free(pCur);
   return SQLITE_OK;
 }
@@ -191,6 +198,25 @@ static void seek_record(csx_cursor *pCur, uint64_t row) {
   pCur->rec_first = cs_store_record_first_row(s, pCur->rec);
   pCur->rec_end = cs_store_record_first_row(s, pCur->rec + 1);
   pCur->chunks = cs_store_chunk(s, pCur->rec, 0);
+}
+
+/* Checks the chunks of records [rec_first, rec_end) that the query reads;
+** on damage the scan ends (eof) and xFilter or xNext return the error. */
+static bool records_ok(csx_cursor *pCur, uint64_t rec_first, uint64_t rec_end) {
+  if (!pCur->check) return true;
+  cs_err err;
+  if (cs_store_check_chunks(pCur->store, rec_first, rec_end, pCur->check_cols, &err) == CS_OK) return true;
+  pCur->check_rc = csx_vtab_error(pCur->base.pVtab, SQLITE_CORRUPT, "%s", err.msg);
+  pCur->eof = true;
+  return false;
+}
+
+/* RANGE: seek_record, and the check of a record it enters. */
+static void range_seek(csx_cursor *pCur, uint64_t row) {
+  uint64_t rec = pCur->rec;
+  bool same = row >= pCur->rec_first && row < pCur->rec_end;
+  seek_record(pCur, row);
+  if (!same || pCur->rec != rec) records_ok(pCur, pCur->rec, pCur->rec + 1);
 }
 
 /* Grows *p (of *cap elements of `size` bytes) to at least n elements. */
@@ -255,6 +281,9 @@ static bool filtered_plan(csx_cursor *pCur, csx_batch_buf *b, bool background) {
   uint64_t first = pCur->desc ? pCur->hi - n : pCur->lo;
   if (pCur->desc) pCur->hi -= n;
   else pCur->lo += n;
+  if (pCur->check && !records_ok(pCur, cs_store_find_record(pCur->store, first),
+                                 cs_store_find_record(pCur->store, first + n - 1) + 1))
+    return false;
   int threads = background ? cs_kernel_threads(n) - 1 : 0;
   uint32_t n_job = 0;
   for (uint32_t t = 0; t < pCur->n_targets; t++)
@@ -283,6 +312,14 @@ static bool list_plan(csx_cursor *pCur, csx_batch_buf *b, bool background) {
   if (k == 0) k = 1;
   b->list_base = pCur->desc ? pCur->list_next - k : pCur->list_next;
   pCur->list_next = pCur->desc ? pCur->list_next - k : pCur->list_next + k;
+  if (pCur->check) {
+    cs_err err;
+    if (cs_store_check_rows(pCur->store, pCur->pos + b->list_base, k, pCur->check_cols, &err) != CS_OK) {
+      pCur->check_rc = csx_vtab_error(pCur->base.pVtab, SQLITE_CORRUPT, "%s", err.msg);
+      pCur->eof = true;
+      return false;
+    }
+  }
   int threads = background ? cs_kernel_threads(k * 32) - 1 : 0;
   b->is_list = true;
   b->store = pCur->store;
@@ -324,7 +361,11 @@ static int next_batch(csx_cursor *pCur) {
     pCur->sql_row_ns = (double)(mono_ns() - pCur->handed_ns) / (double)pCur->n_batch;
   for (;;) {
     if (pCur->pending) {
+      /* A worker that has not started the batch yet gives it back, and it
+      ** runs here: never a wait for a thread still waking (cs_worker.c). */
+      uint64_t back = cs_worker_taken_back(pCur->worker);
       cs_worker_wait(pCur->worker);
+      pCur->stats.taken_back += cs_worker_taken_back(pCur->worker) != back;
       pCur->cur = 1 - pCur->cur;
       pCur->pending = false;
     } else {
@@ -392,7 +433,7 @@ static void step(csx_cursor *pCur) {
       pCur->eof = true;
       return;
     }
-    if (pCur->row < pCur->rec_first || pCur->row >= pCur->rec_end) seek_record(pCur, pCur->row);
+    if (pCur->row < pCur->rec_first || pCur->row >= pCur->rec_end) range_seek(pCur, pCur->row);
     return;
   }
   bool more = pCur->desc ? pCur->at-- > 0 : ++pCur->at < pCur->n_batch;
@@ -412,7 +453,7 @@ static void start(csx_cursor *pCur) {
       else pCur->lo += pCur->skip;
       pCur->skip = 0;
       pCur->row = pCur->desc ? pCur->hi - 1 : pCur->lo;
-      seek_record(pCur, pCur->row);
+      range_seek(pCur, pCur->row);
       return;
     case SEL_FILTERED:
     case SEL_LIST:
@@ -512,14 +553,13 @@ static int batches_prepare(csx_cursor *pCur, uint64_t col_used, uint64_t rows) {
     if (piece < want) want = piece;
   }
   pCur->batch_rows = rows < want ? (rows ? rows : 1) : want;
-  if (!pCur->col_buf) {
-    uint32_t n = pCur->n_cols ? pCur->n_cols : 1;
-    pCur->col_buf = sqlite3_malloc64(n * sizeof *pCur->col_buf);
-    pCur->col_valid = sqlite3_malloc64(n * sizeof *pCur->col_valid);
-    pCur->col_target = sqlite3_malloc64(n * sizeof *pCur->col_target);
-    pCur->col_lazy = sqlite3_malloc64(n);
-    if (!pCur->col_buf || !pCur->col_valid || !pCur->col_target || !pCur->col_lazy) return SQLITE_NOMEM;
-  }
+  /* Each one made if missing: after a failed filter some may exist. */
+  uint32_t n_slots = pCur->n_cols ? pCur->n_cols : 1;
+  if (!pCur->col_buf) pCur->col_buf = sqlite3_malloc64(n_slots * sizeof *pCur->col_buf);
+  if (!pCur->col_valid) pCur->col_valid = sqlite3_malloc64(n_slots * sizeof *pCur->col_valid);
+  if (!pCur->col_target) pCur->col_target = sqlite3_malloc64(n_slots * sizeof *pCur->col_target);
+  if (!pCur->col_lazy) pCur->col_lazy = sqlite3_malloc64(n_slots);
+  if (!pCur->col_buf || !pCur->col_valid || !pCur->col_target || !pCur->col_lazy) return SQLITE_NOMEM;
   for (uint32_t c = 0; c < pCur->n_cols; c++) {
     pCur->col_buf[c] = pCur->col_valid[c] = NULL;
     pCur->col_target[c] = -1;
@@ -644,6 +684,12 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
   cs_worker_wait(pCur->worker);
   pCur->pending = false;
   cursor_clear_filter(pCur);
+  pCur->check_rc = SQLITE_OK;
+  pCur->check = pTab->verify != CS_VERIFY_HEADER;
+  if (pCur->check) {
+    if (!pCur->check_cols && !(pCur->check_cols = sqlite3_malloc64(pCur->n_cols ? pCur->n_cols : 1))) return SQLITE_NOMEM;
+    for (uint32_t c = 0; c < pCur->n_cols; c++) pCur->check_cols[c] = (plan.col_used >> (c < 63 ? c : 63)) & 1;
+  }
   uint64_t n = cs_store_rows(pCur->store), lo = 0, hi = n;
   sqlite3_value *in_list = NULL, *rows_blob = NULL, *mask_blob = NULL;
   pCur->skip = 0;
@@ -760,6 +806,11 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
       uint64_t a, b;
       if (!never && pr->op != CS_CMP_NE && pr->op != CS_CMP_IN && csx_snapshot_sorted(pCur->snap, pr->col) &&
           cs_pred_sorted_range(pCur->store, pr, &a, &b)) {
+        /* The binary search read values of the records at its two ends. */
+        uint64_t ends[4] = {a ? a - 1 : a, a, b ? b - 1 : b, b};
+        for (int e = 0; e < 4 && pCur->check; e++)
+          if (ends[e] < n && !records_ok(pCur, cs_store_find_record(pCur->store, ends[e]), cs_store_find_record(pCur->store, ends[e]) + 1))
+            return pCur->check_rc;
         if (a > lo) lo = a;
         if (b < hi) hi = b;
         if (hi < lo) hi = lo;
@@ -826,6 +877,7 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
     return SQLITE_OK;
   }
   start(pCur);
+  if (pCur->check_rc) return pCur->check_rc;
   if (!pCur->eof) pCur->stats.rows_selected++;
   return SQLITE_OK;
 }
@@ -842,10 +894,11 @@ int csx_next(sqlite3_vtab_cursor *cur) {
       pCur->eof = true;
       return SQLITE_OK;
     }
-    if (pCur->row >= pCur->rec_end) seek_record(pCur, pCur->row);
+    if (pCur->row >= pCur->rec_end) range_seek(pCur, pCur->row);
   } else {
     step(pCur);
   }
+  if (pCur->check_rc) return pCur->check_rc;
   pCur->stats.rows_selected += !pCur->eof;
   return SQLITE_OK;
 }

@@ -35,7 +35,8 @@ int csx_vtab_error(sqlite3_vtab *pVtab, int rc, const char *zFmt, ...) {
   sqlite3_free(pVtab->zErrMsg);
   pVtab->zErrMsg = sqlite3_vmprintf(zFmt, ap);
   va_end(ap);
-  return rc;
+  /* No room for the message: say out of memory, not SQLite's text for rc. */
+  return pVtab->zErrMsg || rc == SQLITE_OK ? rc : SQLITE_NOMEM;
 }
 
 csx_table *csx_conn_find(csx_conn *conn, const char *zName) {

@@ -99,7 +99,8 @@ struct csx_scan_stats {
   uint64_t records_skipped;
   uint64_t kernel_ns;
   uint32_t batches;          /* FILTERED: batches selected */
-  uint32_t overlapped;       /* ... of them on the worker, beside SQLite */
+  uint32_t overlapped;       /* ... of them given to the worker, beside SQLite */
+  uint32_t taken_back;       /* ... of those the worker had not started when they were needed */
 };
 
 /* Hidden columns follow the store's columns. */

@@ -13,6 +13,7 @@
 ** Every function that touches the filesystem is SQLITE_DIRECTONLY, so a
 ** schema's trigger or view cannot make a connection read or write files.
 */
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -170,8 +171,9 @@ static int job_run(create_job *j, const char *zPath, const char *zSql, bool repl
   j->names = sqlite3_malloc64((sqlite3_uint64)j->nCol * sizeof *j->names);
   j->inferred = sqlite3_malloc64((sqlite3_uint64)j->nCol * sizeof *j->inferred);
   j->seen = sqlite3_malloc64((sqlite3_uint64)j->nCol * sizeof *j->seen);
+  /* Emptied before the check: fn_create frees every name, on failure too. */
+  if (j->names) memset(j->names, 0, (size_t)j->nCol * sizeof *j->names);
   if (!j->cols || !j->names || !j->inferred || !j->seen) return job_fail(j, SQLITE_NOMEM, NULL);
-  memset(j->names, 0, (size_t)j->nCol * sizeof *j->names);
   bool any_inferred = false;
   for (int c = 0; c < j->nCol; c++) {
     const char *zName = sqlite3_column_name(j->pStmt, c);
@@ -267,7 +269,16 @@ static void json_stat(sqlite3_str *s, cs_type t, bool has, cs_stat v) {
   if (!has) sqlite3_str_appendall(s, "null");
   else if (!cs_type_is_float(t)) sqlite3_str_appendf(s, "%lld", (long long)v.i);
   else if (v.f != v.f || v.f - v.f != 0) sqlite3_str_appendall(s, "null"); /* JSON has no inf/nan */
-  else sqlite3_str_appendf(s, "%!.17g", v.f);
+  else {
+    /* the C library's %.17g round-trips every double; SQLite 3.40's
+    ** printf is one ulp off for some (DBL_MAX prints ...155e+308) */
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.17g", v.f);
+    for (char *p = buf; *p; p++)
+      if (*p == ',') *p = '.'; /* a host's LC_NUMERIC must not break the JSON */
+    sqlite3_str_appendall(s, buf);
+    if (!strpbrk(buf, ".e")) sqlite3_str_appendall(s, ".0"); /* still a REAL when read back: 2.0, not 2 */
+  }
 }
 
 /* Appends z as a JSON string, quotes included (%w would escape for SQL). */
@@ -378,11 +389,11 @@ static void fn_last_plan(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   sqlite3_str_appendf(s,
                       ",\"access\":\"%s\",\"kernels\":\"%s\",\"predicates\":%u,\"sorted_ranges\":%u,\"rows_selected\":%llu,"
                       "\"rows_scanned\":%llu,\"records_scanned\":%llu,\"records_skipped\":%llu,\"threads\":%d,\"kernel_us\":%.1f,"
-                      "\"batches\":%u,\"batches_overlapped\":%u,",
+                      "\"batches\":%u,\"batches_overlapped\":%u,\"batches_taken_back\":%u,",
                       st->shape ? st->shape : "none", st->kernels ? st->kernels : "", st->n_preds, st->sorted_ranges,
                       (unsigned long long)st->rows_selected, (unsigned long long)st->rows_scanned, (unsigned long long)st->records_scanned,
                       (unsigned long long)st->records_skipped, st->threads ? st->threads : 1, (double)st->kernel_ns / 1000.0,
-                      st->batches, st->overlapped);
+                      st->batches, st->overlapped, st->taken_back);
   csx_config_json(s);
   sqlite3_str_appendall(s, "}");
   char *z = sqlite3_str_finish(s);

@@ -31,7 +31,8 @@
 ** affinity applies).  Everything else is left to SQLite.  LIMIT and OFFSET
 ** are taken only when every other constraint is taken and any ORDER BY is
 ** consumed, since otherwise SQLite filters or sorts after us and the rows
-** we would cut are not the ones it would.
+** we would cut are not the ones it would; and only from SQLite 3.46 on
+** (limit_offer_is_whole).
 **
 ** When a selection of positions is given (rowid IN, _rows), column
 ** comparisons are left to SQLite: the list is short or the user chose the
@@ -128,6 +129,16 @@ static bool col_used(sqlite3_uint64 col_used_mask, int c, bool *exact) {
   *exact = c < 63;
   return (col_used_mask >> (c < 63 ? c : 63)) & 1;
 }
+
+/* Whether SQLite offers LIMIT/OFFSET only when it hands over every WHERE
+** term.  Before 3.46 it also offered them beside a term comparing two
+** columns of the table (`a > b`, `a = b + 1`), which it never offers as a
+** constraint: taking LIMIT there cut rows before SQLite's check (and for
+** `a = b` SQLite then skipped the check altogether), so `WHERE a > b LIMIT
+** 1` answered wrong.  Nothing in sqlite3_index_info shows such a term, so
+** older SQLite (Debian 12 ships 3.40) gets no LIMIT/OFFSET pushdown: SQLite
+** stops reading after LIMIT rows itself, and steps over OFFSET rows. */
+static bool limit_offer_is_whole(void) { return sqlite3_libversion_number() >= 3046000; }
 
 static double selectivity(int op) {
   switch (op) {
@@ -244,8 +255,15 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   bool any_pred = false;
   for (int i = 0; i < n_cons; i++) {
     const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
-    if (!c->usable || pInfo->aConstraintUsage[i].argvIndex > 0) continue;
+    if (pInfo->aConstraintUsage[i].argvIndex > 0) continue;
     if (c->op == SQLITE_INDEX_CONSTRAINT_LIMIT || c->op == SQLITE_INDEX_CONSTRAINT_OFFSET) continue;
+    /* An unusable constraint is still a condition SQLite applies after us
+    ** (a = b of this same table is offered only as unusable), so LIMIT and
+    ** OFFSET cannot be taken beside it. */
+    if (!c->usable) {
+      all_taken = false;
+      continue;
+    }
     bool taken = false;
     /* argv slots are bounded (CSX_MAX_SLOTS); keep room for LIMIT/OFFSET */
     if (c->iColumn >= 0 && c->iColumn < n_cols && !positions && i_eq < 0 && argv_i < CSX_MAX_SLOTS - 4) {
@@ -282,7 +300,7 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     sqlite3_str_appendall(slots, pInfo->aOrderBy[0].desc ? "D;" : "A;");
     sqlite3_str_appendall(words, pInfo->aOrderBy[0].desc ? " order(rowid desc)" : " order(rowid)");
   }
-  if (all_taken && order_ok) {
+  if (all_taken && order_ok && limit_offer_is_whole()) {
     if (i_limit >= 0) {
       TAKE(i_limit, "T;");
       sqlite3_str_appendall(words, " limit");

@@ -111,6 +111,10 @@ void csx_value_number(sqlite3_value *v, cs_value *out) {
     case SQLITE_TEXT: {
       const unsigned char *z = sqlite3_value_text(v);
       if (!z || !text_number(z, sqlite3_value_bytes(v), out)) out->kind = CS_VAL_TEXT;
+      /* The digits as SQLite's own parser reads them (sqlite3AtoF, which
+      ** affinity and CAST use): for some 16-17 digit texts it is one ulp
+      ** from strtod's nearest double, and a native column holds its value. */
+      else if (out->kind == CS_VAL_FLOAT) out->f = sqlite3_value_double(v);
       break;
     }
     case SQLITE_BLOB: out->kind = CS_VAL_BLOB; break;

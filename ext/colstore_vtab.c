@@ -259,15 +259,16 @@ static int table_init(sqlite3 *db, void *pAux, int argc, const char *const *argv
   }
   pTab = sqlite3_malloc(sizeof *pTab);
   defs = sqlite3_malloc(sizeof *defs);
+  /* Both made empty before either is checked: fail: frees what they hold. */
+  if (pTab) memset(pTab, 0, sizeof *pTab);
+  if (defs) defs->n = 0;
   if (!pTab || !defs) {
     rc = SQLITE_NOMEM;
     goto fail;
   }
-  memset(pTab, 0, sizeof *pTab);
-  defs->n = 0;
   pTab->db = db;
   pTab->conn = pAux;
-  pTab->verify = CS_VERIFY_HEADER;
+  pTab->verify = CS_VERIFY_READ;
   pTab->zName = sqlite3_mprintf("%s", argv[2]);
   pTab->zPath = path_absolute(argv[3]);
   if (!pTab->zName || !pTab->zPath) {
@@ -285,10 +286,17 @@ static int table_init(sqlite3 *db, void *pAux, int argc, const char *const *argv
     const char *sp = z + strcspn(z, " \t\n");
     if (eq && eq < sp + 1 + strspn(sp, " \t\n")) {
       char *key = unquote(z, (int)(eq - z)), *val = unquote(eq + 1, (int)strlen(eq + 1));
-      int ok = key && val && sqlite3_stricmp(key, "verify") == 0;
+      if (!key || !val) {
+        sqlite3_free(key);
+        sqlite3_free(val);
+        rc = SQLITE_NOMEM;
+        goto fail;
+      }
+      int ok = sqlite3_stricmp(key, "verify") == 0;
       if (ok && sqlite3_stricmp(val, "header") == 0) pTab->verify = CS_VERIFY_HEADER;
+      else if (ok && sqlite3_stricmp(val, "read") == 0) pTab->verify = CS_VERIFY_READ;
       else if (ok && sqlite3_stricmp(val, "full") == 0) pTab->verify = CS_VERIFY_FULL;
-      else *pzErr = sqlite3_mprintf("colstore: unknown option %s; the options are verify=header and verify=full", z);
+      else *pzErr = sqlite3_mprintf("colstore: unknown option %s; the options are verify=read (the default), verify=header and verify=full", z);
       sqlite3_free(key);
       sqlite3_free(val);
       if (*pzErr) {
@@ -342,6 +350,9 @@ static int table_init(sqlite3 *db, void *pAux, int argc, const char *const *argv
   *ppVtab = &pTab->base;
   return SQLITE_OK;
 fail:
+  /* An error whose message could not be allocated is reported as what it
+  ** now is: out of memory, not SQLite's generic text for rc. */
+  if (rc != SQLITE_NOMEM && !*pzErr) rc = SQLITE_NOMEM;
   cs_store_close(store);
   coldefs_free(defs);
   if (pTab) {

@@ -67,7 +67,7 @@ int csx_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite_int64
       cs_batch_cancel_row(pTab->pending);
       sqlite3_free(pVtab->zErrMsg);
       pVtab->zErrMsg = zErr;
-      return rc;
+      return zErr ? rc : SQLITE_NOMEM; /* the message itself found no memory */
     }
   }
   cs_batch_end_row(pTab->pending);

@@ -30,7 +30,15 @@ con.execute("CREATE VIRTUAL TABLE ev USING colstore('ev.cst')")
 assert con.execute("SELECT colstore_version()").fetchone()[0].startswith("colstore ")
 assert con.execute("SELECT rowid, id, x, name FROM ev WHERE rowid BETWEEN 1 AND 2").fetchall() == \
     [(1, 2, 3.0, "e2"), (2, 3, 4.5, "e3")]
-assert con.execute("SELECT _rows FROM ev LIMIT 1").fetchall() == [(None,)]
+# _rows is an input: it reads back as the selection it was given, and is
+# an error where there is none (docs/sql.md, "Hidden columns").
+sel = bytes([1] + [0] * 7)
+assert con.execute("SELECT id, _rows FROM ev WHERE _rows = ?", (sel,)).fetchall() == [(2, sel)]
+try:
+    con.execute("SELECT _rows FROM ev LIMIT 1").fetchall()
+    raise SystemExit("reading _rows without a selection succeeded")
+except sqlite3.Error as e:
+    assert str(e).startswith("colstore: _rows"), e
 # Python opens a transaction before the INSERT; commit() ends it.
 con.execute("INSERT INTO ev VALUES (?, ?, ?)", (5, 7.5, "e5"))
 con.commit()

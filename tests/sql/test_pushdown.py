@@ -237,7 +237,12 @@ class Pushdown(unittest.TestCase):
             self.assertEqual(a, b, q)
         p = self.plan("SELECT pos FROM t ORDER BY rowid DESC LIMIT 3")
         self.assertIn("order(rowid desc)", p)
-        self.assertIn("limit", p)
+        # before 3.46 SQLite may offer LIMIT beside a WHERE term it hides
+        # (a > b), so colstore takes it only from 3.46 on (colstore_plan.c)
+        if sqlite3.sqlite_version_info >= (3, 46, 0):
+            self.assertIn("limit", p)
+        else:
+            self.assertNotIn("limit", p)
         self.assertNotIn("USE TEMP B-TREE", p)
 
     def test_closing_the_connection_after_a_threaded_query_does_not_crash(self):

@@ -11,6 +11,7 @@
 */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,13 +46,44 @@ START_TEST(test_job_runs_once_on_another_thread) {
   for (int k = 0; k < 50; k++) {
     job j = {.sleep_ms = k % 10 == 0};
     ck_assert(cs_worker_submit(w, job_run, &j));
+    /* give the thread time to claim it: then it must run there */
+    struct timespec ts = {0, 20 * 1000000L};
+    nanosleep(&ts, NULL);
+    uint64_t back = cs_worker_taken_back(w);
     cs_worker_wait(w);
     ck_assert_int_eq(atomic_load(&j.runs), 1);
     ck_assert_uint_eq(j.sum, 5000050000ull);
     ck_assert(!pthread_equal(j.ran_on, pthread_self()));
+    ck_assert_uint_eq(cs_worker_taken_back(w), back);
     cs_worker_wait(w); /* a second wait is harmless */
     ck_assert_int_eq(atomic_load(&j.runs), 1);
   }
+  cs_worker_free(w);
+}
+END_TEST
+
+/* Waiting right after submitting: the job runs exactly once, on the
+** worker if it claimed the job in time, else taken back by the waiter on
+** its own thread (never waiting for a thread that has not started). */
+START_TEST(test_wait_takes_back_an_unclaimed_job) {
+  cs_worker *w = NULL;
+  cs_err err;
+  ck_assert_int_eq(cs_worker_new(&w, &err), CS_OK);
+  uint64_t here = 0, there = 0;
+  for (int k = 0; k < 2000; k++) {
+    job j = {0};
+    uint64_t back = cs_worker_taken_back(w);
+    ck_assert(cs_worker_submit(w, job_run, &j));
+    cs_worker_wait(w);
+    ck_assert_int_eq(atomic_load(&j.runs), 1);
+    ck_assert_uint_eq(j.sum, 5000050000ull);
+    bool taken = cs_worker_taken_back(w) == back + 1;
+    ck_assert_uint_le(cs_worker_taken_back(w), back + 1);
+    ck_assert(taken == (bool)pthread_equal(j.ran_on, pthread_self()));
+    here += taken, there += !taken;
+  }
+  fprintf(stderr, "check_worker: of 2000 immediate waits, %llu were taken back, %llu ran on the worker\n",
+          (unsigned long long)here, (unsigned long long)there);
   cs_worker_free(w);
 }
 END_TEST
@@ -139,6 +171,7 @@ static Suite *worker_suite(void) {
   TCase *tc = tcase_create("protocol");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_job_runs_once_on_another_thread);
+  tcase_add_test(tc, test_wait_takes_back_an_unclaimed_job);
   tcase_add_test(tc, test_second_submit_waits_for_the_first);
   tcase_add_test(tc, test_pool_reuses_workers);
   tcase_add_test(tc, test_pool_after_fork_gives_a_live_worker);

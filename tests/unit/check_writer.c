@@ -70,14 +70,15 @@ static uint64_t generation_of(const char *path) {
   return g;
 }
 
-/* The file ends with the newest footer: what a crash or a torn tail left
-** after it is cut off by the next commit, so garbage never accumulates. */
+/* The file ends with the newest footer and its commit seal: what a crash
+** or a torn tail left after them is cut off by the next commit, so garbage
+** never accumulates. */
 static void assert_ends_with_its_footer(const char *path, const char *ctx) {
   ut_layout l;
   ut_layout_read(path, &l);
-  ck_assert_msg(l.file_bytes == l.slot[l.newest].data_end + l.slot[l.newest].footer_bytes,
-                "%s: file is %" PRIu64 " bytes, its footer ends at %" PRIu64, ctx, l.file_bytes,
-                l.slot[l.newest].data_end + l.slot[l.newest].footer_bytes);
+  ck_assert_msg(l.file_bytes == l.slot[l.newest].data_end + l.slot[l.newest].footer_bytes + CS_SEAL_BYTES,
+                "%s: file is %" PRIu64 " bytes, its footer and seal end at %" PRIu64, ctx, l.file_bytes,
+                l.slot[l.newest].data_end + l.slot[l.newest].footer_bytes + CS_SEAL_BYTES);
   ut_layout_free(&l);
 }
 
@@ -150,10 +151,10 @@ START_TEST(test_many_single_row_commits_grow_the_file_linearly) {
     cs_store_close(s);
   }
   ck_assert_msg(prev_bytes <= first_bytes + (COMMITS - 1) * step_bound, "file is %" PRIu64 " bytes", prev_bytes);
-  /* Exactly one footer remains, right after the records. */
+  /* Exactly one footer (and its seal) remains, right after the records. */
   ut_layout l;
   ut_layout_read(sc.path, &l);
-  ck_assert_uint_eq(l.file_bytes, l.slot[l.newest].data_end + l.slot[l.newest].footer_bytes);
+  ck_assert_uint_eq(l.file_bytes, l.slot[l.newest].data_end + l.slot[l.newest].footer_bytes + CS_SEAL_BYTES);
   ck_assert_uint_eq(l.n_records, COMMITS);
   ck_assert_uint_eq(l.entries[COMMITS - 1].record_offset + l.entries[COMMITS - 1].record_bytes, l.slot[l.newest].data_end);
   ut_layout_free(&l);
@@ -627,24 +628,53 @@ START_TEST(test_store_with_both_slots_damaged_is_recovered_by_a_scan) {
 }
 END_TEST
 
+/* Two commits of t's first 25 rows, then a writer of 30 ghost rows that
+** dies at `at`, then both commit slots lost: the double fault. */
+static void two_commits_a_crash_and_no_slots(const char *path, const ut_table *t, enum crash_point at) {
+  ut_table *ghost = numbered_table(30, -1000000);
+  ut_table_create_store(t, path, 12, 8, 0);
+  ut_table_append_store(t, path, 12, 13);
+  cs_batch *b = ut_table_batch(ghost, 0, 30);
+  crash_append(path, b, at);
+  cs_batch_free(b);
+  ut_table_free(ghost);
+  zero_slot(path, CS_SLOT0_OFFSET);
+  zero_slot(path, CS_SLOT1_OFFSET);
+}
+
 /* With no valid slot the scan cannot ask a slot what was committed: records
 ** of the newest generation count only if their footer follows them, so a
 ** writer that died before prepare is not resurrected. */
 START_TEST(test_scan_without_slots_drops_records_a_crash_left_unsealed) {
   ut_scratch sc = ut_scratch_new();
   ut_table *t = numbered_table(40, 0);
-  ut_table *ghost = numbered_table(30, -1000000);
-  ut_table_create_store(t, sc.path, 12, 8, 0);
-  ut_table_append_store(t, sc.path, 12, 13);
-  cs_batch *b = ut_table_batch(ghost, 0, 30);
-  crash_append(sc.path, b, CRASH_AFTER_WRITE);
-  cs_batch_free(b);
-  zero_slot(sc.path, CS_SLOT0_OFFSET);
-  zero_slot(sc.path, CS_SLOT1_OFFSET);
+  two_commits_a_crash_and_no_slots(sc.path, t, CRASH_AFTER_WRITE);
   assert_reopens(sc.path, true, 2, t, 25, "unsealed generation dropped");
   ut_table_append_store(t, sc.path, 25, 15);
   assert_store(sc.path, CS_VERIFY_FULL, t, 40, "append after the scan");
-  ut_table_free(ghost);
+  ut_table_free(t);
+  ut_scratch_free(&sc);
+}
+END_TEST
+
+/* The double fault the seal closes: a transaction prepared (records and
+** footer written and synced) but never committed, then both slots lost.
+** The footer is complete, but only the commit seal proves a commit, so the
+** scan opens the last committed generation; and a committed one, whose
+** seal is there, survives the same loss. */
+START_TEST(test_scan_without_slots_never_resurrects_a_prepared_transaction) {
+  ut_scratch sc = ut_scratch_new();
+  ut_table *t = numbered_table(60, 0);
+  two_commits_a_crash_and_no_slots(sc.path, t, CRASH_AFTER_PREPARE);
+  assert_reopens(sc.path, true, 2, t, 25, "prepared, never committed, both slots lost");
+  /* commit 3 for real, then lose both slots again: it is kept */
+  ut_table_append_store(t, sc.path, 25, 15);
+  zero_slot(sc.path, CS_SLOT0_OFFSET);
+  zero_slot(sc.path, CS_SLOT1_OFFSET);
+  assert_reopens(sc.path, true, 3, t, 40, "committed, both slots lost");
+  /* and a seal damaged with them leaves only what the records prove */
+  ut_xor_byte(sc.path, ut_file_bytes(sc.path) - CS_SEAL_BYTES + 8, 0x01);
+  assert_reopens(sc.path, true, 2, t, 25, "committed, slots and seal lost");
   ut_table_free(t);
   ut_scratch_free(&sc);
 }
@@ -874,6 +904,7 @@ static Suite *writer_suite(void) {
   tcase_add_test(tc, test_damaged_newest_slot_falls_back_to_the_previous_generation);
   tcase_add_test(tc, test_store_with_both_slots_damaged_is_recovered_by_a_scan);
   tcase_add_test(tc, test_scan_without_slots_drops_records_a_crash_left_unsealed);
+  tcase_add_test(tc, test_scan_without_slots_never_resurrects_a_prepared_transaction);
   tcase_add_test(tc, test_append_to_an_empty_store_with_a_damaged_slot_keeps_the_preamble);
   suite_add_tcase(s, tc);
 
