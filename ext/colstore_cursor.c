@@ -105,6 +105,7 @@ typedef struct csx_cursor {
   uint64_t at;               /* the current row's index in the batch */
   bool rows_ready;           /* FILTERED: bufs[cur].pos[0, n_batch) hold the batch's rows */
   uint64_t batch_rows;       /* the most rows one batch holds */
+  uint64_t batch_next;       /* FILTERED: rows of the next batch; doubles up to batch_rows */
   uint32_t n_targets;        /* the fixed-width columns the query reads */
   int32_t *col_target;       /* per column: its index in bufs[].targets, or -1 */
   uint8_t *col_lazy;         /* per column: gathered only once xColumn asks (see below) */
@@ -277,7 +278,9 @@ static void batch_job(void *arg) {
 ** thread, so it leaves that thread's core to it. */
 static bool filtered_plan(csx_cursor *pCur, csx_batch_buf *b, bool background) {
   if (pCur->lo >= pCur->hi) return false;
-  uint64_t n = pCur->hi - pCur->lo < pCur->batch_rows ? pCur->hi - pCur->lo : pCur->batch_rows;
+  uint64_t cap = pCur->batch_next < pCur->batch_rows ? pCur->batch_next : pCur->batch_rows;
+  if (pCur->batch_next < pCur->batch_rows) pCur->batch_next *= 2;
+  uint64_t n = pCur->hi - pCur->lo < cap ? pCur->hi - pCur->lo : cap;
   uint64_t first = pCur->desc ? pCur->hi - n : pCur->lo;
   if (pCur->desc) pCur->hi -= n;
   else pCur->lo += n;
@@ -730,7 +733,14 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
       case 'Q': {
         n_pred_slots++;
         sqlite3_value *v = NULL;
-        for (int r = sqlite3_vtab_in_first(argv[i], &v); r == SQLITE_OK && v; r = sqlite3_vtab_in_next(argv[i], &v)) n_members++;
+        int r;
+        for (r = sqlite3_vtab_in_first(argv[i], &v); r == SQLITE_OK && v; r = sqlite3_vtab_in_next(argv[i], &v)) n_members++;
+        /* never an empty answer for a list that did not arrive as one */
+        if (r != SQLITE_OK && r != SQLITE_DONE)
+          return csx_vtab_error(&pTab->base, SQLITE_INTERNAL,
+                                "colstore: the IN list on column %s of table %s did not arrive as a list (SQLite %s); "
+                                "please report the query",
+                                pCur->cols[s->col].name, pTab->zName, sqlite3_libversion());
         break;
       }
       default: return SQLITE_INTERNAL;
@@ -856,6 +866,7 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
     if (cs_selector_new(pCur->store, pCur->preds, pCur->n_preds, &pCur->selector, &err) != CS_OK) return SQLITE_NOMEM;
     pCur->mask_gate = csx_config_mask_gate(NULL);
     if ((rc = batches_prepare(pCur, plan.col_used, hi - lo)) != SQLITE_OK) return rc;
+    pCur->batch_next = plan.may_stop_early ? CSX_MIN_BATCH_ROWS : pCur->batch_rows;
     /* A column named by a consumed predicate is in colUsed whether or not
     ** the query reads it: gather it only when xColumn asks. */
     for (int i = 0; i < plan.n_slots; i++)

@@ -81,6 +81,7 @@ typedef struct csx_plan {
   csx_slot slots[CSX_MAX_SLOTS];  /* in argv order */
   int ordered;                    /* ORDER BY rowid consumed */
   int hidden_unusable;            /* reads _rows/_mask without taking it: refuse */
+  int may_stop_early;             /* a LIMIT SQLite applies itself: grow batches from small */
   int desc;                       /* ... descending */
   uint64_t col_used;              /* sqlite3_index_info.colUsed */
 } csx_plan;

@@ -266,10 +266,21 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     }
     bool taken = false;
     /* argv slots are bounded (CSX_MAX_SLOTS); keep room for LIMIT/OFFSET */
-    if (c->iColumn >= 0 && c->iColumn < n_cols && !positions && i_eq < 0 && argv_i < CSX_MAX_SLOTS - 4) {
+    /* Past constraint 31 sqlite3_vtab_in cannot tell an IN list from `=`
+    ** (SQLite keeps IN in a 32-bit mask): taking it as `=` would make
+    ** SQLite call xFilter once per member, nested for several lists.  So
+    ** there only an `=` with a known right-hand side (a literal) is taken. */
+    sqlite3_value *rhs = NULL;
+    bool in_unknown = i >= 32 && c->op == SQLITE_INDEX_CONSTRAINT_EQ &&
+                      !(in_ok && sqlite3_vtab_rhs_value(pInfo, i, &rhs) == SQLITE_OK && rhs);
+    if (c->iColumn >= 0 && c->iColumn < n_cols && !positions && i_eq < 0 && argv_i < CSX_MAX_SLOTS - 4 && !in_unknown) {
       cs_type t = schema->cols[c->iColumn].type;
       bool in_list = c->op == SQLITE_INDEX_CONSTRAINT_EQ && in_ok && sqlite3_vtab_in(pInfo, i, -1);
-      if ((pred_op_supported(c->op) || in_list) && pred_exact(pInfo, i, t)) {
+      /* SQLite hands an IN over as a list only at argv positions 0..31 (a
+      ** 32-bit mask by argv position); later it would pass one member at a
+      ** time, so a list there is left to SQLite. */
+      bool in_fits = !in_list || argv_i < 32;
+      if ((pred_op_supported(c->op) || in_list) && in_fits && pred_exact(pInfo, i, t)) {
         char buf[32];
         if (in_list) {
           sqlite3_vtab_in(pInfo, i, 1);
@@ -309,6 +320,11 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
       TAKE(i_offset, "O;");
       sqlite3_str_appendall(words, " offset");
     }
+  } else if (i_limit >= 0) {
+    /* Not taken, but SQLite may stop early: the cursor starts with small
+    ** batches and doubles them, so `WHERE a > 0.5 LIMIT 10` does not
+    ** select a whole batch of millions of rows for ten (flag K). */
+    sqlite3_str_appendall(slots, "K;");
   }
 #undef TAKE
   if (sqlite3_str_length(words) == 0) sqlite3_str_appendall(words, "scan");
@@ -385,6 +401,7 @@ int csx_plan_decode(const char *idxStr, csx_plan *out) {
     }
     if (s.kind == 'A') out->ordered = 1;
     else if (s.kind == 'H') out->hidden_unusable = 1;
+    else if (s.kind == 'K') out->may_stop_early = 1;
     else if (s.kind == 'D') out->ordered = out->desc = 1;
     else if (out->n_slots < CSX_MAX_SLOTS) out->slots[out->n_slots++] = s;
     else return SQLITE_INTERNAL;

@@ -17,7 +17,17 @@ Each test names the finding and the fix:
 4. colstore_info printed a double's min/max one ulp off (SQLite 3.40's
    printf); now the C library's round-trip form.
 5. `WHERE a = b LIMIT n` (two columns of the table) returned every row:
-   SQLite offers `a = b` only as unusable, and LIMIT was taken beside it.
+   SQLite 3.40 offers LIMIT beside a term it hides from the table; LIMIT
+   and OFFSET are now taken only from SQLite 3.46 on.
+6. An IN list arriving past constraint 31 looked like `=` (sqlite3_vtab_in
+   cannot answer there) and was taken as one, so SQLite called xFilter
+   once per member, nested for several lists: 204 s for a query native
+   answers in 1 ms.  Past 31 only an `=` with a literal is taken.
+7. An IN list taken as a list but given argv position 32 or later came to
+   xFilter one member at a time (SQLite's mask of IN lists is by argv
+   position, 32 bits), read as an empty list: no rows.  IN lists are taken
+   only at argv positions 0..31, and a list that does not arrive as one is
+   an error, never an empty answer.
 """
 import json
 import os
@@ -98,6 +108,34 @@ class FuzzRegressions(cstest.StoreTest):
         self.assertEqual(con.execute("SELECT rowid FROM t WHERE a > b AND rowid >= 0 LIMIT 1").fetchall(), [(3,)])
         self.assertEqual(con.execute("SELECT r FROM (SELECT rowid AS r FROM t WHERE a = b ORDER BY rowid LIMIT 100)").fetchall(),
                          [(1,)])
+
+    def test_6_in_lists_past_constraint_31_are_left_to_sqlite(self):
+        rows = [(i, i % 40, i % 7, i % 3) for i in range(1000)]
+        self.table("t", "a INT64, b INT64, c INT64, d INT64", rows)
+        con = self.con
+        con.execute("CREATE TABLE n (a INTEGER, b INTEGER, c INTEGER, d INTEGER)")
+        con.executemany("INSERT INTO n VALUES (?, ?, ?, ?)", rows)
+        ins = " AND ".join("%s IN (%s)" % (col, ", ".join(str(v) for v in range(40))) for col in "bcd")
+        for n_before in (31, 32, 40):
+            sql = "SELECT count(*) FROM {} WHERE " + " AND ".join(["a >= 0"] * n_before + [ins, "d = 2", "c = ?"])
+            self.assertEqual(con.execute(sql.format("t"), (3,)).fetchone(), con.execute(sql.format("n"), (3,)).fetchone())
+            plan = con.execute("EXPLAIN QUERY PLAN " + sql.format("t"), (3,)).fetchall()[0][3]
+            if n_before >= 32:  # c and d are past 31: c's parameter is SQLite's to check, d's literal ours
+                self.assertNotIn("c=?", plan)
+                self.assertIn("d=?", plan)
+
+    def test_7_in_list_at_argv_32_and_later(self):
+        self.table("t", "a INT64, b INT64", [(i, i % 7) for i in range(100)])
+        con = self.con
+        con.execute("CREATE TABLE n (a INTEGER, b INTEGER)")
+        con.executemany("INSERT INTO n VALUES (?, ?)", [(i, i % 7) for i in range(100)])
+        for k in (29, 30, 31, 32, 33):
+            for tail in ("", " AND rowid >= 0", " AND _mask = ?"):
+                w = " AND ".join(["a >= 0"] * k + ["b IN (1, 2, ?)"])
+                q = "SELECT count(*) FROM {} WHERE " + w + tail
+                params = (3, bytes([1]) * 100) if "_mask" in tail else (3,)
+                want = con.execute(q.format("n").replace(" AND _mask = ?", ""), params[:1]).fetchone()
+                self.assertEqual(con.execute(q.format("t"), params).fetchone(), want, (k, tail))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,2436 @@
+#!/usr/bin/python3
+"""fuzz_sql - a randomized differential tester: colstore against native SQLite.
+
+    /usr/bin/python3 tests/sql/fuzz_sql.py --seed N --minutes M [--queries K] [--module PATH]
+
+WHAT IT DOES.  Each *round* draws two tables, T (usually up to 20,000 rows,
+sometimes more than one or two records hold, rarely more than the 262,144
+elements from which kernels take threads) and U (up to a few hundred), with
+random schemas over every colstore type, builds each twice -- as a colstore
+table and as a native mirror holding exactly the same rows at the same
+rowids -- and then runs random queries on both, comparing the answers
+exactly: values and storage classes (repr of a row tells 1 from 1.0, 0.0
+from -0.0 and '1' from 1).  A query over T and U also runs with one of them
+colstore and the other native, so joins put colstore on either side of a
+native table as well as of another colstore table.  Unordered queries
+compare as sorted multisets; a query compares in order when its order is
+defined (a total ORDER BY, or a `_rows` selection read without one).
+
+WHY EACH PART IS BUILT THE WAY IT IS.
+
+* Tables are drawn for the planner and the kernels, not for realism: columns
+  come in styles (random, a few distinct values, runs, constant, sorted,
+  nearly sorted) because the sorted flag turns range predicates into binary
+  searches and the zone maps decide whole records; NULL densities go from
+  none to all, sometimes in runs, so whole chunks are NULL.  Values include
+  each type's extremes, -0.0, infinities, subnormals, empty TEXT and BLOBs.
+  The rows reach colstore in several commits (one INSERT transaction makes at
+  least one record), through colstore_create, or as a dataset of several
+  files (some empty), so scans cross record and file boundaries.  The
+  process-wide settings batch_bytes and mask_gate are drawn per round, so a
+  few thousand rows already take several batches and both gather routes;
+  COLSTORE_LOAD_AWARE=0 lets kernels take threads on a busy machine.
+
+* The mirror is independent of colstore.  What is INSERTed is often not what
+  is stored ('12' into INT8, 3.0 into INT64, 0.1 into FLOAT32, 1e20 into
+  TEXT).  docs/sql.md says a value is converted as a native column of the
+  same affinity converts it, FLOAT32 then rounding to the nearest float; so
+  the expected value is the inserted one read back through a native column
+  of that affinity, rounded to float32 where the type says so.  Only values
+  the docs say are stored are drawn (no range errors).  After every build the
+  whole colstore table is compared with the mirror, and colstore_info's row,
+  record, NULL, min/max and sorted figures with what the rows imply.
+
+* Queries are trees, not strings, so that a failure can be shrunk: a WHERE
+  is AND/OR/NOT over leaves; a leaf is SQL text with slots for nested
+  SELECTs; a SELECT holds its FROM items, its WHERE, its grouping, its order
+  and limit.  The shrinker removes terms, items, ORDER BY/LIMIT, DISTINCT,
+  compound arms and selections, and removes rows (in halves, then smaller
+  pieces), merges commits and drops unused columns, keeping each step only
+  while the failure persists, then prints a self-contained python snippet.
+  A failure may depend on the connection's past (one was right only in the
+  first statement prepared for a query), so each try runs the query on
+  tables no statement has read yet and after one has, each time also as a
+  second prepared statement; the snippet does the same.
+
+* `_rows` and `_mask` have no native spelling.  They are held as row
+  identities (which drawn row, counted from the end or not; which rows have
+  a nonzero byte), so that removing rows while shrinking keeps them
+  meaningful, and rendered per side: on colstore `t._rows = :blob` (as the
+  first or the last AND term, or the table-valued form `ct(:blob)`), on a
+  native table a subquery over a temp table of (ord, pos) joined to the
+  mirror, ordered by ord, which keeps the BLOB's order and duplicates.  A
+  selection is only ever a top-level AND term: under OR or NOT it has a
+  different contract (tests/sql/test_plan_shapes.py).
+
+* Only deterministic queries are drawn, else the comparison would lie: a
+  LIMIT comes with an ORDER BY made total by rowid tie-breaks (or with a
+  `_rows` order); no bare columns beside aggregates; float sums and averages
+  are left out, since their rounding depends on the order rows arrive in,
+  and a join may arrive in another order on each side: min, max, count and
+  the sum/total/avg of small integer types (exact) are used instead, and
+  sum() over INT64 only after `% 1000000`, since its overflow error depends
+  on the order too.
+
+* Crashes and hangs must be reported, not just suffered: by default the tool
+  runs the fuzzing in a child process and watches it.  Everything a query
+  needs is derived from (seed, round, query number), so when the child dies
+  the parent rebuilds the case from those three numbers and shrinks it with
+  each try in a fresh process.  --no-fork runs in this process (the ctest
+  entry does: a crash fails the test anyway).
+
+* Each query has a deadline (a progress handler interrupts it), so one
+  pathological plan costs seconds, not the run; a query native answers
+  quickly but colstore does not finish is reported as SLOW (a performance
+  cliff, not a failure).  Answers past 200,000 rows are skipped as too big.
+
+* It must not pass vacuously: it counts the comparisons with non-empty
+  answers and fails a run where too few queries return rows; --self-test
+  changes one value of the mirror and requires the run to notice.
+
+Known shapes that are being fixed can be skipped by name (--skip NAME, or
+--skip-known for all of KNOWN_SHAPES) so that they do not hide other bugs.
+"""
+import argparse
+import copy
+import json
+import math
+import os
+import pickle
+import random
+import re
+import shutil
+import signal
+import sqlite3
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True  # keep the source tree clean
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import cstest  # noqa: E402
+
+# Shapes that hit a known bug; --skip NAME leaves one out, --skip-known all
+# of them, until their fixes land (then remove the name here).
+#   rows-distinct  DISTINCT or count(DISTINCT rowid) over a _rows selection
+#                  (SQLite takes rowid as unique; _rows repeats rows)
+#   in-argv-32     an IN list that colstore takes all at once but places at
+#                  argv position 33 or later (SQLite's hand-off mask is 32
+#                  bits, by argv position): its rows are lost
+KNOWN_SHAPES = ["rows-distinct", "in-argv-32"]
+ALL_SHAPES = KNOWN_SHAPES
+
+# ------------------------------------------------------------------- types
+
+INT_RANGE = {
+    "INT8": (-2**7, 2**7 - 1), "INT16": (-2**15, 2**15 - 1), "INT32": (-2**31, 2**31 - 1),
+    "INT64": (-2**63, 2**63 - 1), "UINT8": (0, 2**8 - 1), "UINT16": (0, 2**16 - 1),
+    "UINT32": (0, 2**32 - 1), "BOOL": (0, 1),
+}
+TYPES = list(INT_RANGE) + ["FLOAT32", "FLOAT64", "TEXT", "BLOB"]
+# The affinity a native column of each type has (docs/sql.md, "SQLite sees").
+AFFINITY = dict({t: "INTEGER" for t in INT_RANGE}, FLOAT32="REAL", FLOAT64="REAL", TEXT="TEXT", BLOB="BLOB")
+# Spellings a column definition may use for a type.
+ALIASES = {"INT64": ["INTEGER", "INT", "BIGINT"], "FLOAT64": ["REAL", "DOUBLE", "FLOAT", "DOUBLE PRECISION"],
+           "BOOL": ["BOOLEAN"], "TEXT": ["VARCHAR(10)", "CHAR(3)", "STRING"]}
+F32_MAX = 3.4028234663852886e38
+# Kernels stay on one thread below this many elements (docs/sql.md, threads).
+KERNEL_SERIAL_MAX = 262144
+# core/cs_pred.c: IN sets above this size are sorted and binary-searched;
+# more predicates than PRED_STACK are compiled into an allocation.
+PRED_IN_LINEAR = 16
+PRED_STACK = 16
+# ext/colstore_ext.h: a plan has CSX_MAX_SLOTS argv slots, 4 kept for LIMIT/OFFSET.
+PLAN_SLOTS = 64 - 4
+INF = float("inf")
+
+F64_EDGES = [1.7976931348623157e308, -1.7976931348623157e308, 1e308, -1e300, 5e-324, -5e-324,
+             2.2250738585072014e-308, 2.225073858507201e-308, INF, -INF, 0.0, -0.0, 0.1, -2.5, 1 / 3,
+             9007199254740993.0, 9.223372036854775807e18, -9.223372036854775808e18, 1e15, 3.0]
+F32_EDGES = [F32_MAX, -F32_MAX, 2.0**-149, -(2.0**-149), 2.0**-126, 1.1754942106924411e-38, INF, -INF, 0.0, -0.0,
+             16777216.0, 16777217.0, 0.1, 0.5, -0.25, 1e30, 3.0]
+TEXTS = ["", "a", "A", "abc", "ab", "abd", "b", "B", "hello world", "é", "É", "E", "日本語", "😀", "naïve café",
+         "a\x00b", "12", " 12", "12 ", "1e3", "-3", "0", "3.0", "%", "_x_", "NULL", "zz", "Zebra", "it's", "x" * 40]
+TEXT_ALPHABET = "abcxyzABC é日😀_%'0123"
+# Values of no particular column that comparisons probe with.
+PROBES = [0, 1, -1, 2, 127, 128, -129, 255, 256, 32767, 32768, 65535, 65536, 2**31 - 1, 2**31, 2**32 - 1, 2**32,
+          2**53, 2**53 + 1, 2**63 - 1, -2**63, 0.5, -0.5, 2.5, -0.0, 0.1, 1e300, -1e300, INF, -INF, 16777217.0,
+          3.4028235677973366e38, 2.0**-149, 1e-46, 9.223372036854775807e18, -9.3e18, "", "a", "abc", "12", " 12",
+          "12 ", "1e3", "0x10", "+5", "-0", "1.0", "abc%", b"", b"\x00", b"12", b"abc", None]
+
+
+def f32(v):
+    return struct.unpack("<f", struct.pack("<f", v))[0]
+
+
+def sql_literal(v):
+    """v as SQL text that reads back as the same value (braces doubled for str.format)."""
+    if isinstance(v, float) and v == 0.0 and math.copysign(1, v) < 0:
+        return "-0.0"
+    return cstest.sql_literal(v).replace("{", "{{").replace("}", "}}")
+
+
+def show(v):
+    return "x'%s'" % bytes(v).hex() if isinstance(v, (bytes, bytearray)) else cstest.show(v)
+
+
+# ------------------------------------------------------------------ tables
+
+class Column:
+    def __init__(self, name, ctype, decl, notnull, style):
+        self.name = name          # as SQL names it (quoted if it needs to be)
+        self.ctype = ctype        # the colstore type
+        self.decl = decl          # what the column definition says (an alias maybe)
+        self.notnull = notnull
+        self.style = style        # how its values were drawn (for the report)
+
+
+class Table:
+    """One drawn table: its columns and rows, and how colstore gets them.
+
+    raws are what is inserted, exps what the mirror holds (what colstore
+    must store); orig names each row's drawn position, so that a shrunk
+    table still knows which selection entries refer to which row; tags are
+    (file, commit) per row: rows with the same tag go in one transaction.
+    """
+
+    def __init__(self, key, cols, raws, build, n_files, source):
+        self.key = key            # 'T' or 'U'
+        self.cols = cols
+        self.raws = raws
+        self.exps = None          # filled by expect()
+        self.orig = list(range(len(raws)))
+        self.tags = [(0, 0)] * len(raws)
+        self.build = build        # 'insert', 'create' or 'dataset'
+        self.file_kinds = ["insert"] * n_files  # per dataset file: 'insert' or 'create'
+        self.source = source      # dataset: 'dir' or 'glob'
+        self.fault = None         # self-test: (orig row, column index, wrong value) in the mirror
+        self.born = [0] * n_files  # per file: the first row index committed after it appeared
+        self.late = None          # (first late row, query number): rows appended during the round
+
+    @property
+    def n(self):
+        return len(self.raws)
+
+    @property
+    def cs_name(self):
+        return "c" + self.key.lower() + "t"
+
+    @property
+    def nat_name(self):
+        return "n" + self.key.lower() + "t"
+
+    def copy(self):
+        t = copy.copy(self)
+        t.__dict__.pop("_values", None)
+        return t
+
+    def subset(self, keep):
+        t = self.copy()
+        t.raws = [self.raws[i] for i in keep]
+        t.exps = [self.exps[i] for i in keep]
+        t.orig = [self.orig[i] for i in keep]
+        t.tags = [self.tags[i] for i in keep]
+        return t
+
+    def before(self, start):
+        """The table as it was before rows start.. were appended (and the
+        files born with them added)."""
+        t = self.subset(range(start))
+        n_files = sum(1 for b in self.born if b < start or b == 0)
+        t.file_kinds, t.born, t.late = self.file_kinds[:n_files], self.born[:n_files], None
+        return t
+
+    def drop_column(self, c):
+        t = self.copy()
+        t.cols = self.cols[:c] + self.cols[c + 1:]
+        t.raws = [r[:c] + r[c + 1:] for r in self.raws]
+        t.exps = [r[:c] + r[c + 1:] for r in self.exps]
+        if t.fault is not None:
+            if t.fault[1] == c:
+                return None
+            if t.fault[1] > c:
+                t.fault = (t.fault[0], t.fault[1] - 1, t.fault[2])
+        return t
+
+    def values(self, c):
+        """The distinct non-NULL stored values of column c (cached)."""
+        cache = self.__dict__.setdefault("_values", {})
+        if c not in cache:
+            seen = {}
+            for r in self.exps:
+                if r[c] is not None:
+                    seen.setdefault(repr(r[c]), r[c])
+            cache[c] = list(seen.values())
+        return cache[c]
+
+    def describe(self):
+        cols = ", ".join("%s %s%s [%s]" % (c.name, c.ctype, " NOT NULL" if c.notnull else "", c.style)
+                         for c in self.cols)
+        how = self.build
+        if self.build == "dataset":
+            how += " of %d files (%s, %s)" % (len(self.file_kinds), ",".join(self.file_kinds), self.source)
+        commits = len(set(self.tags))
+        late = " (rows %d.. appended before query %d%s)" % (
+            self.late[0], self.late[1], " by another connection" if self.late[2] else "") if self.late else ""
+        return "%s: %d rows%s, %s, %d commit(s); %s" % (self.cs_name, self.n, late, how, commits, cols)
+
+
+def draw_value(rng, ctype):
+    """A random value of a type's domain, extremes included."""
+    if ctype in INT_RANGE:
+        lo, hi = INT_RANGE[ctype]
+        r = rng.random()
+        if r < 0.45:
+            return rng.randint(max(lo, -20), min(hi, 20))
+        if r < 0.8:
+            return rng.randint(lo, hi)
+        edges = [lo, hi, lo + 1, hi - 1, 0, 1] + ([-1] if lo < 0 else [])
+        if ctype == "INT64":
+            edges += [2**53, 2**53 + 1, -2**53 - 1, 2**31, -2**31 - 1, 2**32, 2**62]
+        return rng.choice(edges)
+    if ctype == "FLOAT64":
+        r = rng.random()
+        if r < 0.25:
+            return float(rng.randint(-20, 20))
+        if r < 0.45:
+            return rng.randint(-1000, 1000) / 8.0
+        if r < 0.65:
+            return rng.uniform(-1e6, 1e6)
+        if r < 0.85:
+            return rng.uniform(-1, 1) * 10.0 ** rng.randint(-300, 300)
+        return rng.choice(F64_EDGES)
+    if ctype == "FLOAT32":
+        r = rng.random()
+        if r < 0.25:
+            return float(rng.randint(-20, 20))
+        if r < 0.45:
+            return rng.randint(-64, 64) / 4.0
+        if r < 0.65:
+            return rng.uniform(-1e4, 1e4)          # not a float32: rounded when stored
+        if r < 0.85:
+            return f32(rng.uniform(-1, 1) * 10.0 ** rng.randint(-37, 37))
+        return rng.choice(F32_EDGES)
+    if ctype == "TEXT":
+        if rng.random() < 0.6:
+            return rng.choice(TEXTS)
+        return "".join(rng.choice(TEXT_ALPHABET) for _ in range(rng.randint(0, 10)))
+    if ctype == "BLOB":
+        if rng.random() < 0.3:
+            return rng.choice([b"", b"\x00", b"\xff" * 9, b"12", b"abc"])
+        return bytes(rng.randint(0, 255) for _ in range(rng.randint(0, 8)))
+    raise KeyError(ctype)
+
+
+def rawify(rng, ctype, v):
+    """Another spelling of v that the documented conversions store as v
+    (numeric text is read by SQLite's own parser, which is not always the
+    nearest double: the mirror reads it the same way)."""
+    if v is None or rng.random() < 0.85:
+        return v
+    if ctype in INT_RANGE:
+        opts = [str(v), " %d " % v]
+        if abs(v) < 2**53:
+            opts += [float(v), "%d.0" % v]
+        return rng.choice(opts)
+    if ctype in ("FLOAT32", "FLOAT64"):
+        if math.isinf(v):
+            return v
+        opts = [repr(v), " %r " % v]
+        if v == int(v) and abs(v) < 2**63:
+            opts.append(int(v))
+        return rng.choice(opts)
+    if ctype == "TEXT":
+        return rng.choice([rng.randint(-10**6, 10**6), rng.randint(-2**63, 2**63 - 1), rng.uniform(-1e6, 1e6),
+                           rng.uniform(-1, 1) * 10.0 ** rng.randint(-30, 30), 0.5, 1e20, v])
+    return v
+
+
+def draw_column_values(rng, ctype, n, notnull):
+    """(style, values) for one column of n rows."""
+    style = rng.choice(["random", "random", "few", "few", "runs", "const", "sorted", "sorted", "nearly-sorted"])
+    pool = [draw_value(rng, ctype) for _ in range(rng.randint(1, 8))]
+    if style == "random":
+        vals = [draw_value(rng, ctype) for _ in range(n)]
+    elif style == "few":
+        vals = [rng.choice(pool) for _ in range(n)]
+    elif style == "const":
+        vals = [pool[0]] * n
+    elif style == "runs":
+        vals = []
+        while len(vals) < n:
+            vals += [rng.choice(pool)] * rng.randint(1, 300)
+        vals = vals[:n]
+    else:
+        src = pool if rng.random() < 0.5 else None
+        vals = [rng.choice(src) if src else draw_value(rng, ctype) for _ in range(n)]
+        key = (lambda v: f32(v) if v == v else v) if ctype == "FLOAT32" else None
+        vals.sort(key=key)
+        if style == "nearly-sorted" and n > 2:
+            i = rng.randrange(n - 1)
+            vals[i], vals[i + 1] = vals[i + 1], vals[i]
+            if rng.random() < 0.5:
+                vals[rng.randrange(n)] = vals[-1]
+    sortedish = style in ("sorted", "nearly-sorted")
+    if not notnull and not (style == "sorted"):
+        density = rng.choice([0, 0, 0.01, 0.1, 0.3, 0.7, 0.97, 1.0])
+        if style == "nearly-sorted":
+            density = 1.0 / max(n, 1)
+        if density and rng.random() < 0.3 and not sortedish:
+            i = 0
+            while i < n:                 # NULLs in runs: whole chunks may be NULL
+                k = rng.randint(1, 2000)
+                if rng.random() < density:
+                    vals[i:i + k] = [None] * len(vals[i:i + k])
+                i += k
+        elif density:
+            vals = [None if rng.random() < density else v for v in vals]
+    if not sortedish:
+        vals = [rawify(rng, ctype, v) for v in vals]
+    return style, vals
+
+
+def draw_table(rng, key, big):
+    """Table T (key 'T') or U; big allows more rows than one record holds."""
+    if key == "T":
+        r = rng.random()
+        if big and r < 0.015:    # past KERNEL_SERIAL_MAX: threaded kernels
+            n = rng.randint(KERNEL_SERIAL_MAX, KERNEL_SERIAL_MAX + 3 * cstest.RECORD_ROWS)
+        elif big and r < 0.06:
+            n = rng.randint(cstest.RECORD_ROWS, 2 * cstest.RECORD_ROWS + 5000)
+        elif r < 0.04:
+            n = 0
+        elif r < 0.1:
+            n = 1
+        elif r < 0.25:
+            n = rng.randint(2, 30)
+        elif r < 0.55:
+            n = rng.randint(30, 600)
+        elif r < 0.9:
+            n = rng.randint(600, 5000)
+        else:
+            n = rng.randint(5000, 20000)
+    else:
+        n = rng.choice([0, 1, rng.randint(2, 20), rng.randint(20, 300), rng.randint(20, 300)])
+    n_cols = 1 if n > KERNEL_SERIAL_MAX else rng.randint(1, 3) if n > 20000 else rng.randint(1, 7)
+    cols, colvals = [], []
+    for i in range(n_cols):
+        ctype = rng.choice(TYPES)
+        decl = ctype
+        if ctype in ALIASES and rng.random() < 0.3:
+            decl = rng.choice(ALIASES[ctype])
+        notnull = rng.random() < 0.25
+        style, vals = draw_column_values(rng, ctype, n, notnull)
+        name = "c%d" % i if rng.random() > 0.05 else '"c %d"' % i
+        cols.append(Column(name, ctype, decl, notnull, style))
+        colvals.append(vals)
+    raws = list(zip(*colvals)) if n else []
+    if not cols:
+        raise AssertionError("no columns")
+    build = rng.choice(["insert", "insert", "create", "dataset"])
+    n_files = rng.randint(1, 4) if build == "dataset" else 1
+    t = Table(key, cols, raws, build, n_files, rng.choice(["dir", "glob"]))
+    if build == "dataset" and not any(c.notnull for c in cols):
+        t.file_kinds = [rng.choice(["insert", "create"]) for _ in range(n_files)]
+    # Rows to files (cut anywhere: a file may be empty), then to commits.
+    fcuts = sorted(rng.randint(0, n) for _ in range(n_files - 1))
+    bounds = [0] + fcuts + [n]
+    tags = []
+    for f in range(n_files):
+        lo, hi = bounds[f], bounds[f + 1]
+        k = hi - lo
+        if t.build == "create" or t.file_kinds[f] == "create":
+            cuts = []
+        else:
+            n_commits = rng.choice([1, 1, 2, 3, rng.randint(2, 12)])
+            cuts = sorted(set(rng.randint(1, max(k - 1, 1)) for _ in range(n_commits - 1))) if k > 1 else []
+            if k > 3 and rng.random() < 0.2:
+                cuts = sorted(set(cuts + [1, k - 1]))   # one-row records at the edges
+        seg = 0
+        cset = set(cuts)
+        for j in range(k):
+            if j in cset:
+                seg += 1
+            tags.append((f, seg))
+    t.tags = tags
+    # Rows appended in the middle of the round (the last k): new commits to
+    # the last file, or a new file of a dataset; reversed sometimes, so that
+    # a sorted column may stop being sorted.
+    if n >= 2 and rng.random() < 0.25:
+        k = rng.randint(1, max(1, n // 4))
+        start = n - k
+        if build == "dataset" and rng.random() < 0.6:
+            f = len(t.file_kinds)
+            t.file_kinds.append("insert")
+            t.born.append(start)
+            seg = 0
+        else:
+            f = len(t.file_kinds) - 1
+            seg = 1 + max([s for ff, s in tags[:start] if ff == f], default=-1)
+        cut = start + rng.randint(0, k) if rng.random() < 0.3 else n   # in one or two commits
+        t.tags = tags[:start] + [(f, seg if i < cut else seg + 1) for i in range(start, n)]
+        if rng.random() < 0.4:
+            t.raws[start:] = t.raws[start:][::-1]
+        t.late = (start, None, rng.random() < 0.4)   # (first row, query number, by another connection)
+    return t
+
+
+class Roundtrip:
+    """The expected stored values: each inserted value read back through a
+    native column of the type's affinity, rounded to float32 for FLOAT32."""
+
+    def __init__(self):
+        self.con = sqlite3.connect(":memory:", isolation_level=None)
+        self.con.execute("CREATE TABLE rt (i INTEGER, r REAL, t TEXT, b BLOB)")
+        self.col = {"INTEGER": "i", "REAL": "r", "TEXT": "t", "BLOB": "b"}
+
+    def column(self, ctype, raws):
+        c = self.col[AFFINITY[ctype]]
+        self.con.execute("DELETE FROM rt")
+        self.con.execute("BEGIN")
+        self.con.executemany("INSERT INTO rt (rowid, %s) VALUES (?, ?)" % c, enumerate(raws))
+        self.con.execute("COMMIT")
+        got = [r[0] for r in self.con.execute("SELECT %s FROM rt ORDER BY rowid" % c)]
+        out = []
+        for raw, v in zip(raws, got):
+            if v is not None and ctype == "FLOAT32":
+                v = f32(v)
+            if v is not None:
+                self.check(ctype, raw, v)
+            out.append(v)
+        return out
+
+    @staticmethod
+    def check(ctype, raw, v):
+        """The generator only draws values the docs say are stored."""
+        ok = True
+        if ctype in INT_RANGE:
+            lo, hi = INT_RANGE[ctype]
+            ok = isinstance(v, int) and lo <= v <= hi
+        elif ctype in ("FLOAT32", "FLOAT64"):
+            ok = isinstance(v, float)
+        elif ctype == "TEXT":
+            ok = isinstance(v, str)
+        elif ctype == "BLOB":
+            ok = isinstance(v, bytes)
+        if not ok:
+            raise AssertionError("generator drew %r for %s, stored as %r" % (raw, ctype, v))
+
+    def expect(self, table):
+        cols = [self.column(c.ctype, [r[i] for r in table.raws]) for i, c in enumerate(table.cols)]
+        table.exps = list(zip(*cols)) if table.n else []
+
+
+# ------------------------------------------------------------------ builds
+#
+# A build is a list of actions, run here and printed as a reproduction:
+#   ("sql", text, params)    con.execute; %DIR% is the case's directory
+#   ("many", text, rows)     con.executemany
+#   ("mkdir", path)          os.mkdir (path under %DIR%)
+
+def defs(table):
+    return ", ".join("%s %s%s" % (c.name, c.decl, " NOT NULL" if c.notnull else "") for c in table.cols)
+
+
+def groups(table, f):
+    """The commits of file f: lists of row indices in order."""
+    out, last = [], None
+    for i, tag in enumerate(table.tags):
+        if tag[0] != f:
+            continue
+        if tag != last:
+            out.append([])
+            last = tag
+        out[-1].append(i)
+    return out
+
+
+def store_path(table, f):
+    if table.build != "dataset":
+        return "%%DIR%%/%s.cst" % table.cs_name
+    return "%%DIR%%/%s/part-%03d.cst" % (table.cs_name, f)
+
+
+def file_actions(table, f, gs, new_file, attach=False):
+    """Actions writing commits gs (row index lists) to store file f, which
+    is created first when new_file says so; attach declares the table over
+    an existing file first (on a connection that has not)."""
+    acts = []
+    ph = ", ".join("?" * len(table.cols))
+    path = store_path(table, f)
+    dataset = table.build == "dataset"
+    vt = "%s_f%d" % (table.cs_name, f) if dataset else table.cs_name
+    create = table.file_kinds[f] == "create" if dataset else table.build == "create"
+    if new_file and create:
+        # colstore_create writes the first commit; later ones go through a table.
+        src = "src_%s" % vt
+        first, gs = (gs[0], gs[1:]) if gs else ([], [])
+        acts.append(("sql", "CREATE TABLE %s (%s)" % (
+            src, ", ".join("%s %s" % (c.name, c.ctype) for c in table.cols)), ()))
+        acts.append(("many", "INSERT INTO %s VALUES (%s)" % (src, ph), [table.raws[i] for i in first]))
+        acts.append(("sql", "SELECT colstore_create('%s', 'SELECT * FROM %s ORDER BY rowid')" % (path, src), ()))
+        if not dataset or gs:
+            acts.append(("sql", "CREATE VIRTUAL TABLE %s USING colstore('%s')" % (vt, path), ()))
+    elif new_file:
+        acts.append(("sql", "CREATE VIRTUAL TABLE %s USING colstore('%s', %s)" % (vt, path, defs(table)), ()))
+    elif (attach or (create and dataset)) and gs:
+        acts.append(("sql", "CREATE VIRTUAL TABLE IF NOT EXISTS %s USING colstore('%s')" % (vt, path), ()))
+    for g in gs:
+        acts.append(("sql", "BEGIN", ()))
+        acts.append(("many", "INSERT INTO %s VALUES (%s)" % (vt, ph), [table.raws[i] for i in g]))
+        acts.append(("sql", "COMMIT", ()))
+    return acts
+
+
+def mirror_actions(table, start):
+    ph = ", ".join("?" * len(table.cols))
+    return [("many", "INSERT INTO %s (rowid, %s) VALUES (?, %s)" % (
+        table.nat_name, ", ".join(c.name for c in table.cols), ph),
+        [(i,) + table.exps[i] for i in range(start, table.n)])]
+
+
+def build_actions(table):
+    """The whole table at once: its store file(s) and its native mirror."""
+    acts = []
+    name = table.cs_name
+    if table.build == "dataset":
+        acts.append(("mkdir", "%%DIR%%/%s" % name))
+    for f in range(len(table.file_kinds)):
+        acts += file_actions(table, f, groups(table, f), True)
+    if table.build == "dataset":
+        src = "%%DIR%%/%s/" % name if table.source == "dir" else "%%DIR%%/%s/part-*.cst" % name
+        acts.append(("sql", "CREATE VIRTUAL TABLE %s USING colstore('%s')" % (name, src), ()))
+    # The native mirror: the expected values at rowid = position.
+    acts.append(("sql", "CREATE TABLE %s (%s)" % (table.nat_name, ", ".join(
+        "%s %s" % (c.name, AFFINITY[c.ctype]) for c in table.cols)), ()))
+    acts += mirror_actions(table, 0)
+    if table.fault is not None and table.fault[0] in table.orig:
+        pos = table.orig.index(table.fault[0])
+        acts.append(("sql", "UPDATE %s SET %s = ? WHERE rowid = ?  -- self-test: a wrong mirror value" % (
+            table.nat_name, table.cols[table.fault[1]].name), (table.fault[2], pos)))
+    return acts
+
+
+def append_actions(table, start, attach=False):
+    """(store actions, mirror actions) committing rows start.. of table to a
+    table built from rows ..start: new commits to existing files, or new
+    files of a dataset.  attach: the store actions run on a connection that
+    has not declared the tables."""
+    acts = []
+    for f in range(len(table.file_kinds)):
+        gs = [g for g in groups(table, f) if g[0] >= start]
+        if gs:
+            acts += file_actions(table, f, gs, table.born[f] == start, attach)
+    return acts, mirror_actions(table, start)
+
+
+def config_actions(config):
+    return [("sql", "SELECT colstore_config('%s', %s)" % (k, sql_literal(v)), ()) for k, v in config]
+
+
+def run_actions(con, acts, d):
+    for a in acts:
+        if a[0] == "mkdir":
+            os.mkdir(a[1].replace("%DIR%", d))
+        elif a[0] == "sql":
+            con.execute(a[1].replace("%DIR%", d).split("  -- ")[0], a[2])
+        else:
+            con.executemany(a[1].replace("%DIR%", d), a[2])
+
+
+def script_lines(acts):
+    out = []
+    for a in acts:
+        if a[0] == "mkdir":
+            out.append("os.mkdir(%r.replace('%%DIR%%', D))" % a[1])
+        elif a[0] == "sql":
+            text, _, comment = a[1].partition("  -- ")
+            line = "x(%r%s)" % (text, ", %r" % (tuple(a[2]),) if a[2] else "")
+            out.append(line + ("  # " + comment if comment else ""))
+        else:
+            out.append("con.executemany(%r, [" % a[1])
+            out += ["    %r," % (tuple(r),) for r in a[2]]
+            out.append("])")
+    return out
+
+
+# ------------------------------------------------------------------ queries
+#
+# A WHERE is a tree: ("and", [..]), ("or", [..]), ("not", e) or a Leaf.  A
+# Leaf is SQL text with {0}, {1} ... slots for nested Selects.
+
+class Leaf:
+    def __init__(self, text, subs=()):
+        self.text = text
+        self.subs = list(subs)
+
+
+class Selection:
+    """A _rows and/or _mask selection on one FROM item, by row identity."""
+
+    def __init__(self, rows, mask, form):
+        self.rows = rows          # [(orig row, counted from the end?)] or None
+        self.mask = mask          # {orig row: nonzero byte} or None
+        self.form = form          # 'first', 'last' (AND terms) or 'tvf' (ct(:rows))
+
+
+class Ref:
+    """A FROM item: a base table ('T'/'U'), a nested Select, or a CTE name."""
+
+    def __init__(self, kind, alias, key=None, sub=None, join="", on=None, sel=None):
+        self.kind, self.alias, self.key, self.sub = kind, alias, key, sub
+        self.join = join          # '' (first), ',', 'JOIN', 'CROSS JOIN', 'LEFT JOIN'
+        self.on = on              # a WHERE tree or None
+        self.sel = sel            # a Selection or None (base tables only)
+
+
+class Select:
+    def __init__(self):
+        self.distinct = False
+        self.items = []           # Leaves
+        self.frm = []             # Refs
+        self.where = None
+        self.group = []           # SQL texts
+        self.having = None
+        self.agg = False          # aggregate query (no defined row order)
+        self.order = []           # SQL texts, total when set
+        self.limit = None         # SQL text
+        self.offset = None
+        self.compound = []        # [(op, Select)]: this Select is the first arm
+        self.ctes = []            # [(name, Select)]
+
+
+def walk_selects(s):
+    """Every Select reachable from s (s first)."""
+    yield s
+    for _, c in s.ctes:
+        yield from walk_selects(c)
+    for _, c in s.compound:
+        yield from walk_selects(c)
+    for r in s.frm:
+        if r.sub is not None:
+            yield from walk_selects(r.sub)
+        yield from walk_tree_selects(r.on)
+    for it in s.items:
+        for c in it.subs:
+            yield from walk_selects(c)
+    yield from walk_tree_selects(s.where)
+    yield from walk_tree_selects(s.having)
+
+
+def walk_tree_selects(e):
+    if e is None:
+        return
+    if isinstance(e, Leaf):
+        for c in e.subs:
+            yield from walk_selects(c)
+    elif e[0] == "not":
+        yield from walk_tree_selects(e[1])
+    else:
+        for c in e[1]:
+            yield from walk_tree_selects(c)
+
+
+def query_ordered(q):
+    """Is the answer's row order defined?"""
+    if q.order:
+        return True
+    if q.compound or q.agg or q.distinct or q.group or len(q.frm) != 1:
+        return False
+    r = q.frm[0]
+    return r.kind == "table" and r.sel is not None and r.sel.rows is not None
+
+
+class Render:
+    """Turns a query into SQL for one mapping of T and U to tables."""
+
+    def __init__(self, tables, mapping):
+        self.tables = tables      # {'T': Table, 'U': Table}
+        self.mapping = mapping    # {'T': 'colstore' or 'native', ...}
+        self.params = {}
+        self.setup = []           # native selections: (sql, rows) to run first
+
+    def query(self, q, base_params):
+        self.params = dict(base_params)
+        return self.select(q)
+
+    def select(self, s):
+        sql = ""
+        if s.ctes:
+            sql += "WITH " + ", ".join("%s AS (%s)" % (n, self.select(c)) for n, c in s.ctes) + " "
+        sel_terms = []
+        parts = ["SELECT", "DISTINCT" if s.distinct else None, ", ".join(self.leaf(i) for i in s.items)]
+        if s.frm:
+            parts.append("FROM " + self.frm(s.frm, sel_terms))
+        where = self.tree(s.where) if s.where is not None else None
+        first = [t for t, f in sel_terms if f == "first"]
+        last = [t for t, f in sel_terms if f != "first"]
+        terms = first + (["(%s)" % where] if where else []) + last
+        if terms:
+            parts.append("WHERE " + " AND ".join(terms))
+        if s.group:
+            parts.append("GROUP BY " + ", ".join(s.group))
+        if s.having is not None:
+            parts.append("HAVING " + self.tree(s.having))
+        body = " ".join(p for p in parts if p)
+        for op, c in s.compound:
+            body += " %s %s" % (op, self.select(c))
+        if s.order:
+            body += " ORDER BY " + ", ".join(s.order)
+        if s.limit is not None:
+            body += " LIMIT " + s.limit
+            if s.offset is not None:
+                body += " OFFSET " + s.offset
+        return sql + body
+
+    def frm(self, refs, sel_terms):
+        out = []
+        for r in refs:
+            text = self.ref(r, sel_terms)
+            if not r.join:
+                out.append(text)
+            elif r.join == ",":
+                out.append(", " + text)
+            else:
+                out.append(" %s %s%s" % (r.join, text, " ON " + self.tree(r.on) if r.on is not None else ""))
+        return "".join(out)
+
+    def ref(self, r, sel_terms):
+        if r.kind == "cte":
+            return "%s AS %s" % (r.key, r.alias)
+        if r.kind == "sub":
+            return "(%s) AS %s" % (self.select(r.sub), r.alias)
+        t = self.tables[r.key]
+        cs = self.mapping[r.key] == "colstore"
+        name = t.cs_name if cs else t.nat_name
+        if r.sel is None:
+            return "%s AS %s" % (name, r.alias)
+        pos = {o: i for i, o in enumerate(t.orig)}
+        rows = None
+        if r.sel.rows is not None:
+            rows = [(pos[o] - t.n if neg else pos[o]) for o, neg in r.sel.rows if o in pos]
+        mask = None
+        if r.sel.mask is not None:
+            mask = bytes(r.sel.mask.get(o, 0) for o in t.orig)
+        if cs:
+            src = name
+            if rows is not None:
+                p = "%s_rows" % r.alias
+                self.params[p] = struct.pack("<%dq" % len(rows), *rows)
+                if r.sel.form == "tvf":
+                    src = "%s(:%s)" % (name, p)
+                else:
+                    sel_terms.append(("%s._rows = :%s" % (r.alias, p), r.sel.form))
+            if mask is not None:
+                p = "%s_mask" % r.alias
+                self.params[p] = mask
+                sel_terms.append(("%s._mask = :%s" % (r.alias, p), r.sel.form))
+            return "%s AS %s" % (src, r.alias)
+        # Native: the mirror joined to the positions, in BLOB order.
+        cols = ", ".join("m.%s" % c.name for c in t.cols)
+        if rows is not None:
+            tab = "sel_%s" % r.alias
+            self.setup.append(("CREATE TEMP TABLE IF NOT EXISTS %s (ord INTEGER PRIMARY KEY, pos INTEGER)" % tab, None))
+            self.setup.append(("DELETE FROM %s" % tab, None))
+            self.setup.append(("INSERT INTO %s VALUES (?, ?)" % tab, [(i, p % t.n) for i, p in enumerate(rows)]))
+            src = "SELECT m.rowid AS rowid, %s FROM %s s CROSS JOIN %s m ON m.rowid = s.pos" % (cols, tab, name)
+            if mask is not None:
+                src += " WHERE s.pos IN (SELECT pos FROM msk_%s)" % r.alias
+            src += " ORDER BY s.ord"
+        else:
+            src = "SELECT m.rowid AS rowid, %s FROM %s m WHERE m.rowid IN (SELECT pos FROM msk_%s)" % (
+                cols, name, r.alias)
+        if mask is not None:
+            tab = "msk_%s" % r.alias
+            self.setup.append(("CREATE TEMP TABLE IF NOT EXISTS %s (pos INTEGER PRIMARY KEY)" % tab, None))
+            self.setup.append(("DELETE FROM %s" % tab, None))
+            self.setup.append(("INSERT INTO %s VALUES (?)" % tab, [(i,) for i, b in enumerate(mask) if b]))
+        return "(%s) AS %s" % (src, r.alias)
+
+    def leaf(self, leaf):
+        if not leaf.subs:
+            return leaf.text.replace("{{", "{").replace("}}", "}")
+        return leaf.text.format(*["(%s)" % self.select(s) for s in leaf.subs])
+
+    def tree(self, e):
+        if isinstance(e, Leaf):
+            return self.leaf(e)
+        if e[0] == "not":
+            return "NOT (%s)" % self.tree(e[1])
+        return (" %s " % e[0].upper()).join("(%s)" % self.tree(c) for c in e[1])
+
+
+# The scope of a query: what each alias names.  A base table's columns are
+# its Columns; a derived table's are the columns it projects.
+
+class Scope:
+    def __init__(self, alias, table, cols, rowid):
+        self.alias = alias
+        self.table = table        # the Table the values come from
+        self.cols = cols          # [(sql name, ctype, source column index or None)]
+        self.rowid = rowid        # what names the row position, or None
+        self.sel = None           # the FROM item's Selection, if any
+
+    def ref(self, c):
+        return "%s.%s" % (self.alias, self.cols[c][0])
+
+
+def base_scope(alias, table):
+    return Scope(alias, table, [(c.name, c.ctype, i) for i, c in enumerate(table.cols)], "rowid")
+
+
+# The most outer x inner rows a correlated subquery may cost (native SQLite
+# runs it row by row).
+CORRELATED_MAX = 400000
+
+SMALL_INT = {"INT8", "INT16", "INT32", "UINT8", "UINT16", "UINT32", "BOOL"}
+
+
+class Gen:
+    """Draws one query over tables T and U."""
+
+    def __init__(self, rng, tables, skip):
+        self.rng = rng
+        self.tables = tables
+        self.skip = skip
+        self.params = {}
+        self.n_alias = 0
+
+    # -- names and values
+
+    def alias(self, prefix):
+        self.n_alias += 1
+        return "%s%d" % (prefix, self.n_alias)
+
+    def value(self, v, literal_ok=True):
+        # (python's sqlite3 refuses SQL text holding a NUL: such text is a parameter)
+        if literal_ok and self.rng.random() < 0.5 and not (isinstance(v, str) and "\x00" in v):
+            return sql_literal(v)
+        name = "p%d" % len(self.params)
+        self.params[name] = v
+        return ":" + name
+
+    def probe(self, sc, c):
+        rng = self.rng
+        name, ctype, src = sc.cols[c]
+        vals = sc.table.values(src) if src is not None else []
+        r = rng.random()
+        if vals and r < 0.6:
+            v = rng.choice(vals)
+            if rng.random() < 0.3:
+                v = self.neighbour(v)
+            elif rng.random() < 0.15:
+                v = self.other_class(v)
+            return v
+        if r < 0.8:
+            return draw_value(rng, ctype)
+        return rng.choice(PROBES)
+
+    def neighbour(self, v):
+        rng = self.rng
+        if isinstance(v, bool) or v is None:
+            return v
+        if isinstance(v, int):
+            w = v + rng.choice([-1, 1])
+            return w if -2**63 <= w < 2**63 else float(w)   # an int64 parameter cannot hold it
+        if isinstance(v, float):
+            if math.isinf(v):
+                return rng.choice([F32_MAX, -F32_MAX, 1.7976931348623157e308])
+            return rng.choice([math.nextafter(v, INF), math.nextafter(v, -INF), v + 0.5, v - 0.5,
+                               v + abs(v) * 2.0**-30 if v else 1e-300])
+        if isinstance(v, str):
+            return rng.choice([v + "a", v[:-1], v.upper(), v + "\x00", v + " "])
+        return rng.choice([v + b"\x00", v[:-1], v + b"a"])
+
+    def other_class(self, v):
+        rng = self.rng
+        if isinstance(v, (int, float)):
+            s = repr(v) if isinstance(v, float) else str(v)
+            return rng.choice([s, " " + s, s + " ", s.encode(), float(v) if isinstance(v, int) and abs(v) < 2**53
+                               else s])
+        if isinstance(v, str):
+            try:
+                return rng.choice([int(v), float(v), v.encode()])
+            except ValueError:
+                return rng.choice([v.encode(), 0, 1.5])
+        if isinstance(v, bytes):
+            return rng.choice([v.decode("latin-1"), 0])
+        return v
+
+    def rowid_probe(self, sc):
+        n = sc.table.n
+        rng = self.rng
+        r = rng.random()
+        if r < 0.7 and n:
+            return rng.choice([rng.randrange(n), 0, n - 1, n, cstest.RECORD_ROWS - 1, cstest.RECORD_ROWS])
+        return rng.choice([-1, 2.5, "3", " 3", "abc", None, b"\x00", 1e300, -2**63, 2**63 - 1, n + 0.5, str(n)])
+
+    # -- WHERE
+
+    def where(self, scopes, outer, size, depth):
+        rng = self.rng
+        if size <= 1:
+            a = self.atom(scopes, outer, depth)
+            if rng.random() < 0.1:
+                return ("not", a)
+            return a
+        kind = rng.choice(["and", "and", "or", "not"])
+        if kind == "not":
+            return ("not", self.where(scopes, outer, size, depth))
+        k = rng.randint(2, min(size, 4))
+        parts = [max(1, size // k)] * k
+        return (kind, [self.where(scopes, outer, p, depth) for p in parts])
+
+    def atom(self, scopes, outer, depth):
+        rng = self.rng
+        sc = rng.choice(scopes)
+        kinds = ["cmp"] * 8 + ["between"] * 2 + ["in"] * 3 + ["null"] * 2 + ["like", "colcol", "expr", "expr"]
+        if sc.rowid:
+            kinds += ["rowid"] * 3
+        if depth < 2:
+            kinds += ["insub", "exists", "scalar"]
+        kind = rng.choice(kinds)
+        c = rng.randrange(len(sc.cols))
+        col = sc.ref(c)
+        ops = ["=", "==", "!=", "<>", "<", "<=", ">", ">=", "IS", "IS NOT"]
+        if kind == "cmp":
+            v = self.value(self.probe(sc, c))
+            op = rng.choice(ops)
+            if rng.random() < 0.25 and op not in ("IS", "IS NOT"):
+                return Leaf("%s %s %s" % (v, op, col))
+            return Leaf("%s %s %s" % (col, op, v))
+        if kind == "rowid":
+            rid = "%s.%s" % (sc.alias, sc.rowid)
+            r = rng.random()
+            if r < 0.5:
+                return Leaf("%s %s %s" % (rid, rng.choice(ops[:8]), self.value(self.rowid_probe(sc))))
+            if r < 0.75:
+                return Leaf("%s %sBETWEEN %s AND %s" % (rid, "NOT " if rng.random() < 0.2 else "",
+                                                        self.value(self.rowid_probe(sc)),
+                                                        self.value(self.rowid_probe(sc))))
+            items = ", ".join(self.value(self.rowid_probe(sc)) for _ in range(rng.choice([1, 3, 6, 40])))
+            return Leaf("%s %sIN (%s)" % (rid, "NOT " if rng.random() < 0.2 else "", items))
+        if kind == "between":
+            a, b = sorted([self.probe(sc, c), self.probe(sc, c)], key=lambda v: (type(v).__name__, repr(v)))
+            return Leaf("%s %sBETWEEN %s AND %s" % (col, "NOT " if rng.random() < 0.2 else "", self.value(a),
+                                                    self.value(b)))
+        if kind == "in":
+            # (over PRED_IN_LINEAR members a set is sorted and binary-searched)
+            k = rng.choice([0, 1, 2, 3, 5, 8, 8, PRED_IN_LINEAR + 1, 40])
+            if rng.random() < 0.3:
+                items = [self.value(self.probe(sc, c), literal_ok=False) for _ in range(k)]
+            else:
+                items = [self.value(self.probe(sc, c)) for _ in range(k)]
+            return Leaf("%s %sIN (%s)" % (col, "NOT " if rng.random() < 0.25 else "", ", ".join(items)))
+        if kind == "null":
+            return Leaf("%s %s" % (col, rng.choice(["IS NULL", "IS NOT NULL", "ISNULL", "NOTNULL", "NOT NULL"])))
+        if kind == "like":
+            v = self.probe(sc, c)
+            s = v if isinstance(v, str) else str(v) if isinstance(v, (int, float)) else "a"
+            s = s.replace("\x00", "")
+            if rng.random() < 0.5:
+                pat = rng.choice([s[:2] + "%", "%" + s[1:3] + "%", s.upper(), "_" + s[1:], s])
+                return Leaf("%s %sLIKE %s" % (col, "NOT " if rng.random() < 0.2 else "", self.value(pat)))
+            pat = rng.choice([s[:2] + "*", "*" + s[1:3] + "*", "[a-c]*", "?" + s[1:], s])
+            return Leaf("%s GLOB %s" % (col, self.value(pat)))
+        if kind == "colcol":
+            sc2 = rng.choice(scopes + outer)
+            c2 = rng.randrange(len(sc2.cols))
+            return Leaf("%s %s %s" % (col, rng.choice(ops), sc2.ref(c2)))
+        if kind == "expr":
+            v = self.value(self.probe(sc, c))
+            # (abs(-2**63) raises, and which rows a plan evaluates differs: not on INT64)
+            form = rng.choice(["+{c} {op} {v}", "{c} + 0 {op} {v}",
+                               "abs({c}) {op} {v}" if sc.cols[c][1] != "INT64" else "{c} * 2 {op} {v}", "{c} % 3 = 1",
+                               "length({c}) {op} 2", "typeof({c}) = 'text'", "coalesce({c}, {v}) {op} {v}",
+                               "CAST({c} AS TEXT) {op} {v}", "({c} {op} {v}) = 0",
+                               "CASE WHEN {c} {op} {v} THEN 1 ELSE 0 END = 1", "{c}", "NOT {c}",
+                               "{c} COLLATE NOCASE {op} {v}", "-{c} {op} {v}"])
+            return Leaf(form.format(c=col, op=rng.choice(ops[:8]), v=v))
+        # Subqueries: over U (small) when correlated, over either when not;
+        # correlated only while outer rows x inner rows stay small.
+        key = "U" if rng.random() < 0.7 else "T"
+        correlated = rng.random() < 0.6 and sc.table.n * self.tables[key].n <= CORRELATED_MAX
+        sub_alias = self.alias("s")
+        sub_sc = base_scope(sub_alias, self.tables[key])
+        sub = Select()
+        sub.frm = [Ref("table", sub_alias, key=key, sel=self.maybe_selection(key, 0.1))]
+        where_parts = []
+        if correlated:
+            sc_c2 = rng.randrange(len(sub_sc.cols))
+            where_parts.append(Leaf("%s %s %s" % (sub_sc.ref(sc_c2), rng.choice(["=", "=", "<", ">="]), col)))
+        if rng.random() < 0.7:
+            where_parts.append(self.where([sub_sc], scopes + outer, rng.randint(1, 2), depth + 1))
+        sub.where = where_parts[0] if len(where_parts) == 1 else ("and", where_parts) if where_parts else None
+        c2 = rng.randrange(len(sub_sc.cols))
+        if kind == "insub":
+            if sc.rowid and rng.random() < 0.3:   # rowid IN (SELECT ...)
+                col = "%s.%s" % (sc.alias, sc.rowid)
+                sub.items = [Leaf(rng.choice(["%s.rowid", "%s.rowid + 1", "%s.rowid * 7"]) % sub_alias)]
+            else:
+                sub.items = [Leaf(sub_sc.ref(c2))]
+            return Leaf("%s %sIN {0}" % (col, "NOT " if rng.random() < 0.3 else ""), [sub])
+        if kind == "exists":
+            sub.items = [Leaf("1")]
+            return Leaf("%sEXISTS {0}" % ("NOT " if rng.random() < 0.3 else ""), [sub])
+        agg = rng.choice(["min", "max", "count"])
+        sub.items = [Leaf("%s(%s)" % (agg, sub_sc.ref(c2)))]
+        sub.agg = True
+        return Leaf("%s %s {0}" % (col, rng.choice(ops[:8])), [sub])
+
+    # -- selections
+
+    def maybe_selection(self, key, p):
+        if self.rng.random() >= p:
+            return None
+        t = self.tables[key]
+        rng = self.rng
+        rows = mask = None
+        r = rng.random()
+        want_rows = r < 0.6 or r >= 0.85
+        want_mask = r >= 0.6
+        if want_rows:
+            k = rng.choice([0, 1, 2, 5, 20, 100, 1000]) if t.n else 0
+            style = rng.choice(["random", "sorted", "runs", "edges"])
+            if style == "random":
+                idx = [rng.randrange(t.n) for _ in range(k)]
+            elif style == "sorted":
+                idx = sorted(rng.randrange(t.n) for _ in range(k))
+            elif style == "runs":
+                idx = []
+                while len(idx) < k:
+                    a = rng.randrange(t.n)
+                    idx += list(range(a, min(t.n, a + rng.randint(1, 50))))
+                idx = idx[:k]
+            else:
+                edges = [0, t.n - 1, t.n // 2, min(cstest.RECORD_ROWS, t.n - 1), min(cstest.RECORD_ROWS - 1, t.n - 1)]
+                idx = [rng.choice(edges) for _ in range(k)]
+            neg = rng.choice([0, 0, 0.3, 1.0])
+            rows = [(t.orig[i], rng.random() < neg) for i in idx]
+        if want_mask:
+            density = rng.choice([0, 0.001, 0.05, 0.5, 0.95, 1.0])
+            mask = {}
+            for o in t.orig:
+                if rng.random() < density:
+                    mask[o] = rng.choice([1, 1, 255, 7])
+        return Selection(rows, mask, rng.choice(["first", "last", "tvf"]))
+
+    # -- select lists
+
+    def item(self, scopes, outer):
+        rng = self.rng
+        sc = rng.choice(scopes)
+        c = rng.randrange(len(sc.cols))
+        col = sc.ref(c)
+        r = rng.random()
+        if r < 0.55:
+            return Leaf(col)
+        if r < 0.65 and sc.rowid:
+            return Leaf("%s.%s" % (sc.alias, sc.rowid))
+        if r < 0.85:
+            return Leaf(rng.choice(["typeof({c})", "{c} + 1", "quote({c})", "hex({c})", "length({c})", "{c} * 2",
+                                    "{c} IS NULL", "CAST({c} AS REAL)", "{c} || ''",
+                                    "abs({c})" if sc.cols[c][1] != "INT64" else "{c} % 7",
+                                    "CASE WHEN {c} > 0 THEN 'pos' ELSE {c} END"]).format(c=col))
+        if r < 0.93 and sc.table.n * self.tables["U"].n <= CORRELATED_MAX:
+            s_alias = self.alias("s")
+            sub_sc = base_scope(s_alias, self.tables["U"])
+            sub = Select()
+            sub.frm = [Ref("table", s_alias, key="U")]
+            c2 = rng.randrange(len(sub_sc.cols))
+            sub.where = Leaf("%s %s %s" % (sub_sc.ref(c2), rng.choice(["=", "<", ">"]), col))
+            if rng.random() < 0.5:
+                sub.items = [Leaf("count(*)")]
+                sub.agg = True
+            else:
+                sub.items = [Leaf(sub_sc.ref(rng.randrange(len(sub_sc.cols))))]
+                sub.order = [sub_sc.ref(c2), "%s.rowid" % s_alias]
+                sub.limit = "1"
+            return Leaf("{0}", [sub])
+        return Leaf(sql_literal(rng.choice([1, "x", 2.5, None, b"\x01"])))
+
+    def aggregate(self, sc):
+        rng = self.rng
+        c = rng.randrange(len(sc.cols))
+        col = sc.ref(c)
+        ctype = sc.cols[c][1]
+        fns = ["count(*)", "count({c})", "min({c})", "max({c})", "count(DISTINCT {c})"]
+        if ctype in SMALL_INT:
+            fns += ["sum({c})", "total({c})", "avg({c})", "sum(DISTINCT {c})"]
+        elif ctype == "INT64":
+            fns += ["sum({c} % 1000000)", "total({c} % 1000)"]
+        elif ctype in ("TEXT", "BLOB"):
+            fns += ["max(length({c}))", "min(hex({c}))"]
+        if sc.rowid and not (sc.sel is not None and sc.sel.rows is not None and "rows-distinct" in self.skip):
+            fns.append("count(DISTINCT %s.%s)" % (sc.alias, sc.rowid))
+        return rng.choice(fns).format(c=col)
+
+    def order_total(self, s, scopes, keys=None):
+        rng = self.rng
+        if keys is not None:   # a grouped query: the keys are unique, and only they are not bare
+            return ["%s%s" % (k, rng.choice(["", " DESC"])) for k in keys]
+        terms = []
+        for _ in range(rng.randint(0, 2)):
+            sc = rng.choice(scopes)
+            terms.append("%s%s%s" % (sc.ref(rng.randrange(len(sc.cols))), rng.choice(["", " DESC", " ASC"]),
+                                     rng.choice(["", "", " NULLS FIRST", " NULLS LAST"])))
+        for sc in scopes:
+            terms.append("%s.%s%s" % (sc.alias, sc.rowid, rng.choice(["", " DESC"])))
+        return terms
+
+    def limit(self, s):
+        rng = self.rng
+        s.limit = rng.choice(["0", "1", "3", "10", "100", "-1", self.value(rng.randint(0, 50), literal_ok=False)])
+        if rng.random() < 0.4:
+            s.offset = rng.choice(["0", "1", "5", "50", self.value(rng.randint(0, 20), literal_ok=False)])
+
+    # -- whole queries
+
+    def from_table(self, key, p_sel, join="", on=None):
+        a = self.alias(key.lower())
+        ref = Ref("table", a, key=key, join=join, on=on, sel=self.maybe_selection(key, p_sel))
+        sc = base_scope(a, self.tables[key])
+        sc.sel = ref.sel
+        return ref, sc
+
+    def query(self):
+        rng = self.rng
+        if self.tables["T"].n > KERNEL_SERIAL_MAX:
+            # Threaded kernels are the point of a huge table: aggregates over
+            # filters, and selections; answers stay small.
+            shape = rng.choice(["agg", "agg", "agg", "rows"])
+        else:
+            shape = rng.choice(["simple"] * 4 + ["rows"] * 3 + ["agg", "group", "group", "join", "join", "join",
+                                                                  "derived", "cte", "compound", "many"])
+        s = getattr(self, "q_" + shape)()
+        return s, self.params
+
+    def q_simple(self, p_sel=0.25):
+        rng = self.rng
+        s = Select()
+        key = "T" if rng.random() < 0.8 else "U"
+        ref, sc = self.from_table(key, p_sel)
+        s.frm = [ref]
+        s.items = [self.item([sc], []) for _ in range(rng.randint(1, 4))]
+        if rng.random() < 0.9:
+            s.where = self.where([sc], [], rng.randint(1, 6), 0)
+        if rng.random() < 0.15 and not (ref.sel is not None and ref.sel.rows is not None and
+                                        "rows-distinct" in self.skip):
+            s.distinct = True
+        if rng.random() < 0.35:
+            if s.distinct:
+                s.order = [str(i + 1) for i in range(len(s.items))]
+            else:
+                s.order = self.order_total(s, [sc])
+            if rng.random() < 0.7:
+                self.limit(s)
+        elif query_ordered(s) and rng.random() < 0.3:
+            self.limit(s)
+        return s
+
+    def wide_atom(self, sc, no_in=False):
+        """A comparison most rows pass (so that many ANDed still leave rows)."""
+        rng = self.rng
+        c = rng.randrange(len(sc.cols))
+        col = sc.ref(c)
+        vals = sorted(sc.table.values(sc.cols[c][2]), key=lambda v: (isinstance(v, (str, bytes)), v))
+        if not vals:
+            return Leaf("%s IS NULL" % col)
+        lo, hi = vals[len(vals) // 20], vals[-1 - len(vals) // 20]
+        form = rng.choice(["ge", "le", "between", "ne"] + ([] if no_in else ["in"]))
+        if form == "ge":
+            return Leaf("%s >= %s" % (col, self.value(lo)))
+        if form == "le":
+            return Leaf("%s <= %s" % (col, self.value(hi)))
+        if form == "between":
+            return Leaf("%s BETWEEN %s AND %s" % (col, self.value(lo), self.value(hi)))
+        if form == "ne":
+            return Leaf("%s != %s" % (col, self.value(self.neighbour(rng.choice(vals)))))
+        return Leaf("%s IN (%s)" % (col, ", ".join(self.value(v) for v in rng.sample(vals, min(len(vals), 40)))))
+
+    def q_many(self):
+        """More ANDed comparisons than colstore compiles on its stack, or
+        than it has argv slots for (it leaves the rest to SQLite)."""
+        s = self.q_simple()
+        sc = base_scope(s.frm[0].alias, self.tables[s.frm[0].key])
+        n = self.rng.choice([self.rng.randint(PRED_STACK + 1, PRED_STACK + 8), self.rng.randint(PLAN_SLOTS - 6,
+                                                                                              PLAN_SLOTS + 6)])
+        skip = "in-argv-32" in self.skip
+        parts = [self.wide_atom(sc, skip and i >= 24) for i in range(n)]
+        keep = s.where is not None and self.rng.random() < 0.3 and not (skip and n > 24)
+        s.where = ("and", parts + ([s.where] if keep else []))
+        return s
+
+    def q_rows(self):
+        s = self.q_simple(p_sel=1.0)
+        # A selection beside an OR (SQLite may answer an OR branch by branch).
+        if s.frm[0].sel is not None and self.rng.random() < 0.4:
+            sc = base_scope(s.frm[0].alias, self.tables[s.frm[0].key])
+            orr = ("or", [self.atom([sc], [], 1), self.atom([sc], [], 1)])
+            s.where = orr if s.where is None else ("and", [s.where, orr])
+        return s
+
+    def q_agg(self):
+        rng = self.rng
+        s = self.q_simple()
+        sc = base_scope(s.frm[0].alias, self.tables[s.frm[0].key])
+        sc.sel = s.frm[0].sel
+        s.items = [Leaf(self.aggregate(sc)) for _ in range(rng.randint(1, 4))]
+        s.agg, s.distinct, s.order, s.limit, s.offset = True, False, [], None, None
+        return s
+
+    def q_group(self):
+        rng = self.rng
+        s = self.q_agg()
+        sc = base_scope(s.frm[0].alias, self.tables[s.frm[0].key])
+        keys = []
+        for _ in range(rng.randint(1, 2)):
+            col = sc.ref(rng.randrange(len(sc.cols)))
+            keys.append(rng.choice([col, col, "typeof(%s)" % col, "%s IS NULL" % col, "%s %% 5" % col,
+                                    "length(%s)" % col]))
+        s.group = keys
+        s.items = [Leaf(k) for k in keys] + s.items
+        if rng.random() < 0.3:
+            s.having = Leaf(rng.choice(["count(*) > 1", "count(*) < 3", "%s IS NOT NULL" % keys[0],
+                                        "max(%s) > %s" % (sc.ref(0), self.value(self.probe(sc, 0)))]))
+        if rng.random() < 0.4:
+            s.order = self.order_total(s, [sc], keys=keys)
+            if rng.random() < 0.7:
+                self.limit(s)
+        return s
+
+    def q_join(self):
+        rng = self.rng
+        s = Select()
+        keys = rng.choice([("T", "U"), ("U", "T"), ("T", "T"), ("U", "U"), ("T", "U")])
+        join = rng.choice(["JOIN", "JOIN", "CROSS JOIN", "LEFT JOIN", ","])
+        r1, sc1 = self.from_table(keys[0], 0.2)
+        r2, sc2 = self.from_table(keys[1], 0.2 if join != "LEFT JOIN" else 0, join=join)
+        c1, c2 = rng.randrange(len(sc1.cols)), rng.randrange(len(sc2.cols))
+        cond = rng.choice(["%s = %s" % (sc1.ref(c1), sc2.ref(c2)), "%s.rowid = %s.rowid" % (sc1.alias, sc2.alias),
+                           "%s.rowid = %s.rowid + 1" % (sc2.alias, sc1.alias),
+                           "%s = %s" % (sc1.ref(c1), sc2.ref(c2))])
+        if join == ",":
+            r2.on = None
+            extra = Leaf(cond)
+        else:
+            r2.on = Leaf(cond)
+            if rng.random() < 0.3:
+                r2.on = ("and", [r2.on, self.atom([sc2], [sc1], 1)])
+            extra = None
+        s.frm = [r1, r2]
+        scopes = [sc1, sc2]
+        big = self.tables[keys[0]].n * self.tables[keys[1]].n > 3e6
+        parts = [p for p in [extra] if p is not None]
+        if rng.random() < 0.8:
+            parts.append(self.where(scopes, [], rng.randint(1, 4), 0))
+        if big:   # keep the answer small: a window on the first table
+            parts.append(Leaf("%s.rowid < %d" % (sc1.alias, rng.choice([50, 300]))))
+        s.where = parts[0] if len(parts) == 1 else ("and", parts) if parts else None
+        if rng.random() < 0.4:
+            s.items = [Leaf(self.aggregate(rng.choice(scopes))) for _ in range(rng.randint(1, 3))]
+            s.agg = True
+        else:
+            s.items = [self.item(scopes, []) for _ in range(rng.randint(1, 4))]
+            if rng.random() < 0.3:
+                s.order = self.order_total(s, scopes)
+                self.limit(s)
+        return s
+
+    def derived_select(self, key):
+        """A Select over one table projecting r (its rowid) and some columns."""
+        rng = self.rng
+        ref, sc = self.from_table(key, 0.15)
+        sub = Select()
+        sub.frm = [ref]
+        picks = sorted(set(rng.randrange(len(sc.cols)) for _ in range(rng.randint(1, 3))))
+        sub.items = [Leaf("%s.rowid AS r" % sc.alias)] + [Leaf("%s AS d%d" % (sc.ref(c), c)) for c in picks]
+        if rng.random() < 0.7:
+            sub.where = self.where([sc], [], rng.randint(1, 3), 1)
+        if rng.random() < 0.6:
+            sub.order = self.order_total(sub, [sc])
+            self.limit(sub)
+        dcols = [("d%d" % c, sc.cols[c][1], c) for c in picks]
+        return sub, dcols
+
+    def q_derived(self):
+        rng = self.rng
+        key = "T" if rng.random() < 0.7 else "U"
+        sub, dcols = self.derived_select(key)
+        a = self.alias("d")
+        dsc = Scope(a, self.tables[key], dcols, "r")
+        s = Select()
+        s.frm = [Ref("sub", a, sub=sub)]
+        s.items = [self.item([dsc], []) for _ in range(rng.randint(1, 3))]
+        if rng.random() < 0.7:
+            s.where = self.where([dsc], [], rng.randint(1, 3), 1)
+        if rng.random() < 0.4:
+            s.order = self.order_total(s, [dsc])
+            self.limit(s)
+        return s
+
+    def q_cte(self):
+        rng = self.rng
+        key = "T" if rng.random() < 0.7 else "U"
+        sub, dcols = self.derived_select(key)
+        s = Select()
+        s.ctes = [("w", sub)]
+        a = self.alias("w")
+        dsc = Scope(a, self.tables[key], dcols, "r")
+        s.frm = [Ref("cte", a, key="w")]
+        scopes = [dsc]
+        if rng.random() < 0.4:   # the CTE joined with a base table
+            r2, sc2 = self.from_table(rng.choice(["T", "U"]), 0, join="JOIN")
+            r2.on = Leaf("%s.rowid = %s.r" % (r2.alias, a))
+            s.frm.append(r2)
+            scopes.append(sc2)
+        if rng.random() < 0.5:
+            s.items = [Leaf(self.aggregate(rng.choice(scopes))) for _ in range(rng.randint(1, 3))]
+            s.agg = True
+        else:
+            s.items = [self.item(scopes, []) for _ in range(rng.randint(1, 3))]
+        if rng.random() < 0.6:
+            s.where = self.where(scopes, [], rng.randint(1, 3), 1)
+        return s
+
+    def q_compound(self):
+        """Arms of one or two items; ordered, each item is followed by its
+        typeof(), so that 1 and 1.0 (equal to ORDER BY) never tie."""
+        rng = self.rng
+        n_items = rng.randint(1, 2)
+        ordered = rng.random() < 0.3
+        arms = []
+        for _ in range(rng.randint(2, 3)):
+            key = rng.choice(["T", "U"])
+            ref, sc = self.from_table(key, 0.15)
+            a = Select()
+            a.frm = [ref]
+            a.items = [self.item([sc], []) for _ in range(n_items)]
+            if ordered:
+                a.items = [x for it in a.items for x in (it, Leaf("typeof(%s)" % it.text, it.subs))]
+            if rng.random() < 0.8:
+                a.where = self.where([sc], [], rng.randint(1, 3), 1)
+            arms.append(a)
+        s = arms[0]
+        s.compound = [(rng.choice(["UNION", "UNION ALL", "EXCEPT", "INTERSECT"]), a) for a in arms[1:]]
+        if ordered:
+            s.order = [str(i + 1) for i in range(len(s.items))]
+            self.limit(s)
+        return s
+
+
+# ------------------------------------------------------------------ running
+
+class Case:
+    """What one query needs: the round's settings and tables, the query."""
+
+    def __init__(self, seed, round_no, query_no, config, tables, query, params):
+        self.seed, self.round_no, self.query_no = seed, round_no, query_no
+        self.config = config      # [(setting, value)]
+        self.tables = tables      # {'T': Table, 'U': Table}
+        self.query = query
+        self.params = params
+
+    def keys(self):
+        used = set()
+        for s in walk_selects(self.query):
+            for r in s.frm:
+                if r.kind == "table":
+                    used.add(r.key)
+        return sorted(used)
+
+    def mappings(self):
+        """(name, mapping) of the colstore sides to compare with the native one."""
+        only = getattr(self, "only", None)
+        if only:
+            return [m for m in MAPPINGS if m[0] == only]
+        keys = self.keys()
+        out = [("colstore", {"T": "colstore", "U": "colstore"})]
+        if len(keys) == 2:
+            out.append(("mixed T", {"T": "colstore", "U": "native"}))
+            out.append(("mixed U", {"T": "native", "U": "colstore"}))
+        return out
+
+
+MAPPINGS = [("colstore", {"T": "colstore", "U": "colstore"}), ("mixed T", {"T": "colstore", "U": "native"}),
+            ("mixed U", {"T": "native", "U": "colstore"})]
+
+
+class Timeout(Exception):
+    pass
+
+
+def execute(con, sql, params, deadline_s, max_rows):
+    """(rows, None), (None, error text); raises Timeout past the deadline."""
+    end = time.monotonic() + deadline_s
+    con.set_progress_handler(lambda: 1 if time.monotonic() > end else 0, 5000)
+    try:
+        cur = con.execute(sql, params)
+        rows = cur.fetchmany(max_rows + 1)
+        if len(rows) > max_rows:
+            raise Timeout("more than %d rows" % max_rows)
+        return rows, None
+    except sqlite3.OperationalError as e:
+        if "interrupted" in str(e):
+            raise Timeout("interrupted")
+        return None, "%s: %s" % (getattr(e, "sqlite_errorname", type(e).__name__), e)
+    except sqlite3.Error as e:
+        return None, "%s: %s" % (getattr(e, "sqlite_errorname", type(e).__name__), e)
+    finally:
+        con.set_progress_handler(None, 0)
+
+
+def render(case, mapping):
+    r = Render(case.tables, mapping)
+    sql = r.query(case.query, case.params)
+    return sql, r.params, r.setup
+
+
+def run_setup(con, setup):
+    for sql, rows in setup:
+        if rows is None:
+            con.execute(sql)
+        else:
+            con.executemany(sql, rows)
+
+
+def same_rows(want, got, ordered):
+    a, b = [repr(r) for r in want], [repr(r) for r in got]
+    if not ordered:
+        a.sort()
+        b.sort()
+    return a == b
+
+
+class Outcome:
+    def __init__(self, kind, detail="", n_rows=0, variant=None, sql=None, native_sql=None, params=None):
+        self.kind = kind          # 'ok', 'skip', 'mismatch', 'error'
+        self.detail, self.n_rows, self.variant = detail, n_rows, variant
+        self.sql, self.native_sql, self.params = sql, native_sql, params
+
+
+def check_query(con, case, deadline_s=4.0, max_rows=200000, reprepare=False):
+    """Runs the case's query natively and on each colstore mapping;
+    reprepare runs each colstore query a second time as a new statement
+    (its text with a space added), since a bug may show only there."""
+    ordered = query_ordered(case.query)
+    nsql, nparams, nsetup = render(case, {"T": "native", "U": "native"})
+    try:
+        run_setup(con, nsetup)
+        t0 = time.monotonic()
+        want, want_err = execute(con, nsql, nparams, deadline_s, max_rows)
+        native_s = time.monotonic() - t0
+    except Timeout as e:
+        return Outcome("skip", str(e))
+    n_rows = len(want) if want is not None else 0
+    for name, mapping in case.mappings():
+        sql, params, setup = render(case, mapping)
+        for text in ([sql, sql + " "] if reprepare else [sql]):
+            try:
+                run_setup(con, setup)
+                got, got_err = execute(con, text, params, deadline_s * 3, max_rows)
+            except Timeout as e:
+                # colstore ran past three times the native deadline: a
+                # performance cliff when native was quick
+                kind = "slow" if native_s < deadline_s / 10 and "interrupted" in str(e) else "skip"
+                return Outcome(kind, "native took %.3f s, colstore was stopped after %.0f s" % (
+                    native_s, deadline_s * 3), n_rows, name, sql, nsql, params)
+            if want_err or got_err:
+                if want_err != got_err:
+                    return Outcome("error", "native: %s\n  colstore: %s" % (want_err, got_err), n_rows, name, sql,
+                                   nsql, params)
+                continue
+            if not same_rows(want, got, ordered):
+                return Outcome("mismatch", diff_text(want, got, ordered), n_rows, name, sql, nsql, params)
+    return Outcome("ok", n_rows=n_rows)
+
+
+def diff_text(want, got, ordered):
+    a, b = cstest.canon_rows(want, ordered), cstest.canon_rows(got, ordered)
+    lines = ["native %d rows, colstore %d rows (compared %s)" % (len(a), len(b), "in order" if ordered else "sorted")]
+    shown = 0
+    for i in range(max(len(a), len(b))):
+        x = a[i] if i < len(a) else None
+        y = b[i] if i < len(b) else None
+        if x != y:
+            lines.append("  row %d: native   %s\n          colstore %s" % (i, show_row(x), show_row(y)))
+            shown += 1
+            if shown >= 5:
+                break
+    return "\n".join(lines)
+
+
+def show_row(canon_row):
+    if canon_row is None:
+        return "(none)"
+    out = []
+    for c in canon_row:
+        if c[0] == "real":
+            out.append("%r" % struct.unpack("<d", bytes.fromhex(c[1]))[0])
+        elif c[0] == "null":
+            out.append("NULL")
+        elif c[0] == "blob":
+            out.append("x'%s'" % c[1].hex())
+        else:
+            out.append(repr(c[1]))
+    return "(" + ", ".join(out) + ")"
+
+
+# -- rounds
+
+def round_rng(seed, round_no):
+    return random.Random("fuzz_sql round %d/%d" % (seed, round_no))
+
+
+def query_rng(seed, round_no, query_no):
+    return random.Random("fuzz_sql query %d/%d/%d" % (seed, round_no, query_no))
+
+
+def draw_round(seed, round_no, opts, rt):
+    """The round's settings and tables (deterministic in seed and round)."""
+    rng = round_rng(seed, round_no)
+    config = []
+    if rng.random() < 0.5:
+        config.append(("batch_bytes", rng.choice([65536, 65536 * 3, 33554432])))
+    if rng.random() < 0.5:
+        config.append(("mask_gate", rng.choice(["0", "1", "0.3", "auto"])))
+    if rng.random() < 0.2:
+        config.append(("threads", rng.choice([1, 2])))
+    tables = {"T": draw_table(rng, "T", not opts.small), "U": draw_table(rng, "U", False)}
+    n_queries = queries_in_round(seed, round_no)
+    for t in tables.values():
+        rt.expect(t)
+        if t.late:
+            t.late = (t.late[0], rng.randint(1, n_queries - 1), t.late[2])
+    if opts.self_test and round_no == opts.start_round:
+        t = tables["T"]
+        if t.n == 0:
+            t = tables["U"]
+        if t.n:
+            i = rng.randrange(t.n)
+            c = rng.randrange(len(t.cols))
+            v = t.exps[i][c]
+            wrong = {int: lambda x: x + 1 if x < 2**62 else x - 1, float: lambda x: 1.5 if x != 1.5 else 2.5,
+                     str: lambda x: x + "!", bytes: lambda x: x + b"!"}
+            t.fault = (t.orig[i], c, 7 if v is None else wrong[type(v)](v))
+    return config, tables
+
+
+def visible(tables, q):
+    """The tables as query q of the round sees them (appends before it done)."""
+    return {k: t.before(t.late[0]) if t.late and q < t.late[1] else t for k, t in tables.items()}
+
+
+def queries_in_round(seed, round_no):
+    return round_rng(seed, round_no).randint(40, 120)
+
+
+def draw_query(seed, round_no, query_no, tables, opts):
+    g = Gen(query_rng(seed, round_no, query_no), tables, opts.skip)
+    q, params = g.query()
+    return q, params
+
+
+def reset_config(con):
+    for k, v in (("batch_bytes", 33554432), ("mask_gate", "auto"), ("threads", 0)):
+        con.execute("SELECT colstore_config(?, ?)", (k, v))
+
+
+def build_case(con, d, config, tables):
+    reset_config(con)
+    acts = config_actions(config)
+    for k in ("T", "U"):
+        acts += build_actions(tables[k])
+    run_actions(con, acts, d)
+    return acts
+
+
+def check_contents(con, tables):
+    """The independent check: colstore holds what the conversions promise."""
+    problems = []
+    for t in tables.values():
+        cols = ", ".join(c.name for c in t.cols)
+        got = con.execute("SELECT rowid, %s FROM %s ORDER BY rowid" % (cols, t.cs_name)).fetchall()
+        want = [(i,) + r for i, r in enumerate(t.exps)]
+        if not same_rows(want, got, True):
+            for i, (w, g) in enumerate(zip(want, got)):
+                if repr(w) != repr(g):
+                    raw = t.raws[i] if i < t.n else None
+                    problems.append("%s row %d: inserted %r, expected %r, colstore has %r"
+                                    % (t.cs_name, i, raw, w[1:], g[1:]))
+                    break
+            else:
+                problems.append("%s: %d rows, expected %d" % (t.cs_name, len(got), len(want)))
+        problems += check_info(con, t)
+    return problems
+
+
+def check_info(con, t):
+    info = json.loads(con.execute("SELECT colstore_info(?)", (t.cs_name,)).fetchone()[0])
+    out = []
+    if info["rows"] != t.n:
+        out.append("%s: colstore_info rows %d, expected %d" % (t.cs_name, info["rows"], t.n))
+    n_files = len(t.file_kinds)
+    want_records = 0
+    for f in range(n_files):
+        for g in groups(t, f):
+            want_records += -(-len(g) // cstest.RECORD_ROWS)
+    if info["records"] != want_records:
+        out.append("%s: colstore_info records %d, expected %d (%d commits)" % (
+            t.cs_name, info["records"], want_records, len(set(t.tags))))
+    for c, (col, ci) in enumerate(zip(t.cols, info["columns"])):
+        vals = [r[c] for r in t.exps]
+        nonnull = [v for v in vals if v is not None]
+        nulls = len(vals) - len(nonnull)
+        if ci["null_count"] != nulls:
+            out.append("%s.%s: null_count %s, expected %d" % (t.cs_name, col.name, ci["null_count"], nulls))
+        if col.ctype not in ("TEXT", "BLOB") and nonnull:
+            for k, fn in (("min", min), ("max", max)):
+                want = fn(nonnull)
+                got = ci[k]
+                if isinstance(want, float) and math.isinf(want):
+                    continue      # JSON has no infinity
+                if got is None or float(got) != float(want) or (isinstance(want, int) and got != want):
+                    out.append("%s.%s: %s %r, expected %r" % (t.cs_name, col.name, k, got, want))
+        srt = (col.ctype not in ("TEXT", "BLOB") and nulls == 0 and
+               all(a <= b for a, b in zip(nonnull, nonnull[1:])))
+        if bool(ci["sorted"]) != srt and t.n:
+            out.append("%s.%s: sorted %s, expected %s (%s)" % (t.cs_name, col.name, ci["sorted"], srt, col.style))
+    return out
+
+
+# ------------------------------------------------------------------ shrinking
+
+def tree_variants(e):
+    """Smaller versions of a WHERE tree (None = no condition at all)."""
+    if e is None:
+        return
+    yield None
+    if isinstance(e, Leaf):
+        for i, s in enumerate(e.subs):
+            for v in select_variants(s):
+                subs = list(e.subs)
+                subs[i] = v
+                yield Leaf(e.text, subs)
+        return
+    if e[0] == "not":
+        yield e[1]
+        for v in tree_variants(e[1]):
+            if v is not None:
+                yield ("not", v)
+        return
+    kids = e[1]
+    for k in kids:
+        yield k
+    for i in range(len(kids)):
+        rest = kids[:i] + kids[i + 1:]
+        yield rest[0] if len(rest) == 1 else (e[0], rest)
+    for i, k in enumerate(kids):
+        for v in tree_variants(k):
+            if v is not None:
+                yield (e[0], kids[:i] + [v] + kids[i + 1:])
+
+
+def select_variants(s):
+    """Smaller versions of a Select that keep its answer deterministic."""
+    def with_(**kw):
+        c = copy.copy(s)
+        for k, v in kw.items():
+            setattr(c, k, v)
+        return c
+    if s.compound:
+        yield with_(compound=[], order=[], limit=None, offset=None)
+        for i in range(len(s.compound)):
+            yield with_(compound=s.compound[:i] + s.compound[i + 1:])
+    if s.limit is not None:
+        if s.offset is not None:
+            yield with_(offset=None)
+        yield with_(limit=None, offset=None)
+    if s.order and s.limit is None:
+        yield with_(order=[])
+    if s.distinct:
+        yield with_(distinct=False)
+    if s.having is not None:
+        yield with_(having=None)
+    for v in tree_variants(s.where):
+        yield with_(where=v)
+    if len(s.items) > 1 and not s.compound:
+        for i in range(len(s.items)):
+            yield with_(items=s.items[:i] + s.items[i + 1:])
+    for i, it in enumerate(s.items):
+        for j, sub in enumerate(it.subs):
+            for v in select_variants(sub):
+                subs = list(it.subs)
+                subs[j] = v
+                yield with_(items=s.items[:i] + [Leaf(it.text, subs)] + s.items[i + 1:])
+    for i, r in enumerate(s.frm):
+        if r.sel is not None:
+            for sel in ([None] + ([Selection(r.sel.rows, None, r.sel.form)] if r.sel.mask is not None and
+                                  r.sel.rows is not None else []) +
+                        ([Selection(None, r.sel.mask, "first")] if r.sel.rows is not None and r.sel.mask is not None
+                         else []) + ([Selection(r.sel.rows, r.sel.mask, "last")] if r.sel.form != "last" else [])):
+                r2 = copy.copy(r)
+                r2.sel = sel
+                yield with_(frm=s.frm[:i] + [r2] + s.frm[i + 1:])
+            if r.sel.rows and len(r.sel.rows) > 1:
+                for part in halves(r.sel.rows):
+                    r2 = copy.copy(r)
+                    r2.sel = Selection(part, r.sel.mask, r.sel.form)
+                    yield with_(frm=s.frm[:i] + [r2] + s.frm[i + 1:])
+        if r.on is not None:
+            for v in tree_variants(r.on):
+                if v is not None:
+                    r2 = copy.copy(r)
+                    r2.on = v
+                    yield with_(frm=s.frm[:i] + [r2] + s.frm[i + 1:])
+        if r.sub is not None:
+            for v in select_variants(r.sub):
+                r2 = copy.copy(r)
+                r2.sub = v
+                yield with_(frm=s.frm[:i] + [r2] + s.frm[i + 1:])
+    for i, (op, arm) in enumerate(s.compound):
+        for v in tree_variants(arm.where):
+            a2 = copy.copy(arm)
+            a2.where = v
+            yield with_(compound=s.compound[:i] + [(op, a2)] + s.compound[i + 1:])
+    for i, (name, c) in enumerate(s.ctes):
+        for v in select_variants(c):
+            yield with_(ctes=s.ctes[:i] + [(name, v)] + s.ctes[i + 1:])
+
+
+def halves(xs):
+    k = len(xs) // 2
+    return [xs[:k], xs[k:]]
+
+
+def row_cuts(n):
+    """Pieces of rows to try removing, largest first."""
+    size = n // 2
+    while size >= 1:
+        for lo in range(0, n, size):
+            yield lo, min(n, lo + size)
+        size //= 2
+
+
+PROGRESS = {"path": None, "what": ""}
+
+
+def beat(what=None):
+    """Tells a supervising parent that this process still makes progress."""
+    if what is not None:
+        PROGRESS["what"] = what
+    if PROGRESS["path"]:
+        with open(PROGRESS["path"], "w") as f:
+            f.write("%s %f\n" % (PROGRESS["what"], time.monotonic()))
+
+
+class Shrinker:
+    """Makes a failing case smaller while check(case) keeps failing."""
+
+    def __init__(self, check, kind, budget_s, log):
+        self.check = check        # case -> outcome kind
+        self.kind = kind          # the failure kind to keep
+        self.end = time.monotonic() + budget_s
+        self.log = log
+        self.tries = 0
+
+    def fails(self, case):
+        if time.monotonic() > self.end:
+            return False
+        self.tries += 1
+        beat()
+        try:
+            return self.check(case) == self.kind
+        except Exception as e:  # a candidate the tool cannot run is no reproduction
+            self.log("  shrink: candidate failed to run: %s" % e)
+            return False
+
+    def with_table(self, case, key, table):
+        c = copy.copy(case)
+        c.tables = dict(case.tables)
+        c.tables[key] = table
+        return c
+
+    def rows(self, case):
+        for key in ("T", "U"):
+            changed = True
+            while changed and time.monotonic() < self.end:
+                changed = False
+                t = case.tables[key]
+                for lo, hi in row_cuts(t.n):
+                    cand = self.with_table(case, key, t.subset([i for i in range(t.n) if not lo <= i < hi]))
+                    if self.fails(cand):
+                        case, changed = cand, True
+                        break
+        return case
+
+    def query(self, case):
+        changed = True
+        while changed and time.monotonic() < self.end:
+            changed = False
+            for v in select_variants(case.query):
+                c = copy.copy(case)
+                c.query = v
+                if self.fails(c):
+                    case, changed = c, True
+                    break
+        return case
+
+    def layout(self, case):
+        for key in ("T", "U"):
+            t = case.tables[key]
+            # every commit of a file in one, and one file for a dataset
+            for attempt in ("merge", "one-file", "insert"):
+                t = case.tables[key]
+                t2 = copy.copy(t)
+                if attempt == "merge":
+                    if len(set(t.tags)) == len(set(f for f, _ in t.tags)):
+                        continue
+                    t2.tags = [(f, 0) for f, _ in t.tags]
+                elif attempt == "one-file":
+                    if t.build != "dataset":
+                        continue
+                    t2.build, t2.file_kinds, t2.tags = "insert", ["insert"], [(0, s) for _, s in t.tags]
+                elif attempt == "insert":
+                    if t.build != "create":
+                        continue
+                    t2.build = "insert"
+                cand = self.with_table(case, key, t2)
+                if self.fails(cand):
+                    case = cand
+            # columns no alias of this table names
+            sql = render(case, {"T": "colstore", "U": "colstore"})[0]
+            aliases = sorted({r.alias for sel in walk_selects(case.query) for r in sel.frm
+                              if r.kind == "table" and r.key == key})
+            c = len(case.tables[key].cols) - 1
+            while c >= 0:
+                t = case.tables[key]
+                named = r"\b(?:%s)\.%s(?![\w\"])" % ("|".join(aliases) or "-", re.escape(t.cols[c].name))
+                if len(t.cols) > 1 and not re.search(named, sql):
+                    t2 = t.drop_column(c)
+                    if t2 is not None:
+                        cand = self.with_table(case, key, t2)
+                        if self.fails(cand):
+                            case = cand
+                c -= 1
+        if case.config:
+            c = copy.copy(case)
+            c.config = []
+            if self.fails(c):
+                case = c
+        return case
+
+    def run(self, case):
+        case = self.rows(case)
+        case = self.query(case)
+        case = self.layout(case)
+        case = self.rows(case)
+        case = self.query(case)
+        return case
+
+
+# ------------------------------------------------------------------ reports
+
+def repro_script(case, module):
+    """A self-contained python snippet that shows the failure."""
+    acts = config_actions(case.config)
+    for k in case.keys() or ["T"]:
+        acts += build_actions(case.tables[k])
+    mapping = case.mappings()[0]
+    cs_sql, cs_params, cs_setup = render(case, mapping[1])
+    n_sql, n_params, n_setup = render(case, {"T": "native", "U": "native"})
+    ordered = query_ordered(case.query)
+    lines = [
+        "# fuzz_sql reproduction: seed %d, round %d, query %d" % (case.seed, case.round_no, case.query_no),
+        "import os, sqlite3, tempfile",
+        "inf = float('inf')",
+        "MODULE = os.environ.get('COLSTORE_MODULE', %r)" % module,
+        "D = tempfile.mkdtemp()",
+        "con = sqlite3.connect(':memory:', isolation_level=None)",
+        "con.enable_load_extension(True)",
+        "con.load_extension(MODULE)",
+        "def x(sql, *a):",
+        "    return con.execute(sql.replace('%DIR%', D), *a)",
+    ]
+    lines += script_lines(acts)
+    for sql, rows in n_setup + cs_setup:
+        if rows is None:
+            lines.append("x(%r)" % sql)
+        else:
+            lines.append("con.executemany(%r, %r)" % (sql, rows))
+    params = dict(n_params)
+    params.update(cs_params)
+    lines += [
+        "params = {%s}" % ", ".join("%r: %s" % (k, ("bytes.fromhex(%r)" % v.hex()) if isinstance(v, bytes)
+                                               else repr(v)) for k, v in sorted(params.items())),
+        "colstore_sql = %r  # %s" % (cs_sql, mapping[0]),
+        "native_sql = %r" % n_sql,
+        "want = con.execute(native_sql, params).fetchall()",
+        "print('native:  ', want)",
+        "# on tables no statement has read yet, then after one has; each time",
+        "# also as a second prepared statement (the same text and a space)",
+        "for attempt in ('cold', 'warm'):",
+        "  for text in (colstore_sql, colstore_sql + ' '):",
+        "    got = con.execute(text, params).fetchall()",
+        "    print('colstore (%s%s):' % (attempt, ', re-prepared' if text[-1] == ' ' else ''), got)",
+        ("    assert got == want, 'colstore differs from native'" if ordered else
+         "    assert sorted(map(repr, got)) == sorted(map(repr, want)), 'colstore differs from native'"),
+    ] + ["  x('SELECT count(*) FROM %s').fetchall()" % case.tables[k].cs_name for k in case.keys()]
+    return "\n".join(lines) + "\n"
+
+
+def build_script_if_small(case, limit=60):
+    if all(t.n <= limit for t in case.tables.values()):
+        acts = config_actions(case.config)
+        for k in ("T", "U"):
+            acts += build_actions(case.tables[k])
+        return "\n".join(script_lines(acts))
+    return "(%s; the shrunk reproduction below builds a small one)" % "; ".join(
+        "%s %d rows" % (t.cs_name, t.n) for t in case.tables.values())
+
+
+def describe_failure(case, out, opts):
+    lines = ["=" * 78,
+             "FAILURE (%s): seed %d, round %d, query %d   [rerun: fuzz_sql.py --seed %d --replay-round %d "
+             "--replay-query %d%s]" % (out.kind, case.seed, case.round_no, case.query_no, case.seed, case.round_no,
+                                      case.query_no, "".join(" --skip " + s for s in opts.skip)),
+             "settings: %s" % (", ".join("%s=%s" % kv for kv in case.config) or "defaults")]
+    lines += ["table " + t.describe() for t in case.tables.values()]
+    lines += ["build:", build_script_if_small(case)]
+    lines += ["variant: %s" % out.variant,
+              "colstore query: %s" % out.sql,
+              "native query:   %s" % out.native_sql,
+              "params: %s" % (", ".join("%s=%s" % (k, show(v)) for k, v in sorted((out.params or {}).items()))
+                              or "()"),
+              out.detail]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ the loop
+
+class Stats:
+    def __init__(self):
+        self.queries = self.nonempty = self.rows = self.skipped = self.tables = self.rounds = self.slow = 0
+        self.failures = []        # (round, query, kind, first line)
+        self.by_shape = {}
+
+    def line(self):
+        return ("%d queries (%d with rows, %d rows compared, %d skipped, %d slow), %d rounds, %d tables, "
+                "%d failure(s)" % (self.queries, self.nonempty, self.rows, self.skipped, self.slow, self.rounds,
+                                   self.tables, len(self.failures)))
+
+
+def warm_up(con, case):
+    """A statement on each colstore table: some failures need one first."""
+    for k in case.keys():
+        con.execute("SELECT count(*) FROM %s" % case.tables[k].cs_name).fetchall()
+
+
+def in_process_check(opts):
+    """A check(case) -> kind that builds the case in this process and runs
+    the query twice: on tables no statement has read yet, and again after
+    one has (the fuzzing loop reads every table before its queries)."""
+    def check(case):
+        d = tempfile.mkdtemp(prefix="colstore-fuzz-shrink-")
+        con = cstest.connect()
+        try:
+            build_case(con, d, case.config, case.tables)
+            kind = check_query(con, case, reprepare=True).kind
+            if kind in ("ok", "skip"):
+                warm_up(con, case)
+                kind = check_query(con, case, reprepare=True).kind
+            return kind
+        finally:
+            con.close()
+            shutil.rmtree(d, ignore_errors=True)
+    return check
+
+
+def subprocess_check(opts):
+    """A check(case) -> kind that runs the case in a child (for crashes)."""
+    def check(case):
+        d = tempfile.mkdtemp(prefix="colstore-fuzz-replay-")
+        path = os.path.join(d, "case.pkl")
+        with open(path, "wb") as f:
+            pickle.dump(case, f)
+        try:
+            p = subprocess.run([cstest.PYTHON, os.path.abspath(__file__), "--replay-file", path, "--module",
+                                opts.module], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120,
+                               env=child_env(opts))
+            if p.returncode < 0:
+                return "crash"
+            return {0: "ok", 2: "tool", 3: "mismatch", 4: "error", 5: "skip"}.get(p.returncode, "abort")
+        except subprocess.TimeoutExpired:
+            return "hang"
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+    return check
+
+
+def child_env(opts):
+    env = dict(os.environ)
+    env["COLSTORE_MODULE"] = opts.module
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def shrink_and_report(case, kind, check, opts, log):
+    t0 = time.monotonic()
+    again = check(case)
+    if again != kind:
+        log("NOT REPRODUCED on a fresh build (%s): the failure depends on what this connection did before "
+            "(see above); not shrunk" % again)
+        return case
+    sh = Shrinker(check, kind, opts.shrink_seconds, log)
+    small = sh.run(case)
+    script = repro_script(small, opts.module)
+    log("shrunk in %.1f s (%d tries) to: %s" % (time.monotonic() - t0, sh.tries, "; ".join(
+        "%s %d rows" % (t.cs_name, t.n) for t in small.tables.values())))
+    log("minimal reproduction (python):\n" + "-" * 78 + "\n" + script + "-" * 78)
+    if opts.out:
+        os.makedirs(opts.out, exist_ok=True)
+        path = os.path.join(opts.out, "fuzz-%d-%d-%d-%s.py" % (case.seed, case.round_no, case.query_no, kind))
+        with open(path, "w") as f:
+            f.write(script)
+        log("written to %s" % path)
+    return small
+
+
+def apply_appends(con, d, full, q):
+    """Commits the rows of every table whose append comes before query q
+    (from this connection, or from another one that must be seen)."""
+    for t in full.values():
+        if t.late and t.late[1] == q:
+            store, mirror = append_actions(t, t.late[0], attach=t.late[2])
+            if t.late[2]:
+                other = cstest.connect()
+                try:
+                    run_actions(other, store, d)
+                finally:
+                    other.close()
+            else:
+                run_actions(con, store, d)
+            run_actions(con, mirror, d)
+
+
+class Fuzzer:
+    """The loop's state: options, counters, how many failures were shrunk."""
+
+    def __init__(self, opts, log):
+        self.opts, self.log = opts, log
+        self.stats = Stats()
+        self.n_shrunk = 0
+
+    def judge(self, con, case, note=""):
+        """Runs one case and books its outcome; True: stop the run."""
+        opts, stats, log = self.opts, self.stats, self.log
+        try:
+            out = check_query(con, case)
+        except Exception:   # the tool's own bug: say so, keep fuzzing
+            import traceback
+            log("TOOL ERROR: seed %d round %d query %d%s\n%s" % (opts.seed, case.round_no, case.query_no, note,
+                                                                 traceback.format_exc()))
+            stats.failures.append((case.round_no, case.query_no, "tool", "tool error"))
+            return False
+        stats.queries += 1
+        if out.kind in ("skip", "slow"):
+            stats.skipped += 1
+            if out.kind == "slow":
+                stats.slow += 1
+                log("SLOW: seed %d round %d query %d%s (%s): %s\n  colstore query: %s" % (
+                    opts.seed, case.round_no, case.query_no, note, out.variant, out.detail, out.sql[:2000]))
+            return False
+        stats.nonempty += out.n_rows > 0
+        stats.rows += out.n_rows
+        if out.kind not in ("mismatch", "error"):
+            return False
+        case.only = out.variant
+        log(describe_failure(case, out, opts) + note)
+        stats.failures.append((case.round_no, case.query_no, out.kind, out.detail.split("\n")[0]))
+        if self.n_shrunk < opts.max_shrinks:
+            self.n_shrunk += 1
+            shrink_and_report(case, out.kind, in_process_check(opts), opts, log)
+        return opts.stop_on_failure
+
+    def round(self, round_no, end):
+        """One round: build, check the contents, run its queries; True: stop."""
+        opts, stats, log = self.opts, self.stats, self.log
+        rt = self.__dict__.setdefault("rt", Roundtrip())
+        config, full = draw_round(opts.seed, round_no, opts, rt)
+        tables = visible(full, 0)
+        d = tempfile.mkdtemp(prefix="colstore-fuzz-")
+        con = cstest.connect()
+        recent = []               # the last queries, run again after an append
+        try:
+            beat("%d -1" % round_no)
+            try:
+                build_case(con, d, config, tables)
+            except sqlite3.Error as e:
+                log("BUILD FAILURE: seed %d round %d: %s: %s\n%s" % (
+                    opts.seed, round_no, getattr(e, "sqlite_errorname", ""), e,
+                    "\n".join("table " + t.describe() for t in tables.values())))
+                stats.failures.append((round_no, -1, "build", str(e)))
+                return False
+            stats.rounds += 1
+            stats.tables += 2
+            for p in ([] if opts.self_test else check_contents(con, tables)):
+                log("CONTENT: seed %d round %d: %s" % (opts.seed, round_no, p))
+                stats.failures.append((round_no, -1, "content", p))
+            for q in range(queries_in_round(opts.seed, round_no)):
+                if (opts.queries and stats.queries >= opts.queries) or (end and time.monotonic() > end):
+                    break
+                beat("%d %d" % (round_no, q))
+                if any(t.late and t.late[1] == q for t in full.values()):
+                    tables = visible(full, q)
+                    try:
+                        apply_appends(con, d, full, q)
+                    except sqlite3.Error as e:
+                        log("APPEND FAILURE: seed %d round %d before query %d: %s: %s" % (
+                            opts.seed, round_no, q, getattr(e, "sqlite_errorname", ""), e))
+                        stats.failures.append((round_no, q, "build", str(e)))
+                        return False
+                    for p in ([] if opts.self_test else check_contents(con, tables)):
+                        log("CONTENT: seed %d round %d after the append before query %d: %s" % (
+                            opts.seed, round_no, q, p))
+                        stats.failures.append((round_no, q, "content", p))
+                    # The same texts again: python reuses their statements,
+                    # prepared (and planned) before the table grew.
+                    for k, query, params in recent:
+                        note = "\n(query %d of the round run again after rows were appended: its statement was " \
+                               "prepared before)" % k
+                        if self.judge(con, Case(opts.seed, round_no, q, config, tables, query, params), note):
+                            return True
+                try:
+                    query, params = draw_query(opts.seed, round_no, q, tables, opts)
+                except Exception:   # the tool's own bug: say so, keep fuzzing
+                    import traceback
+                    log("TOOL ERROR: seed %d round %d query %d\n%s" % (opts.seed, round_no, q, traceback.format_exc()))
+                    stats.failures.append((round_no, q, "tool", "tool error"))
+                    continue
+                if self.judge(con, Case(opts.seed, round_no, q, config, tables, query, params)):
+                    return True
+                recent = (recent + [(q, query, params)])[-5:]
+        finally:
+            con.close()
+            shutil.rmtree(d, ignore_errors=True)
+        if opts.verbose:
+            log("round %d: %s | %s" % (round_no, tables["T"].describe(), stats.line()))
+        return False
+
+
+def fuzz(opts, log=print):
+    """Runs rounds until the time or query budget is spent; returns Stats."""
+    # Kernels take their threads even while other processes (this one's
+    # parent, a second fuzzer) keep the processors busy: read once, at the
+    # first kernel, so set before any query.
+    os.environ.setdefault("COLSTORE_LOAD_AWARE", "0")
+    PROGRESS["path"] = opts.progress
+    start = time.monotonic()
+    end = start + opts.minutes * 60 if opts.minutes else None
+    fz = Fuzzer(opts, log)
+    round_no = opts.start_round
+    while not ((end and time.monotonic() > end) or (opts.queries and fz.stats.queries >= opts.queries)):
+        if fz.round(round_no, end):
+            break
+        round_no += 1
+    fz.stats.seconds = time.monotonic() - start
+    beat("done")   # a supervising parent: this exit is no crash, whatever its status
+    return fz.stats
+
+
+def replay_file(opts):
+    """--replay-file: build a pickled case, run its query; the exit code says how it went."""
+    with open(opts.replay_file, "rb") as f:
+        case = pickle.load(f)
+    d = tempfile.mkdtemp(prefix="colstore-fuzz-replay-")
+    con = cstest.connect()
+    try:
+        build_case(con, d, case.config, case.tables)
+        out = check_query(con, case, reprepare=True)
+        if out.kind in ("ok", "skip"):
+            warm_up(con, case)
+            out = check_query(con, case, reprepare=True)
+        print(out.kind, out.detail)
+        return {"ok": 0, "mismatch": 3, "error": 4, "skip": 5}[out.kind]
+    finally:
+        con.close()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def rebuild_case(opts, round_no, query_no):
+    config, full = draw_round(opts.seed, round_no, opts, Roundtrip())
+    tables = visible(full, query_no)
+    query, params = draw_query(opts.seed, round_no, query_no, tables, opts)
+    return Case(opts.seed, round_no, query_no, config, tables, query, params)
+
+
+def supervise(opts):
+    """Runs fuzz() in a child; a crash or a hang is rebuilt, shrunk and reported."""
+    t_end = time.monotonic() + opts.minutes * 60 if opts.minutes else None
+    work = tempfile.mkdtemp(prefix="colstore-fuzz-sup-")
+    progress = os.path.join(work, "progress")
+    start_round = opts.start_round
+    crashes = 0
+    rc = 0
+    try:
+        while True:
+            left = (t_end - time.monotonic()) / 60 if t_end else 0
+            if t_end and left <= 0.05:
+                break
+            argv = [cstest.PYTHON, os.path.abspath(__file__), "--no-fork", "--seed", str(opts.seed),
+                    "--module", opts.module, "--start-round", str(start_round), "--progress", progress,
+                    "--max-shrinks", str(opts.max_shrinks), "--shrink-seconds", str(opts.shrink_seconds)]
+            argv += ["--minutes", "%.3f" % left] if t_end else []
+            argv += ["--queries", str(opts.queries)] if opts.queries else []
+            argv += [a for s in opts.skip for a in ("--skip", s)]
+            argv += (["--out", opts.out] if opts.out else []) + (["--verbose"] if opts.verbose else [])
+            argv += (["--small"] if opts.small else []) + (["--self-test"] if opts.self_test else [])
+            argv += ["--stop-on-failure"] if opts.stop_on_failure else []
+            if os.path.exists(progress):
+                os.unlink(progress)
+            child = subprocess.Popen(argv, env=child_env(opts))
+            last, last_change, hung = None, time.monotonic(), False
+            while child.poll() is None:
+                time.sleep(1)
+                try:
+                    with open(progress) as f:
+                        now = f.read()
+                except OSError:
+                    now = None
+                if now != last:
+                    last, last_change = now, time.monotonic()
+                elif time.monotonic() - last_change > opts.hang_seconds:
+                    child.kill()   # our own child, by its process id
+                    child.wait()
+                    hung = True
+                    break
+            try:
+                with open(progress) as f:
+                    last = f.read()
+            except OSError:
+                pass
+            code = child.returncode
+            if not hung and last and last.startswith("done"):
+                rc = max(rc, code)
+                break
+            if code in (-signal.SIGTERM, -signal.SIGINT):   # someone stopped it: no crash
+                print("fuzz_sql: stopped (signal %d)" % -code)
+                return 1
+            # A crash (a signal), a hang (we killed it), or an abort (a
+            # sanitizer's report exits with status 1).
+            kind = "hang" if hung else "crash" if code < 0 else "abort"
+            if not last or last.startswith("done"):
+                print("fuzz_sql: the child failed before its first query (exit %s)" % code)
+                return 2
+            round_no, query_no = map(int, last.split()[:2])
+            print("=" * 78)
+            print("%s: seed %d, round %d, query %d (exit %s)" % (kind.upper(), opts.seed, round_no, query_no, code))
+            case = rebuild_case(opts, round_no, query_no)
+            check = subprocess_check(opts)
+            again = check(case)
+            if again not in ("crash", "hang", "abort"):
+                print("not reproduced in a fresh process (%s); the case:" % again)
+                print("\n".join("table " + t.describe() for t in case.tables.values()))
+                print("query: %s" % render(case, {"T": "colstore", "U": "colstore"})[0])
+            else:
+                print("query: %s" % render(case, {"T": "colstore", "U": "colstore"})[0])
+                shrink_and_report(case, again, check, opts, print)
+            rc = 1
+            crashes += 1
+            if crashes >= 10:
+                break
+            start_round = round_no + 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return rc
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description="randomized differential tester: colstore against native SQLite")
+    p.add_argument("--seed", type=int, default=None, help="default: a random seed, printed")
+    p.add_argument("--minutes", type=float, default=None, help="time budget (default 5 unless --queries)")
+    p.add_argument("--queries", type=int, default=0, help="stop after this many queries")
+    p.add_argument("--module", default=cstest.MODULE, help="the colstore module, without .so")
+    p.add_argument("--skip", action="append", default=[], choices=ALL_SHAPES, help="skip a known bug's shape")
+    p.add_argument("--skip-known", action="store_true", help="skip every shape in KNOWN_SHAPES")
+    p.add_argument("--self-test", action="store_true", help="plant a wrong mirror value; the run must fail")
+    p.add_argument("--out", default=None, help="write each shrunk reproduction to this directory")
+    p.add_argument("--max-shrinks", type=int, default=5, help="shrink at most this many failures")
+    p.add_argument("--shrink-seconds", type=float, default=240)
+    p.add_argument("--hang-seconds", type=float, default=120)
+    p.add_argument("--stop-on-failure", action="store_true")
+    p.add_argument("--small", action="store_true", help="no tables larger than a record")
+    p.add_argument("--no-fork", action="store_true", help="fuzz in this process (no crash reports)")
+    p.add_argument("--verbose", action="store_true")
+    p.add_argument("--start-round", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--progress", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--replay-file", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--replay-round", type=int, default=None, help="rerun one failure: with --replay-query")
+    p.add_argument("--replay-query", type=int, default=None)
+    opts = p.parse_args(argv)
+    if opts.skip_known:
+        opts.skip = sorted(set(opts.skip + KNOWN_SHAPES))
+    if opts.self_test:
+        opts.stop_on_failure = True   # the planted value is the only failure wanted
+    if opts.minutes is None and not opts.queries:
+        opts.minutes = 5
+    if opts.seed is None:
+        opts.seed = random.SystemRandom().randrange(10**9)
+    opts.module = os.path.abspath(opts.module)
+    cstest.MODULE = opts.module
+    return opts
+
+
+def main(argv=None):
+    try:
+        return main_(argv)
+    except Exception:
+        import traceback
+        traceback.print_exc()
+        beat("done (the tool failed)")
+        return 2
+
+
+def main_(argv=None):
+    opts = parse_args(sys.argv[1:] if argv is None else argv)
+    if opts.replay_file:
+        return replay_file(opts)
+    if opts.replay_round is not None:
+        case = rebuild_case(opts, opts.replay_round, opts.replay_query or 0)
+        d = tempfile.mkdtemp(prefix="colstore-fuzz-")
+        con = cstest.connect()
+        build_case(con, d, case.config, case.tables)
+        out = check_query(con, case)
+        if out.kind in ("mismatch", "error"):
+            case.only = out.variant
+            print(describe_failure(case, out, opts))
+            shrink_and_report(case, out.kind, in_process_check(opts), opts, print)
+            return 1
+        print("round %d query %d: %s" % (opts.replay_round, opts.replay_query or 0, out.kind))
+        return 0
+    if not opts.progress:
+        print("fuzz_sql: seed %d, %s, module %s%s" % (
+            opts.seed, ("%g minutes" % opts.minutes) if opts.minutes else "%d queries" % opts.queries, opts.module,
+            (", skipping " + ",".join(opts.skip)) if opts.skip else ""), flush=True)
+    if not opts.no_fork:
+        return supervise(opts)
+    stats = fuzz(opts, log=lambda s: print(s, flush=True))
+    print("fuzz_sql: seed %d: %s in %.0f s" % (opts.seed, stats.line(), getattr(stats, "seconds", 0)), flush=True)
+    if opts.self_test:
+        if stats.failures:
+            print("fuzz_sql: self-test passed: the wrong mirror value was found")
+            return 0
+        print("fuzz_sql: self-test FAILED: a wrong mirror value went unnoticed")
+        return 1
+    if stats.queries >= 200 and stats.nonempty < 0.3 * (stats.queries - stats.skipped):
+        print("fuzz_sql: too few queries returned rows (%d of %d): the comparison is too weak"
+              % (stats.nonempty, stats.queries))
+        return 1
+    return 1 if stats.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
