@@ -117,10 +117,7 @@ import cstest  # noqa: E402
 # of them, until their fixes land (then remove the name here).
 #   rows-distinct  DISTINCT or count(DISTINCT rowid) over a _rows selection
 #                  (SQLite takes rowid as unique; _rows repeats rows)
-#   in-argv-32     an IN list that colstore takes all at once but places at
-#                  argv position 33 or later (SQLite's hand-off mask is 32
-#                  bits, by argv position): its rows are lost
-KNOWN_SHAPES = ["rows-distinct", "in-argv-32"]
+KNOWN_SHAPES = ["rows-distinct"]
 ALL_SHAPES = KNOWN_SHAPES
 
 # ------------------------------------------------------------------- types
@@ -1231,7 +1228,7 @@ class Gen:
             self.limit(s)
         return s
 
-    def wide_atom(self, sc, no_in=False):
+    def wide_atom(self, sc):
         """A comparison most rows pass (so that many ANDed still leave rows)."""
         rng = self.rng
         c = rng.randrange(len(sc.cols))
@@ -1240,7 +1237,7 @@ class Gen:
         if not vals:
             return Leaf("%s IS NULL" % col)
         lo, hi = vals[len(vals) // 20], vals[-1 - len(vals) // 20]
-        form = rng.choice(["ge", "le", "between", "ne"] + ([] if no_in else ["in"]))
+        form = rng.choice(["ge", "le", "between", "ne", "in"])
         if form == "ge":
             return Leaf("%s >= %s" % (col, self.value(lo)))
         if form == "le":
@@ -1258,9 +1255,8 @@ class Gen:
         sc = base_scope(s.frm[0].alias, self.tables[s.frm[0].key])
         n = self.rng.choice([self.rng.randint(PRED_STACK + 1, PRED_STACK + 8), self.rng.randint(PLAN_SLOTS - 6,
                                                                                               PLAN_SLOTS + 6)])
-        skip = "in-argv-32" in self.skip
-        parts = [self.wide_atom(sc, skip and i >= 24) for i in range(n)]
-        keep = s.where is not None and self.rng.random() < 0.3 and not (skip and n > 24)
+        parts = [self.wide_atom(sc) for _ in range(n)]
+        keep = s.where is not None and self.rng.random() < 0.3
         s.where = ("and", parts + ([s.where] if keep else []))
         return s
 

@@ -35,7 +35,7 @@ QUERIES = cstest.scaled(2500, 300)
 # (rowid repeats with a repeated _rows position, and SQLite skips DISTINCT
 # over rowid): its native mirror has no spelling of it, and
 # tests/sql/test_fuzz_regressions.py pins the behaviour instead.
-SKIP = ["rows-distinct", "in-argv-32"]
+SKIP = ["rows-distinct"]
 
 
 def options(*extra):
