@@ -201,15 +201,20 @@ static void seek_record(csx_cursor *pCur, uint64_t row) {
   pCur->chunks = cs_store_chunk(s, pCur->rec, 0);
 }
 
-/* Checks the chunks of records [rec_first, rec_end) that the query reads;
-** on damage the scan ends (eof) and xFilter or xNext return the error. */
+/* The outcome of a chunk check: on damage the scan ends (eof) and xFilter
+** or xNext return the error. */
+static bool check_outcome(csx_cursor *pCur, cs_rc rc, const cs_err *err) {
+  if (rc == CS_OK) return true;
+  pCur->check_rc = csx_vtab_error(pCur->base.pVtab, SQLITE_CORRUPT, "%s", err->msg);
+  pCur->eof = true;
+  return false;
+}
+
+/* Checks the chunks of records [rec_first, rec_end) that the query reads. */
 static bool records_ok(csx_cursor *pCur, uint64_t rec_first, uint64_t rec_end) {
   if (!pCur->check) return true;
   cs_err err;
-  if (cs_store_check_chunks(pCur->store, rec_first, rec_end, pCur->check_cols, &err) == CS_OK) return true;
-  pCur->check_rc = csx_vtab_error(pCur->base.pVtab, SQLITE_CORRUPT, "%s", err.msg);
-  pCur->eof = true;
-  return false;
+  return check_outcome(pCur, cs_store_check_chunks(pCur->store, rec_first, rec_end, pCur->check_cols, &err), &err);
 }
 
 /* RANGE: seek_record, and the check of a record it enters. */
@@ -315,14 +320,10 @@ static bool list_plan(csx_cursor *pCur, csx_batch_buf *b, bool background) {
   if (k == 0) k = 1;
   b->list_base = pCur->desc ? pCur->list_next - k : pCur->list_next;
   pCur->list_next = pCur->desc ? pCur->list_next - k : pCur->list_next + k;
-  if (pCur->check) {
-    cs_err err;
-    if (cs_store_check_rows(pCur->store, pCur->pos + b->list_base, k, pCur->check_cols, &err) != CS_OK) {
-      pCur->check_rc = csx_vtab_error(pCur->base.pVtab, SQLITE_CORRUPT, "%s", err.msg);
-      pCur->eof = true;
-      return false;
-    }
-  }
+  cs_err err;
+  if (pCur->check &&
+      !check_outcome(pCur, cs_store_check_rows(pCur->store, pCur->pos + b->list_base, k, pCur->check_cols, &err), &err))
+    return false;
   int threads = background ? cs_kernel_threads(k * 32) - 1 : 0;
   b->is_list = true;
   b->store = pCur->store;
@@ -597,6 +598,19 @@ static int cmp_u64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* A copy of a BLOB argument, held (freed with the filter) for the scan and
+** for xColumn; *out_bytes its length. */
+static int blob_hold(csx_cursor *pCur, sqlite3_value *v, const uint8_t **out, uint64_t *out_bytes) {
+  uint64_t bytes = (uint64_t)sqlite3_value_bytes(v);
+  void **h = sqlite3_realloc64(pCur->held, sizeof *h * (sqlite3_uint64)(pCur->n_held + 1));
+  if (!h) return SQLITE_NOMEM;
+  pCur->held = h;
+  if (bytes_copy(sqlite3_value_blob(v), bytes, &pCur->held[pCur->n_held]) != SQLITE_OK) return SQLITE_NOMEM;
+  *out = pCur->held[pCur->n_held++];
+  *out_bytes = bytes;
+  return SQLITE_OK;
+}
+
 /* rowid IN list: every value that names a row in [lo, hi), sorted, distinct. */
 static int collect_in_rows(csx_cursor *pCur, sqlite3_value *list, uint64_t lo, uint64_t hi) {
   uint64_t n = cs_store_rows(pCur->store);
@@ -760,23 +774,12 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
     if (bytes != n)
       return csx_vtab_error(&pTab->base, SQLITE_MISMATCH, "colstore: _mask has %llu bytes but table %s has %llu rows; give one byte per row",
                             (unsigned long long)bytes, pTab->zName, (unsigned long long)n);
-    void **h = sqlite3_realloc64(pCur->held, sizeof *h * (sqlite3_uint64)(pCur->n_held + 1));
-    if (!h) return SQLITE_NOMEM;
-    pCur->held = h;
-    if (bytes_copy(sqlite3_value_blob(mask_blob), bytes, &pCur->held[pCur->n_held]) != SQLITE_OK) return SQLITE_NOMEM;
-    pCur->user_mask = pCur->held[pCur->n_held++];
-    pCur->user_mask_bytes = bytes;
+    if ((rc = blob_hold(pCur, mask_blob, &pCur->user_mask, &pCur->user_mask_bytes)) != SQLITE_OK) return rc;
   }
-  if (rows_blob && sqlite3_value_type(rows_blob) == SQLITE_BLOB) {
-    /* kept for xColumn(_rows): SQLite may re-check the term (see xColumn) */
-    uint64_t bytes = (uint64_t)sqlite3_value_bytes(rows_blob);
-    void **h = sqlite3_realloc64(pCur->held, sizeof *h * (sqlite3_uint64)(pCur->n_held + 1));
-    if (!h) return SQLITE_NOMEM;
-    pCur->held = h;
-    if (bytes_copy(sqlite3_value_blob(rows_blob), bytes, &pCur->held[pCur->n_held]) != SQLITE_OK) return SQLITE_NOMEM;
-    pCur->user_rows = pCur->held[pCur->n_held++];
-    pCur->user_rows_bytes = bytes;
-  }
+  /* kept for xColumn(_rows): SQLite may re-check the term (see xColumn) */
+  if (rows_blob && sqlite3_value_type(rows_blob) == SQLITE_BLOB &&
+      (rc = blob_hold(pCur, rows_blob, &pCur->user_rows, &pCur->user_rows_bytes)) != SQLITE_OK)
+    return rc;
   /* Predicates: operands converted with the column's affinity. */
   if (n_pred_slots) {
     pCur->preds = sqlite3_malloc64(sizeof *pCur->preds * (sqlite3_uint64)n_pred_slots);
@@ -818,9 +821,10 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
           cs_pred_sorted_range(pCur->store, pr, &a, &b)) {
         /* The binary search read values of the records at its two ends. */
         uint64_t ends[4] = {a ? a - 1 : a, a, b ? b - 1 : b, b};
-        for (int e = 0; e < 4 && pCur->check; e++)
-          if (ends[e] < n && !records_ok(pCur, cs_store_find_record(pCur->store, ends[e]), cs_store_find_record(pCur->store, ends[e]) + 1))
-            return pCur->check_rc;
+        for (int e = 0; e < 4 && pCur->check; e++) {
+          uint64_t rec = ends[e] < n ? cs_store_find_record(pCur->store, ends[e]) : UINT64_MAX;
+          if (rec != UINT64_MAX && !records_ok(pCur, rec, rec + 1)) return pCur->check_rc;
+        }
         if (a > lo) lo = a;
         if (b < hi) hi = b;
         if (hi < lo) hi = lo;
