@@ -15,6 +15,10 @@
 **                caller's entry to its exit (the join waits for both
 **                halves), plus the delay until the second thread starts
 **                its half;
+**   team         the same work cut into 32 chunks on colstore's kernel
+**                team (cs_team.c: the caller starts at once, a helper
+**                takes what is left when it wakes), timed the same way,
+**                plus the delay until a helper runs its first chunk;
 **   worker       cs_worker_submit of a trivial job to an idle pooled
 **                worker: the delay until the job starts running, and
 **                until cs_worker_wait returns.
@@ -41,6 +45,7 @@
 
 #include "bench_util.h"
 #include "colstore.h"
+#include "cs_kernels_internal.h"
 
 static uint64_t g_work_iters = 200000; /* per half; calibrated to --work-us */
 
@@ -74,6 +79,35 @@ static void omp_region(double *total_ns, double *start_ns, uint64_t *sum) {
   uint64_t s2 = atomic_load(&second_start);
   *start_ns = s2 ? (double)(s2 - t0) : -1;
   *sum = halves[0] ^ (halves[1] << 1);
+}
+
+/* The team's version: 32 chunks of 1/16 of a half each. */
+#define TEAM_CHUNKS 32
+typedef struct team_arg {
+  uint64_t t0;
+  _Atomic uint64_t helper_start;
+  uint64_t part[TEAM_CHUNKS];
+} team_arg;
+
+static void team_chunk(void *p, uint64_t c, int member) {
+  team_arg *a = p;
+  uint64_t zero = 0;
+  if (member > 0) atomic_compare_exchange_strong(&a->helper_start, &zero, bench_now_ns());
+  a->part[c] = spin_work(g_work_iters * 2 / TEAM_CHUNKS, c + 1);
+}
+
+static void team_region(double *total_ns, double *start_ns, uint64_t *sum) {
+  team_arg a;
+  memset(&a, 0, sizeof a);
+  a.t0 = bench_now_ns();
+  cs__team_run(2, TEAM_CHUNKS, team_chunk, &a);
+  uint64_t t1 = bench_now_ns();
+  *total_ns = (double)(t1 - a.t0);
+  uint64_t h = atomic_load(&a.helper_start);
+  *start_ns = h ? (double)(h - a.t0) : -1;
+  uint64_t x = 0;
+  for (int c = 0; c < TEAM_CHUNKS; c++) x = x * 31 + a.part[c];
+  *sum = x;
 }
 
 typedef struct job_arg {
@@ -153,14 +187,18 @@ int main(int argc, char **argv) {
   enum { HOT, AFTER, LOADED, N_SET };
   static const char *const set_name[N_SET] = {"hot", "after", "loaded"};
   double *omp_total[N_SET], *omp_start[N_SET], *wk_start[N_SET], *wk_done[N_SET];
+  double *team_total[N_SET], *team_start[N_SET];
   for (int k = 0; k < N_SET; k++) {
+    team_total[k] = calloc((size_t)rounds, sizeof(double));
+    team_start[k] = calloc((size_t)rounds, sizeof(double));
     omp_total[k] = calloc((size_t)rounds, sizeof(double));
     omp_start[k] = calloc((size_t)rounds, sizeof(double));
     wk_start[k] = calloc((size_t)rounds, sizeof(double));
     wk_done[k] = calloc((size_t)rounds, sizeof(double));
   }
-  uint64_t want_omp = 0, want_wk = 0;
-  bool have_omp = false, have_wk = false, bad = false;
+  uint64_t want_omp = 0, want_wk = 0, want_team = 0;
+  bool have_omp = false, have_wk = false, have_team = false, bad = false;
+  int team_alone[N_SET] = {0};
   double single_ns[1024];
   int n_single = 0;
   for (int r = 0; r < rounds; r++) {
@@ -177,6 +215,14 @@ int main(int argc, char **argv) {
       omp_total[k][r] = tot, omp_start[k][r] = st;
       if (!have_omp) want_omp = sum, have_omp = true;
       else bad |= sum != want_omp;
+      /* team */
+      team_region(&tot, &st, &sum);
+      if (k == AFTER) spin_ms(busy_ms);
+      team_region(&tot, &st, &sum);
+      team_total[k][r] = tot, team_start[k][r] = st < 0 ? tot : st;
+      team_alone[k] += st < 0;
+      if (!have_team) want_team = sum, have_team = true;
+      else bad |= sum != want_team;
       /* worker */
       worker_once(w, &wst, &wdn, &sum);
       if (k == AFTER) spin_ms(busy_ms);
@@ -205,6 +251,13 @@ int main(int argc, char **argv) {
   }
   for (int k = 0; k < N_SET; k++) {
     if (k == LOADED && !load) continue;
+    print_row("team, 2 threads", set_name[k], team_total[k], rounds);
+    print_row("  helper's first chunk at", set_name[k], team_start[k], rounds);
+    printf("  %-26s %-7s %d of %d rounds (counted as the whole run above)\n", "  no helper joined", set_name[k],
+           team_alone[k], rounds);
+  }
+  for (int k = 0; k < N_SET; k++) {
+    if (k == LOADED && !load) continue;
     print_row("worker job starts at", set_name[k], wk_start[k], rounds);
     print_row("worker job done at", set_name[k], wk_done[k], rounds);
   }
@@ -212,7 +265,9 @@ int main(int argc, char **argv) {
   for (int k = 0; k < N_SET; k++) {
     if (k == LOADED && !load) continue;
     bench_stats two = bench_stats_of(omp_total[k], rounds);
-    printf("ratio 2-thread region / 1 thread (%s): %.2fx\n", set_name[k], two.median / one.median);
+    bench_stats team = bench_stats_of(team_total[k], rounds);
+    printf("ratio 2-thread region / 1 thread (%s): omp %.2fx, team %.2fx\n", set_name[k], two.median / one.median,
+           team.median / one.median);
   }
   cs_worker_release(w);
   return 0;

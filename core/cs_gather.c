@@ -43,7 +43,6 @@
 ** the calibrated one, else those defaults.
 */
 #include <assert.h>
-#include <omp.h>
 #include <stdlib.h>
 
 #include "cs_kernels_internal.h"
@@ -225,10 +224,24 @@ static gather_args gather_args_of(const cs_store *s, uint32_t col, uint8_t *out_
 
 static void gather_args_done(gather_args *a) { cs__mem_free((void *)a->t.bases); }
 
-/* Runs span(a, i0, i1) over [0, n) on the kernel's threads, each thread
-** one contiguous span (boundaries multiples of 64), the width switch
-** inside span (see cs_kernels_internal.h). */
+/* Runs span(a, i0, i1) over [0, n) on the kernel's team (cs_team.c), in
+** chunks whose boundaries are multiples of 64, the width switch inside
+** span (see cs_kernels_internal.h). */
 typedef void (*gather_span)(const gather_args *a, uint64_t i0, uint64_t i1);
+
+typedef struct spans_job {
+  gather_span span;
+  const gather_args *a;
+  uint64_t n, chunk;
+} spans_job;
+
+static void spans_chunk(void *ctx, uint64_t c, int member) {
+  (void)member;
+  const spans_job *j = ctx;
+  uint64_t i0, i1;
+  cs__team_span(c, j->chunk, j->n, &i0, &i1);
+  j->span(j->a, i0, i1);
+}
 
 static void parallel_spans(uint64_t n, gather_span span, const gather_args *a) {
   int threads = cs_kernel_threads(n);
@@ -236,14 +249,8 @@ static void parallel_spans(uint64_t n, gather_span span, const gather_args *a) {
     span(a, 0, n);
     return;
   }
-#pragma omp parallel num_threads(threads)
-  {
-    cs__bind_thread(omp_get_thread_num(), omp_get_num_threads());
-    uint64_t i0, i1;
-    cs__thread_span(n, omp_get_thread_num(), omp_get_num_threads(), 64, &i0, &i1);
-    span(a, i0, i1);
-  }
-  cs__kernel_region_done(threads);
+  spans_job j = {span, a, n, cs__team_chunk(n, threads, 16384, 64, 0)};
+  cs__team_run(threads, (n + j.chunk - 1) / j.chunk, spans_chunk, &j);
 }
 
 /* ----------------------------------------------------------------- range */

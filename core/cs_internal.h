@@ -117,10 +117,6 @@ void cs__bind_thread(int tid, int n_threads);
 int cs__threads_policy(uint64_t n, int cap, int ncpu, int others);
 /* The runnable count R of /proc/loadavg's "R/T" field, or -1. */
 int cs__loadavg_runnable(const char *text);
-/* How long libgomp workers may spin after a region, in nanoseconds, from
-** OMP_WAIT_POLICY and GOMP_SPINCOUNT (either may be NULL); UINT64_MAX =
-** they never stop. */
-uint64_t cs__spin_window_ns(const char *wait_policy, const char *spincount);
 
 /* cs_worker.c marks its thread busy around each job, so the load-aware
 ** thread count does not take colstore's own background work for another

@@ -1,6 +1,6 @@
 /*
 ** cs_kernel_config.c - the process-wide kernel settings and the thread
-** policy every OpenMP region in the core asks for its thread count.
+** policy every parallel kernel in the core asks for its thread count.
 **
 ** The settings (thread cap, prefetch distance) are one 64-bit atomic word,
 ** so a reader never sees the cap of one cs_kernel_config_set() call with
@@ -12,9 +12,9 @@
 ** the fork/join costs more than it saves; above, the count is proportional
 ** to the work, ceil(n / CS_PARALLEL_MIN_ELEMENTS), at least 2 (the earlier
 ** colstore floored this division and so never threaded anything under 1M
-** elements), and at most the cap.  Each region passes the count through
-** num_threads() rather than omp_set_num_threads(), which would change the
-** host application's own OpenMP settings.
+** elements), and at most the cap.  The kernels run on colstore's own team
+** of helpers (cs_team.c), so the host application's OpenMP settings are
+** neither read nor changed.
 **
 ** The one choice a newcomer might question: the automatic cap is every
 ** processor OpenMP reports, not a per-socket allowance.  Calibration
@@ -25,20 +25,17 @@
 **
 ** Load awareness (docs/tuning.md, "Threads on a busy host").  An automatic
 ** cap is further limited to the processors no other thread is running on:
-** with libgomp's default wait policy the calling thread spins at every
-** barrier until each worker has run, and a worker that must wait for a
-** core another process holds made a 2-thread count query 7x slower than 1
-** thread (docs/performance.md, "Kernel threads: 1 vs 2").  colstore cannot
-** choose the wait policy (libgomp reads it from the environment when it
-** loads), but it can avoid asking for a worker that has no core to run on.
-** The signal is the instantaneous runnable count of /proc/loadavg (its 4th
-** field, "R/T"), read at most once every CS__LOAD_SAMPLE_NS per process and
-** kept in atomics, so the hot path gains no lock and no system call but a
-** vDSO clock read.  Subtracted from it are the calling thread and this
-** process's own OpenMP workers that still spin after the last region
-** (cs__kernel_region_done() records when it ended and with how many
-** threads); the rest are others, and threads = min(cap, want, max(1,
-** ncpu - others)).  An explicit cap is honoured as given, and
+** a helper that must wait for a core another process holds adds nothing
+** (with OpenMP regions it made a 2-thread count query 7x slower than 1
+** thread, docs/performance.md, "Kernel threads: 1 vs 2"; the team never
+** waits for it, but asking for it still costs a wake-up).  The signal is the
+** instantaneous runnable count of /proc/loadavg (its 4th field, "R/T"),
+** read at most once every CS__LOAD_SAMPLE_NS per process and kept in
+** atomics, so the hot path gains no lock and no system call but a vDSO
+** clock read.  Subtracted from it are the calling thread and this
+** process's own helpers and background workers while they work or spin
+** (cs__own_thread_busy); the rest are others, and threads = min(cap, want,
+** max(1, ncpu - others)).  An explicit cap is honoured as given, and
 ** COLSTORE_LOAD_AWARE=0 or an unreadable /proc/loadavg gives the policy
 ** above unchanged.
 */
@@ -145,15 +142,6 @@ int cs__threads_policy(uint64_t n, int cap, int ncpu, int others) {
 /* One /proc/loadavg read per this many nanoseconds per process (~5 us a
 ** read on the development host, so at most 0.05% of a core). */
 #define CS__LOAD_SAMPLE_NS 10000000ull
-/* How long libgomp's workers spin after a region with the default wait
-** policy: 300,000 spins, "about 3 ms" by libgomp's own estimate; measured
-** 5.2 ms on the development host (the runnable count fell back 5.2 ms after
-** a 2-thread region, five times out of five).  Twice that is assumed. */
-#define CS__SPIN_WINDOW_NS 10000000ull
-/* Nanoseconds per libgomp spin, for GOMP_SPINCOUNT: twice the 17 ns per
-** spin measured above. */
-#define CS__SPIN_NS 34ull
-
 int cs__loadavg_runnable(const char *text) {
   /* "0.53 0.53 1.16 1/85 23710": skip three fields, read the digits
   ** before the slash. */
@@ -170,41 +158,11 @@ int cs__loadavg_runnable(const char *text) {
   return p > digits && *p == '/' ? (int)r : -1;
 }
 
-uint64_t cs__spin_window_ns(const char *wait_policy, const char *spincount) {
-  if (spincount && *spincount) {
-    /* libgomp's syntax: a count with an optional k, M, G or T, or
-    ** "infinite"/"infinity"; a value it would reject falls through. */
-    if (strncasecmp(spincount, "infinit", 7) == 0) return UINT64_MAX;
-    char *end;
-    unsigned long long v = strtoull(spincount, &end, 10);
-    if (end != spincount) {
-      while (*end == ' ') end++;
-      unsigned long long mul = 1;
-      switch (*end) {
-        case 'k': mul = 1000ull, end++; break;
-        case 'M': mul = 1000000ull, end++; break;
-        case 'G': mul = 1000000000ull, end++; break;
-        case 'T': mul = 1000000000000ull, end++; break;
-        default: break;
-      }
-      if (*end == 0) return v > UINT64_MAX / mul / CS__SPIN_NS ? UINT64_MAX : v * mul * CS__SPIN_NS;
-    }
-  }
-  if (wait_policy && strcasecmp(wait_policy, "active") == 0) return UINT64_MAX;
-  if (wait_policy && strcasecmp(wait_policy, "passive") == 0) return 0;
-  return CS__SPIN_WINDOW_NS;
-}
-
 /* -1 = not read yet, 0 = off (COLSTORE_LOAD_AWARE=0), 1 = on. */
 static _Atomic int load_aware = -1;
-static _Atomic uint64_t load_spin_window_ns;
 static _Atomic int load_ncpu;           /* online processors, read once */
 static _Atomic uint64_t load_sample_ns; /* CLOCK_MONOTONIC_COARSE of the last sample; 0 = never */
 static _Atomic int load_others = -1;    /* others at the last sample; -1 = unknown */
-/* The last parallel region with more than one thread: its end in
-** microseconds of CLOCK_MONOTONIC_COARSE << 16 | its threads; 0 = none. */
-static _Atomic uint64_t region_done_word;
-
 static uint64_t coarse_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
@@ -217,9 +175,6 @@ static bool load_aware_on(void) {
     /* Read once; racing first callers read the same environment. */
     const char *e = getenv("COLSTORE_LOAD_AWARE");
     on = !(e && strcmp(e, "0") == 0);
-    atomic_store_explicit(&load_spin_window_ns,
-                          cs__spin_window_ns(getenv("OMP_WAIT_POLICY"), getenv("GOMP_SPINCOUNT")),
-                          memory_order_relaxed);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     atomic_store_explicit(&load_ncpu, ncpu > 0 && ncpu < 1 << 20 ? (int)ncpu : 0, memory_order_relaxed);
     atomic_store_explicit(&load_aware, on, memory_order_release);
@@ -227,14 +182,9 @@ static bool load_aware_on(void) {
   return on;
 }
 
-void cs__kernel_region_done(int threads) {
-  if (threads <= 1) return;
-  uint64_t us = coarse_ns() / 1000;
-  atomic_store_explicit(&region_done_word, us << 16 | (uint64_t)(threads & 0xFFFF), memory_order_relaxed);
-}
-
-/* colstore's own background threads (cs_worker.c) while they run a job:
-** not load from others, but colstore's own work, which the pipelined cursor
+/* colstore's own background threads while they run or look for work (the
+** cursor's batch worker, cs_worker.c; the kernels' helpers, cs_team.c): not
+** load from others, but colstore's own work, which the pipelined cursor
 ** counts on when it asks how many threads the host gives it. */
 static _Atomic int own_busy;
 static _Thread_local bool own_busy_self;
@@ -244,10 +194,9 @@ void cs__own_thread_busy(bool busy) {
   atomic_fetch_add_explicit(&own_busy, busy ? 1 : -1, memory_order_relaxed);
 }
 
-/* Runnable threads that are neither the caller, nor this process's own
-** workers still spinning after a region, nor its background workers
-** running a job, or -1. */
-static int load_read_others(uint64_t now) {
+/* Runnable threads that are neither the caller nor this process's own
+** helpers and background workers at work, or -1. */
+static int load_read_others(void) {
   int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
   char buf[128];
@@ -257,12 +206,8 @@ static int load_read_others(uint64_t now) {
   buf[k] = 0;
   int runnable = cs__loadavg_runnable(buf);
   if (runnable < 0) return -1;
-  int spinning = 0;
-  uint64_t w = atomic_load_explicit(&region_done_word, memory_order_relaxed);
-  uint64_t window = atomic_load_explicit(&load_spin_window_ns, memory_order_relaxed);
-  if (w && (int64_t)(now / 1000 - (w >> 16)) <= (int64_t)(window / 1000)) spinning = (int)(w & 0xFFFF) - 1;
   int busy = atomic_load_explicit(&own_busy, memory_order_relaxed) - (own_busy_self ? 1 : 0);
-  int others = runnable - 1 - spinning - (busy > 0 ? busy : 0);
+  int others = runnable - 1 - (busy > 0 ? busy : 0);
   return others < 0 ? 0 : others;
 }
 
@@ -277,7 +222,7 @@ static int load_others_now(int *out_ncpu) {
   if ((last == 0 || (int64_t)(now - last) >= (int64_t)CS__LOAD_SAMPLE_NS) &&
       atomic_compare_exchange_strong_explicit(&load_sample_ns, &last, now ? now : 1, memory_order_relaxed,
                                               memory_order_relaxed))
-    atomic_store_explicit(&load_others, load_read_others(now), memory_order_relaxed);
+    atomic_store_explicit(&load_others, load_read_others(), memory_order_relaxed);
   return atomic_load_explicit(&load_others, memory_order_relaxed);
 }
 

@@ -173,7 +173,25 @@ void cs__pred_set_free(cs__pred_set *set);
 void cs__pred_set_eval_span(const cs__pred_set *set, uint64_t first, uint64_t i0, uint64_t i1, uint8_t *mask,
                             uint64_t count_from, uint64_t *scanned, uint64_t *skipped);
 
-/* Call after every parallel region with its thread count: its workers may still spin (cs_kernel_config.c). */
-void cs__kernel_region_done(int threads);
+/* The kernels' parallel loop (cs_team.c): fn(ctx, chunk, member) for every
+** chunk in [0, n_chunks), on the calling thread (member 0) and up to
+** threads - 1 helpers (members 1, 2, ...) that join while chunks are left.
+** Which member runs which chunk is timing, so what fn writes must depend on
+** the chunk alone.  Returns the members that ran chunks (1 = the caller
+** alone).  Never waits for a helper that has not started. */
+typedef void (*cs__team_fn)(void *ctx, uint64_t chunk, int member);
+int cs__team_run(int threads, uint64_t n_chunks, cs__team_fn fn, void *ctx);
+/* The chunk size for n elements on threads: about eight chunks a thread,
+** at least min_chunk, at most max_chunks chunks (0 = no limit), a multiple
+** of align (a power of two).  A function of its arguments only. */
+uint64_t cs__team_chunk(uint64_t n, int threads, uint64_t min_chunk, uint64_t align, uint64_t max_chunks);
+/* The elements [i0, i1) of chunk c of size chunk over n elements. */
+CS__INLINE void cs__team_span(uint64_t c, uint64_t chunk, uint64_t n, uint64_t *i0, uint64_t *i1) {
+  *i0 = c * chunk;
+  *i1 = *i0 + chunk < n ? *i0 + chunk : n;
+}
+/* Since the process started: team runs with helpers asked for, chunks
+** helpers ran, runs no helper joined in time (the caller ran all). */
+void cs__team_stats(uint64_t *runs, uint64_t *helped_chunks, uint64_t *alone);
 
 #endif /* CS_KERNELS_INTERNAL_H */

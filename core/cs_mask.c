@@ -33,7 +33,6 @@
 ** caller's buffer, which needs exactly cs_mask_count() elements.
 */
 #include <assert.h>
-#include <omp.h>
 
 #include "cs_kernels_internal.h"
 
@@ -75,18 +74,52 @@ static uint64_t count_span(const uint8_t *mask, uint64_t n) {
   return total;
 }
 
+/* Chunks of a mask: counts per chunk live on the stack. */
+#define CS__MASK_MAX_CHUNKS 256u
+#define CS__MASK_MIN_CHUNK 65536u
+
+typedef void (*span_fill)(void *ctx, uint64_t i0, uint64_t i1, uint64_t off, uint64_t count);
+
+typedef struct mask_job {
+  const uint8_t *mask;
+  uint64_t n, chunk;
+  uint64_t counts[CS__MASK_MAX_CHUNKS];
+  uint64_t offs[CS__MASK_MAX_CHUNKS];
+  span_fill fill;
+  void *fill_ctx;
+} mask_job;
+
+static void mask_job_init(mask_job *j, const uint8_t *mask, uint64_t n, int threads) {
+  j->mask = mask, j->n = n;
+  j->chunk = cs__team_chunk(n, threads, CS__MASK_MIN_CHUNK, 64, CS__MASK_MAX_CHUNKS);
+}
+
+static uint64_t mask_chunks(const mask_job *j) { return (j->n + j->chunk - 1) / j->chunk; }
+
+static void count_chunk(void *ctx, uint64_t c, int member) {
+  (void)member;
+  mask_job *j = ctx;
+  uint64_t i0, i1;
+  cs__team_span(c, j->chunk, j->n, &i0, &i1);
+  j->counts[c] = count_span(j->mask + i0, i1 - i0);
+}
+
+static void fill_chunk(void *ctx, uint64_t c, int member) {
+  (void)member;
+  mask_job *j = ctx;
+  uint64_t i0, i1;
+  cs__team_span(c, j->chunk, j->n, &i0, &i1);
+  j->fill(j->fill_ctx, i0, i1, j->offs[c], j->counts[c]);
+}
+
 uint64_t cs_mask_count(const uint8_t *mask, uint64_t n) {
   int threads = cs_kernel_threads(n);
   if (threads <= 1) return count_span(mask, n);
-  uint64_t total = 0;
-#pragma omp parallel num_threads(threads) if (threads > 1) reduction(+ : total)
-  {
-    cs__bind_thread(omp_get_thread_num(), omp_get_num_threads());
-    uint64_t i0, i1;
-    cs__thread_span(n, omp_get_thread_num(), omp_get_num_threads(), 64, &i0, &i1);
-    total += count_span(mask + i0, i1 - i0);
-  }
-  cs__kernel_region_done(threads);
+  mask_job j;
+  mask_job_init(&j, mask, n, threads);
+  uint64_t chunks = mask_chunks(&j), total = 0;
+  cs__team_run(threads, chunks, count_chunk, &j);
+  for (uint64_t c = 0; c < chunks; c++) total += j.counts[c];
   return total;
 }
 
@@ -124,12 +157,10 @@ static void rows_span(const uint8_t *mask, uint64_t i0, uint64_t i1, uint64_t ba
   assert(k == cap);
 }
 
-/* The count-then-fill scaffold both compactions share: each thread counts
-** its span of the mask, one barrier, then fill(ctx, i0, i1, off, count)
-** writes the span's count elements from output index off.  Returns the
+/* The count-then-fill scaffold both compactions share: each chunk of the
+** mask is counted, then fill(ctx, i0, i1, off, count) writes the chunk's
+** count elements from output index off (two team runs).  Returns the
 ** total. */
-typedef void (*span_fill)(void *ctx, uint64_t i0, uint64_t i1, uint64_t off, uint64_t count);
-
 static uint64_t count_then_fill(const uint8_t *mask, uint64_t n, span_fill fill, void *ctx) {
   int threads = cs_kernel_threads(n);
   if (threads <= 1) {
@@ -137,24 +168,13 @@ static uint64_t count_then_fill(const uint8_t *mask, uint64_t n, span_fill fill,
     fill(ctx, 0, n, 0, total);
     return total;
   }
-  uint64_t counts[CS__MAX_THREADS + 1];
-  int used = 1;
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
-    cs__bind_thread(omp_get_thread_num(), omp_get_num_threads());
-    int id = omp_get_thread_num(), nt = omp_get_num_threads();
-    uint64_t i0, i1;
-    cs__thread_span(n, id, nt, 64, &i0, &i1);
-    counts[id] = count_span(mask + i0, i1 - i0);
-#pragma omp barrier
-    uint64_t off = 0;
-    for (int t = 0; t < id; t++) off += counts[t];
-    fill(ctx, i0, i1, off, counts[id]);
-    if (id == 0) used = nt;
-  }
-  cs__kernel_region_done(threads);
-  uint64_t total = 0;
-  for (int t = 0; t < used; t++) total += counts[t];
+  mask_job j;
+  mask_job_init(&j, mask, n, threads);
+  j.fill = fill, j.fill_ctx = ctx;
+  uint64_t chunks = mask_chunks(&j), total = 0;
+  cs__team_run(threads, chunks, count_chunk, &j);
+  for (uint64_t c = 0; c < chunks; c++) j.offs[c] = total, total += j.counts[c];
+  cs__team_run(threads, chunks, fill_chunk, &j);
   return total;
 }
 

@@ -45,7 +45,7 @@
 #include <assert.h>
 #include <float.h>
 #include <math.h>
-#include <omp.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "cs_kernels_internal.h"
@@ -816,24 +816,36 @@ static void eval_span(const cs_store *s, const pcomp *cp, uint32_t np, uint64_t 
   *out_skipped += skipped;
 }
 
-/* eval_span over rows [first, first + n), pieces shared out dynamically. */
+typedef struct eval_job {
+  const cs_store *s;
+  const pcomp *cp;
+  uint32_t np;
+  uint64_t first, n;
+  uint8_t *mask;
+  bool and_mode;
+  _Atomic uint64_t scanned, skipped;
+} eval_job;
+
+static void eval_chunk(void *ctx, uint64_t u, int member) {
+  (void)member;
+  eval_job *j = ctx;
+  uint64_t i0, i1, scanned = 0, skipped = 0;
+  cs__team_span(u, CS_PRED_PIECE_ROWS, j->n, &i0, &i1);
+  eval_span(j->s, j->cp, j->np, j->first, i0, i1, j->mask, j->and_mode, j->first, &scanned, &skipped);
+  atomic_fetch_add_explicit(&j->scanned, scanned, memory_order_relaxed);
+  atomic_fetch_add_explicit(&j->skipped, skipped, memory_order_relaxed);
+}
+
+/* eval_span over rows [first, first + n), a piece per chunk of the team. */
 static void eval_group(const cs_store *s, const pcomp *cp, uint32_t np, uint64_t first, uint64_t n,
                        uint8_t *mask, bool and_mode, uint64_t *out_scanned, uint64_t *out_skipped) {
   uint64_t units = (n + CS_PRED_PIECE_ROWS - 1) / CS_PRED_PIECE_ROWS;
-  uint64_t scanned = 0, skipped = 0;
-  int threads = cs_kernel_threads(n);
-#pragma omp parallel num_threads(threads) if (threads > 1) reduction(+ : scanned, skipped)
-  {
-    cs__bind_thread(omp_get_thread_num(), omp_get_num_threads());
-#pragma omp for schedule(dynamic, 1)
-    for (uint64_t u = 0; u < units; u++) {
-      uint64_t i0 = u * CS_PRED_PIECE_ROWS, i1 = i0 + CS_PRED_PIECE_ROWS < n ? i0 + CS_PRED_PIECE_ROWS : n;
-      eval_span(s, cp, np, first, i0, i1, mask, and_mode, first, &scanned, &skipped);
-    }
-  }
-  cs__kernel_region_done(threads);
-  *out_scanned += scanned;
-  *out_skipped += skipped;
+  eval_job j = {.s = s, .cp = cp, .np = np, .first = first, .n = n, .mask = mask, .and_mode = and_mode};
+  atomic_init(&j.scanned, 0);
+  atomic_init(&j.skipped, 0);
+  cs__team_run(cs_kernel_threads(n), units, eval_chunk, &j);
+  *out_scanned += atomic_load_explicit(&j.scanned, memory_order_relaxed);
+  *out_skipped += atomic_load_explicit(&j.skipped, memory_order_relaxed);
 }
 
 void cs_pred_eval(const cs_store *s, const cs_pred *preds, uint32_t n_preds, uint64_t first, uint64_t n,

@@ -3,18 +3,17 @@
 ** the mask counted, the selected rows of the used columns gathered into
 ** buffers, all in one parallel region.
 **
-** WHY ONE REGION.  The cursor used to call the kernels one after another
-** for every batch: cs_pred_eval (a region), cs_mask_count (a region),
-** cs_mask_to_rows (a region with a barrier inside), and then read the
-** values in place, row by row, as SQLite asked for them.  Three forks and
-** joins per batch, nine per 10M-row query, and each join waits for the
-** slowest thread: on a busy host that is whichever thread the scheduler
-** did not run, several milliseconds per region (docs/performance.md,
-** "Kernel threads: 1 vs 2").  Here each thread takes one contiguous span of
-** the batch and does everything for it: evaluate, count, one barrier to
-** learn where its output starts (the counts of the spans before it), then
-** compact and gather its span's rows into place.  One fork, one barrier,
-** one join.
+** WHY ONE KERNEL.  The cursor used to call the kernels one after another
+** for every batch: cs_pred_eval, cs_mask_count, cs_mask_to_rows, each a
+** parallel region of its own, and then read the values in place, row by
+** row, as SQLite asked for them.  Three forks and joins per batch, and each
+** join waits for the slowest thread.  Here the batch is cut into chunks
+** (cs_team.c) and everything is done chunk by chunk in two team runs:
+** evaluate and count every chunk; then, with each chunk's place in the
+** output known from the counts before it, compact and gather every chunk's
+** rows into place.  The calling thread starts both at once and a helper
+** that wakes late only takes what is left (docs/performance.md, "Helpers
+** slow to wake"), so no step waits for a thread the scheduler has not run.
 **
 ** MASK OR POSITIONS.  After the barrier every thread knows the batch's
 ** density and takes the same decision: at or above the mask gate (the
@@ -39,7 +38,7 @@
 ** list's order for cs_select_rows), byte-identical for any thread count.
 */
 #include <assert.h>
-#include <omp.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "cs_kernels_internal.h"
@@ -124,6 +123,40 @@ static bool gate_passed(const cs_select_batch *b, uint64_t total) {
   return b->n_targets == 0 || (double)total >= b->mask_gate * (double)b->n;
 }
 
+/* Chunks of a batch: counts per chunk live on the stack. */
+#define CS__SELECT_MAX_CHUNKS 1024u
+/* The smallest chunk: ~20 us of evaluation, against one claim. */
+#define CS__SELECT_MIN_CHUNK 32768u
+
+typedef struct range_job {
+  const cs_selector *sel;
+  cs_select_batch *b;
+  const width_prefetch *pf;
+  uint64_t chunk;
+  uint64_t counts[CS__SELECT_MAX_CHUNKS]; /* selected rows per chunk */
+  uint64_t offs[CS__SELECT_MAX_CHUNKS];   /* where each chunk's output starts */
+  bool by_mask;
+  _Atomic uint64_t scanned, skipped;
+} range_job;
+
+static void range_eval_chunk(void *ctx, uint64_t c, int member) {
+  (void)member;
+  range_job *j = ctx;
+  uint64_t i0, i1, scanned = 0, skipped = 0;
+  cs__team_span(c, j->chunk, j->b->n, &i0, &i1);
+  j->counts[c] = select_eval(j->sel, j->b, i0, i1, &scanned, &skipped);
+  if (scanned) atomic_fetch_add_explicit(&j->scanned, scanned, memory_order_relaxed);
+  if (skipped) atomic_fetch_add_explicit(&j->skipped, skipped, memory_order_relaxed);
+}
+
+static void range_fill_chunk(void *ctx, uint64_t c, int member) {
+  (void)member;
+  range_job *j = ctx;
+  uint64_t i0, i1;
+  cs__team_span(c, j->chunk, j->b->n, &i0, &i1);
+  select_fill(j->sel, j->b, j->pf, j->by_mask, i0, i1, j->offs[c], j->counts[c]);
+}
+
 void cs_select_range(const cs_selector *sel, cs_select_batch *b) {
   const cs_store *s = sel->s;
   b->n_selected = 0, b->by_mask = false, b->rows_filled = false, b->threads = 1;
@@ -135,35 +168,29 @@ void cs_select_range(const cs_selector *sel, cs_select_batch *b) {
   if (b->max_threads > 0 && threads > b->max_threads) threads = b->max_threads;
   uint64_t total = 0;
   bool by_mask;
-  if (threads <= 1) {
+  /* Counts per chunk; out of memory for them, one thread needs none. */
+  range_job *j = threads > 1 ? cs__mem_malloc(sizeof *j) : NULL;
+  if (!j) {
     total = select_eval(sel, b, 0, b->n, &b->records_scanned, &b->records_skipped);
     by_mask = gate_passed(b, total);
     select_fill(sel, b, pf, by_mask, 0, b->n, 0, total);
   } else {
-    uint64_t counts[CS__MAX_THREADS + 1];
-    uint64_t scanned = 0, skipped = 0;
-    int used = 1;
-    by_mask = false;
-#pragma omp parallel num_threads(threads) reduction(+ : scanned, skipped)
-    {
-      int id = omp_get_thread_num(), nt = omp_get_num_threads();
-      cs__bind_thread(id, nt);
-      uint64_t i0, i1;
-      cs__thread_span(b->n, id, nt, 64, &i0, &i1);
-      counts[id] = select_eval(sel, b, i0, i1, &scanned, &skipped);
-#pragma omp barrier
-      uint64_t off = 0, all = 0;
-      for (int t = 0; t < nt; t++) {
-        if (t < id) off += counts[t];
-        all += counts[t];
-      }
-      bool mask_route = gate_passed(b, all);
-      select_fill(sel, b, pf, mask_route, i0, i1, off, counts[id]);
-      if (id == 0) used = nt, by_mask = mask_route;
-    }
-    cs__kernel_region_done(threads);
-    for (int t = 0; t < used; t++) total += counts[t];
-    b->records_scanned = scanned, b->records_skipped = skipped, b->threads = used;
+    /* Two team runs: evaluate and count each chunk; then, with every
+    ** chunk's place known, compact and gather each into place. */
+    j->sel = sel, j->b = b, j->pf = pf;
+    j->chunk = cs__team_chunk(b->n, threads, CS__SELECT_MIN_CHUNK, 64, CS__SELECT_MAX_CHUNKS);
+    atomic_init(&j->scanned, 0);
+    atomic_init(&j->skipped, 0);
+    uint64_t n_chunks = (b->n + j->chunk - 1) / j->chunk;
+    int used = cs__team_run(threads, n_chunks, range_eval_chunk, j);
+    for (uint64_t c = 0; c < n_chunks; c++) j->offs[c] = total, total += j->counts[c];
+    by_mask = j->by_mask = gate_passed(b, total);
+    bool fill = b->n_targets > 0 || !by_mask || b->want_rows;
+    int used2 = fill && total > 0 ? cs__team_run(threads, n_chunks, range_fill_chunk, j) : 1;
+    b->records_scanned = atomic_load_explicit(&j->scanned, memory_order_relaxed);
+    b->records_skipped = atomic_load_explicit(&j->skipped, memory_order_relaxed);
+    b->threads = used > used2 ? used : used2;
+    cs__mem_free(j);
   }
   b->n_selected = total, b->by_mask = by_mask, b->rows_filled = !by_mask || b->want_rows;
 }
@@ -185,6 +212,29 @@ static void rows_fill(const cs_store *s, const uint64_t *rows, uint64_t i0, uint
   }
 }
 
+/* The smallest chunk of a list: a few microseconds of cache misses. */
+#define CS__ROWS_MIN_CHUNK 1024u
+
+typedef struct rows_job {
+  const cs_store *s;
+  const uint64_t *rows;
+  uint64_t n;
+  bool ascending;
+  int pf;
+  uint32_t *bins;
+  const cs_gather_target *targets;
+  uint32_t n_targets;
+  uint64_t chunk;
+} rows_job;
+
+static void rows_chunk(void *ctx, uint64_t c, int member) {
+  (void)member;
+  const rows_job *j = ctx;
+  uint64_t i0, i1;
+  cs__team_span(c, j->chunk, j->n, &i0, &i1);
+  rows_fill(j->s, j->rows, i0, i1, j->ascending, j->pf, j->bins, j->targets, j->n_targets);
+}
+
 int cs_select_rows(const cs_store *s, const uint64_t *rows, uint64_t n, bool ascending, uint32_t *bins,
                    const cs_gather_target *targets, uint32_t n_targets, int max_threads) {
   if (n == 0 || n_targets == 0) return 1;
@@ -202,16 +252,8 @@ int cs_select_rows(const cs_store *s, const uint64_t *rows, uint64_t n, bool asc
     rows_fill(s, rows, 0, n, ascending, pf, bins, targets, n_targets);
     return 1;
   }
-  int used = 1;
-#pragma omp parallel num_threads(threads)
-  {
-    int id = omp_get_thread_num(), nt = omp_get_num_threads();
-    cs__bind_thread(id, nt);
-    uint64_t i0, i1;
-    cs__thread_span(n, id, nt, 64, &i0, &i1);
-    rows_fill(s, rows, i0, i1, ascending, pf, bins, targets, n_targets);
-    if (id == 0) used = nt;
-  }
-  cs__kernel_region_done(threads);
+  rows_job j = {s, rows, n, ascending, pf, bins, targets, n_targets,
+                cs__team_chunk(n, threads, CS__ROWS_MIN_CHUNK, 64, 0)};
+  int used = cs__team_run(threads, (n + j.chunk - 1) / j.chunk, rows_chunk, &j);
   return used;
 }

@@ -861,10 +861,11 @@ START_TEST(test_select_range_threads_identical) {
                    bf, bn, first, sets[si].name, umask_names[uk], gates[gi], want_rows, thread_counts[ti]);
           cs_kernel_config_set(&(cs_kernel_config){.threads = thread_counts[ti], .prefetch = -1});
           cs_select_batch res = run_range(sel, &b, bf, user, gates[gi], want_rows, first, gi);
-          /* The whole range wants 4 threads, each half 2. */
+          /* The whole range wants 4 threads, each half 2; helpers that
+          ** wake late take no chunk (cs_team.c), so fewer may run. */
           int want_threads = thread_counts[ti] < (bi == 0 ? 4 : 2) ? thread_counts[ti] : (bi == 0 ? 4 : 2);
-          if (res.threads != want_threads)
-            ck_abort_msg("%s: ran on %d threads, expected %d", ctx, res.threads, want_threads);
+          if (res.threads < 1 || res.threads > want_threads)
+            ck_abort_msg("%s: ran on %d threads, at most %d expected", ctx, res.threads, want_threads);
           if (ti == 0) {
             check_result(s, &res, &b, &ref, bi == 0 && p.n > 0, ctx);
             snap_take(&one, &b, &res);
@@ -945,7 +946,7 @@ START_TEST(test_select_rows_threads_identical) {
         free(bins);
         snap_assert_same(&one, &b, &fake, ctx);
       }
-      if (th != thread_counts[ti]) ck_abort_msg("%s: ran on %d threads", ctx, th);
+      if (th < 1 || th > thread_counts[ti]) ck_abort_msg("%s: ran on %d threads", ctx, th);
     }
     snap_free(&one, N_THREAD_COLS);
     sbufs_free(&b);
