@@ -91,9 +91,11 @@ The choices a reader might question:
   well as waiting for a helper; the thread counts and kernel times beside
   the medians tell the two apart (a wait shows as wall time with threads 2
   and kernel time that grows, cache misses as thread-CPU time that grows).
-  On a virtual machine the host's own paging work is invisible to the
-  guest and shows as CPU time with no page faults: mode S and the fault
-  counts are there to make that visible.
+  A virtual machine can add a cost of its own: on the development host (a
+  Firecracker VM on PVM) a page of a file mapping not touched for about
+  0.2 s cost 2-5 us on its next touch, as CPU time with no page fault the
+  guest sees, where anonymous memory did not.  Mode S and the fault counts
+  are there to make such a cost visible.
 - Python's garbage collector is off while timing and run between rounds:
   its pauses would land in random runs and are not colstore's.
 
