@@ -14,7 +14,7 @@ FUZZ_TARGETS ?= fuzz_store fuzz_filter fuzz_writer
 # `make fuzz` and `make fuzz-build` need them.
 FUZZ_PACKAGES := clang libclang-rt-dev libomp-dev
 
-.PHONY: all deps fuzz-deps build test test-asan demo bench fuzz fuzz-build clean fuzz-sql
+.PHONY: all deps fuzz-deps build test test-asan demo bench bench-quick fuzz fuzz-build clean fuzz-sql
 
 all: build
 
@@ -63,6 +63,12 @@ demo: build
 
 bench: build
 	./$(BUILD)/bench_sql
+
+# Push-down queries as a user's session sees them: back to back, right after
+# a native query, after a long native scan, and with one core busy
+# (bench/bench_busy.py; its data is made once in $(BUILD)/bench-data).
+bench-quick: build
+	/usr/bin/python3 bench/bench_busy.py --module $(BUILD)/colstore --dir $(BUILD)/bench-data --rounds 5
 
 # libFuzzer targets (tests/fuzz/): clang with ASan and UBSan, in their own
 # build directory.  `make fuzz` runs each for FUZZ_SECONDS from its corpus
