@@ -712,6 +712,49 @@ typedef struct cs_calib_report {
 ** calibration is not changed (cs_calibration_apply the result for that). */
 cs_rc cs_calibrate(unsigned targets, const cs_calib_options *opt, cs_calib_report *out, cs_err *err);
 
+/* -------------------------------------------- ordering (ORDER/GROUP/DISTINCT) */
+
+/* Ordered, grouped and de-duplicated delivery (issue 9; cs_order.c): the
+** positions of a selection are reordered (and, for DISTINCT and LIMIT,
+** filtered) by key columns so the cursor can gather them in delivery order
+** and SQLite needs no temporary B-tree.  The order is exactly SQLite's on
+** the values it is handed: NULL first ascending and last descending, a NaN
+** in a FLOAT column (delivered as NULL) is NULL, -0.0 equals 0.0, numbers
+** by value, TEXT and BLOB by memcmp over the shorter length and then the
+** shorter first (BINARY collation).  Keys compare left to right, each ASC
+** or DESC; rows whose keys all compare equal are "ties". */
+typedef struct cs_order_key {
+  uint32_t col;   /* column index, < n_cols */
+  bool desc;      /* descending (NULLs last) */
+} cs_order_key;
+
+typedef enum cs_order_mode {
+  CS_ORDER_SORT = 0,     /* ORDER BY: sorted, ties in input order (stable) */
+  CS_ORDER_GROUP = 1,    /* GROUP BY: rows with equal keys adjacent, each group's rows in input
+                         ** order; the order of the groups is unspecified (sorted or first seen) */
+  CS_ORDER_DISTINCT = 2  /* DISTINCT: one row per distinct key tuple, the first in input order,
+                         ** the groups sorted by key (so DISTINCT ... ORDER BY the keys holds too) */
+} cs_order_mode;
+
+/* No limit. */
+#define CS_ORDER_NO_LIMIT UINT64_MAX
+
+/* Reorders rows[0, *n) by keys[0, n_keys) in place and sets *n to the rows
+** delivered.  limit counts what the mode delivers: rows for SORT (the first
+** limit rows of the sorted order: top-k in one pass when limit is small
+** against *n), distinct rows for DISTINCT, whole groups for GROUP (all rows
+** of limit groups).  OFFSET is the caller's: ask for offset + limit and skip
+** offset.  Every row must be < cs_store_rows(s); any order and duplicates
+** are allowed (ascending is the fast case: keys are read with a record
+** cursor).  With no keys every row ties (SORT keeps the input, GROUP is one
+** group, DISTINCT keeps the first row).  Single-threaded for now.
+** Returns CS_OK; CS_EINVAL for a key column out of range or more than
+** UINT32_MAX rows; CS_ENOMEM with err set when scratch memory (at most 24
+** bytes per row for fixed-width keys; see cs_order.c) cannot be had; rows
+** and *n are then unchanged. */
+cs_rc cs_order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode, uint64_t *rows,
+                    uint64_t *n, uint64_t limit, cs_err *err);
+
 /* ----------------------------------------------------------- diagnostics */
 
 /* Process-wide notes the core could not report through a return code, such

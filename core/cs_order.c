@@ -1,0 +1,1401 @@
+/*
+** cs_order.c - ordered, grouped and de-duplicated delivery: reorder a
+** selection's row positions by key columns in SQLite's order (ORDER BY with
+** LIMIT, GROUP BY, DISTINCT), so SQLite needs no temporary B-tree.
+**
+** HOW IT WORKS
+**
+** Every fixed-width key value becomes an unsigned integer "field" whose
+** order is SQLite's order: integers with the sign bit flipped, floats with
+** the IEEE trick (negative: all bits inverted, else the sign bit set) after
+** -0.0 is made +0.0, so equal numbers get equal codes.  The codes are then
+** compressed: the raw code minus the smallest code of the key's range, plus
+** one when the key can be NULL, so field 0 is NULL (NaN too: SQLite reads it
+** as NULL) and NULL sorts first.  DESC inverts the field within its range
+** (fmax - field), which puts NULL last and keeps ties stable.  The fields of
+** consecutive keys are concatenated into one uint64 while their bit widths
+** fit ("a segment"), so a multi-column key is usually one integer.  GROUP BY
+** b with b in 0..999 is a 10-bit field: ONE counting pass.
+**
+** The range comes from the zone maps (per-record min/max, O(records), no
+** pass over the rows), over the records the selection spans.  They are a
+** hint, never trusted: every field is checked against the range as it is
+** made, and a value outside it (stale or damaged statistics) restarts the
+** call with exact bounds from one pass over the selected values.
+**
+** TEXT and BLOB keys are first tried as a dictionary: one hashing pass gives
+** each row the id of its distinct value, the distinct values are sorted
+** (memcmp, then the shorter first), and the key becomes the rank, a small
+** fixed-width field like any other.  Past ORDER_DICT_CAP distinct values the
+** dictionary is abandoned and the key is "wide": a stable sort by its first
+** eight bytes (big-endian, range-compressed, radix), then runs of equal
+** prefixes refined by a stable merge sort on the full bytes.
+**
+** Then, by the shape of the key (all numbers: bench/bench_order.c on the
+** 2-core development host, 10M rows, one thread; ns per row):
+**
+**   one segment of <= ORDER_COUNT_BITS bits: a counting sort of the
+**     positions themselves (one histogram pass, one scatter; no sort, no
+**     final gather).  DISTINCT: a direct "first row of each code" table.
+**   one segment, SORT with limit * ORDER_TOPK_RATIO <= n: top-k in one pass:
+**     candidates below a threshold go to a buffer of 2k; when it is full a
+**     quickselect keeps the k best and the k-th becomes the threshold.
+**     O(n) even on adversarial (descending) input, unlike a heap's n log k.
+**   one segment, GROUP or DISTINCT, wider: a hash table from code to group
+**     (first appearance), then a counting sort by group id; abandoned past
+**     ORDER_HASH_CAP groups (all-distinct keys), whose cost is bounded by
+**     the rows read until then.
+**   otherwise: an LSD radix sort of (field, position).  When the field and
+**     the position's bit width fit in 64 bits they are packed into one word
+**     (the position in the low bits makes the sort stable for free),
+**     else key and position are two arrays.  Digits of at most
+**     ORDER_DIGIT_BITS bits, balanced over the field's width; every digit's
+**     histogram comes from one read pass, and a digit in which all keys
+**     agree is skipped.  Several segments (wide keys, keys over 64 bits
+**     together) are sorted one at a time from the last to the first, each
+**     pass stable, carrying a permutation.
+**
+** Stability is by input index everywhere: ties, DESC ties included, come out
+** in input order; DISTINCT keeps the first row of each key in input order.
+**
+** MEMORY (peak scratch beyond the caller's rows, per selected row):
+** counting sort 12 B (4 B code + 8 B output); packed radix 16 B (two
+** 8-byte arrays); two-array radix 24 B (8 + 8 B keys, 4 + 4 B positions);
+** hash GROUP 12 B; hash DISTINCT and top-k O(groups) and O(k); several
+** segments 28 B (the 4-byte permutation beside a pass); a wide TEXT/BLOB
+** key 40 B (+16 B of references per row); a dictionary 4 B per TEXT key.
+**
+** THREADING (not yet): every pass is a loop over positions whose state is a
+** histogram, a hash table or a candidate buffer.  Chunks of positions can
+** each build their own (histograms per chunk, prefix-summed across chunks
+** in chunk order, keep the scatter stable; hash tables and candidate
+** buffers merge), so the passes split over the chunk-claiming scheduler
+** without changing a byte of the output.
+**
+** The decision a newcomer would question: why positions are the payload and
+** not the values.  The kernel returns positions (the cursor gathers every
+** column in that order with the list kernels), so carrying the 4-byte input
+** index beside the key, or packing it under the key, is the least data that
+** gives both the order and the stability.
+*/
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cs_kernels_internal.h"
+#include "cs_order_internal.h"
+
+/* Radix digits: at most ORDER_DIGIT_BITS bits (2^11 buckets of 4-byte
+** counts stay in L1 beside the scatter's write streams). */
+#define ORDER_DIGIT_BITS 11
+#define ORDER_MIN_DIGIT_BITS 8
+#define ORDER_MAX_DIGITS 8 /* ceil(64 / ORDER_MIN_DIGIT_BITS) */
+/* The switch points (cs_order_internal.h); the numbers behind each are in
+** the essay above. */
+#define ORDER_COUNT_BITS 16     /* counting sort up to this many bits */
+#define ORDER_HASH_CAP 65536u   /* GROUP/DISTINCT hash up to this many groups */
+#define ORDER_TOPK_RATIO 16     /* top-k when limit * ratio <= rows */
+#define ORDER_DICT_CAP 65536u   /* TEXT/BLOB dictionary up to this many values */
+/* Positions encoded per step by the streaming paths. */
+#define ORDER_CHUNK 1024u
+/* Below this many elements the sorts use insertion sort. */
+#define ORDER_SMALL 24u
+
+#define ORDER_SIGN 0x8000000000000000ull
+#define ORDER_NONE UINT32_MAX
+
+/* Internal outcomes of a path. */
+enum { ORD_OK = 0, ORD_NOMEM, ORD_REDO, ORD_ABANDON };
+/* The paths, and their names for cs__order_last_path (+dict, +wide, +redo). */
+enum { PATH_TOPK, PATH_COUNTING, PATH_HASH, PATH_RADIX, PATH_SEGMENTS, PATH_COUNT };
+static const char *const path_names[PATH_COUNT][8] = {
+#define PATH_NAMES(p) {p, p "+dict", p "+wide", p "+dict+wide", p "+redo", p "+dict+redo", p "+wide+redo", p "+dict+wide+redo"}
+    PATH_NAMES("topk"), PATH_NAMES("counting"), PATH_NAMES("hash"), PATH_NAMES("radix"), PATH_NAMES("segments")
+#undef PATH_NAMES
+};
+
+static unsigned bit_width(uint64_t x) { return x ? 64u - (unsigned)__builtin_clzll(x) : 0u; }
+
+static cs__order_tuning tune = {ORDER_TOPK_RATIO, ORDER_COUNT_BITS, ORDER_HASH_CAP, ORDER_DICT_CAP,
+                                 ORDER_DIGIT_BITS};
+
+void cs__order_tuning_default(cs__order_tuning *out) {
+  cs__order_tuning d = {ORDER_TOPK_RATIO, ORDER_COUNT_BITS, ORDER_HASH_CAP, ORDER_DICT_CAP, ORDER_DIGIT_BITS};
+  *out = d;
+}
+
+void cs__order_tuning_set(const cs__order_tuning *t) {
+  if (!t) {
+    cs__order_tuning_default(&tune);
+    return;
+  }
+  tune = *t;
+  if (tune.count_bits > 24) tune.count_bits = 24;
+  if (tune.count_bits < -1) tune.count_bits = -1;
+  if (tune.digit_bits < ORDER_MIN_DIGIT_BITS) tune.digit_bits = ORDER_MIN_DIGIT_BITS;
+  if (tune.digit_bits > ORDER_DIGIT_BITS) tune.digit_bits = ORDER_DIGIT_BITS;
+}
+
+void cs__order_tuning_get(cs__order_tuning *out) { *out = tune; }
+
+static const char *last_path = "none";
+const char *cs__order_last_path(void) { return last_path; }
+
+static void *ord_alloc(uint64_t count, size_t size) {
+  if (count > SIZE_MAX / size) return NULL;
+  size_t bytes = count * size;
+  return cs__mem_malloc(bytes ? bytes : 1);
+}
+
+/* ---------------------------------------------------------- reading keys */
+
+/* A record cursor over one column: the record holding rows [lo, hi). */
+typedef struct ocur {
+  uint64_t r, lo, hi;
+  const cs_chunk *ch; /* NULL until placed */
+} ocur;
+
+/* Places c on the record of row: the next record on an ascending walk,
+** else a search (or a division on uniform stores). */
+static void ocur_move(const cs_store *s, uint32_t col, ocur *c, uint64_t row) {
+  uint64_t r;
+  if (c->ch && row >= c->hi && c->r + 2 <= s->n_records && row < s->first_rows[c->r + 2])
+    r = c->r + 1;
+  else
+    r = cs__locate(s, row);
+  c->r = r;
+  c->lo = s->first_rows[r];
+  c->hi = s->first_rows[r + 1];
+  c->ch = &s->chunks[r * s->schema.n_cols + col];
+}
+
+/* The chunk holding row and row's index in it. */
+CS__INLINE const cs_chunk *ocur_at(const cs_store *s, uint32_t col, ocur *c, uint64_t row, uint64_t *local) {
+  if (__builtin_expect(row - c->lo >= c->hi - c->lo, 0)) ocur_move(s, col, c, row);
+  *local = row - c->lo;
+  return c->ch;
+}
+
+/* Order-preserving codes: integers with the sign flipped, doubles by the
+** IEEE trick with -0.0 made +0.0 first (0 == -0.0 in SQLite). */
+CS__INLINE uint64_t code_i64(int64_t v) { return (uint64_t)v ^ ORDER_SIGN; }
+CS__INLINE uint64_t code_f64(double x) {
+  if (x == 0) x = 0.0;
+  uint64_t b;
+  memcpy(&b, &x, 8);
+  return (b & ORDER_SIGN) ? ~b : b | ORDER_SIGN;
+}
+
+/* The code of element local of a column of type T (a constant after
+** inlining); *nan is set for a NaN, which SQLite reads as NULL. */
+CS__INLINE uint64_t code_at(cs_type T, const uint8_t *p, uint64_t local, bool *nan) {
+  switch (T) {
+    case CS_TYPE_INT8: { int8_t v; memcpy(&v, p + local, 1); return code_i64(v); }
+    case CS_TYPE_INT16: { int16_t v; memcpy(&v, p + local * 2, 2); return code_i64(v); }
+    case CS_TYPE_INT32: { int32_t v; memcpy(&v, p + local * 4, 4); return code_i64(v); }
+    case CS_TYPE_INT64: { int64_t v; memcpy(&v, p + local * 8, 8); return code_i64(v); }
+    case CS_TYPE_UINT16: { uint16_t v; memcpy(&v, p + local * 2, 2); return code_i64(v); }
+    case CS_TYPE_UINT32: { uint32_t v; memcpy(&v, p + local * 4, 4); return code_i64(v); }
+    case CS_TYPE_FLOAT32: {
+      float v;
+      memcpy(&v, p + local * 4, 4);
+      *nan = v != v;
+      return code_f64((double)v); /* widening is exact and keeps the order */
+    }
+    case CS_TYPE_FLOAT64: {
+      double v;
+      memcpy(&v, p + local * 8, 8);
+      *nan = v != v;
+      return code_f64(v);
+    }
+    default: return code_i64(p[local]); /* UINT8, BOOL */
+  }
+}
+
+#define ORDER_TYPE_SWITCH(t, CALL)                  \
+  switch (t) {                                      \
+    case CS_TYPE_INT8: CALL(CS_TYPE_INT8); break;   \
+    case CS_TYPE_INT16: CALL(CS_TYPE_INT16); break; \
+    case CS_TYPE_INT32: CALL(CS_TYPE_INT32); break; \
+    case CS_TYPE_INT64: CALL(CS_TYPE_INT64); break; \
+    case CS_TYPE_UINT16: CALL(CS_TYPE_UINT16); break; \
+    case CS_TYPE_UINT32: CALL(CS_TYPE_UINT32); break; \
+    case CS_TYPE_FLOAT32: CALL(CS_TYPE_FLOAT32); break; \
+    case CS_TYPE_FLOAT64: CALL(CS_TYPE_FLOAT64); break; \
+    default: CALL(CS_TYPE_UINT8); break;            \
+  }
+
+/* TEXT/BLOB value local of ch; offsets are clamped into the data, so a
+** damaged chunk gives a wrong order, never an out-of-bounds read. */
+CS__INLINE const uint8_t *bytes_at(const cs_chunk *ch, uint64_t local, uint64_t *len) {
+  uint64_t db = ch->data_bytes;
+  uint64_t a = (uint64_t)ch->offsets[local], b = (uint64_t)ch->offsets[local + 1];
+  if (a > db) a = db;
+  if (b > db) b = db;
+  if (b < a) b = a;
+  *len = b - a;
+  return (const uint8_t *)ch->data + a;
+}
+
+/* BINARY collation: memcmp over the shorter length, then the shorter first. */
+static int bytes_cmp(const uint8_t *a, uint64_t na, const uint8_t *b, uint64_t nb) {
+  uint64_t m = na < nb ? na : nb;
+  int c = m ? memcmp(a, b, m) : 0;
+  return c ? c : (na > nb) - (na < nb);
+}
+
+/* ------------------------------------------------------------------ keys */
+
+enum { KEY_FIXED, KEY_DICT, KEY_WIDE };
+
+/* One key column as the kernel encodes it. */
+typedef struct okey {
+  uint32_t col;
+  cs_type type;
+  bool desc;
+  int kind;           /* KEY_*; TEXT/BLOB start as KEY_DICT */
+  bool nullable;      /* NULL possible: a nullable column or a float (NaN) */
+  bool exact;         /* the range comes from the selected values, not zone maps */
+  uint64_t min, span; /* codes of non-NULL values lie in [min, min + span] */
+  uint64_t off;       /* 1 when field 0 is NULL's, else 0 */
+  uint64_t fmax;      /* largest field */
+  unsigned bits;      /* bit width of fmax (0: every row has the same field) */
+  bool split;         /* the range leaves no field for NULL (65 bits): NULLs go apart */
+  uint32_t *ids;      /* KEY_DICT: value id of input position j, ORDER_NONE = NULL; owned */
+  uint32_t *rank;     /* KEY_DICT: sort rank of each id; owned */
+  ocur cur;           /* reading position in the column */
+} okey;
+
+/* Sets the field layout of k for non-NULL codes in [lo, hi] (any: at least
+** one non-NULL value). */
+static void key_set_range(okey *k, bool any, uint64_t lo, uint64_t hi) {
+  k->min = any ? lo : 0;
+  k->span = any ? hi - lo : 0;
+  k->off = k->nullable ? 1 : 0;
+  k->split = k->nullable && k->span == UINT64_MAX;
+  if (k->split) k->off = 0;
+  k->fmax = k->span + k->off;
+  k->bits = bit_width(k->fmax);
+}
+
+static uint64_t code_of_stat(cs_type t, cs_stat v) { return cs_type_is_float(t) ? code_f64(v.f) : code_i64(v.i); }
+
+/* The zone-map range of k over records [rec0, rec1]. */
+static void key_bounds_zone(const cs_store *s, okey *k, uint64_t rec0, uint64_t rec1) {
+  bool any = false;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (uint64_t r = rec0; r <= rec1; r++) {
+    const cs_chunk *ch = &s->chunks[r * s->schema.n_cols + k->col];
+    if (!(ch->flags & CS_CHUNK_HAS_MINMAX)) continue;
+    uint64_t a = code_of_stat(k->type, ch->min), b = code_of_stat(k->type, ch->max);
+    if (a < lo) lo = a;
+    if (b > hi) hi = b;
+    any = true;
+  }
+  if (any && lo > hi) any = false; /* nonsense statistics: the values will say */
+  key_set_range(k, any, lo, hi);
+  k->exact = false;
+}
+
+CS__INLINE void bounds_body(const cs_store *s, okey *k, cs_type T, const uint64_t *rows, uint64_t n, bool *any,
+                            uint64_t *lo, uint64_t *hi) {
+  ocur c = {0, 0, 0, NULL};
+  uint64_t l = UINT64_MAX, h = 0;
+  bool a = false;
+  for (uint64_t j = 0; j < n; j++) {
+    uint64_t local;
+    const cs_chunk *ch = ocur_at(s, k->col, &c, rows[j], &local);
+    bool nan = false;
+    uint64_t x = code_at(T, ch->data, local, &nan);
+    if (nan || !cs__valid_bit(ch->validity, local)) continue;
+    l = x < l ? x : l;
+    h = x > h ? x : h;
+    a = true;
+  }
+  *any = a, *lo = l, *hi = h;
+}
+
+/* The exact range of fixed-width key k over the selected rows. */
+static void key_bounds_exact(const cs_store *s, okey *k, const uint64_t *rows, uint64_t n) {
+  bool any = false;
+  uint64_t lo = 0, hi = 0;
+#define BOUNDS_CALL(T) bounds_body(s, k, T, rows, n, &any, &lo, &hi)
+  ORDER_TYPE_SWITCH(k->type, BOUNDS_CALL);
+#undef BOUNDS_CALL
+  key_set_range(k, any, lo, hi);
+  k->exact = true;
+}
+
+/* ---------------------------------------------------------------- encode */
+
+CS__INLINE uint64_t shl(uint64_t x, unsigned b) { return b >= 64 ? 0 : x << b; }
+
+/* Fields of fixed key k at positions j in [j0, j1) (row rows[perm[j]], or
+** rows[j] without perm) into out[j - j0]: the field alone (first) or
+** appended below what out holds.  nulls (split keys): 1 where NULL.
+** Returns false when a value lies outside k's range. */
+CS__INLINE bool encode_body(const cs_store *s, okey *k, cs_type T, const uint64_t *rows, const uint32_t *perm,
+                            uint64_t j0, uint64_t j1, uint64_t *restrict out, bool first, uint8_t *restrict nulls) {
+  ocur c = k->cur;
+  const uint64_t min = k->min, span = k->span, off = k->off, fmax = k->fmax;
+  const unsigned bits = k->bits;
+  const bool desc = k->desc;
+  uint64_t bad = 0;
+  for (uint64_t j = j0; j < j1; j++) {
+    uint64_t row = rows[perm ? perm[j] : j], local;
+    const cs_chunk *ch = ocur_at(s, k->col, &c, row, &local);
+    bool nan = false;
+    uint64_t d = code_at(T, ch->data, local, &nan) - min;
+    bool isnull = nan || !cs__valid_bit(ch->validity, local);
+    uint64_t out_of_range = d > span;
+    bad |= out_of_range & !isnull;
+    uint64_t f = isnull ? 0 : (out_of_range ? span : d) + off;
+    if (desc) f = fmax - f;
+    out[j - j0] = first ? f : shl(out[j - j0], bits) | f;
+    if (nulls) nulls[j - j0] = isnull;
+  }
+  k->cur = c;
+  return bad == 0;
+}
+
+static bool key_encode(const cs_store *s, okey *k, const uint64_t *rows, const uint32_t *perm, uint64_t j0,
+                       uint64_t j1, uint64_t *out, bool first, uint8_t *nulls) {
+  if (k->kind == KEY_DICT) {
+    for (uint64_t j = j0; j < j1; j++) {
+      uint32_t id = k->ids[perm ? perm[j] : j];
+      uint64_t f = id == ORDER_NONE ? 0 : k->rank[id] + k->off;
+      if (k->desc) f = k->fmax - f;
+      out[j - j0] = first ? f : shl(out[j - j0], k->bits) | f;
+      if (nulls) nulls[j - j0] = id == ORDER_NONE;
+    }
+    return true;
+  }
+  bool ok = true;
+#define ENCODE_CALL(T) ok = encode_body(s, k, T, rows, perm, j0, j1, out, first, nulls)
+  ORDER_TYPE_SWITCH(k->type, ENCODE_CALL);
+#undef ENCODE_CALL
+  return ok;
+}
+
+/* A segment: keys [k0, k1) whose fields are concatenated into one code, or
+** one wide or split key. */
+typedef struct oseg {
+  uint32_t k0, k1;
+  unsigned bits; /* of the concatenated code */
+  bool wide;     /* one KEY_WIDE key */
+  bool split;    /* one split key */
+} oseg;
+
+typedef struct octx {
+  const cs_store *s;
+  okey *keys;
+  uint32_t n_keys;
+  oseg *segs;
+  uint32_t n_segs;
+  uint64_t *rows; /* the caller's */
+  uint64_t n;
+  cs_order_mode mode;
+  uint64_t limit;
+  uint32_t *hist; /* ORDER_MAX_DIGITS << ORDER_DIGIT_BITS counts */
+  uint64_t n_out; /* result */
+} octx;
+
+/* Codes of segment g for positions [j0, j1) into out; false: out of range. */
+static bool seg_encode(octx *c, const oseg *g, const uint32_t *perm, uint64_t j0, uint64_t j1, uint64_t *out,
+                       uint8_t *nulls) {
+  bool ok = true;
+  for (uint32_t i = g->k0; i < g->k1; i++)
+    ok &= key_encode(c->s, &c->keys[i], c->rows, perm, j0, j1, out, i == g->k0, nulls);
+  return ok;
+}
+
+static void segs_plan(octx *c) {
+  c->n_segs = 0;
+  for (uint32_t i = 0; i < c->n_keys; i++) {
+    okey *k = &c->keys[i];
+    oseg *last = c->n_segs ? &c->segs[c->n_segs - 1] : NULL;
+    bool alone = k->kind == KEY_WIDE || k->split;
+    if (!alone && last && !last->wide && !last->split && last->bits + k->bits <= 64) {
+      last->k1 = i + 1;
+      last->bits += k->bits;
+      continue;
+    }
+    oseg *g = &c->segs[c->n_segs++];
+    g->k0 = i, g->k1 = i + 1;
+    g->bits = k->kind == KEY_WIDE ? 64 : k->bits;
+    g->wide = k->kind == KEY_WIDE;
+    g->split = k->split;
+  }
+}
+
+/* ------------------------------------------------------------ radix sort */
+
+typedef struct rplan {
+  unsigned n;
+  unsigned shift[ORDER_MAX_DIGITS], width[ORDER_MAX_DIGITS];
+} rplan;
+
+/* Digits over bits [lo, lo + kb), balanced, each at most tune.digit_bits. */
+static rplan radix_plan(unsigned lo, unsigned kb) {
+  rplan p;
+  p.n = (kb + tune.digit_bits - 1) / tune.digit_bits;
+  unsigned at = lo;
+  for (unsigned d = 0; d < p.n; d++) {
+    unsigned w = kb / p.n + (d < kb % p.n);
+    p.shift[d] = at, p.width[d] = w;
+    at += w;
+  }
+  return p;
+}
+
+#define DIGIT(v, p, d) ((unsigned)((v) >> (p).shift[d]) & ((1u << (p).width[d]) - 1))
+
+/* Exclusive prefix sums of digit d's histogram; false when every element
+** has the same digit (the pass would not move anything). */
+static bool radix_prefix(uint32_t *h, unsigned width, uint64_t n) {
+  uint32_t sum = 0;
+  for (uint32_t b = 0; b < (1u << width); b++) {
+    if (h[b] == n) return false;
+    uint32_t x = h[b];
+    h[b] = sum;
+    sum += x;
+  }
+  return true;
+}
+
+/* Stable LSD sort of a[0, n) by bits [lo, lo + kb); t: n scratch; hist:
+** ORDER_MAX_DIGITS << ORDER_DIGIT_BITS counts.  Returns a or t, whichever
+** holds the result. */
+static uint64_t *radix_packed(uint64_t *a, uint64_t *t, uint64_t n, unsigned lo, unsigned kb, uint32_t *hist) {
+  if (kb == 0 || n < 2) return a;
+  if (n <= ORDER_SMALL) { /* the words are distinct (position bits): plain insertion sort */
+    for (uint64_t i = 1; i < n; i++) {
+      uint64_t v = a[i], j = i;
+      for (; j > 0 && a[j - 1] > v; j--) a[j] = a[j - 1];
+      a[j] = v;
+    }
+    return a;
+  }
+  rplan p = radix_plan(lo, kb);
+  memset(hist, 0, ((size_t)p.n << ORDER_DIGIT_BITS) * sizeof *hist);
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t v = a[i];
+    for (unsigned d = 0; d < p.n; d++) hist[((size_t)d << ORDER_DIGIT_BITS) + DIGIT(v, p, d)]++;
+  }
+  for (unsigned d = 0; d < p.n; d++) {
+    uint32_t *h = hist + ((size_t)d << ORDER_DIGIT_BITS);
+    if (!radix_prefix(h, p.width[d], n)) continue;
+    const unsigned sh = p.shift[d];
+    const uint64_t m = ((uint64_t)1 << p.width[d]) - 1;
+    for (uint64_t i = 0; i < n; i++) {
+      uint64_t v = a[i];
+      t[h[(v >> sh) & m]++] = v;
+    }
+    uint64_t *x = a;
+    a = t, t = x;
+  }
+  return a;
+}
+
+/* Stable LSD sort of keys k[0, n) (bits [0, kb)) carrying the 4-byte
+** payload p; kt, pt: scratch.  *ko and *po get the buffers holding the
+** result. */
+static void radix_pairs(uint64_t *k, uint32_t *p, uint64_t *kt, uint32_t *pt, uint64_t n, unsigned kb,
+                        uint32_t *hist, uint64_t **ko, uint32_t **po) {
+  *ko = k, *po = p;
+  if (kb == 0 || n < 2) return;
+  if (n <= ORDER_SMALL) {
+    for (uint64_t i = 1; i < n; i++) {
+      uint64_t v = k[i], j = i;
+      uint32_t q = p[i];
+      for (; j > 0 && k[j - 1] > v; j--) k[j] = k[j - 1], p[j] = p[j - 1];
+      k[j] = v, p[j] = q;
+    }
+    return;
+  }
+  rplan pl = radix_plan(0, kb);
+  memset(hist, 0, ((size_t)pl.n << ORDER_DIGIT_BITS) * sizeof *hist);
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t v = k[i];
+    for (unsigned d = 0; d < pl.n; d++) hist[((size_t)d << ORDER_DIGIT_BITS) + DIGIT(v, pl, d)]++;
+  }
+  for (unsigned d = 0; d < pl.n; d++) {
+    uint32_t *h = hist + ((size_t)d << ORDER_DIGIT_BITS);
+    if (!radix_prefix(h, pl.width[d], n)) continue;
+    const unsigned sh = pl.shift[d];
+    const uint64_t m = ((uint64_t)1 << pl.width[d]) - 1;
+    for (uint64_t i = 0; i < n; i++) {
+      uint64_t v = k[i];
+      uint32_t o = h[(v >> sh) & m]++;
+      kt[o] = v;
+      pt[o] = p[i];
+    }
+    uint64_t *x = k;
+    k = kt, kt = x;
+    uint32_t *y = p;
+    p = pt, pt = y;
+  }
+  *ko = k, *po = p;
+}
+
+/* ------------------------------------------------------ pairs (top-k etc) */
+
+typedef struct opair {
+  uint64_t code;
+  uint64_t j; /* input position: the tie-break */
+} opair;
+
+CS__INLINE bool pair_less(opair a, opair b) { return a.code < b.code || (a.code == b.code && a.j < b.j); }
+
+static void pairs_insertion(opair *a, uint64_t n) {
+  for (uint64_t i = 1; i < n; i++) {
+    opair v = a[i];
+    uint64_t j = i;
+    for (; j > 0 && pair_less(v, a[j - 1]); j--) a[j] = a[j - 1];
+    a[j] = v;
+  }
+}
+
+/* Sorts a[0, n) by (code, j): bottom-up merge sort over insertion-sorted
+** runs; t: n scratch.  The pairs are distinct, so the order is total. */
+static void pairs_sort(opair *a, opair *t, uint64_t n) {
+  const uint64_t run = 16;
+  for (uint64_t i = 0; i < n; i += run) pairs_insertion(a + i, n - i < run ? n - i : run);
+  opair *src = a, *dst = t;
+  for (uint64_t w = run; w < n; w *= 2) {
+    for (uint64_t lo = 0; lo < n; lo += 2 * w) {
+      uint64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+      uint64_t i = lo, j = mid, o = lo;
+      while (i < mid && j < hi) dst[o++] = pair_less(src[j], src[i]) ? src[j++] : src[i++];
+      while (i < mid) dst[o++] = src[i++];
+      while (j < hi) dst[o++] = src[j++];
+    }
+    opair *x = src;
+    src = dst, dst = x;
+  }
+  if (src != a) memcpy(a, src, n * sizeof *a);
+}
+
+static uint64_t splitmix(uint64_t *st) {
+  uint64_t z = (*st += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* Quickselect: afterwards a[nth] is the element of rank nth, a[0, nth)
+** hold the smaller ones.  Random pivots (a fixed seed: the result does not
+** depend on them, the pairs being distinct). */
+static void pairs_nth(opair *a, uint64_t n, uint64_t nth) {
+  uint64_t lo = 0, hi = n, st = 0x5EEDull;
+  while (hi - lo > ORDER_SMALL) {
+    uint64_t pi = lo + splitmix(&st) % (hi - lo);
+    opair pv = a[pi];
+    a[pi] = a[hi - 1], a[hi - 1] = pv;
+    uint64_t store = lo;
+    for (uint64_t i = lo; i < hi - 1; i++)
+      if (pair_less(a[i], pv)) {
+        opair x = a[i];
+        a[i] = a[store], a[store] = x;
+        store++;
+      }
+    a[hi - 1] = a[store], a[store] = pv;
+    if (nth == store) return;
+    if (nth < store)
+      hi = store;
+    else
+      lo = store + 1;
+  }
+  pairs_insertion(a + lo, hi - lo);
+}
+
+/* ----------------------------------------------- stable sort by comparator */
+
+typedef int (*u32_cmp)(uint32_t a, uint32_t b, const void *ctx);
+
+/* Stable merge sort of a[0, n) under cmp; t: n scratch. */
+static void msort_u32(uint32_t *a, uint32_t *t, uint64_t n, u32_cmp cmp, const void *ctx) {
+  if (n <= ORDER_SMALL) {
+    for (uint64_t i = 1; i < n; i++) {
+      uint32_t v = a[i];
+      uint64_t j = i;
+      for (; j > 0 && cmp(v, a[j - 1], ctx) < 0; j--) a[j] = a[j - 1];
+      a[j] = v;
+    }
+    return;
+  }
+  uint64_t h = n / 2;
+  msort_u32(a, t, h, cmp, ctx);
+  msort_u32(a + h, t + h, n - h, cmp, ctx);
+  if (cmp(a[h], a[h - 1], ctx) >= 0) return; /* already in order */
+  memcpy(t, a, h * sizeof *a);
+  uint64_t i = 0, j = h, o = 0;
+  while (i < h && j < n) a[o++] = cmp(a[j], t[i], ctx) < 0 ? a[j++] : t[i++];
+  while (i < h) a[o++] = t[i++];
+}
+
+/* ------------------------------------------------------ TEXT/BLOB values */
+
+/* A TEXT/BLOB value in the mapping; len UINT64_MAX = NULL. */
+typedef struct oref {
+  const uint8_t *p;
+  uint64_t len;
+} oref;
+
+#define OREF_NULL UINT64_MAX
+
+static void refs_read(const cs_store *s, okey *k, const uint64_t *rows, const uint32_t *perm, uint64_t n,
+                      oref *out) {
+  ocur c = {0, 0, 0, NULL};
+  for (uint64_t j = 0; j < n; j++) {
+    uint64_t local;
+    const cs_chunk *ch = ocur_at(s, k->col, &c, rows[perm ? perm[j] : j], &local);
+    if (!cs__valid_bit(ch->validity, local)) {
+      out[j].p = NULL, out[j].len = OREF_NULL;
+      continue;
+    }
+    out[j].p = bytes_at(ch, local, &out[j].len);
+  }
+}
+
+static bool refs_equal(oref a, oref b) {
+  if (a.len == OREF_NULL || b.len == OREF_NULL) return a.len == b.len;
+  return a.len == b.len && (a.len == 0 || memcmp(a.p, b.p, a.len) == 0);
+}
+
+typedef struct dict_ents {
+  const oref *v; /* distinct values, by id */
+} dict_ents;
+
+static int dict_cmp(uint32_t a, uint32_t b, const void *ctx) {
+  const oref *v = ((const dict_ents *)ctx)->v;
+  return bytes_cmp(v[a].p, v[a].len, v[b].p, v[b].len);
+}
+
+/* Dictionary-encodes TEXT/BLOB key k: ids per input position and the rank
+** of each distinct value.  More than ORDER_DICT_CAP distinct values leave
+** k wide (ORD_ABANDON). */
+static int dict_build(const cs_store *s, okey *k, const uint64_t *rows, uint64_t n) {
+  int rc = ORD_NOMEM;
+  uint64_t cap_slots = 1024, mask = cap_slots - 1;
+  uint32_t n_vals = 0, vals_cap = 256;
+  uint32_t *slots = ord_alloc(cap_slots, sizeof *slots);
+  uint64_t *hashes = ord_alloc(vals_cap, sizeof *hashes);
+  oref *vals = ord_alloc(vals_cap, sizeof *vals);
+  uint32_t *order = NULL, *tmp = NULL;
+  k->ids = ord_alloc(n, sizeof *k->ids);
+  if (!slots || !hashes || !vals || !k->ids) goto done;
+  memset(slots, 0xFF, cap_slots * sizeof *slots);
+  ocur c = {0, 0, 0, NULL};
+  /* Runs of one value (clustered data) skip the hash. */
+  const uint8_t *last_p = NULL;
+  uint64_t last_len = OREF_NULL;
+  uint32_t last_id = ORDER_NONE;
+  for (uint64_t j = 0; j < n; j++) {
+    uint64_t local, len;
+    const cs_chunk *ch = ocur_at(s, k->col, &c, rows[j], &local);
+    if (!cs__valid_bit(ch->validity, local)) {
+      k->ids[j] = ORDER_NONE;
+      continue;
+    }
+    const uint8_t *p = bytes_at(ch, local, &len);
+    if (len == last_len && (len == 0 || memcmp(p, last_p, len) == 0)) {
+      k->ids[j] = last_id;
+      continue;
+    }
+    uint64_t h = cs__hash(p, len);
+    uint64_t slot = h & mask;
+    uint32_t id;
+    for (;;) {
+      id = slots[slot];
+      if (id == ORDER_NONE) break;
+      if (hashes[id] == h && vals[id].len == len && (len == 0 || memcmp(vals[id].p, p, len) == 0)) break;
+      slot = (slot + 1) & mask;
+    }
+    if (id == ORDER_NONE) {
+      if (n_vals >= tune.dict_cap) {
+        rc = ORD_ABANDON;
+        goto done;
+      }
+      if (n_vals == vals_cap) {
+        vals_cap *= 2;
+        uint64_t *h2 = cs__mem_realloc(hashes, vals_cap * sizeof *hashes);
+        if (!h2) goto done;
+        hashes = h2;
+        oref *v2 = cs__mem_realloc(vals, vals_cap * sizeof *vals);
+        if (!v2) goto done;
+        vals = v2;
+      }
+      id = n_vals++;
+      hashes[id] = h, vals[id].p = p, vals[id].len = len;
+      slots[slot] = id;
+      if ((uint64_t)n_vals * 2 > cap_slots) { /* keep the load under one half */
+        cs__mem_free(slots);
+        cap_slots *= 2, mask = cap_slots - 1;
+        slots = ord_alloc(cap_slots, sizeof *slots);
+        if (!slots) goto done;
+        memset(slots, 0xFF, cap_slots * sizeof *slots);
+        for (uint32_t v = 0; v < n_vals; v++) {
+          uint64_t sl = hashes[v] & mask;
+          while (slots[sl] != ORDER_NONE) sl = (sl + 1) & mask;
+          slots[sl] = v;
+        }
+      }
+    }
+    k->ids[j] = id;
+    last_p = p, last_len = len, last_id = id;
+  }
+  order = ord_alloc(n_vals, sizeof *order);
+  tmp = ord_alloc(n_vals, sizeof *tmp);
+  k->rank = ord_alloc(n_vals, sizeof *k->rank);
+  if (!order || !tmp || !k->rank) goto done;
+  for (uint32_t v = 0; v < n_vals; v++) order[v] = v;
+  dict_ents de = {vals};
+  msort_u32(order, tmp, n_vals, dict_cmp, &de);
+  for (uint32_t r = 0; r < n_vals; r++) k->rank[order[r]] = r;
+  k->kind = KEY_DICT;
+  k->nullable = k->nullable || n_vals == 0;
+  key_set_range(k, n_vals > 0, 0, n_vals ? n_vals - 1 : 0);
+  k->exact = true;
+  rc = ORD_OK;
+done:
+  cs__mem_free(slots), cs__mem_free(hashes), cs__mem_free(vals), cs__mem_free(order), cs__mem_free(tmp);
+  if (rc != ORD_OK) {
+    cs__mem_free(k->ids), cs__mem_free(k->rank);
+    k->ids = NULL, k->rank = NULL;
+    k->kind = KEY_WIDE;
+  }
+  return rc;
+}
+
+/* ---------------------------------------------------- sorting a segment */
+
+/* The result of a stable sort of n positions by one segment: order[t] is
+** the position (in the order sorted) of the t-th row; codes[t] its code
+** (NULL for split segments).  Both point into bufs, which the caller frees. */
+typedef struct osorted {
+  uint32_t *order;
+  uint64_t *codes;
+  void *bufs[4];
+} osorted;
+
+static void sorted_free(osorted *r) {
+  for (int i = 0; i < 4; i++) cs__mem_free(r->bufs[i]);
+  memset(r, 0, sizeof *r);
+}
+
+/* Stable sort of positions [0, n) (rows[perm[j]]) by code segment g. */
+static int seg_sort_codes(octx *c, const oseg *g, const uint32_t *perm, osorted *out) {
+  uint64_t n = c->n;
+  memset(out, 0, sizeof *out);
+  uint64_t *codes = ord_alloc(n, 8);
+  out->bufs[0] = codes;
+  if (!codes) return ORD_NOMEM;
+  uint8_t *nulls = NULL;
+  if (g->split) {
+    nulls = ord_alloc(n, 1);
+    out->bufs[1] = nulls;
+    if (!nulls) return ORD_NOMEM;
+  }
+  for (uint32_t i = g->k0; i < g->k1; i++) c->keys[i].cur = (ocur){0, 0, 0, NULL};
+  if (!seg_encode(c, g, perm, 0, n, codes, nulls)) return ORD_REDO;
+  unsigned ib = bit_width(n - 1);
+  if (!g->split && g->bits + ib <= 64) {
+    /* One word per row: the field above the position. */
+    uint64_t *t = ord_alloc(n, 8);
+    out->bufs[1] = t;
+    if (!t) return ORD_NOMEM;
+    for (uint64_t j = 0; j < n; j++) codes[j] = shl(codes[j], ib) | j;
+    uint64_t *res = radix_packed(codes, t, n, ib, g->bits, c->hist);
+    uint32_t *order = (uint32_t *)(void *)(res == codes ? t : codes);
+    uint64_t m = ((uint64_t)1 << ib) - 1;
+    for (uint64_t i = 0; i < n; i++) {
+      order[i] = (uint32_t)(res[i] & m);
+      res[i] = ib >= 64 ? 0 : res[i] >> ib;
+    }
+    out->order = order, out->codes = res;
+    return ORD_OK;
+  }
+  /* Two arrays: the code and the position. */
+  uint64_t *kt = ord_alloc(n, 8);
+  uint32_t *p = ord_alloc(n, 4), *pt = ord_alloc(n, 4);
+  out->bufs[2] = kt, out->bufs[3] = p;
+  if (!kt || !p || !pt) {
+    cs__mem_free(pt);
+    return ORD_NOMEM;
+  }
+  uint64_t m = 0, n_null = 0;
+  if (g->split) { /* NULLs apart, in order, then placed first (ASC) or last (DESC) */
+    for (uint64_t j = 0; j < n; j++) {
+      if (nulls[j]) {
+        pt[n_null++] = (uint32_t)j;
+      } else {
+        codes[m] = codes[j];
+        p[m++] = (uint32_t)j;
+      }
+    }
+  } else {
+    for (uint64_t j = 0; j < n; j++) p[j] = (uint32_t)j;
+    m = n;
+  }
+  uint32_t *null_pos = NULL;
+  if (n_null) { /* keep the NULL positions out of the sort's way */
+    null_pos = ord_alloc(n_null, 4);
+    if (!null_pos) {
+      cs__mem_free(pt);
+      return ORD_NOMEM;
+    }
+    memcpy(null_pos, pt, n_null * 4);
+  }
+  uint64_t *ko;
+  uint32_t *po;
+  radix_pairs(codes, p, kt, pt, m, g->bits, c->hist, &ko, &po);
+  uint32_t *order = po == p ? pt : p; /* the free one */
+  bool desc = c->keys[g->k0].desc;
+  uint64_t at = 0;
+  if (!desc)
+    for (uint64_t i = 0; i < n_null; i++) order[at++] = null_pos[i];
+  for (uint64_t i = 0; i < m; i++) order[at++] = po[i];
+  if (desc)
+    for (uint64_t i = 0; i < n_null; i++) order[at++] = null_pos[i];
+  cs__mem_free(null_pos);
+  /* Keep order and the sorted codes; free the rest. */
+  uint32_t *other_p = order == p ? pt : p;
+  cs__mem_free(other_p);
+  out->bufs[3] = order;
+  out->order = order;
+  if (g->split) {
+    cs__mem_free(codes), cs__mem_free(kt);
+    out->bufs[0] = out->bufs[2] = NULL;
+    out->codes = NULL;
+  } else {
+    uint64_t *other_k = ko == codes ? kt : codes;
+    cs__mem_free(other_k);
+    out->bufs[0] = ko, out->bufs[2] = NULL;
+    out->codes = ko;
+  }
+  return ORD_OK;
+}
+
+/* Stable sort by wide TEXT/BLOB key k: by the first eight bytes (radix),
+** then runs of equal prefixes by the full bytes (merge sort). */
+typedef struct wide_ctx {
+  const oref *refs;
+  bool desc;
+} wide_ctx;
+
+static int wide_cmp(uint32_t a, uint32_t b, const void *ctx) {
+  const wide_ctx *w = ctx;
+  int r = bytes_cmp(w->refs[a].p, w->refs[a].len, w->refs[b].p, w->refs[b].len);
+  return w->desc ? -r : r;
+}
+
+static uint64_t prefix8(oref r) {
+  uint64_t v = 0;
+  for (uint64_t i = 0; i < 8; i++) v = (v << 8) | (i < r.len ? r.p[i] : 0);
+  return v;
+}
+
+static int seg_sort_wide(octx *c, okey *k, const uint32_t *perm, osorted *out) {
+  uint64_t n = c->n;
+  memset(out, 0, sizeof *out);
+  int rc = ORD_NOMEM;
+  oref *refs = ord_alloc(n, sizeof *refs);
+  uint64_t *pre = ord_alloc(n, 8), *pre_t = ord_alloc(n, 8);
+  uint32_t *p = ord_alloc(n, 4), *pt = ord_alloc(n, 4), *nul = NULL;
+  if (!refs || !pre || !pre_t || !p || !pt) goto done;
+  refs_read(c->s, k, c->rows, perm, n, refs);
+  uint64_t m = 0, n_null = 0, lo = UINT64_MAX, hi = 0;
+  for (uint64_t j = 0; j < n; j++) {
+    if (refs[j].len == OREF_NULL) {
+      pt[n_null++] = (uint32_t)j;
+      continue;
+    }
+    uint64_t v = prefix8(refs[j]);
+    if (k->desc) v = ~v;
+    lo = v < lo ? v : lo, hi = v > hi ? v : hi;
+    pre[m] = v, p[m++] = (uint32_t)j;
+  }
+  nul = ord_alloc(n_null, 4);
+  if (!nul) goto done;
+  memcpy(nul, pt, n_null * 4);
+  for (uint64_t i = 0; i < m; i++) pre[i] -= lo;
+  uint64_t *ko;
+  uint32_t *po;
+  radix_pairs(pre, p, pre_t, pt, m, m ? bit_width(hi - lo) : 0, c->hist, &ko, &po);
+  /* Refine runs of equal prefixes that may still differ. */
+  uint32_t *scratch = po == p ? pt : p;
+  wide_ctx wc = {refs, k->desc};
+  for (uint64_t i = 0; i < m;) {
+    uint64_t e = i + 1;
+    bool differ = refs[po[i]].len > 8;
+    while (e < m && ko[e] == ko[i]) {
+      if (refs[po[e]].len > 8 || refs[po[e]].len != refs[po[i]].len) differ = true;
+      e++;
+    }
+    if (e - i > 1 && differ) msort_u32(po + i, scratch, e - i, wide_cmp, &wc);
+    i = e;
+  }
+  uint32_t *order = scratch;
+  uint64_t at = 0;
+  if (!k->desc)
+    for (uint64_t i = 0; i < n_null; i++) order[at++] = nul[i];
+  for (uint64_t i = 0; i < m; i++) order[at++] = po[i];
+  if (k->desc)
+    for (uint64_t i = 0; i < n_null; i++) order[at++] = nul[i];
+  out->order = order;
+  out->bufs[0] = order;
+  if (order == p)
+    p = NULL;
+  else
+    pt = NULL;
+  rc = ORD_OK;
+done:
+  cs__mem_free(refs), cs__mem_free(pre), cs__mem_free(pre_t), cs__mem_free(p), cs__mem_free(pt);
+  cs__mem_free(nul);
+  return rc;
+}
+
+/* ------------------------------------------------------------ the paths */
+
+/* One code segment, sorted: the result walked once for every mode. */
+static int path_sorted_one(octx *c) {
+  osorted r;
+  int rc = seg_sort_codes(c, &c->segs[0], NULL, &r);
+  if (rc != ORD_OK) {
+    sorted_free(&r);
+    return rc;
+  }
+  uint64_t n = c->n, m = 0, groups = 0, *out = r.codes; /* written in place behind the reads */
+  const uint32_t *order = r.order;
+  if (c->mode == CS_ORDER_SORT) {
+    m = n < c->limit ? n : c->limit;
+    for (uint64_t t = 0; t < m; t++) out[t] = c->rows[order[t]];
+  } else {
+    uint64_t prev = 0;
+    for (uint64_t t = 0; t < n; t++) {
+      uint64_t code = r.codes[t];
+      bool start = t == 0 || code != prev;
+      prev = code;
+      if (start && groups++ == c->limit) break;
+      if (c->mode == CS_ORDER_DISTINCT && !start) continue;
+      out[m++] = c->rows[order[t]];
+    }
+  }
+  memcpy(c->rows, out, m * sizeof *out);
+  c->n_out = m;
+  sorted_free(&r);
+  return ORD_OK;
+}
+
+/* One code segment of at most ORDER_COUNT_BITS bits: a counting sort of the
+** positions (SORT, GROUP), or the first position of each code (DISTINCT). */
+static int path_counting(octx *c) {
+  const oseg *g = &c->segs[0];
+  uint64_t n = c->n, R = (uint64_t)1 << g->bits; /* codes are < R */
+  int rc = ORD_NOMEM;
+  uint64_t cbuf[ORDER_CHUNK];
+  uint32_t *cnt = ord_alloc(R + 1, 4), *codes = NULL;
+  uint64_t *out = NULL;
+  if (!cnt) goto done;
+  for (uint32_t i = g->k0; i < g->k1; i++) c->keys[i].cur = (ocur){0, 0, 0, NULL};
+  if (c->mode == CS_ORDER_DISTINCT) {
+    uint32_t *first = cnt;
+    memset(first, 0xFF, (R + 1) * 4);
+    for (uint64_t j0 = 0; j0 < n; j0 += ORDER_CHUNK) {
+      uint64_t j1 = j0 + ORDER_CHUNK < n ? j0 + ORDER_CHUNK : n;
+      if (!seg_encode(c, g, NULL, j0, j1, cbuf, NULL)) {
+        rc = ORD_REDO;
+        goto done;
+      }
+      for (uint64_t j = j0; j < j1; j++)
+        if (first[cbuf[j - j0]] == ORDER_NONE) first[cbuf[j - j0]] = (uint32_t)j;
+    }
+    uint64_t d = 0;
+    for (uint64_t v = 0; v < R; v++) d += first[v] != ORDER_NONE;
+    if (d > c->limit) d = c->limit;
+    out = ord_alloc(d, 8);
+    if (!out) goto done;
+    uint64_t m = 0;
+    for (uint64_t v = 0; v < R && m < d; v++)
+      if (first[v] != ORDER_NONE) out[m++] = c->rows[first[v]];
+    memcpy(c->rows, out, m * 8);
+    c->n_out = m;
+    rc = ORD_OK;
+    goto done;
+  }
+  codes = ord_alloc(n, 4);
+  out = ord_alloc(n, 8);
+  if (!codes || !out) goto done;
+  memset(cnt, 0, (R + 1) * 4);
+  for (uint64_t j0 = 0; j0 < n; j0 += ORDER_CHUNK) {
+    uint64_t j1 = j0 + ORDER_CHUNK < n ? j0 + ORDER_CHUNK : n;
+    if (!seg_encode(c, g, NULL, j0, j1, cbuf, NULL)) {
+      rc = ORD_REDO;
+      goto done;
+    }
+    for (uint64_t j = j0; j < j1; j++) {
+      uint32_t v = (uint32_t)cbuf[j - j0];
+      codes[j] = v;
+      cnt[v]++;
+    }
+  }
+  /* GROUP with a limit: only the first limit codes that occur. */
+  uint64_t end_code = R, groups = 0;
+  if (c->mode == CS_ORDER_GROUP && c->limit < n)
+    for (uint64_t v = 0; v < R; v++)
+      if (cnt[v] && groups++ == c->limit) {
+        end_code = v;
+        break;
+      }
+  uint32_t sum = 0;
+  for (uint64_t v = 0; v < R; v++) {
+    uint32_t x = cnt[v];
+    cnt[v] = sum;
+    sum += x;
+  }
+  uint64_t m = end_code < R ? cnt[end_code] : n;
+  if (c->mode == CS_ORDER_SORT && c->limit < m) m = c->limit;
+  for (uint64_t j = 0; j < n; j++) {
+    uint32_t o = cnt[codes[j]]++;
+    if (o < m) out[o] = c->rows[j];
+  }
+  memcpy(c->rows, out, m * 8);
+  c->n_out = m;
+  rc = ORD_OK;
+done:
+  cs__mem_free(cnt), cs__mem_free(codes), cs__mem_free(out);
+  return rc;
+}
+
+/* SORT with a small limit k over one code segment: one pass keeping
+** candidates below a threshold in a buffer of 2k (at least k + 1024); a
+** full buffer is cut back to the k best by quickselect, whose k-th code
+** becomes the threshold.  A later row ties the k-th only with a larger
+** position, so "code < threshold" is the exact test. */
+static int path_topk(octx *c) {
+  const oseg *g = &c->segs[0];
+  uint64_t n = c->n, k = c->limit;
+  uint64_t cap = k + (k > 1024 ? k : 1024);
+  int rc = ORD_NOMEM;
+  uint64_t cbuf[ORDER_CHUNK];
+  opair *buf = ord_alloc(cap, sizeof *buf), *tmp = NULL;
+  uint64_t *out = NULL;
+  if (!buf) goto done;
+  for (uint32_t i = g->k0; i < g->k1; i++) c->keys[i].cur = (ocur){0, 0, 0, NULL};
+  uint64_t m = 0, thr = UINT64_MAX;
+  bool have = false;
+  for (uint64_t j0 = 0; j0 < n; j0 += ORDER_CHUNK) {
+    uint64_t j1 = j0 + ORDER_CHUNK < n ? j0 + ORDER_CHUNK : n;
+    if (!seg_encode(c, g, NULL, j0, j1, cbuf, NULL)) {
+      rc = ORD_REDO;
+      goto done;
+    }
+    for (uint64_t j = j0; j < j1; j++) {
+      uint64_t code = cbuf[j - j0];
+      if (have && code >= thr) continue;
+      buf[m].code = code, buf[m].j = j;
+      if (++m == cap) {
+        pairs_nth(buf, m, k - 1);
+        m = k;
+        thr = buf[k - 1].code;
+        have = true;
+      }
+    }
+  }
+  if (m > k) {
+    pairs_nth(buf, m, k - 1);
+    m = k;
+  }
+  tmp = ord_alloc(m, sizeof *tmp);
+  out = ord_alloc(m, 8);
+  if (!tmp || !out) goto done;
+  pairs_sort(buf, tmp, m);
+  for (uint64_t t = 0; t < m; t++) out[t] = c->rows[buf[t].j];
+  memcpy(c->rows, out, m * 8);
+  c->n_out = m;
+  rc = ORD_OK;
+done:
+  cs__mem_free(buf), cs__mem_free(tmp), cs__mem_free(out);
+  return rc;
+}
+
+/* GROUP or DISTINCT over one wide code segment by hashing: group ids by
+** first appearance; ORD_ABANDON past ORDER_HASH_CAP groups. */
+typedef struct ohash {
+  uint64_t *key;   /* slot codes */
+  uint32_t *gid;   /* slot group, ORDER_NONE = empty */
+  uint64_t mask;   /* slots - 1 */
+  unsigned shift;  /* 64 - log2(slots) */
+  uint64_t *gcode; /* code of each group */
+  uint32_t *gfirst; /* first position of each group */
+  uint32_t n_groups;
+} ohash;
+
+static void ohash_free(ohash *h) {
+  cs__mem_free(h->key), cs__mem_free(h->gid), cs__mem_free(h->gcode), cs__mem_free(h->gfirst);
+}
+
+static bool ohash_resize(ohash *h, uint64_t slots) {
+  cs__mem_free(h->key), cs__mem_free(h->gid);
+  h->key = ord_alloc(slots, 8);
+  h->gid = ord_alloc(slots, 4);
+  if (!h->key || !h->gid) return false;
+  memset(h->gid, 0xFF, slots * 4);
+  h->mask = slots - 1;
+  h->shift = 64 - (bit_width(slots) - 1);
+  for (uint32_t g = 0; g < h->n_groups; g++) {
+    uint64_t s = (h->gcode[g] * 0x9E3779B97F4A7C15ull) >> h->shift;
+    while (h->gid[s] != ORDER_NONE) s = (s + 1) & h->mask;
+    h->key[s] = h->gcode[g], h->gid[s] = g;
+  }
+  return true;
+}
+
+static int path_hash(octx *c) {
+  const oseg *g = &c->segs[0];
+  uint64_t n = c->n;
+  int rc = ORD_NOMEM;
+  uint64_t cbuf[ORDER_CHUNK];
+  ohash h;
+  memset(&h, 0, sizeof h);
+  uint32_t *gids = NULL, *cnt = NULL;
+  uint64_t *out = NULL;
+  opair *reps = NULL, *tmp = NULL;
+  h.gcode = ord_alloc(tune.hash_cap, 8);
+  h.gfirst = ord_alloc(tune.hash_cap, 4);
+  if (!h.gcode || !h.gfirst || !ohash_resize(&h, 1024)) goto done;
+  bool group = c->mode == CS_ORDER_GROUP;
+  if (group && !(gids = ord_alloc(n, 4))) goto done;
+  for (uint32_t i = g->k0; i < g->k1; i++) c->keys[i].cur = (ocur){0, 0, 0, NULL};
+  for (uint64_t j0 = 0; j0 < n; j0 += ORDER_CHUNK) {
+    uint64_t j1 = j0 + ORDER_CHUNK < n ? j0 + ORDER_CHUNK : n;
+    if (!seg_encode(c, g, NULL, j0, j1, cbuf, NULL)) {
+      rc = ORD_REDO;
+      goto done;
+    }
+    for (uint64_t j = j0; j < j1; j++) {
+      uint64_t code = cbuf[j - j0];
+      uint64_t s = (code * 0x9E3779B97F4A7C15ull) >> h.shift;
+      uint32_t id;
+      while ((id = h.gid[s]) != ORDER_NONE && h.key[s] != code) s = (s + 1) & h.mask;
+      if (id == ORDER_NONE) {
+        if (h.n_groups >= tune.hash_cap) {
+          rc = ORD_ABANDON;
+          goto done;
+        }
+        id = h.n_groups++;
+        h.key[s] = code, h.gid[s] = id;
+        h.gcode[id] = code, h.gfirst[id] = (uint32_t)j;
+        if ((uint64_t)h.n_groups * 2 > h.mask + 1 && !ohash_resize(&h, (h.mask + 1) * 2)) goto done;
+      }
+      if (group) gids[j] = id;
+    }
+  }
+  uint64_t d = h.n_groups, keep = d < c->limit ? d : c->limit;
+  if (group) { /* counting sort by group id: groups in first-appearance order */
+    cnt = ord_alloc(d + 1, 4);
+    out = ord_alloc(n, 8);
+    if (!cnt || !out) goto done;
+    memset(cnt, 0, (d + 1) * 4);
+    for (uint64_t j = 0; j < n; j++) cnt[gids[j]]++;
+    uint32_t sum = 0;
+    for (uint64_t v = 0; v <= d; v++) {
+      uint32_t x = v < d ? cnt[v] : 0;
+      cnt[v] = sum;
+      sum += x;
+    }
+    uint64_t m = cnt[keep];
+    for (uint64_t j = 0; j < n; j++)
+      if (gids[j] < keep) out[cnt[gids[j]]++] = c->rows[j];
+    memcpy(c->rows, out, m * 8);
+    c->n_out = m;
+  } else { /* DISTINCT: the first rows, sorted by code */
+    reps = ord_alloc(d, sizeof *reps);
+    tmp = ord_alloc(d, sizeof *tmp);
+    out = ord_alloc(d, 8);
+    if (!reps || !tmp || !out) goto done;
+    for (uint64_t v = 0; v < d; v++) reps[v].code = h.gcode[v], reps[v].j = h.gfirst[v];
+    pairs_sort(reps, tmp, d);
+    for (uint64_t t = 0; t < keep; t++) out[t] = c->rows[reps[t].j];
+    memcpy(c->rows, out, keep * 8);
+    c->n_out = keep;
+  }
+  rc = ORD_OK;
+done:
+  ohash_free(&h);
+  cs__mem_free(gids), cs__mem_free(cnt), cs__mem_free(out), cs__mem_free(reps), cs__mem_free(tmp);
+  return rc;
+}
+
+/* Any keys: a stable sort per segment from the last to the first, carrying
+** the permutation; DISTINCT and GROUP's limit then find where key tuples
+** change by re-encoding each segment in the final order. */
+static int path_segments(octx *c) {
+  uint64_t n = c->n;
+  uint32_t *perm = NULL;
+  int rc = ORD_OK;
+  for (uint32_t si = c->n_segs; si-- > 0;) {
+    const oseg *g = &c->segs[si];
+    osorted r;
+    rc = g->wide ? seg_sort_wide(c, &c->keys[g->k0], perm, &r) : seg_sort_codes(c, g, perm, &r);
+    if (rc != ORD_OK) {
+      sorted_free(&r);
+      cs__mem_free(perm);
+      return rc;
+    }
+    uint32_t *order = r.order;
+    if (perm)
+      for (uint64_t t = 0; t < n; t++) order[t] = perm[order[t]];
+    for (int b = 0; b < 4; b++)
+      if (r.bufs[b] != order) cs__mem_free(r.bufs[b]);
+    cs__mem_free(perm);
+    perm = order;
+  }
+  uint8_t *start = NULL;
+  uint64_t *codes = NULL, *out = NULL;
+  uint8_t *nulls = NULL;
+  oref *refs = NULL;
+  rc = ORD_NOMEM;
+  if (c->mode != CS_ORDER_SORT && (c->mode == CS_ORDER_DISTINCT || c->limit < n)) {
+    start = ord_alloc(n, 1);
+    if (!start) goto done;
+    memset(start, 0, n);
+    start[0] = 1;
+    for (uint32_t si = 0; si < c->n_segs; si++) {
+      const oseg *g = &c->segs[si];
+      if (g->wide) {
+        if (!refs && !(refs = ord_alloc(n, sizeof *refs))) goto done;
+        refs_read(c->s, &c->keys[g->k0], c->rows, perm, n, refs);
+        for (uint64_t t = 1; t < n; t++) start[t] |= !refs_equal(refs[t], refs[t - 1]);
+        continue;
+      }
+      if (!codes && !(codes = ord_alloc(n, 8))) goto done;
+      if (g->split && !nulls && !(nulls = ord_alloc(n, 1))) goto done;
+      for (uint32_t i = g->k0; i < g->k1; i++) c->keys[i].cur = (ocur){0, 0, 0, NULL};
+      bool ok = seg_encode(c, g, perm, 0, n, codes, g->split ? nulls : NULL);
+      assert(ok); /* the sort checked the ranges already */
+      (void)ok;
+      for (uint64_t t = 1; t < n; t++)
+        start[t] |= codes[t] != codes[t - 1] || (g->split && nulls[t] != nulls[t - 1]);
+    }
+  }
+  cs__mem_free(codes), cs__mem_free(nulls), cs__mem_free(refs);
+  codes = NULL, nulls = NULL, refs = NULL;
+  if (!(out = ord_alloc(n, 8))) goto done;
+  uint64_t m = 0;
+  if (!start) {
+    m = c->mode == CS_ORDER_SORT && c->limit < n ? c->limit : n;
+    for (uint64_t t = 0; t < m; t++) out[t] = c->rows[perm[t]];
+  } else {
+    uint64_t groups = 0;
+    for (uint64_t t = 0; t < n; t++) {
+      if (start[t] && groups++ == c->limit) break;
+      if (c->mode == CS_ORDER_DISTINCT && !start[t]) continue;
+      out[m++] = c->rows[perm[t]];
+    }
+  }
+  memcpy(c->rows, out, m * 8);
+  c->n_out = m;
+  rc = ORD_OK;
+done:
+  cs__mem_free(perm), cs__mem_free(start), cs__mem_free(codes), cs__mem_free(nulls), cs__mem_free(refs);
+  cs__mem_free(out);
+  return rc;
+}
+
+/* Picks the path for the current key layout; *path names it. */
+static int order_run(octx *c, int *path) {
+  segs_plan(c);
+  const oseg *g = &c->segs[0];
+  if (c->n_segs == 1 && !g->wide && !g->split) {
+    if (c->mode == CS_ORDER_SORT && tune.topk_ratio && c->limit <= c->n / tune.topk_ratio)
+      return *path = PATH_TOPK, path_topk(c);
+    if ((int)g->bits <= tune.count_bits) return *path = PATH_COUNTING, path_counting(c);
+    if (c->mode != CS_ORDER_SORT && tune.hash_cap) {
+      *path = PATH_HASH;
+      int rc = path_hash(c);
+      if (rc != ORD_ABANDON) return rc;
+    }
+    return *path = PATH_RADIX, path_sorted_one(c);
+  }
+  return *path = PATH_SEGMENTS, path_segments(c);
+}
+
+/* ------------------------------------------------------------------- API */
+
+cs_rc cs_order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode, uint64_t *rows,
+                    uint64_t *n, uint64_t limit, cs_err *err) {
+  uint64_t nr = *n;
+  if ((unsigned)mode > CS_ORDER_DISTINCT)
+    return cs_err_set(err, CS_EINVAL, "colstore: unknown order mode %d", (int)mode);
+  for (uint32_t i = 0; i < n_keys; i++)
+    if (keys[i].col >= s->schema.n_cols)
+      return cs_err_set(err, CS_EINVAL, "colstore: order key %u: column %u out of range (%u columns)", i,
+                        keys[i].col, s->schema.n_cols);
+  if (nr > UINT32_MAX)
+    return cs_err_set(err, CS_EINVAL, "colstore: cannot order %llu rows at once (at most %u)",
+                      (unsigned long long)nr, UINT32_MAX);
+  /* Nothing to reorder: no rows, no keys, or one row. */
+  last_path = "none";
+  if (nr == 0 || limit == 0) {
+    *n = 0;
+    return CS_OK;
+  }
+  if (n_keys == 0 || nr == 1) {
+    if (mode == CS_ORDER_SORT)
+      *n = nr < limit ? nr : limit;
+    else if (mode == CS_ORDER_DISTINCT || nr == 1)
+      *n = 1;
+    return CS_OK;
+  }
+  octx c;
+  memset(&c, 0, sizeof c);
+  c.s = s, c.n_keys = n_keys, c.rows = rows, c.n = nr, c.mode = mode, c.limit = limit;
+  cs_rc rc = CS_ENOMEM;
+  int orc = ORD_NOMEM;
+  c.keys = cs__mem_calloc(n_keys, sizeof *c.keys);
+  c.segs = ord_alloc(n_keys, sizeof *c.segs);
+  c.hist = ord_alloc((uint64_t)ORDER_MAX_DIGITS << ORDER_DIGIT_BITS, sizeof *c.hist);
+  if (!c.keys || !c.segs || !c.hist) goto done;
+  /* Zone maps over the records the selection spans when it looks ascending. */
+  uint64_t r0 = 0, r1 = s->n_records - 1;
+  if (rows[0] <= rows[nr - 1]) r0 = cs__locate(s, rows[0]), r1 = cs__locate(s, rows[nr - 1]);
+  for (uint32_t i = 0; i < n_keys; i++) {
+    okey *k = &c.keys[i];
+    k->col = keys[i].col;
+    k->type = s->cols[k->col].type;
+    k->desc = keys[i].desc;
+    k->nullable = s->cols[k->col].nullable || cs_type_is_float(k->type);
+    if (cs_type_is_varlen(k->type)) {
+      k->kind = KEY_WIDE;
+      orc = tune.dict_cap ? dict_build(s, k, rows, nr) : ORD_ABANDON;
+      if (orc == ORD_NOMEM) goto done;
+    } else {
+      k->kind = KEY_FIXED;
+      key_bounds_zone(s, k, r0, r1);
+    }
+  }
+  int path = 0, flags = 0;
+  orc = order_run(&c, &path);
+  if (orc == ORD_REDO) { /* a zone map did not hold: exact ranges, once */
+    for (uint32_t i = 0; i < n_keys; i++)
+      if (c.keys[i].kind == KEY_FIXED) key_bounds_exact(s, &c.keys[i], rows, nr);
+    orc = order_run(&c, &path);
+    assert(orc != ORD_REDO);
+    flags |= 4;
+  }
+  for (uint32_t i = 0; i < n_keys; i++) flags |= c.keys[i].kind == KEY_DICT ? 1 : c.keys[i].kind == KEY_WIDE ? 2 : 0;
+  last_path = path_names[path][flags];
+  if (orc == ORD_OK) {
+    *n = c.n_out;
+    rc = CS_OK;
+  }
+done:
+  if (c.keys)
+    for (uint32_t i = 0; i < n_keys; i++) cs__mem_free(c.keys[i].ids), cs__mem_free(c.keys[i].rank);
+  cs__mem_free(c.keys), cs__mem_free(c.segs), cs__mem_free(c.hist);
+  if (rc == CS_ENOMEM)
+    return cs_err_set(err, CS_ENOMEM, "colstore: out of memory ordering %llu rows", (unsigned long long)nr);
+  return rc;
+}
