@@ -124,6 +124,14 @@ typedef struct csx_cursor {
   cs_value *pred_vals;       /* IN members of all predicates */
   void **held;               /* bytes the operands point into; sqlite3_free */
   int n_held;
+  /* Ordered delivery under a LIMIT SQLite did not hand over (K<n>): the
+  ** first n in order were selected; every selected row is kept here, in row
+  ** order, in case SQLite asks for more (it filters after us). */
+  uint64_t *order_rest;
+  uint64_t n_order_rest;
+  cs_order_key order_keys[CSX_MAX_ORDER_KEYS];
+  uint32_t n_order_keys;
+  cs_order_mode order_mode;
   uint64_t skip;             /* OFFSET rows still to skip */
   uint64_t left;             /* LIMIT rows still to return; UINT64_MAX = no limit */
   /* the record of `row`, for reads in place */
@@ -162,6 +170,8 @@ static void cursor_clear_filter(csx_cursor *pCur) {
   pCur->pred_vals = NULL;
   pCur->user_mask = NULL;
   pCur->user_rows = NULL;
+  sqlite3_free(pCur->order_rest);
+  pCur->order_rest = NULL, pCur->n_order_rest = 0;
 }
 
 int csx_close(sqlite3_vtab_cursor *cur) {
@@ -312,8 +322,12 @@ static bool filtered_plan(csx_cursor *pCur, csx_batch_buf *b, bool background) {
 
 /* LIST: carves the next batch of the list into b; false at its end.
 ** Under a LIMIT no more rows than OFFSET + LIMIT are gathered. */
+static bool order_resume(csx_cursor *pCur);
+
 static bool list_plan(csx_cursor *pCur, csx_batch_buf *b, bool background) {
   uint64_t rest = pCur->desc ? pCur->list_next : pCur->n_pos - pCur->list_next;
+  if (rest == 0 && pCur->order_rest && order_resume(pCur))
+    rest = pCur->n_pos - pCur->list_next;
   if (rest == 0) return false;
   uint64_t k = rest < pCur->batch_rows ? rest : pCur->batch_rows;
   if (pCur->left != UINT64_MAX && pCur->skip + pCur->left < k) k = pCur->skip + pCur->left;
@@ -679,6 +693,131 @@ static int decode_rows_blob(csx_cursor *pCur, sqlite3_value *v, uint64_t lo, uin
   return rc;
 }
 
+/* LIST: the batches over pos[0, n_pos), in its order. */
+static int list_ready(csx_cursor *pCur, uint64_t col_used, bool ordered) {
+  pCur->list_sorted = true;
+  for (uint64_t i = 1; pCur->list_sorted && i < pCur->n_pos; i++) pCur->list_sorted = pCur->pos[i - 1] <= pCur->pos[i];
+  /* Under a hint the rest may come later, in any order: bins for it. */
+  if (pCur->order_rest) pCur->list_sorted = false;
+  int rc = batches_prepare(pCur, col_used, pCur->order_rest ? pCur->n_order_rest : pCur->n_pos);
+  if (rc != SQLITE_OK) return rc;
+  if (ordered)
+    pCur->stats.kernels = pCur->order_mode == CS_ORDER_DISTINCT ? "order keys, distinct, binned gather into buffers"
+                          : pCur->order_rest                   ? "order keys, top-k, binned gather into buffers"
+                                                               : "order keys, sort, binned gather into buffers";
+  else
+    pCur->stats.kernels = pCur->n_targets == 0 ? "positions"
+                          : pCur->list_sorted  ? "sorted cursor gather into buffers"
+                                               : "record bins, binned gather into buffers";
+  return SQLITE_OK;
+}
+
+/* ------------------------------------------------------ ordered delivery */
+
+/* Rows a FILTERED selection is made in when all of it is wanted at once
+** (ordered delivery): the mask of one step. */
+#define CSX_ORDER_SELECT_ROWS (1u << 20)
+
+/* The rows of the FILTERED selection over [lo, hi), in row order, into
+** pCur->pos (checked record by record as they are read). */
+static int filtered_positions(csx_cursor *pCur, uint64_t lo, uint64_t hi) {
+  uint64_t n = hi - lo, step = n < CSX_ORDER_SELECT_ROWS ? n : CSX_ORDER_SELECT_ROWS;
+  pCur->n_pos = 0;
+  if (n == 0) return SQLITE_OK;
+  uint8_t *mask = sqlite3_malloc64(step);
+  if (!mask) return SQLITE_NOMEM;
+  int rc = SQLITE_OK;
+  for (uint64_t first = lo; first < hi; first += step) {
+    uint64_t k = hi - first < step ? hi - first : step;
+    if (pCur->check && !records_ok(pCur, cs_store_find_record(pCur->store, first),
+                                   cs_store_find_record(pCur->store, first + k - 1) + 1)) {
+      rc = pCur->check_rc;
+      break;
+    }
+    uint64_t want = pCur->n_pos + k;
+    if (want > pCur->pos_cap && (rc = pos_reserve(pCur, want > 2 * pCur->pos_cap ? want : 2 * pCur->pos_cap)) != SQLITE_OK)
+      break;
+    cs_select_batch job = {.first = first,
+                           .n = k,
+                           .user_mask = pCur->user_mask ? pCur->user_mask + first : NULL,
+                           .mask = mask,
+                           .rows = pCur->pos + pCur->n_pos,
+                           .want_rows = true,
+                           .mask_gate = pCur->mask_gate,
+                           .count_from = lo};
+    uint64_t t0 = mono_ns();
+    cs_select_range(pCur->selector, &job);
+    pCur->stats.kernel_ns += mono_ns() - t0;
+    pCur->n_pos += job.n_selected;
+    pCur->stats.records_scanned += job.records_scanned;
+    pCur->stats.records_skipped += job.records_skipped;
+    pCur->stats.batches++;
+    if (job.threads > pCur->stats.threads) pCur->stats.threads = job.threads;
+  }
+  pCur->stats.rows_scanned = n;
+  sqlite3_free(mask);
+  return rc;
+}
+
+/* cs_order_rows over pos[0, n_pos) with the cursor's keys, timed. */
+static int order_run(csx_cursor *pCur, uint64_t limit) {
+  cs_err err;
+  uint64_t t0 = mono_ns();
+  cs_rc rc = cs_order_rows(pCur->store, pCur->order_keys, pCur->n_order_keys, pCur->order_mode, pCur->pos, &pCur->n_pos,
+                           limit, &err);
+  pCur->stats.kernel_ns += mono_ns() - t0;
+  if (rc == CS_OK) return SQLITE_OK;
+  return rc == CS_ENOMEM ? SQLITE_NOMEM : csx_vtab_error(pCur->base.pVtab, SQLITE_ERROR, "%s", err.msg);
+}
+
+/* Sorts, groups or de-duplicates the selection in pos[0, n_pos) by the
+** plan's keys.  Under a LIMIT SQLite handed over, only LIMIT + OFFSET rows
+** are ordered (top-k); under a LIMIT it applies itself (the hint), the
+** same, but every row is kept for order_resume. */
+static int order_positions(csx_cursor *pCur, const csx_plan *plan) {
+  pCur->n_order_keys = (uint32_t)plan->n_keys;
+  pCur->order_mode = (cs_order_mode)plan->order_mode;
+  for (int k = 0; k < plan->n_keys; k++)
+    pCur->order_keys[k] = (cs_order_key){.col = (uint32_t)plan->key_col[k], .desc = plan->key_desc[k] != 0};
+  /* Every key of every selected row is read now: check those chunks. */
+  cs_err err;
+  if (pCur->check && pCur->n_pos &&
+      !check_outcome(pCur, cs_store_check_rows(pCur->store, pCur->pos, pCur->n_pos, pCur->check_cols, &err), &err))
+    return pCur->check_rc;
+  uint64_t limit = CS_ORDER_NO_LIMIT;
+  if (pCur->order_mode == CS_ORDER_SORT && !plan->group_by) {
+    if (pCur->left != UINT64_MAX)
+      limit = pCur->skip + pCur->left >= pCur->skip ? pCur->skip + pCur->left : CS_ORDER_NO_LIMIT;
+    else if (plan->limit_hint > 0 && plan->limit_hint < pCur->n_pos) {
+      /* The rest may be wanted: keep every row, in row order. */
+      if (!(pCur->order_rest = sqlite3_malloc64(pCur->n_pos * sizeof *pCur->order_rest))) return SQLITE_NOMEM;
+      memcpy(pCur->order_rest, pCur->pos, pCur->n_pos * sizeof *pCur->pos);
+      pCur->n_order_rest = pCur->n_pos;
+      limit = plan->limit_hint;
+    }
+  }
+  return order_run(pCur, limit);
+}
+
+/* The first rows in order were all delivered and SQLite wants more: order
+** every row and go on after them.  False (the scan ends, with the error
+** in check_rc) when that fails. */
+static bool order_resume(csx_cursor *pCur) {
+  uint64_t delivered = pCur->n_pos;
+  sqlite3_free(pCur->pos);
+  pCur->pos = pCur->order_rest, pCur->n_pos = pCur->pos_cap = pCur->n_order_rest;
+  pCur->order_rest = NULL, pCur->n_order_rest = 0;
+  int rc = order_run(pCur, CS_ORDER_NO_LIMIT);
+  if (rc != SQLITE_OK) {
+    pCur->check_rc = rc;
+    pCur->eof = true;
+    return false;
+  }
+  pCur->list_next = delivered;
+  pCur->list_sorted = false;
+  return true;
+}
+
 int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc, sqlite3_value **argv) {
   csx_cursor *pCur = (csx_cursor *)cur;
   csx_table *pTab = (csx_table *)cur->pVtab;
@@ -835,6 +974,7 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
     }
   }
   /* The selection's shape. */
+  bool ordered = plan.n_keys > 0;
   if (in_list || rows_blob) {
     pCur->shape = SEL_LIST;
     if (in_list && (rc = collect_in_rows(pCur, in_list, lo, hi)) != SQLITE_OK) return rc;
@@ -856,13 +996,26 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
         if (pCur->user_mask[pCur->pos[i]]) pCur->pos[k++] = pCur->pos[i];
       pCur->n_pos = k;
     }
-    pCur->list_sorted = true;
-    for (uint64_t i = 1; pCur->list_sorted && i < pCur->n_pos; i++) pCur->list_sorted = pCur->pos[i - 1] <= pCur->pos[i];
-    if ((rc = batches_prepare(pCur, plan.col_used, pCur->n_pos)) != SQLITE_OK) return rc;
     pCur->stats.rows_scanned = pCur->n_pos;
-    pCur->stats.kernels = pCur->n_targets == 0 ? "positions"
-                          : pCur->list_sorted  ? "sorted cursor gather into buffers"
-                                               : "record bins, binned gather into buffers";
+    if (ordered && (rc = order_positions(pCur, &plan)) != SQLITE_OK) return rc;
+    if ((rc = list_ready(pCur, plan.col_used, ordered)) != SQLITE_OK) return rc;
+  } else if (ordered) {
+    /* ORDER BY, GROUP BY, DISTINCT: the whole selection as positions,
+    ** ordered, then delivered as a list. */
+    if (pCur->n_preds || pCur->user_mask) {
+      cs_err err;
+      if (cs_selector_new(pCur->store, pCur->preds, pCur->n_preds, &pCur->selector, &err) != CS_OK) return SQLITE_NOMEM;
+      pCur->mask_gate = csx_config_mask_gate(NULL);
+      if ((rc = filtered_positions(pCur, lo, hi)) != SQLITE_OK) return rc;
+    } else {
+      if (hi - lo > pCur->pos_cap && (rc = pos_reserve(pCur, hi - lo)) != SQLITE_OK) return rc;
+      for (uint64_t r = lo; r < hi; r++) pCur->pos[r - lo] = r;
+      pCur->n_pos = hi - lo;
+      pCur->stats.rows_scanned = hi - lo;
+    }
+    pCur->shape = SEL_LIST;
+    if ((rc = order_positions(pCur, &plan)) != SQLITE_OK) return rc;
+    if ((rc = list_ready(pCur, plan.col_used, true)) != SQLITE_OK) return rc;
   } else if (pCur->n_preds || pCur->user_mask) {
     pCur->shape = SEL_FILTERED;
     pCur->lo = pCur->range_lo = lo, pCur->hi = hi;

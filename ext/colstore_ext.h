@@ -71,6 +71,8 @@ struct csx_table {
 
 /* The plan xBestIndex encodes in idxStr (colstore_plan.c explains it). */
 #define CSX_MAX_SLOTS 64
+/* ORDER BY / GROUP BY / DISTINCT columns colstore takes at most. */
+#define CSX_MAX_ORDER_KEYS 16
 typedef struct csx_slot {
   char kind;   /* E G g L l I P Q R M T O (colstore_plan.c) */
   int col;     /* P, Q: the column */
@@ -84,6 +86,15 @@ typedef struct csx_plan {
   int may_stop_early;             /* a LIMIT SQLite applies itself: grow batches from small */
   int desc;                       /* ... descending */
   uint64_t col_used;              /* sqlite3_index_info.colUsed */
+  /* Ordered delivery (S and Y slots): rows sorted, grouped or de-duplicated
+  ** by these columns before SQLite sees them (ORDER BY, GROUP BY,
+  ** DISTINCT). */
+  int n_keys;
+  int key_col[CSX_MAX_ORDER_KEYS];
+  int key_desc[CSX_MAX_ORDER_KEYS];
+  int order_mode;                 /* cs_order_mode */
+  int group_by;                   /* Z: the order serves a GROUP BY (LIMIT counts groups) */
+  uint64_t limit_hint;            /* K<n>: SQLite stops after n rows unless it filters (0 = unknown) */
 } csx_plan;
 
 /* What one scan did, for colstore_last_plan(). */
@@ -187,5 +198,10 @@ int csx_register_calibrate(sqlite3 *db);
 
 /* colstore_func.c */
 int csx_register_functions(sqlite3 *db, csx_conn *conn);
+
+/* Whether this SQLite withholds DISTINCT from a virtual table when the
+** query reads the rowid beyond the DISTINCT list (colstore_probe.c; asked
+** once per process). */
+bool csx_distinct_excludes_rowid_use(void);
 
 #endif /* COLSTORE_EXT_H */

@@ -151,6 +151,36 @@ static double selectivity(int op) {
   }
 }
 
+/* Can the ORDER BY (or GROUP BY, or DISTINCT list) SQLite hands over be
+** delivered here?  Only columns of the table reach aOrderBy, each with
+** its own collation (BINARY here), and only when no term asks for NULLS
+** FIRST/LAST against the default (SQLite's allocateIndexInfo); the rowid
+** and the hidden columns are declined (the rowid alone is the ORDER BY
+** rowid case above). */
+static bool order_keys_ok(const sqlite3_index_info *pInfo, int n_cols) {
+  if (pInfo->nOrderBy < 1 || pInfo->nOrderBy > CSX_MAX_ORDER_KEYS) return false;
+  for (int k = 0; k < pInfo->nOrderBy; k++)
+    if (pInfo->aOrderBy[k].iColumn < 0 || pInfo->aOrderBy[k].iColumn >= n_cols) return false;
+  return true;
+}
+
+/* May rows that repeat the DISTINCT columns be dropped here?  Only when
+** the DISTINCT columns are every column SQLite reads from this table: a
+** column read beyond them may be for a condition SQLite applies after us
+** (a term it cannot hand over, `a > b`), which could reject the one row
+** kept of a group while accepting another.  colUsed does not show the
+** rowid: SQLite before 3.45 (where allocateIndexInfo checks rowidUsed) may
+** ask for DISTINCT while a condition on the rowid is still to come, so
+** there the rows of a group are delivered adjacent and SQLite drops the
+** repeats itself. */
+static bool dedupe_is_safe(const sqlite3_index_info *pInfo, int n_cols) {
+  if (sqlite3_libversion_number() < 3045000) return false;
+  if (n_cols > 62) return false;
+  sqlite3_uint64 keys = 0;
+  for (int k = 0; k < pInfo->nOrderBy; k++) keys |= (sqlite3_uint64)1 << pInfo->aOrderBy[k].iColumn;
+  return (pInfo->colUsed & ~keys) == 0;
+}
+
 int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   csx_table *pTab = (csx_table *)pVtab;
   const cs_schema *schema = cs_store_schema(pTab->snap->store);
@@ -305,13 +335,68 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
 
   /* ORDER BY rowid, either direction, when nothing else orders. */
   bool order_ok = pInfo->nOrderBy == 0;
+  double order_cost = 0;
+  bool order_by_rows = true; /* LIMIT counts rows of the order (not groups) */
+  bool keys_taken = false;   /* ORDER BY columns taken: a LIMIT makes it a top-k */
   if (pInfo->nOrderBy == 1 && pInfo->aOrderBy[0].iColumn == -1 && i_rows < 0) {
     pInfo->orderByConsumed = 1;
     order_ok = true;
     sqlite3_str_appendall(slots, pInfo->aOrderBy[0].desc ? "D;" : "A;");
     sqlite3_str_appendall(words, pInfo->aOrderBy[0].desc ? " order(rowid desc)" : " order(rowid)");
+  } else if (order_keys_ok(pInfo, n_cols)) {
+    /* ORDER BY, GROUP BY or DISTINCT on columns: sorted, grouped or
+    ** de-duplicated here (see the essay above). */
+    int distinct = sqlite3_libversion_number() >= 3038000 ? sqlite3_vtab_distinct(pInfo) : 0;
+    bool dedupe = (distinct == 2 || distinct == 3) && dedupe_is_safe(pInfo, n_cols);
+    /* A DISTINCT without ORDER BY that may not be de-duplicated here is
+    ** not taken: SQLite keeps its own B-tree for it whatever order the
+    ** rows come in, so sorting them would gain nothing. */
+    if (distinct != 2 || dedupe) {
+      /* GROUP BY gets the rows sorted, not only grouped: SQLite's own
+      ** GROUP BY sorts, and users read its groups in key order; for a
+      ** small key range (GROUP BY b) the sort is one counting pass. */
+      bool group = distinct == 1;
+      cs_order_mode mode = dedupe ? CS_ORDER_DISTINCT : CS_ORDER_SORT;
+      order_by_rows = mode == CS_ORDER_SORT && !group;
+      keys_taken = true;
+      pInfo->orderByConsumed = 1;
+      order_ok = true;
+      sqlite3_str_appendall(words, mode == CS_ORDER_DISTINCT ? " distinct(" : group ? " group(" : " order(");
+      for (int k = 0; k < pInfo->nOrderBy; k++) {
+        int c = pInfo->aOrderBy[k].iColumn;
+        /* Kept for GROUP BY too: SQLite hands over GROUP BY x ORDER BY x
+        ** DESC as one descending key and relies on the order for both. */
+        bool desc = pInfo->aOrderBy[k].desc;
+        sqlite3_str_appendf(slots, "S%d:%d;", c, desc ? 1 : 0);
+        sqlite3_str_appendf(words, "%s%s%s", k ? "," : "", schema->cols[c].name, desc ? " DESC" : "");
+      }
+      sqlite3_str_appendall(words, ")");
+      sqlite3_str_appendf(slots, "Y%d;", (int)mode);
+      if (group) sqlite3_str_appendall(slots, "Z;");
+      /* Reading the keys and sorting them: a little per selected row,
+      ** always less than SQLite's sorter, which costs more than a row's
+      ** delivery. */
+      order_cost = rows * 0.2;
+      if (mode == CS_ORDER_DISTINCT) rows = rows > 1000 ? rows / 100 : rows;
+    }
   }
-  if (all_taken && order_ok && limit_offer_is_whole()) {
+  /* SQLite stops after LIMIT rows unless it filters them after us: the
+  ** cursor may select the first LIMIT (+ OFFSET) in order first (K<n>). */
+  uint64_t limit_hint = 0;
+  if (i_limit >= 0 && in_ok) {
+    sqlite3_value *lv = NULL, *ov = NULL;
+    if (sqlite3_vtab_rhs_value(pInfo, i_limit, &lv) == SQLITE_OK && lv && sqlite3_value_type(lv) == SQLITE_INTEGER &&
+        sqlite3_value_int64(lv) >= 0) {
+      limit_hint = (uint64_t)sqlite3_value_int64(lv);
+      if (i_offset >= 0) {
+        if (sqlite3_vtab_rhs_value(pInfo, i_offset, &ov) == SQLITE_OK && ov && sqlite3_value_type(ov) == SQLITE_INTEGER)
+          limit_hint += sqlite3_value_int64(ov) > 0 ? (uint64_t)sqlite3_value_int64(ov) : 0;
+        else
+          limit_hint = 0;
+      }
+    }
+  }
+  if (all_taken && order_ok && order_by_rows && limit_offer_is_whole()) {
     if (i_limit >= 0) {
       TAKE(i_limit, "T;");
       sqlite3_str_appendall(words, " limit");
@@ -323,8 +408,11 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   } else if (i_limit >= 0) {
     /* Not taken, but SQLite may stop early: the cursor starts with small
     ** batches and doubles them, so `WHERE a > 0.5 LIMIT 10` does not
-    ** select a whole batch of millions of rows for ten (flag K). */
-    sqlite3_str_appendall(slots, "K;");
+    ** select a whole batch of millions of rows for ten (flag K), and
+    ** ordered delivery selects the first LIMIT + OFFSET rows first. */
+    if (limit_hint > 0) sqlite3_str_appendf(slots, "K%llu;", (unsigned long long)limit_hint);
+    else sqlite3_str_appendall(slots, "K;");
+    if (keys_taken && order_by_rows && limit_hint > 0) sqlite3_str_appendall(words, " limit");
   }
 #undef TAKE
   if (sqlite3_str_length(words) == 0) sqlite3_str_appendall(words, "scan");
@@ -344,7 +432,7 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   ** returned, growing with the columns read. */
   if (rows < 1 && i_eq >= 0) rows = 1;
   pInfo->estimatedRows = (sqlite3_int64)rows;
-  pInfo->estimatedCost = 10.0 + (any_pred ? scanned * 0.05 : 0) + rows * (1.0 + 0.1 * n_used);
+  pInfo->estimatedCost = 10.0 + (any_pred ? scanned * 0.05 : 0) + rows * (1.0 + 0.1 * n_used) + order_cost;
   if (selection_rows >= 0) pInfo->estimatedCost = 10.0 + selection_rows * (1.0 + 0.1 * n_used);
   /* A plan that reads _rows or _mask without taking it (see above). */
   bool exact_rows, exact_mask;
@@ -399,9 +487,34 @@ int csx_plan_decode(const char *idxStr, csx_plan *out) {
       if (*p == ';') p++;
       continue;
     }
+    if (s.kind == 'S') {
+      int c = (int)strtol(p, (char **)&p, 10);
+      if (*p == ':') p++;
+      int d = (int)strtol(p, (char **)&p, 10);
+      if (*p == ';') p++;
+      if (out->n_keys >= CSX_MAX_ORDER_KEYS) return SQLITE_INTERNAL;
+      out->key_col[out->n_keys] = c, out->key_desc[out->n_keys] = d;
+      out->n_keys++;
+      continue;
+    }
+    if (s.kind == 'Z') {
+      out->group_by = 1;
+      if (*p == ';') p++;
+      continue;
+    }
+    if (s.kind == 'Y') {
+      out->order_mode = (int)strtol(p, (char **)&p, 10);
+      if (*p == ';') p++;
+      continue;
+    }
+    if (s.kind == 'K') {
+      out->may_stop_early = 1;
+      out->limit_hint = strtoull(p, (char **)&p, 10);
+      if (*p == ';') p++;
+      continue;
+    }
     if (s.kind == 'A') out->ordered = 1;
     else if (s.kind == 'H') out->hidden_unusable = 1;
-    else if (s.kind == 'K') out->may_stop_early = 1;
     else if (s.kind == 'D') out->ordered = out->desc = 1;
     else if (out->n_slots < CSX_MAX_SLOTS) out->slots[out->n_slots++] = s;
     else return SQLITE_INTERNAL;
