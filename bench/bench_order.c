@@ -14,7 +14,8 @@
 ** g = 60,000 distinct doubles (near the hash cap).  The same values are kept in plain arrays.
 **
 ** Every case orders all N positions (the selection of a full scan, in
-** ascending order).  Its variants are the kernel as shipped, the kernel
+** ascending order; one case takes them in ascending order of a and asks
+** for the top of a DESC, so every row beats the top-k threshold).  Its variants are the kernel as shipped, the kernel
 ** with a tuning knob forced (cs_order_internal.h: the alternatives the
 ** kernel chose between), and, for the cases the issue names, a naive
 ** reference: the key values copied from the arrays beside their index and
@@ -235,6 +236,7 @@ typedef struct variant {
 
 typedef struct bcase {
   const char *name;
+  bool adversarial; /* input: the positions in ascending order of a (else ascending positions) */
   uint32_t col;
   bool desc;
   cs_order_mode mode;
@@ -246,7 +248,7 @@ typedef struct bcase {
 typedef struct ctx {
   const data *D;
   const cs_store *s;
-  const uint64_t *input;
+  const uint64_t *input, *input_plain, *input_by_a;
   uint64_t n;
   refent *ents;
   int rounds;
@@ -342,6 +344,7 @@ static bool group_ok(ctx *x, const bcase *bc, const uint64_t *out, uint64_t m, u
 
 static void run_case(ctx *x, const bcase *bc) {
   uint64_t n = x->n;
+  x->input = bc->adversarial ? x->input_by_a : x->input_plain;
   uint64_t *outs[MAX_VARIANTS], m[MAX_VARIANTS];
   const char *paths[MAX_VARIANTS];
   double times[MAX_VARIANTS][MAX_ROUNDS], faults[MAX_VARIANTS][MAX_ROUNDS];
@@ -444,9 +447,15 @@ int main(int argc, char **argv) {
   printf("ratio = variant median / first variant median (below 1: faster than the first); faults = minor page\n"
          "faults per run (fresh scratch touched for the first time), median\n\n");
 
-  uint64_t *input = xmalloc(N * 8);
-  for (uint64_t i = 0; i < N; i++) input[i] = i;
-  ctx x = {D, s, input, N, xmalloc(N * sizeof(refent)), rounds, 0};
+  uint64_t *input = xmalloc(N * 8), *input_by_a = xmalloc(N * 8);
+  for (uint64_t i = 0; i < N; i++) input[i] = input_by_a[i] = i;
+  ctx x = {D, s, input, input, input_by_a, N, xmalloc(N * sizeof(refent)), rounds, 0};
+  { /* the adversarial input: every row beats a DESC top-k's threshold */
+    cs_order_key ka = {COL_A, false};
+    uint64_t m = N;
+    cs_err err = {0};
+    if (cs_order_rows(s, &ka, 1, CS_ORDER_SORT, input_by_a, &m, CS_ORDER_NO_LIMIT, &err) != CS_OK) die("sort", &err);
+  }
 
   cs__order_tuning def;
   cs__order_tuning_default(&def);
@@ -461,49 +470,51 @@ int main(int argc, char **argv) {
   uint64_t k_big = 100000 + 10;
   bcase cases[] = {
       /* the issue's cases, against the naive reference */
-      {"sort a", COL_A, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 2, {K, R}},
-      {"sort c", COL_C, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 2, {K, R}},
-      {"top-10 a DESC", COL_A, true, CS_ORDER_SORT, 10, 3, {K, R, T("full sort (no top-k)", 0, D_, D_, D_, D_)}},
-      {"top-100010 a", COL_A, false, CS_ORDER_SORT, k_big, 3, {K, R, T("full sort (no top-k)", 0, D_, D_, D_, D_)}},
-      {"group b", COL_B, false, CS_ORDER_GROUP, CS_ORDER_NO_LIMIT, 4,
+      {"sort a", false, COL_A, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 2, {K, R}},
+      {"sort c", false, COL_C, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 2, {K, R}},
+      {"top-10 a DESC", false, COL_A, true, CS_ORDER_SORT, 10, 3, {K, R, T("full sort (no top-k)", 0, D_, D_, D_, D_)}},
+      {"top-100010 a", false, COL_A, false, CS_ORDER_SORT, k_big, 3, {K, R, T("full sort (no top-k)", 0, D_, D_, D_, D_)}},
+      {"group b", false, COL_B, false, CS_ORDER_GROUP, CS_ORDER_NO_LIMIT, 4,
        {K, R, T("radix (no counting)", D_, -1, 0, D_, D_), T("hash (no counting)", D_, -1, D_, D_, D_)}},
-      {"group c", COL_C, false, CS_ORDER_GROUP, CS_ORDER_NO_LIMIT, 4,
+      {"group c", false, COL_C, false, CS_ORDER_GROUP, CS_ORDER_NO_LIMIT, 4,
        {K, R, T("radix (no hash)", D_, D_, 0, D_, D_), {"hash, cap 2^24, no give-up", V_TUNED, tuned(D_, D_, 1 << 24, D_, D_, D_, D_, D_, 0)}}},
-      {"distinct b", COL_B, false, CS_ORDER_DISTINCT, CS_ORDER_NO_LIMIT, 3,
+      {"distinct b", false, COL_B, false, CS_ORDER_DISTINCT, CS_ORDER_NO_LIMIT, 3,
        {K, R, T("radix (no counting)", D_, -1, 0, D_, D_)}},
-      {"sort t (TEXT, 1000 words)", COL_T, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 3,
+      {"sort t (TEXT, 1000 words)", false, COL_T, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 3,
        {K, R, T("wide (no dictionary)", D_, D_, D_, 0, D_)}},
       /* decisions: kernel alternatives on one input */
-      {"group e (~900 doubles)", COL_E, false, CS_ORDER_GROUP, CS_ORDER_NO_LIMIT, 2,
+      {"group e (~900 doubles)", false, COL_E, false, CS_ORDER_GROUP, CS_ORDER_NO_LIMIT, 2,
        {K, T("radix (no hash)", D_, D_, 0, D_, D_)}},
-      {"distinct e (~900 doubles)", COL_E, false, CS_ORDER_DISTINCT, CS_ORDER_NO_LIMIT, 2,
+      {"distinct e (~900 doubles)", false, COL_E, false, CS_ORDER_DISTINCT, CS_ORDER_NO_LIMIT, 2,
        {K, T("radix (no hash)", D_, D_, 0, D_, D_)}},
-      {"group g (60,000 doubles)", COL_G, false, CS_ORDER_GROUP, CS_ORDER_NO_LIMIT, 3,
+      {"group g (60,000 doubles)", false, COL_G, false, CS_ORDER_GROUP, CS_ORDER_NO_LIMIT, 3,
        {K, T("radix (no hash)", D_, D_, 0, D_, D_), H("hash, no give-up", D_, 0)}},
-      {"distinct g (60,000 doubles)", COL_G, false, CS_ORDER_DISTINCT, CS_ORDER_NO_LIMIT, 3,
+      {"distinct g (60,000 doubles)", false, COL_G, false, CS_ORDER_DISTINCT, CS_ORDER_NO_LIMIT, 3,
        {K, T("radix (no hash)", D_, D_, 0, D_, D_), H("hash, no give-up", D_, 0)}},
-      {"distinct c", COL_C, false, CS_ORDER_DISTINCT, CS_ORDER_NO_LIMIT, 2,
+      {"distinct c", false, COL_C, false, CS_ORDER_DISTINCT, CS_ORDER_NO_LIMIT, 2,
        {K, {"hash, cap 2^24, no give-up", V_TUNED, tuned(D_, D_, 1 << 24, D_, D_, D_, D_, D_, 0)}}},
-      {"sort a: huge-page advice", COL_A, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 2,
+      {"top-100010 a DESC, adversarial", true, COL_A, true, CS_ORDER_SORT, k_big, 2,
+       {K, T("full sort (no top-k)", 0, D_, D_, D_, D_)}},
+      {"sort a: huge-page advice", false, COL_A, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 2,
        {K, {"no advice (4 KiB pages)", V_TUNED, tuned(D_, D_, D_, D_, D_, 0, D_, D_, D_)}}},
-      {"sort a: MSD first vs LSD", COL_A, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 5,
+      {"sort a: MSD first vs LSD", false, COL_A, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 5,
        {K, M("LSD only", 0, D_, D_), M("MSD, buckets <= 4096", D_, 4096, D_),
         M("MSD, buckets <= 65536", D_, 65536, D_), M("MSD, 8-bit digits", D_, D_, 8)}},
-      {"sort c: MSD first vs LSD", COL_C, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 2, {K, M("LSD only", 0, D_, D_)}},
-      {"distinct c: MSD first vs LSD", COL_C, false, CS_ORDER_DISTINCT, CS_ORDER_NO_LIMIT, 2,
+      {"sort c: MSD first vs LSD", false, COL_C, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 2, {K, M("LSD only", 0, D_, D_)}},
+      {"distinct c: MSD first vs LSD", false, COL_C, false, CS_ORDER_DISTINCT, CS_ORDER_NO_LIMIT, 2,
        {K, M("LSD only", 0, D_, D_)}},
-      {"sort a: LSD digit bits", COL_A, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 4,
+      {"sort a: LSD digit bits", false, COL_A, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 4,
        {M("LSD, 11-bit digits (6 passes)", 0, D_, 11), M("LSD, 8-bit digits (8 passes)", 0, D_, 8),
         M("LSD, 10-bit digits (7 passes)", 0, D_, 10), M("LSD, 13-bit digits (5 passes)", 0, D_, 13)}},
-      {"sort b: counting vs radix", COL_B, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 2,
+      {"sort b: counting vs radix", false, COL_B, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 2,
        {K, T("radix", D_, -1, D_, D_, D_)}},
-      {"sort u16: counting vs radix", COL_U16, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 2,
+      {"sort u16: counting vs radix", false, COL_U16, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 2,
        {K, T("radix", D_, -1, D_, D_, D_)}},
-      {"sort u20: radix vs counting", COL_U20, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 2,
+      {"sort u20: radix vs counting", false, COL_U20, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 2,
        {K, T("counting 20 bits", D_, 20, D_, D_, D_)}},
-      {"sort u24: radix vs counting", COL_U24, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 2,
+      {"sort u24: radix vs counting", false, COL_U24, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 2,
        {K, T("counting 24 bits", D_, 24, D_, D_, D_)}},
-      {"group u20: hash vs radix", COL_U20, false, CS_ORDER_GROUP, CS_ORDER_NO_LIMIT, 3,
+      {"group u20: hash vs radix", false, COL_U20, false, CS_ORDER_GROUP, CS_ORDER_NO_LIMIT, 3,
        {K, T("radix (no hash)", D_, D_, 0, D_, D_), T("counting 20 bits", D_, 20, 0, D_, D_)}},
   };
   /* top-k against a full sort as k grows: where ORDER_TOPK_RATIO sits */
@@ -512,7 +523,7 @@ int main(int argc, char **argv) {
   bcase topk_cases[6];
   for (int i = 0; i < 6; i++) {
     snprintf(topk_names[i], sizeof topk_names[i], "top-k a, k = n/%" PRIu64, divs[i]);
-    topk_cases[i] = (bcase){topk_names[i], COL_A, false, CS_ORDER_SORT, N / divs[i], 2,
+    topk_cases[i] = (bcase){topk_names[i], false, COL_A, false, CS_ORDER_SORT, N / divs[i], 2,
                             {T("top-k", 1, D_, D_, D_, D_), T("full sort", 0, D_, D_, D_, D_)}};
   }
 #undef T
@@ -531,6 +542,6 @@ int main(int argc, char **argv) {
   remove(path);
   rmdir(dir);
   free(D->a), free(D->b), free(D->c), free(D->d), free(D->e), free(D->u16), free(D->u20), free(D->u24), free(D->g), free(D->t), free(D);
-  free(input), free(x.ents);
+  free(input), free(input_by_a), free(x.ents);
   return x.failures ? 1 : 0;
 }

@@ -97,7 +97,7 @@
 #define ORDER_COUNT_BITS 20     /* counting sort up to this many bits (and 2^bits <= rows) */
 #define ORDER_HASH_CAP 65536u   /* GROUP/DISTINCT hash up to this many groups */
 #define ORDER_HASH_PROBE 4096u  /* ... and gives up early on nearly distinct keys past this many */
-#define ORDER_TOPK_RATIO 16     /* top-k when limit * ratio <= rows */
+#define ORDER_TOPK_RATIO 32     /* top-k when limit * ratio <= rows */
 #define ORDER_DICT_CAP 65536u   /* TEXT/BLOB dictionary up to this many values */
 #define ORDER_MSD_MIN 65536u    /* radix sorts of this many elements start MSD */
 #define ORDER_CACHE_N 16384u    /* MSD buckets up to this size finish by LSD in cache */
