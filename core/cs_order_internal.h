@@ -20,7 +20,11 @@ typedef struct cs__order_tuning {
   int count_bits;      /* counting sort for one segment of at most this many bits; -1 = never */
   uint32_t hash_cap;   /* GROUP/DISTINCT hash up to this many groups; 0 = never */
   uint32_t dict_cap;   /* TEXT/BLOB dictionary up to this many values; 0 = never */
-  unsigned digit_bits; /* radix digit width, 8..11 */
+  unsigned digit_bits; /* radix digit width, 8..13 */
+  int huge_pages;      /* 1: advise transparent huge pages on large scratch blocks; 0: do not */
+  uint64_t msd_min;    /* radix sorts of at least this many elements start MSD; 0 = never */
+  uint64_t cache_n;    /* MSD buckets of at most this many elements finish by LSD */
+  uint32_t hash_probe; /* hashing gives up on nearly distinct keys past this many groups; 0 = never */
 } cs__order_tuning;
 
 /* The compiled defaults. */
@@ -29,7 +33,7 @@ void cs__order_tuning_default(cs__order_tuning *out);
 void cs__order_tuning_set(const cs__order_tuning *t);
 void cs__order_tuning_get(cs__order_tuning *out);
 
-/* The path the last cs_order_rows call in this process took, for tests and
+/* The path the last cs_order_rows call on this thread took, for tests and
 ** the benchmark: "none" (nothing to reorder), "topk", "counting",
 ** "hash", "radix" (one segment), "segments"; with "+dict" or "+wide" when
 ** a TEXT/BLOB key was dictionary-encoded or sorted by its bytes, and

@@ -376,15 +376,16 @@ static uint64_t make_input(int which, uint64_t N, ut_rng *rng, uint64_t *rows) {
 /* ------------------------------------------------------------- profiles */
 
 enum { PROF_DEFAULT, PROF_SORT_ONLY, PROF_SMALL_CAPS, PROF_BIG_CAPS, PROF_COUNT };
-static const char *const prof_names[] = {"defaults", "radix only, wide text", "small caps", "big caps"};
+static const char *const prof_names[] = {"defaults", "LSD radix only, wide text", "small caps, MSD from 64 rows",
+                                         "big caps, MSD from 200 rows"};
 
 static void profile_set(int p) {
   cs__order_tuning t;
   cs__order_tuning_default(&t);
   switch (p) {
-    case PROF_SORT_ONLY: t = (cs__order_tuning){0, -1, 0, 0, 8}; break;
-    case PROF_SMALL_CAPS: t = (cs__order_tuning){2, 4, 3, 5, 11}; break;
-    case PROF_BIG_CAPS: t = (cs__order_tuning){1, 12, 1u << 20, 1u << 20, 9}; break;
+    case PROF_SORT_ONLY: t = (cs__order_tuning){0, -1, 0, 0, 8, 0, 0, 16384, 0}; break;
+    case PROF_SMALL_CAPS: t = (cs__order_tuning){2, 4, 3, 5, 11, 1, 64, 30, 2}; break;
+    case PROF_BIG_CAPS: t = (cs__order_tuning){1, 12, 1u << 20, 1u << 20, 13, 1, 200, 100, 0}; break;
     default: break;
   }
   cs__order_tuning_set(&t);
