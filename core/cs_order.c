@@ -42,21 +42,22 @@
 **   one segment of <= ORDER_COUNT_BITS (20) bits with 2^bits <= 2n: a
 **     counting sort of the positions themselves (one histogram pass, one
 **     scatter, no final gather); DISTINCT: the first position of each code.
-**     Against the radix sort: 1.9x at 10 bits, 1.4-1.8x at 16, 1.1x at 20,
-**     0.68x at 24 (0.46x at 1M rows; the 64 MB count array misses cache).
+**     Against the radix sort: 1.2-3.2x at 10 bits, 1.4-2.3x at 16, 1.1x at
+**     20, 0.68-0.96x at 24 (0.46x at 1M rows; the 64 MB count array misses
+**     cache).
 **   one segment, SORT with limit * ORDER_TOPK_RATIO (32) <= n: top-k in one
 **     pass: rows below a threshold go to a buffer of 2k; a full buffer is
 **     cut back to the k best by quickselect and the k-th becomes the
 **     threshold.  O(n) even when every row beats the threshold (input in
 **     ascending key order, DESC: equal to a full sort), unlike a heap's
-**     n log k.  Against the full sort: 4.9x at k = n/1000, 1.7x at n/32
-**     (1.4x at 1M rows); at n/16 it loses at 1M (0.72x) though it wins to
-**     n/8 at 10M (1.32x), and at n/4 it loses at both.
+**     n log k.  Against the full sort: 4.4-6.2x at k = n/1000, 1.7-2.2x at
+**     n/32 (1.4x at 1M rows); at n/16 it loses at 1M (0.72x) though it wins
+**     to n/8 at 10M (1.3x), and at n/4 it loses at both.
 **   one segment, GROUP or DISTINCT, wider: a hash table from code to group
 **     (first appearance), then a counting sort by group id.  Against the
-**     radix sort: 2.2x (GROUP) and 2.9x (DISTINCT) for ~900 distinct doubles,
-**     1.5x and 1.9x for 60,000; for all-distinct keys hashing is 4.8x
-**     slower, so it gives up past ORDER_HASH_CAP groups, or earlier when
+**     radix sort: 2.2-2.6x (GROUP) and 2.7-2.9x (DISTINCT) for ~900 distinct
+**     doubles, 1.5x and 1.6-1.9x for 60,000; for all-distinct keys hashing is
+**     3.4-8.9x slower, so it gives up past ORDER_HASH_CAP groups, or when
 **     after n/64 rows most rows began a group (then the radix sort; the
 **     attempt is within the noise at 10M rows and ~5% at 1M).
 **   otherwise: a radix sort of (field, position).  When the field and the
@@ -65,7 +66,8 @@
 **     and position are two arrays.  From ORDER_MSD_MIN elements the first
 **     pass is MSD on the top digit, and each bucket is finished by LSD in
 **     cache once it holds at most ORDER_CACHE_N elements (recursing while it
-**     is larger): 1.19-1.28x over LSD alone at 10M rows, 1.43x at 1M.
+**     is larger): 1.03-1.35x over LSD alone in three 10M-row runs, 1.43x
+**     at 1M.
 **     Digits of at most ORDER_DIGIT_BITS (11) bits, balanced over the
 **     field's width: LSD alone at 1M rows, 8 / 10 / 11 / 13 bits cost 1.39 /
 **     1.06 / 1.00 / 1.06; at 10M 1.09 / 0.99 / 1.00 / 1.16.  Every digit's
@@ -81,7 +83,7 @@
 ** Scratch comes from ord_alloc: blocks of 2 MiB and more start on a 2 MiB
 ** boundary and are advised MADV_HUGEPAGE.  On this host the first touch of
 ** fresh memory costs ~16 us per 4 KiB page, so in 4 KiB pages a 10M-row sort
-** spent more time faulting than sorting (191 ns/row against 68 advised).
+** spent more time faulting than sorting (1.4-2.8x slower than advised).
 **
 ** MEMORY (peak scratch beyond the caller's rows, per selected row; huge
 ** pages round each block up by at most 2 MiB): counting sort 12 B (4 B code
