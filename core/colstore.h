@@ -773,6 +773,14 @@ const char *cs_diag_notes(void);
 ** cs_mem_tick: counts one allocation made by another allocator (a test's
 ** SQLite allocator) on the same countdown and says whether it must fail.
 ** Thread-safe; for tests, never armed in production. */
+/* A block for a large array (positions, batch buffers): from 2 MiB up it
+** starts on a 2 MiB boundary and is advised MADV_HUGEPAGE, so its first
+** touch faults once per 2 MiB instead of once per 4 KiB.  Contents are
+** undefined; release with cs_mem_big_free (NULL is fine).  NULL when out
+** of memory. */
+void *cs_mem_big_alloc(uint64_t bytes);
+void cs_mem_big_free(void *p);
+
 void cs_mem_fail_after(long k, bool sticky);
 long cs_mem_count(void);
 long cs_mem_live(void);

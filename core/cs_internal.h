@@ -129,6 +129,9 @@ void cs__own_thread_busy(bool busy);
 ** is never asked for 0 bytes); memory from them may be released with
 ** free(), which only leaves cs_mem_live high. */
 void *cs__mem_malloc(size_t n);
+/* cs_mem_big_alloc with the huge-page advice optional (huge = false: plain
+** 4 KiB pages, for measuring what the advice buys); cs_mem_big_free. */
+void *cs__mem_big_alloc(uint64_t bytes, bool huge);
 void *cs__mem_calloc(size_t count, size_t size);
 void *cs__mem_realloc(void *p, size_t n);
 char *cs__mem_strdup(const char *s);

@@ -111,7 +111,6 @@
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "cs_kernels_internal.h"
 #include "cs_order_internal.h"
@@ -179,47 +178,20 @@ void cs__order_tuning_get(cs__order_tuning *out) { *out = tune; }
 static _Thread_local const char *last_path = "none"; /* per thread: calls may run concurrently */
 const char *cs__order_last_path(void) { return last_path; }
 
-/* Scratch blocks from this size up ask for transparent huge pages. */
-#define ORDER_HUGE_BYTES ((size_t)2 << 20)
-#define ORDER_HUGE_PAGE ((uintptr_t)2 << 20)
-#define ORDER_HDR_BYTES 16 /* before every block: the address to free */
-
-/* The allocation point of the kernel's scratch (through cs__mem_malloc, so
-** fault injection and the live count see it; release with ord_free).  A
-** large block starts on a 2 MiB boundary, is rounded up to whole 2 MiB
-** pages and advised MADV_HUGEPAGE: the first touch of fresh memory is
-** otherwise one fault per 4 KiB page, and on a paravirtualised host that
-** cost more than the sort (first touch of 80 MB: 335 ms in 4 KiB pages, 16
-** ms advised; a memset of touched memory 5 ms).  The alignment matters at
-** 1M rows, where 8 MB blocks left a quarter of their pages unadvised.
-** Advice that the host refuses changes nothing. */
+/* The allocation point of the kernel's scratch: cs__mem_big_alloc (a
+** block of 2 MiB or more starts on a 2 MiB boundary and is advised
+** MADV_HUGEPAGE: the first touch of fresh memory is otherwise one fault per
+** 4 KiB page, and on a paravirtualised host that cost more than the sort:
+** first touch of 80 MB 335 ms in 4 KiB pages, 16 ms advised; the alignment
+** matters at 1M rows, where 8 MB blocks left a quarter of their pages
+** unadvised).  tune.huge_pages = 0 turns the advice off, for measuring it.
+** Release with ord_free. */
 static void *ord_alloc(uint64_t count, size_t size) {
-  if (count > (SIZE_MAX - 2 * ORDER_HUGE_PAGE) / size) return NULL;
-  size_t bytes = count * size;
-  bool huge = false;
-#ifdef MADV_HUGEPAGE
-  huge = bytes >= ORDER_HUGE_BYTES && tune.huge_pages;
-#endif
-  size_t span = huge ? (bytes + ORDER_HUGE_PAGE - 1) & ~(size_t)(ORDER_HUGE_PAGE - 1) : bytes;
-  uint8_t *raw = cs__mem_malloc(span + (huge ? ORDER_HUGE_PAGE : ORDER_HDR_BYTES));
-  if (!raw) return NULL;
-  uint8_t *p = raw + ORDER_HDR_BYTES;
-#ifdef MADV_HUGEPAGE
-  if (huge) {
-    p = (uint8_t *)(((uintptr_t)raw + ORDER_HDR_BYTES + ORDER_HUGE_PAGE - 1) & ~(ORDER_HUGE_PAGE - 1));
-    (void)madvise(p, span, MADV_HUGEPAGE);
-  }
-#endif
-  memcpy(p - sizeof raw, &raw, sizeof raw);
-  return p;
+  if (count > UINT64_MAX / size) return NULL;
+  return cs__mem_big_alloc(count * size, tune.huge_pages != 0);
 }
 
-static void ord_free(void *p) {
-  if (!p) return;
-  void *raw;
-  memcpy(&raw, (uint8_t *)p - sizeof raw, sizeof raw);
-  cs__mem_free(raw);
-}
+static void ord_free(void *p) { cs_mem_big_free(p); }
 
 /* ---------------------------------------------------------- reading keys */
 

@@ -125,10 +125,15 @@ typedef struct csx_cursor {
   void **held;               /* bytes the operands point into; sqlite3_free */
   int n_held;
   /* Ordered delivery under a LIMIT SQLite did not hand over (K<n>): the
-  ** first n in order were selected; every selected row is kept here, in row
-  ** order, in case SQLite asks for more (it filters after us). */
+  ** first n in order were selected; if SQLite asks for more (it filters
+  ** after us), the selection is made again and ordered whole.  A list is
+  ** kept here for that (its order was the user's); a range or a filtered
+  ** selection over [order_lo, order_hi) is simply made again. */
+  bool order_more;
   uint64_t *order_rest;
   uint64_t n_order_rest;
+  uint64_t order_lo, order_hi;
+  uint64_t order_col_used;
   cs_order_key order_keys[CSX_MAX_ORDER_KEYS];
   uint32_t n_order_keys;
   cs_order_mode order_mode;
@@ -170,8 +175,9 @@ static void cursor_clear_filter(csx_cursor *pCur) {
   pCur->pred_vals = NULL;
   pCur->user_mask = NULL;
   pCur->user_rows = NULL;
-  sqlite3_free(pCur->order_rest);
+  cs_mem_big_free(pCur->order_rest);
   pCur->order_rest = NULL, pCur->n_order_rest = 0;
+  pCur->order_more = false;
 }
 
 int csx_close(sqlite3_vtab_cursor *cur) {
@@ -184,14 +190,14 @@ int csx_close(sqlite3_vtab_cursor *cur) {
   }
   cs_worker_release(pCur->worker); /* waits for a batch in flight */
   cursor_clear_filter(pCur);
-  sqlite3_free(pCur->pos);
+  cs_mem_big_free(pCur->pos);
   for (int i = 0; i < 2; i++) {
     sqlite3_free(pCur->bufs[i].mask);
     sqlite3_free(pCur->bufs[i].pos);
     sqlite3_free(pCur->bufs[i].targets);
     sqlite3_free(pCur->bufs[i].job_targets);
     sqlite3_free(pCur->bufs[i].bins);
-    sqlite3_free(pCur->bufs[i].mem);
+    cs_mem_big_free(pCur->bufs[i].mem);
   }
   sqlite3_free(pCur->col_buf);
   sqlite3_free(pCur->col_valid);
@@ -245,7 +251,18 @@ static int grow(void **p, uint64_t *cap, uint64_t n, size_t size) {
   return SQLITE_OK;
 }
 
-static int pos_reserve(csx_cursor *pCur, uint64_t n) { return grow((void **)&pCur->pos, &pCur->pos_cap, n, sizeof *pCur->pos); }
+/* Room for n positions, keeping the first n_pos: a big block (huge pages,
+** cs_mem_big_alloc), since a 10M-row ORDER BY needs 80 MB of them. */
+static int pos_reserve(csx_cursor *pCur, uint64_t n) {
+  if (n <= pCur->pos_cap) return SQLITE_OK;
+  uint64_t *p = n <= UINT64_MAX / sizeof *p ? cs_mem_big_alloc(n * sizeof *p) : NULL;
+  if (!p) return SQLITE_NOMEM;
+  if (pCur->n_pos) memcpy(p, pCur->pos, pCur->n_pos * sizeof *p);
+  cs_mem_big_free(pCur->pos);
+  pCur->pos = p;
+  pCur->pos_cap = n;
+  return SQLITE_OK;
+}
 
 static uint64_t mono_ns(void) {
   struct timespec t;
@@ -326,7 +343,7 @@ static bool order_resume(csx_cursor *pCur);
 
 static bool list_plan(csx_cursor *pCur, csx_batch_buf *b, bool background) {
   uint64_t rest = pCur->desc ? pCur->list_next : pCur->n_pos - pCur->list_next;
-  if (rest == 0 && pCur->order_rest && order_resume(pCur))
+  if (rest == 0 && pCur->order_more && order_resume(pCur))
     rest = pCur->n_pos - pCur->list_next;
   if (rest == 0) return false;
   uint64_t k = rest < pCur->batch_rows ? rest : pCur->batch_rows;
@@ -505,8 +522,8 @@ static int buffers_prepare(csx_cursor *pCur, csx_batch_buf *b, uint64_t col_used
   }
   pCur->n_targets = n;
   if (bytes + 64 > b->mem_bytes) {
-    sqlite3_free(b->mem);
-    b->mem = sqlite3_malloc64(bytes + 64);
+    cs_mem_big_free(b->mem);
+    b->mem = cs_mem_big_alloc(bytes + 64);
     b->mem_bytes = b->mem ? bytes + 64 : 0;
     if (!b->mem) return SQLITE_NOMEM;
   }
@@ -697,13 +714,14 @@ static int decode_rows_blob(csx_cursor *pCur, sqlite3_value *v, uint64_t lo, uin
 static int list_ready(csx_cursor *pCur, uint64_t col_used, bool ordered) {
   pCur->list_sorted = true;
   for (uint64_t i = 1; pCur->list_sorted && i < pCur->n_pos; i++) pCur->list_sorted = pCur->pos[i - 1] <= pCur->pos[i];
-  /* Under a hint the rest may come later, in any order: bins for it. */
-  if (pCur->order_rest) pCur->list_sorted = false;
-  int rc = batches_prepare(pCur, col_used, pCur->order_rest ? pCur->n_order_rest : pCur->n_pos);
+  /* Under a hint the rest may come later (order_resume), and replace the
+  ** positions: never while a batch of them is in flight, so no pipeline. */
+  int rc = batches_prepare(pCur, col_used, pCur->n_pos);
   if (rc != SQLITE_OK) return rc;
+  if (pCur->order_more) pCur->pipeline = false;
   if (ordered)
     pCur->stats.kernels = pCur->order_mode == CS_ORDER_DISTINCT ? "order keys, distinct, binned gather into buffers"
-                          : pCur->order_rest                   ? "order keys, top-k, binned gather into buffers"
+                          : pCur->order_more                   ? "order keys, top-k, binned gather into buffers"
                                                                : "order keys, sort, binned gather into buffers";
   else
     pCur->stats.kernels = pCur->n_targets == 0 ? "positions"
@@ -774,14 +792,16 @@ static int order_run(csx_cursor *pCur, uint64_t limit) {
 ** plan's keys.  Under a LIMIT SQLite handed over, only LIMIT + OFFSET rows
 ** are ordered (top-k); under a LIMIT it applies itself (the hint), the
 ** same, but every row is kept for order_resume. */
-static int order_positions(csx_cursor *pCur, const csx_plan *plan) {
+static int order_positions(csx_cursor *pCur, const csx_plan *plan, bool list_input) {
   pCur->n_order_keys = (uint32_t)plan->n_keys;
   pCur->order_mode = (cs_order_mode)plan->order_mode;
   for (int k = 0; k < plan->n_keys; k++)
     pCur->order_keys[k] = (cs_order_key){.col = (uint32_t)plan->key_col[k], .desc = plan->key_desc[k] != 0};
-  /* Every key of every selected row is read now: check those chunks. */
+  /* Every key of every selected row is read now: check those chunks (a
+  ** range or a filtered selection was checked record by record as it was
+  ** made; a list is checked here). */
   cs_err err;
-  if (pCur->check && pCur->n_pos &&
+  if (pCur->check && pCur->n_pos && list_input &&
       !check_outcome(pCur, cs_store_check_rows(pCur->store, pCur->pos, pCur->n_pos, pCur->check_cols, &err), &err))
     return pCur->check_rc;
   uint64_t limit = CS_ORDER_NO_LIMIT;
@@ -789,10 +809,14 @@ static int order_positions(csx_cursor *pCur, const csx_plan *plan) {
     if (pCur->left != UINT64_MAX)
       limit = pCur->skip + pCur->left >= pCur->skip ? pCur->skip + pCur->left : CS_ORDER_NO_LIMIT;
     else if (plan->limit_hint > 0 && plan->limit_hint < pCur->n_pos) {
-      /* The rest may be wanted: keep every row, in row order. */
-      if (!(pCur->order_rest = sqlite3_malloc64(pCur->n_pos * sizeof *pCur->order_rest))) return SQLITE_NOMEM;
-      memcpy(pCur->order_rest, pCur->pos, pCur->n_pos * sizeof *pCur->pos);
-      pCur->n_order_rest = pCur->n_pos;
+      /* The rest may be wanted: a list is kept, in its order. */
+      if (list_input) {
+        if (!(pCur->order_rest = cs_mem_big_alloc(pCur->n_pos * sizeof *pCur->order_rest))) return SQLITE_NOMEM;
+        memcpy(pCur->order_rest, pCur->pos, pCur->n_pos * sizeof *pCur->pos);
+        pCur->n_order_rest = pCur->n_pos;
+      }
+      pCur->order_more = true;
+      pCur->order_col_used = plan->col_used;
       limit = plan->limit_hint;
     }
   }
@@ -804,12 +828,29 @@ static int order_positions(csx_cursor *pCur, const csx_plan *plan) {
 ** in check_rc) when that fails. */
 static bool order_resume(csx_cursor *pCur) {
   uint64_t delivered = pCur->n_pos;
-  sqlite3_free(pCur->pos);
-  pCur->pos = pCur->order_rest, pCur->n_pos = pCur->pos_cap = pCur->n_order_rest;
-  pCur->order_rest = NULL, pCur->n_order_rest = 0;
-  int rc = order_run(pCur, CS_ORDER_NO_LIMIT);
+  int rc = SQLITE_OK;
+  pCur->order_more = false;
+  if (pCur->order_rest) {
+    cs_mem_big_free(pCur->pos);
+    pCur->pos = pCur->order_rest, pCur->n_pos = pCur->pos_cap = pCur->n_order_rest;
+    pCur->order_rest = NULL, pCur->n_order_rest = 0;
+  } else if (pCur->selector) {
+    rc = filtered_positions(pCur, pCur->order_lo, pCur->order_hi);
+  } else {
+    uint64_t lo = pCur->order_lo, hi = pCur->order_hi;
+    pCur->n_pos = 0;
+    if ((rc = pos_reserve(pCur, hi - lo)) == SQLITE_OK) {
+      for (uint64_t r = lo; r < hi; r++) pCur->pos[r - lo] = r;
+      pCur->n_pos = hi - lo;
+    }
+  }
+  if (rc == SQLITE_OK) rc = order_run(pCur, CS_ORDER_NO_LIMIT);
+  /* at a batch boundary, with no batch in flight (list_ready); unsorted,
+  ** so the batches get record bins */
+  pCur->list_sorted = false;
+  if (rc == SQLITE_OK) rc = batches_prepare(pCur, pCur->order_col_used, pCur->n_pos);
   if (rc != SQLITE_OK) {
-    pCur->check_rc = rc;
+    if (!pCur->check_rc) pCur->check_rc = rc;
     pCur->eof = true;
     return false;
   }
@@ -997,7 +1038,7 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
       pCur->n_pos = k;
     }
     pCur->stats.rows_scanned = pCur->n_pos;
-    if (ordered && (rc = order_positions(pCur, &plan)) != SQLITE_OK) return rc;
+    if (ordered && (rc = order_positions(pCur, &plan, true)) != SQLITE_OK) return rc;
     if ((rc = list_ready(pCur, plan.col_used, ordered)) != SQLITE_OK) return rc;
   } else if (ordered) {
     /* ORDER BY, GROUP BY, DISTINCT: the whole selection as positions,
@@ -1008,13 +1049,17 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
       pCur->mask_gate = csx_config_mask_gate(NULL);
       if ((rc = filtered_positions(pCur, lo, hi)) != SQLITE_OK) return rc;
     } else {
+      if (hi > lo && pCur->check &&
+          !records_ok(pCur, cs_store_find_record(pCur->store, lo), cs_store_find_record(pCur->store, hi - 1) + 1))
+        return pCur->check_rc;
       if (hi - lo > pCur->pos_cap && (rc = pos_reserve(pCur, hi - lo)) != SQLITE_OK) return rc;
       for (uint64_t r = lo; r < hi; r++) pCur->pos[r - lo] = r;
       pCur->n_pos = hi - lo;
       pCur->stats.rows_scanned = hi - lo;
     }
     pCur->shape = SEL_LIST;
-    if ((rc = order_positions(pCur, &plan)) != SQLITE_OK) return rc;
+    pCur->order_lo = lo, pCur->order_hi = hi;
+    if ((rc = order_positions(pCur, &plan, false)) != SQLITE_OK) return rc;
     if ((rc = list_ready(pCur, plan.col_used, true)) != SQLITE_OK) return rc;
   } else if (pCur->n_preds || pCur->user_mask) {
     pCur->shape = SEL_FILTERED;
