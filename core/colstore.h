@@ -479,7 +479,9 @@ typedef struct cs_select_batch {
 } cs_select_batch;
 
 /* One batch: b->mask, b->n_selected, the targets' first n_selected
-** elements, and b->rows when b->rows_filled. */
+** elements, and b->rows when b->rows_filled.  The mask holds the batch's
+** rows only when n_selected > 0: a batch the zone maps rule out entirely
+** leaves it unwritten. */
 void cs_select_range(const cs_selector *sel, cs_select_batch *b);
 
 /* The targets at rows[0, n) (any order, duplicates allowed; ascending is

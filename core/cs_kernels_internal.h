@@ -167,6 +167,12 @@ typedef struct cs__pred_set cs__pred_set;
 cs_rc cs__pred_set_compile(const cs_store *s, const cs_pred *preds, uint32_t n_preds, cs__pred_set **out,
                            cs_err *err);
 void cs__pred_set_free(cs__pred_set *set);
+/* True when the zone maps rule out every row of [first + i0, first + i1)
+** (nothing is read but per-record statistics, and the mask is not
+** written); the records are then counted as skipped, as eval_span counts
+** them.  False (nothing counted) otherwise, and always without predicates. */
+bool cs__pred_set_span_empty(const cs__pred_set *set, uint64_t first, uint64_t i0, uint64_t i1, uint64_t count_from,
+                             uint64_t *skipped);
 /* mask[i] for rows first + i, i in [i0, i1).  Records are counted (scanned
 ** or skipped by zone maps) once: in the span holding their first row, or
 ** at row count_from when they start before it. */

@@ -1038,6 +1038,28 @@ void cs__pred_set_free(cs__pred_set *set) {
   cs__mem_free(set->cp), cs__mem_free(set->owned), cs__mem_free(set);
 }
 
+bool cs__pred_set_span_empty(const cs__pred_set *set, uint64_t first, uint64_t i0, uint64_t i1, uint64_t count_from,
+                             uint64_t *skipped) {
+  if (set->n == 0 || i0 >= i1) return false;
+  const cs_store *s = set->s;
+  uint32_t nc = s->schema.n_cols;
+  uint64_t r0 = cs__locate(s, first + i0), r1 = cs__locate(s, first + i1 - 1);
+  for (uint64_t r = r0; r <= r1; r++) {
+    const cs_chunk *chs = s->chunks + r * nc;
+    uint64_t rows = s->first_rows[r + 1] - s->first_rows[r];
+    bool none = false;
+    for (uint32_t k = 0; k < set->n && !none; k++) none = zone_decide(&set->cp[k], &chs[set->cp[k].col], rows) == 0;
+    if (!none) return false;
+  }
+  /* counted as eval_span counts them: where a record's first row is, or at
+  ** count_from */
+  for (uint64_t r = r0; r <= r1; r++) {
+    uint64_t lo = s->first_rows[r];
+    if ((lo >= first + i0 && lo < first + i1) || (r == r0 && first + i0 == count_from)) (*skipped)++;
+  }
+  return true;
+}
+
 void cs__pred_set_eval_span(const cs__pred_set *set, uint64_t first, uint64_t i0, uint64_t i1, uint8_t *mask,
                             uint64_t count_from, uint64_t *scanned, uint64_t *skipped) {
   if (set->n == 0) {

@@ -40,6 +40,7 @@
 #include <assert.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cs_kernels_internal.h"
 
@@ -94,6 +95,7 @@ static int width_index(size_t w) { return w == 1 ? 0 : w == 2 ? 1 : w == 4 ? 2 :
 ** the counts of all spans are known: off is where its output starts. */
 static void select_fill(const cs_selector *sel, cs_select_batch *b, const width_prefetch *pf, bool by_mask, uint64_t i0,
                         uint64_t i1, uint64_t off, uint64_t count) {
+  if (count == 0) return;
   const cs_store *s = sel->s;
   bool rows = !by_mask || b->want_rows;
   if (rows) cs__mask_rows_span(b->mask, i0, i1, b->first, b->rows + off, count);
@@ -108,9 +110,13 @@ static void select_fill(const cs_selector *sel, cs_select_batch *b, const width_
   }
 }
 
-/* The span's mask: predicates, then the caller's mask ANDed in. */
+/* The span's mask: predicates, then the caller's mask ANDed in.  When the
+** zone maps rule out the whole span, the mask is not written at all (*bare
+** set): at 10M rows `a > 2` cost 3.7 ms of memset for nothing selected. */
 static uint64_t select_eval(const cs_selector *sel, cs_select_batch *b, uint64_t i0, uint64_t i1,
-                            uint64_t *scanned, uint64_t *skipped) {
+                            uint64_t *scanned, uint64_t *skipped, bool *bare) {
+  *bare = cs__pred_set_span_empty(sel->preds, b->first, i0, i1, b->count_from, skipped);
+  if (*bare) return 0;
   cs__pred_set_eval_span(sel->preds, b->first, i0, i1, b->mask, b->count_from, scanned, skipped);
   if (b->user_mask)
     for (uint64_t i = i0; i < i1; i++) b->mask[i] = (uint8_t)(b->mask[i] && b->user_mask[i]);
@@ -134,6 +140,7 @@ typedef struct range_job {
   const width_prefetch *pf;
   uint64_t chunk;
   uint64_t counts[CS__SELECT_MAX_CHUNKS]; /* selected rows per chunk */
+  bool bare[CS__SELECT_MAX_CHUNKS];       /* ruled out by the zone maps, mask not written */
   uint64_t offs[CS__SELECT_MAX_CHUNKS];   /* where each chunk's output starts */
   bool by_mask;
   _Atomic uint64_t scanned, skipped;
@@ -144,7 +151,7 @@ static void range_eval_chunk(void *ctx, uint64_t c, int member) {
   range_job *j = ctx;
   uint64_t i0, i1, scanned = 0, skipped = 0;
   cs__team_span(c, j->chunk, j->b->n, &i0, &i1);
-  j->counts[c] = select_eval(j->sel, j->b, i0, i1, &scanned, &skipped);
+  j->counts[c] = select_eval(j->sel, j->b, i0, i1, &scanned, &skipped, &j->bare[c]);
   if (scanned) atomic_fetch_add_explicit(&j->scanned, scanned, memory_order_relaxed);
   if (skipped) atomic_fetch_add_explicit(&j->skipped, skipped, memory_order_relaxed);
 }
@@ -170,8 +177,9 @@ void cs_select_range(const cs_selector *sel, cs_select_batch *b) {
   bool by_mask;
   /* Counts per chunk; out of memory for them, one thread needs none. */
   range_job *j = threads > 1 ? cs__mem_malloc(sizeof *j) : NULL;
+  bool bare = false;
   if (!j) {
-    total = select_eval(sel, b, 0, b->n, &b->records_scanned, &b->records_skipped);
+    total = select_eval(sel, b, 0, b->n, &b->records_scanned, &b->records_skipped, &bare);
     by_mask = gate_passed(b, total);
     select_fill(sel, b, pf, by_mask, 0, b->n, 0, total);
   } else {
@@ -184,6 +192,14 @@ void cs_select_range(const cs_selector *sel, cs_select_batch *b) {
     uint64_t n_chunks = (b->n + j->chunk - 1) / j->chunk;
     int used = cs__team_run(threads, n_chunks, range_eval_chunk, j);
     for (uint64_t c = 0; c < n_chunks; c++) j->offs[c] = total, total += j->counts[c];
+    /* With rows selected the caller may read the whole mask (positions
+    ** made later): the chunks left bare get their zeros now. */
+    for (uint64_t c = 0; total > 0 && c < n_chunks; c++)
+      if (j->bare[c]) {
+        uint64_t i0, i1;
+        cs__team_span(c, j->chunk, b->n, &i0, &i1);
+        memset(b->mask + i0, 0, i1 - i0);
+      }
     by_mask = j->by_mask = gate_passed(b, total);
     bool fill = b->n_targets > 0 || !by_mask || b->want_rows;
     int used2 = fill && total > 0 ? cs__team_run(threads, n_chunks, range_fill_chunk, j) : 1;
