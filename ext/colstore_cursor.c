@@ -130,6 +130,10 @@ typedef struct csx_cursor {
   ** kept here for that (its order was the user's); a range or a filtered
   ** selection over [order_lo, order_hi) is simply made again. */
   bool order_more;
+  /* DISTINCT de-duplicated on an SQLite that may still read the rowid for
+  ** a condition it applies after us (colstore_plan.c, W): at the first
+  ** xRowid every remaining row is delivered instead (distinct_fall_back). */
+  bool distinct_watch;
   uint64_t *order_rest;
   uint64_t n_order_rest;
   uint64_t order_lo, order_hi;
@@ -178,6 +182,7 @@ static void cursor_clear_filter(csx_cursor *pCur) {
   cs_mem_big_free(pCur->order_rest);
   pCur->order_rest = NULL, pCur->n_order_rest = 0;
   pCur->order_more = false;
+  pCur->distinct_watch = false;
 }
 
 int csx_close(sqlite3_vtab_cursor *cur) {
@@ -716,9 +721,11 @@ static int list_ready(csx_cursor *pCur, uint64_t col_used, bool ordered) {
   for (uint64_t i = 1; pCur->list_sorted && i < pCur->n_pos; i++) pCur->list_sorted = pCur->pos[i - 1] <= pCur->pos[i];
   /* Under a hint the rest may come later (order_resume), and replace the
   ** positions: never while a batch of them is in flight, so no pipeline. */
-  int rc = batches_prepare(pCur, col_used, pCur->n_pos);
+  if (pCur->distinct_watch) pCur->list_sorted = false;
+  uint64_t whole = pCur->order_rest ? pCur->n_order_rest : pCur->order_hi - pCur->order_lo;
+  int rc = batches_prepare(pCur, col_used, pCur->distinct_watch ? whole : pCur->n_pos);
   if (rc != SQLITE_OK) return rc;
-  if (pCur->order_more) pCur->pipeline = false;
+  if (pCur->order_more || pCur->distinct_watch) pCur->pipeline = false;
   if (ordered)
     pCur->stats.kernels = pCur->order_mode == CS_ORDER_DISTINCT ? "order keys, distinct, binned gather into buffers"
                           : pCur->order_more                   ? "order keys, top-k, binned gather into buffers"
@@ -805,6 +812,16 @@ static int order_positions(csx_cursor *pCur, const csx_plan *plan, bool list_inp
       !check_outcome(pCur, cs_store_check_rows(pCur->store, pCur->pos, pCur->n_pos, pCur->check_cols, &err), &err))
     return pCur->check_rc;
   uint64_t limit = CS_ORDER_NO_LIMIT;
+  pCur->order_col_used = plan->col_used;
+  if (plan->distinct_watch && pCur->order_mode == CS_ORDER_DISTINCT) {
+    pCur->distinct_watch = true;
+    if (list_input) {
+      if (!(pCur->order_rest = cs_mem_big_alloc((pCur->n_pos ? pCur->n_pos : 1) * sizeof *pCur->order_rest)))
+        return SQLITE_NOMEM;
+      memcpy(pCur->order_rest, pCur->pos, pCur->n_pos * sizeof *pCur->pos);
+      pCur->n_order_rest = pCur->n_pos;
+    }
+  }
   if (pCur->order_mode == CS_ORDER_SORT && !plan->group_by) {
     if (pCur->left != UINT64_MAX)
       limit = pCur->skip + pCur->left >= pCur->skip ? pCur->skip + pCur->left : CS_ORDER_NO_LIMIT;
@@ -816,7 +833,6 @@ static int order_positions(csx_cursor *pCur, const csx_plan *plan, bool list_inp
         pCur->n_order_rest = pCur->n_pos;
       }
       pCur->order_more = true;
-      pCur->order_col_used = plan->col_used;
       limit = plan->limit_hint;
     }
   }
@@ -826,10 +842,11 @@ static int order_positions(csx_cursor *pCur, const csx_plan *plan, bool list_inp
 /* The first rows in order were all delivered and SQLite wants more: order
 ** every row and go on after them.  False (the scan ends, with the error
 ** in check_rc) when that fails. */
-static bool order_resume(csx_cursor *pCur) {
-  uint64_t delivered = pCur->n_pos;
+/* The selection made again (a kept list, or the range or filtered
+** selection over [order_lo, order_hi)) and ordered whole in mode, into
+** pos[0, n_pos). */
+static int order_remake(csx_cursor *pCur, cs_order_mode mode) {
   int rc = SQLITE_OK;
-  pCur->order_more = false;
   if (pCur->order_rest) {
     cs_mem_big_free(pCur->pos);
     pCur->pos = pCur->order_rest, pCur->n_pos = pCur->pos_cap = pCur->n_order_rest;
@@ -844,7 +861,14 @@ static bool order_resume(csx_cursor *pCur) {
       pCur->n_pos = hi - lo;
     }
   }
-  if (rc == SQLITE_OK) rc = order_run(pCur, CS_ORDER_NO_LIMIT);
+  pCur->order_mode = mode;
+  return rc == SQLITE_OK ? order_run(pCur, CS_ORDER_NO_LIMIT) : rc;
+}
+
+static bool order_resume(csx_cursor *pCur) {
+  uint64_t delivered = pCur->n_pos;
+  pCur->order_more = false;
+  int rc = order_remake(pCur, pCur->order_mode);
   /* at a batch boundary, with no batch in flight (list_ready); unsorted,
   ** so the batches get record bins */
   pCur->list_sorted = false;
@@ -855,8 +879,33 @@ static bool order_resume(csx_cursor *pCur) {
     return false;
   }
   pCur->list_next = delivered;
-  pCur->list_sorted = false;
   return true;
+}
+
+/* SQLite asked a de-duplicated DISTINCT cursor for a rowid: a condition on
+** the rowid is still to be applied, and it may reject the one row kept of
+** a group.  Until now every condition SQLite applied read only the
+** DISTINCT columns (colUsed held nothing else), so it judged all rows of a
+** group alike and keeping one was right; from the current row on, every
+** row is delivered: the selection is sorted whole (stably, so the current
+** row, the first of its group, is the first of its group there too) and
+** the walk goes on right after it.  No batch is in flight (no pipeline
+** under the watch). */
+static int distinct_fall_back(csx_cursor *pCur) {
+  uint64_t r = current_row(pCur);
+  pCur->distinct_watch = false;
+  int rc = order_remake(pCur, CS_ORDER_SORT);
+  if (rc != SQLITE_OK) return rc;
+  uint64_t j = 0;
+  while (j < pCur->n_pos && pCur->pos[j] != r) j++;
+  if (j == pCur->n_pos || j < pCur->at) return SQLITE_INTERNAL;
+  csx_batch_buf *b = &pCur->bufs[pCur->cur];
+  b->list_base = j - pCur->at; /* the current row reads as pos[j] */
+  b->list_rows = pCur->pos;
+  pCur->n_batch = pCur->at + 1; /* its batch ends with it */
+  pCur->list_next = j + 1;
+  pCur->list_sorted = false;
+  return SQLITE_OK;
 }
 
 int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc, sqlite3_value **argv) {
@@ -1210,6 +1259,11 @@ int csx_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
 }
 
 int csx_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *pRowid) {
-  *pRowid = (sqlite3_int64)current_row((csx_cursor *)cur);
+  csx_cursor *pCur = (csx_cursor *)cur;
+  if (pCur->distinct_watch) {
+    int rc = distinct_fall_back(pCur);
+    if (rc != SQLITE_OK) return rc;
+  }
+  *pRowid = (sqlite3_int64)current_row(pCur);
   return SQLITE_OK;
 }

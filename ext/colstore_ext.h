@@ -94,6 +94,7 @@ typedef struct csx_plan {
   int key_desc[CSX_MAX_ORDER_KEYS];
   int order_mode;                 /* cs_order_mode */
   int group_by;                   /* Z: the order serves a GROUP BY (LIMIT counts groups) */
+  int distinct_watch;             /* W: DISTINCT de-duplicated until SQLite asks for a rowid */
   uint64_t limit_hint;            /* K<n>: SQLite stops after n rows unless it filters (0 = unknown) */
 } csx_plan;
 

@@ -169,12 +169,13 @@ static bool order_keys_ok(const sqlite3_index_info *pInfo, int n_cols) {
 ** column read beyond them may be for a condition SQLite applies after us
 ** (a term it cannot hand over, `a > b`), which could reject the one row
 ** kept of a group while accepting another.  colUsed does not show the
-** rowid: SQLite before 3.45 (where allocateIndexInfo checks rowidUsed) may
-** ask for DISTINCT while a condition on the rowid is still to come, so
-** there the rows of a group are delivered adjacent and SQLite drops the
-** repeats itself. */
-static bool dedupe_is_safe(const sqlite3_index_info *pInfo, int n_cols) {
-  if (sqlite3_libversion_number() < 3045000) return false;
+** rowid: older SQLite (3.40 among them) asks for DISTINCT while a
+** condition on the rowid is still to come.  Where the running library
+** does (colstore_probe.c asks it), *watch is set: the cursor
+** de-duplicates, and at the first xRowid SQLite asks for it delivers every
+** remaining row (colstore_cursor.c, distinct_fall_back). */
+static bool dedupe_is_safe(const sqlite3_index_info *pInfo, int n_cols, bool *watch) {
+  *watch = !csx_distinct_excludes_rowid_use();
   if (n_cols > 62) return false;
   sqlite3_uint64 keys = 0;
   for (int k = 0; k < pInfo->nOrderBy; k++) keys |= (sqlite3_uint64)1 << pInfo->aOrderBy[k].iColumn;
@@ -347,10 +348,12 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     /* ORDER BY, GROUP BY or DISTINCT on columns: sorted, grouped or
     ** de-duplicated here (see the essay above). */
     int distinct = sqlite3_libversion_number() >= 3038000 ? sqlite3_vtab_distinct(pInfo) : 0;
-    bool dedupe = (distinct == 2 || distinct == 3) && dedupe_is_safe(pInfo, n_cols);
-    /* A DISTINCT without ORDER BY that may not be de-duplicated here is
-    ** not taken: SQLite keeps its own B-tree for it whatever order the
-    ** rows come in, so sorting them would gain nothing. */
+    bool watch = false;
+    bool dedupe = (distinct == 2 || distinct == 3) && dedupe_is_safe(pInfo, n_cols, &watch);
+    /* A DISTINCT without ORDER BY that may not be de-duplicated here (a
+    ** column beyond the DISTINCT ones is read) is not taken: SQLite keeps
+    ** its own B-tree for it whatever order the rows come in, so sorting
+    ** them would gain nothing. */
     if (distinct != 2 || dedupe) {
       /* GROUP BY gets the rows sorted, not only grouped: SQLite's own
       ** GROUP BY sorts, and users read its groups in key order; for a
@@ -372,6 +375,7 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
       }
       sqlite3_str_appendall(words, ")");
       sqlite3_str_appendf(slots, "Y%d;", (int)mode);
+      if (mode == CS_ORDER_DISTINCT && watch) sqlite3_str_appendall(slots, "W;");
       if (group) sqlite3_str_appendall(slots, "Z;");
       /* Reading the keys and sorting them: a little per selected row,
       ** always less than SQLite's sorter, which costs more than a row's
@@ -495,6 +499,11 @@ int csx_plan_decode(const char *idxStr, csx_plan *out) {
       if (out->n_keys >= CSX_MAX_ORDER_KEYS) return SQLITE_INTERNAL;
       out->key_col[out->n_keys] = c, out->key_desc[out->n_keys] = d;
       out->n_keys++;
+      continue;
+    }
+    if (s.kind == 'W') {
+      out->distinct_watch = 1;
+      if (*p == ';') p++;
       continue;
     }
     if (s.kind == 'Z') {
