@@ -478,55 +478,38 @@ int csx_plan_decode(const char *idxStr, csx_plan *out) {
   const char *p = idxStr + strlen(idxStr) + 1;
   while (*p) {
     csx_slot s = {.kind = *p++, .col = -1, .op = 0};
-    if (s.kind == 'P') {
-      s.col = (int)strtol(p, (char **)&p, 10);
-      if (*p == ':') p++;
-      s.op = (int)strtol(p, (char **)&p, 10);
-    } else if (s.kind == 'Q') {
-      s.col = (int)strtol(p, (char **)&p, 10);
+    /* the slot's numbers, if it has any */
+    switch (s.kind) {
+      case 'P':
+        s.col = (int)strtol(p, (char **)&p, 10);
+        if (*p == ':') p++;
+        s.op = (int)strtol(p, (char **)&p, 10);
+        break;
+      case 'Q': s.col = (int)strtol(p, (char **)&p, 10); break;
+      case 'U': out->col_used = strtoull(p, (char **)&p, 10); break;
+      case 'Y': out->order_mode = (int)strtol(p, (char **)&p, 10); break;
+      case 'K': out->limit_hint = strtoull(p, (char **)&p, 10); break; /* "K;": 0, unknown */
+      case 'S':
+        if (out->n_keys >= CSX_MAX_ORDER_KEYS) return SQLITE_INTERNAL;
+        out->key_col[out->n_keys] = (int)strtol(p, (char **)&p, 10);
+        if (*p == ':') p++;
+        out->key_desc[out->n_keys++] = (int)strtol(p, (char **)&p, 10);
+        break;
+      default: break;
     }
     if (*p == ';') p++;
-    if (s.kind == 'U') {
-      out->col_used = strtoull(p, (char **)&p, 10);
-      if (*p == ';') p++;
-      continue;
+    switch (s.kind) {
+      case 'U': case 'Y': case 'S': break;
+      case 'K': out->may_stop_early = 1; break;
+      case 'A': out->ordered = 1; break;
+      case 'D': out->ordered = out->desc = 1; break;
+      case 'H': out->hidden_unusable = 1; break;
+      case 'W': out->distinct_watch = 1; break;
+      case 'Z': out->group_by = 1; break;
+      default:
+        if (out->n_slots >= CSX_MAX_SLOTS) return SQLITE_INTERNAL;
+        out->slots[out->n_slots++] = s;
     }
-    if (s.kind == 'S') {
-      int c = (int)strtol(p, (char **)&p, 10);
-      if (*p == ':') p++;
-      int d = (int)strtol(p, (char **)&p, 10);
-      if (*p == ';') p++;
-      if (out->n_keys >= CSX_MAX_ORDER_KEYS) return SQLITE_INTERNAL;
-      out->key_col[out->n_keys] = c, out->key_desc[out->n_keys] = d;
-      out->n_keys++;
-      continue;
-    }
-    if (s.kind == 'W') {
-      out->distinct_watch = 1;
-      if (*p == ';') p++;
-      continue;
-    }
-    if (s.kind == 'Z') {
-      out->group_by = 1;
-      if (*p == ';') p++;
-      continue;
-    }
-    if (s.kind == 'Y') {
-      out->order_mode = (int)strtol(p, (char **)&p, 10);
-      if (*p == ';') p++;
-      continue;
-    }
-    if (s.kind == 'K') {
-      out->may_stop_early = 1;
-      out->limit_hint = strtoull(p, (char **)&p, 10);
-      if (*p == ';') p++;
-      continue;
-    }
-    if (s.kind == 'A') out->ordered = 1;
-    else if (s.kind == 'H') out->hidden_unusable = 1;
-    else if (s.kind == 'D') out->ordered = out->desc = 1;
-    else if (out->n_slots < CSX_MAX_SLOTS) out->slots[out->n_slots++] = s;
-    else return SQLITE_INTERNAL;
   }
   return SQLITE_OK;
 }
