@@ -813,28 +813,22 @@ static int order_positions(csx_cursor *pCur, const csx_plan *plan, bool list_inp
     return pCur->check_rc;
   uint64_t limit = CS_ORDER_NO_LIMIT;
   pCur->order_col_used = plan->col_used;
-  if (plan->distinct_watch && pCur->order_mode == CS_ORDER_DISTINCT) {
-    pCur->distinct_watch = true;
-    if (list_input) {
-      if (!(pCur->order_rest = cs_mem_big_alloc((pCur->n_pos ? pCur->n_pos : 1) * sizeof *pCur->order_rest)))
-        return SQLITE_NOMEM;
-      memcpy(pCur->order_rest, pCur->pos, pCur->n_pos * sizeof *pCur->pos);
-      pCur->n_order_rest = pCur->n_pos;
-    }
-  }
+  pCur->distinct_watch = plan->distinct_watch && pCur->order_mode == CS_ORDER_DISTINCT;
   if (pCur->order_mode == CS_ORDER_SORT && !plan->group_by) {
-    if (pCur->left != UINT64_MAX)
+    if (pCur->left != UINT64_MAX) {
       limit = pCur->skip + pCur->left >= pCur->skip ? pCur->skip + pCur->left : CS_ORDER_NO_LIMIT;
-    else if (plan->limit_hint > 0 && plan->limit_hint < pCur->n_pos) {
-      /* The rest may be wanted: a list is kept, in its order. */
-      if (list_input) {
-        if (!(pCur->order_rest = cs_mem_big_alloc(pCur->n_pos * sizeof *pCur->order_rest))) return SQLITE_NOMEM;
-        memcpy(pCur->order_rest, pCur->pos, pCur->n_pos * sizeof *pCur->pos);
-        pCur->n_order_rest = pCur->n_pos;
-      }
+    } else if (plan->limit_hint > 0 && plan->limit_hint < pCur->n_pos) {
       pCur->order_more = true;
       limit = plan->limit_hint;
     }
+  }
+  /* When the selection may have to be ordered again (order_remake), a list
+  ** is kept, in its order; a range or filtered selection is made again. */
+  if ((pCur->order_more || pCur->distinct_watch) && list_input) {
+    if (!(pCur->order_rest = cs_mem_big_alloc((pCur->n_pos ? pCur->n_pos : 1) * sizeof *pCur->order_rest)))
+      return SQLITE_NOMEM;
+    memcpy(pCur->order_rest, pCur->pos, pCur->n_pos * sizeof *pCur->pos);
+    pCur->n_order_rest = pCur->n_pos;
   }
   return order_run(pCur, limit);
 }
