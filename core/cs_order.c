@@ -446,6 +446,12 @@ typedef struct octx {
   uint64_t n_out; /* result */
 } octx;
 
+/* Puts the record cursors of segment g's keys back before the first
+** record, for a walk over the positions from the start. */
+static void seg_rewind(octx *c, const oseg *g) {
+  for (uint32_t i = g->k0; i < g->k1; i++) c->keys[i].cur = (ocur){0, 0, 0, NULL};
+}
+
 /* Codes of segment g for positions [j0, j1) into out; false: out of range. */
 static bool seg_encode(octx *c, const oseg *g, const uint32_t *perm, uint64_t j0, uint64_t j1, uint64_t *out,
                        uint8_t *nulls) {
@@ -887,7 +893,7 @@ static int seg_sort_codes(octx *c, const oseg *g, const uint32_t *perm, osorted 
     out->bufs[1] = nulls;
     if (!nulls) return ORD_NOMEM;
   }
-  for (uint32_t i = g->k0; i < g->k1; i++) c->keys[i].cur = (ocur){0, 0, 0, NULL};
+  seg_rewind(c, g);
   if (!seg_encode(c, g, perm, 0, n, codes, nulls)) return ORD_REDO;
   unsigned ib = bit_width(n - 1);
   if (!g->split && g->bits + ib <= 64) {
@@ -1091,7 +1097,7 @@ static int path_counting(octx *c) {
   uint32_t *cnt = ord_alloc(R + 1, 4), *codes = NULL;
   uint64_t *out = NULL;
   if (!cnt) goto done;
-  for (uint32_t i = g->k0; i < g->k1; i++) c->keys[i].cur = (ocur){0, 0, 0, NULL};
+  seg_rewind(c, g);
   if (c->mode == CS_ORDER_DISTINCT) {
     uint32_t *first = cnt;
     memset(first, 0xFF, (R + 1) * 4);
@@ -1175,7 +1181,7 @@ static int path_topk(octx *c) {
   opair *buf = ord_alloc(cap, sizeof *buf), *tmp = NULL;
   uint64_t *out = NULL;
   if (!buf) goto done;
-  for (uint32_t i = g->k0; i < g->k1; i++) c->keys[i].cur = (ocur){0, 0, 0, NULL};
+  seg_rewind(c, g);
   uint64_t m = 0, thr = UINT64_MAX;
   bool have = false;
   for (uint64_t j0 = 0; j0 < n; j0 += ORDER_CHUNK) {
@@ -1225,6 +1231,9 @@ typedef struct ohash {
   uint32_t n_groups;
 } ohash;
 
+/* The slot a code's probe starts at (Fibonacci hashing). */
+static inline uint64_t ohash_home(const ohash *h, uint64_t code) { return (code * 0x9E3779B97F4A7C15ull) >> h->shift; }
+
 static void ohash_free(ohash *h) {
   ord_free(h->key), ord_free(h->gid), cs__mem_free(h->gcode), cs__mem_free(h->gfirst);
 }
@@ -1247,7 +1256,7 @@ static bool ohash_resize(ohash *h, uint64_t slots) {
   h->mask = slots - 1;
   h->shift = 64 - (bit_width(slots) - 1);
   for (uint32_t g = 0; g < h->n_groups; g++) {
-    uint64_t s = (h->gcode[g] * 0x9E3779B97F4A7C15ull) >> h->shift;
+    uint64_t s = ohash_home(h, h->gcode[g]);
     while (h->gid[s] != ORDER_NONE) s = (s + 1) & h->mask;
     h->key[s] = h->gcode[g], h->gid[s] = g;
   }
@@ -1267,7 +1276,7 @@ static int path_hash(octx *c) {
   if (!ohash_resize(&h, 1024)) goto done;
   bool group = c->mode == CS_ORDER_GROUP;
   if (group && !(gids = ord_alloc(n, 4))) goto done;
-  for (uint32_t i = g->k0; i < g->k1; i++) c->keys[i].cur = (ocur){0, 0, 0, NULL};
+  seg_rewind(c, g);
   for (uint64_t j0 = 0; j0 < n; j0 += ORDER_CHUNK) {
     uint64_t j1 = j0 + ORDER_CHUNK < n ? j0 + ORDER_CHUNK : n;
     if (!seg_encode(c, g, NULL, j0, j1, cbuf, NULL)) {
@@ -1276,7 +1285,7 @@ static int path_hash(octx *c) {
     }
     for (uint64_t j = j0; j < j1; j++) {
       uint64_t code = cbuf[j - j0];
-      uint64_t s = (code * 0x9E3779B97F4A7C15ull) >> h.shift;
+      uint64_t s = ohash_home(&h, code);
       uint32_t id;
       while ((id = h.gid[s]) != ORDER_NONE && h.key[s] != code) s = (s + 1) & h.mask;
       if (id == ORDER_NONE) {
@@ -1375,7 +1384,7 @@ static int path_segments(octx *c) {
       }
       if (!codes && !(codes = ord_alloc(n, 8))) goto done;
       if (g->split && !nulls && !(nulls = ord_alloc(n, 1))) goto done;
-      for (uint32_t i = g->k0; i < g->k1; i++) c->keys[i].cur = (ocur){0, 0, 0, NULL};
+      seg_rewind(c, g);
       bool ok = seg_encode(c, g, perm, 0, n, codes, g->split ? nulls : NULL);
       assert(ok); /* the sort checked the ranges already */
       (void)ok;
