@@ -443,8 +443,8 @@ bool cs_pred_sorted_range(const cs_store *s, const cs_pred *pred, uint64_t *out_
 
 /* What a scan cursor does per batch, as one kernel: evaluate the
 ** predicates (and a caller's mask), count, and gather the selected rows of
-** the columns it reads into buffers, in one parallel region (cs_select.c
-** explains why).  A target is one fixed-width column and its output: out
+** the columns it reads into buffers, in one kernel (cs_select.c explains
+** why).  A target is one fixed-width column and its output: out
 ** has room for every row of the batch, out_valid (one byte per row, 1 =
 ** not NULL) is NULL when the caller does not want validity. */
 typedef struct cs_gather_target {

@@ -21,9 +21,9 @@
 **
 ** Why atomics and not a lock: the core is called from any thread (one
 ** connection per thread, the cursor's worker beside SQLite's thread), and
-** an allocation inside an OpenMP region would count from its own thread
-** (none allocates today: every kernel allocates before its region and
-** falls back when it cannot).  The counter is one fetch-add; the armed
+** an allocation inside a chunk of a team run would count from its own
+** thread (none allocates today: every kernel allocates before its team run
+** and falls back when it cannot).  The counter is one fetch-add; the armed
 ** target and the sticky flag are read relaxed: a test arms the injector
 ** between statements, when no other thread allocates, so no ordering beyond
 ** the counter's own is needed.  With several threads allocating at once

@@ -105,9 +105,9 @@ cs_rc cs__chunk_verify(const cs_store *s, uint64_t rec, uint32_t col, cs_err *er
 /* Records a process-wide diagnostic note once. */
 void cs__diag_note(const char *note);
 /* NUMA (cs_numa.c): interleaves a fresh mapping when the effective policy
-** is interleave (cs__store_load); pins the calling OpenMP thread when
-** binding is on, restores it when binding is back off (the first statement
-** of every kernel's parallel region). */
+** is interleave (cs__store_load); pins the calling thread when binding is
+** on, restores it when binding is back off (each member of a kernel's team
+** calls it as it starts its chunks, cs_team.c). */
 void cs__numa_apply(void *map, uint64_t bytes);
 void cs__bind_thread(int tid, int n_threads);
 /* The thread policy of cs_kernel_threads() as a pure function

@@ -60,8 +60,8 @@ static uint64_t config_pack(int threads, int prefetch) {
 
 /* Calibration (cs_calibrate.c) times candidate settings without touching
 ** the process-wide word: an override holds for the calling thread only, and
-** every kernel reads its settings on the calling thread, before its
-** parallel region. */
+** every kernel reads its settings on the calling thread, before its team
+** run. */
 static _Thread_local bool override_on;
 static _Thread_local cs_kernel_config override_cfg;
 

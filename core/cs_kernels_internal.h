@@ -12,9 +12,9 @@
 ** function whose element width W is a parameter, and CS__WIDTH_SWITCH calls
 ** it with the literal 1, 2, 4 or 8, so each case is compiled with W
 ** constant and memcpy(dst, src, W) becomes one load and one store.  The
-** switch sits inside each OpenMP region (never around it), because GCC
-** outlines a parallel region before inlining and would otherwise pass W as a
-** run-time value into the outlined body.
+** switch sits inside each span body (never around a team run), because a
+** chunk function is called through a pointer and would otherwise get W as a
+** run-time value.
 */
 #ifndef CS_KERNELS_INTERNAL_H
 #define CS_KERNELS_INTERNAL_H
@@ -29,8 +29,8 @@
 
 #define CS__INLINE static inline __attribute__((always_inline))
 
-/* Upper bound on the threads one kernel uses (per-thread offsets live in a
-** stack array of this size); cs_kernel_threads() never returns more. */
+/* Upper bound on the threads one kernel uses (and one more than the
+** kernels' helpers, cs_team.c); cs_kernel_threads() never returns more. */
 #define CS__MAX_THREADS 1024
 
 __extension__ typedef unsigned __int128 cs__u128;
@@ -137,9 +137,9 @@ void cs__bits_to_bytes(const uint8_t *bits, uint64_t off, uint64_t n, uint8_t *o
 
 /* ------------------------------------------------------------ span bodies
 ** The serial bodies of the public kernels over one span of their input,
-** for a kernel that runs several of them inside one parallel region
-** (cs_select.c: evaluate, count, compact and gather a batch with one fork
-** and one barrier instead of one region per step).  ov is the validity
+** for a kernel that runs several of them on each chunk of one team run
+** (cs_select.c: evaluate and count a batch's chunks, then compact and
+** gather them, instead of one parallel kernel per step).  ov is the validity
 ** output, one byte per element, or NULL when the column has no NULLs. */
 
 /* Nonzero bytes of mask[0, n). */

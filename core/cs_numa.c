@@ -16,11 +16,12 @@
 ** cache stay where they are.  A failure is a diagnostic note and the
 ** effective value "none (mbind failed: ...)", never an error.
 **
-** Binding: applied at run time, from inside each kernel's parallel region
-** (cs__bind_thread), because the OpenMP runtime reads OMP_PROC_BIND once at
-** start-up and a library cannot set it.  Each thread pins itself with
-** sched_setaffinity to the cpu cs_binding_cpu() picks, remembers the mask it
-** had, and restores it at its next region after binding goes back to off.
+** Binding: applied at run time by each member of a kernel's team as it
+** starts its chunks (cs__bind_thread, cs_team.c); the helpers are
+** colstore's own threads, so OMP_PROC_BIND never applied to them.  Each
+** thread pins itself with sched_setaffinity to the cpu cs_binding_cpu()
+** picks, remembers the mask it had, and restores it at its next kernel
+** after binding goes back to off.
 **
 ** Decisions are pure functions of an explicit topology, so tests inject
 ** topologies of 1, 2 or 4 nodes (cs_numa_topology_override) on any host.

@@ -1,7 +1,7 @@
 /*
 ** cs_select.c - a scan cursor's batch as one kernel: predicates to a mask,
 ** the mask counted, the selected rows of the used columns gathered into
-** buffers, all in one parallel region.
+** buffers, chunk by chunk on the kernels' team.
 **
 ** WHY ONE KERNEL.  The cursor used to call the kernels one after another
 ** for every batch: cs_pred_eval, cs_mask_count, cs_mask_to_rows, each a
@@ -15,9 +15,9 @@
 ** that wakes late only takes what is left (docs/performance.md, "Helpers
 ** slow to wake"), so no step waits for a thread the scheduler has not run.
 **
-** MASK OR POSITIONS.  After the barrier every thread knows the batch's
-** density and takes the same decision: at or above the mask gate (the
-** calibrated density from which mask-native wins, colstore_config
+** MASK OR POSITIONS.  Between the two runs the caller knows the batch's
+** density and takes one decision for every chunk: at or above the mask
+** gate (the calibrated density from which mask-native wins, colstore_config
 ** 'mask_gate', default 0 = always) each column is gathered straight from
 ** the mask, word at a time (cs_mask.c); below it, the span's positions are
 ** compacted first and each column walked with the sorted cursor
