@@ -113,17 +113,9 @@ typedef struct csx_cursor {
   const uint8_t **col_valid; /* per column: validity bytes, or NULL = no NULLs */
   double mask_gate;
   bool used_mask_route, used_rows_route;
-  /* The selection's inputs. */
-  const uint8_t *user_mask;  /* _mask BLOB bytes, in a held copy, or NULL */
-  uint64_t user_mask_bytes;
-  const uint8_t *user_rows;  /* _rows BLOB bytes, in a held copy, or NULL */
-  uint64_t user_rows_bytes;
-  cs_pred *preds;            /* FILTERED predicates; members in pred_vals */
-  uint32_t n_preds;
-  cs_selector *selector;     /* preds compiled against the store */
-  cs_value *pred_vals;       /* IN members of all predicates */
-  void **held;               /* bytes the operands point into; sqlite3_free */
-  int n_held;
+  /* The selection's inputs (colstore_selection.c). */
+  csx_selection sel;
+  cs_selector *selector;     /* sel.preds compiled against the store */
   /* Ordered delivery under a LIMIT SQLite did not hand over (K<n>): the
   ** first n in order were selected; if SQLite asks for more (it filters
   ** after us), the selection is made again and ordered whole.  A list is
@@ -137,6 +129,7 @@ typedef struct csx_cursor {
   uint64_t *order_rest;
   uint64_t n_order_rest;
   uint64_t order_lo, order_hi;
+  bool order_range;          /* pos[0, n_pos) is order_lo.. implicitly, not yet written (cs_order_range) */
   uint64_t order_col_used;
   cs_order_key order_keys[CSX_MAX_ORDER_KEYS];
   uint32_t n_order_keys;
@@ -168,20 +161,13 @@ int csx_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor) {
 }
 
 static void cursor_clear_filter(csx_cursor *pCur) {
-  for (int i = 0; i < pCur->n_held; i++) sqlite3_free(pCur->held[i]);
-  sqlite3_free(pCur->held);
-  sqlite3_free(pCur->preds);
-  sqlite3_free(pCur->pred_vals);
+  csx_selection_clear(&pCur->sel);
   cs_selector_free(pCur->selector);
   pCur->selector = NULL;
-  pCur->held = NULL, pCur->n_held = 0;
-  pCur->preds = NULL, pCur->n_preds = 0;
-  pCur->pred_vals = NULL;
-  pCur->user_mask = NULL;
-  pCur->user_rows = NULL;
   cs_mem_big_free(pCur->order_rest);
   pCur->order_rest = NULL, pCur->n_order_rest = 0;
   pCur->order_more = false;
+  pCur->order_range = false;
   pCur->distinct_watch = false;
 }
 
@@ -189,7 +175,7 @@ int csx_close(sqlite3_vtab_cursor *cur) {
   csx_cursor *pCur = (csx_cursor *)cur;
   csx_table *pTab = (csx_table *)cur->pVtab;
   if (pCur->snap) {
-    csx_conn_record_scan(pTab->conn, pTab, &pCur->stats);
+    csx_conn_record_scan(pTab->conn, pTab->zName, pTab->zPath, &pCur->stats);
     pTab->n_open_cursors--;
     csx_snapshot_release(pCur->snap);
   }
@@ -294,7 +280,7 @@ static const char *filtered_kernels(const csx_cursor *pCur) {
        "zone maps, predicate masks, mask compaction, sorted gather into buffers",
        "zone maps, predicate masks, mask-native and sorted gathers into buffers"}};
   int route = pCur->used_mask_route + 2 * pCur->used_rows_route;
-  return words[pCur->n_preds > 0][route];
+  return words[pCur->sel.n_preds > 0][route];
 }
 
 /* The batch job: one kernel call, timed.  Runs on the worker when
@@ -331,7 +317,7 @@ static bool filtered_plan(csx_cursor *pCur, csx_batch_buf *b, bool background) {
   b->selector = pCur->selector;
   b->job = (cs_select_batch){.first = first,
                              .n = n,
-                             .user_mask = pCur->user_mask ? pCur->user_mask + first : NULL,
+                             .user_mask = pCur->sel.user_mask ? pCur->sel.user_mask + first : NULL,
                              .mask = b->mask,
                              .rows = b->pos,
                              .targets = b->job_targets,
@@ -621,30 +607,9 @@ static int batches_prepare(csx_cursor *pCur, uint64_t col_used, uint64_t rows) {
 
 /* --------------------------------------------------------------- filter */
 
-static int bytes_copy(const void *p, uint64_t n, void **out) {
-  uint8_t *c = sqlite3_malloc64(n ? n : 1);
-  if (!c) return SQLITE_NOMEM;
-  if (n) memcpy(c, p, n);
-  *out = c;
-  return SQLITE_OK;
-}
-
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
-}
-
-/* A copy of a BLOB argument, held (freed with the filter) for the scan and
-** for xColumn; *out_bytes its length. */
-static int blob_hold(csx_cursor *pCur, sqlite3_value *v, const uint8_t **out, uint64_t *out_bytes) {
-  uint64_t bytes = (uint64_t)sqlite3_value_bytes(v);
-  void **h = sqlite3_realloc64(pCur->held, sizeof *h * (sqlite3_uint64)(pCur->n_held + 1));
-  if (!h) return SQLITE_NOMEM;
-  pCur->held = h;
-  if (bytes_copy(sqlite3_value_blob(v), bytes, &pCur->held[pCur->n_held]) != SQLITE_OK) return SQLITE_NOMEM;
-  *out = pCur->held[pCur->n_held++];
-  *out_bytes = bytes;
-  return SQLITE_OK;
 }
 
 /* rowid IN list: every value that names a row in [lo, hi), sorted, distinct. */
@@ -671,48 +636,6 @@ static int collect_in_rows(csx_cursor *pCur, sqlite3_value *list, uint64_t lo, u
     if (k == 0 || pCur->pos[i] != pCur->pos[k - 1]) pCur->pos[k++] = pCur->pos[i];
   pCur->n_pos = k;
   return SQLITE_OK;
-}
-
-/* _rows BLOB: int64 positions, negatives from the end; in blob order. */
-static int decode_rows_blob(csx_cursor *pCur, sqlite3_value *v, uint64_t lo, uint64_t hi, const uint64_t *in_rows,
-                            uint64_t n_in) {
-  csx_table *pTab = (csx_table *)pCur->base.pVtab;
-  uint64_t n = cs_store_rows(pCur->store);
-  if (sqlite3_value_type(v) != SQLITE_BLOB && sqlite3_value_type(v) != SQLITE_NULL)
-    return csx_vtab_error(&pTab->base, SQLITE_MISMATCH, "colstore: _rows takes a BLOB of little-endian int64 positions, not %s",
-                          sqlite3_value_type(v) == SQLITE_TEXT ? "TEXT" : "a number");
-  const uint8_t *p = sqlite3_value_blob(v);
-  uint64_t bytes = (uint64_t)sqlite3_value_bytes(v);
-  if (bytes % 8 != 0)
-    return csx_vtab_error(&pTab->base, SQLITE_MISMATCH, "colstore: _rows must be a BLOB of int64 positions (a multiple of 8 bytes), got %llu bytes",
-                          (unsigned long long)bytes);
-  uint64_t k = bytes / 8;
-  uint64_t *tmp = NULL;
-  if (in_rows) {
-    tmp = sqlite3_malloc64(n_in ? n_in * sizeof *tmp : 1);
-    if (!tmp) return SQLITE_NOMEM;
-    if (n_in) memcpy(tmp, in_rows, n_in * sizeof *tmp);
-  }
-  int rc = pos_reserve(pCur, k ? k : 1);
-  uint64_t m = 0;
-  for (uint64_t i = 0; rc == SQLITE_OK && i < k; i++) {
-    int64_t x;
-    memcpy(&x, p + 8 * i, 8);
-    int64_t r = x < 0 ? x + (int64_t)n : x;
-    if (r < 0 || (uint64_t)r >= n) {
-      rc = csx_vtab_error(&pTab->base, SQLITE_RANGE, "colstore: _rows position %lld (at index %llu) is out of range for table %s of %llu rows (valid: -%llu to %llu)",
-                          (long long)x, (unsigned long long)i, pTab->zName, (unsigned long long)n, (unsigned long long)n,
-                          (unsigned long long)(n ? n - 1 : 0));
-      break;
-    }
-    uint64_t row = (uint64_t)r;
-    if (row < lo || row >= hi) continue;
-    if (tmp && !bsearch(&row, tmp, n_in, sizeof *tmp, cmp_u64)) continue;
-    pCur->pos[m++] = row;
-  }
-  sqlite3_free(tmp);
-  pCur->n_pos = m;
-  return rc;
 }
 
 /* LIST: the batches over pos[0, n_pos), in its order. */
@@ -764,7 +687,7 @@ static int filtered_positions(csx_cursor *pCur, uint64_t lo, uint64_t hi) {
       break;
     cs_select_batch job = {.first = first,
                            .n = k,
-                           .user_mask = pCur->user_mask ? pCur->user_mask + first : NULL,
+                           .user_mask = pCur->sel.user_mask ? pCur->sel.user_mask + first : NULL,
                            .mask = mask,
                            .rows = pCur->pos + pCur->n_pos,
                            .want_rows = true,
@@ -788,8 +711,12 @@ static int filtered_positions(csx_cursor *pCur, uint64_t lo, uint64_t hi) {
 static int order_run(csx_cursor *pCur, uint64_t limit) {
   cs_err err;
   uint64_t t0 = mono_ns();
-  cs_rc rc = cs_order_rows(pCur->store, pCur->order_keys, pCur->n_order_keys, pCur->order_mode, pCur->pos, &pCur->n_pos,
-                           limit, &err);
+  cs_rc rc = pCur->order_range
+                 ? cs_order_range(pCur->store, pCur->order_keys, pCur->n_order_keys, pCur->order_mode, pCur->order_lo,
+                                  pCur->n_pos, pCur->pos, &pCur->n_pos, limit, &err)
+                 : cs_order_rows(pCur->store, pCur->order_keys, pCur->n_order_keys, pCur->order_mode, pCur->pos,
+                                 &pCur->n_pos, limit, &err);
+  pCur->order_range = false;
   pCur->stats.kernel_ns += mono_ns() - t0;
   if (rc == CS_OK) return SQLITE_OK;
   return rc == CS_ENOMEM ? SQLITE_NOMEM : csx_vtab_error(pCur->base.pVtab, SQLITE_ERROR, "%s", err.msg);
@@ -851,7 +778,7 @@ static int order_remake(csx_cursor *pCur, cs_order_mode mode) {
     uint64_t lo = pCur->order_lo, hi = pCur->order_hi;
     pCur->n_pos = 0;
     if ((rc = pos_reserve(pCur, hi - lo)) == SQLITE_OK) {
-      for (uint64_t r = lo; r < hi; r++) pCur->pos[r - lo] = r;
+      pCur->order_range = true;
       pCur->n_pos = hi - lo;
     }
   }
@@ -930,154 +857,54 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
     if (!pCur->check_cols && !(pCur->check_cols = sqlite3_malloc64(pCur->n_cols ? pCur->n_cols : 1))) return SQLITE_NOMEM;
     for (uint32_t c = 0; c < pCur->n_cols; c++) pCur->check_cols[c] = (plan.col_used >> (c < 63 ? c : 63)) & 1;
   }
-  uint64_t n = cs_store_rows(pCur->store), lo = 0, hi = n;
-  sqlite3_value *in_list = NULL, *rows_blob = NULL, *mask_blob = NULL;
-  pCur->skip = 0;
-  pCur->left = UINT64_MAX;
-  pCur->desc = plan.desc;
-  pCur->n_pos = 0;
-  pCur->used_mask_route = pCur->used_rows_route = false;
-  int n_pred_slots = 0;
-  uint64_t n_members = 0;
-  for (int i = 0; i < plan.n_slots && i < argc; i++) {
-    const csx_slot *s = &plan.slots[i];
-    switch (s->kind) {
-      case 'E': csx_bound_apply(argv[i], SQLITE_INDEX_CONSTRAINT_EQ, n, &lo, &hi); break;
-      case 'G': csx_bound_apply(argv[i], SQLITE_INDEX_CONSTRAINT_GT, n, &lo, &hi); break;
-      case 'g': csx_bound_apply(argv[i], SQLITE_INDEX_CONSTRAINT_GE, n, &lo, &hi); break;
-      case 'L': csx_bound_apply(argv[i], SQLITE_INDEX_CONSTRAINT_LT, n, &lo, &hi); break;
-      case 'l': csx_bound_apply(argv[i], SQLITE_INDEX_CONSTRAINT_LE, n, &lo, &hi); break;
-      case 'I': in_list = argv[i]; break;
-      case 'R':
-        if (rows_blob) return csx_vtab_error(&pTab->base, SQLITE_ERROR, "colstore: _rows = ? is given twice for table %s; pass one BLOB of positions (combine the lists yourself)", pTab->zName);
-        rows_blob = argv[i];
-        break;
-      case 'M':
-        if (mask_blob) return csx_vtab_error(&pTab->base, SQLITE_ERROR, "colstore: _mask = ? is given twice for table %s; pass one mask (AND the masks yourself)", pTab->zName);
-        mask_blob = argv[i];
-        break;
-      case 'T': {
-        sqlite3_int64 l = sqlite3_value_int64(argv[i]);
-        if (l >= 0) pCur->left = (uint64_t)l;
-        break;
-      }
-      case 'O': {
-        sqlite3_int64 o = sqlite3_value_int64(argv[i]);
-        if (o > 0) pCur->skip = (uint64_t)o;
-        break;
-      }
-      case 'P': n_pred_slots++; break;
-      case 'Q': {
-        n_pred_slots++;
-        sqlite3_value *v = NULL;
-        int r;
-        for (r = sqlite3_vtab_in_first(argv[i], &v); r == SQLITE_OK && v; r = sqlite3_vtab_in_next(argv[i], &v)) n_members++;
-        /* never an empty answer for a list that did not arrive as one */
-        if (r != SQLITE_OK && r != SQLITE_DONE)
-          return csx_vtab_error(&pTab->base, SQLITE_INTERNAL,
-                                "colstore: the IN list on column %s of table %s did not arrive as a list (SQLite %s); "
-                                "please report the query",
-                                pCur->cols[s->col].name, pTab->zName, sqlite3_libversion());
-        break;
-      }
-      default: return SQLITE_INTERNAL;
-    }
-  }
   if (plan.hidden_unusable)
     return csx_vtab_error(&pTab->base, SQLITE_ERROR,
                           "colstore: _rows and _mask of table %s select rows only as `_rows = ?` or `_mask = ?` "
                           "ANDed with the rest of the WHERE clause; they cannot be read, or used under OR, NOT, IN "
                           "or another operator (filter the BLOB before binding it instead)", pTab->zName);
-  if (hi < lo) hi = lo;
   memset(&pCur->stats, 0, sizeof pCur->stats);
-  if (mask_blob) {
-    if (sqlite3_value_type(mask_blob) != SQLITE_BLOB && sqlite3_value_type(mask_blob) != SQLITE_NULL)
-      return csx_vtab_error(&pTab->base, SQLITE_MISMATCH, "colstore: _mask takes a BLOB with one byte per row");
-    uint64_t bytes = (uint64_t)sqlite3_value_bytes(mask_blob);
-    if (bytes != n)
-      return csx_vtab_error(&pTab->base, SQLITE_MISMATCH, "colstore: _mask has %llu bytes but table %s has %llu rows; give one byte per row",
-                            (unsigned long long)bytes, pTab->zName, (unsigned long long)n);
-    if ((rc = blob_hold(pCur, mask_blob, &pCur->user_mask, &pCur->user_mask_bytes)) != SQLITE_OK) return rc;
-  }
-  /* kept for xColumn(_rows): SQLite may re-check the term (see xColumn) */
-  if (rows_blob && sqlite3_value_type(rows_blob) == SQLITE_BLOB &&
-      (rc = blob_hold(pCur, rows_blob, &pCur->user_rows, &pCur->user_rows_bytes)) != SQLITE_OK)
-    return rc;
-  /* Predicates: operands converted with the column's affinity. */
-  if (n_pred_slots) {
-    pCur->preds = sqlite3_malloc64(sizeof *pCur->preds * (sqlite3_uint64)n_pred_slots);
-    pCur->pred_vals = sqlite3_malloc64(sizeof *pCur->pred_vals * (n_members ? n_members : 1));
-    void **h = sqlite3_realloc64(pCur->held, sizeof *h * (sqlite3_uint64)(pCur->n_held + n_pred_slots + n_members));
-    if (h) pCur->held = h;
-    if (!pCur->preds || !pCur->pred_vals || !h) return SQLITE_NOMEM;
-    uint64_t m = 0;
-    for (int i = 0; i < plan.n_slots && i < argc; i++) {
-      const csx_slot *s = &plan.slots[i];
-      if (s->kind != 'P' && s->kind != 'Q') continue;
-      cs_pred *pr = &pCur->preds[pCur->n_preds];
-      memset(pr, 0, sizeof *pr);
-      pr->col = (uint32_t)s->col;
-      bool never = false;
-      if (s->kind == 'P') {
-        rc = csx_pred_from_value(pr, s->op, pCur->cols[s->col].type, argv[i], &pCur->held[pCur->n_held], &never);
-        if (pCur->held[pCur->n_held]) pCur->n_held++;
-      } else {
-        pr->op = CS_CMP_IN;
-        pr->set = pCur->pred_vals + m;
-        sqlite3_value *v = NULL;
-        for (int r = sqlite3_vtab_in_first(argv[i], &v); r == SQLITE_OK && v; r = sqlite3_vtab_in_next(argv[i], &v)) {
-          void *held = NULL;
-          rc = csx_value_for_column(pCur->cols[s->col].type, v, &pCur->pred_vals[m], &held);
-          if (held) pCur->held[pCur->n_held++] = held;
-          if (rc != SQLITE_OK) break;
-          m++;
-          pr->n_set++;
-        }
-        never = pr->n_set == 0;
-      }
-      if (rc != SQLITE_OK) return rc;
-      if (never) hi = lo; /* e.g. x = NULL: no row can match */
-      /* On a sorted column a range predicate is a row range: binary search
-      ** narrows [lo, hi) and the predicate needs no evaluation at all. */
-      uint64_t a, b;
-      if (!never && pr->op != CS_CMP_NE && pr->op != CS_CMP_IN && csx_snapshot_sorted(pCur->snap, pr->col) &&
-          cs_pred_sorted_range(pCur->store, pr, &a, &b)) {
-        /* The binary search read values of the records at its two ends. */
-        uint64_t ends[4] = {a ? a - 1 : a, a, b ? b - 1 : b, b};
-        for (int e = 0; e < 4 && pCur->check; e++) {
-          uint64_t rec = ends[e] < n ? cs_store_find_record(pCur->store, ends[e]) : UINT64_MAX;
-          if (rec != UINT64_MAX && !records_ok(pCur, rec, rec + 1)) return pCur->check_rc;
-        }
-        if (a > lo) lo = a;
-        if (b < hi) hi = b;
-        if (hi < lo) hi = lo;
-        pCur->stats.sorted_ranges++;
-        continue;
-      }
-      pCur->n_preds++;
+  csx_selection *sel = &pCur->sel;
+  rc = csx_selection_build(sel, &pTab->base, pTab->zName, pCur->snap, &plan, argc, argv, pCur->check ? pCur->check_cols : NULL);
+  if (rc != SQLITE_OK) return rc;
+  pCur->stats.sorted_ranges = sel->sorted_ranges;
+  uint64_t lo = sel->lo, hi = sel->hi;
+  pCur->skip = 0;
+  pCur->left = UINT64_MAX;
+  pCur->desc = plan.desc;
+  pCur->n_pos = 0;
+  pCur->used_mask_route = pCur->used_rows_route = false;
+  for (int i = 0; i < plan.n_slots && i < argc; i++) {
+    if (plan.slots[i].kind == 'T') {
+      sqlite3_int64 l = sqlite3_value_int64(argv[i]);
+      if (l >= 0) pCur->left = (uint64_t)l;
+    } else if (plan.slots[i].kind == 'O') {
+      sqlite3_int64 o = sqlite3_value_int64(argv[i]);
+      if (o > 0) pCur->skip = (uint64_t)o;
     }
   }
   /* The selection's shape. */
   bool ordered = plan.n_keys > 0;
-  if (in_list || rows_blob) {
+  if (sel->in_list || sel->rows_blob) {
     pCur->shape = SEL_LIST;
-    if (in_list && (rc = collect_in_rows(pCur, in_list, lo, hi)) != SQLITE_OK) return rc;
-    if (rows_blob) {
+    if (sel->in_list && (rc = collect_in_rows(pCur, sel->in_list, lo, hi)) != SQLITE_OK) return rc;
+    if (sel->rows_blob) {
       uint64_t *in_rows = NULL, n_in = 0;
-      if (in_list) {
+      if (sel->in_list) {
         n_in = pCur->n_pos;
         in_rows = sqlite3_malloc64(n_in ? n_in * sizeof *in_rows : 1);
         if (!in_rows) return SQLITE_NOMEM;
         if (n_in) memcpy(in_rows, pCur->pos, n_in * sizeof *in_rows);
       }
-      rc = decode_rows_blob(pCur, rows_blob, lo, hi, in_rows, n_in);
+      rc = pos_reserve(pCur, sel->user_rows_bytes / 8 + 1);
+      if (rc == SQLITE_OK)
+        rc = csx_selection_rows(sel, &pTab->base, pTab->zName, cs_store_rows(pCur->store), in_rows, n_in, pCur->pos, &pCur->n_pos);
       sqlite3_free(in_rows);
       if (rc != SQLITE_OK) return rc;
     }
-    if (pCur->user_mask) {
+    if (pCur->sel.user_mask) {
       uint64_t k = 0;
       for (uint64_t i = 0; i < pCur->n_pos; i++)
-        if (pCur->user_mask[pCur->pos[i]]) pCur->pos[k++] = pCur->pos[i];
+        if (pCur->sel.user_mask[pCur->pos[i]]) pCur->pos[k++] = pCur->pos[i];
       pCur->n_pos = k;
     }
     pCur->stats.rows_scanned = pCur->n_pos;
@@ -1086,9 +913,9 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
   } else if (ordered) {
     /* ORDER BY, GROUP BY, DISTINCT: the whole selection as positions,
     ** ordered, then delivered as a list. */
-    if (pCur->n_preds || pCur->user_mask) {
+    if (pCur->sel.n_preds || pCur->sel.user_mask) {
       cs_err err;
-      if (cs_selector_new(pCur->store, pCur->preds, pCur->n_preds, &pCur->selector, &err) != CS_OK) return SQLITE_NOMEM;
+      if (cs_selector_new(pCur->store, pCur->sel.preds, pCur->sel.n_preds, &pCur->selector, &err) != CS_OK) return SQLITE_NOMEM;
       pCur->mask_gate = csx_config_mask_gate(NULL);
       if ((rc = filtered_positions(pCur, lo, hi)) != SQLITE_OK) return rc;
     } else {
@@ -1096,7 +923,7 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
           !records_ok(pCur, cs_store_find_record(pCur->store, lo), cs_store_find_record(pCur->store, hi - 1) + 1))
         return pCur->check_rc;
       if (hi - lo > pCur->pos_cap && (rc = pos_reserve(pCur, hi - lo)) != SQLITE_OK) return rc;
-      for (uint64_t r = lo; r < hi; r++) pCur->pos[r - lo] = r;
+      pCur->order_range = true; /* the positions are lo..hi-1, not written (order_run) */
       pCur->n_pos = hi - lo;
       pCur->stats.rows_scanned = hi - lo;
     }
@@ -1104,11 +931,11 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
     pCur->order_lo = lo, pCur->order_hi = hi;
     if ((rc = order_positions(pCur, &plan, false)) != SQLITE_OK) return rc;
     if ((rc = list_ready(pCur, plan.col_used, true)) != SQLITE_OK) return rc;
-  } else if (pCur->n_preds || pCur->user_mask) {
+  } else if (pCur->sel.n_preds || pCur->sel.user_mask) {
     pCur->shape = SEL_FILTERED;
     pCur->lo = pCur->range_lo = lo, pCur->hi = hi;
     cs_err err;
-    if (cs_selector_new(pCur->store, pCur->preds, pCur->n_preds, &pCur->selector, &err) != CS_OK) return SQLITE_NOMEM;
+    if (cs_selector_new(pCur->store, pCur->sel.preds, pCur->sel.n_preds, &pCur->selector, &err) != CS_OK) return SQLITE_NOMEM;
     pCur->mask_gate = csx_config_mask_gate(NULL);
     if ((rc = batches_prepare(pCur, plan.col_used, hi - lo)) != SQLITE_OK) return rc;
     pCur->batch_next = plan.may_stop_early ? CSX_MIN_BATCH_ROWS : pCur->batch_rows;
@@ -1116,7 +943,7 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
     ** the query reads it: gather it only when xColumn asks. */
     for (int i = 0; i < plan.n_slots; i++)
       if (plan.slots[i].kind == 'P' || plan.slots[i].kind == 'Q') pCur->col_lazy[plan.slots[i].col] = 1;
-    pCur->stats.kernels = pCur->n_preds ? "zone maps, predicate masks" : "mask";
+    pCur->stats.kernels = pCur->sel.n_preds ? "zone maps, predicate masks" : "mask";
   } else {
     pCur->shape = SEL_RANGE;
     pCur->lo = lo, pCur->hi = hi;
@@ -1126,7 +953,7 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
     pCur->stats.kernels = pCur->desc ? "reverse range walk (zero-copy)" : "range walk (zero-copy)";
   }
   pCur->stats.shape = pCur->shape == SEL_RANGE ? "range" : pCur->shape == SEL_FILTERED ? "filtered" : "list";
-  pCur->stats.n_preds = pCur->n_preds;
+  pCur->stats.n_preds = pCur->sel.n_preds;
   pCur->stats.idx = idxStr;
   if (pCur->left == 0) {
     pCur->eof = true;
@@ -1202,8 +1029,8 @@ static const uint8_t *gather_on_demand(csx_cursor *pCur, uint32_t col) {
 ** error, never a NULL that would make the re-check drop every row
 ** (colstore_plan.c keeps such plans out of reach). */
 static int hidden_column(csx_cursor *pCur, sqlite3_context *ctx, int h) {
-  const uint8_t *p = h == CSX_HIDDEN_ROWS ? pCur->user_rows : pCur->user_mask;
-  uint64_t n = h == CSX_HIDDEN_ROWS ? pCur->user_rows_bytes : pCur->user_mask_bytes;
+  const uint8_t *p = h == CSX_HIDDEN_ROWS ? pCur->sel.user_rows : pCur->sel.user_mask;
+  uint64_t n = h == CSX_HIDDEN_ROWS ? pCur->sel.user_rows_bytes : pCur->sel.user_mask_bytes;
   if (p) {
     sqlite3_result_blob64(ctx, p, n, SQLITE_STATIC);
     return SQLITE_OK;

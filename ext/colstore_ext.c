@@ -52,12 +52,12 @@ static void copy_trunc(char *dst, size_t cap, const char *src) {
   dst[n] = 0;
 }
 
-void csx_conn_record_scan(csx_conn *conn, const csx_table *pTab, const csx_scan_stats *st) {
+void csx_conn_record_scan(csx_conn *conn, const char *zTable, const char *zPath, const csx_scan_stats *st) {
   if (!conn->last && !(conn->last = sqlite3_malloc(sizeof *conn->last))) return;
   *conn->last = *st;
   conn->last->idx = NULL; /* points into a statement that may be gone */
-  copy_trunc(conn->last_names.table, sizeof conn->last_names.table, pTab->zName);
-  copy_trunc(conn->last_names.path, sizeof conn->last_names.path, pTab->zPath);
+  copy_trunc(conn->last_names.table, sizeof conn->last_names.table, zTable);
+  copy_trunc(conn->last_names.path, sizeof conn->last_names.path, zPath);
   copy_trunc(conn->last_names.plan, sizeof conn->last_names.plan, st->idx);
   conn->has_last = true;
 }

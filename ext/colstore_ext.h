@@ -96,7 +96,27 @@ typedef struct csx_plan {
   int group_by;                   /* Z: the order serves a GROUP BY (LIMIT counts groups) */
   int distinct_watch;             /* W: DISTINCT de-duplicated until SQLite asks for a rowid */
   uint64_t limit_hint;            /* K<n>: SQLite stops after n rows unless it filters (0 = unknown) */
+  int refuse;                     /* X<c>: colstore_agg could not take a condition on column c (c + 1; 0 = none) */
 } csx_plan;
+
+/* A selection's inputs, read from xFilter's arguments once for every
+** cursor that selects rows (colstore_selection.c). */
+typedef struct csx_selection {
+  uint64_t lo, hi;             /* rows [lo, hi): rowid bounds, sorted-column ranges */
+  bool never;                  /* a predicate no row can match (x = NULL, IN ()) */
+  sqlite3_value *in_list;      /* rowid IN (...), or NULL */
+  sqlite3_value *rows_blob;    /* the _rows argument, or NULL */
+  const uint8_t *user_rows;    /* its bytes (a held copy) when it is a BLOB, else NULL */
+  uint64_t user_rows_bytes;
+  const uint8_t *user_mask;    /* _mask bytes (a held copy), or NULL */
+  uint64_t user_mask_bytes;
+  cs_pred *preds;              /* column predicates still to evaluate */
+  uint32_t n_preds;
+  cs_value *vals;              /* the IN members of all predicates */
+  uint32_t sorted_ranges;      /* predicates turned into row ranges instead */
+  void **held;                 /* what the above point into; sqlite3_free */
+  int n_held;
+} csx_selection;
 
 /* What one scan did, for colstore_last_plan(). */
 struct csx_scan_stats {
@@ -121,6 +141,21 @@ struct csx_scan_stats {
 #define CSX_HIDDEN_MASK 1
 #define CSX_N_HIDDEN 2
 
+/* colstore_selection.c */
+/* Reads the plan's E G g L l I R M P Q slots from argv into s (cleared
+** first): rowid bounds, the IN list, the _rows and _mask BLOBs (checked and
+** held), the predicates with operands converted to the columns' types; a
+** range predicate on a sorted column narrows [lo, hi) instead, after the
+** chunks its binary search read are checked (when check_cols is given). */
+int csx_selection_build(csx_selection *s, sqlite3_vtab *tab, const char *zTable, csx_snapshot *snap,
+                        const csx_plan *plan, int argc, sqlite3_value **argv, const uint8_t *check_cols);
+/* The _rows positions in BLOB order (negatives from the end), keeping those
+** in [lo, hi) and, when in_rows is given, in it (sorted; must not overlap
+** out); out has room for user_rows_bytes / 8. */
+int csx_selection_rows(const csx_selection *s, sqlite3_vtab *tab, const char *zTable, uint64_t n_rows,
+                       const uint64_t *in_rows, uint64_t n_in, uint64_t *out, uint64_t *n_out);
+void csx_selection_clear(csx_selection *s);
+
 /* colstore_ext.c */
 int sqlite3_colstore_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi);
 int csx_rc_to_sqlite(cs_rc rc);
@@ -128,18 +163,38 @@ int csx_rc_to_sqlite(cs_rc rc);
 int csx_vtab_error(sqlite3_vtab *pVtab, int rc, const char *zFmt, ...);
 csx_table *csx_conn_find(csx_conn *conn, const char *zName);
 /* Remembers a finished scan as colstore_last_plan()'s JSON. */
-void csx_conn_record_scan(csx_conn *conn, const csx_table *pTab, const csx_scan_stats *st);
+void csx_conn_record_scan(csx_conn *conn, const char *zTable, const char *zPath, const csx_scan_stats *st);
 
 /* colstore_vtab.c */
 extern sqlite3_module csx_module;
+/* colstore_agg.c */
+extern sqlite3_module csx_agg_module;
 void csx_snapshot_release(csx_snapshot *snap);
 bool csx_schema_equal(const cs_schema *a, const cs_schema *b);
 /* Makes pTab->snap the newest committed state if no cursor is open. */
 int csx_table_refresh(csx_table *pTab);
+/* A snapshot of a new store (one ref), NULL when out of memory. */
+csx_snapshot *csx_snapshot_new(cs_store *store);
+/* Replaces *pSnap with the store's last committed state when another
+** connection committed since; errors go to tab naming zPath and zName. */
+int csx_snapshot_refresh(csx_snapshot **pSnap, sqlite3_vtab *tab, const char *zPath, const char *zName);
+/* One level of SQL quotes stripped ('x', "x", `x`, [x]) into a new string. */
+char *csx_unquote(const char *z, int n);
+/* SOURCE unquoted and made absolute (a new string). */
+char *csx_path_absolute(const char *zArg);
+/* The declared type that gives a column of type t its affinity. */
+const char *csx_affinity_name(cs_type t);
 
 /* colstore_plan.c */
 int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo);
 int csx_plan_decode(const char *idxStr, csx_plan *out);
+/* Takes constraint i (on a column of type t, the store's column src_col)
+** as a predicate when the core can evaluate it exactly as SQLite would:
+** its slot goes to slots (argv index ++*argv_i, omitted), its words to
+** words (after a comma when more), *rows shrinks by its selectivity.
+** False, with nothing changed, when it must be left to SQLite. */
+bool csx_plan_take_pred(sqlite3_index_info *pInfo, int i, cs_type t, int src_col, const char *name, int *argv_i,
+                        sqlite3_str *slots, sqlite3_str *words, bool more, double *rows);
 
 /* colstore_cursor.c */
 int csx_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor);

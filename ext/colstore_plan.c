@@ -17,6 +17,10 @@
 **   M         _mask = ?                       BLOB, one byte per row
 **   T / O     LIMIT ? / OFFSET ?              the count
 **
+** (colstore_agg.c plans with the same P, Q, R and M slots, over the source
+** table's columns, and adds X<c>: a condition on its column c that it
+** could not take, which xFilter refuses.)
+**
 ** followed by flags: A (ORDER BY rowid ASC consumed), D (DESC consumed),
 ** and U<colUsed> (the columns the query reads, for the cursor's prefetch).
 ** The IN slots are recorded here because asking sqlite3_vtab_in_first about
@@ -121,6 +125,34 @@ static int pred_exact(sqlite3_index_info *pInfo, int i, cs_type type) {
   /* A known constant (literal) has no affinity: TEXT affinity applies. */
   sqlite3_value *v = NULL;
   return sqlite3_libversion_number() >= 3038000 && sqlite3_vtab_rhs_value(pInfo, i, &v) == SQLITE_OK && v != NULL;
+}
+
+static double selectivity(int op);
+
+bool csx_plan_take_pred(sqlite3_index_info *pInfo, int i, cs_type t, int src_col, const char *name, int *argv_i,
+                        sqlite3_str *slots, sqlite3_str *words, bool more, double *rows) {
+  int op = pInfo->aConstraint[i].op;
+  bool in_ok = sqlite3_libversion_number() >= 3038000;
+  bool in_list = op == SQLITE_INDEX_CONSTRAINT_EQ && in_ok && sqlite3_vtab_in(pInfo, i, -1);
+  /* SQLite hands an IN over as a list only at argv positions 0..31 (a
+  ** 32-bit mask by argv position); later it would pass one member at a
+  ** time, so a list there is left to SQLite. */
+  bool in_fits = !in_list || *argv_i < 32;
+  if (!(pred_op_supported(op) || in_list) || !in_fits || !pred_exact(pInfo, i, t)) return false;
+  if (in_list) {
+    sqlite3_vtab_in(pInfo, i, 1);
+    sqlite3_str_appendf(slots, "Q%d;", src_col);
+  } else {
+    sqlite3_str_appendf(slots, "P%d:%d;", src_col, op);
+  }
+  pInfo->aConstraintUsage[i].argvIndex = ++*argv_i;
+  pInfo->aConstraintUsage[i].omit = 1;
+  sqlite3_str_appendf(words, "%s%s", more ? "," : (sqlite3_str_length(words) ? " pred(" : "pred("), name);
+  if (in_list) sqlite3_str_appendall(words, " IN ?");
+  else sqlite3_str_appendf(words, "%s%s", op_text(op),
+                           op == SQLITE_INDEX_CONSTRAINT_ISNULL || op == SQLITE_INDEX_CONSTRAINT_ISNOTNULL ? "" : "?");
+  *rows *= in_list ? 0.05 : selectivity(op);
+  return true;
 }
 
 /* Does colUsed name column c?  Past 62 it only says "some column from 63
@@ -305,28 +337,9 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     bool in_unknown = i >= 32 && c->op == SQLITE_INDEX_CONSTRAINT_EQ &&
                       !(in_ok && sqlite3_vtab_rhs_value(pInfo, i, &rhs) == SQLITE_OK && rhs);
     if (c->iColumn >= 0 && c->iColumn < n_cols && !positions && i_eq < 0 && argv_i < CSX_MAX_SLOTS - 4 && !in_unknown) {
-      cs_type t = schema->cols[c->iColumn].type;
-      bool in_list = c->op == SQLITE_INDEX_CONSTRAINT_EQ && in_ok && sqlite3_vtab_in(pInfo, i, -1);
-      /* SQLite hands an IN over as a list only at argv positions 0..31 (a
-      ** 32-bit mask by argv position); later it would pass one member at a
-      ** time, so a list there is left to SQLite. */
-      bool in_fits = !in_list || argv_i < 32;
-      if ((pred_op_supported(c->op) || in_list) && in_fits && pred_exact(pInfo, i, t)) {
-        char buf[32];
-        if (in_list) {
-          sqlite3_vtab_in(pInfo, i, 1);
-          snprintf(buf, sizeof buf, "Q%d;", c->iColumn);
-        } else {
-          snprintf(buf, sizeof buf, "P%d:%d;", c->iColumn, c->op);
-        }
-        TAKE(i, buf);
-        sqlite3_str_appendf(words, "%s%s", any_pred ? "," : (sqlite3_str_length(words) ? " pred(" : "pred("),
-                            schema->cols[c->iColumn].name);
-        if (in_list) sqlite3_str_appendall(words, " IN ?");
-        else sqlite3_str_appendf(words, "%s%s", op_text(c->op),
-                                 c->op == SQLITE_INDEX_CONSTRAINT_ISNULL || c->op == SQLITE_INDEX_CONSTRAINT_ISNOTNULL ? "" : "?");
+      const cs_column *col = &schema->cols[c->iColumn];
+      if (csx_plan_take_pred(pInfo, i, col->type, c->iColumn, col->name, &argv_i, slots, words, any_pred, &rows)) {
         any_pred = true;
-        rows *= in_list ? 0.05 : selectivity(c->op);
         taken = true;
       }
     }
@@ -489,6 +502,7 @@ int csx_plan_decode(const char *idxStr, csx_plan *out) {
       case 'U': out->col_used = strtoull(p, (char **)&p, 10); break;
       case 'Y': out->order_mode = (int)strtol(p, (char **)&p, 10); break;
       case 'K': out->limit_hint = strtoull(p, (char **)&p, 10); break; /* "K;": 0, unknown */
+      case 'X': out->refuse = (int)strtol(p, (char **)&p, 10) + 1; break;
       case 'S':
         if (out->n_keys >= CSX_MAX_ORDER_KEYS) return SQLITE_INTERNAL;
         out->key_col[out->n_keys] = (int)strtol(p, (char **)&p, 10);
@@ -499,7 +513,7 @@ int csx_plan_decode(const char *idxStr, csx_plan *out) {
     }
     if (*p == ';') p++;
     switch (s.kind) {
-      case 'U': case 'Y': case 'S': break;
+      case 'U': case 'Y': case 'S': case 'X': break;
       case 'K': out->may_stop_early = 1; break;
       case 'A': out->ordered = 1; break;
       case 'D': out->ordered = out->desc = 1; break;

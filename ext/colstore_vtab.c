@@ -19,7 +19,7 @@
 
 /* ------------------------------------------------------------ snapshots */
 
-static csx_snapshot *snapshot_new(cs_store *store) {
+csx_snapshot *csx_snapshot_new(cs_store *store) {
   csx_snapshot *s = sqlite3_malloc(sizeof *s);
   uint32_t n = cs_store_schema(store)->n_cols;
   signed char *sorted = sqlite3_malloc((int)n);
@@ -62,38 +62,43 @@ bool csx_schema_equal(const cs_schema *a, const cs_schema *b) {
 
 int csx_table_refresh(csx_table *pTab) {
   if (pTab->n_open_cursors > 0) return SQLITE_OK;
+  return csx_snapshot_refresh(&pTab->snap, &pTab->base, pTab->zPath, pTab->zName);
+}
+
+int csx_snapshot_refresh(csx_snapshot **pSnap, sqlite3_vtab *tab, const char *zPath, const char *zName) {
+  csx_snapshot *snap = *pSnap;
   cs_err err = {0};
   cs_store *store = NULL;
   /* One pass: the same store back when nothing changed; else a new one.  A
   ** dataset's reopen re-expands its SOURCE (added or removed files) and
   ** opens only the files that are new or changed, sharing the others with
   ** the snapshot it replaces (which a cursor may still hold). */
-  cs_rc rc = cs_store_reopen(pTab->snap->store, CS_VERIFY_HEADER, &store, &err);
-  if (rc != CS_OK) return csx_vtab_error(&pTab->base, csx_rc_to_sqlite(rc), "%s", err.msg);
-  if (store == pTab->snap->store) {
+  cs_rc rc = cs_store_reopen(snap->store, CS_VERIFY_HEADER, &store, &err);
+  if (rc != CS_OK) return csx_vtab_error(tab, csx_rc_to_sqlite(rc), "%s", err.msg);
+  if (store == snap->store) {
     cs_store_close(store);
     return SQLITE_OK;
   }
-  if (!csx_schema_equal(cs_store_schema(store), cs_store_schema(pTab->snap->store))) {
+  if (!csx_schema_equal(cs_store_schema(store), cs_store_schema(snap->store))) {
     cs_store_close(store);
-    return csx_vtab_error(&pTab->base, SQLITE_SCHEMA,
-                          "colstore: %s was replaced by a store with another schema; DROP TABLE %s and create it again", pTab->zPath,
-                          pTab->zName);
+    return csx_vtab_error(tab, SQLITE_SCHEMA,
+                          "colstore: %s was replaced by a store with another schema; DROP TABLE %s and create it again", zPath,
+                          zName);
   }
-  csx_snapshot *s = snapshot_new(store);
+  csx_snapshot *s = csx_snapshot_new(store);
   if (!s) {
     cs_store_close(store);
     return SQLITE_NOMEM;
   }
-  csx_snapshot_release(pTab->snap);
-  pTab->snap = s;
+  csx_snapshot_release(snap);
+  *pSnap = s;
   return SQLITE_OK;
 }
 
 /* ------------------------------------------------------- create/connect */
 
 /* Strips one level of SQL quotes ('x', "x", `x`, [x]) into a new string. */
-static char *unquote(const char *z, int n) {
+char *csx_unquote(const char *z, int n) {
   while (n > 0 && (*z == ' ' || *z == '\t' || *z == '\n')) z++, n--;
   while (n > 0 && (z[n - 1] == ' ' || z[n - 1] == '\t' || z[n - 1] == '\n')) n--;
   char q = n >= 2 ? z[0] : 0;
@@ -114,8 +119,8 @@ static char *unquote(const char *z, int n) {
 
 /* SOURCE, unquoted and made absolute, so the table keeps naming the same
 ** store if the process later changes its working directory. */
-static char *path_absolute(const char *zArg) {
-  char *z = unquote(zArg, (int)strlen(zArg));
+char *csx_path_absolute(const char *zArg) {
+  char *z = csx_unquote(zArg, (int)strlen(zArg));
   if (!z || z[0] == '/' || z[0] == 0) return z;
   char cwd[4096];
   if (!getcwd(cwd, sizeof cwd)) return z;
@@ -173,7 +178,7 @@ static int coldef_parse(const char *z, csx_coldefs *d, char **pzErr) {
       while (end > type && (end[-1] == ' ' || end[-1] == '\t')) end--;
     }
   }
-  char *zName = unquote(name, name_n);
+  char *zName = csx_unquote(name, name_n);
   if (!zName) return SQLITE_NOMEM;
   cs_type t = cs_type_parse(type, (size_t)(end - type));
   if (name_n == 0 || end == type || t == 0) {
@@ -224,7 +229,7 @@ static int schema_match(const cs_schema *have, const csx_coldefs *want, const ch
   return SQLITE_OK;
 }
 
-static const char *affinity_name(cs_type t) {
+const char *csx_affinity_name(cs_type t) {
   if (cs_type_is_float(t)) return "REAL";
   if (t == CS_TYPE_TEXT) return "TEXT";
   if (t == CS_TYPE_BLOB) return "BLOB";
@@ -235,7 +240,7 @@ static int declare(sqlite3 *db, const cs_schema *schema) {
   sqlite3_str *s = sqlite3_str_new(db);
   sqlite3_str_appendall(s, "CREATE TABLE x(");
   for (uint32_t i = 0; i < schema->n_cols; i++)
-    sqlite3_str_appendf(s, "\"%w\" %s%s, ", schema->cols[i].name, affinity_name(schema->cols[i].type),
+    sqlite3_str_appendf(s, "\"%w\" %s%s, ", schema->cols[i].name, csx_affinity_name(schema->cols[i].type),
                         schema->cols[i].nullable ? "" : " NOT NULL");
   sqlite3_str_appendall(s, "\"_rows\" BLOB HIDDEN, \"_mask\" BLOB HIDDEN)");
   char *zSql = sqlite3_str_finish(s);
@@ -270,7 +275,7 @@ static int table_init(sqlite3 *db, void *pAux, int argc, const char *const *argv
   pTab->conn = pAux;
   pTab->verify = CS_VERIFY_READ;
   pTab->zName = sqlite3_mprintf("%s", argv[2]);
-  pTab->zPath = path_absolute(argv[3]);
+  pTab->zPath = csx_path_absolute(argv[3]);
   if (!pTab->zName || !pTab->zPath) {
     rc = SQLITE_NOMEM;
     goto fail;
@@ -285,7 +290,7 @@ static int table_init(sqlite3 *db, void *pAux, int argc, const char *const *argv
     const char *eq = strchr(z, '=');
     const char *sp = z + strcspn(z, " \t\n");
     if (eq && eq < sp + 1 + strspn(sp, " \t\n")) {
-      char *key = unquote(z, (int)(eq - z)), *val = unquote(eq + 1, (int)strlen(eq + 1));
+      char *key = csx_unquote(z, (int)(eq - z)), *val = csx_unquote(eq + 1, (int)strlen(eq + 1));
       if (!key || !val) {
         sqlite3_free(key);
         sqlite3_free(val);
@@ -339,7 +344,7 @@ static int table_init(sqlite3 *db, void *pAux, int argc, const char *const *argv
     goto fail;
   }
   sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
-  if (!(pTab->snap = snapshot_new(store))) {
+  if (!(pTab->snap = csx_snapshot_new(store))) {
     rc = SQLITE_NOMEM;
     goto fail;
   }
