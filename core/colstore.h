@@ -758,9 +758,10 @@ cs_rc cs_order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_keys
                     uint64_t *n, uint64_t limit, cs_err *err);
 /* cs_order_rows over the rows [first, first + n) in ascending order, into
 ** rows (room for n; *n_out set to the rows delivered).  A SORT with a small
-** limit (top-k) over fixed-width keys reads the keys straight from the
-** column and writes only the limit rows, never all n positions; otherwise
-** the range is written into rows and ordered as cs_order_rows does. */
+** limit (top-k), and a DISTINCT over fixed-width keys of a small range, read
+** the keys straight from the columns and write only the rows delivered,
+** never all n positions; otherwise the range is written into rows and
+** ordered as cs_order_rows does. */
 cs_rc cs_order_range(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode, uint64_t first,
                      uint64_t n, uint64_t *rows, uint64_t *n_out, uint64_t limit, cs_err *err);
 

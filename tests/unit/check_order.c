@@ -800,6 +800,8 @@ START_TEST(test_order_range_matches_rows) {
   ck_assert(cs_order_range(o.s, &key, 1, CS_ORDER_SORT, 10, 2900, got, &ng, 10, NULL) == CS_OK);
   ck_assert_str_eq(cs__order_last_path(), "topk+range");
   ck_assert_uint_eq(ng, 10);
+  ck_assert(cs_order_range(o.s, &key, 1, CS_ORDER_DISTINCT, 10, 2900, got, &ng, CS_ORDER_NO_LIMIT, NULL) == CS_OK);
+  ck_assert_str_eq(cs__order_last_path(), "counting+range");
   free(want);
   free(got);
   ostore_free(&o);
