@@ -95,6 +95,9 @@
 #define AGG_CHUNK_LIST 16384u
 /* Direct indexing up to this many key values (see agg_direct_ok). */
 #define AGG_DIRECT_MAX (1u << 16)
+/* Up to this many groups (direct slots, or hash groups so far), a piece is
+** accumulated by one masked pass per group instead of a scatter. */
+#define AGG_FEW_GROUPS 8u
 /* First hash table: groups and slots. */
 #define AGG_HASH_FIRST 256u
 
@@ -179,6 +182,7 @@ typedef struct agg_table {
 /* What one team member works in; owned by the aggregate, reused by calls. */
 typedef struct agg_scratch {
   uint8_t *mask, *eff, *ones; /* [AGG_PIECE] */
+  uint8_t *mask2;             /* [AGG_PIECE] one group's rows */
   uint32_t *gid;              /* [AGG_PIECE] */
   uint64_t *hash;             /* [AGG_PIECE] */
   uint8_t *valid;             /* [nu * AGG_PIECE] */
@@ -310,6 +314,10 @@ static void cell_merge(int dom, agg_cell *dst, const agg_cell *src) {
 
 #define AGG_SIGN 0x8000000000000000ull
 
+typedef double agg_v2d __attribute__((vector_size(16)));
+typedef int64_t agg_v2l __attribute__((vector_size(16)));
+#define AGG_ABS ((agg_v2l){INT64_MAX, INT64_MAX})
+
 /* The min and max of the values x[i] with e[i] set (and not NaN: v == v
 ** is true for every integer, so one body serves both) into cell c's FIELD,
 ** masked-out values replaced by the reduction's identity. */
@@ -358,7 +366,10 @@ static void cell_merge(int dom, agg_cell *dst, const agg_cell *src) {
   }
 
 /* Ungrouped, float element type T: NaN is NULL.  The sum runs in 8
-** Neumaier lanes, folded into the cell in lane order. */
+** Neumaier lanes, folded into the cell in lane order.  The lanes are GCC
+** vector types (four of two doubles: wider ones crash GCC 12 under target_clones), because written as arrays GCC 12
+** kept the loop scalar with a branch per element; the comparison selects by
+** bit masks, so every lane does the same work. */
 #define AGG_UG_FLT(NAME, T)                                                                              \
   AGG_CLONES static void ug_##NAME(const T *restrict x, const uint8_t *restrict e, uint64_t n, unsigned what, \
                                    agg_cell *c) {                                                        \
@@ -366,24 +377,31 @@ static void cell_merge(int dom, agg_cell *dst, const agg_cell *src) {
     _Pragma("omp simd reduction(+ : cnt)") for (uint64_t i = 0; i < n; i++) cnt += e[i] & (x[i] == x[i]); \
     if (cnt == 0) return;                                                                                \
     if (what & CS_AGG_SUM) {                                                                             \
-      double s[8] = {0}, k[8] = {0};                                                                     \
+      agg_v2d s[4] = {{0}}, k[4] = {{0}};                                                                \
       uint64_t i = 0;                                                                                    \
-      for (; i + 8 <= n; i += 8) {                                                                       \
-        _Pragma("omp simd") for (int j = 0; j < 8; j++) {                                                \
-          double v = (double)x[i + j];                                                                   \
-          v = (e[i + j] && v == v) ? v : 0.0;                                                            \
-          double t = s[j] + v;                                                                           \
-          k[j] += fabs(s[j]) >= fabs(v) ? (s[j] - t) + v : (v - t) + s[j];                               \
-          s[j] = t;                                                                                      \
+      for (; i + 8 <= n; i += 8)                                                                         \
+        for (int h = 0; h < 4; h++) {                                                                    \
+          const T *xp = x + i + 2 * h;                                                                   \
+          const uint8_t *ep = e + i + 2 * h;                                                             \
+          agg_v2d v = {(double)xp[0], (double)xp[1]};                                                    \
+          agg_v2l on = {ep[0], ep[1]};                                                                   \
+          agg_v2l keep = (v == v) & (on != 0);                                                           \
+          v = (agg_v2d)((agg_v2l)v & keep); /* +0.0 where masked out or NaN */                           \
+          agg_v2d t = s[h] + v;                                                                          \
+          agg_v2l ge = (agg_v2d)((agg_v2l)s[h] & AGG_ABS) >= (agg_v2d)((agg_v2l)v & AGG_ABS);           \
+          agg_v2l c1 = (agg_v2l)((s[h] - t) + v), c2 = (agg_v2l)((v - t) + s[h]);                        \
+          k[h] += (agg_v2d)((c1 & ge) | (c2 & ~ge));                                                     \
+          s[h] = t;                                                                                      \
         }                                                                                                \
-      }                                                                                                  \
+      double sl[8], kl[8];                                                                               \
+      memcpy(sl, s, sizeof sl), memcpy(kl, k, sizeof kl);                                                \
       for (; i < n; i++) {                                                                               \
         double v = (double)x[i];                                                                         \
-        if (e[i] && v == v) kbn(&s[0], &k[0], v);                                                        \
+        if (e[i] && v == v) kbn(&sl[0], &kl[0], v);                                                      \
       }                                                                                                  \
       for (int j = 0; j < 8; j++) {                                                                      \
-        kbn(&c->u.f.s, &c->u.f.c, s[j]);                                                                 \
-        c->u.f.c += k[j];                                                                                \
+        kbn(&c->u.f.s, &c->u.f.c, sl[j]);                                                                \
+        c->u.f.c += kl[j];                                                                               \
       }                                                                                                  \
     }                                                                                                    \
     if (what & AGG_MINMAX) AGG_UG_MINMAX(double, INFINITY, -INFINITY, f);                                \
@@ -788,6 +806,13 @@ static bool piece_gids(const cs_agg *a, agg_scratch *sc, agg_table *t, const uin
   return true;
 }
 
+static uint64_t mask_count(const uint8_t *m, uint64_t n) {
+  uint64_t c = 0;
+#pragma omp simd reduction(+ : c)
+  for (uint64_t i = 0; i < n; i++) c += m[i];
+  return c;
+}
+
 /* A piece (views filled, m its 0/1 row mask) into table t; false when a
 ** hash table cannot grow. */
 static bool piece_grouped(const cs_agg *a, agg_scratch *sc, agg_table *t, const uint8_t *m, uint64_t n) {
@@ -795,6 +820,26 @@ static bool piece_grouped(const cs_agg *a, agg_scratch *sc, agg_table *t, const 
   t->dirty = true;
   const uint32_t *gid = sc->gid;
   uint64_t *rows = t->rows;
+  /* Few groups: one vectorised pass per group with the group's own mask.
+  ** Scattering would chain every row through the same few accumulators in
+  ** memory (a load, an add and a store per row and column). */
+  uint64_t g0 = a->kind == K_HASH ? 1 : 0, g1 = a->kind == K_HASH ? t->n : t->cap;
+  if (g1 - g0 <= AGG_FEW_GROUPS) {
+    uint8_t *mg = sc->mask2;
+    for (uint64_t g = g0; g < g1; g++) {
+      uint32_t g32 = (uint32_t)g;
+#pragma omp simd
+      for (uint64_t i = 0; i < n; i++) mg[i] = m[i] & (uint8_t)(gid[i] == g32);
+      uint64_t cnt = mask_count(mg, n);
+      if (!cnt) continue;
+      rows[g] += cnt;
+      for (uint32_t j = 0; j < a->nv; j++) {
+        const agg_val *v = &a->vals[j];
+        col_piece_ug(v->type, &sc->views[v->u], mg, sc->eff, n, v->what, &t->cells[g * a->nv + j]);
+      }
+    }
+    return true;
+  }
   for (uint64_t i = 0; i < n; i++) rows[gid[i]] += m[i];
   for (uint32_t j = 0; j < a->nv; j++) {
     const agg_val *v = &a->vals[j];
@@ -808,13 +853,6 @@ static void piece_ungrouped(const cs_agg *a, agg_scratch *sc, const uint8_t *m, 
     const agg_val *v = &a->vals[j];
     col_piece_ug(v->type, &sc->views[v->u], m, sc->eff, n, v->what, &cells[j]);
   }
-}
-
-static uint64_t mask_count(const uint8_t *m, uint64_t n) {
-  uint64_t c = 0;
-#pragma omp simd reduction(+ : c)
-  for (uint64_t i = 0; i < n; i++) c += m[i];
-  return c;
 }
 
 /* ------------------------------------------------- per-record statistics */
@@ -928,7 +966,7 @@ static bool meta_cell(const cs_store *s, const agg_val *v, uint64_t r, agg_cell 
 
 static void scratch_free(const cs_agg *a, agg_scratch *sc) {
   if (!sc) return;
-  cs__mem_free(sc->mask), cs__mem_free(sc->eff), cs__mem_free(sc->ones), cs__mem_free(sc->gid);
+  cs__mem_free(sc->mask2), cs__mem_free(sc->mask), cs__mem_free(sc->eff), cs__mem_free(sc->ones), cs__mem_free(sc->gid);
   cs__mem_free(sc->hash), cs__mem_free(sc->valid), cs__mem_free(sc->xbuf), cs__mem_free((void *)sc->bp);
   cs__mem_free(sc->bn), cs__mem_free(sc->recs), cs__mem_free(sc->locs), cs__mem_free(sc->kv);
   cs__mem_free((void *)sc->kp), cs__mem_free(sc->kn), cs__mem_free(sc->views), cs__mem_free(sc->rcell);
@@ -940,6 +978,7 @@ static agg_scratch *scratch_new(const cs_agg *a, bool own_table) {
   agg_scratch *sc = cs__mem_calloc(1, sizeof *sc);
   if (!sc) return NULL;
   uint64_t P = AGG_PIECE, nu = a->nu ? a->nu : 1, nk = a->nk ? a->nk : 1;
+  sc->mask2 = cs__mem_malloc(P);
   sc->mask = cs__mem_malloc(P), sc->eff = cs__mem_malloc(P), sc->ones = cs__mem_malloc(P);
   sc->gid = cs__mem_malloc(P * sizeof *sc->gid), sc->hash = cs__mem_malloc(P * sizeof *sc->hash);
   sc->valid = cs__mem_malloc(nu * P), sc->xbuf = cs__mem_malloc(nu * P * 8);
@@ -948,7 +987,7 @@ static agg_scratch *scratch_new(const cs_agg *a, bool own_table) {
   sc->kv = cs__mem_malloc(nk * P * 8), sc->kp = cs__mem_malloc(nk * P * sizeof *sc->kp), sc->kn = cs__mem_malloc(nk * P);
   sc->views = cs__mem_calloc(nu, sizeof *sc->views);
   sc->rcell = cs__mem_malloc((a->nv ? a->nv : 1) * sizeof *sc->rcell);
-  bool ok = sc->mask && sc->eff && sc->ones && sc->gid && sc->hash && sc->valid && sc->xbuf && sc->bp && sc->bn &&
+  bool ok = sc->mask2 && sc->mask && sc->eff && sc->ones && sc->gid && sc->hash && sc->valid && sc->xbuf && sc->bp && sc->bn &&
             sc->recs && sc->locs && sc->kv && sc->kp && sc->kn && sc->views && sc->rcell;
   if (ok && own_table) ok = table_make(a, &sc->table);
   if (!ok) {
