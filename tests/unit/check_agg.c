@@ -70,7 +70,7 @@ static void gen_cell(ut_rng *r, uint32_t c, uint64_t row, ut_cell *cell) {
     ut_int_range(t, &lo, &hi);
     uint64_t k = ut_rng_below(r, 8);
     int64_t v = k == 0 ? lo : k == 1 ? hi : k < 4 ? (int64_t)ut_rng_below(r, 5) - 2
-                                              : lo + (int64_t)(ut_rng_u64(r) % ((uint64_t)(hi - lo) + 1));
+                                              : (int64_t)((uint64_t)lo + ut_rng_u64(r) % (((uint64_t)hi - (uint64_t)lo + 1) | (t == CS_TYPE_INT64)));
     if (t == CS_TYPE_INT64 && k >= 4) v = (int64_t)ut_rng_u64(r);
     ut_cell_set_int(cell, v < lo ? lo : v > hi ? hi : v);
   } else if (cs_type_is_float(t)) {
@@ -252,7 +252,7 @@ static void check_against(const cs_agg *ag, const rref *R, const ut_table *t, co
   uint64_t *order = malloc((R->n + 1) * sizeof *order);
   ck_assert_ptr_nonnull(order);
   sort_t = t, sort_keys = keys, sort_nk = nk, sort_ag = ag;
-  if (nk) {
+  if (nk && R->n) {
     qsort(R->g, R->n, sizeof *R->g, ref_group_cmp);
     for (uint64_t g = 0; g < R->n; g++) order[g] = g;
     qsort(order, R->n, sizeof *order, agg_group_cmp);
