@@ -765,6 +765,73 @@ cs_rc cs_order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_keys
 cs_rc cs_order_range(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode, uint64_t first,
                      uint64_t n, uint64_t *rows, uint64_t *n_out, uint64_t limit, cs_err *err);
 
+/* ----------------------------------------------------------- aggregation */
+
+/* Counts, sums, averages, minima and maxima of a store's columns, grouped
+** by key columns or not, over the rows a selection picks (issue 10;
+** cs_agg.c).  The values are SQLite's aggregates over the rows as colstore
+** delivers them: a NaN in a FLOAT column is NULL (not counted, not summed; a
+** NULL key), -0.0 equals 0.0 (one group, delivered as 0.0), NULL keys form
+** one group, BOOL is an integer 0/1.  Integer sums are exact; float sums
+** compensated (Neumaier), in an unspecified order.  Groups come in no
+** particular order.  An aggregate is filled by any number of add calls and
+** read when they are done; it is not safe to share between threads. */
+#define CS_AGG_COUNT 1u   /* non-NULL values of the column */
+#define CS_AGG_SUM   2u   /* numeric and BOOL columns: sum and avg */
+#define CS_AGG_MIN   4u
+#define CS_AGG_MAX   8u
+#define CS_AGG_MAX_KEYS 16u
+
+typedef struct cs_agg_spec {
+  const uint32_t *keys;   /* group key columns, any type incl. TEXT/BLOB; n_keys 0 = exactly one group */
+  uint32_t n_keys;        /* at most CS_AGG_MAX_KEYS */
+  const unsigned *what;   /* n_cols entries (one per store column): CS_AGG_* bits wanted; NULL = none */
+  int max_threads;        /* 0 = as cs_kernel_threads says */
+} cs_agg_spec;
+
+typedef struct cs_agg cs_agg;
+/* CS_EINVAL for a key column out of range, more than CS_AGG_MAX_KEYS keys,
+** or CS_AGG_SUM asked of a TEXT or BLOB column; CS_ENOMEM.  The aggregate
+** keeps a pointer to s (which must outlive it), not to spec. */
+cs_rc cs_agg_new(const cs_store *s, const cs_agg_spec *spec, cs_agg **out, cs_err *err);
+void cs_agg_free(cs_agg *a);
+
+/* Adds the rows of [first, first + n) that satisfy sel's predicates (sel NULL: every row) and
+** user_mask (NULL: every row; else n bytes, nonzero selects).  sel must have
+** been made for the aggregate's store; first + n <= cs_store_rows (else
+** CS_EINVAL).  CS_ENOMEM with err set when group tables cannot grow; the
+** aggregate then holds an unspecified part of the call's rows (free it). */
+cs_rc cs_agg_add_range(cs_agg *a, const cs_selector *sel, uint64_t first, uint64_t n, const uint8_t *user_mask, cs_err *err);
+/* Adds rows[0, n) (any order; a duplicate counts each time it appears) that satisfy sel's predicates (NULL: all).
+** Every row < cs_store_rows (else CS_EINVAL, nothing added). */
+cs_rc cs_agg_add_rows(cs_agg *a, const cs_selector *sel, const uint64_t *rows, uint64_t n, cs_err *err);
+
+typedef struct cs_agg_stats {
+  uint64_t rows_selected;       /* rows aggregated */
+  uint64_t records_scanned;     /* records whose data was read */
+  uint64_t records_skipped;     /* ruled out by zone maps */
+  uint64_t records_from_stats;  /* answered from per-record statistics, data untouched */
+  int threads;                  /* most threads used by one call */
+  const char *kernel;           /* static string: "ungrouped", "direct index", "hash" ("none" before any add) */
+} cs_agg_stats;
+void cs_agg_stats_get(const cs_agg *a, cs_agg_stats *out);
+
+uint64_t cs_agg_groups(const cs_agg *a);   /* no keys: always 1, even when no row was added */
+/* Key k of group g: NULL, INT, FLOAT or TEXT/BLOB (bytes valid while a and its store live). */
+void cs_agg_key(const cs_agg *a, uint64_t g, uint32_t k, cs_value *out);
+uint64_t cs_agg_count(const cs_agg *a, uint64_t g);   /* rows in the group */
+
+typedef struct cs_agg_result {
+  uint64_t count;     /* non-NULL values of the column in the group */
+  cs_value sum;       /* integer/BOOL column: CS_VAL_INT (exact); float column: CS_VAL_FLOAT; CS_VAL_NULL when count == 0;
+                      ** with sum_overflow: CS_VAL_FLOAT, the exact total rounded to a double */
+  bool sum_overflow;  /* integer sum outside int64 (SQLite's sum raises "integer overflow") */
+  double avg;         /* sum / count as SQLite's avg gives it; valid when count > 0 */
+  cs_value min, max;  /* CS_VAL_NULL when count == 0; TEXT/BLOB: BINARY (memcmp, shorter first) order */
+} cs_agg_result;
+/* Only the bits asked for in spec.what[col] are defined. */
+void cs_agg_result_get(const cs_agg *a, uint64_t g, uint32_t col, cs_agg_result *out);
+
 /* ----------------------------------------------------------- diagnostics */
 
 /* Process-wide notes the core could not report through a return code, such

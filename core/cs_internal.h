@@ -66,6 +66,12 @@ struct cs_store {
   _Atomic uint8_t *chunk_checked;
   _Atomic uint64_t *col_checked;
   cs__file_checks *checks;    /* the process's entry for this file; a reference */
+  /* Per-record aggregate statistics (sums, exact counts, min/max) that the
+  ** format does not store, computed by cs_agg.c the first time an aggregate
+  ** needs them and kept for the snapshot's life (it is immutable, so they
+  ** never go stale).  Set once by compare-and-swap; owned; freed by
+  ** cs_store_close through cs__agg_cache_free.  NULL until first needed. */
+  void *_Atomic agg_cache;
 };
 
 /* Loads the committed state of an open descriptor (takes ownership of fd:
@@ -102,6 +108,8 @@ cs_rc cs__verified_init(cs_store *s);
 void cs__verified_free(cs_store *s);
 void cs__verified_mark_all(const cs_store *s);
 cs_rc cs__chunk_verify(const cs_store *s, uint64_t rec, uint32_t col, cs_err *err);
+/* Frees a store's per-record aggregate statistics (cs_agg.c); NULL is fine. */
+void cs__agg_cache_free(void *cache);
 /* Records a process-wide diagnostic note once. */
 void cs__diag_note(const char *note);
 /* NUMA (cs_numa.c): interleaves a fresh mapping when the effective policy

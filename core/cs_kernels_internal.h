@@ -179,6 +179,18 @@ bool cs__pred_set_span_empty(const cs__pred_set *set, uint64_t first, uint64_t i
 void cs__pred_set_eval_span(const cs__pred_set *set, uint64_t first, uint64_t i0, uint64_t i1, uint8_t *mask,
                             uint64_t count_from, uint64_t *scanned, uint64_t *skipped);
 
+/* For aggregation (cs_agg.c), which reads the data itself and decides per
+** record: 1 when the zone maps prove every predicate true for every row of
+** record rec, 0 when they rule out every row, -1 when the data must be read
+** (always 1 without predicates).  Nothing is counted. */
+int cs__pred_set_record(const cs__pred_set *set, uint64_t rec);
+/* Whether row `local` of record rec satisfies every predicate. */
+bool cs__pred_set_row(const cs__pred_set *set, uint64_t rec, uint64_t local);
+/* The compiled predicates of a selector and the store it was made for
+** (cs_select.c). */
+const cs__pred_set *cs__selector_preds(const cs_selector *sel);
+const cs_store *cs__selector_store(const cs_selector *sel);
+
 /* The kernels' parallel loop (cs_team.c): fn(ctx, chunk, member) for every
 ** chunk in [0, n_chunks), on the calling thread (member 0) and up to
 ** threads - 1 helpers (members 1, 2, ...) that join while chunks are left.

@@ -1077,3 +1077,27 @@ void cs__pred_set_eval_span(const cs__pred_set *set, uint64_t first, uint64_t i0
   }
   eval_span(set->s, set->cp, set->n, first, i0, i1, mask, false, count_from, scanned, skipped);
 }
+
+int cs__pred_set_record(const cs__pred_set *set, uint64_t rec) {
+  const cs_store *s = set->s;
+  const cs_chunk *chs = s->chunks + rec * s->schema.n_cols;
+  uint64_t rows = s->first_rows[rec + 1] - s->first_rows[rec];
+  int dec = 1;
+  for (uint32_t k = 0; k < set->n; k++) {
+    int d = zone_decide(&set->cp[k], &chs[set->cp[k].col], rows);
+    if (d == 0) return 0;
+    if (d < 0) dec = -1;
+  }
+  return dec;
+}
+
+bool cs__pred_set_row(const cs__pred_set *set, uint64_t rec, uint64_t local) {
+  const cs_store *s = set->s;
+  const cs_chunk *chs = s->chunks + rec * s->schema.n_cols;
+  for (uint32_t k = 0; k < set->n; k++) {
+    uint8_t d;
+    piece_eval(&set->cp[k], &chs[set->cp[k].col], local, 1, &d);
+    if (!d) return false;
+  }
+  return true;
+}

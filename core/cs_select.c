@@ -75,6 +75,9 @@ void cs_selector_free(cs_selector *sel) {
   cs__mem_free(sel);
 }
 
+const cs__pred_set *cs__selector_preds(const cs_selector *sel) { return sel->preds; }
+const cs_store *cs__selector_store(const cs_selector *sel) { return sel->s; }
+
 /* The prefetch distances for walking a column through sorted positions,
 ** by element width (1, 2, 4, 8 bytes -> index 0..3): the regime depends on
 ** the column's bytes, so on its width alone within one store.  Read on the

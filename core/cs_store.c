@@ -480,6 +480,7 @@ void cs_store_close(cs_store *s) {
   cs__mem_free(s->disk_chunks);
   cs__mem_free(s->chunks);
   cs__verified_free(s);
+  cs__agg_cache_free(atomic_load(&s->agg_cache));
   cs__mem_free(s->cols);
   cs__mem_free(s->names);
   cs__mem_free(s->path);

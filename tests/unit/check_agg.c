@@ -1,0 +1,793 @@
+/*
+** check_agg.c - aggregation (core/cs_agg.c): counts, sums, averages, minima
+** and maxima, grouped or not, over ranges with predicates and masks and over
+** lists of rows.
+**
+** The reference is the obvious program: the selected rows are decided by
+** cs_pred_eval (the predicate kernel, checked by its own suite against its
+** own reference) and the caller's mask; then every selected row's cells,
+** taken from the test's own table model (unit_util's ut_table, which knows
+** nothing of records or bitmaps), go to the group whose key tuple equals
+** theirs (a linear search under SQLite's rules: NULL and NaN one group,
+** -0.0 equal to 0.0, bytes by memcmp and length), and each column's count,
+** exact 128-bit integer sum, Neumaier float sum, min and max are computed
+** one row at a time.  The aggregate must give the same groups (in any
+** order), the same counts, integer sums and min/max exactly, and float sums
+** within a relative 1e-12 of the sum of magnitudes.
+**
+** Stores hold every column type (nullable, values drawn from palettes that
+** repeat, the integers' extremes, NaN, -0.0) plus a sorted row number for
+** predicates that skip records, prove them true or cut them; records are
+** small (64 or 200 rows, or irregular) so one store has dozens.  Seeds are
+** in every failure message.
+*/
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "unit_util.h"
+
+__extension__ typedef __int128 i128;
+
+/* --------------------------------------------------------------- stores */
+
+enum {
+  C_ID, C_I8, C_I16, C_I32, C_I64, C_U8, C_U16, C_U32, C_F32, C_F64, C_BO, C_T, C_BL, C_K8, C_KF, C_KT, C_NF, N_COLS
+};
+
+static const cs_column cols[N_COLS] = {
+    {"id", CS_TYPE_INT64, false}, {"i8", CS_TYPE_INT8, true},     {"i16", CS_TYPE_INT16, true},
+    {"i32", CS_TYPE_INT32, true}, {"i64", CS_TYPE_INT64, true},   {"u8", CS_TYPE_UINT8, true},
+    {"u16", CS_TYPE_UINT16, true}, {"u32", CS_TYPE_UINT32, true}, {"f32", CS_TYPE_FLOAT32, true},
+    {"f64", CS_TYPE_FLOAT64, true}, {"bo", CS_TYPE_BOOL, true},   {"t", CS_TYPE_TEXT, true},
+    {"bl", CS_TYPE_BLOB, true},   {"k8", CS_TYPE_INT32, true},    {"kf", CS_TYPE_FLOAT64, true},
+    {"kt", CS_TYPE_TEXT, true},   {"nf", CS_TYPE_FLOAT64, false},
+};
+
+static const char *const words[] = {"", "a", "a\0", "ab", "abcdefgh", "abcdefgh\0", "abcdefghi", "b", "\xff", "zz"};
+static const uint64_t word_len[] = {0, 1, 2, 2, 8, 9, 9, 1, 1, 2};
+#define N_WORDS 10
+
+static void gen_cell(ut_rng *r, uint32_t c, uint64_t row, ut_cell *cell) {
+  cs_type t = cols[c].type;
+  if (c == C_ID) {
+    ut_cell_set_int(cell, (int64_t)row);
+    return;
+  }
+  if (cols[c].nullable && ut_rng_below(r, 10) == 0) {
+    ut_cell_set_null(cell);
+    return;
+  }
+  if (c == C_K8) {
+    ut_cell_set_int(cell, (int64_t)ut_rng_below(r, 10) - 3);
+  } else if (c == C_KF) {
+    const double p[] = {0.0, -0.0, 1.5, NAN, -2.0, 1e300};
+    ut_cell_set_float(cell, t, p[ut_rng_below(r, 6)]);
+  } else if (cs_type_is_integer(t)) {
+    int64_t lo, hi;
+    ut_int_range(t, &lo, &hi);
+    uint64_t k = ut_rng_below(r, 8);
+    int64_t v = k == 0 ? lo : k == 1 ? hi : k < 4 ? (int64_t)ut_rng_below(r, 5) - 2
+                                              : (int64_t)((uint64_t)lo + ut_rng_u64(r) % (((uint64_t)hi - (uint64_t)lo + 1) | (t == CS_TYPE_INT64)));
+    if (t == CS_TYPE_INT64 && k >= 4) v = (int64_t)ut_rng_u64(r);
+    ut_cell_set_int(cell, v < lo ? lo : v > hi ? hi : v);
+  } else if (cs_type_is_float(t)) {
+    const double p[] = {0.0, -0.0, 1.5, -2.25, 1e6, -1e-3, NAN};
+    double v = ut_rng_below(r, 3) ? ut_rng_unit(r) * 2000.0 - 1000.0 : p[ut_rng_below(r, 7)];
+    if (c == C_NF && isnan(v)) v = 0.5;
+    ut_cell_set_float(cell, t, c == C_NF && ut_rng_below(r, 50) == 0 ? NAN : v);
+  } else {
+    uint64_t w = ut_rng_below(r, N_WORDS);
+    ut_cell_set_bytes(cell, words[w], word_len[w]);
+  }
+}
+
+typedef struct astore {
+  ut_scratch sc;
+  ut_table *t;
+  cs_store *s;
+} astore;
+
+/* n rows; records of rec rows (a multiple of 8), or irregular (rec 0). */
+static void astore_make(astore *a, uint64_t n, uint64_t rec, uint64_t seed) {
+  a->sc = ut_scratch_new();
+  cs_schema schema = {N_COLS, cols};
+  a->t = ut_table_new(&schema);
+  ut_rng r = ut_rng_seed(seed);
+  for (uint64_t i = 0; i < n; i++) {
+    ut_table_add_row(a->t);
+    for (uint32_t c = 0; c < N_COLS; c++) gen_cell(&r, c, i, ut_table_cell(a->t, i, c));
+  }
+  ut_table_create_store(a->t, a->sc.path, n, rec ? rec : 64, rec ? 0 : 37);
+  a->s = ut_open_ok(a->sc.path, CS_VERIFY_FULL, "agg store");
+}
+
+static void astore_free(astore *a) {
+  cs_store_close(a->s);
+  ut_table_free(a->t);
+  ut_scratch_free(&a->sc);
+}
+
+/* ------------------------------------------------------------- reference */
+
+static bool cell_null(cs_type t, const ut_cell *c) { return c->null || (cs_type_is_float(t) && isnan(c->f)); }
+
+static int cell_cmp(cs_type t, const ut_cell *a, const ut_cell *b) {
+  if (cs_type_is_integer(t)) return (a->i > b->i) - (a->i < b->i);
+  if (cs_type_is_float(t)) return (a->f > b->f) - (a->f < b->f);
+  uint64_t m = a->len < b->len ? a->len : b->len;
+  int c = m ? memcmp(a->bytes, b->bytes, m) : 0;
+  return c ? (c > 0) - (c < 0) : (a->len > b->len) - (a->len < b->len);
+}
+
+typedef struct rcol {
+  uint64_t cnt;
+  i128 isum;
+  double s, c, mag;
+  const ut_cell *min, *max;
+} rcol;
+
+typedef struct rgroup {
+  uint64_t row; /* a row holding the key */
+  uint64_t rows;
+  rcol col[N_COLS];
+} rgroup;
+
+typedef struct rref {
+  rgroup *g;
+  uint64_t n, cap;
+} rref;
+
+static bool keys_equal(const ut_table *t, const uint32_t *keys, uint32_t nk, uint64_t a, uint64_t b) {
+  for (uint32_t k = 0; k < nk; k++) {
+    cs_type ty = cols[keys[k]].type;
+    const ut_cell *x = ut_table_cell(t, a, keys[k]), *y = ut_table_cell(t, b, keys[k]);
+    bool nx = cell_null(ty, x), ny = cell_null(ty, y);
+    if (nx != ny) return false;
+    if (!nx && cell_cmp(ty, x, y) != 0) return false;
+  }
+  return true;
+}
+
+static void ref_add(rref *R, const ut_table *t, const uint32_t *keys, uint32_t nk, uint64_t row) {
+  uint64_t g = 0;
+  while (g < R->n && !keys_equal(t, keys, nk, R->g[g].row, row)) g++;
+  if (g == R->n) {
+    if (R->n == R->cap) {
+      R->cap = R->cap ? 2 * R->cap : 16;
+      R->g = realloc(R->g, R->cap * sizeof *R->g);
+      ck_assert_ptr_nonnull(R->g);
+    }
+    memset(&R->g[g], 0, sizeof R->g[g]);
+    R->g[g].row = row;
+    R->n++;
+  }
+  rgroup *G = &R->g[g];
+  G->rows++;
+  for (uint32_t c = 0; c < N_COLS; c++) {
+    cs_type ty = cols[c].type;
+    const ut_cell *x = ut_table_cell(t, row, c);
+    if (cell_null(ty, x)) continue;
+    rcol *rc = &G->col[c];
+    rc->cnt++;
+    if (cs_type_is_integer(ty)) rc->isum += x->i;
+    if (cs_type_is_float(ty)) {
+      double v = x->f, u = rc->s + v;
+      rc->c += fabs(rc->s) >= fabs(v) ? (rc->s - u) + v : (v - u) + rc->s;
+      rc->s = u;
+      rc->mag += fabs(v);
+    }
+    if (!rc->min || cell_cmp(ty, x, rc->min) < 0) rc->min = x;
+    if (!rc->max || cell_cmp(ty, x, rc->max) > 0) rc->max = x;
+  }
+}
+
+/* ----------------------------------------------------------- comparison */
+
+static unsigned what_all[N_COLS];
+
+static void what_init(void) {
+  for (uint32_t c = 0; c < N_COLS; c++)
+    what_all[c] = CS_AGG_COUNT | CS_AGG_MIN | CS_AGG_MAX | (cs_type_is_varlen(cols[c].type) ? 0 : CS_AGG_SUM);
+}
+
+static bool value_is_cell(cs_type t, const cs_value *v, const ut_cell *c) {
+  if (cell_null(t, c)) return v->kind == CS_VAL_NULL;
+  if (cs_type_is_integer(t)) return v->kind == CS_VAL_INT && v->i == c->i;
+  if (cs_type_is_float(t)) return v->kind == CS_VAL_FLOAT && v->f == c->f && !(v->f == 0 && signbit(v->f));
+  cs_value_kind want = t == CS_TYPE_BLOB ? CS_VAL_BLOB : CS_VAL_TEXT;
+  return v->kind == want && v->n == c->len && (c->len == 0 || memcmp(v->p, c->bytes, c->len) == 0);
+}
+
+/* Groups are matched by sorting both sides by key (SQLite's order, NULL
+** first) and walking them in step. */
+static const ut_table *sort_t;
+static const uint32_t *sort_keys;
+static uint32_t sort_nk;
+static const cs_agg *sort_ag;
+
+static int ref_group_cmp(const void *pa, const void *pb) {
+  const rgroup *a = pa, *b = pb;
+  for (uint32_t k = 0; k < sort_nk; k++) {
+    cs_type ty = cols[sort_keys[k]].type;
+    const ut_cell *x = ut_table_cell(sort_t, a->row, sort_keys[k]), *y = ut_table_cell(sort_t, b->row, sort_keys[k]);
+    bool nx = cell_null(ty, x), ny = cell_null(ty, y);
+    int c = nx || ny ? (int)ny - (int)nx : cell_cmp(ty, x, y);
+    if (c) return c;
+  }
+  return 0;
+}
+
+static int value_cmp(const cs_value *x, const cs_value *y) {
+  if (x->kind == CS_VAL_NULL || y->kind == CS_VAL_NULL) return (y->kind == CS_VAL_NULL) - (x->kind == CS_VAL_NULL);
+  if (x->kind == CS_VAL_INT) return (x->i > y->i) - (x->i < y->i);
+  if (x->kind == CS_VAL_FLOAT) return (x->f > y->f) - (x->f < y->f);
+  uint64_t m = x->n < y->n ? x->n : y->n;
+  int c = m ? memcmp(x->p, y->p, m) : 0;
+  return c ? (c > 0) - (c < 0) : (x->n > y->n) - (x->n < y->n);
+}
+
+static int agg_group_cmp(const void *pa, const void *pb) {
+  uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+  for (uint32_t k = 0; k < sort_nk; k++) {
+    cs_value x, y;
+    cs_agg_key(sort_ag, a, k, &x), cs_agg_key(sort_ag, b, k, &y);
+    int c = value_cmp(&x, &y);
+    if (c) return c;
+  }
+  return 0;
+}
+
+static void check_against(const cs_agg *ag, const rref *R, const ut_table *t, const uint32_t *keys, uint32_t nk,
+                          const char *ctx) {
+  if (nk == 0) {
+    ck_assert_msg(cs_agg_groups(ag) == 1, "%s: no keys, %" PRIu64 " groups", ctx, cs_agg_groups(ag));
+  } else {
+    ck_assert_msg(cs_agg_groups(ag) == R->n, "%s: %" PRIu64 " groups, want %" PRIu64, ctx, cs_agg_groups(ag), R->n);
+  }
+  rgroup empty;
+  memset(&empty, 0, sizeof empty);
+  uint64_t *order = malloc((R->n + 1) * sizeof *order);
+  ck_assert_ptr_nonnull(order);
+  sort_t = t, sort_keys = keys, sort_nk = nk, sort_ag = ag;
+  if (nk && R->n) {
+    qsort(R->g, R->n, sizeof *R->g, ref_group_cmp);
+    for (uint64_t g = 0; g < R->n; g++) order[g] = g;
+    qsort(order, R->n, sizeof *order, agg_group_cmp);
+  }
+  for (uint64_t i = 0; i < (nk ? R->n : 1); i++) {
+    const rgroup *G = R->n ? &R->g[i] : &empty;
+    uint64_t g = nk ? order[i] : 0;
+    for (uint32_t k = 0; k < nk; k++) {
+      cs_value v;
+      cs_agg_key(ag, g, k, &v);
+      if (!value_is_cell(cols[keys[k]].type, &v, ut_table_cell(t, G->row, keys[k])))
+        ck_abort_msg("%s: group %" PRIu64 " (row %" PRIu64 "): key %u differs", ctx, i, G->row, k);
+    }
+    if (cs_agg_count(ag, g) != G->rows)
+      ck_abort_msg("%s: group %" PRIu64 ": count %" PRIu64 " want %" PRIu64, ctx, i, cs_agg_count(ag, g), G->rows);
+    for (uint32_t c = 0; c < N_COLS; c++) {
+      cs_type ty = cols[c].type;
+      const rcol *rc = &G->col[c];
+      cs_agg_result res;
+      cs_agg_result_get(ag, g, c, &res);
+      if (res.count != rc->cnt)
+        ck_abort_msg("%s: group %" PRIu64 " col %s: count %" PRIu64 " want %" PRIu64, ctx, i, cols[c].name, res.count,
+                     rc->cnt);
+      if (rc->cnt == 0) {
+        if (res.min.kind != CS_VAL_NULL || res.max.kind != CS_VAL_NULL || res.sum.kind != CS_VAL_NULL)
+          ck_abort_msg("%s: col %s: empty group must give NULLs", ctx, cols[c].name);
+        continue;
+      }
+      if (!value_is_cell(ty, &res.min, rc->min) || !value_is_cell(ty, &res.max, rc->max))
+        ck_abort_msg("%s: group %" PRIu64 " col %s: min/max differ", ctx, i, cols[c].name);
+      if (cs_type_is_integer(ty)) {
+        bool over = rc->isum < INT64_MIN || rc->isum > INT64_MAX;
+        if (res.sum_overflow != over) ck_abort_msg("%s: col %s: overflow %d want %d", ctx, cols[c].name, res.sum_overflow, over);
+        if (!over && (res.sum.kind != CS_VAL_INT || res.sum.i != (int64_t)rc->isum))
+          ck_abort_msg("%s: group %" PRIu64 " col %s: sum %" PRId64 " want %" PRId64, ctx, i, cols[c].name, res.sum.i,
+                       (int64_t)rc->isum);
+        if (res.avg != (double)rc->isum / (double)rc->cnt) ck_abort_msg("%s: col %s: avg", ctx, cols[c].name);
+      } else if (cs_type_is_float(ty)) {
+        double want = rc->s + rc->c;
+        if (res.sum.kind != CS_VAL_FLOAT || !(fabs(res.sum.f - want) <= 1e-12 * rc->mag))
+          ck_abort_msg("%s: group %" PRIu64 " col %s: sum %.17g want %.17g", ctx, i, cols[c].name, res.sum.f, want);
+        if (!(fabs(res.avg - want / (double)rc->cnt) <= 1e-12 * rc->mag / (double)rc->cnt))
+          ck_abort_msg("%s: col %s: avg %.17g", ctx, cols[c].name, res.avg);
+      }
+    }
+  }
+  free(order);
+}
+
+/* The selection: rows [first, first + n) passing preds and mask. */
+static void ref_range(rref *R, const astore *A, const cs_pred *preds, uint32_t np, uint64_t first, uint64_t n,
+                      const uint8_t *mask, const uint32_t *keys, uint32_t nk) {
+  uint8_t *pm = malloc(n + 1);
+  ck_assert_ptr_nonnull(pm);
+  cs_pred_eval(A->s, preds, np, first, n, pm, NULL);
+  for (uint64_t i = 0; i < n; i++)
+    if (pm[i] && (!mask || mask[i])) ref_add(R, A->t, keys, nk, first + i);
+  free(pm);
+}
+
+static cs_agg *agg_make(const cs_store *s, const uint32_t *keys, uint32_t nk, int threads) {
+  cs_agg_spec spec = {keys, nk, what_all, threads};
+  cs_agg *ag;
+  cs_err err = {0};
+  ck_assert_msg(cs_agg_new(s, &spec, &ag, &err) == CS_OK, "cs_agg_new: %s", err.msg);
+  return ag;
+}
+
+static cs_selector *sel_make(const cs_store *s, const cs_pred *preds, uint32_t np) {
+  cs_selector *sel;
+  cs_err err = {0};
+  ck_assert_msg(cs_selector_new(s, preds, np, &sel, &err) == CS_OK, "selector: %s", err.msg);
+  return sel;
+}
+
+static void add_range_ok(cs_agg *ag, const cs_selector *sel, uint64_t first, uint64_t n, const uint8_t *mask) {
+  cs_err err = {0};
+  ck_assert_msg(cs_agg_add_range(ag, sel, first, n, mask, &err) == CS_OK, "add_range: %s", err.msg);
+}
+
+/* ----------------------------------------------------------------- tests */
+
+/* Predicate sets: none; a cut of the sorted id (skips, proves true, cuts
+** one record); an integer range; a float range; an IN on TEXT. */
+static int preds_for(int k, uint64_t rows, cs_pred *p) {
+  cs_value v1 = {.kind = CS_VAL_INT, .i = (int64_t)(rows * 2 / 5) + 3};
+  cs_value v2 = {.kind = CS_VAL_INT, .i = (int64_t)(rows / 5)};
+  switch (k) {
+    case 0: return 0;
+    case 1: p[0] = (cs_pred){.col = C_ID, .op = CS_CMP_LT, .a = v1}; return 1;
+    case 2:
+      p[0] = (cs_pred){.col = C_ID, .op = CS_CMP_BETWEEN, .a = v2, .b = v1};
+      p[1] = (cs_pred){.col = C_I16, .op = CS_CMP_GE, .a = {.kind = CS_VAL_INT, .i = -1}};
+      return 2;
+    case 3: p[0] = (cs_pred){.col = C_F64, .op = CS_CMP_GT, .a = {.kind = CS_VAL_FLOAT, .f = 0.0}}; return 1;
+    default: p[0] = (cs_pred){.col = C_KT, .op = CS_CMP_NOTNULL}; return 1;
+  }
+}
+#define N_PRED_SETS 5
+
+static const uint32_t key_sets[][3] = {
+    {0}, {C_K8}, {C_I8}, {C_I16}, {C_I32}, {C_I64}, {C_U8}, {C_U16}, {C_U32}, {C_F32}, {C_F64},
+    {C_BO}, {C_T}, {C_BL}, {C_KF}, {C_KT}, {C_K8, C_KT}, {C_KF, C_BO, C_KT},
+};
+static const uint32_t key_counts[] = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 3};
+#define N_KEY_SETS (sizeof key_counts / sizeof key_counts[0])
+
+START_TEST(test_agg_range_every_key_and_type_matches_reference) {
+  what_init();
+  uint64_t seed = 1000 + (uint64_t)_i;
+  astore A;
+  uint64_t n = 1500 + (uint64_t)_i * 311;
+  astore_make(&A, n, _i % 3 == 0 ? 0 : _i % 3 == 1 ? 64 : 200, seed);
+  ut_rng r = ut_rng_seed(seed ^ 77);
+  for (uint32_t ks = 0; ks < N_KEY_SETS; ks++) {
+    for (int ps = 0; ps < N_PRED_SETS; ps++) {
+      cs_pred preds[2];
+      int np = preds_for(ps, n, preds);
+      uint64_t first = ut_rng_below(&r, 3) == 0 ? ut_rng_below(&r, n / 3) : 0;
+      uint64_t cnt = ut_rng_below(&r, 3) == 0 ? ut_rng_below(&r, n - first + 1) : n - first;
+      uint8_t *mask = NULL;
+      if (ut_rng_below(&r, 3) == 0) {
+        mask = malloc(cnt + 1);
+        for (uint64_t i = 0; i < cnt; i++) mask[i] = ut_rng_below(&r, 3) == 0 ? 0 : (uint8_t)(1 + ut_rng_below(&r, 9));
+      }
+      rref R = {0};
+      ref_range(&R, &A, preds, (uint32_t)np, first, cnt, mask, key_sets[ks], key_counts[ks]);
+      cs_selector *sel = np ? sel_make(A.s, preds, (uint32_t)np) : NULL;
+      cs_agg *ag = agg_make(A.s, key_sets[ks], key_counts[ks], 1 + (int)(ks % 3));
+      /* in two calls, so adds accumulate */
+      uint64_t half = cnt / 2;
+      add_range_ok(ag, sel, first, half, mask);
+      add_range_ok(ag, sel, first + half, cnt - half, mask ? mask + half : NULL);
+      char ctx[128];
+      snprintf(ctx, sizeof ctx, "seed %" PRIu64 " keys %u preds %d rows %" PRIu64 "+%" PRIu64 " mask %d", seed, ks,
+               ps, first, cnt, mask != NULL);
+      check_against(ag, &R, A.t, key_sets[ks], key_counts[ks], ctx);
+      cs_agg_stats st;
+      cs_agg_stats_get(ag, &st);
+      uint64_t want_rows = 0;
+      for (uint64_t g = 0; g < R.n; g++) want_rows += R.g[g].rows;
+      ck_assert_uint_eq(st.rows_selected, want_rows);
+      cs_agg_free(ag);
+      cs_selector_free(sel);
+      free(R.g);
+      free(mask);
+    }
+  }
+  astore_free(&A);
+}
+END_TEST
+
+START_TEST(test_agg_rows_any_order_and_duplicates_match_reference) {
+  what_init();
+  uint64_t seed = 2000 + (uint64_t)_i;
+  astore A;
+  uint64_t n = 1200;
+  astore_make(&A, n, _i ? 64 : 0, seed);
+  ut_rng r = ut_rng_seed(seed);
+  uint64_t m = 3000;
+  uint64_t *rows = malloc(m * sizeof *rows);
+  for (uint64_t i = 0; i < m; i++) rows[i] = ut_rng_below(&r, n);
+  for (uint32_t ks = 0; ks < N_KEY_SETS; ks++) {
+    for (int ps = 0; ps < N_PRED_SETS; ps++) {
+      cs_pred preds[2];
+      int np = preds_for(ps, n, preds);
+      uint8_t *pm = malloc(n);
+      cs_pred_eval(A.s, preds, (uint32_t)np, 0, n, pm, NULL);
+      rref R = {0};
+      for (uint64_t i = 0; i < m; i++)
+        if (pm[rows[i]]) ref_add(&R, A.t, key_sets[ks], key_counts[ks], rows[i]);
+      cs_selector *sel = np ? sel_make(A.s, preds, (uint32_t)np) : NULL;
+      cs_agg *ag = agg_make(A.s, key_sets[ks], key_counts[ks], 0);
+      cs_err err = {0};
+      ck_assert(cs_agg_add_rows(ag, sel, rows, m, &err) == CS_OK);
+      char ctx[96];
+      snprintf(ctx, sizeof ctx, "rows seed %" PRIu64 " keys %u preds %d", seed, ks, ps);
+      check_against(ag, &R, A.t, key_sets[ks], key_counts[ks], ctx);
+      cs_agg_free(ag);
+      cs_selector_free(sel);
+      free(R.g);
+      free(pm);
+    }
+  }
+  free(rows);
+  astore_free(&A);
+}
+END_TEST
+
+START_TEST(test_agg_empty_selection_one_group_without_keys_none_with) {
+  what_init();
+  astore A;
+  astore_make(&A, 300, 64, 5);
+  cs_pred p = {.col = C_ID, .op = CS_CMP_LT, .a = {.kind = CS_VAL_INT, .i = -5}};
+  cs_selector *sel = sel_make(A.s, &p, 1);
+  uint32_t key = C_K8;
+  cs_agg *a0 = agg_make(A.s, NULL, 0, 0), *a1 = agg_make(A.s, &key, 1, 0);
+  ck_assert_uint_eq(cs_agg_groups(a0), 1);
+  ck_assert_uint_eq(cs_agg_groups(a1), 0);
+  add_range_ok(a0, sel, 0, 300, NULL);
+  add_range_ok(a1, sel, 0, 300, NULL);
+  add_range_ok(a0, NULL, 10, 0, NULL);
+  ck_assert_uint_eq(cs_agg_groups(a0), 1);
+  ck_assert_uint_eq(cs_agg_count(a0, 0), 0);
+  ck_assert_uint_eq(cs_agg_groups(a1), 0);
+  cs_agg_result res;
+  cs_agg_result_get(a0, 0, C_I64, &res);
+  ck_assert_uint_eq(res.count, 0);
+  ck_assert_int_eq(res.sum.kind, CS_VAL_NULL);
+  ck_assert_int_eq(res.min.kind, CS_VAL_NULL);
+  cs_agg_stats st;
+  cs_agg_stats_get(a0, &st);
+  ck_assert_uint_eq(st.records_skipped, cs_store_records(A.s));
+  ck_assert_uint_eq(st.records_scanned, 0);
+  cs_agg_free(a0), cs_agg_free(a1);
+  cs_selector_free(sel);
+  astore_free(&A);
+}
+END_TEST
+
+/* A small store of one INT64 and one FLOAT64 column. */
+static cs_store *small_store(ut_scratch *sc, const int64_t *iv, const double *fv, uint64_t n, uint64_t rec) {
+  static const cs_column c2[2] = {{"i", CS_TYPE_INT64, true}, {"f", CS_TYPE_FLOAT64, true}};
+  cs_schema schema = {2, c2};
+  ut_table *t = ut_table_new(&schema);
+  for (uint64_t i = 0; i < n; i++) {
+    ut_table_add_row(t);
+    ut_cell_set_int(ut_table_cell(t, i, 0), iv[i]);
+    ut_cell_set_float(ut_table_cell(t, i, 1), CS_TYPE_FLOAT64, fv[i]);
+  }
+  *sc = ut_scratch_new();
+  ut_table_create_store(t, sc->path, n, rec, 0);
+  ut_table_free(t);
+  return ut_open_ok(sc->path, CS_VERIFY_FULL, "small");
+}
+
+START_TEST(test_agg_int64_sum_overflow_is_flagged_and_exact_when_back_in_range) {
+  int64_t iv[] = {INT64_MAX, 1, INT64_MAX, -1, INT64_MIN, INT64_MIN};
+  double fv[] = {NAN, -0.0, 0.0, NAN, INFINITY, 1.0};
+  ut_scratch sc;
+  cs_store *s = small_store(&sc, iv, fv, 6, 8);
+  unsigned what[2] = {CS_AGG_COUNT | CS_AGG_SUM | CS_AGG_MIN | CS_AGG_MAX, CS_AGG_COUNT | CS_AGG_SUM | CS_AGG_MIN | CS_AGG_MAX};
+  cs_agg_spec spec = {NULL, 0, what, 1};
+  cs_err err = {0};
+  struct {
+    uint64_t first, n;
+    bool over;
+    int64_t sum;
+  } cases[] = {{0, 2, true, 0}, {0, 4, true, 0}, {1, 3, false, INT64_MAX}, {2, 3, false, INT64_MAX - 1 + INT64_MIN},
+               {3, 3, true, 0}, {4, 2, true, 0}, {0, 1, false, INT64_MAX}};
+  for (unsigned k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    cs_agg *a;
+    ck_assert(cs_agg_new(s, &spec, &a, &err) == CS_OK);
+    add_range_ok(a, NULL, cases[k].first, cases[k].n, NULL);
+    cs_agg_result res;
+    cs_agg_result_get(a, 0, 0, &res);
+    ck_assert_msg(res.sum_overflow == cases[k].over, "case %u", k);
+    if (!cases[k].over) ck_assert_int_eq(res.sum.i, cases[k].sum);
+    i128 exact = 0;
+    for (uint64_t i = cases[k].first; i < cases[k].first + cases[k].n; i++) exact += iv[i];
+    ck_assert_msg(res.avg == (double)exact / (double)cases[k].n, "case %u avg", k);
+    cs_agg_free(a);
+  }
+  /* floats: NaN is NULL, -0.0 min delivered as 0.0, inf sums to inf */
+  cs_agg *a;
+  ck_assert(cs_agg_new(s, &spec, &a, &err) == CS_OK);
+  add_range_ok(a, NULL, 0, 4, NULL);
+  cs_agg_result res;
+  cs_agg_result_get(a, 0, 1, &res);
+  ck_assert_uint_eq(res.count, 2);
+  ck_assert(res.min.f == 0.0 && !signbit(res.min.f) && !signbit(res.max.f) && !signbit(res.sum.f));
+  add_range_ok(a, NULL, 4, 2, NULL);
+  cs_agg_result_get(a, 0, 1, &res);
+  ck_assert(isinf(res.sum.f) && res.sum.f > 0 && isinf(res.max.f));
+  cs_agg_free(a);
+  cs_store_close(s);
+  ut_scratch_free(&sc);
+}
+END_TEST
+
+START_TEST(test_agg_float_keys_nan_is_null_and_negative_zero_is_zero) {
+  int64_t iv[] = {1, 2, 3, 4, 5, 6, 7};
+  double fv[] = {-0.0, 0.0, NAN, 2.5, -0.0, NAN, 2.5};
+  ut_scratch sc;
+  cs_store *s = small_store(&sc, iv, fv, 7, 8);
+  /* NULL f: the writer stores a NULL when told; make one by a second store is
+  ** not needed: NaN already reads as NULL */
+  unsigned what[2] = {CS_AGG_COUNT | CS_AGG_SUM, 0};
+  uint32_t key = 1;
+  cs_agg_spec spec = {&key, 1, what, 1};
+  cs_agg *a;
+  cs_err err = {0};
+  ck_assert(cs_agg_new(s, &spec, &a, &err) == CS_OK);
+  add_range_ok(a, NULL, 0, 7, NULL);
+  ck_assert_uint_eq(cs_agg_groups(a), 3);
+  bool seen[3] = {0};
+  for (uint64_t g = 0; g < 3; g++) {
+    cs_value v;
+    cs_agg_key(a, g, 0, &v);
+    cs_agg_result res;
+    cs_agg_result_get(a, g, 0, &res);
+    if (v.kind == CS_VAL_NULL) {
+      ck_assert_int_eq(res.sum.i, 3 + 6);
+      seen[0] = true;
+    } else if (v.f == 0.0) {
+      ck_assert(!signbit(v.f));
+      ck_assert_int_eq(res.sum.i, 1 + 2 + 5);
+      seen[1] = true;
+    } else {
+      ck_assert(v.f == 2.5);
+      ck_assert_int_eq(res.sum.i, 4 + 7);
+      seen[2] = true;
+    }
+  }
+  ck_assert(seen[0] && seen[1] && seen[2]);
+  cs_agg_free(a);
+  cs_store_close(s);
+  ut_scratch_free(&sc);
+}
+END_TEST
+
+/* Ungrouped, unfiltered: every record from the per-record statistics; with
+** an all-ones mask: every record from its data.  The same bits. */
+START_TEST(test_agg_record_statistics_equal_the_data_path) {
+  what_init();
+  astore A;
+  astore_make(&A, 5000, _i ? 200 : 0, 31 + (uint64_t)_i);
+  uint8_t *ones = malloc(5000);
+  memset(ones, 1, 5000);
+  for (int round = 0; round < 2; round++) { /* the second finds the cache */
+    cs_agg *st = agg_make(A.s, NULL, 0, 1), *dp = agg_make(A.s, NULL, 0, 1);
+    add_range_ok(st, NULL, 0, 5000, NULL);
+    add_range_ok(dp, NULL, 0, 5000, ones);
+    cs_agg_stats s1, s2;
+    cs_agg_stats_get(st, &s1), cs_agg_stats_get(dp, &s2);
+    ck_assert_uint_eq(s1.records_from_stats, cs_store_records(A.s));
+    ck_assert_uint_eq(s2.records_from_stats, 0);
+    ck_assert_uint_eq(s2.records_scanned, cs_store_records(A.s));
+    for (uint32_t c = 0; c < N_COLS; c++) {
+      cs_agg_result x, y;
+      cs_agg_result_get(st, 0, c, &x), cs_agg_result_get(dp, 0, c, &y);
+      ck_assert_msg(x.count == y.count && x.sum.kind == y.sum.kind && x.sum.i == y.sum.i &&
+                        memcmp(&x.sum.f, &y.sum.f, 8) == 0 && memcmp(&x.avg, &y.avg, 8) == 0 &&
+                        x.min.i == y.min.i && memcmp(&x.min.f, &y.min.f, 8) == 0 && x.max.i == y.max.i &&
+                        memcmp(&x.max.f, &y.max.f, 8) == 0 && x.min.n == y.min.n && x.max.n == y.max.n,
+                    "col %s differs between statistics and data", cols[c].name);
+    }
+    rref R = {0};
+    ref_range(&R, &A, NULL, 0, 0, 5000, NULL, NULL, 0);
+    check_against(st, &R, A.t, NULL, 0, "stats path");
+    free(R.g);
+    cs_agg_free(st), cs_agg_free(dp);
+  }
+  free(ones);
+  astore_free(&A);
+}
+END_TEST
+
+/* A store large enough for the team: 1, 2 and 4 threads agree (integers
+** exactly, ungrouped floats too; grouped floats within rounding). */
+START_TEST(test_agg_threads_agree) {
+  uint64_t n = 700000;
+  static const cs_column c3[3] = {{"k", CS_TYPE_INT32, true}, {"v", CS_TYPE_INT64, true}, {"f", CS_TYPE_FLOAT64, true}};
+  cs_schema schema = {3, c3};
+  ut_table *t = ut_table_new(&schema);
+  ut_rng r = ut_rng_seed(99);
+  for (uint64_t i = 0; i < n; i++) {
+    ut_table_add_row(t);
+    ut_cell *c = ut_table_cell(t, i, 0);
+    if (ut_rng_below(&r, 20) == 0)
+      ut_cell_set_null(c);
+    else
+      ut_cell_set_int(c, (int64_t)ut_rng_below(&r, 100000));
+    ut_cell_set_int(ut_table_cell(t, i, 1), (int64_t)ut_rng_u64(&r));
+    ut_cell_set_float(ut_table_cell(t, i, 2), CS_TYPE_FLOAT64, ut_rng_unit(&r) - 0.5);
+  }
+  ut_scratch sc = ut_scratch_new();
+  ut_table_create_store(t, sc.path, n, 0, 0);
+  ut_table_free(t);
+  cs_store *s = ut_open_ok(sc.path, CS_VERIFY_HEADER, "threads");
+  unsigned what[3] = {CS_AGG_COUNT, CS_AGG_COUNT | CS_AGG_SUM | CS_AGG_MIN | CS_AGG_MAX, CS_AGG_COUNT | CS_AGG_SUM};
+  cs_pred p = {.col = 2, .op = CS_CMP_GT, .a = {.kind = CS_VAL_FLOAT, .f = -0.3}};
+  cs_selector *sel = sel_make(s, &p, 1);
+  for (uint32_t nk = 0; nk <= 1; nk++) {
+    uint32_t key = 0;
+    cs_agg *ag[3];
+    for (int k = 0; k < 3; k++) {
+      cs_agg_spec spec = {&key, nk, what, 1 << k};
+      cs_err err = {0};
+      ck_assert(cs_agg_new(s, &spec, &ag[k], &err) == CS_OK);
+      add_range_ok(ag[k], sel, 0, n, NULL);
+    }
+    cs_agg_stats st;
+    cs_agg_stats_get(ag[2], &st);
+    ck_assert_msg(st.threads >= 1, "threads");
+    ck_assert_uint_eq(cs_agg_groups(ag[0]), cs_agg_groups(ag[1]));
+    ck_assert_uint_eq(cs_agg_groups(ag[0]), cs_agg_groups(ag[2]));
+    /* group of each key (0..99999, NULL at 100000) in each aggregate */
+    static uint64_t at[3][100001];
+    for (int k = 0; k < 3 && nk; k++) {
+      for (uint64_t h = 0; h <= 100000; h++) at[k][h] = UINT64_MAX;
+      for (uint64_t h = 0; h < cs_agg_groups(ag[k]); h++) {
+        cs_value kk;
+        cs_agg_key(ag[k], h, 0, &kk);
+        at[k][kk.kind == CS_VAL_NULL ? 100000 : kk.i] = h;
+      }
+    }
+    for (uint64_t g = 0; g < cs_agg_groups(ag[0]); g++) {
+      cs_value k0;
+      if (nk) cs_agg_key(ag[0], g, 0, &k0);
+      cs_agg_result x0, f0;
+      cs_agg_result_get(ag[0], g, 1, &x0), cs_agg_result_get(ag[0], g, 2, &f0);
+      for (int k = 1; k < 3; k++) {
+        uint64_t h = nk ? at[k][k0.kind == CS_VAL_NULL ? 100000 : k0.i] : g;
+        ck_assert(h < cs_agg_groups(ag[k]));
+        cs_agg_result x, f;
+        cs_agg_result_get(ag[k], h, 1, &x), cs_agg_result_get(ag[k], h, 2, &f);
+        ck_assert_uint_eq(cs_agg_count(ag[k], h), cs_agg_count(ag[0], g));
+        ck_assert(x.count == x0.count && x.sum_overflow == x0.sum_overflow && x.sum.i == x0.sum.i &&
+                  memcmp(&x.sum.f, &x0.sum.f, 8) == 0 && x.min.i == x0.min.i && x.max.i == x0.max.i);
+        if (nk == 0)
+          ck_assert(memcmp(&f.sum.f, &f0.sum.f, 8) == 0);
+        else
+          ck_assert(fabs(f.sum.f - f0.sum.f) <= 1e-9);
+      }
+    }
+    for (int k = 0; k < 3; k++) cs_agg_free(ag[k]);
+  }
+  cs_selector_free(sel);
+  cs_store_close(s);
+  ut_scratch_free(&sc);
+}
+END_TEST
+
+START_TEST(test_agg_direct_index_and_hash_are_chosen_by_range) {
+  what_init();
+  astore A;
+  astore_make(&A, 2000, 64, 8);
+  struct {
+    uint32_t col;
+    const char *kernel;
+  } cases[] = {{C_K8, "direct index"}, {C_BO, "direct index"}, {C_U8, "direct index"}, {C_I64, "hash"},
+               {C_U32, "hash"}, {C_KT, "hash"}};
+  for (unsigned k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    cs_agg *ag = agg_make(A.s, &cases[k].col, 1, 1);
+    add_range_ok(ag, NULL, 0, 2000, NULL);
+    cs_agg_stats st;
+    cs_agg_stats_get(ag, &st);
+    ck_assert_msg(strcmp(st.kernel, cases[k].kernel) == 0, "col %s: %s", cols[cases[k].col].name, st.kernel);
+    cs_agg_free(ag);
+  }
+  astore_free(&A);
+}
+END_TEST
+
+START_TEST(test_agg_bad_arguments) {
+  what_init();
+  astore A;
+  astore_make(&A, 100, 64, 9);
+  cs_err err = {0};
+  cs_agg *ag;
+  uint32_t bad = N_COLS;
+  cs_agg_spec spec = {&bad, 1, what_all, 0};
+  ck_assert_int_eq(cs_agg_new(A.s, &spec, &ag, &err), CS_EINVAL);
+  ck_assert_ptr_null(ag);
+  unsigned w[N_COLS] = {0};
+  w[C_T] = CS_AGG_SUM;
+  cs_agg_spec spec2 = {NULL, 0, w, 0};
+  ck_assert_int_eq(cs_agg_new(A.s, &spec2, &ag, &err), CS_EINVAL);
+  uint32_t many[17] = {0};
+  cs_agg_spec spec3 = {many, 17, NULL, 0};
+  ck_assert_int_eq(cs_agg_new(A.s, &spec3, &ag, &err), CS_EINVAL);
+  ag = agg_make(A.s, NULL, 0, 0);
+  ck_assert_int_eq(cs_agg_add_range(ag, NULL, 50, 51, NULL, &err), CS_EINVAL);
+  uint64_t rows[2] = {3, 100};
+  ck_assert_int_eq(cs_agg_add_rows(ag, NULL, rows, 2, &err), CS_EINVAL);
+  ck_assert_uint_eq(cs_agg_count(ag, 0), 0);
+  cs_agg_free(ag);
+  astore_free(&A);
+}
+END_TEST
+
+/* Every allocation of a grouped and an ungrouped run fails in turn: the
+** call reports CS_ENOMEM with a message, or succeeds with the right answer,
+** and nothing leaks. */
+START_TEST(test_agg_allocation_failures_are_reported_and_leak_nothing) {
+  what_init();
+  astore A;
+  astore_make(&A, 3000, 64, 12);
+  uint32_t keys[2] = {C_KT, C_I16};
+  for (uint32_t nk = 0; nk <= 2; nk++) {
+    rref R = {0};
+    ref_range(&R, &A, NULL, 0, 0, 3000, NULL, keys, nk);
+    int ok_runs = 0;
+    for (long k = 1; k < 400 && ok_runs < 3; k++) {
+      long live = cs_mem_live();
+      cs_mem_fail_after(k, k & 1);
+      cs_agg_spec spec = {keys, nk, what_all, 1};
+      cs_agg *ag = NULL;
+      cs_err err = {0};
+      cs_rc rc = cs_agg_new(A.s, &spec, &ag, &err);
+      if (rc == CS_OK) rc = cs_agg_add_range(ag, NULL, 0, 3000, NULL, &err);
+      cs_mem_fail_after(-1, false);
+      if (rc == CS_OK) {
+        ok_runs++;
+        check_against(ag, &R, A.t, keys, nk, "after failures");
+      } else {
+        ck_assert_int_eq(rc, CS_ENOMEM);
+        ck_assert_msg(strncmp(err.msg, "colstore:", 9) == 0, "message: %s", err.msg);
+      }
+      cs_agg_free(ag);
+      /* the store's statistics cache may stay (it belongs to the store) */
+      ck_assert_msg(cs_mem_live() <= live + 2, "k %ld: %ld blocks leaked", k, cs_mem_live() - live);
+    }
+    ck_assert(ok_runs > 0);
+    free(R.g);
+  }
+  astore_free(&A);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("agg");
+  TCase *tc = tcase_create("agg");
+  tcase_set_timeout(tc, 300);
+  tcase_add_loop_test(tc, test_agg_range_every_key_and_type_matches_reference, 0, 3);
+  tcase_add_loop_test(tc, test_agg_rows_any_order_and_duplicates_match_reference, 0, 2);
+  tcase_add_test(tc, test_agg_empty_selection_one_group_without_keys_none_with);
+  tcase_add_test(tc, test_agg_int64_sum_overflow_is_flagged_and_exact_when_back_in_range);
+  tcase_add_test(tc, test_agg_float_keys_nan_is_null_and_negative_zero_is_zero);
+  tcase_add_loop_test(tc, test_agg_record_statistics_equal_the_data_path, 0, 2);
+  tcase_add_test(tc, test_agg_threads_agree);
+  tcase_add_test(tc, test_agg_direct_index_and_hash_are_chosen_by_range);
+  tcase_add_test(tc, test_agg_bad_arguments);
+  tcase_add_test(tc, test_agg_allocation_failures_are_reported_and_leak_nothing);
+  suite_add_tcase(s, tc);
+  return ut_run_suite(s);
+}
