@@ -88,6 +88,11 @@ int sqlite3_colstore_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routin
     *pzErrMsg = sqlite3_mprintf("colstore: cannot register the module: %s", sqlite3_errmsg(db));
     return rc;
   }
+  rc = sqlite3_create_module_v2(db, "colstore_agg", &csx_agg_module, conn, NULL);
+  if (rc != SQLITE_OK) {
+    *pzErrMsg = sqlite3_mprintf("colstore: cannot register the module colstore_agg: %s", sqlite3_errmsg(db));
+    return rc;
+  }
   rc = csx_register_functions(db, conn);
   if (rc == SQLITE_OK) rc = csx_register_config(db);
   if (rc == SQLITE_OK) rc = csx_register_calibrate(db);

@@ -192,9 +192,12 @@ int csx_plan_decode(const char *idxStr, csx_plan *out);
 ** as a predicate when the core can evaluate it exactly as SQLite would:
 ** its slot goes to slots (argv index ++*argv_i, omitted), its words to
 ** words (after a comma when more), *rows shrinks by its selectivity.
-** False, with nothing changed, when it must be left to SQLite. */
+** False, with nothing changed, when it must be left to SQLite.  A TEXT
+** comparison whose right-hand side SQLite does not know at planning (a
+** bound parameter, or a column of another table) is taken only with
+** text_unknown_ok, as a parameter (TEXT affinity) would compare. */
 bool csx_plan_take_pred(sqlite3_index_info *pInfo, int i, cs_type t, int src_col, const char *name, int *argv_i,
-                        sqlite3_str *slots, sqlite3_str *words, bool more, double *rows);
+                        sqlite3_str *slots, sqlite3_str *words, bool more, double *rows, bool text_unknown_ok);
 
 /* colstore_cursor.c */
 int csx_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor);

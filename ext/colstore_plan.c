@@ -115,7 +115,7 @@ static const char *op_text(int op) {
 
 /* Can the right-hand side of constraint i be taken without changing the
 ** comparison's meaning?  See the essay above. */
-static int pred_exact(sqlite3_index_info *pInfo, int i, cs_type type) {
+static int pred_exact(sqlite3_index_info *pInfo, int i, cs_type type, bool text_unknown_ok) {
   int op = pInfo->aConstraint[i].op;
   if (op == SQLITE_INDEX_CONSTRAINT_ISNULL || op == SQLITE_INDEX_CONSTRAINT_ISNOTNULL) return 1;
   if (type == CS_TYPE_BLOB) return 0;
@@ -124,13 +124,14 @@ static int pred_exact(sqlite3_index_info *pInfo, int i, cs_type type) {
   if (coll && sqlite3_stricmp(coll, "BINARY") != 0) return 0;
   /* A known constant (literal) has no affinity: TEXT affinity applies. */
   sqlite3_value *v = NULL;
+  if (text_unknown_ok) return 1;
   return sqlite3_libversion_number() >= 3038000 && sqlite3_vtab_rhs_value(pInfo, i, &v) == SQLITE_OK && v != NULL;
 }
 
 static double selectivity(int op);
 
 bool csx_plan_take_pred(sqlite3_index_info *pInfo, int i, cs_type t, int src_col, const char *name, int *argv_i,
-                        sqlite3_str *slots, sqlite3_str *words, bool more, double *rows) {
+                        sqlite3_str *slots, sqlite3_str *words, bool more, double *rows, bool text_unknown_ok) {
   int op = pInfo->aConstraint[i].op;
   bool in_ok = sqlite3_libversion_number() >= 3038000;
   bool in_list = op == SQLITE_INDEX_CONSTRAINT_EQ && in_ok && sqlite3_vtab_in(pInfo, i, -1);
@@ -138,7 +139,7 @@ bool csx_plan_take_pred(sqlite3_index_info *pInfo, int i, cs_type t, int src_col
   ** 32-bit mask by argv position); later it would pass one member at a
   ** time, so a list there is left to SQLite. */
   bool in_fits = !in_list || *argv_i < 32;
-  if (!(pred_op_supported(op) || in_list) || !in_fits || !pred_exact(pInfo, i, t)) return false;
+  if (!(pred_op_supported(op) || in_list) || !in_fits || !pred_exact(pInfo, i, t, text_unknown_ok)) return false;
   if (in_list) {
     sqlite3_vtab_in(pInfo, i, 1);
     sqlite3_str_appendf(slots, "Q%d;", src_col);
@@ -338,7 +339,7 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
                       !(in_ok && sqlite3_vtab_rhs_value(pInfo, i, &rhs) == SQLITE_OK && rhs);
     if (c->iColumn >= 0 && c->iColumn < n_cols && !positions && i_eq < 0 && argv_i < CSX_MAX_SLOTS - 4 && !in_unknown) {
       const cs_column *col = &schema->cols[c->iColumn];
-      if (csx_plan_take_pred(pInfo, i, col->type, c->iColumn, col->name, &argv_i, slots, words, any_pred, &rows)) {
+      if (csx_plan_take_pred(pInfo, i, col->type, c->iColumn, col->name, &argv_i, slots, words, any_pred, &rows, false)) {
         any_pred = true;
         taken = true;
       }
