@@ -2,8 +2,9 @@
 ** colstore.h - the public face of the colstore core.
 **
 ** The core is a column store that knows nothing of SQLite: it opens a store
-** file read-only through one mmap, exposes each record's column buffers as
-** pointers into that mapping, and writes new records through a writer that
+** file read-only through one mmap (or, with cache=memory, reads it into a
+** private copy), exposes each record's column buffers as pointers into that
+** mapping (or copy), and writes new records through a writer that
 ** never touches committed bytes.  ext/ (the SQLite glue) and the tests and
 ** benchmarks use only what is declared here.
 **

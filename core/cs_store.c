@@ -15,6 +15,10 @@
 ** records themselves are never rewritten, so pointers into them stay valid
 ** for the life of the snapshot.
 **
+** cache=memory (cs_cache.c): once the committed extent is known, the
+** mapping is swapped for a private copy of [0, data_end) before the chunk
+** pointers are resolved, so everything after that point reads the copy.
+**
 ** Recovery: when the slot's footer is missing or fails its checksum, the
 ** record headers are walked forward from data_offset to the slot's
 ** data_end; each carries its own checksum and a copy of its descriptors.
