@@ -98,9 +98,17 @@ The choices a reader might question:
   are there to make such a cost visible.
 - Python's garbage collector is off while timing and run between rounds:
   its pauses would land in random runs and are not colstore's.
+- --cache memory|both (issue 12): the colstore side is a table with
+  cache=memory (the store copied into the process's memory at CREATE), or,
+  with both, that table beside the default cache=map one: every query then
+  runs on each in every mode, the two variants next to each other in every
+  round (which one goes first alternates), so drift on the host hits both
+  alike; the summary ends with map over memory per mode.  The copy's cost at
+  CREATE (colstore_info's cache) is printed.  Mode S is where the mapping's
+  aging shows and the copy should not.
 
     /usr/bin/python3 bench/bench_busy.py [--module build/colstore] [--rows 10000000]
-        [--rounds 7] [--dir build/bench-data] [--no-spinner] [--queries 1,3,5]
+        [--rounds 7] [--dir build/bench-data] [--no-spinner] [--queries 1,3,5] [--cache map|memory|both]
     make bench-quick              # --rounds 5
 """
 import argparse
@@ -247,6 +255,28 @@ def make_queries(n, seed):
     return q
 
 
+def cache_variants(queries, cache):
+    """The queries once per cache variant, the variants of a query side by
+    side; a cache=memory variant reads table tm instead of t."""
+    kinds = {"map": ["map"], "memory": ["memory"], "both": ["map", "memory"]}[cache]
+    out = []
+    for q in queries:
+        for kind in kinds:
+            v = dict(q)
+            v["cache"] = kind
+            v["base_label"] = q["label"]
+            if kind == "memory":
+                v["key"] = q["key"] + "@memory"
+                v["label"] = q["label"] + " [memory]"
+                for side in ("cs", "cs_check"):
+                    if side in v:
+                        v[side] = (v[side][0].replace(" FROM t ", " FROM tm "), v[side][1])
+            elif cache == "both":
+                v["label"] = q["label"] + " [map]"
+            out.append(v)
+    return out
+
+
 def pick_queries(all_q, spec):
     if not spec:
         return all_q
@@ -383,10 +413,17 @@ def spin(ready):
 def run_rounds(con, queries, modes, rounds, cells, long_scans):
     for r in range(rounds):
         gc.collect()
+        # Variants of one query (cache=map, cache=memory) are adjacent in
+        # queries; which runs first alternates by round.
+        groups = {}
         for q in queries:
-            k = (r + q["n"]) % len(modes)
+            groups.setdefault(q["n"], []).append(q)
+        for n in sorted(groups, key=lambda n: [q["n"] for q in queries].index(n)):
+            k = (r + n) % len(modes)
             for name, fn in modes[k:] + modes[:k]:
-                fn(con, q, cells[q["key"]][name], long_scans)
+                vs = groups[n] if r % 2 == 0 else groups[n][::-1]
+                for q in vs:
+                    fn(con, q, cells[q["key"]][name], long_scans)
 
 
 # ----------------------------------------------------------------- report
@@ -442,6 +479,8 @@ def main():
                     help="data directory (default: <repo>/build/bench-data)")
     ap.add_argument("--no-spinner", action="store_true", help="skip mode D")
     ap.add_argument("--queries", default="", help="a subset, e.g. 1,3 or count99,rows (default: all five)")
+    ap.add_argument("--cache", default="map", choices=("map", "memory", "both"),
+                    help="the colstore table's cache option; both: each query on a cache=map and a cache=memory table")
     a = ap.parse_args()
     if a.rows < 20 or a.rounds < 1:
         sys.exit("bench_busy: --rows must be >= 20 and --rounds >= 1")
@@ -463,6 +502,15 @@ def main():
         warm_file(p)
     con = connect(a.module, native_path)
     con.execute("CREATE VIRTUAL TABLE temp.t USING colstore('%s')" % store_path.replace("'", "''"))
+    if a.cache != "map":
+        t0 = time.perf_counter()
+        con.execute("CREATE VIRTUAL TABLE temp.tm USING colstore('%s', cache=memory)" % store_path.replace("'", "''"))
+        t_create = time.perf_counter() - t0
+        c = json.loads(con.execute("SELECT colstore_info('tm')").fetchone()[0])["cache"]
+        if c["effective"] != "memory":
+            sys.exit("bench_busy: the cache=memory table reads %s" % c["effective"])
+        print("cache=memory: CREATE %.0f ms; the copy %.1f MB in %.0f ms (%.2f GB/s), read from the file %.1f MB"
+              % (t_create * 1e3, c["bytes"] / 1e6, c["copy_ms"], c["copy_gb_per_s"], c["read_bytes"] / 1e6))
     version = con.execute("SELECT colstore_version()").fetchone()[0]
     check_same_rows(con, a.rows)
     print("data: %s (%.0f MB), %s (%.0f MB), %d rows, seed %d; page cache warm"
@@ -472,7 +520,7 @@ def main():
           % (sys.version.split()[0], sqlite3.sqlite_version, version, a.module,
              os.environ.get("OMP_WAIT_POLICY", "(unset)"), os.environ.get("COLSTORE_LOAD_AWARE", "(unset)")))
 
-    queries = pick_queries(make_queries(a.rows, a.seed), a.queries)
+    queries = cache_variants(pick_queries(make_queries(a.rows, a.seed), a.queries), a.cache)
 
     # ---- checks, then one plan per query
     print("\nchecks (colstore vs native, before any timing):")
@@ -584,6 +632,17 @@ def main():
             "%.2fx %s" % (s_d, verdict(s_d <= SLOWDOWN_TARGET)) if s_d is not None else "-",
             "%.1fx %s" % (r_b, verdict(r_b >= q["target"])),
             "%.1fx %s" % (r_d, verdict(r_d >= q["target"])) if r_d is not None else "-"))
+    if a.cache == "both":
+        print("\ncache=map over cache=memory, ratio of colstore wall medians per mode (> 1: memory faster):")
+        print("  %-40s %8s %8s %8s %8s %8s" % ("query", "A", "B", "C", "S", "D"))
+        for q in queries:
+            if q["cache"] != "map":
+                continue
+            cm, cc = cells[q["key"]], cells[q["key"] + "@memory"]
+            cols = []
+            for m in ("A", "B", "C", "S", "DA"):
+                cols.append("%7.2fx" % (ms(cm[m].wall) / ms(cc[m].wall)) if cm[m].wall and cc[m].wall else "%8s" % "-")
+            print("  %-40s %s" % ("%d %s" % (q["n"], q["base_label"]), " ".join(cols)))
     print("\nload average at end: %s; total %.0f s (exit 0 whether or not a target is met)"
           % (loadavg(), time.perf_counter() - started))
 

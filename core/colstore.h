@@ -2,8 +2,9 @@
 ** colstore.h - the public face of the colstore core.
 **
 ** The core is a column store that knows nothing of SQLite: it opens a store
-** file read-only through one mmap, exposes each record's column buffers as
-** pointers into that mapping, and writes new records through a writer that
+** file read-only through one mmap (or, with cache=memory, reads it into a
+** private copy), exposes each record's column buffers as pointers into that
+** mapping (or copy), and writes new records through a writer that
 ** never touches committed bytes.  ext/ (the SQLite glue) and the tests and
 ** benchmarks use only what is declared here.
 **
@@ -152,10 +153,52 @@ typedef enum cs_verify {
 
 typedef struct cs_store cs_store;
 
+/* Where a snapshot reads the store's bytes from (cs_cache.c explains why).
+** MAP reads them through a shared mapping of the file: nothing is copied
+** and the page cache is shared with every other reader.  MEMORY copies the
+** committed bytes at open (pread, into anonymous memory in 2 MiB blocks)
+** and reads only the copy: open costs a read of the whole store and the
+** process holds it, but the reads do not pay what a host charges for file
+** pages that went cold (docs/performance.md, "What else slows a query
+** after a pause").  A store whose committed bytes exceed cs_cache_limit()
+** is read through the mapping even when MEMORY is asked for, and
+** cs_store_cache_info says so and why. */
+typedef enum cs_cache {
+  CS_CACHE_MAP = 0,
+  CS_CACHE_MEMORY = 1
+} cs_cache;
+
 /* Opens the last committed state of the store at path.  CS_ENOENT when the
 ** path does not exist, CS_ENOTSTORE when its first bytes are not a store,
 ** CS_EVERSION for a future format, CS_ECORRUPT for damage found. */
 cs_rc cs_store_open(const char *path, cs_verify verify, cs_store **out, cs_err *err);
+/* cs_store_open reading the bytes as cache says (cs_store_open is
+** cs_store_open_with(..., CS_CACHE_MAP, ...)).  MEMORY checks everything
+** open checks, then copies the committed bytes; verify=full and the
+** per-chunk checks of cs_store_check_chunks hash the copy, the bytes the
+** kernels will read.  CS_ENOMEM when the copy cannot be allocated, CS_EIO
+** when it cannot be read. */
+cs_rc cs_store_open_with(const char *path, cs_verify verify, cs_cache cache, cs_store **out, cs_err *err);
+
+/* What a snapshot's cache is (for a dataset: over all its files). */
+typedef struct cs_cache_info {
+  cs_cache requested;   /* what the open asked for */
+  cs_cache effective;   /* MEMORY when every byte is read from a copy */
+  uint64_t bytes;       /* bytes held in copies (committed bytes of the files) */
+  uint64_t read_bytes;  /* of them read from the files when the copies were made; the
+                        ** rest came from the previous snapshot's copy (cs_store_reopen) */
+  uint64_t copy_ns;     /* wall time the copies took, nanoseconds */
+  char why[192];        /* requested MEMORY but effective MAP: why; else "" */
+} cs_cache_info;
+void cs_store_cache_info(const cs_store *store, cs_cache_info *out);
+/* The most committed bytes a store (a dataset: all its files together) may
+** have for a MEMORY open to copy it: set by cs_cache_limit_set (0 restores
+** the default, half of the physical memory sysconf reports).  Process-wide;
+** applies to opens and reopens from the next one. */
+void cs_cache_limit_set(uint64_t bytes);
+uint64_t cs_cache_limit(void);
+/* The cache's name: "map" or "memory". */
+const char *cs_cache_name(cs_cache cache);
 /* Releases a reference: the one from an open, or one cs_store_reopen gave. */
 void cs_store_close(cs_store *store);
 
@@ -201,7 +244,9 @@ cs_rc cs_store_is_current(const cs_store *store, bool *out_current, cs_err *err)
 ** inode and generation.  Either way store is unchanged and stays valid, and
 ** each is closed with cs_store_close.  Errors are those of cs_store_is_current
 ** and of a fresh open (cs_store_open, cs_store_open_source); verify applies
-** to the files opened. */
+** to the files opened, and the cache the store was opened with applies
+** again (a MEMORY snapshot of a file that only grew copies the bytes it
+** already holds from its own copy and reads only what is new). */
 cs_rc cs_store_reopen(cs_store *store, cs_verify verify, cs_store **out, cs_err *err);
 
 /* Verifies every data checksum and every TEXT/BLOB offset array; the error
@@ -254,6 +299,9 @@ cs_rc cs_store_open_dataset(const char *const *paths, uint32_t n_paths, cs_verif
 ** source that matches no file is CS_ENOENT "colstore: no store files match
 ** <pattern>". */
 cs_rc cs_store_open_source(const char *source, cs_verify verify, cs_store **out, cs_err *err);
+/* cs_store_open_source with a cache (cs_store_open_with); a dataset copies
+** every file when their committed bytes together are within the limit. */
+cs_rc cs_store_open_source_with(const char *source, cs_verify verify, cs_cache cache, cs_store **out, cs_err *err);
 /* True for a store opened as a dataset (even one of a single file). */
 bool cs_store_is_dataset(const cs_store *store);
 /* The files of a store (1 for a single-file store), in row order. */

@@ -214,12 +214,13 @@ static cs_rc schema_copy(cs_store *s, const cs_store *from, cs_err *err) {
 ** keep their order across a reopen, so *hint (the index after the last
 ** match) finds it at once; a miss scans.  An unreadable commit slot is not
 ** an error here: the file is opened again and its own open decides. */
-static cs_store *part_unchanged(const cs_store *from, const char *path, uint32_t *hint) {
+static cs_store *part_unchanged(const cs_store *from, const char *path, uint32_t *hint, const cs_store **out_old) {
   uint32_t i = *hint < from->n_parts && strcmp(from->parts[*hint]->path, path) == 0 ? *hint : from->n_parts;
   for (uint32_t j = 0; i == from->n_parts && j < from->n_parts; j++)
     if (strcmp(from->parts[j]->path, path) == 0) i = j;
   if (i == from->n_parts) return NULL;
   *hint = i + 1;
+  *out_old = from->parts[i]; /* changed or not: a cache=memory open may start from its copy */
   bool current = false;
   cs_err ignored;
   if (cs_store_is_current(from->parts[i], &current, &ignored) != CS_OK || !current) return NULL;
@@ -230,8 +231,24 @@ static cs_store *part_unchanged(const cs_store *from, const char *path, uint32_t
 ** from, an earlier snapshot of the same dataset, its unchanged parts are
 ** shared instead of opened again, and when every part is (the same files,
 ** in the same order) the result is from itself with one more reference. */
-static cs_rc dataset_open(const char *const *paths, uint32_t n_paths, const char *source, cs_verify verify, cs_store *from,
-                          cs_store **out, cs_err *err) {
+/* The committed bytes of paths together, over the cache limit: the
+** reason a cache=memory dataset reads its new files through mappings
+** (written into why), else false.  File sizes stand in for the committed
+** bytes (they differ by a footer), which saves opening every file first. */
+static bool dataset_over_limit(const char *const *paths, uint32_t n_paths, char *why, size_t cap) {
+  uint64_t total = 0, limit = cs_cache_limit();
+  for (uint32_t i = 0; i < n_paths; i++) {
+    struct stat st;
+    if (stat(paths[i], &st) == 0) total += (uint64_t)st.st_size;
+  }
+  if (total <= limit) return false;
+  snprintf(why, cap, "the dataset's %llu bytes exceed the cache limit of %llu bytes", (unsigned long long)total,
+           (unsigned long long)limit);
+  return true;
+}
+
+static cs_rc dataset_open(const char *const *paths, uint32_t n_paths, const char *source, cs_verify verify, cs_cache cache,
+                          cs_store *from, cs_store **out, cs_err *err) {
   *out = NULL;
   if (n_paths == 0) {
     if (source && !strpbrk(source, "*?")) return cs_err_set(err, CS_ENOENT, "colstore: no store files match %s/*.cst", source);
@@ -244,13 +261,16 @@ static cs_rc dataset_open(const char *const *paths, uint32_t n_paths, const char
   cs_rc rc = CS_OK;
   uint32_t n_open = 0, hint = 0;
   bool all_shared = from && n_paths == from->n_parts;
+  char why[sizeof s->cache_why] = "";
+  cs_cache part_cache = cache == CS_CACHE_MEMORY && dataset_over_limit(paths, n_paths, why, sizeof why) ? CS_CACHE_MAP : cache;
   /* Parts in order: the first file whose schema differs is the one named. */
   for (; n_open < n_paths; n_open++) {
-    cs_store *p = from ? part_unchanged(from, paths[n_open], &hint) : NULL;
+    const cs_store *old = NULL;
+    cs_store *p = from ? part_unchanged(from, paths[n_open], &hint, &old) : NULL;
     if (p) {
       atomic_fetch_add(&p->n_refs, 1);
       parts[n_open] = p;
-    } else if ((rc = cs_store_open(paths[n_open], verify, &parts[n_open], err))) {
+    } else if ((rc = cs__store_open_path(paths[n_open], verify, part_cache, old, &parts[n_open], err))) {
       goto fail;
     }
     all_shared = all_shared && parts[n_open] == from->parts[n_open];
@@ -272,6 +292,8 @@ static cs_rc dataset_open(const char *const *paths, uint32_t n_paths, const char
   }
   atomic_init(&s->n_refs, 1);
   s->fd = -1;
+  s->cache_req = cache;
+  memcpy(s->cache_why, why, sizeof why);
   s->parts = parts, s->n_parts = n_paths;
   parts = NULL; /* s owns them now */
   s->path = cs__mem_strdup(source ? source : paths[0]);
@@ -327,16 +349,20 @@ fail:
 }
 
 cs_rc cs_store_open_dataset(const char *const *paths, uint32_t n_paths, cs_verify verify, cs_store **out, cs_err *err) {
-  return dataset_open(paths, n_paths, NULL, verify, NULL, out, err);
+  return dataset_open(paths, n_paths, NULL, verify, CS_CACHE_MAP, NULL, out, err);
 }
 
 cs_rc cs_store_open_source(const char *source, cs_verify verify, cs_store **out, cs_err *err) {
+  return cs_store_open_source_with(source, verify, CS_CACHE_MAP, out, err);
+}
+
+cs_rc cs_store_open_source_with(const char *source, cs_verify verify, cs_cache cache, cs_store **out, cs_err *err) {
   *out = NULL;
-  if (!cs_source_is_dataset(source)) return cs_store_open(source, verify, out, err);
+  if (!cs_source_is_dataset(source)) return cs_store_open_with(source, verify, cache, out, err);
   char **paths = NULL;
   uint32_t n = 0;
   cs_rc rc = cs_dataset_expand(source, &paths, &n, err);
-  if (rc == CS_OK) rc = dataset_open((const char *const *)paths, n, source, verify, NULL, out, err);
+  if (rc == CS_OK) rc = dataset_open((const char *const *)paths, n, source, verify, cache, NULL, out, err);
   cs_paths_free(paths, n);
   return rc;
 }
@@ -387,7 +413,7 @@ cs_rc cs__dataset_reopen(cs_store *s, cs_verify verify, cs_store **out, cs_err *
   cs_rc rc;
   if (s->source) {
     if ((rc = cs_dataset_expand(s->source, &paths, &n, err))) return rc;
-    rc = dataset_open((const char *const *)paths, n, s->source, verify, s, out, err);
+    rc = dataset_open((const char *const *)paths, n, s->source, verify, s->cache_req, s, out, err);
     cs_paths_free(paths, n);
     return rc;
   }
@@ -395,7 +421,7 @@ cs_rc cs__dataset_reopen(cs_store *s, cs_verify verify, cs_store **out, cs_err *
   const char **list = cs__mem_malloc(s->n_parts * sizeof *list);
   if (!list) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory reopening a dataset");
   for (uint32_t i = 0; i < s->n_parts; i++) list[i] = s->parts[i]->path;
-  rc = dataset_open(list, s->n_parts, NULL, verify, s, out, err);
+  rc = dataset_open(list, s->n_parts, NULL, verify, s->cache_req, s, out, err);
   cs__mem_free(list);
   return rc;
 }

@@ -72,11 +72,35 @@ struct cs_store {
   ** never go stale).  Set once by compare-and-swap; owned; freed by
   ** cs_store_close through cs__agg_cache_free.  NULL until first needed. */
   void *_Atomic agg_cache;
+  /* cache=memory (cs_cache.c).  With a copy, map points at it (the file
+  ** offsets [0, data_end) of it are the file's committed bytes) and the
+  ** file's mapping is gone, so every reader, checksums included, reads the
+  ** copy.  A dataset holds no copy: its parts do. */
+  cs_cache cache_req;         /* what the open asked for; a reopen asks the same */
+  uint8_t *copy;              /* cs__mem_big_alloc block of data_end bytes; owned; or NULL */
+  uint64_t copy_read_bytes;   /* of the copy, read from the file (the rest from the previous snapshot's) */
+  uint64_t copy_ns;           /* the copy's wall time */
+  char cache_why[192];        /* asked for memory, reads the mapping: why; else "" */
 };
 
 /* Loads the committed state of an open descriptor (takes ownership of fd:
 ** it is closed on failure and by cs_store_close). */
 cs_rc cs__store_load(int fd, const char *path, cs_verify verify, cs_store **out, cs_err *err);
+/* cs__store_load with a cache; base (or NULL) is an older snapshot of the
+** same path whose copy may stand for the bytes both hold (cs_cache.c). */
+cs_rc cs__store_load_cached(int fd, const char *path, cs_verify verify, cs_cache cache, const cs_store *base, cs_store **out,
+                            cs_err *err);
+/* Opens path as cs_store_open_with does, base as in cs__store_load_cached. */
+cs_rc cs__store_open_path(const char *path, cs_verify verify, cs_cache cache, const cs_store *base, cs_store **out, cs_err *err);
+/* Reads n bytes at off, whole (EINTR retried); CS_EIO, or CS_ECORRUPT when
+** the file ends first. */
+cs_rc cs__pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, cs_err *err);
+/* cache=memory (cs_cache.c): once a loading store's data_end is known, makes
+** its copy (or, over the limit, leaves it on the mapping with cache_why set);
+** s->map then points at the copy.  CS_ENOMEM or CS_EIO with err set. */
+cs_rc cs__cache_copy(cs_store *s, const cs_store *base, cs_err *err);
+/* Releases what cs__cache_copy made, or the mapping (cs_store_close). */
+void cs__cache_release(cs_store *s);
 /* Reads both commit slots; *out_slot is the valid one with the highest
 ** generation, *out_damaged (if not NULL) whether the other one is written
 ** but invalid.  CS_ECORRUPT when neither is valid. */

@@ -15,6 +15,10 @@
 ** records themselves are never rewritten, so pointers into them stay valid
 ** for the life of the snapshot.
 **
+** cache=memory (cs_cache.c): once the committed extent is known, the
+** mapping is swapped for a private copy of [0, data_end) before the chunk
+** pointers are resolved, so everything after that point reads the copy.
+**
 ** Recovery: when the slot's footer is missing or fails its checksum, the
 ** record headers are walked forward from data_offset to the slot's
 ** data_end; each carries its own checksum and a copy of its descriptors.
@@ -35,7 +39,7 @@
 
 /* ----------------------------------------------------------- small reads */
 
-static cs_rc pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, cs_err *err) {
+cs_rc cs__pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, cs_err *err) {
   uint8_t *p = buf;
   while (n > 0) {
     ssize_t got = pread(fd, p, n, (off_t)off);
@@ -60,11 +64,11 @@ static cs_rc slots_read_sized(int fd, uint64_t file_bytes, const char *path, cs_
   memset(s, 0, sizeof s);
   /* A short file may hold only one slot; a missing slot is simply invalid. */
   if (file_bytes >= CS_SLOT0_OFFSET + sizeof s[0]) {
-    cs_rc rc = pread_full(fd, &s[0], sizeof s[0], CS_SLOT0_OFFSET, path, err);
+    cs_rc rc = cs__pread_full(fd, &s[0], sizeof s[0], CS_SLOT0_OFFSET, path, err);
     if (rc) return rc;
   }
   if (file_bytes >= CS_SLOT1_OFFSET + sizeof s[1]) {
-    cs_rc rc = pread_full(fd, &s[1], sizeof s[1], CS_SLOT1_OFFSET, path, err);
+    cs_rc rc = cs__pread_full(fd, &s[1], sizeof s[1], CS_SLOT1_OFFSET, path, err);
     if (rc) return rc;
   }
   bool v0 = slot_valid(&s[0]), v1 = slot_valid(&s[1]);
@@ -259,7 +263,7 @@ static cs_rc footer_load(cs_store *s, const cs_disk_slot *slot, cs_err *err) {
   uint8_t *copy = cs__mem_malloc(slot->footer_bytes);
   if (!copy) return cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for a footer of %llu bytes", s->path, (unsigned long long)slot->footer_bytes);
   cs_err ignored;
-  cs_rc rc = pread_full(s->fd, copy, slot->footer_bytes, slot->footer_offset, s->path, &ignored);
+  cs_rc rc = cs__pread_full(s->fd, copy, slot->footer_bytes, slot->footer_offset, s->path, &ignored);
   if (rc == CS_OK) rc = footer_parse(s, slot, copy, err);
   else if (rc == CS_ECORRUPT) rc = CS_ECORRUPT; /* shorter than the slot says: recover */
   else rc = cs_err_set(err, rc, "%s", ignored.msg);
@@ -362,6 +366,11 @@ done:
 /* ------------------------------------------------------------------ open */
 
 cs_rc cs__store_load(int fd, const char *path, cs_verify verify, cs_store **out, cs_err *err) {
+  return cs__store_load_cached(fd, path, verify, CS_CACHE_MAP, NULL, out, err);
+}
+
+cs_rc cs__store_load_cached(int fd, const char *path, cs_verify verify, cs_cache cache, const cs_store *base, cs_store **out,
+                            cs_err *err) {
   cs_rc rc;
   *out = NULL;
   cs_store *s = cs__mem_calloc(1, sizeof *s);
@@ -372,6 +381,7 @@ cs_rc cs__store_load(int fd, const char *path, cs_verify verify, cs_store **out,
   }
   atomic_init(&s->n_refs, 1);
   s->fd = fd;
+  s->cache_req = cache;
   /* Slots first, size second: committed data never shrinks, so a file
   ** stat'ed after reading a slot holds everything that slot names. */
   cs_disk_slot slot;
@@ -443,6 +453,10 @@ cs_rc cs__store_load(int fd, const char *path, cs_verify verify, cs_store **out,
   } else {
     if ((rc = directory_scan(s, s->map_bytes, false, err))) goto fail;
   }
+  /* The committed extent is known and nothing past it is read again: a
+  ** cache=memory store swaps the mapping for its copy here, so the chunk
+  ** pointers resolve into the copy and verify=full below hashes it. */
+  if (cache == CS_CACHE_MEMORY && (rc = cs__cache_copy(s, base, err))) goto fail;
   if ((rc = directory_resolve(s, s->data_end, err))) goto fail;
   if (cs__verified_init(s) != CS_OK) {
     rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for a directory of %llu records", path, (unsigned long long)s->n_records);
@@ -460,20 +474,28 @@ fail:
   return rc;
 }
 
-cs_rc cs_store_open(const char *path, cs_verify verify, cs_store **out, cs_err *err) {
+cs_rc cs__store_open_path(const char *path, cs_verify verify, cs_cache cache, const cs_store *base, cs_store **out, cs_err *err) {
   *out = NULL;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return cs_err_set(err, CS_ENOENT, "colstore: %s does not exist", path);
     return cs_err_set(err, CS_EIO, "colstore: cannot open %s: %s", path, strerror(errno));
   }
-  return cs__store_load(fd, path, verify, out, err);
+  return cs__store_load_cached(fd, path, verify, cache, base, out, err);
+}
+
+cs_rc cs_store_open(const char *path, cs_verify verify, cs_store **out, cs_err *err) {
+  return cs__store_open_path(path, verify, CS_CACHE_MAP, NULL, out, err);
+}
+
+cs_rc cs_store_open_with(const char *path, cs_verify verify, cs_cache cache, cs_store **out, cs_err *err) {
+  return cs__store_open_path(path, verify, cache, NULL, out, err);
 }
 
 void cs_store_close(cs_store *s) {
   if (!s || atomic_fetch_sub(&s->n_refs, 1) != 1) return;
   cs__dataset_free(s);
-  if (s->map) munmap((void *)s->map, s->map_bytes);
+  cs__cache_release(s);
   if (s->fd >= 0) close(s->fd);
   cs__mem_free(s->first_rows);
   cs__mem_free(s->entries);
@@ -569,7 +591,7 @@ cs_rc cs_store_reopen(cs_store *s, cs_verify verify, cs_store **out, cs_err *err
   bool current = false;
   cs_rc rc = cs_store_is_current(s, &current, err);
   if (rc) return rc;
-  if (!current) return cs_store_open(s->path, verify, out, err);
+  if (!current) return cs__store_open_path(s->path, verify, s->cache_req, s, out, err);
   atomic_fetch_add(&s->n_refs, 1);
   *out = s;
   return CS_OK;

@@ -450,7 +450,7 @@ static int agg_close(sqlite3_vtab_cursor *cur) {
   csx_agg_table *t = (csx_agg_table *)cur->pVtab;
   if (c->stats.shape) {
     c->stats.idx = c->zPlan;
-    csx_conn_record_scan(t->conn, t->zName, t->zPath, &c->stats);
+    csx_conn_record_scan(t->conn, t->zName, t->zPath, c->snap ? c->snap->store : NULL, &c->stats);
   }
   cursor_reset(c);
   sqlite3_free(c->taken);

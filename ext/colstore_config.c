@@ -81,9 +81,9 @@ void csx_config_json(sqlite3_str *s) {
   sqlite3_str_appendf(s,
                       "\"numa\":{\"requested\":\"%s\",\"effective\":\"%s\"},"
                       "\"binding\":{\"requested\":\"%s\",\"effective\":\"%s\"},"
-                      "\"batch_bytes\":%llu}",
+                      "\"batch_bytes\":%llu,\"cache_limit\":%llu}",
                       cs_numa_policy_name(cs_numa_get()), numa_eff, cs_binding_name(cs_binding_get()), bind_eff,
-                      (unsigned long long)atomic_load(&batch_bytes));
+                      (unsigned long long)atomic_load(&batch_bytes), (unsigned long long)cs_cache_limit());
 }
 
 static int name_index(const char *z, const char *const *names, int n) {
@@ -159,6 +159,15 @@ static void fn_config(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
       cs_binding_set((cs_binding)i);
     }
     sqlite3_result_text(ctx, cs_binding_name(cs_binding_get()), -1, SQLITE_STATIC);
+  } else if (name && sqlite3_stricmp(name, "cache_limit") == 0) {
+    /* The most committed bytes a cache=memory table may copy (core). */
+    sqlite3_int64 n;
+    if (v) {
+      if (zv && sqlite3_stricmp(zv, "auto") == 0) cs_cache_limit_set(0);
+      else if (value_uint(v, &n) && n > 0) cs_cache_limit_set((uint64_t)n);
+      else { bad_value(ctx, "cache_limit", "'auto' (half the physical memory), or a byte count above 0"); return; }
+    }
+    sqlite3_result_int64(ctx, (sqlite3_int64)cs_cache_limit());
   } else if (name && sqlite3_stricmp(name, "batch_bytes") == 0) {
     sqlite3_int64 n;
     if (v) {
@@ -167,7 +176,7 @@ static void fn_config(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     }
     sqlite3_result_int64(ctx, (sqlite3_int64)atomic_load(&batch_bytes));
   } else {
-    char *z = sqlite3_mprintf("colstore: unknown setting '%s'; the settings are threads, prefetch, mask_gate, numa, binding, batch_bytes",
+    char *z = sqlite3_mprintf("colstore: unknown setting '%s'; the settings are threads, prefetch, mask_gate, numa, binding, batch_bytes, cache_limit",
                               name ? name : "");
     sqlite3_result_error(ctx, z ? z : "colstore: out of memory", -1);
     sqlite3_free(z);

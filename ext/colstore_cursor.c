@@ -175,7 +175,7 @@ int csx_close(sqlite3_vtab_cursor *cur) {
   csx_cursor *pCur = (csx_cursor *)cur;
   csx_table *pTab = (csx_table *)cur->pVtab;
   if (pCur->snap) {
-    csx_conn_record_scan(pTab->conn, pTab->zName, pTab->zPath, &pCur->stats);
+    csx_conn_record_scan(pTab->conn, pTab->zName, pTab->zPath, pCur->snap->store, &pCur->stats);
     pTab->n_open_cursors--;
     csx_snapshot_release(pCur->snap);
   }

@@ -9,6 +9,7 @@
 ** functions accept a table name wherever they accept a path.
 */
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "colstore_ext.h"
@@ -52,13 +53,28 @@ static void copy_trunc(char *dst, size_t cap, const char *src) {
   dst[n] = 0;
 }
 
-void csx_conn_record_scan(csx_conn *conn, const char *zTable, const char *zPath, const csx_scan_stats *st) {
+void csx_cache_words(const cs_store *store, char *out, size_t cap) {
+  if (!store) {
+    copy_trunc(out, cap, "map");
+    return;
+  }
+  cs_cache_info ci;
+  cs_store_cache_info(store, &ci);
+  if (ci.requested == CS_CACHE_MEMORY && ci.effective != CS_CACHE_MEMORY)
+    snprintf(out, cap, "map (cache=memory: %s)", ci.why);
+  else
+    copy_trunc(out, cap, cs_cache_name(ci.effective));
+}
+
+void csx_conn_record_scan(csx_conn *conn, const char *zTable, const char *zPath, const cs_store *store,
+                          const csx_scan_stats *st) {
   if (!conn->last && !(conn->last = sqlite3_malloc(sizeof *conn->last))) return;
   *conn->last = *st;
   conn->last->idx = NULL; /* points into a statement that may be gone */
   copy_trunc(conn->last_names.table, sizeof conn->last_names.table, zTable);
   copy_trunc(conn->last_names.path, sizeof conn->last_names.path, zPath);
   copy_trunc(conn->last_names.plan, sizeof conn->last_names.plan, st->idx);
+  csx_cache_words(store, conn->last_names.cache, sizeof conn->last_names.cache);
   conn->has_last = true;
 }
 

@@ -47,6 +47,7 @@ typedef struct csx_conn {
     char table[256];  /* truncated copies; the table may be gone by then */
     char path[1024];
     char plan[1024];
+    char cache[256];  /* the table's cache in effect, as colstore_info words it */
   } last_names;
   csx_scan_stats *last;  /* the stats themselves; sqlite3_malloc'd once */
 } csx_conn;
@@ -59,6 +60,7 @@ struct csx_table {
   char *zName;              /* table name; sqlite3_malloc'd */
   char *zPath;              /* store path; sqlite3_malloc'd */
   cs_verify verify;
+  cs_cache cache;           /* cache= option: where snapshots read the bytes */
   csx_snapshot *snap;       /* current committed snapshot; one ref held */
   int n_open_cursors;       /* a refresh waits until no cursor is open */
   /* Writing: rows buffered per transaction, savepoint marks, the writer
@@ -162,8 +164,12 @@ int csx_rc_to_sqlite(cs_rc rc);
 /* Sets pVtab->zErrMsg from a printf format (the one place that does). */
 int csx_vtab_error(sqlite3_vtab *pVtab, int rc, const char *zFmt, ...);
 csx_table *csx_conn_find(csx_conn *conn, const char *zName);
+/* The cache a store reads through, in words: "memory", "map", or
+** "map (cache=memory: <why>)" when memory was asked for but not had. */
+void csx_cache_words(const cs_store *store, char *out, size_t cap);
 /* Remembers a finished scan as colstore_last_plan()'s JSON. */
-void csx_conn_record_scan(csx_conn *conn, const char *zTable, const char *zPath, const csx_scan_stats *st);
+void csx_conn_record_scan(csx_conn *conn, const char *zTable, const char *zPath, const cs_store *store,
+                          const csx_scan_stats *st);
 
 /* colstore_vtab.c */
 extern sqlite3_module csx_module;

@@ -348,7 +348,19 @@ static void fn_info(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     if (n_warn++) sqlite3_str_appendall(s, ",");
     json_string(s, "the footer was missing or damaged: the record directory was rebuilt by scanning the records; the next commit writes a new footer");
   }
-  sqlite3_str_appendall(s, "]}");
+  sqlite3_str_appendall(s, "]");
+  /* The cache: a table's is its snapshot's (a path opened here is a map). */
+  const char *zArg = (const char *)sqlite3_value_text(argv[0]);
+  csx_table *pTab = zArg ? csx_conn_find(sqlite3_user_data(ctx), zArg) : NULL;
+  cs_cache_info ci;
+  cs_store_cache_info(pTab ? pTab->snap->store : store, &ci);
+  char words[sizeof ((csx_conn *)0)->last_names.cache];
+  csx_cache_words(pTab ? pTab->snap->store : store, words, sizeof words);
+  sqlite3_str_appendf(s, ",\"cache\":{\"requested\":\"%s\",\"effective\":", cs_cache_name(ci.requested));
+  json_string(s, words);
+  sqlite3_str_appendf(s, ",\"bytes\":%llu,\"read_bytes\":%llu,\"copy_ms\":%.3f,\"copy_gb_per_s\":%.2f}}",
+                      (unsigned long long)ci.bytes, (unsigned long long)ci.read_bytes, (double)ci.copy_ns / 1e6,
+                      ci.copy_ns ? (double)ci.bytes / (double)ci.copy_ns : 0.0);
   cs_store_close(store);
   char *z = sqlite3_str_finish(s);
   if (z) sqlite3_result_text(ctx, z, -1, sqlite3_free);
@@ -386,6 +398,8 @@ static void fn_last_plan(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   json_string(s, conn->last_names.path);
   sqlite3_str_appendall(s, "],\"plan\":");
   json_string(s, conn->last_names.plan);
+  sqlite3_str_appendall(s, ",\"cache\":");
+  json_string(s, conn->last_names.cache);
   sqlite3_str_appendf(s,
                       ",\"access\":\"%s\",\"kernels\":\"%s\",\"predicates\":%u,\"sorted_ranges\":%u,\"rows_selected\":%llu,"
                       "\"rows_scanned\":%llu,\"records_scanned\":%llu,\"records_skipped\":%llu,\"threads\":%d,\"kernel_us\":%.1f,"

@@ -297,11 +297,14 @@ static int table_init(sqlite3 *db, void *pAux, int argc, const char *const *argv
         rc = SQLITE_NOMEM;
         goto fail;
       }
-      int ok = sqlite3_stricmp(key, "verify") == 0;
+      int ok = sqlite3_stricmp(key, "verify") == 0, cache = sqlite3_stricmp(key, "cache") == 0;
       if (ok && sqlite3_stricmp(val, "header") == 0) pTab->verify = CS_VERIFY_HEADER;
       else if (ok && sqlite3_stricmp(val, "read") == 0) pTab->verify = CS_VERIFY_READ;
       else if (ok && sqlite3_stricmp(val, "full") == 0) pTab->verify = CS_VERIFY_FULL;
-      else *pzErr = sqlite3_mprintf("colstore: unknown option %s; the options are verify=read (the default), verify=header and verify=full", z);
+      else if (cache && sqlite3_stricmp(val, "map") == 0) pTab->cache = CS_CACHE_MAP;
+      else if (cache && sqlite3_stricmp(val, "memory") == 0) pTab->cache = CS_CACHE_MEMORY;
+      else *pzErr = sqlite3_mprintf("colstore: unknown option %s; the options are verify=read (the default), verify=header, "
+                                    "verify=full, cache=map (the default) and cache=memory", z);
       sqlite3_free(key);
       sqlite3_free(val);
       if (*pzErr) {
@@ -314,7 +317,7 @@ static int table_init(sqlite3 *db, void *pAux, int argc, const char *const *argv
   }
   /* A directory or a pattern is a dataset: opened, never created. */
   bool dataset = cs_source_is_dataset(pTab->zPath);
-  cs_rc crc = cs_store_open_source(pTab->zPath, pTab->verify, &store, &err);
+  cs_rc crc = cs_store_open_source_with(pTab->zPath, pTab->verify, pTab->cache, &store, &err);
   if (dataset && crc != CS_OK) {
     *pzErr = sqlite3_mprintf("%s", err.msg);
     rc = crc == CS_ENOENT ? SQLITE_CANTOPEN : csx_rc_to_sqlite(crc);
@@ -325,7 +328,7 @@ static int table_init(sqlite3 *db, void *pAux, int argc, const char *const *argv
     cs_writer *w = NULL;
     crc = cs_writer_create(pTab->zPath, &schema, NULL, &w, &err);
     if (crc == CS_OK) crc = cs_writer_commit(w, &err);
-    if (crc == CS_OK) crc = cs_store_open(pTab->zPath, pTab->verify, &store, &err);
+    if (crc == CS_OK) crc = cs_store_open_with(pTab->zPath, pTab->verify, pTab->cache, &store, &err);
   } else if (crc == CS_ENOENT) {
     *pzErr = create ? sqlite3_mprintf("colstore: %s does not exist; give column definitions to create a new store, e.g. "
                                       "colstore('%s', a FLOAT64, b INT64)", pTab->zPath, pTab->zPath)
@@ -339,6 +342,17 @@ static int table_init(sqlite3 *db, void *pAux, int argc, const char *const *argv
     goto fail;
   }
   if (defs->n > 0 && (rc = schema_match(cs_store_schema(store), defs, pTab->zPath, pzErr)) != SQLITE_OK) goto fail;
+  /* cache=memory that the core had to leave on the mapping (over the
+  ** limit) is refused here, at the door, where the user can choose; after
+  ** a later append the table keeps working and colstore_info says why. */
+  cs_cache_info ci;
+  cs_store_cache_info(store, &ci);
+  if (ci.requested == CS_CACHE_MEMORY && ci.effective != CS_CACHE_MEMORY) {
+    *pzErr = sqlite3_mprintf("colstore: %s: cache=memory cannot hold it: %s; use cache=map, or raise the limit with "
+                             "colstore_config('cache_limit', bytes)", pTab->zPath, ci.why);
+    rc = SQLITE_ERROR;
+    goto fail;
+  }
   if ((rc = declare(db, cs_store_schema(store))) != SQLITE_OK) {
     *pzErr = sqlite3_mprintf("colstore: cannot declare the table: %s", sqlite3_errmsg(db));
     goto fail;

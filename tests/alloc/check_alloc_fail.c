@@ -448,6 +448,10 @@ static const scenario scenarios[] = {
      {"CREATE VIRTUAL TABLE t USING colstore('@/store.cst', i INT64 NOT NULL, f FLOAT64, s TEXT, b BLOB, k INT32, verify=full)"},
      "SELECT count(*) FROM t", N_ROWS, NULL, 0, false, NULL},
     {"open dataset directory", K_OPEN, {"CREATE VIRTUAL TABLE d USING colstore('@/ds')"}, "SELECT count(*) FROM d", 5000, NULL, 0, false, NULL},
+    {"open store cache=memory", K_OPEN,
+     {"CREATE VIRTUAL TABLE t USING colstore('@/store.cst', cache=memory, verify=full)"}, "SELECT count(*) FROM t", N_ROWS, NULL, 0, false, NULL},
+    {"open dataset cache=memory", K_OPEN, {"CREATE VIRTUAL TABLE d USING colstore('@/ds', cache=memory)"}, "SELECT count(*) FROM d", 5000, NULL, 0,
+     false, NULL},
     {"open dataset pattern", K_OPEN, {"CREATE VIRTUAL TABLE d USING colstore('@/ds/*.cst')"}, "SELECT count(*) FROM d", 5000, NULL, 0, false, NULL},
     /* recovery: the forward scan of the records (no slot, damaged footer) */
     {"open recovered, no footer", K_OPEN, {"CREATE VIRTUAL TABLE t USING colstore('@/recovered_no_footer.cst')"},
@@ -475,6 +479,9 @@ static const scenario scenarios[] = {
      {"SELECT a.i, b.f FROM t AS a JOIN t AS b ON b.rowid = a.rowid + 1 WHERE a.k = 3 AND a.i < 3000"}, NULL, 0, NULL, 0, false, NULL},
     {"scan dataset", K_SCAN, {"SELECT * FROM d WHERE k < 10"}, NULL, 0, NULL, 0, false, NULL},
     {"scan after another commit", K_SCAN, {"SELECT count(*), sum(i), max(s) FROM t WHERE k < 50"}, NULL, 0, NULL, 0, false,
+     "CREATE VIRTUAL TABLE temp.t2 USING colstore('@/store.cst');"
+     "INSERT INTO temp.t2 VALUES (20000, 1.0, 'p', x'00', 5), (20001, NULL, 'q', NULL, 6)"},
+    {"scan memory after another commit", K_SCAN, {"SELECT count(*), sum(i), max(s), max(b) FROM m WHERE k < 50"}, NULL, 0, NULL, 0, false,
      "CREATE VIRTUAL TABLE temp.t2 USING colstore('@/store.cst');"
      "INSERT INTO temp.t2 VALUES (20000, 1.0, 'p', x'00', 5), (20001, NULL, 'q', NULL, 6)"},
     {"scan dataset after files change", K_SCAN, {"SELECT count(*), sum(k), max(s) FROM d"}, NULL, 0, NULL, 0, false,
@@ -537,7 +544,8 @@ static sqlite3 *scenario_db(const scenario *sc) {
   exec_ok(db, "SELECT colstore_config('batch_bytes', 65536)");
   if (sc->kind != K_OPEN) {
     char *sql = sql_for("CREATE VIRTUAL TABLE t USING colstore('@/store.cst');"
-                        "CREATE VIRTUAL TABLE d USING colstore('@/ds')");
+                        "CREATE VIRTUAL TABLE d USING colstore('@/ds');"
+                        "CREATE VIRTUAL TABLE m USING colstore('@/store.cst', cache=memory)");
     exec_ok(db, sql);
     sqlite3_free(sql);
   }

@@ -1,0 +1,163 @@
+/*
+** cs_cache.c - cache=memory: a snapshot that reads a private copy of the
+** store instead of the file's shared mapping.
+**
+** Why a copy at all, when the mapping already reads the page cache at
+** memory speed: on some hosts it does not stay at memory speed.  On the
+** development VM (a Firecracker guest on PVM, with a DAMON thread aging
+** pages) a page of a file mapping left untouched for ~0.2 s costs ~0.3-3 us
+** on its next touch, with no page fault the guest sees, while anonymous
+** memory keeps its speed (docs/performance.md, "What else slows a query
+** after a pause").  A query that follows another query, or a pause, then
+** runs 2-3x slower than the same query back to back.  MADV_HUGEPAGE on the
+** mapping, mlock and MADV_POPULATE_READ were measured and did not help; a
+** copy in anonymous 2 MiB pages did.  So this is an opt-in: a store that
+** fits in memory, on a host where mapped pages go cold, is copied once at
+** open and read from the copy.
+**
+** How.  cs__store_load does every check it always does (preamble, schema,
+** slots, footer or recovery scan) through the mapping, which reads only the
+** few pages those structures live on.  Once the committed extent
+** [0, data_end) is known, cs__cache_copy allocates one block of that size
+** (cs__mem_big_alloc: 2 MiB aligned, MADV_HUGEPAGE, so its first touch
+** faults once per 2 MiB and its TLB reach is large), reads the file into it
+** with pread in 16 MiB pieces (the kernel's copy from the page cache, which
+** does not touch the mapping's cold pages), unmaps the file, and makes
+** s->map point at the block.  The copy keeps the file's offsets, so
+** everything after that point (chunk pointers, record headers for
+** verify=full, per-chunk checksums of verify=read) is the unchanged code
+** reading the copy: a checksum is computed over exactly the bytes the
+** kernels will read.
+**
+** Reopen.  A snapshot is immutable, so a reopen after another connection's
+** commit makes a new copy.  Committed records are never rewritten (the
+** format's append rule, cs_format.h), so when the file is the same inode
+** and only grew, the older snapshot's copy already holds [0, its data_end)
+** byte for byte: that part is copied from memory to memory and only the
+** new records are read from the file.  Anything else (another inode after
+** colstore_create 'replace' or a compaction, a smaller extent after a
+** recovery) reads the whole file again.  Sharing the old block instead of
+** copying it would save the memcpy but makes every snapshot a list of
+** blocks; the memcpy runs at anonymous-memory speed (docs/performance.md,
+** cache=memory), so it was left simple.  For the checks of verify=read the
+** copy counts as the file: chunks are remembered per (file, offset,
+** checksum) process-wide (cs_verified.c), and a copy read from the file
+** holds the bytes the file holds, by the same rule that lets two snapshots
+** share a check.
+**
+** The limit.  A copy of a store larger than memory would push the process
+** into swap or the OOM killer, so a store whose committed bytes exceed
+** cs_cache_limit() (default half the physical memory) is read through the
+** mapping: no error here, the snapshot says why (cs_store_cache_info), and
+** the SQL glue refuses such a table at CREATE and reports it after a
+** reopen (an append must not make a working table fail).  A failed
+** allocation is CS_ENOMEM like every other one in core, never a silent
+** fall-back: the fault injector of cs_alloc.c covers it.
+*/
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cs_internal.h"
+
+#define CACHE_PIECE_BYTES ((uint64_t)16 << 20) /* one pread; large enough to be bandwidth-bound */
+
+static _Atomic uint64_t cache_limit_set; /* 0 = the default */
+
+void cs_cache_limit_set(uint64_t bytes) { atomic_store(&cache_limit_set, bytes); }
+
+uint64_t cs_cache_limit(void) {
+  uint64_t v = atomic_load(&cache_limit_set);
+  if (v) return v;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return (uint64_t)1 << 30; /* unknown: 1 GiB */
+  return (uint64_t)pages * (uint64_t)page / 2;
+}
+
+const char *cs_cache_name(cs_cache cache) { return cache == CS_CACHE_MEMORY ? "memory" : "map"; }
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Whether base's copy holds the first base->data_end bytes of s's file. */
+static bool base_reusable(const cs_store *s, const cs_store *base) {
+  return base && base->copy && !base->parts && base->file_dev == s->file_dev && base->file_ino == s->file_ino &&
+         base->data_offset == s->data_offset && base->data_end <= s->data_end && base->generation <= s->generation;
+}
+
+cs_rc cs__cache_copy(cs_store *s, const cs_store *base, cs_err *err) {
+  uint64_t limit = cs_cache_limit();
+  if (s->data_end > limit) {
+    snprintf(s->cache_why, sizeof s->cache_why,
+             "the store's %llu committed bytes exceed the cache limit of %llu bytes",
+             (unsigned long long)s->data_end, (unsigned long long)limit);
+    return CS_OK;
+  }
+  uint64_t t0 = now_ns();
+  uint8_t *copy = cs__mem_big_alloc(s->data_end, true);
+  if (!copy)
+    return cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for a cache=memory copy of %llu bytes; use cache=map",
+                      s->path, (unsigned long long)s->data_end);
+  cs__numa_apply(copy, s->data_end);
+  uint64_t at = 0;
+  if (base_reusable(s, base)) {
+    memcpy(copy, base->copy, base->data_end);
+    at = base->data_end;
+  }
+  uint64_t read_from = at;
+  while (at < s->data_end) {
+    uint64_t n = s->data_end - at < CACHE_PIECE_BYTES ? s->data_end - at : CACHE_PIECE_BYTES;
+    cs_rc rc = cs__pread_full(s->fd, copy + at, (size_t)n, at, s->path, err);
+    if (rc) {
+      cs_mem_big_free(copy);
+      return rc;
+    }
+    at += n;
+  }
+  munmap((void *)s->map, s->map_bytes);
+  s->map = copy;
+  s->copy = copy;
+  s->copy_read_bytes = s->data_end - read_from;
+  s->copy_ns = now_ns() - t0;
+  return CS_OK;
+}
+
+void cs__cache_release(cs_store *s) {
+  if (s->copy) cs_mem_big_free(s->copy);
+  else if (s->map) munmap((void *)s->map, s->map_bytes);
+  s->copy = NULL;
+  s->map = NULL;
+}
+
+void cs_store_cache_info(const cs_store *s, cs_cache_info *out) {
+  memset(out, 0, sizeof *out);
+  out->requested = s->cache_req;
+  if (!s->parts) {
+    out->effective = s->copy ? CS_CACHE_MEMORY : CS_CACHE_MAP;
+    out->bytes = s->copy ? s->data_end : 0;
+    out->read_bytes = s->copy_read_bytes;
+    out->copy_ns = s->copy_ns;
+    memcpy(out->why, s->cache_why, sizeof out->why);
+    return;
+  }
+  /* A dataset: memory when every file is; the first reason otherwise. */
+  bool all = true;
+  memcpy(out->why, s->cache_why, sizeof out->why);
+  for (uint32_t i = 0; i < s->n_parts; i++) {
+    const cs_store *p = s->parts[i];
+    all = all && p->copy;
+    if (p->copy) out->bytes += p->data_end;
+    out->read_bytes += p->copy_read_bytes;
+    out->copy_ns += p->copy_ns;
+    if (!out->why[0] && p->cache_why[0])
+      snprintf(out->why, sizeof out->why, "%.80s: %.100s", p->path, p->cache_why);
+  }
+  out->effective = all && s->n_parts ? CS_CACHE_MEMORY : CS_CACHE_MAP;
+}
