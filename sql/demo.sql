@@ -37,6 +37,16 @@ SELECT rowid, * FROM ev WHERE rowid = 123456;
 SELECT count(*), round(sum(energy), 3) FROM ev WHERE rowid BETWEEN 500000 AND 599999;
 EXPLAIN QUERY PLAN SELECT energy FROM ev WHERE rowid >= 10 AND rowid < 20;
 
+-- 4b. Aggregates computed inside colstore: an aggregate table has a row per
+--     group (count, then count_X, sum_X, avg_X, min_X, max_X per column), and
+--     WHERE conditions on the source columns select the rows aggregated.
+--     Compare its time with the same GROUP BY stepped through SQLite above.
+CREATE VIRTUAL TABLE temp.ev_kind USING colstore_agg(ev, kind);
+SELECT kind, count AS n, round(avg_energy, 2) AS avg_energy FROM ev_kind ORDER BY kind;
+SELECT kind, count AS n, round(max_energy, 2) AS max_energy FROM ev_kind WHERE eta > 5 ORDER BY kind;
+SELECT kind, count(*) AS n, round(max(energy), 2) AS max_energy FROM ev WHERE eta > 5 GROUP BY kind ORDER BY kind;
+EXPLAIN QUERY PLAN SELECT count FROM ev_kind WHERE eta > 5;
+
 -- 5. Appends are transactional: ROLLBACK leaves nothing, COMMIT is durable.
 BEGIN;
 INSERT INTO ev VALUES (1000000, 7, 1.5, NULL, 'muon');

@@ -72,6 +72,10 @@ db.prepare('INSERT INTO big VALUES (?)').run(-9223372036854775808n);
 assert.strictEqual(db.prepare('SELECT v FROM big').safeIntegers().get().v, -9223372036854775808n);
 assert.strictEqual(JSON.parse(db.prepare("SELECT colstore_info('n') AS j").get().j).rows, 6);
 assert.strictEqual(db.prepare("SELECT colstore_verify('n') AS v").get().v, 'ok');
+// An aggregate table, grouped, its filter a bound parameter.
+db.exec('CREATE VIRTUAL TABLE temp.n_by USING colstore_agg(n, tag)');
+assert.deepStrictEqual(db.prepare('SELECT tag, count, sum_id FROM n_by WHERE id >= ? AND id < ? ORDER BY tag').all(30, 50),
+                       [{tag: 'n30', count: 1, sum_id: 30}, {tag: 'n40', count: 1, sum_id: 40}]);
 db.close();
 console.log('node checks passed');
 JSEOF

@@ -43,6 +43,9 @@ except sqlite3.Error as e:
 con.execute("INSERT INTO ev VALUES (?, ?, ?)", (5, 7.5, "e5"))
 con.commit()
 assert con.execute("SELECT count(*), sum(id) FROM ev").fetchone() == (5, 15)
+# An aggregate table: the totals computed in colstore, the filter a parameter.
+con.execute("CREATE VIRTUAL TABLE temp.ev_tot USING colstore_agg(ev)")
+assert con.execute("SELECT count, sum_id, max_id FROM ev_tot WHERE id > ?", (2,)).fetchone() == (3, 12, 5)
 con.execute("INSERT INTO ev VALUES (6, 9.0, 'e6')")
 con.rollback()
 assert con.execute("SELECT count(*) FROM ev").fetchone()[0] == 5

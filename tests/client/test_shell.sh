@@ -40,6 +40,9 @@ INSERT INTO s VALUES (6, 3.0, NULL, 'six');
 SELECT rowid, n, half, label FROM s WHERE rowid = 5;
 SELECT json_extract(colstore_info('s'), '\$.rows'), json_extract(colstore_info('s'), '\$.columns[1].type');
 SELECT colstore_verify('shell.cst');
+CREATE VIRTUAL TABLE temp.s_by USING colstore_agg(s, parity);
+SELECT quote(parity), count, sum_n, max_label FROM s_by WHERE n > 1 ORDER BY parity;
+DROP TABLE s_by;
 DROP TABLE s;
 CREATE VIRTUAL TABLE t USING colstore('t.cst', a INT8 NOT NULL, b TEXT);
 INSERT INTO t VALUES (1, 'x'), (-2, NULL);
@@ -55,6 +58,8 @@ expected='5
 5|6|3.0|six
 6|FLOAT64
 ok
+NULL|3|12|six
+'"'"'odd'"'"'|2|8|ré5
 -2|NULL
 1|'"'"'x'"'"''
 
