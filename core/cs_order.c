@@ -103,7 +103,10 @@
 ** fixed-width key of one segment needs at most 24 B/row.  At most UINT32_MAX
 ** rows per call (4-byte positions).
 **
-** THREADING (not yet): every pass is a loop over positions whose state is a
+** THREADING: the top-k over a range of one fixed key (from ORDER_TEAM_MIN
+** rows) runs on the thread team, a candidate buffer per member, merged by
+** (code, position) so the answer does not depend on the interleaving.  The
+** rest is single-threaded; every pass is a loop over positions whose state is a
 ** histogram, a hash table or a candidate buffer.  Chunks of positions can
 ** each build their own (histograms per chunk, prefix-summed across chunks in
 ** chunk order, keep every scatter stable; hash tables and candidate buffers
@@ -117,6 +120,7 @@
 ** gives both the order and the stability.
 */
 #include <assert.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,6 +145,9 @@
 #define ORDER_MSD_LEVELS 8      /* ceil(64 / ORDER_MIN_DIGIT_BITS): MSD recursion depth bound */
 /* Positions encoded per step by the streaming paths. */
 #define ORDER_CHUNK 1024u
+/* A top-k over an implicit range of at least this many rows runs on the
+** thread team. */
+#define ORDER_TEAM_MIN (1u << 20)
 /* Below this many elements the sorts use insertion sort. */
 #define ORDER_SMALL 24u
 
@@ -160,11 +167,11 @@ static const char *const path_names[PATH_COUNT][8] = {
 static unsigned bit_width(uint64_t x) { return x ? 64u - (unsigned)__builtin_clzll(x) : 0u; }
 
 static cs__order_tuning tune = {ORDER_TOPK_RATIO, ORDER_COUNT_BITS, ORDER_HASH_CAP, ORDER_DICT_CAP,
-                                 ORDER_DIGIT_BITS, 1, ORDER_MSD_MIN, ORDER_CACHE_N, ORDER_HASH_PROBE};
+                                 ORDER_DIGIT_BITS, 1, ORDER_MSD_MIN, ORDER_CACHE_N, ORDER_HASH_PROBE, ORDER_TEAM_MIN};
 
 void cs__order_tuning_default(cs__order_tuning *out) {
   cs__order_tuning d = {ORDER_TOPK_RATIO, ORDER_COUNT_BITS, ORDER_HASH_CAP, ORDER_DICT_CAP, ORDER_DIGIT_BITS, 1,
-                        ORDER_MSD_MIN,    ORDER_CACHE_N,    ORDER_HASH_PROBE};
+                        ORDER_MSD_MIN,    ORDER_CACHE_N,    ORDER_HASH_PROBE, ORDER_TEAM_MIN};
   *out = d;
 }
 
@@ -1233,50 +1240,141 @@ done:
 ** full buffer is cut back to the k best by quickselect, whose k-th code
 ** becomes the threshold.  A later row ties the k-th only with a larger
 ** position, so "code < threshold" is the exact test. */
-static int path_topk(octx *c) {
-  const oseg *g = &c->segs[0];
-  uint64_t n = c->n, k = c->limit;
-  uint64_t cap = k + (k > 1024 ? k : 1024);
-  int rc = ORD_NOMEM;
-  uint64_t cbuf[ORDER_CHUNK], rowbuf[ORDER_CHUNK];
-  opair *buf = ord_alloc(cap, sizeof *buf), *tmp = NULL;
-  uint64_t *out = NULL;
-  if (!buf) goto done;
-  seg_rewind(c, g);
-  uint64_t m = 0, thr = UINT64_MAX;
-  bool have = false;
-  for (uint64_t j0 = 0; j0 < n; j0 += ORDER_CHUNK) {
-    uint64_t j1 = j0 + ORDER_CHUNK < n ? j0 + ORDER_CHUNK : n;
-    if (!stream_encode(c, g, j0, j1, cbuf, rowbuf)) {
-      rc = ORD_REDO;
-      goto done;
-    }
-    for (uint64_t j = j0; j < j1; j++) {
-      uint64_t code = cbuf[j - j0];
-      if (have && code >= thr) continue;
-      buf[m].code = code, buf[m].j = j;
-      if (++m == cap) {
-        pairs_nth(buf, m, k - 1);
-        m = k;
-        thr = buf[k - 1].code;
-        have = true;
-      }
+/* A top-k candidate buffer: below the threshold, rows go in; a full
+** buffer is cut back to the k best and its k-th becomes the threshold. */
+typedef struct topk_state {
+  opair *buf;
+  uint64_t m, cap, thr;
+  bool have; /* thr is set */
+} topk_state;
+
+static void topk_offer(topk_state *t, uint64_t k, const uint64_t *cbuf, uint64_t j0, uint64_t j1) {
+  for (uint64_t j = j0; j < j1; j++) {
+    uint64_t code = cbuf[j - j0];
+    if (t->have && code >= t->thr) continue;
+    t->buf[t->m].code = code, t->buf[t->m].j = j;
+    if (++t->m == t->cap) {
+      pairs_nth(t->buf, t->m, k - 1);
+      t->m = k;
+      t->thr = t->buf[k - 1].code;
+      t->have = true;
     }
   }
+}
+
+/* The k best of the candidates in buf[0, m), sorted, as rows into c. */
+static int topk_finish(octx *c, opair *buf, uint64_t m) {
+  uint64_t k = c->limit;
   if (m > k) {
     pairs_nth(buf, m, k - 1);
     m = k;
   }
-  tmp = ord_alloc(m, sizeof *tmp);
-  out = ord_alloc(m, 8);
-  if (!tmp || !out) goto done;
-  pairs_sort(buf, tmp, m);
-  for (uint64_t t = 0; t < m; t++) out[t] = input_row(c, buf[t].j);
-  memcpy(c->rows, out, m * 8);
-  c->n_out = m;
-  rc = ORD_OK;
+  opair *tmp = ord_alloc(m, sizeof *tmp);
+  uint64_t *out = ord_alloc(m, 8);
+  int rc = ORD_NOMEM;
+  if (tmp && out) {
+    pairs_sort(buf, tmp, m);
+    for (uint64_t t = 0; t < m; t++) out[t] = input_row(c, buf[t].j);
+    memcpy(c->rows, out, m * 8);
+    c->n_out = m;
+    rc = ORD_OK;
+  }
+  ord_free(tmp), ord_free(out);
+  return rc;
+}
+
+/* Top-k over an implicit range of one fixed key on the thread team: each
+** member keeps its own buffer and threshold over the chunks it claims.
+** Chunks are claimed in ascending order, so a member meets equal codes in
+** ascending position and its threshold never drops a row that ties would
+** keep; the union of the members' k best holds the k best overall, and
+** topk_finish picks them by (code, position): the same rows for any
+** interleaving. */
+typedef struct topk_team {
+  octx *c;
+  uint64_t chunk;
+  topk_state *st; /* per member */
+  okey *key;      /* per member: its own record cursor */
+  _Atomic int bad;
+} topk_team;
+
+static void topk_team_chunk(void *ctx, uint64_t ch, int member) {
+  topk_team *T = ctx;
+  topk_state *t = &T->st[member];
+  okey *k = &T->key[member];
+  uint64_t i0, i1, cbuf[ORDER_CHUNK];
+  cs__team_span(ch, T->chunk, T->c->n, &i0, &i1);
+  for (uint64_t j0 = i0; j0 < i1; j0 += ORDER_CHUNK) {
+    uint64_t j1 = j0 + ORDER_CHUNK < i1 ? j0 + ORDER_CHUNK : i1;
+    bool ok = true;
+#define SPAN_CALL(T_) ok = span_body(T->c->s, k, T_, T->c->first + j0, j1 - j0, cbuf)
+    ORDER_TYPE_SWITCH(k->type, SPAN_CALL);
+#undef SPAN_CALL
+    if (!ok) {
+      atomic_store_explicit(&T->bad, 1, memory_order_relaxed);
+      return;
+    }
+    topk_offer(t, T->c->limit, cbuf, j0, j1);
+  }
+}
+
+static int path_topk_team(octx *c, int threads) {
+  const oseg *g = &c->segs[0];
+  uint64_t k = c->limit, cap = k + (k > 1024 ? k : 1024), total = 0;
+  int rc = ORD_NOMEM;
+  topk_team T = {.c = c, .chunk = cs__team_chunk(c->n, threads, 1u << 16, ORDER_CHUNK, 0)};
+  T.st = cs__mem_calloc((size_t)threads, sizeof *T.st);
+  T.key = cs__mem_calloc((size_t)threads, sizeof *T.key);
+  opair *all = NULL;
+  if (!T.st || !T.key) goto done;
+  for (int i = 0; i < threads; i++) {
+    if (!(T.st[i].buf = ord_alloc(cap, sizeof(opair)))) goto done;
+    T.st[i].cap = cap;
+    T.key[i] = c->keys[g->k0];
+    T.key[i].cur = (ocur){0, 0, 0, NULL};
+  }
+  cs__team_run(threads, (c->n + T.chunk - 1) / T.chunk, topk_team_chunk, &T);
+  if (atomic_load(&T.bad)) {
+    rc = ORD_REDO;
+    goto done;
+  }
+  for (int i = 0; i < threads; i++) {
+    if (T.st[i].m > k) pairs_nth(T.st[i].buf, T.st[i].m, k - 1), T.st[i].m = k;
+    total += T.st[i].m;
+  }
+  if (!(all = ord_alloc(total ? total : 1, sizeof *all))) goto done;
+  uint64_t at = 0;
+  for (int i = 0; i < threads; i++) {
+    memcpy(all + at, T.st[i].buf, T.st[i].m * sizeof *all);
+    at += T.st[i].m;
+  }
+  rc = topk_finish(c, all, total);
 done:
-  ord_free(buf), ord_free(tmp), ord_free(out);
+  for (int i = 0; T.st && i < threads; i++) ord_free(T.st[i].buf);
+  cs__mem_free(T.st), cs__mem_free(T.key), ord_free(all);
+  return rc;
+}
+
+static int path_topk(octx *c) {
+  const oseg *g = &c->segs[0];
+  uint64_t n = c->n, k = c->limit;
+  int threads = c->implicit && g->k1 == g->k0 + 1 && n >= tune.team_min ? cs_kernel_threads(n) : 1;
+  if (threads > 1) return path_topk_team(c, threads);
+  topk_state t = {.cap = k + (k > 1024 ? k : 1024)};
+  uint64_t cbuf[ORDER_CHUNK], rowbuf[ORDER_CHUNK];
+  int rc = ORD_NOMEM;
+  if (!(t.buf = ord_alloc(t.cap, sizeof *t.buf))) return rc;
+  seg_rewind(c, g);
+  for (uint64_t j0 = 0; j0 < n; j0 += ORDER_CHUNK) {
+    uint64_t j1 = j0 + ORDER_CHUNK < n ? j0 + ORDER_CHUNK : n;
+    if (!stream_encode(c, g, j0, j1, cbuf, rowbuf)) {
+      ord_free(t.buf);
+      return ORD_REDO;
+    }
+    topk_offer(&t, k, cbuf, j0, j1);
+  }
+  rc = topk_finish(c, t.buf, t.m);
+  ord_free(t.buf);
   return rc;
 }
 

@@ -25,6 +25,7 @@ typedef struct cs__order_tuning {
   uint64_t msd_min;    /* radix sorts of at least this many elements start MSD; 0 = never */
   uint64_t cache_n;    /* MSD buckets of at most this many elements finish by LSD */
   uint32_t hash_probe; /* hashing gives up on nearly distinct keys past this many groups; 0 = never */
+  uint64_t team_min;   /* a top-k over a range of at least this many rows runs on the thread team */
 } cs__order_tuning;
 
 /* The compiled defaults. */

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cs_kernels_internal.h"
 #include "cs_order_internal.h"
 #include "unit_util.h"
 
@@ -383,9 +384,9 @@ static void profile_set(int p) {
   cs__order_tuning t;
   cs__order_tuning_default(&t);
   switch (p) {
-    case PROF_SORT_ONLY: t = (cs__order_tuning){0, -1, 0, 0, 8, 0, 0, 16384, 0}; break;
-    case PROF_SMALL_CAPS: t = (cs__order_tuning){2, 4, 3, 5, 11, 1, 64, 30, 2}; break;
-    case PROF_BIG_CAPS: t = (cs__order_tuning){1, 12, 1u << 20, 1u << 20, 13, 1, 200, 100, 0}; break;
+    case PROF_SORT_ONLY: t = (cs__order_tuning){0, -1, 0, 0, 8, 0, 0, 16384, 0, 1u << 20}; break;
+    case PROF_SMALL_CAPS: t = (cs__order_tuning){2, 4, 3, 5, 11, 1, 64, 30, 2, 1u << 20}; break;
+    case PROF_BIG_CAPS: t = (cs__order_tuning){1, 12, 1u << 20, 1u << 20, 13, 1, 200, 100, 0, 1u << 20}; break;
     default: break;
   }
   cs__order_tuning_set(&t);
@@ -808,6 +809,46 @@ START_TEST(test_order_range_matches_rows) {
 }
 END_TEST
 
+/* The range top-k on the thread team (from 2^20 rows): 1, 2 and 4 threads
+** give exactly the one-pass answer over written positions, ties (a key of
+** few values) included. */
+START_TEST(test_order_range_topk_threads_match) {
+  static const ocol cols[] = {{"f64", CS_TYPE_FLOAT64, true, FL_FULL, 0, 0}, {"few", CS_TYPE_INT32, true, FL_RANGE, 0, 3}};
+  uint64_t N = ((uint64_t)1 << 20) + 5000, seed = 0x70B;
+  ostore o;
+  ostore_make(&o, cols, 2, N, 65536, 50, seed);
+  uint64_t *want = malloc(N * 8), *got = malloc(N * 8);
+  ck_assert(want && got);
+  cs_kernel_config saved;
+  cs_kernel_config_get(&saved);
+  const uint64_t limits[] = {10, 5000};
+  for (uint32_t col = 0; col < 2; col++)
+    for (int desc = 0; desc < 2; desc++)
+      for (size_t l = 0; l < 2; l++) {
+        cs_order_key key = {col, desc != 0};
+        uint64_t nw = N - 3;
+        for (uint64_t j = 0; j < nw; j++) want[j] = 3 + j;
+        ck_assert(cs_order_rows(o.s, &key, 1, CS_ORDER_SORT, want, &nw, limits[l], NULL) == CS_OK);
+        for (int threads = 1; threads <= 4; threads *= 2) {
+          cs_kernel_config_set(&(cs_kernel_config){.threads = threads, .prefetch = -1});
+          uint64_t ng = 0, runs0, runs1, helped, alone;
+          cs__team_stats(&runs0, &helped, &alone);
+          ck_assert(cs_order_range(o.s, &key, 1, CS_ORDER_SORT, 3, N - 3, got, &ng, limits[l], NULL) == CS_OK);
+          cs__team_stats(&runs1, &helped, &alone);
+          ck_assert_str_eq(cs__order_last_path(), "topk+range");
+          if (threads > 1) ck_assert_msg(runs1 > runs0, "%d threads: the top-k did not run on the team", threads);
+          if (ng != nw || memcmp(got, want, nw * 8) != 0)
+            ck_abort_msg("seed %" PRIu64 ": key %s%s, limit %" PRIu64 ", %d threads: differs from cs_order_rows", seed,
+                         cols[col].name, desc ? " DESC" : "", limits[l], threads);
+        }
+      }
+  cs_kernel_config_set(&saved);
+  free(want);
+  free(got);
+  ostore_free(&o);
+}
+END_TEST
+
 /* Each allocation fails in turn: CS_ENOMEM with a message, the rows and
 ** the count untouched, nothing left allocated; then the same answer. */
 START_TEST(test_order_allocation_failures_leave_rows_unchanged) {
@@ -881,6 +922,7 @@ int main(void) {
   tcase_set_timeout(tl, 900);
   tcase_add_test(tl, test_order_large_matches_reference);
   tcase_add_test(tl, test_order_text_past_dictionary_cap);
+  tcase_add_test(tl, test_order_range_topk_threads_match);
   suite_add_tcase(s, tl);
   return ut_run_suite(s);
 }
