@@ -260,6 +260,30 @@ class Agg(cstest.StoreTest):
         self.assertEqual(self.con.execute("SELECT count FROM tot").fetchone()[0], before + 10)
         self.assertEqual(self.con.execute("SELECT sum(count) FROM by_y").fetchone()[0], before + 10)
 
+    def test_datasets(self):
+        # A dataset (a directory of stores) as the SOURCE, and through a
+        # colstore table over it: the same answers as native.
+        ddir = self.path("ds")
+        os.mkdir(ddir)
+        cuts = [0, N_ROWS // 3, N_ROWS // 3 + 1, N_ROWS]
+        for i, (a, b) in enumerate(zip(cuts, cuts[1:])):
+            self.con.execute("SELECT colstore_create(?, 'SELECT %s FROM t WHERE rowid >= %d AND rowid < %d')"
+                             % (", ".join(NAMES), a, b), (os.path.join(ddir, "p%02d.cst" % i),))
+        self.con.execute("CREATE VIRTUAL TABLE temp.ds_kind USING colstore_agg(%r, kind)" % ddir)
+        self.con.execute("CREATE VIRTUAL TABLE dst USING colstore(%r)" % ddir)
+        self.con.execute("CREATE VIRTUAL TABLE temp.ds_tot USING colstore_agg(dst)")
+        self.aggs.update({"ds_kind": ["kind"], "ds_tot": []})
+        for agg in ("ds_kind", "ds_tot"):
+            self.compare(agg)
+            self.compare(agg, "f > 0 AND run IN (1, 7)")
+        # duplicates in _rows count twice, across files
+        blob = rows_blob([0, N_ROWS - 1, N_ROWS // 3, 5, 5])
+        self.con.execute("CREATE TEMP TABLE dsel(ord INTEGER PRIMARY KEY, pos INTEGER)")
+        self.con.executemany("INSERT INTO dsel(pos) VALUES (?)", [(0,), (N_ROWS - 1,), (N_ROWS // 3,), (5,), (5,)])
+        for agg in ("ds_kind", "ds_tot"):
+            self.compare(agg, "_rows = ?", (blob,), native_from="dsel JOIN n ON n.pos = dsel.pos", native_where="",
+                         native_params=())
+
     # -- plans
 
     def test_plan_words_and_last_plan(self):
