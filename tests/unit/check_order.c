@@ -809,12 +809,17 @@ START_TEST(test_order_range_matches_rows) {
 }
 END_TEST
 
-/* The range top-k on the thread team (from 2^20 rows): 1, 2 and 4 threads
-** give exactly the one-pass answer over written positions, ties (a key of
-** few values) included. */
+/* The range top-k on the thread team (team_min lowered to 2^16 rows; the
+** threads policy splits from 262,144 rows): 1, 2 and 4 threads give
+** exactly the one-pass answer over written positions, ties (a key of few
+** values) included. */
 START_TEST(test_order_range_topk_threads_match) {
   static const ocol cols[] = {{"f64", CS_TYPE_FLOAT64, true, FL_FULL, 0, 0}, {"few", CS_TYPE_INT32, true, FL_RANGE, 0, 3}};
-  uint64_t N = ((uint64_t)1 << 20) + 5000, seed = 0x70B;
+  uint64_t N = 600000, seed = 0x70B;
+  cs__order_tuning tuning;
+  cs__order_tuning_default(&tuning);
+  tuning.team_min = 1u << 16;
+  cs__order_tuning_set(&tuning);
   ostore o;
   ostore_make(&o, cols, 2, N, 65536, 50, seed);
   uint64_t *want = malloc(N * 8), *got = malloc(N * 8);
