@@ -40,10 +40,11 @@ void cs__preamble_with_version(const cs_disk_preamble *p, uint32_t v, cs_disk_pr
   out->checksum = cs__hash(out, 56);
 }
 
-uint32_t cs__preamble_version(const cs_disk_preamble *p, bool *out_torn) {
+bool cs__preamble_version(const cs_disk_preamble *p, uint32_t *out_version, bool *out_torn) {
   *out_torn = false;
-  if (p->checksum == cs__hash(p, 56)) return p->version;
-  if (p->version != 1 && p->version != 2) return 0;
+  *out_version = p->version;
+  if (p->checksum == cs__hash(p, 56)) return true;
+  if (p->version != 1 && p->version != 2) return false;
   /* A torn upgrade (or a torn abort of one): every byte is the version-1
   ** form's or the version-2 form's, and nothing else differs. */
   cs_disk_preamble a, b;
@@ -51,9 +52,10 @@ uint32_t cs__preamble_version(const cs_disk_preamble *p, bool *out_torn) {
   cs__preamble_with_version(p, 2, &b);
   const uint8_t *x = (const uint8_t *)p, *pa = (const uint8_t *)&a, *pb = (const uint8_t *)&b;
   for (size_t i = 0; i < sizeof *p; i++)
-    if (x[i] != pa[i] && x[i] != pb[i]) return 0;
+    if (x[i] != pa[i] && x[i] != pb[i]) return false;
   *out_torn = true;
-  return 2;
+  *out_version = 2;
+  return true;
 }
 
 /* --------------------------------------------------------------- checks */

@@ -158,10 +158,10 @@ void cs__agg_cache_free(void *cache);
 cs_rc cs__delvec_check(const cs_store *s, uint64_t rec, const cs_disk_entry *e, const cs_disk_entry_ext *x, uint64_t limit,
                        cs_err *err);
 cs_rc cs__dels_resolve(cs_store *s, uint64_t limit, cs_err *err);
-/* The preamble at p as the reader accepts it: 0 = not acceptable (damaged),
-** else its version (1 or 2, or other for a future one); *out_torn set when
-** it is a torn upgrade (format.md 14.2), read as version 2. */
-uint32_t cs__preamble_version(const cs_disk_preamble *p, bool *out_torn);
+/* Whether the preamble at p passes its checksum, or is a torn upgrade
+** (format.md 14.2, *out_torn set, read as version 2); *out_version is the
+** version to check (any value: a future one is refused by the caller). */
+bool cs__preamble_version(const cs_disk_preamble *p, uint32_t *out_version, bool *out_torn);
 /* A clean preamble: p's bytes [0, 56) with version v and its checksum. */
 void cs__preamble_with_version(const cs_disk_preamble *p, uint32_t v, cs_disk_preamble *out);
 /* The record of row: the last index of first_rows[0, n) whose value is

@@ -487,8 +487,8 @@ cs_rc cs__store_load_cached(int fd, const char *path, cs_verify verify, cs_cache
     rc = cs_err_set(err, CS_ENOTSTORE, "colstore: %s is not a colstore file (bad magic); create one with colstore_create() or CREATE VIRTUAL TABLE with column definitions", path);
     goto fail;
   }
-  uint32_t version = cs__preamble_version(pre, &s->preamble_torn);
-  if (version == 0) { rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: file header checksum mismatch", path); goto fail; }
+  uint32_t version;
+  if (!cs__preamble_version(pre, &version, &s->preamble_torn)) { rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: file header checksum mismatch", path); goto fail; }
   if (version < CS_FORMAT_VERSION || version > CS_FORMAT_VERSION_MAX) {
     rc = cs_err_set(err, CS_EVERSION, "colstore: %s uses format version %u but this build reads versions %d to %d; upgrade colstore", path,
                     version, CS_FORMAT_VERSION, CS_FORMAT_VERSION_MAX);

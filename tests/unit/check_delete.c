@@ -404,6 +404,62 @@ START_TEST(test_cache_memory_and_datasets_see_deletions) {
 }
 END_TEST
 
+/* ------------------------------------------------- allocation failures */
+
+/* Every allocation of a deleting transaction, and of opening the store it
+** leaves, fails in turn (once, and from then on): the transaction either
+** commits whole or fails with CS_ENOMEM leaving the file byte-identical,
+** an open either works or fails with CS_ENOMEM, and nothing leaks. */
+START_TEST(test_every_allocation_failure_leaves_the_old_or_the_new_state) {
+  ut_scratch sc = ut_scratch_new();
+  ut_table *t = del_table(80, 12);
+  ut_table_create_store(t, sc.path, 80, 16, 0);
+  static const uint64_t first[] = {3, 40};
+  delete_commit(sc.path, first, 2); /* a version-2 file with a vector to supersede */
+  static const uint64_t rows[] = {4, 41, 79, 0};
+  bool del[80] = {0};
+  del[3] = del[40] = true;
+  bool done[80];
+  memcpy(done, del, sizeof del);
+  for (int i = 0; i < 4; i++) done[rows[i]] = true;
+  for (int sticky = 0; sticky < 2; sticky++) {
+    for (long k = 1;; k++) {
+      ut_copy_file(sc.path, sc.copy);
+      size_t n0, n1;
+      uint8_t *before = ut_read_all(sc.copy, &n0);
+      long live = cs_mem_live();
+      cs_writer *w = NULL;
+      cs_err err = {0};
+      cs_mem_fail_after(k, sticky);
+      cs_rc rc = cs_writer_append(sc.copy, NULL, &w, &err);
+      if (rc == CS_OK) rc = cs_writer_delete(w, rows, 4, NULL, &err);
+      if (rc == CS_OK) rc = cs_writer_commit(w, &err);
+      else cs_writer_abort(w);
+      bool failed_any = cs_mem_count() >= k;
+      cs_mem_fail_after(-1, false);
+      ck_assert_msg(rc == CS_OK || rc == CS_ENOMEM, "k=%ld: %s", k, err.msg);
+      ck_assert_msg(cs_mem_live() == live, "k=%ld: %ld blocks leaked", k, cs_mem_live() - live);
+      uint8_t *after = ut_read_all(sc.copy, &n1);
+      cs_store *s = ut_open_ok(sc.copy, CS_VERIFY_FULL, "after a failed allocation");
+      if (rc == CS_OK) assert_deleted(s, done, 80, "committed");
+      else ck_assert_msg(n0 == n1 && memcmp(before, after, n0) == 0, "k=%ld: a failed delete changed the file", k);
+      cs_store_close(s);
+      free(before), free(after);
+      /* Opening the store with deletions under the same failure. */
+      cs_mem_fail_after(k, sticky);
+      rc = cs_store_open(sc.copy, CS_VERIFY_FULL, &s, &err);
+      cs_mem_fail_after(-1, false);
+      ck_assert_msg(rc == CS_OK || rc == CS_ENOMEM, "open k=%ld: %s", k, err.msg);
+      cs_store_close(s);
+      ck_assert_msg(cs_mem_live() == live, "open k=%ld: leaked", k);
+      if (!failed_any && rc == CS_OK) break;
+    }
+  }
+  ut_table_free(t);
+  ut_scratch_free(&sc);
+}
+END_TEST
+
 /* --------------------------------------------------------------- kernels */
 
 /* Deletes about 1 row in 8, every row of one record, and the last row. */
@@ -532,6 +588,7 @@ int main(void) {
   tcase_add_test(tc, test_damaged_deletion_vector_is_corrupt);
   tcase_add_test(tc, test_cache_memory_and_datasets_see_deletions);
   tcase_add_test(tc, test_kernels_never_select_deleted_rows);
+  tcase_add_test(tc, test_every_allocation_failure_leaves_the_old_or_the_new_state);
   suite_add_tcase(suite, tc);
   return ut_run_suite(suite);
 }
