@@ -31,6 +31,10 @@ extern "C" {
 
 #define CS_VERSION_STRING "0.1.0"
 #define CS_FORMAT_VERSION 1
+/* The newest format this build reads: version 2 adds deletion vectors
+** (docs/format.md 14).  New files are written in CS_FORMAT_VERSION and
+** upgraded to 2 by their first deleting transaction. */
+#define CS_FORMAT_VERSION_MAX 2
 
 /* ---------------------------------------------------------------- errors */
 
@@ -223,6 +227,43 @@ uint64_t cs_store_record_rows(const cs_store *store, uint64_t rec);
 uint64_t cs_store_find_record(const cs_store *store, uint64_t row);
 const cs_chunk *cs_store_chunk(const cs_store *store, uint64_t rec, uint32_t col);
 
+/* ----------------------------------------------------------- deletions */
+
+/* Deleted rows (format 2, docs/format.md 14).  A deleted row keeps its
+** position as a gap: cs_store_rows() stays the POSITION count (rowids, the
+** _rows range and the _mask length), and cs_store_live_rows() is the rows a
+** query can see.  THE RULE FOR EVERY READ PATH: a deleted position yields
+** no row.  cs_pred_eval and cs_select_range clear deleted positions from
+** their masks themselves (zone maps may still skip records: they are
+** bounds, widened at worst by deleted values), and cs_order_range never
+** delivers one.  The gathers (cs_gather_*, cs_select_rows) and
+** cs_pred_sorted_range work on positions and do NOT filter: a caller with
+** an explicit list (rowid =, IN, _rows) drops deleted positions first with
+** cs_store_filter_deleted, a caller with its own mask clears them with
+** cs_store_mask_deleted.  Column stats (null counts, min/max, sorted) still
+** describe every position, live or not. */
+uint64_t cs_store_live_rows(const cs_store *store);
+/* The format version of the file (a dataset: the highest of its files). */
+uint32_t cs_store_format_version(const cs_store *store);
+/* Bytes of the data region no record uses any more (superseded deletion
+** vectors), which a compaction reclaims besides the deleted rows. */
+uint64_t cs_store_free_bytes(const cs_store *store);
+/* Deleted positions of record rec, and its bitmap: bit i & 7 of byte i >> 3
+** is position i of the record, 1 = deleted, 64-byte aligned and zero past
+** the record's rows to a multiple of 64 bytes (read it a word at a time);
+** NULL when the record has no deletions. */
+uint64_t cs_store_record_deleted(const cs_store *store, uint64_t rec);
+const uint8_t *cs_store_record_deletions(const cs_store *store, uint64_t rec);
+/* Whether position row (< cs_store_rows()) is deleted. */
+bool cs_store_row_deleted(const cs_store *store, uint64_t row);
+/* Drops the deleted positions from rows[0, n) in place, keeping the order
+** of the others; returns how many are left.  Rows must be < cs_store_rows(). */
+uint64_t cs_store_filter_deleted(const cs_store *store, uint64_t *rows, uint64_t n);
+/* Sets mask[i] = 0 for every deleted position first + i, i < n; returns the
+** deleted positions in [first, first + n).  A word of the vector at a time;
+** a record without deletions costs nothing. */
+uint64_t cs_store_mask_deleted(const cs_store *store, uint64_t first, uint64_t n, uint8_t *mask);
+
 /* Whole-column summary derived from the chunks. */
 typedef struct cs_column_stats {
   uint64_t null_count;
@@ -373,6 +414,16 @@ cs_rc cs_writer_append(const char *path, const cs_writer_options *opt, cs_writer
 const cs_schema *cs_writer_schema(const cs_writer *w);
 /* Rows already committed plus rows written by this writer so far. */
 uint64_t cs_writer_rows(const cs_writer *w);
+/* Committed plus written positions less the deleted ones, this
+** transaction's deletions included. */
+uint64_t cs_writer_live_rows(const cs_writer *w);
+/* Deletes positions rows[0, n) (any order, duplicates and already deleted
+** positions allowed) in this transaction: rows written by it too.  Every
+** row must be < cs_writer_rows() (else CS_EINVAL and nothing is deleted);
+** CS_ENOMEM also deletes nothing.  *out_deleted (may be NULL): positions
+** newly deleted.  Prepare writes a deletion vector per touched record and
+** upgrades a version-1 file to version 2 (docs/format.md 14.2, 14.8). */
+cs_rc cs_writer_delete(cs_writer *w, const uint64_t *rows, uint64_t n, uint64_t *out_deleted, cs_err *err);
 /* Writes the batch's rows as records (split at record_rows); the batch is
 ** not modified.  Written records stay invisible until commit. */
 cs_rc cs_writer_write(cs_writer *w, const cs_batch *batch, cs_err *err);
@@ -393,7 +444,8 @@ void cs_writer_abort(cs_writer *w);
 ** column's storage width to out and, when out_valid is not
 ** NULL, one byte per element (1 = valid, 0 = NULL).  All rows must be
 ** < cs_store_rows().  Threaded kernels give byte-identical output for any
-** thread count. */
+** thread count.  Gathers read positions, deleted or not: filter first
+** (see "deletions" above). */
 
 /* Process-wide kernel settings (colstore_config). */
 typedef struct cs_kernel_config {
@@ -809,7 +861,10 @@ cs_rc cs_order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_keys
 ** limit (top-k), and a DISTINCT over fixed-width keys of a small range, read
 ** the keys straight from the columns and write only the rows delivered,
 ** never all n positions; otherwise the range is written into rows and
-** ordered as cs_order_rows does. */
+** ordered as cs_order_rows does.  Deleted positions of the range are never
+** delivered: a range holding any is written out, filtered
+** (cs_store_filter_deleted) and ordered, without the streaming paths.
+** cs_order_rows orders the positions it is given: filter them first. */
 cs_rc cs_order_range(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode, uint64_t first,
                      uint64_t n, uint64_t *rows, uint64_t *n_out, uint64_t limit, cs_err *err);
 

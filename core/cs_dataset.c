@@ -313,6 +313,9 @@ static cs_rc dataset_open(const char *const *paths, uint32_t n_paths, const char
     generation += p->generation;
     s->recovered |= p->recovered;
     s->slot_damaged |= p->slot_damaged;
+    s->n_deleted += p->n_deleted;
+    s->free_bytes += p->free_bytes;
+    if (p->format_version > s->format_version) s->format_version = p->format_version;
   }
   s->part_first_record[n_paths] = n_records;
   if ((rc = schema_copy(s, s->parts[0], err))) goto fail;
@@ -323,7 +326,10 @@ static cs_rc dataset_open(const char *const *paths, uint32_t n_paths, const char
   s->generation = generation;
   s->first_rows = cs__mem_malloc((n_records + 1) * sizeof *s->first_rows);
   s->chunks = cs__mem_malloc((n_records ? n_records * nc : 1) * sizeof *s->chunks);
-  if (!s->first_rows || !s->chunks) {
+  /* Deleted rows: the parts' vectors, merged like the chunks (NULL when no
+  ** file has any, the test every read path makes first). */
+  if (s->n_deleted) s->dels = cs__mem_calloc(n_records, sizeof *s->dels);
+  if (!s->first_rows || !s->chunks || (s->n_deleted && !s->dels)) {
     rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a dataset directory of %llu records", (unsigned long long)n_records);
     goto fail;
   }
@@ -332,6 +338,7 @@ static cs_rc dataset_open(const char *const *paths, uint32_t n_paths, const char
     const cs_store *p = s->parts[i];
     for (uint64_t r = 0; r < p->n_records; r++) s->first_rows[rec + r] = base + p->first_rows[r];
     if (p->n_records) memcpy(&s->chunks[rec * nc], p->chunks, p->n_records * nc * sizeof *s->chunks);
+    if (p->dels) memcpy(&s->dels[rec], p->dels, p->n_records * sizeof *s->dels);
     rec += p->n_records;
     base += p->n_rows;
   }

@@ -1,5 +1,5 @@
 /*
-** cs_format.h - the on-disk layout of a colstore file, format version 1.
+** cs_format.h - the on-disk layout of a colstore file, format versions 1 and 2.
 **
 ** Everything is little-endian; every offset and count is 64-bit, so stores
 ** beyond 2^31 rows and 4 GiB need nothing special.  Structures are written
@@ -51,6 +51,17 @@
 ** records say whether their writer seals (CS_RECORD_SEALED), so the
 ** files of older writers keep the rule they were written under.
 **
+** Version 2 (docs/format.md, section 14) adds deletions without rewriting
+** a committed byte: a transaction that deletes rows appends, per record it
+** touches, a deletion-vector block (CSDELVEC: header + bitmap, 1 = deleted,
+** cumulative) in the data region, where a record would go, and a footer of
+** layout 2 whose entry per record points at the newest vector.  The commit
+** is the slot write, as for an append.  Patch blocks (CSPATCHS) for UPDATE
+** are specified the same way (chunks with CS_CHUNK_ABSOLUTE descriptors)
+** but not written yet.  A file is created in version 1 and upgraded by its
+** first deleting transaction, which rewrites the preamble's version before
+** the commit point, so an older reader refuses it with CS_EVERSION.
+**
 ** A column chunk is Arrow-shaped: [validity bitmap][offsets][data], each
 ** part starting on a 64-byte boundary and zero-padded; the bitmap is
 ** LSB-first with 1 = valid and is absent when the chunk has no NULLs; TEXT
@@ -69,6 +80,8 @@
 #define CS_MAGIC_RECORD "CSRECORD"
 #define CS_MAGIC_FOOTER "CSFOOTER"
 #define CS_MAGIC_SEAL "CSSEALED"  /* a cs_disk_slot after the footer */
+#define CS_MAGIC_DELVEC "CSDELVEC" /* version 2: a record's deletion vector */
+#define CS_MAGIC_PATCH "CSPATCHS"  /* version 2: replaced chunks (UPDATE; not written yet) */
 #define CS_SEAL_BYTES 64u
 #define CS_MAGIC_BYTES 8
 
@@ -144,8 +157,9 @@ typedef struct cs_disk_footer {
   uint64_t n_rows;
   uint32_t n_cols;
   uint32_t entry_bytes;     /* 32 + n_cols * 88 */
-  uint64_t footer_bytes;    /* header + n_records * entry_bytes */
-  uint64_t reserved;
+  uint64_t footer_bytes;    /* header (+ extension) + n_records * entry_bytes */
+  uint32_t layout;          /* 0: layout 1; CS_FOOTER_LAYOUT_2: extension + longer entries */
+  uint32_t reserved;
   uint64_t checksum;        /* XXH3-64 of the entries, seeded with the 56 bytes above */
 } cs_disk_footer;
 
@@ -156,6 +170,48 @@ typedef struct cs_disk_entry {
   uint64_t generation;
 } cs_disk_entry;
 
+/* Version 2 (docs/format.md 14.3): a record's deletion vector, followed by
+** align64(ceil(n_rows / 8)) bytes of bitmap, LSB-first, 1 = deleted. */
+typedef struct cs_disk_delvec {
+  char magic[8];            /* CS_MAGIC_DELVEC */
+  uint64_t generation;      /* the commit that wrote it */
+  uint64_t record_offset;   /* file offset of its record, which precedes it */
+  uint64_t n_rows;          /* bits; the record's n_rows */
+  uint64_t n_deleted;       /* bits set, 1..n_rows */
+  uint64_t block_bytes;     /* 64 + align64(ceil(n_rows / 8)) */
+  uint64_t bitmap_checksum; /* XXH3-64 of block bytes [64, block_bytes) */
+  uint64_t checksum;        /* XXH3-64 of the 56 bytes above */
+} cs_disk_delvec;
+
+/* Layout 2 footers: a 64-byte extension after the header, and 32 more
+** bytes per entry between cs_disk_entry and the descriptors. */
+#define CS_FOOTER_LAYOUT_2 2u
+typedef struct cs_disk_footer_ext {
+  uint64_t n_deleted;       /* deleted positions in the store */
+  uint64_t free_bytes;      /* data-region bytes no entry uses (superseded vectors, replaced chunks) */
+  uint64_t reserved[6];
+} cs_disk_footer_ext;
+
+typedef struct cs_disk_entry_ext {
+  uint64_t dv_offset;       /* file offset of the newest cs_disk_delvec; 0 = none */
+  uint64_t n_deleted;       /* its n_deleted, or 0 */
+  uint64_t dv_checksum;     /* its bitmap_checksum, or 0 */
+  uint64_t reserved;
+} cs_disk_entry_ext;
+
+/* Descriptor flag of format 2: offsets are file offsets (a patch block's
+** chunk).  Specified for UPDATE; the reader still rejects it. */
+#define CS_CHUNK_ABSOLUTE 4u
+
+static inline uint64_t cs__delvec_block_bytes(uint64_t n_rows) {
+  return sizeof(cs_disk_delvec) + ((((n_rows + 7) / 8) + 63) & ~(uint64_t)63);
+}
+
+_Static_assert(sizeof(cs_disk_delvec) == 64, "deletion vector header is 64 bytes");
+_Static_assert(sizeof(cs_disk_footer_ext) == 64, "footer extension is 64 bytes");
+_Static_assert(sizeof(cs_disk_entry_ext) == 32, "entry extension is 32 bytes");
+_Static_assert(offsetof(cs_disk_delvec, checksum) == 56, "deletion vector checksum is last");
+_Static_assert(offsetof(cs_disk_footer, layout) == 48, "footer layout replaces the reserved word");
 _Static_assert(sizeof(cs_disk_preamble) == 64, "preamble is 64 bytes");
 _Static_assert(sizeof(cs_disk_slot) == 64, "commit slot is 64 bytes");
 _Static_assert(sizeof(cs_disk_chunk) == 88, "chunk descriptor is 88 bytes");
@@ -179,6 +235,11 @@ static inline uint64_t cs__record_header_bytes(uint32_t n_cols) {
 static inline uint64_t cs__footer_entry_bytes(uint32_t n_cols) {
   return sizeof(cs_disk_entry) + (uint64_t)n_cols * sizeof(cs_disk_chunk);
 }
+/* Layout 2 entry and header sizes. */
+static inline uint64_t cs__footer_entry_bytes_v2(uint32_t n_cols) {
+  return sizeof(cs_disk_entry) + sizeof(cs_disk_entry_ext) + (uint64_t)n_cols * sizeof(cs_disk_chunk);
+}
+#define CS_FOOTER_HEAD_BYTES_V2 (sizeof(cs_disk_footer) + sizeof(cs_disk_footer_ext))
 
 /* Checksum helpers (cs_checksum.c): XXH3-64, the only hash in the format. */
 uint64_t cs__hash(const void *p, size_t n);

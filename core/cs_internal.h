@@ -16,6 +16,12 @@
 
 typedef struct cs__file_checks cs__file_checks;
 
+/* A record's deletions as the readers use them (cs_delete.c). */
+typedef struct cs__dels {
+  const uint8_t *bits;        /* the vector's bitmap in the mapping (or copy), 1 = deleted; NULL = none */
+  uint64_t n_deleted;         /* bits set */
+} cs__dels;
+
 struct cs_store {
   /* References: 1 from open; cs_store_reopen adds one to a snapshot it
   ** returns unchanged, and a dataset holds one on each of its parts, which
@@ -40,6 +46,17 @@ struct cs_store {
   cs_disk_entry *entries;     /* n_records, copied from the footer */
   cs_disk_chunk *disk_chunks; /* n_records * n_cols, copied from the footer */
   cs_chunk *chunks;           /* n_records * n_cols, resolved into map */
+  /* Format 2 (docs/format.md 14).  ext is a copy of the layout-2 entry
+  ** extensions (all zero from a layout-1 footer), which the writer carries
+  ** into its next footer; dels the resolved vectors, NULL when the store
+  ** has no deleted row (the test every read path makes first). */
+  uint32_t format_version;    /* preamble version: 1 or 2 (a torn upgrade reads as 2) */
+  uint32_t footer_layout;     /* 1 or 2: the layout of the footer loaded (a scan: 2) */
+  bool preamble_torn;         /* the preamble is a torn upgrade (format.md 14.2) */
+  cs_disk_entry_ext *ext;     /* n_records; owned; NULL for a dataset */
+  cs__dels *dels;             /* n_records; owned; NULL when n_deleted == 0 */
+  uint64_t n_deleted;         /* deleted positions */
+  uint64_t free_bytes;        /* from the footer extension (a scan: recounted) */
   bool recovered;             /* directory rebuilt by a forward scan */
   bool slot_damaged;          /* the other commit slot is torn or damaged */
   /* Uniform layout (seeds/003 Stage 9), set by cs__uniform_init at open:
@@ -134,6 +151,22 @@ void cs__verified_mark_all(const cs_store *s);
 cs_rc cs__chunk_verify(const cs_store *s, uint64_t rec, uint32_t col, cs_err *err);
 /* Frees a store's per-record aggregate statistics (cs_agg.c); NULL is fine. */
 void cs__agg_cache_free(void *cache);
+/* Deletion vectors (cs_delete.c).  Checks the vector of record rec named by
+** e/x in [data_offset, limit) against its record and entry; CS_ECORRUPT with
+** err set.  cs__dels_resolve checks and resolves every record's vector
+** (directory resolution, after the cache copy) and fills s->dels. */
+cs_rc cs__delvec_check(const cs_store *s, uint64_t rec, const cs_disk_entry *e, const cs_disk_entry_ext *x, uint64_t limit,
+                       cs_err *err);
+cs_rc cs__dels_resolve(cs_store *s, uint64_t limit, cs_err *err);
+/* Whether the preamble at p passes its checksum, or is a torn upgrade
+** (format.md 14.2, *out_torn set, read as version 2); *out_version is the
+** version to check (any value: a future one is refused by the caller). */
+bool cs__preamble_version(const cs_disk_preamble *p, uint32_t *out_version, bool *out_torn);
+/* A clean preamble: p's bytes [0, 56) with version v and its checksum. */
+void cs__preamble_with_version(const cs_disk_preamble *p, uint32_t v, cs_disk_preamble *out);
+/* The record of row: the last index of first_rows[0, n) whose value is
+** <= row (cs_store_find_record; the writer's delete search). */
+uint64_t cs__first_rows_find(const uint64_t *first_rows, uint64_t n, uint64_t row);
 /* Records a process-wide diagnostic note once. */
 void cs__diag_note(const char *note);
 /* NUMA (cs_numa.c): interleaves a fresh mapping when the effective policy

@@ -1668,14 +1668,19 @@ cs_rc cs_order_range(const cs_store *s, const cs_order_key *keys, uint32_t n_key
   bool fixed = n_keys > 0;
   for (uint32_t i = 0; i < n_keys; i++) fixed &= !cs_type_is_varlen(s->cols[keys[i].col].type);
   bool topk = mode == CS_ORDER_SORT && tune.topk_ratio && limit <= n / tune.topk_ratio;
-  if ((topk || mode == CS_ORDER_DISTINCT) && fixed && limit > 0 && n > 1) {
+  /* The streaming paths read every position of the range; with deleted
+  ** positions in it, the range is written out and filtered instead. */
+  bool deletions = false;
+  for (uint64_t r = s->n_deleted && n ? cs_store_find_record(s, first) : s->n_records; !deletions && r < s->n_records && s->first_rows[r] < first + n; r++)
+    deletions = cs_store_record_deleted(s, r) > 0;
+  if ((topk || mode == CS_ORDER_DISTINCT) && fixed && limit > 0 && n > 1 && !deletions) {
     bool done;
     if ((rc = range_stream(s, keys, n_keys, mode, first, n, limit, rows, n_out, &done)) != CS_OK)
       return cs_err_set(err, rc, "colstore: out of memory ordering %llu rows", (unsigned long long)n);
     if (done) return CS_OK;
   }
   for (uint64_t j = 0; j < n; j++) rows[j] = first + j;
-  *n_out = n;
+  *n_out = deletions ? cs_store_filter_deleted(s, rows, n) : n;
   return cs_order_rows(s, keys, n_keys, mode, rows, n_out, limit, err);
 }
 

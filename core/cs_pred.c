@@ -859,7 +859,7 @@ void cs_pred_eval(const cs_store *s, const cs_pred *preds, uint32_t n_preds, uin
   if (n_preds == 0) {
     memset(mask, 1, n);
     st.records_skipped = cs__locate(s, first + n - 1) - cs__locate(s, first) + 1;
-    st.rows_selected = n;
+    st.rows_selected = n - cs_store_mask_deleted(s, first, n, mask); /* deleted rows: never selected */
     if (stats) *stats = st;
     return;
   }
@@ -887,6 +887,7 @@ void cs_pred_eval(const cs_store *s, const cs_pred *preds, uint32_t n_preds, uin
     for (uint32_t k = 0; k < np; k++) cs__mem_free(owned[k]);
   }
   if (cp != stack_cp) cs__mem_free(cp), cs__mem_free(owned);
+  cs_store_mask_deleted(s, first, n, mask); /* deleted rows: never selected */
   if (stats) {
     st.rows_selected = cs_mask_count(mask, n);
     *stats = st;

@@ -123,6 +123,8 @@ static uint64_t select_eval(const cs_selector *sel, cs_select_batch *b, uint64_t
   cs__pred_set_eval_span(sel->preds, b->first, i0, i1, b->mask, b->count_from, scanned, skipped);
   if (b->user_mask)
     for (uint64_t i = i0; i < i1; i++) b->mask[i] = (uint8_t)(b->mask[i] && b->user_mask[i]);
+  /* Deleted positions are never selected (a NULL test when none). */
+  cs_store_mask_deleted(sel->s, b->first + i0, i1 - i0, b->mask + i0);
   return cs__mask_count_span(b->mask + i0, i1 - i0);
 }
 

@@ -210,9 +210,10 @@ static cs_rc directory_alloc(cs_store *s, uint64_t n_records, cs_err *err) {
   uint64_t cells = n_records ? n_records * nc : 1;
   s->first_rows = cs__mem_malloc((n_records + 1) * sizeof *s->first_rows);
   s->entries = cs__mem_malloc((n_records ? n_records : 1) * sizeof *s->entries);
+  s->ext = cs__mem_malloc((n_records ? n_records : 1) * sizeof *s->ext);
   s->disk_chunks = cs__mem_malloc(cells * sizeof *s->disk_chunks);
   s->chunks = cs__mem_malloc(cells * sizeof *s->chunks);
-  if (!s->first_rows || !s->entries || !s->disk_chunks || !s->chunks)
+  if (!s->first_rows || !s->entries || !s->ext || !s->disk_chunks || !s->chunks)
     return cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for a directory of %llu records", s->path, (unsigned long long)n_records);
   return CS_OK;
 }
@@ -249,7 +250,7 @@ static cs_rc directory_resolve(cs_store *s, uint64_t limit, cs_err *err) {
   s->first_rows[s->n_records] = rows;
   s->n_rows = rows;
   cs__uniform_init(s);
-  return CS_OK;
+  return cs__dels_resolve(s, limit, err);
 }
 
 static cs_rc footer_parse(cs_store *s, const cs_disk_slot *slot, const uint8_t *bytes, cs_err *err);
@@ -274,37 +275,93 @@ static cs_rc footer_load(cs_store *s, const cs_disk_slot *slot, cs_err *err) {
 static cs_rc footer_parse(cs_store *s, const cs_disk_slot *slot, const uint8_t *bytes, cs_err *err) {
   uint32_t nc = s->schema.n_cols;
   const cs_disk_footer *f = (const cs_disk_footer *)(const void *)bytes;
-  uint64_t eb = cs__footer_entry_bytes(nc);
+  /* Layout 1 (v1 files, and a v2 file whose upgrade crashed before its
+  ** commit) or layout 2: an extension after the header, longer entries. */
+  bool v2 = f->layout == CS_FOOTER_LAYOUT_2;
+  uint64_t eb = v2 ? cs__footer_entry_bytes_v2(nc) : cs__footer_entry_bytes(nc);
+  uint64_t head = v2 ? CS_FOOTER_HEAD_BYTES_V2 : sizeof *f;
   if (memcmp(f->magic, CS_MAGIC_FOOTER, CS_MAGIC_BYTES) != 0 || f->generation != slot->generation || f->n_cols != nc ||
-      f->entry_bytes != eb || f->footer_bytes != slot->footer_bytes ||
-      f->n_records > (slot->footer_bytes - sizeof *f) / eb || sizeof *f + f->n_records * eb != slot->footer_bytes ||
+      (f->layout != 0 && !v2) || f->entry_bytes != eb || f->footer_bytes != slot->footer_bytes || slot->footer_bytes < head ||
+      f->n_records > (slot->footer_bytes - head) / eb || head + f->n_records * eb != slot->footer_bytes ||
       cs__hash(f, slot->footer_bytes) != slot->footer_checksum)
     /* The slot's checksum covers the whole footer; the footer's own
     ** checksum is for a forward scan that finds it without a slot. */
     return CS_ECORRUPT;
   cs_rc rc = directory_alloc(s, f->n_records, err);
   if (rc) return rc;
-  const uint8_t *p = (const uint8_t *)(f + 1);
+  const uint8_t *p = bytes + head;
+  size_t xb = v2 ? sizeof(cs_disk_entry_ext) : 0;
   for (uint64_t r = 0; r < f->n_records; r++, p += eb) {
     memcpy(&s->entries[r], p, sizeof(cs_disk_entry));
-    memcpy(&s->disk_chunks[r * nc], p + sizeof(cs_disk_entry), nc * sizeof(cs_disk_chunk));
+    if (v2) memcpy(&s->ext[r], p + sizeof(cs_disk_entry), xb);
+    else memset(&s->ext[r], 0, sizeof s->ext[r]);
+    memcpy(&s->disk_chunks[r * nc], p + sizeof(cs_disk_entry) + xb, nc * sizeof(cs_disk_chunk));
   }
+  if (v2) {
+    const cs_disk_footer_ext *fx = (const cs_disk_footer_ext *)(const void *)(f + 1);
+    s->n_deleted = fx->n_deleted;
+    s->free_bytes = fx->free_bytes;
+  }
+  s->footer_layout = v2 ? 2 : 1;
   if (f->n_rows != slot->n_rows) return CS_ECORRUPT;
   return CS_OK;
 }
 
-/* Forward scan over record headers in [data_offset, limit). */
+/* A deletion vector the scan found (format 2): applied once the scan knows
+** which generations it keeps. */
+typedef struct scan_dv {
+  uint64_t rec, generation;
+  cs_disk_entry_ext x;
+} scan_dv;
+
+/* The scanned record at offset off among entries[0, n) (increasing
+** offsets), or n. */
+static uint64_t scan_find_record(const cs_disk_entry *entries, uint64_t n, uint64_t off) {
+  uint64_t lo = 0, hi = n;
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (entries[mid].record_offset < off) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < n && entries[lo].record_offset == off ? lo : n;
+}
+
+/* Forward scan over the blocks (records, deletion vectors) in
+** [data_offset, limit). */
 static cs_rc directory_scan(cs_store *s, uint64_t limit, bool bounded, cs_err *err) {
   uint32_t nc = s->schema.n_cols;
-  uint64_t cap = 16, n = 0, off = s->data_offset, max_gen = 0;
+  uint64_t cap = 16, n = 0, off = s->data_offset, max_gen = 0, n_dv = 0, cap_dv = 0;
+  uint64_t newest_off = s->data_offset; /* where the newest generation's first block starts */
   bool newest_sealing = false; /* the newest generation's writer seals its commits */
   cs_disk_entry *entries = cs__mem_malloc(cap * sizeof *entries);
   cs_disk_chunk *dcs = cs__mem_malloc(cap * nc * sizeof *dcs);
+  scan_dv *dvs = NULL;
   cs_rc rc = CS_OK;
   if (!entries || !dcs) { rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory scanning records", s->path); goto done; }
   while (off < limit) {
     const cs_disk_record *h;
     cs_err scratch;
+    const cs_disk_delvec *dv = (const cs_disk_delvec *)(const void *)(s->map + off);
+    if (span_in(off, sizeof *dv, s->data_offset, limit) && memcmp(dv->magic, CS_MAGIC_DELVEC, CS_MAGIC_BYTES) == 0) {
+      /* A deletion vector: checked as open checks one from a footer, its
+      ** record found among those scanned before it. */
+      if (dv->checksum != cs__hash(dv, 56)) break;
+      uint64_t rec = scan_find_record(entries, n, dv->record_offset);
+      cs_disk_entry_ext x = {off, dv->n_deleted, dv->bitmap_checksum, 0};
+      if (rec == n || cs__delvec_check(s, rec, &entries[rec], &x, limit, &scratch) != CS_OK) break;
+      if (n_dv == cap_dv) {
+        cap_dv = cap_dv ? cap_dv * 2 : 16;
+        scan_dv *d2 = cs__mem_realloc(dvs, cap_dv * sizeof *dvs);
+        if (!d2) { rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory scanning records", s->path); goto done; }
+        dvs = d2;
+      }
+      dvs[n_dv++] = (scan_dv){rec, dv->generation, x};
+      if (dv->generation > max_gen) newest_off = off;
+      if (dv->generation >= max_gen) newest_sealing = true; /* only sealing writers write vectors */
+      if (dv->generation > max_gen) max_gen = dv->generation;
+      off += dv->block_bytes;
+      continue;
+    }
     if (record_header_check(s, off, limit, n, &h, &scratch) != CS_OK) break;
     const cs_disk_chunk *dc = (const cs_disk_chunk *)(h + 1);
     if (h->n_rows == 0) break;
@@ -322,6 +379,7 @@ static cs_rc directory_scan(cs_store *s, uint64_t limit, bool bounded, cs_err *e
     }
     entries[n] = (cs_disk_entry){off, h->n_rows, h->record_bytes, h->generation};
     memcpy(&dcs[n * nc], dc, nc * sizeof *dcs);
+    if (h->generation > max_gen) newest_off = off;
     if (h->generation >= max_gen) newest_sealing = (h->flags & CS_RECORD_SEALED) != 0;
     if (h->generation > max_gen) max_gen = h->generation;
     n++;
@@ -349,17 +407,33 @@ static cs_rc directory_scan(cs_store *s, uint64_t limit, bool bounded, cs_err *e
     }
     if (!sealed)
       while (n > 0 && entries[n - 1].generation == max_gen) n--;
-    s->data_end = n ? entries[n - 1].record_offset + entries[n - 1].record_bytes : s->data_offset;
+    /* A transaction writes all its blocks at the previous data end, so
+    ** the newest generation's blocks are the tail from newest_off on. */
+    s->data_end = sealed ? off : newest_off;
     s->generation = sealed ? max_gen : (max_gen ? max_gen - 1 : 0);
   }
   rc = directory_alloc(s, n, err);
   if (rc) goto done;
   memcpy(s->entries, entries, n * sizeof *entries);
   if (n) memcpy(s->disk_chunks, dcs, n * nc * sizeof *dcs);
+  memset(s->ext, 0, (n ? n : 1) * sizeof *s->ext);
+  /* The vectors of the kept generations, in file order: each replaces the
+  ** record's previous one, whose bytes become free space. */
+  s->n_deleted = s->free_bytes = 0;
+  for (uint64_t k = 0; k < n_dv; k++) {
+    const scan_dv *d = &dvs[k];
+    if (d->generation > s->generation || d->rec >= n) continue;
+    cs_disk_entry_ext *x = &s->ext[d->rec];
+    if (x->dv_offset) s->free_bytes += cs__delvec_block_bytes(entries[d->rec].n_rows), s->n_deleted -= x->n_deleted;
+    *x = d->x;
+    s->n_deleted += x->n_deleted;
+  }
+  s->footer_layout = n_dv ? 2 : 1;
   s->recovered = true;
 done:
   cs__mem_free(entries);
   cs__mem_free(dcs);
+  cs__mem_free(dvs);
   return rc;
 }
 
@@ -413,11 +487,14 @@ cs_rc cs__store_load_cached(int fd, const char *path, cs_verify verify, cs_cache
     rc = cs_err_set(err, CS_ENOTSTORE, "colstore: %s is not a colstore file (bad magic); create one with colstore_create() or CREATE VIRTUAL TABLE with column definitions", path);
     goto fail;
   }
-  if (pre->checksum != cs__hash(pre, 56)) { rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: file header checksum mismatch", path); goto fail; }
-  if (pre->version != CS_FORMAT_VERSION) {
-    rc = cs_err_set(err, CS_EVERSION, "colstore: %s uses format version %u but this build reads version %d; upgrade colstore", path, pre->version, CS_FORMAT_VERSION);
+  uint32_t version;
+  if (!cs__preamble_version(pre, &version, &s->preamble_torn)) { rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: file header checksum mismatch", path); goto fail; }
+  if (version < CS_FORMAT_VERSION || version > CS_FORMAT_VERSION_MAX) {
+    rc = cs_err_set(err, CS_EVERSION, "colstore: %s uses format version %u but this build reads versions %d to %d; upgrade colstore", path,
+                    version, CS_FORMAT_VERSION, CS_FORMAT_VERSION_MAX);
     goto fail;
   }
+  s->format_version = version;
   if (pre->schema_offset != CS_SCHEMA_OFFSET || !span_in(pre->schema_offset, pre->schema_bytes, 0, s->map_bytes) ||
       pre->data_offset < pre->schema_offset + pre->schema_bytes || pre->data_offset % CS_ALIGN || pre->data_offset > s->map_bytes ||
       cs__hash(s->map + pre->schema_offset, pre->schema_bytes) != pre->schema_checksum) {
@@ -446,7 +523,9 @@ cs_rc cs__store_load_cached(int fd, const char *path, cs_verify verify, cs_cache
     rc = footer_load(s, &slot, err);
     if (rc == CS_ECORRUPT) {
       cs__mem_free(s->first_rows), cs__mem_free(s->entries), cs__mem_free(s->disk_chunks), cs__mem_free(s->chunks);
-      s->first_rows = NULL, s->entries = NULL, s->disk_chunks = NULL, s->chunks = NULL;
+      cs__mem_free(s->ext);
+      s->first_rows = NULL, s->entries = NULL, s->disk_chunks = NULL, s->chunks = NULL, s->ext = NULL;
+      s->n_deleted = s->free_bytes = 0;
       rc = directory_scan(s, s->data_end, true, err);
     }
     if (rc) goto fail;
@@ -499,6 +578,8 @@ void cs_store_close(cs_store *s) {
   if (s->fd >= 0) close(s->fd);
   cs__mem_free(s->first_rows);
   cs__mem_free(s->entries);
+  cs__mem_free(s->ext);
+  cs__mem_free(s->dels);
   cs__mem_free(s->disk_chunks);
   cs__mem_free(s->chunks);
   cs__verified_free(s);
@@ -525,17 +606,18 @@ const cs_chunk *cs_store_chunk(const cs_store *s, uint64_t rec, uint32_t col) {
   return &s->chunks[rec * s->schema.n_cols + col];
 }
 
-/* Branchless lower search: the last record whose first row is <= row. */
-uint64_t cs_store_find_record(const cs_store *s, uint64_t row) {
-  const uint64_t *base = s->first_rows;
-  uint64_t n = s->n_records;
+/* Branchless lower search: the last of first_rows[0, n) that is <= row. */
+uint64_t cs__first_rows_find(const uint64_t *first_rows, uint64_t n, uint64_t row) {
+  const uint64_t *base = first_rows;
   while (n > 1) {
     uint64_t half = n / 2;
     base = (base[half] <= row) ? base + half : base;
     n -= half;
   }
-  return (uint64_t)(base - s->first_rows);
+  return (uint64_t)(base - first_rows);
 }
+
+uint64_t cs_store_find_record(const cs_store *s, uint64_t row) { return cs__first_rows_find(s->first_rows, s->n_records, row); }
 
 void cs_store_column_stats(const cs_store *s, uint32_t col, cs_column_stats *out) {
   memset(out, 0, sizeof *out);

@@ -17,6 +17,16 @@
 ** Abort must leave the file byte-identical, yet an append overwrites the
 ** old footer; so the bytes from data_end to the old end of file are saved
 ** before the first write and put back (and the file truncated) on abort.
+**
+** Deletions (format 2, docs/format.md 14.8) are bitmaps in memory until
+** prepare, one per touched record, started from the record's committed
+** vector: prepare writes them as deletion-vector blocks after the
+** transaction's records, so a vector always follows its record and the
+** same footer-then-slot commit seals them.  The first deleting transaction
+** of a version-1 file also rewrites the preamble's version, before the
+** fsync that precedes the slot (so an older reader refuses the file from
+** the moment the deletions can be committed), and abort writes the saved
+** preamble back.
 */
 #include <errno.h>
 #include <fcntl.h>
@@ -58,6 +68,18 @@ struct cs_writer {
   uint8_t *scratch;           /* scratch for bitmaps and rebased offsets; owned */
   uint64_t scratch_bytes;
   cs_disk_slot slot;          /* the slot prepare computed */
+  /* Format 2.  ext parallels entries (cap_records); dv one bitmap per
+  ** record this transaction deletes from, else NULL. */
+  uint32_t version;           /* the file's committed format version (a torn upgrade: 2) */
+  cs_disk_preamble preamble;  /* the preamble bytes as they were at load */
+  bool preamble_written;      /* prepare rewrote the preamble (abort puts it back) */
+  cs_disk_entry_ext *ext;     /* owned */
+  uint8_t **dv;               /* cap_records pointers; owned, each owned; or NULL */
+  uint64_t *first_rows;       /* n_first + 1 entries for the delete search; owned */
+  uint64_t n_first;           /* records first_rows covers */
+  uint64_t n_deleted;         /* committed + this transaction's deleted positions */
+  uint64_t free_bytes;        /* committed free bytes + the vectors this one supersedes */
+  bool deleted;               /* cs_writer_delete deleted something new */
 };
 
 static const uint8_t zero_pad[CS_ALIGN];
@@ -140,6 +162,10 @@ static void writer_free(cs_writer *w) {
   cs__mem_free(w->dchunks);
   cs__mem_free(w->header);
   cs__mem_free(w->scratch);
+  for (uint64_t r = 0; w->dv && r < w->n_records; r++) cs__mem_free(w->dv[r]);
+  cs__mem_free(w->dv);
+  cs__mem_free(w->ext);
+  cs__mem_free(w->first_rows);
   cs__mem_free(w);
 }
 
@@ -217,6 +243,8 @@ cs_rc cs_writer_create(const char *path, const cs_schema *schema, const cs_write
   memcpy(head, &pre, sizeof pre);
   memcpy(head + CS_SCHEMA_OFFSET, schema_block, schema_bytes);
   if ((rc = write_at(w, head, data_offset, 0, err))) goto fail;
+  w->version = CS_FORMAT_VERSION;
+  w->preamble = pre;
   w->pos = data_offset;
   w->old_data_end = data_offset;
   w->generation = 1;
@@ -269,9 +297,15 @@ cs_rc cs_writer_append(const char *path, const cs_writer_options *opt, cs_writer
   uint32_t nc = base->schema.n_cols;
   w->n_records = w->cap_records = base->n_records;
   w->entries = cs__mem_malloc((base->n_records ? base->n_records : 1) * sizeof *w->entries);
+  w->ext = cs__mem_malloc((base->n_records ? base->n_records : 1) * sizeof *w->ext);
   w->dchunks = cs__mem_malloc((base->n_records ? base->n_records * nc : 1) * sizeof *w->dchunks);
-  if (!w->entries || !w->dchunks) { rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory"); goto fail; }
+  if (!w->entries || !w->ext || !w->dchunks) { rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory"); goto fail; }
   memcpy(w->entries, base->entries, base->n_records * sizeof *w->entries);
+  memcpy(w->ext, base->ext, base->n_records * sizeof *w->ext);
+  memcpy(&w->preamble, base->map, sizeof w->preamble);
+  w->version = base->format_version;
+  w->n_deleted = base->n_deleted;
+  w->free_bytes = base->free_bytes;
   memcpy(w->dchunks, base->disk_chunks, base->n_records * nc * sizeof *w->dchunks);
   w->pos = w->old_data_end = base->data_end;
   w->old_file_bytes = base->map_bytes;
@@ -370,7 +404,11 @@ static cs_rc directory_push(cs_writer *w, cs_err *err) {
   if (e) w->entries = e;
   cs_disk_chunk *d = e ? cs__mem_realloc(w->dchunks, cap * nc * sizeof *d) : NULL;
   if (d) w->dchunks = d;
-  if (!e || !d) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory growing the record directory");
+  cs_disk_entry_ext *x = d ? cs__mem_realloc(w->ext, cap * sizeof *x) : NULL;
+  if (x) w->ext = x;
+  uint8_t **dv = x && w->dv ? cs__mem_realloc(w->dv, cap * sizeof *dv) : NULL;
+  if (dv) w->dv = dv;
+  if (!e || !d || !x || (w->dv && !dv)) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory growing the record directory");
   w->cap_records = cap;
   return CS_OK;
 }
@@ -452,6 +490,8 @@ static cs_rc record_write(cs_writer *w, const cs_batch *b, uint64_t first, uint6
   cs__mem_free(iov);
   if (rc) return rc;
   w->entries[w->n_records] = (cs_disk_entry){w->pos, n, at, w->generation};
+  w->ext[w->n_records] = (cs_disk_entry_ext){0, 0, 0, 0};
+  if (w->dv) w->dv[w->n_records] = NULL;
   memcpy(&w->dchunks[w->n_records * nc], dcs, nc * sizeof *dcs);
   w->n_records++;
   w->pos += at;
@@ -481,6 +521,100 @@ cs_rc cs_writer_write(cs_writer *w, const cs_batch *b, cs_err *err) {
   return CS_OK;
 }
 
+/* ------------------------------------------------------------- deletions */
+
+uint64_t cs_writer_live_rows(const cs_writer *w) { return w->n_rows - w->n_deleted; }
+
+static uint64_t dv_bitmap_bytes(uint64_t n_rows) { return cs__delvec_block_bytes(n_rows) - sizeof(cs_disk_delvec); }
+
+/* first_rows over every record written so far, for the record search. */
+static cs_rc delete_index(cs_writer *w, cs_err *err) {
+  if (w->first_rows && w->n_first == w->n_records) return CS_OK;
+  uint64_t *f = cs__mem_realloc(w->first_rows, (w->n_records + 1) * sizeof *f);
+  if (!f) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a deletion");
+  w->first_rows = f;
+  uint64_t rows = 0;
+  for (uint64_t r = 0; r < w->n_records; r++) f[r] = rows, rows += w->entries[r].n_rows;
+  f[w->n_records] = rows;
+  w->n_first = w->n_records;
+  if (!w->dv) {
+    if (!(w->dv = cs__mem_calloc(w->cap_records ? w->cap_records : 1, sizeof *w->dv)))
+      return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a deletion");
+  }
+  return CS_OK;
+}
+
+static uint64_t delete_find(const cs_writer *w, uint64_t row) { return cs__first_rows_find(w->first_rows, w->n_records, row); }
+
+/* The in-memory bitmap of record r, started from its committed vector
+** (read from the file: the writer holds the lock, and the vector lies below
+** the committed data end, never rewritten). */
+static cs_rc delete_bitmap(cs_writer *w, uint64_t r, cs_err *err) {
+  if (w->dv[r]) return CS_OK;
+  uint64_t bytes = dv_bitmap_bytes(w->entries[r].n_rows);
+  uint8_t *b = cs__mem_calloc(1, bytes);
+  if (!b) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a deletion vector");
+  if (w->ext[r].dv_offset) {
+    cs_rc rc = cs__pread_full(w->fd, b, bytes, w->ext[r].dv_offset + sizeof(cs_disk_delvec), w->path, err);
+    if (rc) {
+      cs__mem_free(b);
+      return rc;
+    }
+  }
+  w->dv[r] = b;
+  return CS_OK;
+}
+
+cs_rc cs_writer_delete(cs_writer *w, const uint64_t *rows, uint64_t n, uint64_t *out_deleted, cs_err *err) {
+  if (out_deleted) *out_deleted = 0;
+  if (w->prepared) return cs_err_set(err, CS_EINVAL, "colstore: %s: delete after prepare", w->path);
+  for (uint64_t i = 0; i < n; i++)
+    if (rows[i] >= w->n_rows)
+      return cs_err_set(err, CS_EINVAL, "colstore: %s: cannot delete row %llu: the store has %llu positions", w->path,
+                        (unsigned long long)rows[i], (unsigned long long)w->n_rows);
+  if (n == 0) return CS_OK;
+  /* Every bitmap first, then the bits: a failure deletes nothing (a bitmap
+  ** made but not changed equals the committed vector). */
+  cs_rc rc = delete_index(w, err);
+  for (uint64_t i = 0; rc == CS_OK && i < n; i++) rc = delete_bitmap(w, delete_find(w, rows[i]), err);
+  if (rc) return rc;
+  uint64_t fresh = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t r = delete_find(w, rows[i]), local = rows[i] - w->first_rows[r];
+    uint8_t bit = (uint8_t)(1u << (local & 7)), *byte = &w->dv[r][local >> 3];
+    fresh += !(*byte & bit);
+    *byte |= bit;
+  }
+  w->n_deleted += fresh;
+  if (fresh) w->deleted = true;
+  if (out_deleted) *out_deleted = fresh;
+  return CS_OK;
+}
+
+/* Writes a deletion-vector block for every record whose bitmap gained
+** bits, at w->pos, and points its entry at it. */
+static cs_rc delete_write(cs_writer *w, cs_err *err) {
+  for (uint64_t r = 0; w->deleted && r < w->n_records; r++) {
+    const uint8_t *b = w->dv[r];
+    if (!b) continue;
+    uint64_t n_rows = w->entries[r].n_rows, bytes = dv_bitmap_bytes(n_rows), count = 0;
+    for (uint64_t i = 0; i < bytes; i++) count += (uint64_t)__builtin_popcount(b[i]);
+    if (count == w->ext[r].n_deleted) continue; /* nothing new in this record */
+    cs_disk_delvec h = {.generation = w->generation, .record_offset = w->entries[r].record_offset, .n_rows = n_rows,
+                        .n_deleted = count, .block_bytes = sizeof h + bytes, .bitmap_checksum = cs__hash(b, bytes)};
+    memcpy(h.magic, CS_MAGIC_DELVEC, CS_MAGIC_BYTES);
+    h.checksum = cs__hash(&h, 56);
+    struct iovec iov[2] = {{&h, sizeof h}, {(void *)b, bytes}};
+    cs_rc rc = tail_save(w, err);
+    if (!rc) rc = write_iov(w, iov, 2, w->pos, err);
+    if (rc) return rc;
+    if (w->ext[r].dv_offset) w->free_bytes += sizeof h + bytes;
+    w->ext[r] = (cs_disk_entry_ext){w->pos, count, h.bitmap_checksum, 0};
+    w->pos += sizeof h + bytes;
+  }
+  return CS_OK;
+}
+
 /* ---------------------------------------------------------------- commit */
 
 /* The commit seal: the slot again, after the footer, as CSSEALED. */
@@ -493,13 +627,19 @@ static cs_rc seal_write(cs_writer *w, cs_err *err) {
 
 cs_rc cs_writer_prepare(cs_writer *w, cs_err *err) {
   if (w->prepared) return CS_OK;
+  cs_rc rc = delete_write(w, err);
+  if (rc) return rc;
   bool nothing_new = !w->tmp_path && !w->touched;
   if (nothing_new) {
     w->prepared = true;
     return CS_OK;
   }
   uint32_t nc = w->schema.n_cols;
-  uint64_t eb = cs__footer_entry_bytes(nc), fb = sizeof(cs_disk_footer) + w->n_records * eb;
+  /* Layout 2 once the file is (or becomes) version 2; version-1 files stay
+  ** readable by older builds until their first deletion. */
+  bool v2 = w->version >= 2 || w->n_deleted > 0;
+  uint64_t eb = v2 ? cs__footer_entry_bytes_v2(nc) : cs__footer_entry_bytes(nc);
+  uint64_t head = v2 ? CS_FOOTER_HEAD_BYTES_V2 : sizeof(cs_disk_footer), fb = head + w->n_records * eb;
   uint8_t *f = cs__mem_calloc(1, fb);
   if (!f) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a footer of %llu records", (unsigned long long)w->n_records);
   cs_disk_footer *fh = (cs_disk_footer *)(void *)f;
@@ -510,10 +650,18 @@ cs_rc cs_writer_prepare(cs_writer *w, cs_err *err) {
   fh->n_cols = nc;
   fh->entry_bytes = (uint32_t)eb;
   fh->footer_bytes = fb;
-  uint8_t *p = f + sizeof *fh;
+  fh->layout = v2 ? CS_FOOTER_LAYOUT_2 : 0;
+  if (v2) {
+    cs_disk_footer_ext *fx = (cs_disk_footer_ext *)(void *)(fh + 1);
+    fx->n_deleted = w->n_deleted;
+    fx->free_bytes = w->free_bytes;
+  }
+  uint8_t *p = f + head;
+  size_t xb = v2 ? sizeof(cs_disk_entry_ext) : 0;
   for (uint64_t r = 0; r < w->n_records; r++, p += eb) {
     memcpy(p, &w->entries[r], sizeof(cs_disk_entry));
-    memcpy(p + sizeof(cs_disk_entry), &w->dchunks[r * nc], nc * sizeof(cs_disk_chunk));
+    if (v2) memcpy(p + sizeof(cs_disk_entry), &w->ext[r], xb);
+    memcpy(p + sizeof(cs_disk_entry) + xb, &w->dchunks[r * nc], nc * sizeof(cs_disk_chunk));
   }
   fh->checksum = cs__hash_seeded(f + sizeof *fh, fb - sizeof *fh, cs__hash(fh, 56));
   cs_disk_slot *s = &w->slot;
@@ -525,10 +673,19 @@ cs_rc cs_writer_prepare(cs_writer *w, cs_err *err) {
   s->footer_checksum = cs__hash(f, fb);
   s->n_rows = w->n_rows;
   s->checksum = cs__hash(s, 56);
-  cs_rc rc = tail_save(w, err);
+  rc = tail_save(w, err);
   if (!rc) rc = write_at(w, f, fb, w->pos, err);
   cs__mem_free(f);
   if (rc) return rc;
+  /* The upgrade (format.md 14.2): the version-2 preamble goes out before
+  ** the fsync below, so it is durable before the slot can commit anything
+  ** an older reader would misread.  A torn preamble is rewritten whole. */
+  cs_disk_preamble pre2;
+  cs__preamble_with_version(&w->preamble, 2, &pre2);
+  if (v2 && memcmp(&pre2, &w->preamble, sizeof pre2) != 0) {
+    w->preamble_written = true;
+    if ((rc = write_at(w, &pre2, sizeof pre2, 0, err))) return rc;
+  }
   if (ftruncate(w->fd, (off_t)(w->pos + fb)) != 0) return cs_err_set(err, CS_EIO, "colstore: %s: truncate failed: %s", w->path, strerror(errno));
   /* A new file carries its slot and seal already; the rename is its commit
   ** point.  An append seals at commit (cs_format.h). */
@@ -605,6 +762,7 @@ void cs_writer_abort(cs_writer *w) {
   } else if (w->touched && w->fd >= 0) {
     /* Best effort: on failure the slots still name the old state. */
     cs_err ignored;
+    if (w->preamble_written) (void)write_at(w, &w->preamble, sizeof w->preamble, 0, &ignored);
     uint64_t n = w->old_file_bytes - w->old_data_end;
     if (n == 0 || write_at(w, w->saved_tail, n, w->old_data_end, &ignored) == CS_OK)
       if (ftruncate(w->fd, (off_t)w->old_file_bytes) == 0) (void)fsync(w->fd);

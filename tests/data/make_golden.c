@@ -167,8 +167,28 @@ static void crash_after_prepare(const char *path, const ut_table *t, uint64_t fi
   cs_batch_free(b);
 }
 
+/* Deletes rows[0, n) in one committed transaction (format 2). */
+static void delete_rows(const char *path, const uint64_t *rows, uint64_t n) {
+  cs_writer *w;
+  cs_err err = {0};
+  ck_assert_msg(cs_writer_append(path, NULL, &w, &err) == CS_OK, "%s", err.msg);
+  ck_assert_msg(cs_writer_delete(w, rows, n, NULL, &err) == CS_OK, "%s", err.msg);
+  ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "%s", err.msg);
+}
+
+/* The format-2 store of the golden set: 3 commits of rows, then deletions
+** in two transactions, the second superseding a vector of the first. */
+static ut_table *deleted_store(const char *path, uint64_t seed) {
+  static const uint64_t slices[] = {20, 9, 11};
+  static const uint64_t first[] = {0, 3, 17, 21}, second[] = {4, 5, 30, 39, 3};
+  ut_table *t = misc_store(path, slices, 3, seed);
+  delete_rows(path, first, 4);
+  delete_rows(path, second, 5);
+  return t;
+}
+
 static void make_valid(void) {
-  valid_file v[16];
+  valid_file v[24];
   int n = 0;
   char *p;
 
@@ -254,6 +274,34 @@ static void make_valid(void) {
   ut_pwrite(p, CS_SLOT1_OFFSET, zero, 64);
   free(p), n++;
 
+  /* Format 2: deleted rows, read from the footer, a bounded scan (footer
+  ** damaged) and an unbounded scan (both slots gone, the seal proves the
+  ** last deleting commit). */
+  p = out_path("valid", "deleted_rows.cst");
+  v[n] = (valid_file){"deleted_rows.cst", deleted_store(p, 11), 40};
+  free(p), n++;
+
+  p = out_path("valid", "deleted_recovered.cst");
+  v[n] = (valid_file){"deleted_recovered.cst", deleted_store(p, 12), 40};
+  ut_layout_read(p, &l);
+  ut_xor_byte(p, l.slot[l.newest].footer_offset + l.slot[l.newest].footer_bytes / 2, 0xFF);
+  ut_layout_free(&l);
+  free(p), n++;
+
+  p = out_path("valid", "deleted_no_slots.cst");
+  v[n] = (valid_file){"deleted_no_slots.cst", deleted_store(p, 13), 40};
+  ut_pwrite(p, CS_SLOT0_OFFSET, zero, 64);
+  ut_pwrite(p, CS_SLOT1_OFFSET, zero, 64);
+  free(p), n++;
+
+  /* A version-1 store whose first deleting transaction crashed after
+  ** prepare: version-2 preamble, no deletion committed. */
+  static const uint64_t gone[] = {1, 2, 13};
+  p = out_path("valid", "delete_uncommitted.cst");
+  v[n] = (valid_file){"delete_uncommitted.cst", misc_store(p, two, 2, 14), 22};
+  ut_delete_prepare_in_child(p, gone, 3);
+  free(p), n++;
+
   char *list_path = out_path("valid", "EXPECTED");
   FILE *list = fopen(list_path, "w");
   ck_assert_ptr_nonnull(list);
@@ -293,7 +341,8 @@ static void make_corrupt(void) {
       {"empty_file.cst", CS_ENOTSTORE, "zero bytes"},
       {"crlf_damaged.cst", CS_ENOTSTORE, "\\r\\n in the magic turned into \\n"},
       {"flipped_checksum.cst", CS_ECORRUPT, "one data byte flipped"},
-      {"future_version.cst", CS_EVERSION, "version 2, preamble checksum recomputed"},
+      {"future_version.cst", CS_EVERSION, "version 3 (one past what this build reads), preamble checksum recomputed"},
+      {"damaged_deletion_vector.cst", CS_ECORRUPT, "a byte of a deletion vector's bitmap flipped, footer intact"},
       {"footer_past_end.cst", CS_ECORRUPT, "slot data_end/footer_offset past the end, slot resealed"},
       {"damaged_preamble.cst", CS_ECORRUPT, "preamble byte flipped"},
       {"damaged_schema.cst", CS_ECORRUPT, "schema byte flipped"},
@@ -334,9 +383,18 @@ static void make_corrupt(void) {
   ut_layout_free(&l), free(p);
 
   p = corrupt_base("future_version.cst", &l);
-  l.pre.version = 2;
+  l.pre.version = CS_FORMAT_VERSION_MAX + 1;
   ut_preamble_reseal(&l.pre);
   ut_pwrite(p, 0, &l.pre, sizeof l.pre);
+  ut_layout_free(&l), free(p);
+
+  p = corrupt_base("damaged_deletion_vector.cst", &l);
+  ut_layout_free(&l);
+  static const uint64_t dead[] = {2, 20};
+  delete_rows(p, dead, 2);
+  ut_layout_read(p, &l);
+  ck_assert(l.ext[0].dv_offset != 0);
+  ut_xor_byte(p, l.ext[0].dv_offset + sizeof(cs_disk_delvec), 0x01);
   ut_layout_free(&l), free(p);
 
   p = corrupt_base("footer_past_end.cst", &l);

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <float.h>
 #include <ftw.h>
+#include <sys/wait.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -510,6 +511,12 @@ uint64_t ut_store_digest(const cs_store *s) {
   }
   h = fnv(h, &rows, 8);
   for (uint64_t row = 0; row < rows; row++) {
+    /* A deleted row adds a marker instead of its values; stores without
+    ** deletions digest exactly as before format 2. */
+    if (cs_store_row_deleted(s, row)) {
+      h = fnv(h, "D", 1);
+      continue;
+    }
     for (uint32_t c = 0; c < sc->n_cols; c++) {
       ut_cell v;
       ut_store_cell(s, row, c, &v);
@@ -527,6 +534,21 @@ uint64_t ut_store_digest(const cs_store *s) {
 }
 
 /* --------------------------------------------- the layout, read directly */
+
+void ut_delete_prepare_in_child(const char *path, const uint64_t *rows, uint64_t n) {
+  pid_t pid = fork();
+  ck_assert(pid >= 0);
+  if (pid == 0) {
+    cs_writer *w;
+    cs_err err;
+    if (cs_writer_append(path, NULL, &w, &err) != CS_OK) _exit(2);
+    if (cs_writer_delete(w, rows, n, NULL, &err) != CS_OK || cs_writer_prepare(w, &err) != CS_OK) _exit(3);
+    _exit(0);
+  }
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
 
 void ut_slot_reseal(cs_disk_slot *slot) { slot->checksum = cs__hash(slot, 56); }
 void ut_preamble_reseal(cs_disk_preamble *pre) { pre->checksum = cs__hash(pre, 56); }
@@ -555,22 +577,36 @@ void ut_layout_read(const char *path, ut_layout *l) {
   ut_pread(path, s->footer_offset, f, s->footer_bytes);
   ck_assert_msg(cs__hash(f, s->footer_bytes) == s->footer_checksum, "%s: footer checksum", path);
   memcpy(&l->footer, f, sizeof l->footer);
-  uint64_t eb = cs__footer_entry_bytes(l->n_cols);
+  bool v2 = l->footer.layout == CS_FOOTER_LAYOUT_2;
+  uint64_t eb = ut_layout_entry_bytes(l), head = ut_layout_head_bytes(l);
   ck_assert_uint_eq(l->footer.entry_bytes, eb);
-  ck_assert_uint_eq(sizeof(cs_disk_footer) + l->footer.n_records * eb, s->footer_bytes);
+  ck_assert_uint_eq(head + l->footer.n_records * eb, s->footer_bytes);
+  if (v2) memcpy(&l->footer_ext, f + sizeof(cs_disk_footer), sizeof l->footer_ext);
   l->n_records = l->footer.n_records;
   l->entries = calloc(l->n_records + 1, sizeof *l->entries);
+  l->ext = calloc(l->n_records + 1, sizeof *l->ext);
   l->chunks = calloc(l->n_records * l->n_cols + 1, sizeof *l->chunks);
-  ck_assert(l->entries && l->chunks);
+  ck_assert(l->entries && l->ext && l->chunks);
+  size_t xb = v2 ? sizeof(cs_disk_entry_ext) : 0;
   for (uint64_t r = 0; r < l->n_records; r++) {
-    const uint8_t *e = f + sizeof(cs_disk_footer) + r * eb;
+    const uint8_t *e = f + head + r * eb;
     memcpy(&l->entries[r], e, sizeof(cs_disk_entry));
-    memcpy(&l->chunks[r * l->n_cols], e + sizeof(cs_disk_entry), l->n_cols * sizeof(cs_disk_chunk));
+    if (v2) memcpy(&l->ext[r], e + sizeof(cs_disk_entry), xb);
+    memcpy(&l->chunks[r * l->n_cols], e + sizeof(cs_disk_entry) + xb, l->n_cols * sizeof(cs_disk_chunk));
   }
   free(f);
 }
 
+uint64_t ut_layout_entry_bytes(const ut_layout *l) {
+  return l->footer.layout == CS_FOOTER_LAYOUT_2 ? cs__footer_entry_bytes_v2(l->n_cols) : cs__footer_entry_bytes(l->n_cols);
+}
+
+uint64_t ut_layout_head_bytes(const ut_layout *l) {
+  return l->footer.layout == CS_FOOTER_LAYOUT_2 ? CS_FOOTER_HEAD_BYTES_V2 : sizeof(cs_disk_footer);
+}
+
 void ut_layout_free(ut_layout *l) {
+  free(l->ext);
   free(l->entries);
   free(l->chunks);
   memset(l, 0, sizeof *l);
@@ -616,8 +652,8 @@ void ut_layout_set_chunk(const char *path, ut_layout *l, uint64_t rec, uint32_t 
   uint8_t *f = malloc(s->footer_bytes);
   ck_assert_ptr_nonnull(f);
   ut_pread(path, s->footer_offset, f, s->footer_bytes);
-  uint64_t eb = cs__footer_entry_bytes(nc);
-  memcpy(f + sizeof(cs_disk_footer) + rec * eb + sizeof(cs_disk_entry) + col * sizeof(cs_disk_chunk), dc, sizeof *dc);
+  uint64_t eb = ut_layout_entry_bytes(l), xb = l->footer.layout == CS_FOOTER_LAYOUT_2 ? sizeof(cs_disk_entry_ext) : 0;
+  memcpy(f + ut_layout_head_bytes(l) + rec * eb + sizeof(cs_disk_entry) + xb + col * sizeof(cs_disk_chunk), dc, sizeof *dc);
   cs_disk_footer *fh = (cs_disk_footer *)(void *)f;
   fh->checksum = cs__hash_seeded(f + sizeof *fh, s->footer_bytes - sizeof *fh, cs__hash(fh, 56));
   ut_pwrite(path, s->footer_offset, f, s->footer_bytes);

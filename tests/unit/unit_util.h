@@ -164,8 +164,10 @@ typedef struct ut_layout {
   int newest;                 /* index of the newest valid slot, or -1 */
   uint64_t slot_offset;       /* file offset of the newest slot */
   cs_disk_footer footer;      /* the footer the newest slot names */
+  cs_disk_footer_ext footer_ext; /* layout 2: the extension; else zero */
   uint64_t n_records;
   cs_disk_entry *entries;     /* n_records; owned */
+  cs_disk_entry_ext *ext;     /* n_records (zero from a layout-1 footer); owned */
   cs_disk_chunk *chunks;      /* n_records * n_cols, from the footer; owned */
 } ut_layout;
 
@@ -173,6 +175,9 @@ typedef struct ut_layout {
 ** intact (damage a copy after reading the layout of the original). */
 void ut_layout_read(const char *path, ut_layout *out);
 void ut_layout_free(ut_layout *l);
+/* The footer's entry and header (+ extension) sizes, by its layout. */
+uint64_t ut_layout_entry_bytes(const ut_layout *l);
+uint64_t ut_layout_head_bytes(const ut_layout *l);
 const cs_disk_chunk *ut_layout_chunk(const ut_layout *l, uint64_t rec, uint32_t col);
 /* Absolute file offset of a chunk's data (or offsets, validity) buffer. */
 uint64_t ut_layout_data_offset(const ut_layout *l, uint64_t rec, uint32_t col);
@@ -182,6 +187,10 @@ uint64_t ut_layout_validity_offset(const ut_layout *l, uint64_t rec, uint32_t co
 ** and reseals every checksum over it (descriptors, record header, footer,
 ** slot), so only the descriptor's own content can be found wrong. */
 void ut_layout_set_chunk(const char *path, ut_layout *l, uint64_t rec, uint32_t col, const cs_disk_chunk *dc);
+/* A forked child opens a writer on path, deletes rows[0, n), prepares and
+** _exits: a crash between prepare and commit (its vectors, footer and, on
+** a version-1 file, the upgraded preamble durable; no slot written). */
+void ut_delete_prepare_in_child(const char *path, const uint64_t *rows, uint64_t n);
 /* Recomputes a slot's (or preamble's) checksum over its first 56 bytes. */
 void ut_slot_reseal(cs_disk_slot *slot);
 void ut_preamble_reseal(cs_disk_preamble *pre);

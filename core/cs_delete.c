@@ -1,0 +1,196 @@
+/*
+** cs_delete.c - deleted rows as the readers see them: the checks of a
+** deletion vector at open, the accessors, and the two filters every read
+** path uses (a mask, a list of positions).
+**
+** A deleted row keeps its position (docs/format.md 14): rowids, the _rows
+** range and the _mask length never change, so nothing that addresses rows
+** needs renumbering, and a delete costs one small block per touched record.
+** The price is that every read path must drop deleted positions itself.
+** Two shapes cover them all: a byte mask (scans, predicates) is cleared
+** where the vector has bits, and a list of positions (rowid =, IN, _rows,
+** ordering) is compacted.  Both walk the vector a 64-bit word at a time and
+** touch the output only at set bits, so a record without deletions costs a
+** NULL test and a sparse vector costs little more than reading it; the
+** one-test-per-record shape keeps the no-deletion path exactly as fast as
+** before (DESIGN.md: "a record with no deletions pays nothing").
+**
+** Why the vectors are checked at open, in full: a reader uses them in every
+** scan, and a damaged bit would silently show a deleted row or hide a live
+** one; unlike chunk data there is no later point where a checksum failure
+** could be reported as such.  The bitmaps are an eighth of a byte per row
+** of the records that have deletions, so the check stays small beside the
+** data it protects.  The vectors are read in the mapping (or the
+** cache=memory copy) and never copied: they lie below data_end, which no
+** later commit rewrites.
+**
+** The preamble helpers are here because the torn-upgrade rule (14.2)
+** exists only for deletions: the first deleting transaction rewrites the
+** preamble's version, the one committed byte range ever rewritten.
+*/
+#include <string.h>
+
+#include "cs_internal.h"
+
+/* ------------------------------------------------------------- preamble */
+
+void cs__preamble_with_version(const cs_disk_preamble *p, uint32_t v, cs_disk_preamble *out) {
+  *out = *p;
+  out->version = v;
+  out->checksum = cs__hash(out, 56);
+}
+
+bool cs__preamble_version(const cs_disk_preamble *p, uint32_t *out_version, bool *out_torn) {
+  *out_torn = false;
+  *out_version = p->version;
+  if (p->checksum == cs__hash(p, 56)) return true;
+  if (p->version != 1 && p->version != 2) return false;
+  /* A torn upgrade (or a torn abort of one): every byte is the version-1
+  ** form's or the version-2 form's, and nothing else differs. */
+  cs_disk_preamble a, b;
+  cs__preamble_with_version(p, 1, &a);
+  cs__preamble_with_version(p, 2, &b);
+  const uint8_t *x = (const uint8_t *)p, *pa = (const uint8_t *)&a, *pb = (const uint8_t *)&b;
+  for (size_t i = 0; i < sizeof *p; i++)
+    if (x[i] != pa[i] && x[i] != pb[i]) return false;
+  *out_torn = true;
+  *out_version = 2;
+  return true;
+}
+
+/* --------------------------------------------------------------- checks */
+
+static uint64_t popcount_bytes(const uint8_t *p, uint64_t n) {
+  uint64_t c = 0, i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, p + i, 8);
+    c += (uint64_t)__builtin_popcountll(w);
+  }
+  for (; i < n; i++) c += (uint64_t)__builtin_popcount(p[i]);
+  return c;
+}
+
+cs_rc cs__delvec_check(const cs_store *s, uint64_t rec, const cs_disk_entry *e, const cs_disk_entry_ext *x, uint64_t limit,
+                       cs_err *err) {
+  const char *why;
+  uint64_t bb = cs__delvec_block_bytes(e->n_rows), off = x->dv_offset;
+  if (off % CS_ALIGN || off < e->record_offset + e->record_bytes || off > limit || bb > limit - off) {
+    why = "lies outside the committed data";
+    goto bad;
+  }
+  const cs_disk_delvec *h = (const cs_disk_delvec *)(const void *)(s->map + off);
+  if (memcmp(h->magic, CS_MAGIC_DELVEC, CS_MAGIC_BYTES) != 0 || h->checksum != cs__hash(h, 56)) {
+    why = "has a damaged header";
+    goto bad;
+  }
+  if (h->record_offset != e->record_offset || h->n_rows != e->n_rows || h->block_bytes != bb || h->n_deleted != x->n_deleted ||
+      h->bitmap_checksum != x->dv_checksum || x->n_deleted == 0 || x->n_deleted > e->n_rows) {
+    why = "does not match its directory entry";
+    goto bad;
+  }
+  const uint8_t *bits = (const uint8_t *)(h + 1);
+  uint64_t span = bb - sizeof *h, used = (e->n_rows + 7) / 8;
+  if (cs__hash(bits, span) != h->bitmap_checksum) {
+    why = "fails its checksum";
+    goto bad;
+  }
+  bool tail_clear = (e->n_rows & 7) == 0 || (bits[used - 1] >> (e->n_rows & 7)) == 0;
+  for (uint64_t i = used; tail_clear && i < span; i++) tail_clear = bits[i] == 0;
+  if (!tail_clear || popcount_bytes(bits, used) != h->n_deleted) {
+    why = "disagrees with its deleted count";
+    goto bad;
+  }
+  return CS_OK;
+bad:
+  return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu: the deletion vector at offset %llu %s", s->path,
+                    (unsigned long long)rec, (unsigned long long)off, why);
+}
+
+cs_rc cs__dels_resolve(cs_store *s, uint64_t limit, cs_err *err) {
+  uint64_t total = 0;
+  for (uint64_t r = 0; r < s->n_records; r++) total += s->ext[r].n_deleted;
+  if (total != s->n_deleted)
+    return cs_err_set(err, CS_ECORRUPT, "colstore: %s: the footer counts %llu deleted rows but its records hold %llu", s->path,
+                      (unsigned long long)s->n_deleted, (unsigned long long)total);
+  if (total == 0) return CS_OK;
+  s->dels = cs__mem_calloc(s->n_records, sizeof *s->dels);
+  if (!s->dels) return cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for the deletions of %llu records", s->path, (unsigned long long)s->n_records);
+  for (uint64_t r = 0; r < s->n_records; r++) {
+    const cs_disk_entry_ext *x = &s->ext[r];
+    if (x->dv_offset == 0) {
+      if (x->n_deleted || x->dv_checksum)
+        return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu counts deleted rows but has no deletion vector", s->path, (unsigned long long)r);
+      continue;
+    }
+    cs_rc rc = cs__delvec_check(s, r, &s->entries[r], x, limit, err);
+    if (rc) return rc;
+    s->dels[r].bits = s->map + x->dv_offset + sizeof(cs_disk_delvec);
+    s->dels[r].n_deleted = x->n_deleted;
+  }
+  return CS_OK;
+}
+
+/* ------------------------------------------------------------ accessors */
+
+uint64_t cs_store_live_rows(const cs_store *s) { return s->n_rows - s->n_deleted; }
+uint32_t cs_store_format_version(const cs_store *s) { return s->format_version; }
+uint64_t cs_store_free_bytes(const cs_store *s) { return s->free_bytes; }
+uint64_t cs_store_record_deleted(const cs_store *s, uint64_t rec) { return s->dels ? s->dels[rec].n_deleted : 0; }
+const uint8_t *cs_store_record_deletions(const cs_store *s, uint64_t rec) { return s->dels ? s->dels[rec].bits : NULL; }
+
+bool cs_store_row_deleted(const cs_store *s, uint64_t row) {
+  if (!s->dels) return false;
+  uint64_t rec = cs_store_find_record(s, row);
+  const uint8_t *bits = s->dels[rec].bits;
+  uint64_t local = row - s->first_rows[rec];
+  return bits && ((bits[local >> 3] >> (local & 7)) & 1);
+}
+
+/* -------------------------------------------------------------- filters */
+
+/* Word w of a vector (bytes [8w, 8w + 8) lie inside its 64-byte padding). */
+static inline uint64_t dv_word(const uint8_t *bits, uint64_t w) {
+  uint64_t x;
+  memcpy(&x, bits + w * 8, 8);
+  return x;
+}
+
+uint64_t cs_store_mask_deleted(const cs_store *s, uint64_t first, uint64_t n, uint8_t *mask) {
+  if (!s->dels || n == 0) return 0;
+  uint64_t cleared = 0, end = first + n;
+  for (uint64_t rec = cs_store_find_record(s, first); rec < s->n_records && s->first_rows[rec] < end; rec++) {
+    const uint8_t *bits = s->dels[rec].bits;
+    if (!bits) continue;
+    uint64_t base = s->first_rows[rec];
+    uint64_t l0 = first > base ? first - base : 0, l1 = (end < s->first_rows[rec + 1] ? end : s->first_rows[rec + 1]) - base;
+    for (uint64_t w = l0 / 64; w * 64 < l1; w++) {
+      uint64_t x = dv_word(bits, w);
+      if (!x) continue;
+      if (w * 64 < l0) x &= ~(uint64_t)0 << (l0 - w * 64);
+      if (l1 - w * 64 < 64) x &= ((uint64_t)1 << (l1 - w * 64)) - 1;
+      while (x) {
+        uint64_t b = (uint64_t)__builtin_ctzll(x);
+        mask[base + w * 64 + b - first] = 0;
+        cleared++;
+        x &= x - 1;
+      }
+    }
+  }
+  return cleared;
+}
+
+uint64_t cs_store_filter_deleted(const cs_store *s, uint64_t *rows, uint64_t n) {
+  if (!s->dels) return n;
+  uint64_t kept = 0, rec = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t row = rows[i];
+    /* Ascending lists stay in the record they were in: no search. */
+    if (row < s->first_rows[rec] || row >= s->first_rows[rec + 1]) rec = cs_store_find_record(s, row);
+    const uint8_t *bits = s->dels[rec].bits;
+    uint64_t local = row - s->first_rows[rec];
+    rows[kept] = row;
+    kept += !(bits && ((bits[local >> 3] >> (local & 7)) & 1));
+  }
+  return kept;
+}
