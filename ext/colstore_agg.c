@@ -290,6 +290,12 @@ static int agg_init(sqlite3 *db, void *pAux, int argc, const char *const *argv, 
       rc = csx_rc_to_sqlite(crc);
       goto fail;
     }
+    if (csx_store_has_deletions(store)) {
+      cs_store_close(store);
+      *pzErr = sqlite3_mprintf(CSX_DELETIONS_UNREAD, t->zPath);
+      rc = SQLITE_ERROR;
+      goto fail;
+    }
     if (!(t->snap = csx_snapshot_new(store))) {
       cs_store_close(store);
       rc = SQLITE_NOMEM;
