@@ -26,7 +26,11 @@
 ** a loaded host a one-thread variant then counts only the time it ran, not
 ** the time it waited for a core (at 2 threads it is the sum of both).
 **
-** Usage: bench_agg [--rows N] [--rounds R] [--dir D] [--only CASE] [--cpu]  (CASE: 0..5, as listed)
+** --direct-max N and --few-groups N move cs_agg's switch points
+** (cs_agg_internal.h), to time one kernel against another on the same data.
+**
+** Usage: bench_agg [--rows N] [--rounds R] [--dir D] [--only CASE] [--cpu]
+**                  [--direct-max N] [--few-groups N]  (CASE: 0..5, as listed)
 */
 #include <inttypes.h>
 #include <math.h>
@@ -37,6 +41,7 @@
 
 #include "bench_util.h"
 #include "colstore.h"
+#include "cs_agg_internal.h"
 
 #define MAX_ROUNDS 51
 enum { COL_A, COL_B, COL_C, COL_D, COL_KIND, N_COLS };
@@ -252,6 +257,8 @@ int main(int argc, char **argv) {
   const char *dir = NULL;
   int only = -1;
   bool cpu_time = false;
+  cs__agg_tuning tune;
+  cs__agg_tuning_default(&tune);
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--rows") && i + 1 < argc)
       n = strtoull(argv[++i], NULL, 10);
@@ -259,14 +266,19 @@ int main(int argc, char **argv) {
       rounds = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--only") && i + 1 < argc)
       only = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--direct-max") && i + 1 < argc)
+      tune.direct_max = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--few-groups") && i + 1 < argc)
+      tune.few_groups = (uint32_t)strtoul(argv[++i], NULL, 10);
     else if (!strcmp(argv[i], "--cpu"))
       cpu_time = true;
     else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
       dir = argv[++i];
     else
-      die("usage: bench_agg [--rows N] [--rounds R] [--dir D] [--only CASE] [--cpu]", NULL);
+      die("usage: bench_agg [--rows N] [--rounds R] [--dir D] [--only CASE] [--cpu] [--direct-max N] [--few-groups N]", NULL);
   }
   if (rounds < 1 || rounds > MAX_ROUNDS) die("rounds: 1..51", NULL);
+  cs__agg_tuning_set(&tune);
   char tmpl[512];
   snprintf(tmpl, sizeof tmpl, "%s/bench_agg.XXXXXX", dir ? dir : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp"));
   if (!mkdtemp(tmpl)) die("mkdtemp", NULL);

@@ -780,8 +780,12 @@ START_TEST(test_agg_allocation_failures_are_reported_and_leak_nothing) {
   what_init();
   astore A;
   astore_make(&A, 3000, 64, 12);
-  uint32_t keys[2] = {C_KT, C_I16};
-  for (uint32_t nk = 0; nk <= 2; nk++) {
+  /* ungrouped, bytes hash, tuple hash, direct index, packed hash */
+  static const uint32_t key_lists[][3] = {{0}, {C_KT}, {C_KT, C_I16}, {C_K8}, {C_K8, C_I8, C_BO}};
+  static const uint32_t key_ns[] = {0, 1, 2, 1, 3};
+  for (unsigned ks = 0; ks < sizeof key_ns / sizeof key_ns[0]; ks++) {
+    const uint32_t *keys = key_lists[ks];
+    uint32_t nk = key_ns[ks];
     rref R = {0};
     ref_range(&R, &A, NULL, 0, 0, 3000, NULL, keys, nk);
     int ok_runs = 0;
