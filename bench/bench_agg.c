@@ -22,7 +22,15 @@
 ** The host is shared (2 cores, other engineers building and testing):
 ** absolute times drift, so compare the ratios inside one run.
 **
-** Usage: bench_agg [--rows N] [--rounds R] [--dir D] [--only CASE]  (CASE: 0..5, as listed)
+** With --cpu the times are the process's CPU time instead of wall time: on
+** a loaded host a one-thread variant then counts only the time it ran, not
+** the time it waited for a core (at 2 threads it is the sum of both).
+**
+** --direct-max N and --few-groups N move cs_agg's switch points
+** (cs_agg_internal.h), to time one kernel against another on the same data.
+**
+** Usage: bench_agg [--rows N] [--rounds R] [--dir D] [--only CASE] [--cpu]
+**                  [--direct-max N] [--few-groups N]  (CASE: 0..5, as listed)
 */
 #include <inttypes.h>
 #include <math.h>
@@ -33,6 +41,7 @@
 
 #include "bench_util.h"
 #include "colstore.h"
+#include "cs_agg_internal.h"
 
 #define MAX_ROUNDS 51
 enum { COL_A, COL_B, COL_C, COL_D, COL_KIND, N_COLS };
@@ -247,6 +256,9 @@ int main(int argc, char **argv) {
   int rounds = 9;
   const char *dir = NULL;
   int only = -1;
+  bool cpu_time = false;
+  cs__agg_tuning tune;
+  cs__agg_tuning_default(&tune);
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--rows") && i + 1 < argc)
       n = strtoull(argv[++i], NULL, 10);
@@ -254,12 +266,19 @@ int main(int argc, char **argv) {
       rounds = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--only") && i + 1 < argc)
       only = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--direct-max") && i + 1 < argc)
+      tune.direct_max = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--few-groups") && i + 1 < argc)
+      tune.few_groups = (uint32_t)strtoul(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--cpu"))
+      cpu_time = true;
     else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
       dir = argv[++i];
     else
-      die("usage: bench_agg [--rows N] [--rounds R] [--dir D] [--only CASE]", NULL);
+      die("usage: bench_agg [--rows N] [--rounds R] [--dir D] [--only CASE] [--cpu] [--direct-max N] [--few-groups N]", NULL);
   }
   if (rounds < 1 || rounds > MAX_ROUNDS) die("rounds: 1..51", NULL);
+  cs__agg_tuning_set(&tune);
   char tmpl[512];
   snprintf(tmpl, sizeof tmpl, "%s/bench_agg.XXXXXX", dir ? dir : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp"));
   if (!mkdtemp(tmpl)) die("mkdtemp", NULL);
@@ -274,7 +293,8 @@ int main(int argc, char **argv) {
   bench_cpu_model(cpu, sizeof cpu);
   printf("bench_agg: %" PRIu64 " rows, %" PRIu64 " records, %d rounds, %s, %ld cpus, load %.2f\n", n,
          cs_store_records(s), rounds, cpu, bench_nproc(), bench_loadavg());
-  printf("(shared host: compare ratios inside this run, not absolute times across runs)\n\n");
+  printf("(shared host: compare ratios inside this run, not absolute times across runs; %s)\n\n",
+         cpu_time ? "process CPU time" : "wall time");
 
   /* Check every kernel against its loop before timing. */
   static answer ref;
@@ -297,12 +317,12 @@ int main(int argc, char **argv) {
   for (int r = 0; r < rounds; r++)
     for (int q = 0; q < N_CASES; q++)
       for (int v = 0; v < 3 && (only < 0 || q == only); v++) {
-        uint64_t t0 = bench_now_ns();
+        uint64_t t0 = cpu_time ? bench_process_cpu_ns() : bench_now_ns();
         if (v == 0)
           run_loop(q);
         else
           run_kernel(q, v);
-        ms[q][v][r] = (double)(bench_now_ns() - t0) / 1e6;
+        ms[q][v][r] = (double)((cpu_time ? bench_process_cpu_ns() : bench_now_ns()) - t0) / 1e6;
       }
   printf("%-42s %-12s %10s %10s %10s %8s\n", "case", "variant", "median ms", "min", "max", "loop/it");
   const char *vn[3] = {"C loop", "kernel 1t", "kernel 2t"};

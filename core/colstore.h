@@ -511,7 +511,8 @@ typedef enum cs_cmp {
   CS_CMP_EQ, CS_CMP_NE, CS_CMP_LT, CS_CMP_LE, CS_CMP_GT, CS_CMP_GE,
   CS_CMP_ISNULL, CS_CMP_NOTNULL,
   CS_CMP_IN,            /* set/n_set; NULL members never match */
-  CS_CMP_BETWEEN        /* lo <= x AND x <= hi */
+  CS_CMP_BETWEEN,       /* lo <= x AND x <= hi */
+  CS_CMP_ISNOT          /* x IS NOT a: NULL (and NaN) rows and values not equal to a; a NULL: IS NOT NULL */
 } cs_cmp;
 
 typedef struct cs_pred {

@@ -18,18 +18,54 @@
 ** scattered into its group's accumulator ("cell"), again masked, so every
 ** kind of key shares the accumulation loops:
 **
-**   direct index: one integer/BOOL key whose range in the store's zone maps
-**     is at most AGG_DIRECT_MAX values: gid = key - min (NULL: one slot
-**     past the range).  No hashing, no probing; a group exists when its
-**     slot has rows.  A value outside the zone maps (a damaged store) is
-**     counted in the NULL slot, never written out of bounds.
-**   hash: any other key (TEXT/BLOB by their bytes, floats with NaN as NULL
-**     and -0.0 as 0.0, tuples of up to 16 columns): each key cell hashed
-**     with XXH3, the row's hash chained over the key columns; an
-**     open-addressing table of group ids (linear probing, load <= 1/2)
-**     whose groups keep their key, their hash and their cells in arrays.
-**     Group 0 is a sink: unselected rows point at it with a zero mask, so
-**     the scatter loops need no branch.
+**   direct index: integer/BOOL keys whose ranges in the store's zone maps
+**     pack into at most AGG_DIRECT_MAX codes (and not many more than the
+**     rows added): each key's field is key - min, or one field past its
+**     range for NULL, and the fields are mixed-radix digits of one code
+**     (as cs_order.c packs its keys, but with radix range + 1, so GROUP BY
+**     b, d with b in 0..999 and d in 0..1 is 1001 * 3 codes); gid = code.
+**     No hashing, no probing; a group exists when its slot has rows.  A
+**     value outside the zone maps (a damaged store) is counted in its
+**     key's NULL field, never written out of bounds.
+**   packed hash: the same codes when there are more of them (up to 2^64):
+**     an open-addressing table of group ids keyed by the code itself, which
+**     is its own hash (Fibonacci-hashed to a slot); one integer compare per
+**     probe, keys decoded from the code at the end.
+**   bytes hash: one TEXT/BLOB key.  Up to 16 bytes a key is exactly its
+**     length and its bytes zero-padded into two words (two loads, masked:
+**     no branch on the length), hashed by two multiplies and compared as
+**     three integers; longer keys are XXH3-hashed and memcmp-compared.
+**     The table is the dictionary of the distinct values, and the id it
+**     gives a row is the row's group, so no tuple is built.
+**   hash: any other key (floats with NaN as NULL and -0.0 as 0.0, tuples of
+**     up to 16 columns mixing types): each key cell hashed with XXH3, the
+**     row's hash chained over the key columns; the table's groups keep
+**     their key cells.
+**   In every hash table (linear probing, load <= 1/2) group 0 is a sink:
+**     unselected rows point at it with a zero mask, so the scatter loops
+**     need no branch.
+**
+** PER GROUP.  With few groups (AGG_FEW_GROUPS) a piece is accumulated by
+** one masked, vectorised pass per group, as if ungrouped; else each row is
+** scattered into its group's cells.
+**
+** THE NUMBERS (bench/bench_agg.c --cpu, 10M rows, one thread, process CPU
+** time, medians of 5-7 rounds on the 2-core host at load 3-4; the spread is
+** wide, so only gaps of 1.5x and more are read as results):
+**
+**   before -> after this kernel set (one run each, same bench binary):
+**     GROUP BY d WHERE a > 0.5, avg(c)   246 -> 173 ms (float lanes in
+**                                        registers: ug_f64 was 36% of it)
+**     GROUP BY kind (TEXT, 5 values)     550 -> 282 ms (bytes hash)
+**     GROUP BY b, d                      387 -> 168 ms (packed, direct)
+**     GROUP BY b                          49 ->  41 ms (within the noise)
+**   direct index against the packed hash (--direct-max 0), same run:
+**     1,001 codes (b) 28 vs 56 ms; 3,003 codes (b, d) 106 vs 210 ms.
+**   masked pass per group against the scatter (--few-groups 0), same run:
+**     d (3 slots) 108 vs 257 ms; kind (5 groups) 224 vs 289 ms.
+**   Not measured yet: the range where the packed hash overtakes the direct
+**   index (AGG_DIRECT_MAX is still the first author's 2^16, unswept), and
+**   the group count where the scatter overtakes the masked passes (8).
 **
 ** SUMS.  Integer sums are exact in 128 bits.  The ungrouped loops stay
 ** vectorisable by summing 64-bit lanes: narrow types directly (a piece of
@@ -78,6 +114,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cs_agg_internal.h"
 #include "cs_kernels_internal.h"
 
 /* xxhash.h inlined here as in cs_util.c (XXH_INLINE_ALL makes every XXH
@@ -106,7 +143,26 @@
 __extension__ typedef __int128 agg_i128;
 
 enum { DOM_INT, DOM_DBL, DOM_BYTES };
-enum { K_NONE, K_UNGROUPED, K_DIRECT, K_HASH };
+/* The kinds of aggregate; from K_PACKED on, the groups live in a hash table. */
+enum { K_NONE, K_UNGROUPED, K_DIRECT, K_PACKED, K_BYTES, K_HASH };
+
+static bool kind_hashed(int kind) { return kind >= K_PACKED; }
+
+static cs__agg_tuning tune = {AGG_DIRECT_MAX, AGG_FEW_GROUPS};
+
+void cs__agg_tuning_default(cs__agg_tuning *out) {
+  cs__agg_tuning d = {AGG_DIRECT_MAX, AGG_FEW_GROUPS};
+  *out = d;
+}
+
+void cs__agg_tuning_set(const cs__agg_tuning *t) {
+  if (t)
+    tune = *t;
+  else
+    cs__agg_tuning_default(&tune);
+}
+
+void cs__agg_tuning_get(cs__agg_tuning *out) { *out = tune; }
 
 /* One column's accumulator in one group (or one record's statistics). */
 typedef struct agg_cell {
@@ -154,6 +210,7 @@ typedef struct agg_view {
   const uint8_t *valid; /* 1 = not NULL; NULL = no NULLs */
   const uint8_t **bp;
   uint64_t *bn;
+  const uint8_t *end; /* TEXT/BLOB in place: the end of the chunk's bytes (reads up to it are safe); else NULL */
 } agg_view;
 
 /* A key tuple, for probing and merging. */
@@ -163,8 +220,9 @@ typedef struct agg_tuple {
   uint8_t null[CS_AGG_MAX_KEYS];
 } agg_tuple;
 
-/* Groups and their cells.  Direct: slot = key - min, n = cap = range + 1.
-** Hash: ids 1..n-1 (0 the sink), slots of ids. */
+/* Groups and their cells.  Direct: slot = packed code, n = cap = codes.
+** Hashed kinds: ids 1..n-1 (0 the sink), slots of ids; a packed key's
+** ghash is the code itself, a TEXT/BLOB key's first 16 bytes are kw. */
 typedef struct agg_table {
   uint64_t cap;     /* groups with room */
   uint64_t n;       /* groups in use (hash: including the sink) */
@@ -174,8 +232,10 @@ typedef struct agg_table {
   uint64_t *kv[CS_AGG_MAX_KEYS];       /* hash: [cap] per key */
   const uint8_t **kp[CS_AGG_MAX_KEYS]; /* hash, TEXT/BLOB keys: [cap] */
   uint8_t *kn[CS_AGG_MAX_KEYS];        /* hash: [cap] NULL flags */
-  uint32_t *slots;  /* hash: [n_slots] group ids, 0 = empty */
+  uint64_t *kw[2];                     /* bytes: [cap] the key's bytes 0..7 and 8..15, zero-padded */
+  uint32_t *slots;  /* hashed kinds: [n_slots] group ids, 0 = empty */
   uint64_t n_slots; /* a power of two */
+  unsigned shift;   /* 64 - log2(n_slots) */
   bool dirty;       /* a member's table holding rows not yet merged */
 } agg_table;
 
@@ -206,8 +266,13 @@ struct cs_agg {
   agg_val *vals;           /* [nv] owned */
   int max_threads;
   int kind;                /* K_* (grouped: decided at the first add) */
-  int64_t dmin;            /* direct: the smallest key */
-  uint64_t drange;         /* direct: key values; slot drange is NULL */
+  /* Direct and packed: key k's field is value - kmin[k] for values in
+  ** [kmin, kmin + kspan), kspan[k] for NULL; the code is the sum of
+  ** field * kmult[k] (mixed radix, kspan[k] + 1 fields per key). */
+  int64_t kmin[CS_AGG_MAX_KEYS];
+  uint64_t kspan[CS_AGG_MAX_KEYS];
+  uint64_t kmult[CS_AGG_MAX_KEYS];
+  uint64_t ncodes;         /* direct: codes (the table's slots) */
   agg_table table;         /* the groups; ungrouped: group 0 */
   agg_scratch **scr;       /* [n_scr] per team member */
   int n_scr;
@@ -314,9 +379,9 @@ static void cell_merge(int dom, agg_cell *dst, const agg_cell *src) {
 
 #define AGG_SIGN 0x8000000000000000ull
 
-typedef double agg_v2d __attribute__((vector_size(16)));
-typedef int64_t agg_v2l __attribute__((vector_size(16)));
-#define AGG_ABS ((agg_v2l){INT64_MAX, INT64_MAX})
+typedef double agg_v4d __attribute__((vector_size(32)));
+typedef int64_t agg_v4l __attribute__((vector_size(32)));
+#define AGG_ABS4 ((agg_v4l){INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX})
 
 /* The min and max of the values x[i] with e[i] set (and not NaN: v == v
 ** is true for every integer, so one body serves both) into cell c's FIELD,
@@ -366,10 +431,31 @@ typedef int64_t agg_v2l __attribute__((vector_size(16)));
   }
 
 /* Ungrouped, float element type T: NaN is NULL.  The sum runs in 8
-** Neumaier lanes, folded into the cell in lane order.  The lanes are GCC
-** vector types (four of two doubles: wider ones crash GCC 12 under target_clones), because written as arrays GCC 12
-** kept the loop scalar with a branch per element; the comparison selects by
-** bit masks, so every lane does the same work. */
+** Neumaier lanes (lane l takes the values at i % 8 == l), folded into the
+** cell in lane order.  The lanes are two GCC vectors of four doubles held in
+** named variables: written as arrays (of scalars, or of vectors) GCC 12 kept
+** them on the stack, so every step waited on a store-to-load forward
+** (ug_f64 was 36% of `GROUP BY d WHERE a > 0.5` under perf, ~6 ns a value);
+** in named vectors it is 23 AVX2 instructions per 8 values, all in
+** registers.  The comparison selects by bit masks, so every lane does the
+** same work. */
+#define AGG_KBN4(T, S, K, OFF)                                                                          \
+  do {                                                                                                 \
+    const T *xp = x + i + (OFF);                                                                       \
+    const uint8_t *ep = e + i + (OFF);                                                                 \
+    typedef T agg_v4t __attribute__((vector_size(4 * sizeof(T))));                                     \
+    agg_v4t raw;                                                                                       \
+    memcpy(&raw, xp, sizeof raw);                                                                      \
+    agg_v4d v = __builtin_convertvector(raw, agg_v4d); /* an initializer list of float crashes GCC 12 */ \
+    agg_v4l on = {ep[0], ep[1], ep[2], ep[3]};                                                         \
+    agg_v4l keep = (v == v) & (on != 0);                                                               \
+    v = (agg_v4d)((agg_v4l)v & keep); /* +0.0 where masked out or NaN */                               \
+    agg_v4d t = S + v;                                                                                 \
+    agg_v4l ge = (agg_v4d)((agg_v4l)S & AGG_ABS4) >= (agg_v4d)((agg_v4l)v & AGG_ABS4);                 \
+    agg_v4l c1 = (agg_v4l)((S - t) + v), c2 = (agg_v4l)((v - t) + S);                                  \
+    K += (agg_v4d)((c1 & ge) | (c2 & ~ge));                                                            \
+    S = t;                                                                                             \
+  } while (0)
 #define AGG_UG_FLT(NAME, T)                                                                              \
   AGG_CLONES static void ug_##NAME(const T *restrict x, const uint8_t *restrict e, uint64_t n, unsigned what, \
                                    agg_cell *c) {                                                        \
@@ -377,24 +463,14 @@ typedef int64_t agg_v2l __attribute__((vector_size(16)));
     _Pragma("omp simd reduction(+ : cnt)") for (uint64_t i = 0; i < n; i++) cnt += e[i] & (x[i] == x[i]); \
     if (cnt == 0) return;                                                                                \
     if (what & CS_AGG_SUM) {                                                                             \
-      agg_v2d s[4] = {{0}}, k[4] = {{0}};                                                                \
+      agg_v4d s0 = {0}, s1 = {0}, k0 = {0}, k1 = {0};                                                    \
       uint64_t i = 0;                                                                                    \
-      for (; i + 8 <= n; i += 8)                                                                         \
-        for (int h = 0; h < 4; h++) {                                                                    \
-          const T *xp = x + i + 2 * h;                                                                   \
-          const uint8_t *ep = e + i + 2 * h;                                                             \
-          agg_v2d v = {(double)xp[0], (double)xp[1]};                                                    \
-          agg_v2l on = {ep[0], ep[1]};                                                                   \
-          agg_v2l keep = (v == v) & (on != 0);                                                           \
-          v = (agg_v2d)((agg_v2l)v & keep); /* +0.0 where masked out or NaN */                           \
-          agg_v2d t = s[h] + v;                                                                          \
-          agg_v2l ge = (agg_v2d)((agg_v2l)s[h] & AGG_ABS) >= (agg_v2d)((agg_v2l)v & AGG_ABS);           \
-          agg_v2l c1 = (agg_v2l)((s[h] - t) + v), c2 = (agg_v2l)((v - t) + s[h]);                        \
-          k[h] += (agg_v2d)((c1 & ge) | (c2 & ~ge));                                                     \
-          s[h] = t;                                                                                      \
-        }                                                                                                \
+      for (; i + 8 <= n; i += 8) {                                                                       \
+        AGG_KBN4(T, s0, k0, 0);                                                                          \
+        AGG_KBN4(T, s1, k1, 4);                                                                          \
+      }                                                                                                  \
       double sl[8], kl[8];                                                                               \
-      memcpy(sl, s, sizeof sl), memcpy(kl, k, sizeof kl);                                                \
+      memcpy(sl, &s0, 32), memcpy(sl + 4, &s1, 32), memcpy(kl, &k0, 32), memcpy(kl + 4, &k1, 32);        \
       for (; i < n; i++) {                                                                               \
         double v = (double)x[i];                                                                         \
         if (e[i] && v == v) kbn(&sl[0], &kl[0], v);                                                      \
@@ -433,16 +509,30 @@ typedef int64_t agg_v2l __attribute__((vector_size(16)));
     }                                                                                                          \
   }
 
+/* Floats: the sum, and min/max, in separate loops (GCC 12 does not take
+** the `what` tests out of one loop at -O2). */
 #define AGG_GS_FLT(NAME, T)                                                                                    \
   static void gs_##NAME(const T *restrict x, const uint8_t *restrict e, const uint32_t *restrict gid, uint64_t n, \
                         unsigned what, agg_cell *cells, uint32_t nv) {                                         \
-    for (uint64_t i = 0; i < n; i++) {                                                                         \
-      agg_cell *c = &cells[(uint64_t)gid[i] * nv];                                                             \
-      double v = (double)x[i];                                                                                 \
-      int b = e[i] && v == v;                                                                                  \
-      c->cnt += (uint64_t)b;                                                                                   \
-      if (what & CS_AGG_SUM) kbn(&c->u.f.s, &c->u.f.c, b ? v : 0.0);                                           \
-      if (what & AGG_MINMAX) {                                                                                 \
+    if (what & CS_AGG_SUM) {                                                                                   \
+      for (uint64_t i = 0; i < n; i++) {                                                                       \
+        agg_cell *c = &cells[(uint64_t)gid[i] * nv];                                                           \
+        double v = (double)x[i];                                                                               \
+        int b = e[i] && v == v;                                                                                \
+        c->cnt += (uint64_t)b;                                                                                 \
+        kbn(&c->u.f.s, &c->u.f.c, b ? v : 0.0);                                                                \
+      }                                                                                                        \
+    } else {                                                                                                   \
+      for (uint64_t i = 0; i < n; i++) {                                                                       \
+        double v = (double)x[i];                                                                               \
+        cells[(uint64_t)gid[i] * nv].cnt += (uint64_t)(e[i] && v == v);                                        \
+      }                                                                                                        \
+    }                                                                                                          \
+    if (what & AGG_MINMAX) {                                                                                   \
+      for (uint64_t i = 0; i < n; i++) {                                                                       \
+        agg_cell *c = &cells[(uint64_t)gid[i] * nv];                                                           \
+        double v = (double)x[i];                                                                               \
+        int b = e[i] && v == v;                                                                                \
         double lo = b ? v : INFINITY, hi = b ? v : -INFINITY;                                                  \
         c->min.f = lo < c->min.f ? lo : c->min.f;                                                              \
         c->max.f = hi > c->max.f ? hi : c->max.f;                                                              \
@@ -450,14 +540,27 @@ typedef int64_t agg_v2l __attribute__((vector_size(16)));
     }                                                                                                          \
   }
 
-/* Direct index: gid = key - kmin, NULL (or out of the range) -> range. */
-#define AGG_DGID(NAME, T)                                                                                 \
-  static void dgid_##NAME(const T *restrict x, const uint8_t *restrict valid, uint64_t n, int64_t kmin,   \
-                          uint64_t range, uint32_t *restrict gid) {                                       \
-    for (uint64_t i = 0; i < n; i++) {                                                                    \
-      uint64_t d = (uint64_t)(int64_t)x[i] - (uint64_t)kmin;                                              \
-      gid[i] = ((valid ? valid[i] : 1) && d < range) ? (uint32_t)d : (uint32_t)range;                    \
-    }                                                                                                     \
+/* A packed key's field into the code: key - kmin when in [kmin, kmin +
+** span), else span (NULL, or outside the zone maps); code = field (first
+** key) or code + field * mult.  Four loops so that each vectorises. */
+#define AGG_PACK_LOOP(VALID, FIRST)                                                 \
+  _Pragma("omp simd") for (uint64_t i = 0; i < n; i++) {                            \
+    uint64_t d = (uint64_t)(int64_t)x[i] - (uint64_t)kmin;                          \
+    uint64_t f = ((VALID) && d < span) ? d : span;                                  \
+    code[i] = (FIRST) ? f : code[i] + f * mult;                                     \
+  }
+#define AGG_PACK(NAME, T)                                                                                   \
+  AGG_CLONES static void pack_##NAME(const T *restrict x, const uint8_t *restrict valid, uint64_t n,       \
+                                     int64_t kmin, uint64_t span, uint64_t mult, bool first,                \
+                                     uint64_t *restrict code) {                                             \
+    if (valid && first)                                                                                     \
+      AGG_PACK_LOOP(valid[i], 1)                                                                            \
+    else if (valid)                                                                                         \
+      AGG_PACK_LOOP(valid[i], 0)                                                                            \
+    else if (first)                                                                                         \
+      AGG_PACK_LOOP(1, 1)                                                                                   \
+    else                                                                                                    \
+      AGG_PACK_LOOP(1, 0)                                                                                   \
   }
 
 /* A key column's canonical cells: integers as int64, floats as the bits of
@@ -485,7 +588,7 @@ AGG_INT_TYPES(AGG_UG_INT)
 AGG_FLT_TYPES(AGG_UG_FLT)
 AGG_INT_TYPES(AGG_GS_INT)
 AGG_FLT_TYPES(AGG_GS_FLT)
-AGG_INT_TYPES(AGG_DGID)
+AGG_INT_TYPES(AGG_PACK)
 AGG_INT_TYPES(AGG_KEYS_INT)
 AGG_FLT_TYPES(AGG_KEYS_FLT)
 
@@ -554,6 +657,49 @@ static void col_piece_gs(cs_type type, const agg_view *v, const uint8_t *m, uint
 #undef GS_CALL
 }
 
+/* ------------------------------------------------------------ bytes keys */
+
+/* A TEXT/BLOB key as the bytes kernel probes with it.  Up to 16 bytes the
+** key is exactly (n, w0, w1): its bytes zero-padded to 16, read as two
+** words, so equality is three integer compares and the hash a multiply;
+** longer keys are hashed with XXH3 and compared with memcmp after their
+** first 16 bytes agree. */
+typedef struct agg_bkey {
+  uint64_t h, n, w0, w1;
+  const uint8_t *p;
+  uint8_t null;
+} agg_bkey;
+
+#define AGG_NULL_HASH 0x9E3779B97F4A7C15ull
+
+/* The low m bytes of a word (m <= 8). */
+static inline uint64_t low_bytes(uint64_t w, uint64_t m) {
+  uint64_t keep = m >= 8 ? ~0ull : (1ull << ((8 * m) & 63)) - 1;
+  return w & keep;
+}
+
+/* Key of the n bytes at p; reads up to end are safe (end NULL: only the
+** n bytes are read). */
+static inline void bytes_key(const uint8_t *p, uint64_t n, const uint8_t *end, agg_bkey *k) {
+  k->p = p, k->n = n, k->null = 0;
+  if (n <= 16 && end && (uint64_t)(end - p) >= 16) {
+    /* the common case: two loads, no branch on the length */
+    memcpy(&k->w0, p, 8), memcpy(&k->w1, p + 8, 8);
+    k->w0 = low_bytes(k->w0, n), k->w1 = low_bytes(k->w1, n > 8 ? n - 8 : 0);
+  } else {
+    uint8_t b[16] = {0};
+    memcpy(b, p, n < 16 ? n : 16);
+    memcpy(&k->w0, b, 8), memcpy(&k->w1, b + 8, 8);
+  }
+  if (n > 16) {
+    k->h = XXH3_64bits(p, n);
+  } else {
+    uint64_t h = (k->w0 ^ 0xC2B2AE3D27D4EB4Full) * 0x9FB21C651E98DF25ull;
+    h ^= (k->w1 + n) * 0xBF58476D1CE4E5B9ull;
+    k->h = h ^ (h >> 31);
+  }
+}
+
 /* ----------------------------------------------------------------- views */
 
 /* Rows [local, local + n) of record r, column col, in place. */
@@ -561,6 +707,7 @@ static void view_range(const cs_store *s, const agg_col *uc, uint64_t r, uint64_
                        uint8_t *vbuf, const uint8_t **bp, uint64_t *bn) {
   const cs_chunk *ch = &s->chunks[r * s->schema.n_cols + uc->col];
   v->valid = NULL;
+  v->end = NULL;
   if (ch->validity) {
     cs__bits_to_bytes(ch->validity, local, n, vbuf);
     v->valid = vbuf;
@@ -582,6 +729,7 @@ static void view_range(const cs_store *s, const agg_col *uc, uint64_t r, uint64_
     s0 = e;
   }
   v->bp = bp, v->bn = bn;
+  v->end = data + db;
 }
 
 /* The values of a list's rows (record recs[i], row locs[i]), gathered. */
@@ -608,12 +756,14 @@ static void view_rows(const cs_store *s, const agg_col *uc, const uint64_t *recs
   v->x = xbuf;
   v->valid = any_null ? vbuf : NULL;
   v->bp = bp, v->bn = bn;
+  v->end = NULL; /* rows of several chunks */
 }
 
 /* ---------------------------------------------------------------- tables */
 
 static void table_free(const cs_agg *a, agg_table *t) {
   cs__mem_free(t->rows), cs__mem_free(t->cells), cs__mem_free(t->ghash), cs__mem_free(t->slots);
+  cs__mem_free(t->kw[0]), cs__mem_free(t->kw[1]);
   for (uint32_t k = 0; k < a->nk; k++) cs__mem_free(t->kv[k]), cs__mem_free((void *)t->kp[k]), cs__mem_free(t->kn[k]);
   memset(t, 0, sizeof *t);
 }
@@ -629,8 +779,12 @@ static bool table_grow(const cs_agg *a, agg_table *t, uint64_t cap) {
   } while (0)
   GROW(t->rows, sizeof(uint64_t));
   GROW(t->cells, (uint64_t)a->nv * sizeof(agg_cell) + (a->nv == 0)); /* never 0 bytes */
-  if (a->kind == K_HASH) {
-    GROW(t->ghash, sizeof(uint64_t));
+  if (kind_hashed(a->kind)) GROW(t->ghash, sizeof(uint64_t));
+  if (a->kind == K_BYTES) {
+    GROW(t->kw[0], sizeof(uint64_t));
+    GROW(t->kw[1], sizeof(uint64_t));
+  }
+  if (a->kind == K_HASH || a->kind == K_BYTES) {
     for (uint32_t k = 0; k < a->nk; k++) {
       GROW(t->kv[k], sizeof(uint64_t));
       GROW(t->kn[k], 1);
@@ -644,15 +798,19 @@ static bool table_grow(const cs_agg *a, agg_table *t, uint64_t cap) {
   return true;
 }
 
+static unsigned log2_pow2(uint64_t x) { return 63u - (unsigned)__builtin_clzll(x); }
+
 /* A fresh table: the one group of an ungrouped aggregate, every slot of a
 ** direct one, or a hash table holding only its sink. */
 static bool table_make(const cs_agg *a, agg_table *t) {
   memset(t, 0, sizeof *t);
-  uint64_t cap = a->kind == K_DIRECT ? a->drange + 1 : a->kind == K_HASH ? AGG_HASH_FIRST : 1;
+  bool hashed = kind_hashed(a->kind);
+  uint64_t cap = a->kind == K_DIRECT ? a->ncodes : hashed ? AGG_HASH_FIRST : 1;
   if (!table_grow(a, t, cap)) goto fail;
-  t->n = a->kind == K_HASH ? 1 : cap;
-  if (a->kind == K_HASH) {
+  t->n = hashed ? 1 : cap;
+  if (hashed) {
     t->n_slots = 2 * AGG_HASH_FIRST;
+    t->shift = 64 - log2_pow2(t->n_slots);
     if (!(t->slots = cs__mem_calloc(t->n_slots, sizeof *t->slots))) goto fail;
   }
   return true;
@@ -663,15 +821,19 @@ fail:
 
 /* Empties a member's table after its groups were merged. */
 static void table_reset(const cs_agg *a, agg_table *t) {
-  uint64_t used = a->kind == K_HASH ? t->n : t->cap;
+  uint64_t used = kind_hashed(a->kind) ? t->n : t->cap;
   memset(t->rows, 0, used * sizeof *t->rows);
   cells_init(a, t->cells, used);
-  if (a->kind == K_HASH) {
+  if (kind_hashed(a->kind)) {
     memset(t->slots, 0, t->n_slots * sizeof *t->slots);
     t->n = 1;
   }
   t->dirty = false;
 }
+
+/* The slot a hash's probe starts at: Fibonacci hashing, so that a packed
+** code (which is its own hash) spreads as well as an XXH3 value. */
+static inline uint64_t table_home(const agg_table *t, uint64_t h) { return (h * 0x9E3779B97F4A7C15ull) >> t->shift; }
 
 static bool tuple_eq(const cs_agg *a, const agg_table *t, uint64_t g, const agg_tuple *k) {
   for (uint32_t c = 0; c < a->nk; c++) {
@@ -686,31 +848,24 @@ static bool tuple_eq(const cs_agg *a, const agg_table *t, uint64_t g, const agg_
 static bool table_rehash(agg_table *t, uint64_t n_slots) {
   uint32_t *slots = cs__mem_calloc(n_slots, sizeof *slots);
   if (!slots) return false;
+  unsigned shift = 64 - log2_pow2(n_slots);
   for (uint64_t g = 1; g < t->n; g++) {
-    uint64_t i = t->ghash[g] & (n_slots - 1);
+    uint64_t i = (t->ghash[g] * 0x9E3779B97F4A7C15ull) >> shift;
     while (slots[i]) i = (i + 1) & (n_slots - 1);
     slots[i] = (uint32_t)g;
   }
   cs__mem_free(t->slots);
-  t->slots = slots, t->n_slots = n_slots;
+  t->slots = slots, t->n_slots = n_slots, t->shift = shift;
   return true;
 }
 
-/* The group of key tuple k (hash h), added when new; 0 when the table
-** cannot grow (out of memory, or 2^32 - 1 groups). */
-static uint32_t table_find_or_add(const cs_agg *a, agg_table *t, uint64_t h, const agg_tuple *k) {
-  uint64_t mask = t->n_slots - 1, i = h & mask;
-  for (uint32_t g; (g = t->slots[i]) != 0; i = (i + 1) & mask)
-    if (t->ghash[g] == h && tuple_eq(a, t, g, k)) return g;
+/* A new group with hash h in the empty slot i (the caller then writes its
+** key); 0 when the table cannot grow (out of memory, or 2^32 - 1 groups). */
+static uint32_t table_add(const cs_agg *a, agg_table *t, uint64_t i, uint64_t h) {
   if (t->n >= UINT32_MAX) return 0;
   if (t->n == t->cap && !table_grow(a, t, 2 * t->cap)) return 0;
   uint64_t g = t->n++;
   t->ghash[g] = h;
-  for (uint32_t c = 0; c < a->nk; c++) {
-    t->kn[c][g] = k->null[c];
-    t->kv[c][g] = k->null[c] ? 0 : k->v[c];
-    if (t->kp[c]) t->kp[c][g] = k->null[c] ? NULL : k->p[c];
-  }
   t->slots[i] = (uint32_t)g;
   if (2 * t->n > t->n_slots && !table_rehash(t, 2 * t->n_slots)) {
     t->slots[i] = 0, t->n--; /* undo, so the table stays consistent */
@@ -719,13 +874,56 @@ static uint32_t table_find_or_add(const cs_agg *a, agg_table *t, uint64_t h, con
   return (uint32_t)g;
 }
 
+/* The group of key tuple k (hash h), added when new; 0 when the table
+** cannot grow. */
+static uint32_t table_find_or_add(const cs_agg *a, agg_table *t, uint64_t h, const agg_tuple *k) {
+  uint64_t mask = t->n_slots - 1, i = table_home(t, h);
+  for (uint32_t g; (g = t->slots[i]) != 0; i = (i + 1) & mask)
+    if (t->ghash[g] == h && tuple_eq(a, t, g, k)) return g;
+  uint32_t g = table_add(a, t, i, h);
+  for (uint32_t c = 0; g && c < a->nk; c++) {
+    t->kn[c][g] = k->null[c];
+    t->kv[c][g] = k->null[c] ? 0 : k->v[c];
+    if (t->kp[c]) t->kp[c][g] = k->null[c] ? NULL : k->p[c];
+  }
+  return g;
+}
+
+/* The group of packed code `code` (its own hash), added when new. */
+static inline uint32_t packed_find_or_add(const cs_agg *a, agg_table *t, uint64_t code) {
+  uint64_t mask = t->n_slots - 1, i = table_home(t, code);
+  for (uint32_t g; (g = t->slots[i]) != 0; i = (i + 1) & mask)
+    if (t->ghash[g] == code) return g;
+  return table_add(a, t, i, code);
+}
+
+/* The group of TEXT/BLOB key k, added when new. */
+static inline uint32_t bytes_find_or_add(const cs_agg *a, agg_table *t, const agg_bkey *k) {
+  uint64_t mask = t->n_slots - 1, i = table_home(t, k->h);
+  for (uint32_t g; (g = t->slots[i]) != 0; i = (i + 1) & mask)
+    if (t->ghash[g] == k->h && t->kv[0][g] == k->n && t->kw[0][g] == k->w0 && t->kw[1][g] == k->w1 &&
+        t->kn[0][g] == k->null && (k->n <= 16 || memcmp(t->kp[0][g], k->p, k->n) == 0))
+      return g;
+  uint32_t g = table_add(a, t, i, k->h);
+  if (g) {
+    t->kv[0][g] = k->n, t->kw[0][g] = k->w0, t->kw[1][g] = k->w1;
+    t->kn[0][g] = k->null, t->kp[0][g] = k->null ? NULL : k->p;
+  }
+  return g;
+}
+
 /* dst += src, group by group; false when dst cannot grow. */
 static bool table_merge(const cs_agg *a, agg_table *dst, const agg_table *src) {
   uint32_t nv = a->nv;
-  for (uint64_t g = a->kind == K_HASH ? 1 : 0; g < src->n; g++) {
+  for (uint64_t g = kind_hashed(a->kind) ? 1 : 0; g < src->n; g++) {
     if (!src->rows[g]) continue;
     uint64_t d = g;
-    if (a->kind == K_HASH) {
+    if (a->kind == K_PACKED) {
+      if (!(d = packed_find_or_add(a, dst, src->ghash[g]))) return false;
+    } else if (a->kind == K_BYTES) {
+      agg_bkey k = {src->ghash[g], src->kv[0][g], src->kw[0][g], src->kw[1][g], src->kp[0][g], src->kn[0][g]};
+      if (!(d = bytes_find_or_add(a, dst, &k))) return false;
+    } else if (a->kind == K_HASH) {
       agg_tuple k;
       for (uint32_t c = 0; c < a->nk; c++) {
         k.null[c] = src->kn[c][g], k.v[c] = src->kv[c][g];
@@ -774,19 +972,53 @@ static void piece_hashes(const cs_agg *a, agg_scratch *sc, uint64_t n) {
 ** any slot for direct); false when a hash table cannot grow. */
 static bool piece_gids(const cs_agg *a, agg_scratch *sc, agg_table *t, const uint8_t *m, uint64_t n) {
   uint32_t *gid = sc->gid;
-  if (a->kind == K_DIRECT) {
-    const agg_view *v = &sc->views[a->key_u[0]];
-#define DGID_CALL(NAME, T) dgid_##NAME((const T *)v->x, v->valid, n, a->dmin, a->drange, gid)
-    switch (a->ucols[a->key_u[0]].type) {
-      case CS_TYPE_INT8: DGID_CALL(i8, int8_t); break;
-      case CS_TYPE_INT16: DGID_CALL(i16, int16_t); break;
-      case CS_TYPE_INT32: DGID_CALL(i32, int32_t); break;
-      case CS_TYPE_INT64: DGID_CALL(i64, int64_t); break;
-      case CS_TYPE_UINT16: DGID_CALL(u16, uint16_t); break;
-      case CS_TYPE_UINT32: DGID_CALL(u32, uint32_t); break;
-      default: DGID_CALL(u8, uint8_t); break; /* UINT8, BOOL */
+  if (a->kind == K_DIRECT || a->kind == K_PACKED) {
+    uint64_t *code = sc->kv;
+    for (uint32_t k = 0; k < a->nk; k++) {
+      const agg_view *v = &sc->views[a->key_u[k]];
+      int64_t kmin = a->kmin[k];
+      uint64_t span = a->kspan[k], mult = a->kmult[k];
+      bool first = k == 0;
+#define PACK_CALL(NAME, T) pack_##NAME((const T *)v->x, v->valid, n, kmin, span, mult, first, code)
+      switch (a->ucols[a->key_u[k]].type) {
+        case CS_TYPE_INT8: PACK_CALL(i8, int8_t); break;
+        case CS_TYPE_INT16: PACK_CALL(i16, int16_t); break;
+        case CS_TYPE_INT32: PACK_CALL(i32, int32_t); break;
+        case CS_TYPE_INT64: PACK_CALL(i64, int64_t); break;
+        case CS_TYPE_UINT16: PACK_CALL(u16, uint16_t); break;
+        case CS_TYPE_UINT32: PACK_CALL(u32, uint32_t); break;
+        default: PACK_CALL(u8, uint8_t); break; /* UINT8, BOOL */
+      }
+#undef PACK_CALL
     }
-#undef DGID_CALL
+    if (a->kind == K_DIRECT) {
+#pragma omp simd
+      for (uint64_t i = 0; i < n; i++) gid[i] = (uint32_t)code[i];
+      return true;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+      if (!m[i]) {
+        gid[i] = 0;
+        continue;
+      }
+      if (!(gid[i] = packed_find_or_add(a, t, code[i]))) return false;
+    }
+    return true;
+  }
+  if (a->kind == K_BYTES) {
+    const agg_view *v = &sc->views[a->key_u[0]];
+    for (uint64_t i = 0; i < n; i++) {
+      if (!m[i]) {
+        gid[i] = 0;
+        continue;
+      }
+      agg_bkey k;
+      if (v->valid && !v->valid[i])
+        k = (agg_bkey){AGG_NULL_HASH, 0, 0, 0, NULL, 1};
+      else
+        bytes_key(v->bp[i], v->bn[i], v->end, &k);
+      if (!(gid[i] = bytes_find_or_add(a, t, &k))) return false;
+    }
     return true;
   }
   piece_hashes(a, sc, n);
@@ -823,8 +1055,8 @@ static bool piece_grouped(const cs_agg *a, agg_scratch *sc, agg_table *t, const 
   /* Few groups: one vectorised pass per group with the group's own mask.
   ** Scattering would chain every row through the same few accumulators in
   ** memory (a load, an add and a store per row and column). */
-  uint64_t g0 = a->kind == K_HASH ? 1 : 0, g1 = a->kind == K_HASH ? t->n : t->cap;
-  if (g1 - g0 <= AGG_FEW_GROUPS) {
+  uint64_t g0 = kind_hashed(a->kind) ? 1 : 0, g1 = kind_hashed(a->kind) ? t->n : t->cap;
+  if (g1 - g0 <= tune.few_groups) {
     uint8_t *mg = sc->mask2;
     for (uint64_t g = g0; g < g1; g++) {
       uint32_t g32 = (uint32_t)g;
@@ -1075,32 +1307,46 @@ void cs_agg_free(cs_agg *a) {
   cs__mem_free(a);
 }
 
-/* Direct indexing pays O(range) per call and per member (a table to clear
+/* Direct indexing pays O(codes) per call and per member (a table to clear
 ** and to scan for its groups) and saves the hashing of every row: it is
-** taken when the range is at most AGG_DIRECT_MAX and not much larger than
-** the rows the call adds.  bench_agg's measurements are in docs. */
-static bool agg_direct_ok(uint64_t range, uint64_t n) { return range <= AGG_DIRECT_MAX && range <= n + AGG_PIECE; }
+** taken when the codes are at most tune.direct_max and not much more than
+** the rows the call adds.  The sweep behind AGG_DIRECT_MAX is in the essay. */
+static bool agg_direct_ok(uint64_t codes, uint64_t n) { return codes <= tune.direct_max && codes <= n + AGG_PIECE; }
+
+/* Whether every key is an integer (or BOOL) whose zone-map range packs,
+** with a field for NULL per key, into one 64-bit code; sets the layout. */
+static bool agg_pack(cs_agg *a) {
+  uint64_t mult = 1;
+  for (uint32_t k = 0; k < a->nk; k++) {
+    const agg_col *uc = &a->ucols[a->key_u[k]];
+    if (uc->dom != DOM_INT) return false;
+    cs_column_stats cst;
+    cs_store_column_stats(a->s, uc->col, &cst);
+    /* no min/max: no non-NULL value (or statistics we do not read): NULL only */
+    uint64_t span = cst.has_minmax ? (uint64_t)cst.max.i - (uint64_t)cst.min.i + 1 : 0;
+    if (cst.has_minmax && (span == 0 || cst.max.i < cst.min.i)) return false; /* 2^64 values */
+    a->kmin[k] = cst.has_minmax ? cst.min.i : 0;
+    a->kspan[k] = span;
+    a->kmult[k] = mult;
+    if (span == UINT64_MAX || __builtin_mul_overflow(mult, span + 1, &mult)) return false;
+  }
+  a->ncodes = mult;
+  return true;
+}
 
 /* The kernel of a grouped aggregate, at its first add of n rows. */
 static cs_rc agg_choose(cs_agg *a, uint64_t n, cs_err *err) {
   if (a->kind != K_NONE) return CS_OK;
-  a->kind = K_HASH;
-  const agg_col *k0 = &a->ucols[a->key_u[0]];
-  if (a->nk == 1 && k0->dom == DOM_INT) {
-    cs_column_stats cst;
-    cs_store_column_stats(a->s, k0->col, &cst);
-    uint64_t range = cst.has_minmax ? (uint64_t)cst.max.i - (uint64_t)cst.min.i + 1 : 0;
-    if (!cst.has_minmax || (range != 0 && agg_direct_ok(range, n))) {
-      a->kind = K_DIRECT;
-      a->dmin = cst.has_minmax ? cst.min.i : 0;
-      a->drange = range;
-    }
-  }
+  if (agg_pack(a))
+    a->kind = agg_direct_ok(a->ncodes, n) ? K_DIRECT : K_PACKED;
+  else
+    a->kind = a->nk == 1 && a->ucols[a->key_u[0]].dom == DOM_BYTES ? K_BYTES : K_HASH;
   if (!table_make(a, &a->table)) {
     a->kind = K_NONE;
     return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a group table");
   }
-  a->st.kernel = a->kind == K_DIRECT ? "direct index" : "hash";
+  static const char *const names[] = {"none", "ungrouped", "direct index", "packed hash", "bytes hash", "hash"};
+  a->st.kernel = names[a->kind];
   return CS_OK;
 }
 
@@ -1115,7 +1361,7 @@ static cs_rc agg_finish(cs_agg *a, int used, cs_err *err) {
       return cs_err_set(err, CS_ENOMEM, "colstore: out of memory merging %" PRIu64 " groups", t->n);
     table_reset(a, t);
   }
-  if (a->kind == K_HASH) {
+  if (kind_hashed(a->kind)) {
     a->n_out = a->table.n - 1;
     return CS_OK;
   }
@@ -1415,7 +1661,7 @@ uint64_t cs_agg_groups(const cs_agg *a) { return a->n_out; }
 /* The table slot of group g. */
 static uint64_t agg_slot(const cs_agg *a, uint64_t g) {
   assert(g < a->n_out);
-  return a->kind == K_DIRECT ? a->out[g] : a->kind == K_HASH ? g + 1 : 0;
+  return a->kind == K_DIRECT ? a->out[g] : kind_hashed(a->kind) ? g + 1 : 0;
 }
 
 void cs_agg_key(const cs_agg *a, uint64_t g, uint32_t k, cs_value *out) {
@@ -1423,11 +1669,13 @@ void cs_agg_key(const cs_agg *a, uint64_t g, uint32_t k, cs_value *out) {
   assert(k < a->nk);
   uint64_t slot = agg_slot(a, g);
   const agg_col *uc = &a->ucols[a->key_u[k]];
-  if (a->kind == K_DIRECT) {
-    if (slot < a->drange) out->kind = CS_VAL_INT, out->i = (int64_t)((uint64_t)a->dmin + slot);
+  const agg_table *t = &a->table;
+  if (a->kind == K_DIRECT || a->kind == K_PACKED) {
+    uint64_t code = a->kind == K_DIRECT ? slot : t->ghash[slot];
+    uint64_t f = code / a->kmult[k] % (a->kspan[k] + 1);
+    if (f < a->kspan[k]) out->kind = CS_VAL_INT, out->i = (int64_t)((uint64_t)a->kmin[k] + f);
     return;
   }
-  const agg_table *t = &a->table;
   if (t->kn[k][slot]) return;
   uint64_t v = t->kv[k][slot];
   switch (uc->dom) {

@@ -1,13 +1,19 @@
 /*
 ** cs_pred.c - predicate evaluation: `col OP constant` (=, !=, <, <=, >, >=),
-** BETWEEN, IN and IS [NOT] NULL over a row range, ANDed into a byte mask.
+** BETWEEN, IN, IS NOT and IS [NOT] NULL over a row range, ANDed into a byte mask.
 **
 ** Semantics are SQLite's, on storage classes.  A column's values are INT
 ** (the integer types and BOOL), FLOAT (FLOAT32/64, NaN read as NULL), TEXT
 ** or BLOB; the classes order NULL < numbers < TEXT < BLOB, INT and FLOAT
 ** compare as exact numbers, TEXT and BLOB by memcmp then length.  A NULL
 ** value satisfies only ISNULL (so `x != 5` excludes NULL rows), and a
-** comparison with a NULL (or NaN) operand selects nothing.
+** comparison with a NULL (or NaN) operand selects nothing.  IS NOT is the
+** exception: `x IS NOT 5` is true for NULL rows, so it is compiled as `x =
+** 5` with a negate flag, and both the data test and the zone-map decision
+** of the equality are inverted.  That is exact because the equality's
+** decisions are: "no row equal" (0) holds for NULL and NaN rows too, so
+** its negation "every row" (1) needs no null count or NaN proof, and
+** "every row equal" (1) is only decided for a chunk without NULL or NaN.
 **
 ** HOW IT WORKS.  Each predicate is first compiled against its column's type
 ** into one of a few shapes: NONE (selects nothing), ALL (every non-NULL
@@ -75,6 +81,7 @@ typedef struct pcomp {
   cs_type type;
   int dom;             /* DOM_* of the column */
   int kind;            /* PK_* */
+  bool negate;         /* IS NOT: the result of kind, inverted (NULL rows included) */
   int64_t ilo, ihi;    /* DOM_INT RANGE, clamped to the type; NE value in ilo */
   double dlo, dhi;     /* DOM_DBL RANGE (exact floats for FLOAT32); NE value in dlo */
   bbound blo, bhi;     /* DOM_BYTES RANGE; NE value in blo */
@@ -384,6 +391,14 @@ static void pred_compile(const cs_store *s, const cs_pred *pr, pcomp *p, void **
     case CS_CMP_GT:
     case CS_CMP_GE:
     case CS_CMP_BETWEEN: compile_range(p, pr->op, &pr->a, &pr->b); return;
+    case CS_CMP_ISNOT:
+      if (value_is_null(&pr->a)) {
+        p->kind = PK_ALL; /* IS NOT NULL */
+        return;
+      }
+      compile_range(p, CS_CMP_EQ, &pr->a, NULL);
+      p->negate = true;
+      return;
     case CS_CMP_NE: {
       if (value_is_null(&pr->a)) {
         p->kind = PK_NONE;
@@ -481,8 +496,15 @@ static bool zone_in_overlaps(const pcomp *p, int64_t imn, int64_t imx, double dm
   return false;
 }
 
+static int zone_decide_kind(const pcomp *p, const cs_chunk *ch, uint64_t rows);
+
 /* 1: every row of the record satisfies p; 0: none does; -1: read the data. */
 static int zone_decide(const pcomp *p, const cs_chunk *ch, uint64_t rows) {
+  int d = zone_decide_kind(p, ch, rows);
+  return p->negate && d >= 0 ? !d : d;
+}
+
+static int zone_decide_kind(const pcomp *p, const cs_chunk *ch, uint64_t rows) {
   uint64_t nn = ch->null_count;
   bool mm = (ch->flags & CS_CHUNK_HAS_MINMAX) != 0;
   bool no_nan = (ch->flags & CS_CHUNK_SORTED) != 0; /* see the essay */
@@ -738,11 +760,16 @@ static void or_invalid(uint8_t *d, const uint8_t *bits, uint64_t off, uint64_t n
 
 static void piece_eval(const pcomp *p, const cs_chunk *ch, uint64_t a, uint64_t n, uint8_t *restrict d) {
   piece_values(p, ch, a, n, d);
-  if (!ch->validity) return;
-  if (p->kind == PK_ISNULL)
-    or_invalid(d, ch->validity, a, n);
-  else
-    and_validity(d, ch->validity, a, n);
+  if (ch->validity) {
+    if (p->kind == PK_ISNULL)
+      or_invalid(d, ch->validity, a, n);
+    else
+      and_validity(d, ch->validity, a, n);
+  }
+  if (p->negate) {
+#pragma omp simd
+    for (uint64_t i = 0; i < n; i++) d[i] ^= 1;
+  }
 }
 
 static bool all_zero(const uint8_t *m, uint64_t n) {

@@ -90,6 +90,7 @@ static int pred_op_supported(int op) {
     case SQLITE_INDEX_CONSTRAINT_GT:
     case SQLITE_INDEX_CONSTRAINT_GE:
     case SQLITE_INDEX_CONSTRAINT_IS:
+    case SQLITE_INDEX_CONSTRAINT_ISNOT:
     case SQLITE_INDEX_CONSTRAINT_ISNULL:
     case SQLITE_INDEX_CONSTRAINT_ISNOTNULL:
       return 1;
@@ -107,6 +108,7 @@ static const char *op_text(int op) {
     case SQLITE_INDEX_CONSTRAINT_GT: return ">";
     case SQLITE_INDEX_CONSTRAINT_GE: return ">=";
     case SQLITE_INDEX_CONSTRAINT_IS: return " IS ";
+    case SQLITE_INDEX_CONSTRAINT_ISNOT: return " IS NOT ";
     case SQLITE_INDEX_CONSTRAINT_ISNULL: return " IS NULL";
     case SQLITE_INDEX_CONSTRAINT_ISNOTNULL: return " IS NOT NULL";
     default: return "?";
@@ -179,6 +181,7 @@ static double selectivity(int op) {
     case SQLITE_INDEX_CONSTRAINT_IS: return 0.01;
     case SQLITE_INDEX_CONSTRAINT_ISNULL: return 0.1;
     case SQLITE_INDEX_CONSTRAINT_NE:
+    case SQLITE_INDEX_CONSTRAINT_ISNOT:
     case SQLITE_INDEX_CONSTRAINT_ISNOTNULL: return 0.9;
     default: return 0.33;
   }

@@ -310,12 +310,16 @@ int csx_pred_from_value(cs_pred *pr, int op, cs_type t, sqlite3_value *v, void *
     case SQLITE_INDEX_CONSTRAINT_ISNULL: pr->op = CS_CMP_ISNULL; return SQLITE_OK;
     case SQLITE_INDEX_CONSTRAINT_ISNOTNULL: pr->op = CS_CMP_NOTNULL; return SQLITE_OK;
     case SQLITE_INDEX_CONSTRAINT_IS:
+    case SQLITE_INDEX_CONSTRAINT_ISNOT: {
+      /* x IS NULL / x IS NOT NULL; else x = v, or x IS NOT v (true for NULL rows) */
+      bool is = op == SQLITE_INDEX_CONSTRAINT_IS;
       if (sqlite3_value_type(v) == SQLITE_NULL) {
-        pr->op = CS_CMP_ISNULL;
+        pr->op = is ? CS_CMP_ISNULL : CS_CMP_NOTNULL;
         return SQLITE_OK;
       }
-      pr->op = CS_CMP_EQ;
+      pr->op = is ? CS_CMP_EQ : CS_CMP_ISNOT;
       break;
+    }
     case SQLITE_INDEX_CONSTRAINT_EQ: pr->op = CS_CMP_EQ; break;
     case SQLITE_INDEX_CONSTRAINT_NE: pr->op = CS_CMP_NE; break;
     case SQLITE_INDEX_CONSTRAINT_LT: pr->op = CS_CMP_LT; break;

@@ -278,6 +278,12 @@ class DifferentialCase:
             v = draw_value(rng, "i64")
             self.d.same("SELECT rowid, i64 FROM {T} WHERE i64 > ?", (v,))
             self.d.same("SELECT rowid FROM {T} WHERE i64 <= ? AND i32 IS NOT NULL", (v,))
+            self.d.same("SELECT rowid, i64 FROM {T} WHERE i64 IS NOT ?", (v,))
+        # IS NOT takes NULL (and NaN) rows; a NULL operand is IS NOT NULL
+        for col in ("i8", "i32", "u8", "f32", "f64", "b", "t"):
+            for v in (0, 1, -1, 2.5, -0.0, "a", "", None):
+                self.d.same("SELECT rowid FROM {T} WHERE %s IS NOT ?" % col, (v,))
+            self.d.same("SELECT rowid FROM {T} WHERE %s IS NOT 0 AND rowid < 50" % col)
         self.d.same("SELECT rowid FROM {T} WHERE i64 = 9223372036854775807 OR i64 = -9223372036854775808")
         self.d.same("SELECT rowid FROM {T} WHERE i64 > 9.2e18")
         self.d.same("SELECT rowid, t FROM {T} WHERE t IS NULL")

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cs_agg_internal.h"
 #include "unit_util.h"
 
 __extension__ typedef __int128 i128;
@@ -46,9 +47,24 @@ static const cs_column cols[N_COLS] = {
     {"kt", CS_TYPE_TEXT, true},   {"nf", CS_TYPE_FLOAT64, false},
 };
 
-static const char *const words[] = {"", "a", "a\0", "ab", "abcdefgh", "abcdefgh\0", "abcdefghi", "b", "\xff", "zz"};
-static const uint64_t word_len[] = {0, 1, 2, 2, 8, 9, 9, 1, 1, 2};
-#define N_WORDS 10
+/* Short words, and words around the 16 bytes the bytes kernel compares
+** as two words (the last two share their first 16 bytes). */
+static const char *const words[] = {"",
+                                    "a",
+                                    "a\0",
+                                    "ab",
+                                    "abcdefgh",
+                                    "abcdefgh\0",
+                                    "abcdefghi",
+                                    "b",
+                                    "\xff",
+                                    "zz",
+                                    "abcdefghijklmno\0",
+                                    "abcdefghijklmnop",
+                                    "abcdefghijklmnopq",
+                                    "abcdefghijklmnopQ"};
+static const uint64_t word_len[] = {0, 1, 2, 2, 8, 9, 9, 1, 1, 2, 16, 16, 17, 17};
+#define N_WORDS 14
 
 static void gen_cell(ut_rng *r, uint32_t c, uint64_t row, ut_cell *cell) {
   cs_type t = cols[c].type;
@@ -353,14 +369,20 @@ static int preds_for(int k, uint64_t rows, cs_pred *p) {
 }
 #define N_PRED_SETS 5
 
+/* Single keys of every type; integer pairs and triples that pack into a
+** direct index ({k8, bo}, {bo, u8}) or a packed hash ({k8, i8, bo}: 8,481
+** codes for ~2,000 rows; {u16, u32}), one whose range does not pack
+** ({i64, k8}), and tuples with floats and TEXT. */
 static const uint32_t key_sets[][3] = {
-    {0}, {C_K8}, {C_I8}, {C_I16}, {C_I32}, {C_I64}, {C_U8}, {C_U16}, {C_U32}, {C_F32}, {C_F64},
-    {C_BO}, {C_T}, {C_BL}, {C_KF}, {C_KT}, {C_K8, C_KT}, {C_KF, C_BO, C_KT},
+    {0},           {C_K8},        {C_I8},           {C_I16},        {C_I32},        {C_I64},
+    {C_U8},        {C_U16},       {C_U32},          {C_F32},        {C_F64},        {C_BO},
+    {C_T},         {C_BL},        {C_KF},           {C_KT},         {C_K8, C_KT},   {C_KF, C_BO, C_KT},
+    {C_K8, C_BO},  {C_BO, C_U8},  {C_K8, C_I8, C_BO}, {C_U16, C_U32}, {C_I64, C_K8},
 };
-static const uint32_t key_counts[] = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 3};
+static const uint32_t key_counts[] = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 3, 2, 2, 3, 2, 2};
 #define N_KEY_SETS (sizeof key_counts / sizeof key_counts[0])
 
-START_TEST(test_agg_range_every_key_and_type_matches_reference) {
+static void range_matches_reference(int _i) {
   what_init();
   uint64_t seed = 1000 + (uint64_t)_i;
   astore A;
@@ -402,6 +424,22 @@ START_TEST(test_agg_range_every_key_and_type_matches_reference) {
     }
   }
   astore_free(&A);
+}
+
+START_TEST(test_agg_range_every_key_and_type_matches_reference) { range_matches_reference(_i); }
+END_TEST
+
+/* The same with the switch points moved: no direct index and a scatter
+** for every group count; then a direct index wherever the codes are at
+** most the rows and a masked pass per group for up to 64 groups. */
+START_TEST(test_agg_forced_paths_match_reference) {
+  cs__agg_tuning t;
+  cs__agg_tuning_default(&t);
+  t.direct_max = _i < 3 ? 0 : UINT64_MAX;
+  t.few_groups = _i < 3 ? 0 : 64;
+  cs__agg_tuning_set(&t);
+  range_matches_reference(_i % 3);
+  cs__agg_tuning_set(NULL);
 }
 END_TEST
 
@@ -695,7 +733,7 @@ START_TEST(test_agg_direct_index_and_hash_are_chosen_by_range) {
     uint32_t col;
     const char *kernel;
   } cases[] = {{C_K8, "direct index"}, {C_BO, "direct index"}, {C_U8, "direct index"}, {C_I64, "hash"},
-               {C_U32, "hash"}, {C_KT, "hash"}};
+               {C_U32, "packed hash"}, {C_KT, "bytes hash"}, {C_KF, "hash"}};
   for (unsigned k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     cs_agg *ag = agg_make(A.s, &cases[k].col, 1, 1);
     add_range_ok(ag, NULL, 0, 2000, NULL);
@@ -742,8 +780,12 @@ START_TEST(test_agg_allocation_failures_are_reported_and_leak_nothing) {
   what_init();
   astore A;
   astore_make(&A, 3000, 64, 12);
-  uint32_t keys[2] = {C_KT, C_I16};
-  for (uint32_t nk = 0; nk <= 2; nk++) {
+  /* ungrouped, bytes hash, tuple hash, direct index, packed hash */
+  static const uint32_t key_lists[][3] = {{0}, {C_KT}, {C_KT, C_I16}, {C_K8}, {C_K8, C_I8, C_BO}};
+  static const uint32_t key_ns[] = {0, 1, 2, 1, 3};
+  for (unsigned ks = 0; ks < sizeof key_ns / sizeof key_ns[0]; ks++) {
+    const uint32_t *keys = key_lists[ks];
+    uint32_t nk = key_ns[ks];
     rref R = {0};
     ref_range(&R, &A, NULL, 0, 0, 3000, NULL, keys, nk);
     int ok_runs = 0;
@@ -779,6 +821,7 @@ int main(void) {
   TCase *tc = tcase_create("agg");
   tcase_set_timeout(tc, 300);
   tcase_add_loop_test(tc, test_agg_range_every_key_and_type_matches_reference, 0, 3);
+  tcase_add_loop_test(tc, test_agg_forced_paths_match_reference, 0, 6);
   tcase_add_loop_test(tc, test_agg_rows_any_order_and_duplicates_match_reference, 0, 2);
   tcase_add_test(tc, test_agg_empty_selection_one_group_without_keys_none_with);
   tcase_add_test(tc, test_agg_int64_sum_overflow_is_flagged_and_exact_when_back_in_range);

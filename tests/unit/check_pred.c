@@ -78,6 +78,13 @@ static bool ref_pred(const cs_pred *p, cs_type t, const ut_cell *c) {
   bool null = cell_is_null(t, c);
   if (p->op == CS_CMP_ISNULL) return null;
   if (p->op == CS_CMP_NOTNULL) return !null;
+  if (p->op == CS_CMP_ISNOT) {
+    /* x IS NOT a: NULL IS NOT NULL is false, NULL IS NOT 5 true */
+    if (value_null(&p->a)) return !null;
+    if (null) return true;
+    cs_value x = cell_value(t, c);
+    return ref_cmp(&x, &p->a) != 0;
+  }
   if (null) return false;
   cs_value x = cell_value(t, c);
   switch (p->op) {
@@ -103,7 +110,7 @@ static bool ref_pred(const cs_pred *p, cs_type t, const ut_cell *c) {
 }
 
 static const char *const op_names[] = {"EQ", "NE",     "LT",      "LE", "GT",
-                                       "GE", "ISNULL", "NOTNULL", "IN", "BETWEEN"};
+                                       "GE", "ISNULL", "NOTNULL", "IN", "BETWEEN", "ISNOT"};
 
 static void describe_value(const cs_value *v, char *buf, size_t n) {
   switch (v->kind) {
@@ -415,7 +422,7 @@ static void check_all_ops(const pstore *p, uint64_t seed) {
   uint64_t N = p->t->n_rows;
   for (uint32_t col = 0; col < N_ALL_COLS; col++) {
     int np = operand_pool(p->t, col, &r, pool);
-    for (int op = CS_CMP_EQ; op <= CS_CMP_BETWEEN; op++) {
+    for (int op = CS_CMP_EQ; op <= CS_CMP_ISNOT; op++) {
       int reps = (op == CS_CMP_ISNULL || op == CS_CMP_NOTNULL) ? 1 : op == CS_CMP_IN ? 40 : np;
       for (int k = 0; k < reps; k++) {
         cs_pred pr = {.col = col, .op = (cs_cmp)op};
@@ -465,8 +472,9 @@ START_TEST(test_pred_every_op_clustered_zone_maps) {
       cs_pred prs[] = {{.col = col, .op = CS_CMP_BETWEEN, .a = a, .b = b},
                        {.col = col, .op = CS_CMP_GE, .a = fa},
                        {.col = col, .op = CS_CMP_LT, .a = b},
-                       {.col = col, .op = CS_CMP_NE, .a = a}};
-      for (int k = 0; k < 4; k++) check_preds(p.s, p.t, &prs[k], 1, 0, p.t->n_rows, "seed 711 clustered");
+                       {.col = col, .op = CS_CMP_NE, .a = a},
+                       {.col = col, .op = CS_CMP_ISNOT, .a = a}};
+      for (int k = 0; k < 5; k++) check_preds(p.s, p.t, &prs[k], 1, 0, p.t->n_rows, "seed 711 clustered");
     }
   }
   pstore_free(&p);
@@ -614,6 +622,12 @@ START_TEST(test_pred_nan_is_null) {
                     0x7Fu & ~(1u << 4));
   ck_assert_uint_eq(selected_rows(&p, (cs_pred){.col = 1, .op = CS_CMP_LE, .a = vflt(INFINITY)}),
                     0x7Fu & ~(1u << 4));
+  /* IS NOT: the NaN and NULL rows are not 1.0 (or -0.0); a NaN or NULL
+  ** operand is IS NOT NULL. */
+  ck_assert_uint_eq(selected_rows(&p, (cs_pred){.col = 1, .op = CS_CMP_ISNOT, .a = vflt(1.0)}), 0xFFu);
+  ck_assert_uint_eq(selected_rows(&p, (cs_pred){.col = 1, .op = CS_CMP_ISNOT, .a = vint(0)}), 0xFFu & ~(1u << 5));
+  ck_assert_uint_eq(selected_rows(&p, (cs_pred){.col = 1, .op = CS_CMP_ISNOT, .a = vflt(NAN)}), 0x7Fu & ~(1u << 4));
+  ck_assert_uint_eq(selected_rows(&p, (cs_pred){.col = 1, .op = CS_CMP_ISNOT, .a = vnull()}), 0x7Fu & ~(1u << 4));
   /* A NaN or NULL operand selects nothing, for every op that takes one. */
   for (int op = CS_CMP_EQ; op <= CS_CMP_GE; op++) {
     ck_assert_uint_eq(selected_rows(&p, (cs_pred){.col = 1, .op = (cs_cmp)op, .a = vflt(NAN)}), 0u);
@@ -796,12 +810,13 @@ START_TEST(test_pred_sorted_range_matches_mask) {
   int np = 0;
   for (uint32_t col = 0; col < 7; col++) {
     np = operand_pool(p.t, col, &r, pool);
-    for (int op = CS_CMP_EQ; op <= CS_CMP_BETWEEN; op++) {
+    for (int op = CS_CMP_EQ; op <= CS_CMP_ISNOT; op++) {
       for (int k = 0; k < np; k++) {
         cs_pred pr = {.col = col, .op = (cs_cmp)op, .a = pool[k], .b = pool[ut_rng_below(&r, (uint64_t)np)]};
         uint64_t lo = 7, hi = 7;
         bool ok = cs_pred_sorted_range(p.s, &pr, &lo, &hi);
-        bool range_op = op != CS_CMP_NE && op != CS_CMP_ISNULL && op != CS_CMP_NOTNULL && op != CS_CMP_IN;
+        bool range_op = op != CS_CMP_NE && op != CS_CMP_ISNULL && op != CS_CMP_NOTNULL && op != CS_CMP_IN &&
+                        op != CS_CMP_ISNOT;
         bool sorted_col = col == 0 || col == 1 || col == 2 || col == 6;
         char d[300];
         describe_pred(&pr, p.t, d, sizeof d);
