@@ -14,7 +14,9 @@
 ** a dataset directory, a pattern, a store recovered by scanning its records,
 ** a damaged store), scans of every shape the cursor has (and after another
 ** connection's commit, so the snapshot is refreshed), INSERT and
-** transactions, and colstore_create; a few more call the core's API for
+** transactions, colstore_create, and aggregate tables (colstore_agg:
+** totals from per-record statistics, grouped with predicates, _rows and
+** _mask, one over a SOURCE); a few more call the core's API for
 ** the allocations no SQL reaches (a dataset from a list of paths, the
 ** gather's base table, cs_pred_eval past its stack, the worker pool,
 ** calibration).  It runs first with nothing failing,
@@ -488,6 +490,17 @@ static const scenario scenarios[] = {
      "SELECT colstore_create('@/ds/c.cst', 'SELECT * FROM n WHERE i >= 5000 AND i < 6000');"
      "CREATE VIRTUAL TABLE temp.a2 USING colstore('@/ds/a.cst');"
      "INSERT INTO temp.a2 VALUES (20000, 1.0, 'p', x'00', 5)"},
+    {"aggregate totals (per-record statistics)", K_SCAN, {"SELECT count, sum_i, min_f, max_f, max_s FROM at"}, NULL, 0, NULL, 0,
+     false, NULL},
+    {"aggregate by k, predicates", K_SCAN,
+     {"SELECT k, count, sum_i, count_f, min_s, max_b FROM ak WHERE f > 100 AND s IS NOT 'str5' ORDER BY k"}, NULL, 0, NULL, 0,
+     false, NULL},
+    {"aggregate by TEXT and k over _rows", K_SCAN, {"SELECT s, k, count, sum_i FROM as2 WHERE _rows = ?1 ORDER BY s, k"}, NULL, 0,
+     NULL, 1, false, NULL},
+    {"aggregate by k over _mask", K_SCAN, {"SELECT k, count, max_i FROM ak WHERE _mask = ?1 AND i > 10 ORDER BY k"}, NULL, 0,
+     NULL, 2, false, NULL},
+    {"open aggregate table over a SOURCE", K_OPEN, {"CREATE VIRTUAL TABLE temp.a USING colstore_agg('@/store.cst', k)"},
+     "SELECT count(*) FROM a", 100, NULL, 0, false, NULL},
     {"scan info and verify", K_SCAN, {"SELECT colstore_info('t'), colstore_verify('t'), colstore_info('d')"}, NULL, 0, NULL, 0, false, NULL},
     /* writes */
     {"insert autocommit", K_WRITE, {INS_A ", (10002, 2.5, '', x'', 3)"}, NULL, 0, NULL, 0, false, NULL},
@@ -545,7 +558,10 @@ static sqlite3 *scenario_db(const scenario *sc) {
   if (sc->kind != K_OPEN) {
     char *sql = sql_for("CREATE VIRTUAL TABLE t USING colstore('@/store.cst');"
                         "CREATE VIRTUAL TABLE d USING colstore('@/ds');"
-                        "CREATE VIRTUAL TABLE m USING colstore('@/store.cst', cache=memory)");
+                        "CREATE VIRTUAL TABLE m USING colstore('@/store.cst', cache=memory);"
+                        "CREATE VIRTUAL TABLE temp.at USING colstore_agg(t);"
+                        "CREATE VIRTUAL TABLE temp.ak USING colstore_agg(t, k);"
+                        "CREATE VIRTUAL TABLE temp.as2 USING colstore_agg(t, s, k)");
     exec_ok(db, sql);
     sqlite3_free(sql);
   }
