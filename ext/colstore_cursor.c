@@ -46,7 +46,8 @@
 ** position, record number, the buffered values and validity), at least
 ** this many. */
 #define CSX_MIN_BATCH_ROWS 4096u
-/* The smallest batch of a pipelined list. */
+/* The smallest batch of a pipelined list (a list is pipelined only when it
+** fills more than one batch; then it goes in eight or more pieces). */
 #define CSX_LIST_PIECE_ROWS 1024u
 
 typedef enum { SEL_RANGE, SEL_FILTERED, SEL_LIST } sel_shape;
@@ -569,7 +570,10 @@ static bool pipeline_enabled(void) {
 static int batches_prepare(csx_cursor *pCur, uint64_t col_used, uint64_t rows) {
   uint64_t budget = csx_config_batch_bytes(), row_bytes = batch_row_bytes(pCur, col_used);
   bool list = pCur->shape == SEL_LIST;
-  pCur->pipeline = pipeline_enabled() && (list ? rows >= 2 * CSX_LIST_PIECE_ROWS : rows > budget / row_bytes);
+  /* Overlap only a selection that fills more than one batch: on a list of
+  ** 10,000-100,000 rows the hand-offs cost more than the kernel they hide
+  ** (docs/performance.md, "Small lists run in one batch"). */
+  pCur->pipeline = pipeline_enabled() && rows > budget / row_bytes;
   if (pCur->pipeline) budget /= 2;
   uint64_t want = budget / row_bytes;
   want = want < CSX_MIN_BATCH_ROWS ? CSX_MIN_BATCH_ROWS : want & ~(uint64_t)63;
