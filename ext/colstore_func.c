@@ -308,9 +308,12 @@ static void fn_info(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   }
   const cs_schema *schema = cs_store_schema(store);
   sqlite3_str *s = sqlite3_str_new(sqlite3_context_db_handle(ctx));
+  /* rows: live rows; positions: rowids handed out (rows + deleted), the
+  ** _rows range and the _mask length; the version the file is in. */
   sqlite3_str_appendf(s,
-                      "{\"format_version\":%d,\"rows\":%llu,\"records\":%llu,\"files\":[",
-                      CS_FORMAT_VERSION, (unsigned long long)cs_store_rows(store), (unsigned long long)cs_store_records(store));
+                      "{\"format_version\":%u,\"rows\":%llu,\"positions\":%llu,\"records\":%llu,\"files\":[",
+                      cs_store_format_version(store), (unsigned long long)cs_store_live_rows(store),
+                      (unsigned long long)cs_store_rows(store), (unsigned long long)cs_store_records(store));
   /* A dataset lists every file; rows, records and bytes are totals. */
   for (uint32_t f = 0; f < cs_store_files(store); f++) {
     if (f) sqlite3_str_appendall(s, ",");
