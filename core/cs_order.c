@@ -1575,17 +1575,25 @@ done:
   return rc;
 }
 
+/* The switch points order_run and range_stream share: a top-k in one pass
+** for a SORT whose limit is small against the rows; counting while the
+** count array has at most two entries per row (or 2^16), so that its prefix
+** pass is amortised. */
+static bool topk_fits(cs_order_mode mode, uint64_t limit, uint64_t n) {
+  return mode == CS_ORDER_SORT && tune.topk_ratio && limit <= n / tune.topk_ratio;
+}
+
+static bool counting_fits(const oseg *g, uint64_t n) {
+  return (int)g->bits <= tune.count_bits && ((uint64_t)1 << g->bits) <= 2 * (n > 32768 ? n : 32768);
+}
+
 /* Picks the path for the current key layout; *path names it. */
 static int order_run(octx *c, int *path) {
   segs_plan(c);
   const oseg *g = &c->segs[0];
   if (c->n_segs == 1 && !g->wide && !g->split) {
-    if (c->mode == CS_ORDER_SORT && tune.topk_ratio && c->limit <= c->n / tune.topk_ratio)
-      return *path = PATH_TOPK, path_topk(c);
-    /* Counting while the count array has at most two entries per row (or
-    ** 2^16): its prefix pass must be amortised. */
-    if ((int)g->bits <= tune.count_bits && ((uint64_t)1 << g->bits) <= 2 * (c->n > 32768 ? c->n : 32768))
-      return *path = PATH_COUNTING, path_counting(c);
+    if (topk_fits(c->mode, c->limit, c->n)) return *path = PATH_TOPK, path_topk(c);
+    if (counting_fits(g, c->n)) return *path = PATH_COUNTING, path_counting(c);
     if (c->mode != CS_ORDER_SORT && tune.hash_cap) {
       *path = PATH_HASH;
       int rc = path_hash(c);
@@ -1647,8 +1655,7 @@ static cs_rc range_stream(const cs_store *s, const cs_order_key *keys, uint32_t 
   rc = CS_OK;
   const oseg *g = &c.segs[0];
   if (c.n_segs != 1 || g->wide || g->split) goto out;
-  bool count = (int)g->bits <= tune.count_bits && ((uint64_t)1 << g->bits) <= 2 * (n > 32768 ? n : 32768);
-  if (mode == CS_ORDER_DISTINCT && !count) goto out;
+  if (mode == CS_ORDER_DISTINCT && !counting_fits(g, n)) goto out;
   int orc = mode == CS_ORDER_SORT ? path_topk(&c) : path_counting(&c);
   if (orc == ORD_NOMEM) rc = CS_ENOMEM;
   if (orc == ORD_OK) {
@@ -1667,7 +1674,7 @@ cs_rc cs_order_range(const cs_store *s, const cs_order_key *keys, uint32_t n_key
   if (rc != CS_OK) return rc;
   bool fixed = n_keys > 0;
   for (uint32_t i = 0; i < n_keys; i++) fixed &= !cs_type_is_varlen(s->cols[keys[i].col].type);
-  bool topk = mode == CS_ORDER_SORT && tune.topk_ratio && limit <= n / tune.topk_ratio;
+  bool topk = topk_fits(mode, limit, n);
   /* The streaming paths read every position of the range; with deleted
   ** positions in it, the range is written out and filtered instead. */
   bool deletions = false;

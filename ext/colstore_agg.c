@@ -45,7 +45,6 @@
 ** shift of the columns.
 */
 #include <string.h>
-#include <time.h>
 
 #include "colstore_ext.h"
 
@@ -497,12 +496,6 @@ static int source_snapshot(csx_agg_table *t, csx_snapshot **out, cs_verify *veri
   return SQLITE_OK;
 }
 
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The aggregates colUsed asks for, per source column. */
 static void wanted(const csx_agg_table *t, uint64_t col_used, unsigned *what) {
   memset(what, 0, sizeof *what * t->n_src);
@@ -528,7 +521,7 @@ static int run(csx_agg_cursor *c, csx_agg_table *t, const uint8_t *check_cols) {
   cs_rc crc = CS_OK;
   if (sel->n_preds && cs_selector_new(store, sel->preds, sel->n_preds, &c->selector, &err) != CS_OK) return SQLITE_NOMEM;
   if (sel->never || sel->hi <= sel->lo) return SQLITE_OK;
-  uint64_t t0 = mono_ns();
+  uint64_t t0 = csx_mono_ns();
   if (sel->rows_blob) {
     uint64_t *rows = sqlite3_malloc64(sel->user_rows_bytes + 8), n = 0;
     if (!rows) return SQLITE_NOMEM;
@@ -555,7 +548,7 @@ static int run(csx_agg_cursor *c, csx_agg_table *t, const uint8_t *check_cols) {
     c->stats.shape = "aggregate range";
     c->stats.rows_scanned = sel->hi - sel->lo;
   }
-  c->stats.kernel_ns = mono_ns() - t0;
+  c->stats.kernel_ns = csx_mono_ns() - t0;
   if (crc != CS_OK) return csx_vtab_error(&t->base, crc == CS_ECORRUPT ? SQLITE_CORRUPT : csx_rc_to_sqlite(crc), "%s", err.msg);
   return SQLITE_OK;
 }

@@ -38,7 +38,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "colstore_ext.h"
 
@@ -256,12 +255,6 @@ static int pos_reserve(csx_cursor *pCur, uint64_t n) {
   return SQLITE_OK;
 }
 
-static uint64_t mono_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Points xColumn at the buffers of b the kernel filled (n of them at
 ** filled); the other columns read are gathered when first asked for. */
 static void buffers_select(csx_cursor *pCur, const cs_gather_target *filled, uint32_t n) {
@@ -288,13 +281,13 @@ static const char *filtered_kernels(const csx_cursor *pCur) {
 ** pipelined, so it touches nothing but b. */
 static void batch_job(void *arg) {
   csx_batch_buf *b = arg;
-  uint64_t t0 = mono_ns();
+  uint64_t t0 = csx_mono_ns();
   if (b->is_list)
     b->job.threads = cs_select_rows(b->store, b->list_rows + b->list_base, b->job.n, b->ascending, b->bins,
                                     b->job.targets, b->job.n_targets, b->job.max_threads);
   else
     cs_select_range(b->selector, &b->job);
-  b->kernel_ns = mono_ns() - t0;
+  b->kernel_ns = csx_mono_ns() - t0;
 }
 
 /* FILTERED: carves the next batch of the range into b's job; false at the
@@ -385,7 +378,7 @@ static bool overlap_pays(const csx_cursor *pCur, const csx_batch_buf *j) {
 ** pays (overlap_pays), starts selecting the one after it on the worker. */
 static int next_batch(csx_cursor *pCur) {
   if (pCur->handed_ns && pCur->n_batch)
-    pCur->sql_row_ns = (double)(mono_ns() - pCur->handed_ns) / (double)pCur->n_batch;
+    pCur->sql_row_ns = (double)(csx_mono_ns() - pCur->handed_ns) / (double)pCur->n_batch;
   for (;;) {
     if (pCur->pending) {
       /* A worker that has not started the batch yet gives it back, and it
@@ -427,7 +420,7 @@ static int next_batch(csx_cursor *pCur) {
       }
       buffers_select(pCur, j->targets, j->n_targets);
       pCur->at = pCur->desc ? pCur->n_batch - 1 : 0;
-      pCur->handed_ns = mono_ns();
+      pCur->handed_ns = csx_mono_ns();
       return 1;
     }
   }
@@ -697,9 +690,9 @@ static int filtered_positions(csx_cursor *pCur, uint64_t lo, uint64_t hi) {
                            .want_rows = true,
                            .mask_gate = pCur->mask_gate,
                            .count_from = lo};
-    uint64_t t0 = mono_ns();
+    uint64_t t0 = csx_mono_ns();
     cs_select_range(pCur->selector, &job);
-    pCur->stats.kernel_ns += mono_ns() - t0;
+    pCur->stats.kernel_ns += csx_mono_ns() - t0;
     pCur->n_pos += job.n_selected;
     pCur->stats.records_scanned += job.records_scanned;
     pCur->stats.records_skipped += job.records_skipped;
@@ -714,14 +707,14 @@ static int filtered_positions(csx_cursor *pCur, uint64_t lo, uint64_t hi) {
 /* cs_order_rows over pos[0, n_pos) with the cursor's keys, timed. */
 static int order_run(csx_cursor *pCur, uint64_t limit) {
   cs_err err;
-  uint64_t t0 = mono_ns();
+  uint64_t t0 = csx_mono_ns();
   cs_rc rc = pCur->order_range
                  ? cs_order_range(pCur->store, pCur->order_keys, pCur->n_order_keys, pCur->order_mode, pCur->order_lo,
                                   pCur->n_pos, pCur->pos, &pCur->n_pos, limit, &err)
                  : cs_order_rows(pCur->store, pCur->order_keys, pCur->n_order_keys, pCur->order_mode, pCur->pos,
                                  &pCur->n_pos, limit, &err);
   pCur->order_range = false;
-  pCur->stats.kernel_ns += mono_ns() - t0;
+  pCur->stats.kernel_ns += csx_mono_ns() - t0;
   if (rc == CS_OK) return SQLITE_OK;
   return rc == CS_ENOMEM ? SQLITE_NOMEM : csx_vtab_error(pCur->base.pVtab, SQLITE_ERROR, "%s", err.msg);
 }

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "colstore_ext.h"
 
@@ -38,6 +39,12 @@ int csx_vtab_error(sqlite3_vtab *pVtab, int rc, const char *zFmt, ...) {
   va_end(ap);
   /* No room for the message: say out of memory, not SQLite's text for rc. */
   return pVtab->zErrMsg || rc == SQLITE_OK ? rc : SQLITE_NOMEM;
+}
+
+uint64_t csx_mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 csx_table *csx_conn_find(csx_conn *conn, const char *zName) {

@@ -161,6 +161,8 @@ void csx_selection_clear(csx_selection *s);
 /* colstore_ext.c */
 int sqlite3_colstore_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi);
 int csx_rc_to_sqlite(cs_rc rc);
+/* CLOCK_MONOTONIC in nanoseconds: kernel times for colstore_last_plan. */
+uint64_t csx_mono_ns(void);
 /* Sets pVtab->zErrMsg from a printf format (the one place that does). */
 int csx_vtab_error(sqlite3_vtab *pVtab, int rc, const char *zFmt, ...);
 csx_table *csx_conn_find(csx_conn *conn, const char *zName);
