@@ -133,19 +133,12 @@ def write_csv(native, csv):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--module", default=os.path.join(ROOT, "build", "colstore"))
-    ap.add_argument("--rows", type=int, default=10_000_000)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--rounds", type=int, default=5)
+    bench_busy.data_arguments(ap, rounds=5)
     ap.add_argument("--native-rounds", type=int, default=1)
     ap.add_argument("--no-duckdb", action="store_true")
-    ap.add_argument("--dir", default=os.path.join(ROOT, "build", "bench-data"))
     a = ap.parse_args()
-    os.makedirs(a.dir, exist_ok=True)
-    base = os.path.join(a.dir, "busy-%d-s%d-v%d" % (a.rows, a.seed, bench_busy.GEN_VERSION))
-    native, store, kstore, csv = base + "-native.db", base + ".cst", base + "-kind.cst", base + ".csv"
-    bench_busy.make_native(native, a.rows, a.seed)
-    bench_busy.make_store(a.module, store, native)
+    base, native, store = bench_busy.data_files(a)
+    kstore, csv = base + "-kind.cst", base + ".csv"
     con = bench_busy.connect(a.module, native)
     if not os.path.exists(kstore):
         con.execute("SELECT colstore_create(?, 'SELECT a, b, c, d, %s AS kind FROM native ORDER BY rowid')"

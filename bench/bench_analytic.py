@@ -37,7 +37,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bench_busy  # noqa: E402  (data generation and connection, shared)
 
-ROOT = os.path.dirname(HERE)
 
 # name, colstore sql, native sql, target ratio (0 = information only)
 QUERIES = [
@@ -71,17 +70,9 @@ def run(con, sql):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--module", default=os.path.join(ROOT, "build", "colstore"))
-    ap.add_argument("--rows", type=int, default=10_000_000)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--dir", default=os.path.join(ROOT, "build", "bench-data"))
+    bench_busy.data_arguments(ap, rounds=3)
     a = ap.parse_args()
-    os.makedirs(a.dir, exist_ok=True)
-    base = os.path.join(a.dir, "busy-%d-s%d-v%d" % (a.rows, a.seed, bench_busy.GEN_VERSION))
-    native, store = base + "-native.db", base + ".cst"
-    bench_busy.make_native(native, a.rows, a.seed)
-    bench_busy.make_store(a.module, store, native)
+    _, native, store = bench_busy.data_files(a)
     for p in (native, store):
         bench_busy.warm_file(p)
     con = bench_busy.connect(a.module, native)

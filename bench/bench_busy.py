@@ -135,6 +135,25 @@ IDLE_S = 0.5  # mode S: about the long scan's time on the development host
 
 # ------------------------------------------------------------------ data
 
+def data_arguments(ap, rounds):
+    """The options every bench over this table takes (module, size, seed, rounds, directory)."""
+    ap.add_argument("--module", default=os.path.join(ROOT, "build", "colstore"))
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=rounds)
+    ap.add_argument("--dir", default=os.path.join(ROOT, "build", "bench-data"))
+
+
+def data_files(a):
+    """(base, native, store) for parsed data_arguments, made when missing."""
+    os.makedirs(a.dir, exist_ok=True)
+    base = os.path.join(a.dir, "busy-%d-s%d-v%d" % (a.rows, a.seed, GEN_VERSION))
+    native, store = base + "-native.db", base + ".cst"
+    make_native(native, a.rows, a.seed)
+    make_store(a.module, store, native)
+    return base, native, store
+
+
 def connect(module, native_path=None):
     """A connection as a user opens one, with the statement cache off."""
     if native_path:

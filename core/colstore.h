@@ -263,6 +263,16 @@ uint64_t cs_store_filter_deleted(const cs_store *store, uint64_t *rows, uint64_t
 ** deleted positions in [first, first + n).  A word of the vector at a time;
 ** a record without deletions costs nothing. */
 uint64_t cs_store_mask_deleted(const cs_store *store, uint64_t first, uint64_t n, uint8_t *mask);
+/* Deleted positions in [first, first + n), a word at a time. */
+uint64_t cs_store_deleted_in(const cs_store *store, uint64_t first, uint64_t n);
+/* A view of base with rows[0, n) (any order, duplicates and deleted
+** positions allowed, each < cs_store_rows(base)) deleted as well, for
+** reading a transaction's deletions before they are committed (cs_view.c).
+** It holds a reference to base and shares its data; every reader treats it
+** as base with more deletions (cs_store_is_dataset is false; it is never
+** reopened or written).  Close it with cs_store_close.  CS_EINVAL for a row
+** out of range, CS_ENOMEM. */
+cs_rc cs_store_with_deletions(const cs_store *base, const uint64_t *rows, uint64_t n, cs_store **out, cs_err *err);
 
 /* Whole-column summary derived from the chunks. */
 typedef struct cs_column_stats {

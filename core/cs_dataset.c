@@ -188,8 +188,8 @@ static cs_rc schema_same(const cs_store *first, const cs_store *other, cs_err *e
   return CS_OK;
 }
 
-/* Copies the first part's schema into the dataset store. */
-static cs_rc schema_copy(cs_store *s, const cs_store *from, cs_err *err) {
+/* Copies the first part's schema into the dataset store (or a view, cs_view.c). */
+cs_rc cs__schema_copy(cs_store *s, const cs_store *from, cs_err *err) {
   uint32_t nc = from->schema.n_cols;
   size_t bytes = 0;
   for (uint32_t c = 0; c < nc; c++) bytes += strlen(from->cols[c].name) + 1;
@@ -318,7 +318,7 @@ static cs_rc dataset_open(const char *const *paths, uint32_t n_paths, const char
     if (p->format_version > s->format_version) s->format_version = p->format_version;
   }
   s->part_first_record[n_paths] = n_records;
-  if ((rc = schema_copy(s, s->parts[0], err))) goto fail;
+  if ((rc = cs__schema_copy(s, s->parts[0], err))) goto fail;
   uint32_t nc = s->schema.n_cols;
   s->n_records = n_records;
   s->n_rows = n_rows;
@@ -443,7 +443,7 @@ cs_rc cs__dataset_verify(const cs_store *s, cs_err *err) {
 
 /* ------------------------------------------------------------ accessors */
 
-bool cs_store_is_dataset(const cs_store *s) { return s->parts != NULL; }
+bool cs_store_is_dataset(const cs_store *s) { return s->parts != NULL && !s->view; }
 uint32_t cs_store_files(const cs_store *s) { return s->parts ? s->n_parts : 1; }
 
 const char *cs_store_file_path(const cs_store *s, uint32_t i) {

@@ -180,6 +180,28 @@ uint64_t cs_store_mask_deleted(const cs_store *s, uint64_t first, uint64_t n, ui
   return cleared;
 }
 
+uint64_t cs_store_deleted_in(const cs_store *s, uint64_t first, uint64_t n) {
+  if (!s->dels || n == 0) return 0;
+  uint64_t count = 0, end = first + n;
+  for (uint64_t rec = cs_store_find_record(s, first); rec < s->n_records && s->first_rows[rec] < end; rec++) {
+    const uint8_t *bits = s->dels[rec].bits;
+    if (!bits) continue;
+    uint64_t base = s->first_rows[rec], rec_end = s->first_rows[rec + 1];
+    if (first <= base && end >= rec_end) {
+      count += s->dels[rec].n_deleted; /* the whole record */
+      continue;
+    }
+    uint64_t l0 = first > base ? first - base : 0, l1 = (end < rec_end ? end : rec_end) - base;
+    for (uint64_t w = l0 / 64; w * 64 < l1; w++) {
+      uint64_t x = dv_word(bits, w);
+      if (w * 64 < l0) x &= ~(uint64_t)0 << (l0 - w * 64);
+      if (l1 - w * 64 < 64) x &= ((uint64_t)1 << (l1 - w * 64)) - 1;
+      count += (uint64_t)__builtin_popcountll(x);
+    }
+  }
+  return count;
+}
+
 uint64_t cs_store_filter_deleted(const cs_store *s, uint64_t *rows, uint64_t n) {
   if (!s->dels) return n;
   uint64_t kept = 0, rec = 0;

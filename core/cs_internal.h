@@ -77,6 +77,10 @@ struct cs_store {
   uint32_t n_parts;
   uint64_t *part_first_record; /* n_parts + 1 entries */
   char *source;               /* directory or pattern to re-expand; or NULL */
+  /* A view (cs_view.c): one part, the snapshot it shows, with deletions of
+  ** its own in dels; dels_block (owned) holds the bitmaps it made. */
+  bool view;
+  void *dels_block;
   /* Chunks this snapshot knows are checked against their checksums
   ** (cs_verified.c): a byte per chunk (n_records * n_cols) and a count per
   ** column; owned; NULL for a dataset, which asks its parts. */
@@ -131,6 +135,8 @@ cs_rc cs__chunk_check(const cs_disk_chunk *dc, const cs_column *col, uint64_t n_
 /* Detects the uniform layout from first_rows and fills s->uniform_*
 ** (cs_gather.c); called at the end of directory resolution. */
 void cs__uniform_init(cs_store *s);
+/* Copies from's schema into s (a dataset or a view); CS_ENOMEM. */
+cs_rc cs__schema_copy(cs_store *s, const cs_store *from, cs_err *err);
 /* Dataset halves of cs_store_close, cs_store_is_current and
 ** cs_store_verify (cs_dataset.c). */
 void cs__dataset_free(cs_store *s);

@@ -580,6 +580,7 @@ void cs_store_close(cs_store *s) {
   cs__mem_free(s->entries);
   cs__mem_free(s->ext);
   cs__mem_free(s->dels);
+  cs__mem_free(s->dels_block);
   cs__mem_free(s->disk_chunks);
   cs__mem_free(s->chunks);
   cs__verified_free(s);

@@ -289,12 +289,6 @@ static int agg_init(sqlite3 *db, void *pAux, int argc, const char *const *argv, 
       rc = csx_rc_to_sqlite(crc);
       goto fail;
     }
-    if (csx_store_has_deletions(store)) {
-      cs_store_close(store);
-      *pzErr = sqlite3_mprintf(CSX_DELETIONS_UNREAD, t->zPath);
-      rc = SQLITE_ERROR;
-      goto fail;
-    }
     if (!(t->snap = csx_snapshot_new(store))) {
       cs_store_close(store);
       rc = SQLITE_NOMEM;
@@ -476,22 +470,25 @@ static int source_snapshot(csx_agg_table *t, csx_snapshot **out, cs_verify *veri
     if (!src)
       return csx_vtab_error(&t->base, SQLITE_ERROR, "colstore: table %s, the source of aggregate table %s, does not exist "
                             "any more; create it again, or DROP TABLE %s", t->zSource, t->zName, t->zName);
-    int rc = csx_table_refresh(src);
+    /* the source's rows as its own cursors would read them now, this
+    ** transaction's deletions included */
+    int rc = csx_table_read_snapshot(src, &snap);
     if (rc != SQLITE_OK)
       return csx_vtab_error(&t->base, rc, "%s", src->base.zErrMsg ? src->base.zErrMsg : "colstore: cannot refresh the source");
-    snap = src->snap;
     *verify = src->verify;
   } else {
     int rc = csx_snapshot_refresh(&t->snap, &t->base, t->zPath, t->zName);
     if (rc != SQLITE_OK) return rc;
     snap = t->snap;
+    snap->n_refs++;
     *verify = CS_VERIFY_READ;
   }
   cs_schema declared = {t->n_src, t->src_cols};
-  if (!csx_schema_equal(cs_store_schema(snap->store), &declared))
+  if (!csx_schema_equal(cs_store_schema(snap->store), &declared)) {
+    csx_snapshot_release(snap);
     return csx_vtab_error(&t->base, SQLITE_SCHEMA, "colstore: the columns of %s changed since aggregate table %s was "
                           "created; DROP TABLE %s and create it again", t->zSource ? t->zSource : t->zPath, t->zName, t->zName);
-  snap->n_refs++;
+  }
   *out = snap;
   return SQLITE_OK;
 }

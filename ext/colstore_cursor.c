@@ -6,7 +6,10 @@
 **
 **   RANGE     rows lo..hi-1, ascending or descending, no filtering: the
 **             cursor just counts and reads values in place, from the
-**             mapping (the full-scan and rowid-range path: zero-copy);
+**             mapping (the full-scan and rowid-range path: zero-copy),
+**             stepping over deleted positions with a bit test in records
+**             that have any (one pointer test per row in those that
+**             have none);
 **   FILTERED  the same range in batches: one kernel call per batch
 **             (cs_select_range) evaluates the predicates with zone maps,
 **             ANDs a _mask, and gathers the selected rows of the
@@ -139,6 +142,7 @@ typedef struct csx_cursor {
   /* the record of `row`, for reads in place */
   uint64_t rec, rec_first, rec_end;
   const cs_chunk *chunks;
+  const uint8_t *rec_dels;   /* its deletion bitmap (1 = deleted), NULL when it has none */
   /* Chunks are checked against their checksums the first time the
   ** process reads them (cs_verified.c), unless the table says verify=header:
   ** RANGE as it enters a record, FILTERED and LIST as they plan a batch. */
@@ -206,6 +210,7 @@ static void seek_record(csx_cursor *pCur, uint64_t row) {
   pCur->rec_first = cs_store_record_first_row(s, pCur->rec);
   pCur->rec_end = cs_store_record_first_row(s, pCur->rec + 1);
   pCur->chunks = cs_store_chunk(s, pCur->rec, 0);
+  pCur->rec_dels = cs_store_record_deletions(s, pCur->rec);
 }
 
 /* The outcome of a chunk check: on damage the scan ends (eof) and xFilter
@@ -443,17 +448,62 @@ static uint64_t current_row(csx_cursor *pCur) {
   return pCur->row;
 }
 
+/* RANGE: whether the current position is deleted (rec_dels set). */
+static inline bool range_deleted(const csx_cursor *pCur) {
+  uint64_t local = pCur->row - pCur->rec_first;
+  return (pCur->rec_dels[local >> 3] >> (local & 7)) & 1;
+}
+
+/* RANGE: one position on in the walk's direction; false at the end. */
+static bool range_move(csx_cursor *pCur) {
+  if (pCur->desc) {
+    if (pCur->row == pCur->lo) return false;
+    pCur->row--;
+  } else if (++pCur->row >= pCur->hi) {
+    return false;
+  }
+  if (pCur->row < pCur->rec_first || pCur->row >= pCur->rec_end) range_seek(pCur, pCur->row);
+  return true;
+}
+
+/* RANGE: on from a deleted position to the next live one (eof if none). */
+static void range_live(csx_cursor *pCur) {
+  while (!pCur->eof && pCur->rec_dels && range_deleted(pCur))
+    if (!range_move(pCur)) pCur->eof = true;
+}
+
+/* RANGE: skips OFFSET live rows from the current one, a record at a time
+** where the record's live count says the skip passes it whole. */
+static void range_skip(csx_cursor *pCur) {
+  const cs_store *s = pCur->store;
+  while (pCur->skip > 0 && !pCur->eof) {
+    /* the rest of the record in the walk's direction: [a, b) */
+    uint64_t a = pCur->desc ? (pCur->rec_first > pCur->lo ? pCur->rec_first : pCur->lo) : pCur->row;
+    uint64_t b = pCur->desc ? pCur->row + 1 : (pCur->rec_end < pCur->hi ? pCur->rec_end : pCur->hi);
+    uint64_t live = (b - a) - (pCur->rec_dels ? cs_store_deleted_in(s, a, b - a) : 0);
+    if (live <= pCur->skip) {
+      pCur->skip -= live;
+      if (pCur->desc ? a == pCur->lo : b == pCur->hi) {
+        pCur->eof = true;
+        return;
+      }
+      pCur->row = pCur->desc ? a - 1 : b;
+      range_seek(pCur, pCur->row);
+      continue;
+    }
+    for (range_live(pCur); pCur->skip > 0 && !pCur->eof; pCur->skip--) {
+      if (!range_move(pCur)) pCur->eof = true;
+      range_live(pCur);
+    }
+  }
+  range_live(pCur);
+}
+
 /* Moves to the next row of the selection, ignoring OFFSET/LIMIT. */
 static void step(csx_cursor *pCur) {
   if (pCur->shape == SEL_RANGE) {
-    if (pCur->desc) {
-      if (pCur->row == pCur->lo) { pCur->eof = true; return; }
-      pCur->row--;
-    } else if (++pCur->row >= pCur->hi) {
-      pCur->eof = true;
-      return;
-    }
-    if (pCur->row < pCur->rec_first || pCur->row >= pCur->rec_end) range_seek(pCur, pCur->row);
+    if (!range_move(pCur)) pCur->eof = true;
+    else range_live(pCur);
     return;
   }
   bool more = pCur->desc ? pCur->at-- > 0 : ++pCur->at < pCur->n_batch;
@@ -467,13 +517,17 @@ static void start(csx_cursor *pCur) {
   switch (pCur->shape) {
     case SEL_RANGE:
       if (pCur->lo >= pCur->hi) { pCur->eof = true; return; }
-      /* OFFSET on a plain range is a jump, not a walk. */
-      if (pCur->skip >= pCur->hi - pCur->lo) { pCur->eof = true; return; }
-      if (pCur->desc) pCur->hi -= pCur->skip;
-      else pCur->lo += pCur->skip;
-      pCur->skip = 0;
+      /* OFFSET on a plain range is a jump, not a walk (with deletions, a
+      ** jump over whole records by their live counts). */
+      if (cs_store_live_rows(pCur->store) == cs_store_rows(pCur->store)) {
+        if (pCur->skip >= pCur->hi - pCur->lo) { pCur->eof = true; return; }
+        if (pCur->desc) pCur->hi -= pCur->skip;
+        else pCur->lo += pCur->skip;
+        pCur->skip = 0;
+      }
       pCur->row = pCur->desc ? pCur->hi - 1 : pCur->lo;
       range_seek(pCur, pCur->row);
+      range_skip(pCur);
       return;
     case SEL_FILTERED:
     case SEL_LIST:
@@ -836,9 +890,7 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
   /* A cursor keeps its first snapshot across re-filters (the inner loop of
   ** a join filters once per outer row), so one statement sees one state. */
   if (!pCur->snap) {
-    if ((rc = csx_table_refresh(pTab)) != SQLITE_OK) return rc;
-    pCur->snap = pTab->snap;
-    pCur->snap->n_refs++;
+    if ((rc = csx_table_read_snapshot(pTab, &pCur->snap)) != SQLITE_OK) return rc;
     pTab->n_open_cursors++;
     pCur->store = pCur->snap->store;
     pCur->cols = cs_store_schema(pCur->store)->cols;
@@ -904,6 +956,8 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
         if (pCur->sel.user_mask[pCur->pos[i]]) pCur->pos[k++] = pCur->pos[i];
       pCur->n_pos = k;
     }
+    /* a deleted position yields no row (a NULL test without deletions) */
+    pCur->n_pos = cs_store_filter_deleted(pCur->store, pCur->pos, pCur->n_pos);
     pCur->stats.rows_scanned = pCur->n_pos;
     if (ordered && (rc = order_positions(pCur, &plan, true)) != SQLITE_OK) return rc;
     if ((rc = list_ready(pCur, plan.col_used, ordered)) != SQLITE_OK) return rc;
@@ -975,6 +1029,7 @@ int csx_next(sqlite3_vtab_cursor *cur) {
       return SQLITE_OK;
     }
     if (pCur->row >= pCur->rec_end) range_seek(pCur, pCur->row);
+    if (pCur->rec_dels && range_deleted(pCur)) range_live(pCur);
   } else {
     step(pCur);
   }

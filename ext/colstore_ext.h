@@ -4,7 +4,7 @@
 ** ext/ is only glue: it turns SQL into calls on core/colstore.h and core
 ** results into SQLite values and errors.  The pieces are split by role:
 ** colstore_ext.c registers everything, colstore_vtab.c is the table (plan,
-** cursor), colstore_write.c is INSERT and the transaction hooks,
+** cursor), colstore_write.c is INSERT, DELETE and the transaction hooks,
 ** colstore_value.c converts SQLite values into column values, and
 ** colstore_func.c holds the SQL functions.
 */
@@ -63,12 +63,22 @@ struct csx_table {
   cs_cache cache;           /* cache= option: where snapshots read the bytes */
   csx_snapshot *snap;       /* current committed snapshot; one ref held */
   int n_open_cursors;       /* a refresh waits until no cursor is open */
-  /* Writing: rows buffered per transaction, savepoint marks, the writer
-  ** between xSync and xCommit. */
+  /* Writing: rows buffered per transaction, positions deleted by it (in
+  ** the order they came), savepoint marks, the writer between xSync and
+  ** xCommit. */
   cs_batch *pending;        /* NULL until the first INSERT */
-  uint64_t *marks;          /* marks[i] = pending rows at savepoint i */
+  uint64_t *dels;           /* sqlite3_malloc'd; n_dels used */
+  uint64_t n_dels, dels_cap;
+  struct csx_mark {
+    uint64_t rows, dels;    /* pending rows and deletions at the savepoint */
+  } *marks;                 /* marks[i]: savepoint i */
   int n_marks;
   cs_writer *writer;
+  /* What this connection's readers see while deletions are pending: snap
+  ** with them deleted (cs_store_with_deletions), made for view_of holding
+  ** view_n_dels of them; one ref each; NULL when none was made. */
+  csx_snapshot *view, *view_of;
+  uint64_t view_n_dels;
 };
 
 /* The plan xBestIndex encodes in idxStr (colstore_plan.c explains it). */
@@ -181,14 +191,6 @@ void csx_snapshot_release(csx_snapshot *snap);
 bool csx_schema_equal(const cs_schema *a, const cs_schema *b);
 /* Makes pTab->snap the newest committed state if no cursor is open. */
 int csx_table_refresh(csx_table *pTab);
-/* Deleted rows (format 2) are honoured by the core's kernels but not yet by
-** every read path of the SQL layer (the zero-copy range walk, lists), so a
-** store that has them is refused with this message (its path) rather than
-** read with its deleted rows in it (issue 11: DELETE in SQL comes next). */
-#define CSX_DELETIONS_UNREAD                                                                                  \
-  "colstore: %s has deleted rows (format 2), which this build reads in its kernels but not yet in SQL; " \
-  "open it with a newer colstore"
-bool csx_store_has_deletions(const cs_store *store);
 /* A snapshot of a new store (one ref), NULL when out of memory. */
 csx_snapshot *csx_snapshot_new(cs_store *store);
 /* Replaces *pSnap with the store's last committed state when another
@@ -234,6 +236,10 @@ int csx_savepoint(sqlite3_vtab *pVtab, int iSavepoint);
 int csx_release(sqlite3_vtab *pVtab, int iSavepoint);
 int csx_rollback_to(sqlite3_vtab *pVtab, int iSavepoint);
 void csx_table_write_free(csx_table *pTab);
+/* The snapshot this connection's next statement reads (one ref for the
+** caller): the newest committed state (csx_table_refresh) with the
+** transaction's pending deletions applied.  Errors go to pTab. */
+int csx_table_read_snapshot(csx_table *pTab, csx_snapshot **out);
 
 /* colstore_value.c: puts v into column iCol of the batch, converting as a
 ** native column of that affinity would.  On failure returns SQLITE_MISMATCH

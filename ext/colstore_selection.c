@@ -144,9 +144,16 @@ int csx_selection_build(csx_selection *s, sqlite3_vtab *tab, const char *zTable,
     if (sqlite3_value_type(mask_blob) != SQLITE_BLOB && sqlite3_value_type(mask_blob) != SQLITE_NULL)
       return csx_vtab_error(tab, SQLITE_MISMATCH, "colstore: _mask takes a BLOB with one byte per row");
     uint64_t bytes = (uint64_t)sqlite3_value_bytes(mask_blob);
-    if (bytes != n)
+    uint64_t live = cs_store_live_rows(store);
+    if (bytes != n && live == n)
       return csx_vtab_error(tab, SQLITE_MISMATCH, "colstore: _mask has %llu bytes but table %s has %llu rows; give one byte per row",
                             (unsigned long long)bytes, zTable, (unsigned long long)n);
+    if (bytes != n)
+      return csx_vtab_error(tab, SQLITE_MISMATCH,
+                            "colstore: _mask has %llu bytes but table %s has %llu row positions (%llu rows and %llu deleted); "
+                            "give one byte per position (colstore_info: positions)",
+                            (unsigned long long)bytes, zTable, (unsigned long long)n, (unsigned long long)live,
+                            (unsigned long long)(n - live));
     if ((rc = hold_copy(s, sqlite3_value_blob(mask_blob), bytes, &s->user_mask)) != SQLITE_OK) return rc;
     s->user_mask_bytes = bytes;
   }
@@ -204,7 +211,7 @@ int csx_selection_rows(const csx_selection *s, sqlite3_vtab *tab, const char *zT
     memcpy(&x, p + 8 * i, 8);
     int64_t r = x < 0 ? x + (int64_t)n_rows : x;
     if (r < 0 || (uint64_t)r >= n_rows)
-      return csx_vtab_error(tab, SQLITE_RANGE, "colstore: _rows position %lld (at index %llu) is out of range for table %s of %llu rows (valid: -%llu to %llu)",
+      return csx_vtab_error(tab, SQLITE_RANGE, "colstore: _rows position %lld (at index %llu) is out of range for table %s of %llu row positions (valid: -%llu to %llu)",
                             (long long)x, (unsigned long long)i, zTable, (unsigned long long)n_rows,
                             (unsigned long long)n_rows, (unsigned long long)(n_rows ? n_rows - 1 : 0));
     uint64_t row = (uint64_t)r;

@@ -19,8 +19,6 @@
 
 /* ------------------------------------------------------------ snapshots */
 
-bool csx_store_has_deletions(const cs_store *store) { return cs_store_live_rows(store) != cs_store_rows(store); }
-
 csx_snapshot *csx_snapshot_new(cs_store *store) {
   csx_snapshot *s = sqlite3_malloc(sizeof *s);
   uint32_t n = cs_store_schema(store)->n_cols;
@@ -86,10 +84,6 @@ int csx_snapshot_refresh(csx_snapshot **pSnap, sqlite3_vtab *tab, const char *zP
     return csx_vtab_error(tab, SQLITE_SCHEMA,
                           "colstore: %s was replaced by a store with another schema; DROP TABLE %s and create it again", zPath,
                           zName);
-  }
-  if (csx_store_has_deletions(store)) {
-    cs_store_close(store);
-    return csx_vtab_error(tab, SQLITE_ERROR, CSX_DELETIONS_UNREAD, zPath);
   }
   csx_snapshot *s = csx_snapshot_new(store);
   if (!s) {
@@ -356,11 +350,6 @@ static int table_init(sqlite3 *db, void *pAux, int argc, const char *const *argv
   if (ci.requested == CS_CACHE_MEMORY && ci.effective != CS_CACHE_MEMORY) {
     *pzErr = sqlite3_mprintf("colstore: %s: cache=memory cannot hold it: %s; use cache=map, or raise the limit with "
                              "colstore_config('cache_limit', bytes)", pTab->zPath, ci.why);
-    rc = SQLITE_ERROR;
-    goto fail;
-  }
-  if (csx_store_has_deletions(store)) {
-    *pzErr = sqlite3_mprintf(CSX_DELETIONS_UNREAD, pTab->zPath);
     rc = SQLITE_ERROR;
     goto fail;
   }

@@ -416,7 +416,7 @@ typedef struct scenario {
   ** rows of it (0: as many as after the clean run).
   ** K_SCAN: one query (?1 bound to blob).  K_WRITE: statements, in order.
   ** K_CREATE: one query calling colstore_create on `target`. */
-  const char *sql[8];
+  const char *sql[12];
   const char *check;    /* K_OPEN: a count(*) query run clean after an OK open */
   uint64_t check_rows;  /* ... and the count it must give */
   const char *target;   /* K_CREATE: the file made, relative to work */
@@ -501,6 +501,14 @@ static const scenario scenarios[] = {
      NULL, 2, false, NULL},
     {"open aggregate table over a SOURCE", K_OPEN, {"CREATE VIRTUAL TABLE temp.a USING colstore_agg('@/store.cst', k)"},
      "SELECT count(*) FROM a", 100, NULL, 0, false, NULL},
+    {"scan after another connection's DELETE", K_SCAN,
+     {"SELECT count(*), sum(i), max(s) FROM t WHERE rowid BETWEEN 100 AND 9000 AND k < 60"}, NULL, 0, NULL, 0, false,
+     "CREATE VIRTUAL TABLE temp.t2 USING colstore('@/store.cst');"
+     "DELETE FROM temp.t2 WHERE k % 3 = 0 OR rowid BETWEEN 5000 AND 5100"},
+    {"aggregate after another connection's DELETE", K_SCAN, {"SELECT k, count, sum_i, max_s FROM ak WHERE f > 100 ORDER BY k"},
+     NULL, 0, NULL, 0, false,
+     "CREATE VIRTUAL TABLE temp.t2 USING colstore('@/store.cst');"
+     "DELETE FROM temp.t2 WHERE k % 3 = 0 OR rowid BETWEEN 5000 AND 5100"},
     {"scan info and verify", K_SCAN, {"SELECT colstore_info('t'), colstore_verify('t'), colstore_info('d')"}, NULL, 0, NULL, 0, false, NULL},
     /* writes */
     {"insert autocommit", K_WRITE, {INS_A ", (10002, 2.5, '', x'', 3)"}, NULL, 0, NULL, 0, false, NULL},
@@ -508,6 +516,12 @@ static const scenario scenarios[] = {
     {"commit explicit", K_WRITE, {"BEGIN", INS_A, INS_B, INS_C, "COMMIT"}, NULL, 0, NULL, 0, false, NULL},
     {"commit after savepoint rollback", K_WRITE,
      {"BEGIN", INS_A, "SAVEPOINT s1", INS_B, "ROLLBACK TO s1", "RELEASE s1", INS_C, "COMMIT"}, NULL, 0, NULL, 0, false, NULL},
+    {"delete autocommit", K_WRITE, {"DELETE FROM t WHERE k = 7 OR rowid < 10"}, NULL, 0, NULL, 0, false, NULL},
+    {"delete, read own deletions, savepoint, insert", K_WRITE,
+     {"BEGIN", "DELETE FROM t WHERE k < 20", "SELECT count(*), sum(i) FROM t WHERE rowid IN (1, 2, 3, 500, 9999)",
+      "SAVEPOINT s1", "DELETE FROM t WHERE i > 9000", "ROLLBACK TO s1", INS_A,
+      "SELECT max(i), count(*) FROM t WHERE f > 10", "COMMIT"},
+     NULL, 0, NULL, 0, false, NULL},
     {"insert into recovered store", K_WRITE,
      {"CREATE VIRTUAL TABLE r USING colstore('@/many_recovered.cst')", "INSERT INTO r SELECT * FROM r WHERE rowid % 50 = 7"},
      NULL, 0, "many_recovered.cst", 0, false, NULL},

@@ -215,7 +215,7 @@ class DatasetTest(cstest.StoreTest):
         con.execute("BEGIN")
         self.assertSqlError(con, "INSERT INTO ds(k) VALUES (5)", code=None)
         con.execute("COMMIT")
-        self.assertSqlError(con, "DELETE FROM ds", code=None, contains=("append-only",))
+        self.assertSqlError(con, "DELETE FROM ds", code="SQLITE_READONLY", contains=("dataset", "read-only"))
         self.assertEqual([cstest.read_bytes(f) for f in self.files], before, "a refused INSERT changed a file")
         self.assertEqual(sorted(os.listdir(self.ddir)), sorted(os.path.basename(f) for f in self.files))
         self.assertEqual(con.execute("SELECT rowid, * FROM ds").fetchall(), rows)

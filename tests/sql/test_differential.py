@@ -158,6 +158,10 @@ class DifferentialCase:
     SWEEP = "rowid, i16"
     # Rows the row-heavy queries look at (all, or a window across a record edge).
     WIN = "rowid >= 0"
+    # Deleted rows (issue 11): None; "committed" (each DELETE its own
+    # transaction, read back from the file); "pending" (every DELETE in one
+    # transaction left open while the queries run: this connection's view).
+    DELETES = None
 
     @classmethod
     def setUpClass(cls):
@@ -175,9 +179,38 @@ class DifferentialCase:
         cls.variants = [(t, {"T": t, "U": u}) for t, u in zip(t_names, u_names)]
         # And with the native U, for mixed joins.
         cls.mixed = [(t + "+native", {"T": t, "U": "nu"}) for t in t_names]
+        if cls.DELETES:
+            cls.delete_rows(random.Random(cls.SEED + 17))
+
+    @classmethod
+    def delete_rows(cls, rng):
+        """The same DELETEs on the native tables and every colstore one: a
+        random sixth of the rows by rowid, both ends, a run across the first
+        record edge, rows picked by a predicate SQLite evaluates and by one
+        colstore takes."""
+        if cls.DELETES == "pending":
+            cls.con.execute("BEGIN")
+        for key, n in (("T", cls.N_ROWS), ("U", cls.N_U)):
+            r = cstest.RECORD_ROWS
+            ids = set(rng.sample(range(n), n // 6)) | {0, n - 1} | set(range(max(0, r - 40), min(n, r + 40)))
+            stmts = [("DELETE FROM {} WHERE rowid IN (SELECT value FROM json_each(?))", (json.dumps(sorted(ids)),)),
+                     ("DELETE FROM {} WHERE i16 % 7 = 3", ()),
+                     ("DELETE FROM {} WHERE f64 > 1e300 OR i8 = -128", ()),
+                     ("DELETE FROM {} WHERE i8 > 100", ()),
+                     ("DELETE FROM {} WHERE rowid = ?", (n // 2,))]
+            tables = [cls.native[key]] + [m[key] for _, m in cls.variants]
+            for sql, params in stmts:
+                counts = [cls.con.execute(sql.format(t), params).rowcount for t in tables]
+                assert len(set(counts)) == 1, (sql, tables, counts)
+
+    @classmethod
+    def tearDownClass_deletes(cls):
+        if cls.DELETES == "pending":
+            cls.con.execute("ROLLBACK")
 
     @classmethod
     def tearDownClass(cls):
+        cls.tearDownClass_deletes()
         cls.con.close()
         shutil.rmtree(cls.dir, ignore_errors=True)
 
@@ -196,9 +229,15 @@ class DifferentialCase:
     # ------------------------------------------------------------ checks
 
     def test_build_ways_store_the_same_row_count(self):
+        want = self.con.execute("SELECT count(*) FROM nt").fetchone()[0]
+        if not self.DELETES:
+            self.assertEqual(want, self.N_ROWS)
         for name, m in self.variants:
             got = self.con.execute("SELECT count(*) FROM %s" % m["T"]).fetchone()[0]
-            self.assertEqual(got, self.N_ROWS, "seed %s variant %s" % (self.SEED, name))
+            self.assertEqual(got, want, "seed %s variant %s" % (self.SEED, name))
+            info = json.loads(self.con.execute("SELECT colstore_info(?)", (m["T"],)).fetchone()[0])
+            self.assertEqual(info["positions"], self.N_ROWS)
+            self.assertEqual(info["rows"], self.N_ROWS if self.DELETES == "pending" else want)
         rec = [json.loads(self.con.execute("SELECT colstore_info(?)", (m["T"],)).fetchone()[0])["records"]
                for _, m in self.variants]
         want_min = -(-self.N_ROWS // cstest.RECORD_ROWS)
@@ -403,6 +442,24 @@ class LargeSeed14(DifferentialCase, unittest.TestCase):
     def bounds(self):
         return DifferentialCase.ODD_BOUNDS[:18] + [self.N_ROWS - 1, self.N_ROWS, cstest.RECORD_ROWS - 1,
                                                    cstest.RECORD_ROWS, cstest.RECORD_ROWS + 0.5]
+
+
+class SmallSeed11Deleted(SmallSeed11):
+    """Every query over a store with committed deletions (format 2)."""
+    DELETES = "committed"
+
+
+class SmallSeed12Pending(SmallSeed12):
+    """Every query inside a transaction whose DELETEs are not committed."""
+    DELETES = "pending"
+
+
+class LargeSeed14Deleted(LargeSeed14):
+    DELETES = "committed"
+
+
+class LargeSeed14Pending(LargeSeed14):
+    DELETES = "pending"
 
 
 class NegativeZero(cstest.StoreTest):
