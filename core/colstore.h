@@ -873,9 +873,10 @@ cs_rc cs_order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_keys
 ** the keys straight from the columns and write only the rows delivered,
 ** never all n positions; otherwise the range is written into rows and
 ** ordered as cs_order_rows does.  Deleted positions of the range are never
-** delivered: a range holding any is written out, filtered
-** (cs_store_filter_deleted) and ordered, without the streaming paths.
-** cs_order_rows orders the positions it is given: filter them first. */
+** delivered: the streaming paths skip them chunk by chunk (a chunk of
+** records without deletions pays one pointer test), the others filter the
+** written range (cs_store_filter_deleted).  cs_order_rows orders the
+** positions it is given: filter them first. */
 cs_rc cs_order_range(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode, uint64_t first,
                      uint64_t n, uint64_t *rows, uint64_t *n_out, uint64_t limit, cs_err *err);
 

@@ -1138,6 +1138,15 @@ CS__INLINE bool span_body(const cs_store *s, okey *k, cs_type T, uint64_t row0, 
 /* The row at input position j. */
 CS__INLINE uint64_t input_row(const octx *c, uint64_t j) { return c->implicit ? c->first + j : c->rows[j]; }
 
+/* An implicit range's deleted positions in [j0, j1): live[j - j0] = 0 at
+** each, and true when there is one; false at once (live untouched) for a
+** store without deletions or an explicit list (the caller filtered it). */
+static bool stream_deleted(const octx *c, uint64_t j0, uint64_t j1, uint8_t *live) {
+  if (!c->implicit || !c->s->dels) return false;
+  memset(live, 1, j1 - j0);
+  return cs_store_mask_deleted(c->s, c->first + j0, j1 - j0, live) > 0;
+}
+
 static bool stream_encode(octx *c, const oseg *g, uint64_t j0, uint64_t j1, uint64_t *cbuf, uint64_t *rowbuf) {
   if (!c->implicit) return seg_encode(c, g, NULL, j0, j1, cbuf, NULL);
   if (g->k1 == g->k0 + 1 && c->keys[g->k0].kind == KEY_FIXED) {
@@ -1161,6 +1170,7 @@ static int path_counting(octx *c) {
   uint64_t n = c->n, R = (uint64_t)1 << g->bits; /* codes are < R */
   int rc = ORD_NOMEM;
   uint64_t cbuf[ORDER_CHUNK], rowbuf[ORDER_CHUNK];
+  uint8_t live[ORDER_CHUNK];
   uint32_t *cnt = ord_alloc(R + 1, 4), *codes = NULL;
   uint64_t *out = NULL;
   if (!cnt) goto done;
@@ -1174,6 +1184,11 @@ static int path_counting(octx *c) {
       if (!stream_encode(c, g, j0, j1, cbuf, rowbuf)) {
         rc = ORD_REDO;
         goto done;
+      }
+      if (stream_deleted(c, j0, j1, live)) {
+        for (uint64_t j = j0; j < j1; j++)
+          if (first[cbuf[j - j0]] == ORDER_NONE && live[j - j0]) first[cbuf[j - j0]] = (uint32_t)j;
+        continue;
       }
       for (uint64_t j = j0; j < j1; j++)
         if (first[cbuf[j - j0]] == ORDER_NONE) first[cbuf[j - j0]] = (uint32_t)j;
@@ -1248,10 +1263,11 @@ typedef struct topk_state {
   bool have; /* thr is set */
 } topk_state;
 
-static void topk_offer(topk_state *t, uint64_t k, const uint64_t *cbuf, uint64_t j0, uint64_t j1) {
+/* live: NULL, or 0 at the positions (deleted) that must not be offered. */
+static void topk_offer(topk_state *t, uint64_t k, const uint64_t *cbuf, const uint8_t *live, uint64_t j0, uint64_t j1) {
   for (uint64_t j = j0; j < j1; j++) {
     uint64_t code = cbuf[j - j0];
-    if (t->have && code >= t->thr) continue;
+    if ((t->have && code >= t->thr) || (live && !live[j - j0])) continue;
     t->buf[t->m].code = code, t->buf[t->m].j = j;
     if (++t->m == t->cap) {
       pairs_nth(t->buf, t->m, k - 1);
@@ -1303,6 +1319,7 @@ static void topk_team_chunk(void *ctx, uint64_t ch, int member) {
   topk_state *t = &T->st[member];
   okey *k = &T->key[member];
   uint64_t i0, i1, cbuf[ORDER_CHUNK];
+  uint8_t live[ORDER_CHUNK];
   cs__team_span(ch, T->chunk, T->c->n, &i0, &i1);
   for (uint64_t j0 = i0; j0 < i1; j0 += ORDER_CHUNK) {
     uint64_t j1 = j0 + ORDER_CHUNK < i1 ? j0 + ORDER_CHUNK : i1;
@@ -1314,7 +1331,7 @@ static void topk_team_chunk(void *ctx, uint64_t ch, int member) {
       atomic_store_explicit(&T->bad, 1, memory_order_relaxed);
       return;
     }
-    topk_offer(t, T->c->limit, cbuf, j0, j1);
+    topk_offer(t, T->c->limit, cbuf, stream_deleted(T->c, j0, j1, live) ? live : NULL, j0, j1);
   }
 }
 
@@ -1362,6 +1379,7 @@ static int path_topk(octx *c) {
   if (threads > 1) return path_topk_team(c, threads);
   topk_state t = {.cap = k + (k > 1024 ? k : 1024)};
   uint64_t cbuf[ORDER_CHUNK], rowbuf[ORDER_CHUNK];
+  uint8_t live[ORDER_CHUNK];
   int rc = ORD_NOMEM;
   if (!(t.buf = ord_alloc(t.cap, sizeof *t.buf))) return rc;
   seg_rewind(c, g);
@@ -1371,7 +1389,7 @@ static int path_topk(octx *c) {
       ord_free(t.buf);
       return ORD_REDO;
     }
-    topk_offer(&t, k, cbuf, j0, j1);
+    topk_offer(&t, k, cbuf, stream_deleted(c, j0, j1, live) ? live : NULL, j0, j1);
   }
   rc = topk_finish(c, t.buf, t.m);
   ord_free(t.buf);
@@ -1675,19 +1693,16 @@ cs_rc cs_order_range(const cs_store *s, const cs_order_key *keys, uint32_t n_key
   bool fixed = n_keys > 0;
   for (uint32_t i = 0; i < n_keys; i++) fixed &= !cs_type_is_varlen(s->cols[keys[i].col].type);
   bool topk = topk_fits(mode, limit, n);
-  /* The streaming paths read every position of the range; with deleted
-  ** positions in it, the range is written out and filtered instead. */
-  bool deletions = false;
-  for (uint64_t r = s->n_deleted && n ? cs_store_find_record(s, first) : s->n_records; !deletions && r < s->n_records && s->first_rows[r] < first + n; r++)
-    deletions = cs_store_record_deleted(s, r) > 0;
-  if ((topk || mode == CS_ORDER_DISTINCT) && fixed && limit > 0 && n > 1 && !deletions) {
+  /* The streaming paths skip deleted positions chunk by chunk
+  ** (stream_deleted); the others get the range written out and filtered. */
+  if ((topk || mode == CS_ORDER_DISTINCT) && fixed && limit > 0 && n > 1) {
     bool done;
     if ((rc = range_stream(s, keys, n_keys, mode, first, n, limit, rows, n_out, &done)) != CS_OK)
       return cs_err_set(err, rc, "colstore: out of memory ordering %llu rows", (unsigned long long)n);
     if (done) return CS_OK;
   }
   for (uint64_t j = 0; j < n; j++) rows[j] = first + j;
-  *n_out = deletions ? cs_store_filter_deleted(s, rows, n) : n;
+  *n_out = cs_store_filter_deleted(s, rows, n);
   return cs_order_rows(s, keys, n_keys, mode, rows, n_out, limit, err);
 }
 

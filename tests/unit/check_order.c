@@ -854,6 +854,85 @@ START_TEST(test_order_range_topk_threads_match) {
 }
 END_TEST
 
+/* Deletes about permille/1000 of the store's rows, some whole runs too:
+** committed through the writer (commit true, the store reopened), or as a
+** view of pending deletions (cs_store_with_deletions), which is what o->s
+** then is (the base closed with it). */
+static void ostore_delete(ostore *o, unsigned permille, uint64_t seed, bool commit) {
+  uint64_t n = cs_store_rows(o->s), k = 0;
+  uint64_t *rows = malloc((n ? n : 1) * 8);
+  ck_assert(rows);
+  ut_rng rng = ut_rng_seed(seed);
+  uint64_t run0 = ut_rng_below(&rng, n), run1 = run0 + ut_rng_below(&rng, 3000);
+  for (uint64_t r = 0; r < n; r++)
+    if (ut_rng_below(&rng, 1000) < permille || (r >= run0 && r < run1)) rows[k++] = r;
+  cs_err err = {0};
+  cs_store *next = NULL;
+  if (commit) {
+    cs_writer *w;
+    ck_assert_msg(cs_writer_append(o->sc.path, NULL, &w, &err) == CS_OK, "%s", err.msg);
+    ck_assert_msg(cs_writer_delete(w, rows, k, NULL, &err) == CS_OK, "%s", err.msg);
+    ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "%s", err.msg);
+    next = ut_open_ok(o->sc.path, CS_VERIFY_FULL, "order store with deletions");
+  } else {
+    ck_assert_msg(cs_store_with_deletions(o->s, rows, k, &next, &err) == CS_OK, "%s", err.msg);
+  }
+  cs_store_close(o->s);
+  o->s = next;
+  ck_assert_uint_eq(cs_store_live_rows(o->s), n - k);
+  free(rows);
+}
+
+/* Deleted positions are never delivered, by any path of cs_order_range
+** (the streaming top-k and DISTINCT skip them chunk by chunk, on 1, 2 and
+** 4 threads; the others filter): exactly cs_order_rows over the live
+** positions, committed deletions and a pending view alike. */
+START_TEST(test_order_range_skips_deleted_positions) {
+  uint64_t seed = 0xDE1 + (uint64_t)_i;
+  cs__order_tuning tuning;
+  cs__order_tuning_default(&tuning);
+  tuning.team_min = 1u << 16;
+  cs__order_tuning_set(&tuning);
+  cs_kernel_config saved;
+  cs_kernel_config_get(&saved);
+  static const ocol cols[] = {{"f64", CS_TYPE_FLOAT64, true, FL_FULL, 0, 0}, {"few", CS_TYPE_INT32, true, FL_RANGE, 0, 3},
+                              {"i16", CS_TYPE_INT16, true, FL_FULL, 0, 0}};
+  uint64_t N = 300000;
+  ostore o;
+  ostore_make(&o, cols, 3, N, 65536, 50, seed);
+  ostore_delete(&o, _i == 0 ? 100 : 900, seed + 1, _i != 1);
+  uint64_t *want = malloc(N * 8), *got = malloc(N * 8);
+  ck_assert(want && got);
+  ut_rng rng = ut_rng_seed(seed);
+  const uint64_t limits[] = {1, 10, 5000, CS_ORDER_NO_LIMIT};
+  for (int trial = 0; trial < 12; trial++) {
+    uint64_t first = trial < 4 ? 0 : ut_rng_below(&rng, N / 2), n = trial < 4 ? N : 1 + ut_rng_below(&rng, N - first);
+    cs_order_key key = {(uint32_t)ut_rng_below(&rng, 3), ut_rng_below(&rng, 2) != 0};
+    for (int mode = 0; mode < 3; mode++)
+      for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++)
+        for (int threads = 1; threads <= 4; threads *= 2) {
+          cs_kernel_config_set(&(cs_kernel_config){.threads = threads, .prefetch = -1});
+          uint64_t nw = 0, ng = 0;
+          for (uint64_t j = 0; j < n; j++)
+            if (!cs_store_row_deleted(o.s, first + j)) want[nw++] = first + j;
+          ck_assert(cs_order_rows(o.s, &key, 1, (cs_order_mode)mode, want, &nw, limits[l], NULL) == CS_OK);
+          ck_assert(cs_order_range(o.s, &key, 1, (cs_order_mode)mode, first, n, got, &ng, limits[l], NULL) == CS_OK);
+          if (ng != nw || memcmp(got, want, nw * 8) != 0)
+            ck_abort_msg("seed %" PRIu64 " trial %d: rows [%" PRIu64 ", +%" PRIu64 "), key %s%s, mode %d, limit %" PRIu64
+                         ", %d threads: %" PRIu64 " rows (path %s), cs_order_rows over the live rows %" PRIu64,
+                         seed, trial, first, n, cols[key.col].name, key.desc ? " DESC" : "", mode, limits[l], threads, ng,
+                         cs__order_last_path(), nw);
+        }
+  }
+  cs_kernel_config_set(&saved);
+  cs__order_tuning_default(&tuning);
+  cs__order_tuning_set(&tuning);
+  free(want);
+  free(got);
+  ostore_free(&o);
+}
+END_TEST
+
 /* Each allocation fails in turn: CS_ENOMEM with a message, the rows and
 ** the count untouched, nothing left allocated; then the same answer. */
 START_TEST(test_order_allocation_failures_leave_rows_unchanged) {
@@ -928,6 +1007,7 @@ int main(void) {
   tcase_add_test(tl, test_order_large_matches_reference);
   tcase_add_test(tl, test_order_text_past_dictionary_cap);
   tcase_add_test(tl, test_order_range_topk_threads_match);
+  tcase_add_loop_test(tl, test_order_range_skips_deleted_positions, 0, 3);
   suite_add_tcase(s, tl);
   return ut_run_suite(s);
 }
