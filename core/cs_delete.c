@@ -28,6 +28,7 @@
 ** exists only for deletions: the first deleting transaction rewrites the
 ** preamble's version, the one committed byte range ever rewritten.
 */
+#include <pthread.h>
 #include <string.h>
 
 #include "cs_internal.h"
@@ -156,8 +157,28 @@ static inline uint64_t dv_word(const uint8_t *bits, uint64_t w) {
   return x;
 }
 
+/* 0xFF in byte i for each bit i of b: eight deleted-bits to mask bytes. */
+static uint64_t spread_byte(unsigned b) {
+  uint64_t w = 0;
+  for (unsigned i = 0; i < 8; i++)
+    if ((b >> i) & 1) w |= (uint64_t)0xFF << (8 * i);
+  return w;
+}
+
+static uint64_t spread_table[256];
+static void spread_init(void) {
+  for (unsigned b = 0; b < 256; b++) spread_table[b] = spread_byte(b);
+}
+
 uint64_t cs_store_mask_deleted(const cs_store *s, uint64_t first, uint64_t n, uint8_t *mask) {
   if (!s->dels || n == 0) return 0;
+  /* A word of the vector with three or more bits clears its 64 mask bytes eight
+  ** at a time through a table, without a branch; a sparse one a byte per
+  ** bit.  At 10% deleted (a bit in nearly every word) 10M positions took
+  ** 1.79 ms a byte per bit, 1.04 ms by words; a branch per byte group
+  ** instead took 4.95 ms (mispredicted; docs/performance.md). */
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, spread_init);
   uint64_t cleared = 0, end = first + n;
   for (uint64_t rec = cs_store_find_record(s, first); rec < s->n_records && s->first_rows[rec] < end; rec++) {
     const uint8_t *bits = s->dels[rec].bits;
@@ -169,10 +190,21 @@ uint64_t cs_store_mask_deleted(const cs_store *s, uint64_t first, uint64_t n, ui
       if (!x) continue;
       if (w * 64 < l0) x &= ~(uint64_t)0 << (l0 - w * 64);
       if (l1 - w * 64 < 64) x &= ((uint64_t)1 << (l1 - w * 64)) - 1;
+      unsigned bits_set = (unsigned)__builtin_popcountll(x);
+      cleared += bits_set;
+      uint8_t *m = mask + (base + w * 64 - first);
+      if (bits_set > 2 && w * 64 >= l0 && w * 64 + 64 <= l1) {
+        /* a word inside the range with several bits: 64 mask bytes, no branch */
+        for (unsigned g = 0; g < 8; g++) {
+          uint64_t v;
+          memcpy(&v, m + 8 * g, 8);
+          v &= ~spread_table[(x >> (8 * g)) & 0xFF];
+          memcpy(m + 8 * g, &v, 8);
+        }
+        continue;
+      }
       while (x) {
-        uint64_t b = (uint64_t)__builtin_ctzll(x);
-        mask[base + w * 64 + b - first] = 0;
-        cleared++;
+        m[__builtin_ctzll(x)] = 0;
         x &= x - 1;
       }
     }

@@ -497,12 +497,16 @@ START_TEST(test_kernels_never_select_deleted_rows) {
     for (uint64_t first = 0; first < n; first += 97) {
       uint64_t len = n - first < 500 ? n - first : 500, dead = 0;
       memset(got, 1, len);
+      if (len < n) memset(got + len, 7, n - len < 16 ? n - len : 16); /* bytes past the range stay untouched */
       uint64_t c = cs_store_mask_deleted(s, first, len, got);
       for (uint64_t i = 0; i < len; i++) {
         dead += del[first + i];
         if (got[i] != !del[first + i]) ck_abort_msg("mask_deleted: row %" PRIu64, first + i);
       }
+      for (uint64_t i = len; i < n && i < len + 16; i++)
+        if (got[i] != 7) ck_abort_msg("mask_deleted [%" PRIu64 ", +%" PRIu64 ") wrote past its range", first, len);
       ck_assert_uint_eq(c, dead);
+      ck_assert_uint_eq(cs_store_deleted_in(s, first, len), dead);
     }
     ut_rng r = ut_rng_seed(sh);
     uint64_t m = 0, kept = 0;
