@@ -240,8 +240,9 @@ const cs_chunk *cs_store_chunk(const cs_store *store, uint64_t rec, uint32_t col
 ** cs_pred_sorted_range work on positions and do NOT filter: a caller with
 ** an explicit list (rowid =, IN, _rows) drops deleted positions first with
 ** cs_store_filter_deleted, a caller with its own mask clears them with
-** cs_store_mask_deleted.  Column stats (null counts, min/max, sorted) still
-** describe every position, live or not. */
+** cs_store_mask_deleted.  The aggregates (cs_agg_add_range, cs_agg_add_rows)
+** skip deleted positions themselves.  Column stats (null counts, min/max,
+** sorted) still describe every position, live or not. */
 uint64_t cs_store_live_rows(const cs_store *store);
 /* The format version of the file (a dataset: the highest of its files). */
 uint32_t cs_store_format_version(const cs_store *store);
@@ -912,20 +913,23 @@ cs_rc cs_agg_new(const cs_store *s, const cs_agg_spec *spec, cs_agg **out, cs_er
 void cs_agg_free(cs_agg *a);
 
 /* Adds the rows of [first, first + n) that satisfy sel's predicates (sel NULL: every row) and
-** user_mask (NULL: every row; else n bytes, nonzero selects).  sel must have
+** user_mask (NULL: every row; else n bytes, nonzero selects).  Deleted
+** positions are never added (see "deletions"): a record holding any is
+** read, never answered from per-record statistics.  sel must have
 ** been made for the aggregate's store; first + n <= cs_store_rows (else
 ** CS_EINVAL).  CS_ENOMEM with err set when group tables cannot grow; the
 ** aggregate then holds an unspecified part of the call's rows (free it). */
 cs_rc cs_agg_add_range(cs_agg *a, const cs_selector *sel, uint64_t first, uint64_t n, const uint8_t *user_mask, cs_err *err);
 /* Adds rows[0, n) (any order; a duplicate counts each time it appears) that satisfy sel's predicates (NULL: all).
+** Deleted positions in the list are skipped (the caller need not filter).
 ** Every row < cs_store_rows (else CS_EINVAL, nothing added). */
 cs_rc cs_agg_add_rows(cs_agg *a, const cs_selector *sel, const uint64_t *rows, uint64_t n, cs_err *err);
 
 typedef struct cs_agg_stats {
   uint64_t rows_selected;       /* rows aggregated */
   uint64_t records_scanned;     /* records whose data was read */
-  uint64_t records_skipped;     /* ruled out by zone maps */
-  uint64_t records_from_stats;  /* answered from per-record statistics, data untouched */
+  uint64_t records_skipped;     /* ruled out by zone maps, or every row deleted */
+  uint64_t records_from_stats;  /* answered from per-record statistics, data untouched (never one with deletions) */
   int threads;                  /* most threads used by one call */
   const char *kernel;           /* static string: "ungrouped", "direct index", "hash" ("none" before any add) */
 } cs_agg_stats;

@@ -6,12 +6,13 @@
 ** HOW IT WORKS.  The rows are walked record by record.  A record's zone
 ** maps decide it first (cs__pred_set_record): ruled out, it is skipped
 ** without touching data; proven true for every row, and the aggregate
-** ungrouped and the record wholly inside the call with no caller mask, it
-** is answered from per-record statistics; otherwise its rows are read in
-** pieces of AGG_PIECE rows that stay in L1/L2: the predicates write a byte
-** mask of the piece (the selector's own code), the caller's mask is ANDed
-** in, and every aggregate is computed from that mask directly.  Positions
-** are never made.  Ungrouped, each column is reduced by a branch-free loop
+** ungrouped and the record wholly inside the call with no caller mask and
+** no deleted row, it is answered from per-record statistics; otherwise its
+** rows are read in pieces of AGG_PIECE rows that stay in L1/L2: the
+** predicates write a byte mask of the piece (the selector's own code), the
+** caller's mask is ANDed in, the record's deleted positions are cleared,
+** and every aggregate is computed from that mask directly.  Positions are
+** never made.  Ungrouped, each column is reduced by a branch-free loop
 ** over the piece (`#pragma omp simd`, and an AVX2 clone like cs_pred.c's
 ** kernels): masked-out values become the reduction's identity.  Grouped,
 ** the piece's rows first get a group id each (gid), then each column is
@@ -44,6 +45,21 @@
 **   In every hash table (linear probing, load <= 1/2) group 0 is a sink:
 **     unselected rows point at it with a zero mask, so the scatter loops
 **     need no branch.
+**
+** DELETIONS.  A deleted position yields no row (colstore.h, "deletions"):
+** it is never aggregated, on any path.  A range clears a record's deleted
+** positions from each piece's mask (cs_store_mask_deleted; a piece with
+** neither predicates nor a caller's mask then gets a mask of its own
+** instead of the all-ones one), a list clears the mask bytes of its
+** deleted rows (a duplicate of a live row still counts each time), and a
+** record whose every row is deleted is skipped like one the zone maps rule
+** out.  A record with deletions is never answered from the per-record
+** statistics: they, and the chunks' null counts and min/max, describe
+** every position, deleted or not; it is read instead (subtracting the
+** deleted values would need their sum, min and max all the same).  Zone
+** maps still skip records: they are bounds, widened at worst by deleted
+** values.  A record without deletions pays one NULL test, and a store
+** without any one test per record and per piece of a list.
 **
 ** PER GROUP.  With few groups (AGG_FEW_GROUPS) a piece is accumulated by
 ** one masked, vectorised pass per group, as if ungrouped; else each row is
@@ -82,12 +98,13 @@
 ** first time an aggregate needs them, with the same piece kernels, and
 ** cached on the store object (s->agg_cache, set by compare-and-swap: two
 ** racing aggregates may both compute, one keeps its copy).  A store is an
-** immutable snapshot, so the cache never goes stale.  Persisting these
-** statistics in the format is for a later format version; so is their
-** invalidation once deletions exist (a record with deletions must then take
-** the data path).  Integer columns need the cache only for sums: their
-** count is rows - null_count and their min/max the zone maps (exact: the
-** writer computes them over the valid values).
+** immutable snapshot, so the cache never goes stale: a deletion commits a
+** new snapshot, with a cache of its own, and the statistics of a record
+** with deletions (computed over all its positions, like the format's) are
+** never used (see DELETIONS).  Persisting these statistics in the format
+** is for a later format version.  Integer columns need the cache only for
+** sums: their count is rows - null_count and their min/max the zone maps
+** (exact: the writer computes them over the valid values).
 **
 ** DETERMINISM.  The work is cut into chunks of AGG_CHUNK_ROWS rows of the
 ** call, a fixed size (never a function of the thread count), and each
@@ -97,7 +114,8 @@
 ** computes a whole record exactly so.  Ungrouped partials are kept per
 ** chunk and merged in chunk order.  Ungrouped results are therefore
 ** bit-identical for any thread count, and whether a record came from the
-** cache or from its data.  Grouped, each team member fills its own table
+** cache or from its data (deletions included: what a record gives depends
+** on the record alone).  Grouped, each team member fills its own table
 ** and the tables are merged at the end: integers exact, floats may differ
 ** in the last bits with the thread count, and the order of groups varies.
 **
@@ -1419,6 +1437,24 @@ typedef struct range_job {
   _Atomic bool oom;
 } range_job;
 
+/* What record r can give: 0 when no row of it can be selected (the zone
+** maps rule it out, or every row of it is deleted), 1 when the zone maps
+** prove every predicate true for every row, -1 when the data decides.  A
+** store without deletions pays one NULL test. */
+static int record_decide(const cs_store *s, const cs__pred_set *preds, uint64_t r) {
+  if (s->dels && s->dels[r].n_deleted >= s->first_rows[r + 1] - s->first_rows[r]) return 0;
+  return preds ? cs__pred_set_record(preds, r) : 1;
+}
+
+/* Whether record r, decided dec, its rows [rlo, rhi) in the call, is
+** answered from the per-record statistics: the whole record, every row
+** selected, and none deleted (the statistics describe every position). */
+static bool record_by_stats(const range_job *j, uint64_t r, int dec, uint64_t rlo, uint64_t rhi) {
+  const cs_store *s = j->a->s;
+  return j->use_stats && dec == 1 && rlo == s->first_rows[r] && rhi == s->first_rows[r + 1] &&
+         !(s->dels && s->dels[r].bits);
+}
+
 /* Record r answered from statistics into rc (nv cells). */
 static void record_from_stats(const range_job *j, uint64_t r, agg_cell *rc) {
   const cs_agg *a = j->a;
@@ -1450,15 +1486,16 @@ static void range_chunk(void *ctx, uint64_t c, int member) {
   for (; r < s->n_records; r++) {
     uint64_t rlo = fr[r] > j->first ? fr[r] : j->first, rhi = fr[r + 1] < end_row ? fr[r + 1] : end_row;
     if (rlo >= hi_row) break;
-    int dec = j->preds ? cs__pred_set_record(j->preds, r) : 1;
+    int dec = record_decide(s, j->preds, r);
     if (dec == 0) {
       skipped++;
       continue;
     }
+    const uint8_t *dv = s->dels ? s->dels[r].bits : NULL; /* deleted positions of r, or NULL */
     agg_cell *rc = sc->rcell;
     if (!grouped)
       for (uint32_t v = 0; v < nv; v++) cell_init(a->vals[v].dom, &rc[v]);
-    if (j->use_stats && dec == 1 && rlo == fr[r] && rhi == fr[r + 1]) {
+    if (record_by_stats(j, r, dec, rlo, rhi)) {
       from_stats++;
       selected += rhi - rlo;
       record_from_stats(j, r, rc);
@@ -1468,7 +1505,7 @@ static void range_chunk(void *ctx, uint64_t c, int member) {
         uint64_t len = rhi - p < AGG_PIECE ? rhi - p : AGG_PIECE;
         const uint8_t *m = sc->ones;
         uint64_t nsel = len;
-        if (dec != 1 || j->user) {
+        if (dec != 1 || j->user || dv) {
           uint8_t *mm = sc->mask;
           if (dec != 1) {
             uint64_t d1 = 0, d2 = 0;
@@ -1477,10 +1514,13 @@ static void range_chunk(void *ctx, uint64_t c, int member) {
               const uint8_t *u = j->user + (p - j->first);
               for (uint64_t i = 0; i < len; i++) mm[i] &= u[i] != 0;
             }
-          } else {
+          } else if (j->user) {
             const uint8_t *u = j->user + (p - j->first);
             for (uint64_t i = 0; i < len; i++) mm[i] = u[i] != 0;
+          } else {
+            memset(mm, 1, len);
           }
+          if (dv) cs_store_mask_deleted(s, p, len, mm); /* a deleted position yields no row */
           m = mm;
           nsel = mask_count(mm, len);
           if (nsel == 0) continue;
@@ -1542,9 +1582,9 @@ cs_rc cs_agg_add_range(cs_agg *a, const cs_selector *sel, uint64_t first, uint64
   for (uint64_t r = cs__locate(s, first); r < s->n_records && s->first_rows[r] < first + n; r++) {
     uint64_t rlo = s->first_rows[r] > first ? s->first_rows[r] : first;
     uint64_t rhi = s->first_rows[r + 1] < first + n ? s->first_rows[r + 1] : first + n;
-    int dec = preds ? cs__pred_set_record(preds, r) : 1;
+    int dec = record_decide(s, preds, r);
     if (dec == 0) continue;
-    if (j.use_stats && dec == 1 && rlo == s->first_rows[r] && rhi == s->first_rows[r + 1])
+    if (record_by_stats(&j, r, dec, rlo, rhi))
       any_stats = true;
     else
       work += rhi - rlo;
@@ -1592,6 +1632,15 @@ typedef struct rows_job {
   _Atomic bool oom;
 } rows_job;
 
+/* Clears m[i] where a list's row (record recs[i], row locs[i]) is deleted. */
+static void list_mask_deleted(const cs_store *s, const uint64_t *recs, const uint64_t *locs, uint64_t n, uint8_t *m) {
+  for (uint64_t i = 0; i < n; i++) {
+    const uint8_t *bits = s->dels[recs[i]].bits;
+    uint64_t l = locs[i];
+    if (bits && ((bits[l >> 3] >> (l & 7)) & 1)) m[i] = 0;
+  }
+}
+
 static void rows_chunk(void *ctx, uint64_t c, int member) {
   rows_job *j = ctx;
   cs_agg *a = j->a;
@@ -1612,6 +1661,7 @@ static void rows_chunk(void *ctx, uint64_t c, int member) {
       if (j->preds && r != last_rec) dec = cs__pred_set_record(j->preds, r), last_rec = r;
       m[i] = dec == 1 ? 1 : dec == 0 ? 0 : cs__pred_set_row(j->preds, r, sc->locs[i]);
     }
+    if (s->dels) list_mask_deleted(s, sc->recs, sc->locs, len, m);
     uint64_t nsel = mask_count(m, len);
     if (nsel == 0) continue;
     for (uint32_t u = 0; u < a->nu; u++)

@@ -20,6 +20,14 @@
 ** predicates that skip records, prove them true or cut them; records are
 ** small (64 or 200 rows, or irregular) so one store has dozens.  Seeds are
 ** in every failure message.
+**
+** Deletions (format 2): the same stores after one deleting commit
+** (astore_delete: per record none, one in the middle, random, sparse,
+** whole, all but one).  The reference then evaluates the predicates on the
+** snapshot before the deletions, which stays open and holds the same
+** values at the same positions, and drops the deleted rows by the test's
+** own list of them, so it shares nothing with the deletion code under
+** test.
 */
 #include <inttypes.h>
 #include <math.h>
@@ -104,6 +112,9 @@ typedef struct astore {
   ut_scratch sc;
   ut_table *t;
   cs_store *s;
+  cs_store *s0; /* the snapshot before any deletion (s itself when none) */
+  bool *del;    /* [rows] deleted positions of s; NULL when none */
+  uint64_t del_seed;
 } astore;
 
 /* n rows; records of rec rows (a multiple of 8), or irregular (rec 0). */
@@ -117,11 +128,66 @@ static void astore_make(astore *a, uint64_t n, uint64_t rec, uint64_t seed) {
     for (uint32_t c = 0; c < N_COLS; c++) gen_cell(&r, c, i, ut_table_cell(a->t, i, c));
   }
   ut_table_create_store(a->t, a->sc.path, n, rec ? rec : 64, rec ? 0 : 37);
-  a->s = ut_open_ok(a->sc.path, CS_VERIFY_FULL, "agg store");
+  a->s = a->s0 = ut_open_ok(a->sc.path, CS_VERIFY_FULL, "agg store");
+  a->del = NULL;
+  a->del_seed = 0;
 }
 
+/* What astore_delete does to a record.  The last two leave nothing to
+** read: a record without deletions may be answered from its statistics,
+** a wholly deleted one is skipped. */
+enum { DEL_ONE_MIDDLE, DEL_RANDOM, DEL_ALL_BUT_ONE, DEL_SPARSE, DEL_NONE, DEL_WHOLE, N_DEL_PATTERNS };
+
+/* Deletes, record by record, by the patterns above (and the store's last
+** row), in one committed transaction; a->s is the new snapshot, a->s0 keeps
+** the old one (the same values at the same positions, none deleted), a->del
+** the deleted positions.  Records [0, mixed) take the patterns in turn
+** (rotated by seed), so every one is among the first six and the record
+** deleted in its middle lies where no predicate, or the sorted id's cut, is
+** proven true by the zone maps: the statistics path would be tempted there.
+** Records from mixed on take the first four only, and are all read. */
+static void astore_delete(astore *a, uint64_t seed, uint64_t mixed) {
+  uint64_t n = cs_store_rows(a->s), k = 0;
+  a->del = calloc(n, 1);
+  uint64_t *rows = malloc(n * sizeof *rows);
+  ck_assert(a->del && rows);
+  a->del_seed = seed;
+  ut_rng r = ut_rng_seed(seed);
+  for (uint64_t rec = 0; rec < cs_store_records(a->s); rec++) {
+    uint64_t lo = cs_store_record_first_row(a->s, rec), len = cs_store_record_rows(a->s, rec);
+    uint64_t keep = lo + ut_rng_below(&r, len);
+    for (uint64_t i = lo; i < lo + len; i++) {
+      bool d;
+      switch ((rec + seed) % (rec < mixed ? N_DEL_PATTERNS : DEL_NONE)) {
+        case DEL_ONE_MIDDLE: d = i == lo + len / 2; break;
+        case DEL_RANDOM: d = ut_rng_below(&r, 3) == 0; break;
+        case DEL_ALL_BUT_ONE: d = i != keep; break;
+        case DEL_SPARSE: d = ut_rng_below(&r, 40) == 0; break;
+        case DEL_WHOLE: d = true; break;
+        default: d = false; break;
+      }
+      if (d || i == n - 1) rows[k++] = i, a->del[i] = true;
+    }
+  }
+  cs_writer *w;
+  cs_err err = {0};
+  ck_assert_msg(cs_writer_append(a->sc.path, NULL, &w, &err) == CS_OK, "%s", err.msg);
+  ck_assert_msg(cs_writer_delete(w, rows, k, NULL, &err) == CS_OK, "%s", err.msg);
+  ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "%s", err.msg);
+  free(rows);
+  a->s = ut_open_ok(a->sc.path, CS_VERIFY_FULL, "agg store with deletions");
+  uint64_t dead = 0;
+  for (uint64_t i = 0; i < n; i++) dead += a->del[i];
+  ck_assert_msg(cs_store_live_rows(a->s) == n - dead, "deletion seed %" PRIu64 ": %" PRIu64 " live rows, want %" PRIu64,
+                seed, cs_store_live_rows(a->s), n - dead);
+}
+
+static bool astore_deleted(const astore *a, uint64_t row) { return a->del && a->del[row]; }
+
 static void astore_free(astore *a) {
+  if (a->s0 != a->s) cs_store_close(a->s0);
   cs_store_close(a->s);
+  free(a->del);
   ut_table_free(a->t);
   ut_scratch_free(&a->sc);
 }
@@ -207,6 +273,13 @@ static unsigned what_all[N_COLS];
 static void what_init(void) {
   for (uint32_t c = 0; c < N_COLS; c++)
     what_all[c] = CS_AGG_COUNT | CS_AGG_MIN | CS_AGG_MAX | (cs_type_is_varlen(cols[c].type) ? 0 : CS_AGG_SUM);
+}
+
+/* Counts, minima and maxima only: integer columns are then answered from
+** the chunks' own statistics (null count, zone maps) on the stats path. */
+static void what_no_sums(void) {
+  what_init();
+  for (uint32_t c = 0; c < N_COLS; c++) what_all[c] &= ~CS_AGG_SUM;
 }
 
 static bool value_is_cell(cs_type t, const cs_value *v, const ut_cell *c) {
@@ -299,6 +372,7 @@ static void check_against(const cs_agg *ag, const rref *R, const ut_table *t, co
       }
       if (!value_is_cell(ty, &res.min, rc->min) || !value_is_cell(ty, &res.max, rc->max))
         ck_abort_msg("%s: group %" PRIu64 " col %s: min/max differ", ctx, i, cols[c].name);
+      if (!(what_all[c] & CS_AGG_SUM)) continue; /* sums not asked for */
       if (cs_type_is_integer(ty)) {
         bool over = rc->isum < INT64_MIN || rc->isum > INT64_MAX;
         if (res.sum_overflow != over) ck_abort_msg("%s: col %s: overflow %d want %d", ctx, cols[c].name, res.sum_overflow, over);
@@ -318,14 +392,16 @@ static void check_against(const cs_agg *ag, const rref *R, const ut_table *t, co
   free(order);
 }
 
-/* The selection: rows [first, first + n) passing preds and mask. */
+/* The selection: rows [first, first + n) passing preds and mask, less
+** the deleted ones.  The predicates are evaluated on the snapshot before
+** the deletions (A->s0), and deleted rows dropped by the test's own list. */
 static void ref_range(rref *R, const astore *A, const cs_pred *preds, uint32_t np, uint64_t first, uint64_t n,
                       const uint8_t *mask, const uint32_t *keys, uint32_t nk) {
   uint8_t *pm = malloc(n + 1);
   ck_assert_ptr_nonnull(pm);
-  cs_pred_eval(A->s, preds, np, first, n, pm, NULL);
+  cs_pred_eval(A->s0, preds, np, first, n, pm, NULL);
   for (uint64_t i = 0; i < n; i++)
-    if (pm[i] && (!mask || mask[i])) ref_add(R, A->t, keys, nk, first + i);
+    if (pm[i] && (!mask || mask[i]) && !astore_deleted(A, first + i)) ref_add(R, A->t, keys, nk, first + i);
   free(pm);
 }
 
@@ -382,12 +458,14 @@ static const uint32_t key_sets[][3] = {
 static const uint32_t key_counts[] = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 3, 2, 2, 3, 2, 2};
 #define N_KEY_SETS (sizeof key_counts / sizeof key_counts[0])
 
-static void range_matches_reference(int _i) {
+/* deletions: on a store with deletions (astore_delete, seed printed). */
+static void range_matches_reference(int _i, bool deletions) {
   what_init();
   uint64_t seed = 1000 + (uint64_t)_i;
   astore A;
   uint64_t n = 1500 + (uint64_t)_i * 311;
   astore_make(&A, n, _i % 3 == 0 ? 0 : _i % 3 == 1 ? 64 : 200, seed);
+  if (deletions) astore_delete(&A, seed + 5, UINT64_MAX);
   ut_rng r = ut_rng_seed(seed ^ 77);
   for (uint32_t ks = 0; ks < N_KEY_SETS; ks++) {
     for (int ps = 0; ps < N_PRED_SETS; ps++) {
@@ -408,9 +486,9 @@ static void range_matches_reference(int _i) {
       uint64_t half = cnt / 2;
       add_range_ok(ag, sel, first, half, mask);
       add_range_ok(ag, sel, first + half, cnt - half, mask ? mask + half : NULL);
-      char ctx[128];
-      snprintf(ctx, sizeof ctx, "seed %" PRIu64 " keys %u preds %d rows %" PRIu64 "+%" PRIu64 " mask %d", seed, ks,
-               ps, first, cnt, mask != NULL);
+      char ctx[160];
+      snprintf(ctx, sizeof ctx, "seed %" PRIu64 " deletion seed %" PRIu64 " keys %u preds %d rows %" PRIu64 "+%" PRIu64
+               " mask %d", seed, A.del_seed, ks, ps, first, cnt, mask != NULL);
       check_against(ag, &R, A.t, key_sets[ks], key_counts[ks], ctx);
       cs_agg_stats st;
       cs_agg_stats_get(ag, &st);
@@ -426,7 +504,11 @@ static void range_matches_reference(int _i) {
   astore_free(&A);
 }
 
-START_TEST(test_agg_range_every_key_and_type_matches_reference) { range_matches_reference(_i); }
+START_TEST(test_agg_range_every_key_and_type_matches_reference) { range_matches_reference(_i, false); }
+END_TEST
+
+/* A deleted position is never aggregated, whatever the path. */
+START_TEST(test_agg_range_with_deletions_matches_reference) { range_matches_reference(_i, true); }
 END_TEST
 
 /* The same with the switch points moved: no direct index and a scatter
@@ -438,46 +520,105 @@ START_TEST(test_agg_forced_paths_match_reference) {
   t.direct_max = _i < 3 ? 0 : UINT64_MAX;
   t.few_groups = _i < 3 ? 0 : 64;
   cs__agg_tuning_set(&t);
-  range_matches_reference(_i % 3);
+  range_matches_reference(_i % 3, false);
   cs__agg_tuning_set(NULL);
 }
 END_TEST
 
-START_TEST(test_agg_rows_any_order_and_duplicates_match_reference) {
+/* With deletions, both settings: a scatter everywhere, then direct indexes
+** and masked passes per group. */
+START_TEST(test_agg_forced_paths_with_deletions_match_reference) {
+  cs__agg_tuning t;
+  cs__agg_tuning_default(&t);
+  t.direct_max = _i == 0 ? 0 : UINT64_MAX;
+  t.few_groups = _i == 0 ? 0 : 64;
+  cs__agg_tuning_set(&t);
+  range_matches_reference(1 + _i, true);
+  cs__agg_tuning_set(NULL);
+}
+END_TEST
+
+/* The selection of a list: rows[0, m) (each time it appears) passing the
+** predicates on the snapshot before the deletions, less the deleted ones. */
+static void ref_rows(rref *R, const astore *A, const cs_pred *preds, uint32_t np, const uint64_t *rows, uint64_t m,
+                     const uint32_t *keys, uint32_t nk) {
+  uint64_t n = cs_store_rows(A->s0);
+  uint8_t *pm = malloc(n);
+  ck_assert_ptr_nonnull(pm);
+  cs_pred_eval(A->s0, preds, np, 0, n, pm, NULL);
+  for (uint64_t i = 0; i < m; i++)
+    if (pm[rows[i]] && !astore_deleted(A, rows[i])) ref_add(R, A->t, keys, nk, rows[i]);
+  free(pm);
+}
+
+/* m random rows of A: duplicates, and (with deletions) deleted positions
+** and duplicates of live rows, all present. */
+static uint64_t *random_rows(const astore *A, uint64_t m, uint64_t seed) {
+  uint64_t n = cs_store_rows(A->s);
+  uint64_t *rows = malloc(m * sizeof *rows);
+  ck_assert_ptr_nonnull(rows);
+  ut_rng r = ut_rng_seed(seed);
+  for (uint64_t i = 0; i < m; i++) rows[i] = ut_rng_below(&r, n);
+  if (A->del) {
+    uint64_t dead = 0, live_twice = 0;
+    uint8_t *seen = calloc(n, 1);
+    ck_assert_ptr_nonnull(seen);
+    for (uint64_t i = 0; i < m; i++) {
+      dead += A->del[rows[i]];
+      live_twice += !A->del[rows[i]] && seen[rows[i]];
+      seen[rows[i]] = 1;
+    }
+    free(seen);
+    ck_assert_msg(dead > 0 && live_twice > 0, "list seed %" PRIu64 ": %" PRIu64 " deleted, %" PRIu64 " live repeats",
+                  seed, dead, live_twice);
+  }
+  return rows;
+}
+
+static void rows_match_reference(int _i, bool deletions) {
   what_init();
   uint64_t seed = 2000 + (uint64_t)_i;
   astore A;
   uint64_t n = 1200;
   astore_make(&A, n, _i ? 64 : 0, seed);
-  ut_rng r = ut_rng_seed(seed);
+  if (deletions) astore_delete(&A, seed + 7, UINT64_MAX);
   uint64_t m = 3000;
-  uint64_t *rows = malloc(m * sizeof *rows);
-  for (uint64_t i = 0; i < m; i++) rows[i] = ut_rng_below(&r, n);
+  uint64_t *rows = random_rows(&A, m, seed);
   for (uint32_t ks = 0; ks < N_KEY_SETS; ks++) {
     for (int ps = 0; ps < N_PRED_SETS; ps++) {
       cs_pred preds[2];
       int np = preds_for(ps, n, preds);
-      uint8_t *pm = malloc(n);
-      cs_pred_eval(A.s, preds, (uint32_t)np, 0, n, pm, NULL);
       rref R = {0};
-      for (uint64_t i = 0; i < m; i++)
-        if (pm[rows[i]]) ref_add(&R, A.t, key_sets[ks], key_counts[ks], rows[i]);
+      ref_rows(&R, &A, preds, (uint32_t)np, rows, m, key_sets[ks], key_counts[ks]);
       cs_selector *sel = np ? sel_make(A.s, preds, (uint32_t)np) : NULL;
       cs_agg *ag = agg_make(A.s, key_sets[ks], key_counts[ks], 0);
       cs_err err = {0};
       ck_assert(cs_agg_add_rows(ag, sel, rows, m, &err) == CS_OK);
-      char ctx[96];
-      snprintf(ctx, sizeof ctx, "rows seed %" PRIu64 " keys %u preds %d", seed, ks, ps);
+      char ctx[128];
+      snprintf(ctx, sizeof ctx, "rows seed %" PRIu64 " deletion seed %" PRIu64 " keys %u preds %d", seed, A.del_seed,
+               ks, ps);
       check_against(ag, &R, A.t, key_sets[ks], key_counts[ks], ctx);
+      cs_agg_stats st;
+      cs_agg_stats_get(ag, &st);
+      uint64_t want_rows = 0;
+      for (uint64_t g = 0; g < R.n; g++) want_rows += R.g[g].rows;
+      ck_assert_msg(st.rows_selected == want_rows, "%s: %" PRIu64 " rows selected, want %" PRIu64, ctx,
+                    st.rows_selected, want_rows);
       cs_agg_free(ag);
       cs_selector_free(sel);
       free(R.g);
-      free(pm);
     }
   }
   free(rows);
   astore_free(&A);
 }
+
+START_TEST(test_agg_rows_any_order_and_duplicates_match_reference) { rows_match_reference(_i, false); }
+END_TEST
+
+/* Deleted positions in a list are not aggregated; live duplicates count
+** each time. */
+START_TEST(test_agg_rows_with_deletions_and_duplicates_match_reference) { rows_match_reference(_i, true); }
 END_TEST
 
 START_TEST(test_agg_empty_selection_one_group_without_keys_none_with) {
@@ -612,6 +753,17 @@ START_TEST(test_agg_float_keys_nan_is_null_and_negative_zero_is_zero) {
 }
 END_TEST
 
+/* Whether column c of two ungrouped aggregates is the same, bit for bit
+** (sums and averages only where what_all asks for them). */
+static bool results_identical(const cs_agg *a, const cs_agg *b, uint32_t c) {
+  cs_agg_result x, y;
+  cs_agg_result_get(a, 0, c, &x), cs_agg_result_get(b, 0, c, &y);
+  bool sums = !(what_all[c] & CS_AGG_SUM) || (x.sum.kind == y.sum.kind && x.sum.i == y.sum.i &&
+                                              memcmp(&x.sum.f, &y.sum.f, 8) == 0 && memcmp(&x.avg, &y.avg, 8) == 0);
+  return sums && x.count == y.count && x.min.i == y.min.i && memcmp(&x.min.f, &y.min.f, 8) == 0 && x.max.i == y.max.i &&
+         memcmp(&x.max.f, &y.max.f, 8) == 0 && x.min.n == y.min.n && x.max.n == y.max.n;
+}
+
 /* Ungrouped, unfiltered: every record from the per-record statistics; with
 ** an all-ones mask: every record from its data.  The same bits. */
 START_TEST(test_agg_record_statistics_equal_the_data_path) {
@@ -629,15 +781,8 @@ START_TEST(test_agg_record_statistics_equal_the_data_path) {
     ck_assert_uint_eq(s1.records_from_stats, cs_store_records(A.s));
     ck_assert_uint_eq(s2.records_from_stats, 0);
     ck_assert_uint_eq(s2.records_scanned, cs_store_records(A.s));
-    for (uint32_t c = 0; c < N_COLS; c++) {
-      cs_agg_result x, y;
-      cs_agg_result_get(st, 0, c, &x), cs_agg_result_get(dp, 0, c, &y);
-      ck_assert_msg(x.count == y.count && x.sum.kind == y.sum.kind && x.sum.i == y.sum.i &&
-                        memcmp(&x.sum.f, &y.sum.f, 8) == 0 && memcmp(&x.avg, &y.avg, 8) == 0 &&
-                        x.min.i == y.min.i && memcmp(&x.min.f, &y.min.f, 8) == 0 && x.max.i == y.max.i &&
-                        memcmp(&x.max.f, &y.max.f, 8) == 0 && x.min.n == y.min.n && x.max.n == y.max.n,
-                    "col %s differs between statistics and data", cols[c].name);
-    }
+    for (uint32_t c = 0; c < N_COLS; c++)
+      ck_assert_msg(results_identical(st, dp, c), "col %s differs between statistics and data", cols[c].name);
     rref R = {0};
     ref_range(&R, &A, NULL, 0, 0, 5000, NULL, NULL, 0);
     check_against(st, &R, A.t, NULL, 0, "stats path");
@@ -645,6 +790,136 @@ START_TEST(test_agg_record_statistics_equal_the_data_path) {
     cs_agg_free(st), cs_agg_free(dp);
   }
   free(ones);
+  astore_free(&A);
+}
+END_TEST
+
+/* With deletions, ungrouped and whole: a record without deletions is
+** answered from its statistics, a wholly deleted one skipped, every other
+** read (its statistics count the deleted values); the answers equal the
+** reference and, bit for bit, the data path's (an all-ones mask).  With
+** and without sums (integers without sums take the chunks' statistics),
+** with no predicate and with the sorted id's cut. */
+START_TEST(test_agg_deletions_never_answered_from_record_statistics) {
+  astore A;
+  uint64_t n = 5000;
+  astore_make(&A, n, _i ? 200 : 0, 41 + (uint64_t)_i);
+  astore_delete(&A, 43 + (uint64_t)_i, UINT64_MAX);
+  uint8_t *ones = malloc(n);
+  ck_assert_ptr_nonnull(ones);
+  memset(ones, 1, n);
+  for (int variant = 0; variant < 4; variant++) {
+    if (variant & 1)
+      what_no_sums();
+    else
+      what_init();
+    cs_pred preds[2];
+    int np = preds_for(variant < 2 ? 0 : 1, n, preds);
+    cs_selector *sel = np ? sel_make(A.s, preds, (uint32_t)np) : NULL;
+    /* what each record should take: statistics, skipped, or read */
+    uint64_t want_stats = 0, want_skip = 0, want_read = 0;
+    for (uint64_t rec = 0; rec < cs_store_records(A.s); rec++) {
+      uint64_t lo = cs_store_record_first_row(A.s, rec), len = cs_store_record_rows(A.s, rec), dead = 0;
+      for (uint64_t i = lo; i < lo + len; i++) dead += A.del[i];
+      bool below = !np || lo + len - 1 < (uint64_t)preds[0].a.i; /* proven true */
+      bool above = np && lo >= (uint64_t)preds[0].a.i;          /* ruled out */
+      if (above || dead == len)
+        want_skip++;
+      else if (below && dead == 0)
+        want_stats++;
+      else
+        want_read++;
+    }
+    ck_assert(want_stats > 0 && want_read > 0 && want_skip > 0);
+    for (int round = 0; round < 2; round++) { /* the second finds the cache */
+      cs_agg *st = agg_make(A.s, NULL, 0, 1), *dp = agg_make(A.s, NULL, 0, 1);
+      add_range_ok(st, sel, 0, n, NULL);
+      add_range_ok(dp, sel, 0, n, ones);
+      cs_agg_stats s1, s2;
+      cs_agg_stats_get(st, &s1), cs_agg_stats_get(dp, &s2);
+      char ctx[128];
+      snprintf(ctx, sizeof ctx, "deletion seed %" PRIu64 " variant %d round %d", A.del_seed, variant, round);
+      ck_assert_msg(s1.records_from_stats == want_stats && s1.records_skipped == want_skip &&
+                        s1.records_scanned == want_read,
+                    "%s: %" PRIu64 " from statistics, %" PRIu64 " skipped, %" PRIu64 " read; want %" PRIu64 ", %" PRIu64
+                    ", %" PRIu64,
+                    ctx, s1.records_from_stats, s1.records_skipped, s1.records_scanned, want_stats, want_skip, want_read);
+      ck_assert_uint_eq(s2.records_from_stats, 0);
+      for (uint32_t c = 0; c < N_COLS; c++)
+        ck_assert_msg(results_identical(st, dp, c), "%s: col %s differs between statistics and data", ctx, cols[c].name);
+      rref R = {0};
+      ref_range(&R, &A, preds, (uint32_t)np, 0, n, NULL, NULL, 0);
+      check_against(st, &R, A.t, NULL, 0, ctx);
+      ck_assert_uint_eq(s1.rows_selected, R.n ? R.g[0].rows : 0);
+      free(R.g);
+      cs_agg_free(st), cs_agg_free(dp);
+    }
+    cs_selector_free(sel);
+  }
+  what_init();
+  free(ones);
+  astore_free(&A);
+}
+END_TEST
+
+/* With deletions, on enough rows for the team (a kernel takes a second
+** thread from CS_PARALLEL_MIN_ELEMENTS rows read: past the first 12
+** records of 4096 rows every record is read, and a call has several
+** chunks): ungrouped, direct index, float hash and TEXT key, over ranges
+** (predicates, a caller's mask) and a list of 270,000 rows, at 1 and 2
+** threads; each against the reference. */
+START_TEST(test_agg_deletions_with_threads_match_reference) {
+  what_init();
+  astore A;
+  uint64_t n = 300000, seed = 51;
+  astore_make(&A, n, 4096, seed);
+  astore_delete(&A, seed + 1, 12);
+  uint8_t *mask = malloc(n);
+  ck_assert_ptr_nonnull(mask);
+  ut_rng r = ut_rng_seed(seed + 2);
+  for (uint64_t i = 0; i < n; i++) mask[i] = ut_rng_below(&r, 4) != 0;
+  uint64_t m = 270000;
+  uint64_t *rows = random_rows(&A, m, seed + 3);
+  static const uint32_t keys[][1] = {{0}, {C_K8}, {C_KF}, {C_KT}};
+  static const uint32_t nks[] = {0, 1, 1, 1};
+  /* preds set, mask or not, list or range */
+  static const struct { int ps; bool mask, list; } cases[] = {
+      {0, false, false}, {3, true, false}, {1, false, true}, {3, false, true}};
+  for (unsigned ks = 0; ks < sizeof nks / sizeof nks[0]; ks++) {
+    for (unsigned k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+      cs_pred preds[2];
+      uint32_t np = (uint32_t)preds_for(cases[k].ps, n, preds);
+      const uint8_t *um = cases[k].mask ? mask : NULL;
+      rref R = {0};
+      if (cases[k].list)
+        ref_rows(&R, &A, preds, np, rows, m, keys[ks], nks[ks]);
+      else
+        ref_range(&R, &A, preds, np, 0, n, um, keys[ks], nks[ks]);
+      cs_selector *sel = np ? sel_make(A.s, preds, np) : NULL;
+      for (int threads = 1; threads <= 2; threads++) {
+        ut_kernel_config_set(threads, -1);
+        cs_agg *ag = agg_make(A.s, keys[ks], nks[ks], threads);
+        cs_err err = {0};
+        if (cases[k].list)
+          ck_assert(cs_agg_add_rows(ag, sel, rows, m, &err) == CS_OK);
+        else
+          add_range_ok(ag, sel, 0, n, um);
+        char ctx[128];
+        snprintf(ctx, sizeof ctx, "seed %" PRIu64 " deletion seed %" PRIu64 " keys %u case %u threads %d", seed,
+                 A.del_seed, ks, k, threads);
+        check_against(ag, &R, A.t, keys[ks], nks[ks], ctx);
+        cs_agg_stats st;
+        cs_agg_stats_get(ag, &st);
+        ck_assert_msg(st.threads >= 1 && st.threads <= threads, "%s: %d threads", ctx, st.threads);
+        cs_agg_free(ag);
+      }
+      ut_kernel_config_reset();
+      cs_selector_free(sel);
+      free(R.g);
+    }
+  }
+  free(rows);
+  free(mask);
   astore_free(&A);
 }
 END_TEST
@@ -823,6 +1098,11 @@ int main(void) {
   tcase_add_loop_test(tc, test_agg_range_every_key_and_type_matches_reference, 0, 3);
   tcase_add_loop_test(tc, test_agg_forced_paths_match_reference, 0, 6);
   tcase_add_loop_test(tc, test_agg_rows_any_order_and_duplicates_match_reference, 0, 2);
+  tcase_add_loop_test(tc, test_agg_range_with_deletions_matches_reference, 0, 3);
+  tcase_add_loop_test(tc, test_agg_forced_paths_with_deletions_match_reference, 0, 2);
+  tcase_add_loop_test(tc, test_agg_rows_with_deletions_and_duplicates_match_reference, 0, 2);
+  tcase_add_loop_test(tc, test_agg_deletions_never_answered_from_record_statistics, 0, 2);
+  tcase_add_test(tc, test_agg_deletions_with_threads_match_reference);
   tcase_add_test(tc, test_agg_empty_selection_one_group_without_keys_none_with);
   tcase_add_test(tc, test_agg_int64_sum_overflow_is_flagged_and_exact_when_back_in_range);
   tcase_add_test(tc, test_agg_float_keys_nan_is_null_and_negative_zero_is_zero);
