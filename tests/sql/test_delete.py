@@ -222,7 +222,7 @@ class Aggregates(cstest.StoreTest):
         con.execute("ROLLBACK")
         self.assertEqual(con.execute(q_agg).fetchall(), con.execute(q_native).fetchall(), "after ROLLBACK")
         # a SOURCE path reads the committed deletions from the file
-        con.execute("CREATE VIRTUAL TABLE gs USING colstore_agg(SOURCE '%s', k)" % p)
+        con.execute("CREATE VIRTUAL TABLE gs USING colstore_agg('%s', k)" % p)
         self.assertEqual(con.execute("SELECT k, count, sum_v, min_v, max_v FROM gs ORDER BY k").fetchall(),
                          con.execute(q_native).fetchall())
 
