@@ -46,12 +46,40 @@ WHY EACH PART IS BUILT THE WAY IT IS.
   SELECTs; a SELECT holds its FROM items, its WHERE, its grouping, its order
   and limit.  The shrinker removes terms, items, ORDER BY/LIMIT, DISTINCT,
   compound arms and selections, and removes rows (in halves, then smaller
-  pieces), merges commits and drops unused columns, keeping each step only
-  while the failure persists, then prints a self-contained python snippet.
+  pieces), merges commits and drops unused columns, drops deletions (a
+  whole plan, a transaction, a statement; halves of a statement's rows, a
+  pending transaction made a committed one), keeping each step only while
+  the failure persists, then prints a self-contained python snippet that
+  builds, deletes (checking changes() as it goes) and queries.
   A failure may depend on the connection's past (one was right only in the
   first statement prepared for a query), so each try runs the query on
   tables no statement has read yet and after one has, each time also as a
   second prepared statement; the snippet does the same.
+
+* Some rounds delete rows after the build, so that every read path meets
+  gaps (a deleted row keeps its position: rowids never move).  Deletions are
+  held like selections, by row identity: a scattering of rows, a run (an
+  entire record, a run across a record edge: every identity between two),
+  or a predicate drawn like a WHERE leaf over alias d (DELETE ... AS d WHERE
+  leaf), so that the shrinker's row removal keeps them meaningful.  Each
+  DELETE runs on the colstore table and on its mirror, and both must report
+  the same changes(); the colstore side names its rows in several spellings
+  (rowid IN a list or json_each, _rows, _mask, BETWEEN), the mirror always
+  by rowid.  Three modes: committed (one or more transactions, each a few
+  DELETEs), pending (BEGIN, the DELETEs, then the round's queries run inside
+  the open transaction, which reads its own deletions through a view, until
+  a COMMIT or ROLLBACK drawn for some query number; the last queries are run
+  again after it), and for a dataset, which is read-only: DELETE through a
+  table over one member file before the dataset table is created.  Pending
+  deletions are never drawn in a round that appends (rows INSERTed in an
+  open transaction are not visible until COMMIT, docs/sql.md), and
+  predicates never on a table that appends: a rebuilt case builds the
+  appended rows before its deletions, and a predicate would then delete
+  other rows than in the round.  After a deletion the mirror says which
+  rows live; colstore_info's `rows` must count them and `positions` every
+  position; its NULL counts, min/max and sorted describe every position,
+  deleted or not (core/colstore.h), so they are still checked against all
+  the rows drawn.
 
 * `_rows` and `_mask` have no native spelling.  They are held as row
   identities (which drawn row, counted from the end or not; which rows have
@@ -61,7 +89,12 @@ WHY EACH PART IS BUILT THE WAY IT IS.
   native table a subquery over a temp table of (ord, pos) joined to the
   mirror, ordered by ord, which keeps the BLOB's order and duplicates.  A
   selection is only ever a top-level AND term: under OR or NOT it has a
-  different contract (tests/sql/test_plan_shapes.py).
+  different contract (tests/sql/test_plan_shapes.py).  Deleted rows need
+  nothing of their own here: a selection is drawn over every position (a
+  deleted one too, which must select nothing), the join to the mirror finds
+  no row at a deleted rowid, and a _mask has a byte per position, deleted
+  or not (the table's orig covers every position: colstore_info's
+  `positions`).
 
 * Only deterministic queries are drawn, else the comparison would lie: a
   LIMIT comes with an ORDER BY made total by rowid tie-breaks (or with a
@@ -86,12 +119,15 @@ WHY EACH PART IS BUILT THE WAY IT IS.
 
 * It must not pass vacuously: it counts the comparisons with non-empty
   answers and fails a run where too few queries return rows; --self-test
-  changes one value of the mirror and requires the run to notice.
+  changes one value of the mirror and requires the run to notice, and
+  --self-test-delete deletes one row from the mirror only, in a first round
+  made to delete rows from T (U when T is empty).
 
 Known shapes that are being fixed can be skipped by name (--skip NAME, or
 --skip-known for all of KNOWN_SHAPES) so that they do not hide other bugs.
 """
 import argparse
+import bisect
 import copy
 import json
 import math
@@ -202,6 +238,9 @@ class Table:
     must store); orig names each row's drawn position, so that a shrunk
     table still knows which selection entries refer to which row; tags are
     (file, commit) per row: rows with the same tag go in one transaction.
+    dels are the DELETE transactions run after the build, in order, each
+    (explicit BEGIN?, [Deletion]); a pending plan has one, which the round
+    ends with pending[0] before query pending[1].
     """
 
     def __init__(self, key, cols, raws, build, n_files, source):
@@ -217,6 +256,11 @@ class Table:
         self.fault = None         # self-test: (orig row, column index, wrong value) in the mirror
         self.born = [0] * n_files  # per file: the first row index committed after it appeared
         self.late = None          # (first late row, query number): rows appended during the round
+        self.dels = []            # [(explicit BEGIN?, [Deletion])]
+        self.del_mode = None      # 'committed', 'pending', or 'member' (through a dataset file's own table)
+        self.pending = None       # ('commit' or 'rollback', query number before which the transaction ends)
+        self.closed = False       # this case's query comes after the pending transaction ended
+        self.fault_del = None     # self-test: an orig row deleted from the mirror only
 
     @property
     def n(self):
@@ -283,7 +327,15 @@ class Table:
         commits = len(set(self.tags))
         late = " (rows %d.. appended before query %d%s)" % (
             self.late[0], self.late[1], " by another connection" if self.late[2] else "") if self.late else ""
-        return "%s: %d rows%s, %s, %d commit(s); %s" % (self.cs_name, self.n, late, how, commits, cols)
+        dels = ""
+        if self.dels:
+            dels = "; %s deletions in %d transaction(s): %s" % (
+                self.del_mode, len(self.dels), " | ".join(", ".join(d.describe() for d in steps)
+                                                          for _, steps in self.dels))
+            if self.pending:
+                dels += " (%s before query %d%s)" % (self.pending[0].upper(), self.pending[1],
+                                                     ", done" if self.closed else ", still open")
+        return "%s: %d rows%s, %s, %d commit(s); %s%s" % (self.cs_name, self.n, late, how, commits, cols, dels)
 
 
 def draw_value(rng, ctype):
@@ -537,6 +589,8 @@ class Roundtrip:
 #   ("sql", text, params)    con.execute; %DIR% is the case's directory
 #   ("many", text, rows)     con.executemany
 #   ("mkdir", path)          os.mkdir (path under %DIR%)
+#   ("delete", key, colstore text, params, native text, params)
+#                            the same DELETE on both; their changes() must agree
 
 def defs(table):
     return ", ".join("%s %s%s" % (c.name, c.decl, " NOT NULL" if c.notnull else "") for c in table.cols)
@@ -569,7 +623,7 @@ def file_actions(table, f, gs, new_file, attach=False):
     ph = ", ".join("?" * len(table.cols))
     path = store_path(table, f)
     dataset = table.build == "dataset"
-    vt = "%s_f%d" % (table.cs_name, f) if dataset else table.cs_name
+    vt = member_name(table, f if dataset else None)
     create = table.file_kinds[f] == "create" if dataset else table.build == "create"
     if new_file and create:
         # colstore_create writes the first commit; later ones go through a table.
@@ -600,24 +654,30 @@ def mirror_actions(table, start):
 
 
 def build_actions(table):
-    """The whole table at once: its store file(s) and its native mirror."""
-    acts = []
-    name = table.cs_name
-    if table.build == "dataset":
-        acts.append(("mkdir", "%%DIR%%/%s" % name))
-    for f in range(len(table.file_kinds)):
-        acts += file_actions(table, f, groups(table, f), True)
-    if table.build == "dataset":
-        src = "%%DIR%%/%s/" % name if table.source == "dir" else "%%DIR%%/%s/part-*.cst" % name
-        acts.append(("sql", "CREATE VIRTUAL TABLE %s USING colstore('%s')" % (name, src), ()))
-    # The native mirror: the expected values at rowid = position.
-    acts.append(("sql", "CREATE TABLE %s (%s)" % (table.nat_name, ", ".join(
-        "%s %s" % (c.name, AFFINITY[c.ctype]) for c in table.cols)), ()))
+    """The whole table at once: its native mirror and its store file(s);
+    a dataset's member deletions run before the dataset table exists."""
+    # The native mirror first (member deletions delete from it too): the
+    # expected values at rowid = position.
+    acts = [("sql", "CREATE TABLE %s (%s)" % (table.nat_name, ", ".join(
+        "%s %s" % (c.name, AFFINITY[c.ctype]) for c in table.cols)), ())]
     acts += mirror_actions(table, 0)
     if table.fault is not None and table.fault[0] in table.orig:
         pos = table.orig.index(table.fault[0])
         acts.append(("sql", "UPDATE %s SET %s = ? WHERE rowid = ?  -- self-test: a wrong mirror value" % (
             table.nat_name, table.cols[table.fault[1]].name), (table.fault[2], pos)))
+    if table.fault_del is not None and table.fault_del in table.orig:
+        acts.append(("sql", "DELETE FROM %s WHERE rowid = ?  -- self-test: a row deleted from the mirror only" % (
+            table.nat_name), (table.orig.index(table.fault_del),)))
+    name = table.cs_name
+    if table.build == "dataset":
+        acts.append(("mkdir", "%%DIR%%/%s" % name))
+    for f in range(len(table.file_kinds)):
+        acts += file_actions(table, f, groups(table, f), True)
+    if table.del_mode == "member":
+        acts += member_actions(table)
+    if table.build == "dataset":
+        src = "%%DIR%%/%s/" % name if table.source == "dir" else "%%DIR%%/%s/part-*.cst" % name
+        acts.append(("sql", "CREATE VIRTUAL TABLE %s USING colstore('%s')" % (name, src), ()))
     return acts
 
 
@@ -638,12 +698,56 @@ def config_actions(config):
     return [("sql", "SELECT colstore_config('%s', %s)" % (k, sql_literal(v)), ()) for k, v in config]
 
 
+def case_actions(config, tables, keys=("T", "U")):
+    """Everything a case runs before its query: settings, the tables keys
+    with their mirrors, then their committed and pending deletions."""
+    acts = config_actions(config)
+    for k in keys:
+        acts += build_actions(tables[k])
+    return acts + delete_actions(tables, keys)
+
+
+class DeleteMismatch(Exception):
+    """A DELETE whose changes() or error on colstore is not the mirror's."""
+
+    def __init__(self, act, got, want):
+        super().__init__("DELETE changed %s on colstore, %s on native" % (got, want))
+        self.act, self.got, self.want = act, got, want
+
+    def outcome(self):
+        _, _, cs_sql, cs_params, n_sql, n_params = self.act
+        detail = "DELETE: colstore %s\n  native   %s" % (
+            "changed %d rows" % self.got[0] if self.got[1] is None else "failed: " + self.got[1],
+            "changed %d rows" % self.want[0] if self.want[1] is None else "failed: " + self.want[1])
+        params = {}
+        for side, ps in (("colstore", cs_params), ("native", n_params)):
+            params.update(("%s %s" % (side, k), v) for k, v in (ps.items() if isinstance(ps, dict) else
+                                                                 enumerate(ps, 1)))
+        return Outcome("changes", detail, 0, "colstore", cs_sql, n_sql, params)
+
+
+def run_delete(con, act):
+    """The same DELETE on colstore, then on the mirror; raises DeleteMismatch
+    unless both changed as many rows, or failed with the same error."""
+    out = []
+    for sql, params in (act[2:4], act[4:6]):
+        try:
+            con.execute(sql, params)
+            out.append((con.execute("SELECT changes()").fetchone()[0], None))
+        except sqlite3.Error as e:
+            out.append((None, "%s: %s" % (getattr(e, "sqlite_errorname", type(e).__name__), e)))
+    if out[0] != out[1]:
+        raise DeleteMismatch(act, out[0], out[1])
+
+
 def run_actions(con, acts, d):
     for a in acts:
         if a[0] == "mkdir":
             os.mkdir(a[1].replace("%DIR%", d))
         elif a[0] == "sql":
             con.execute(a[1].replace("%DIR%", d).split("  -- ")[0], a[2])
+        elif a[0] == "delete":
+            run_delete(con, a)
         else:
             con.executemany(a[1].replace("%DIR%", d), a[2])
 
@@ -657,11 +761,252 @@ def script_lines(acts):
             text, _, comment = a[1].partition("  -- ")
             line = "x(%r%s)" % (text, ", %r" % (tuple(a[2]),) if a[2] else "")
             out.append(line + ("  # " + comment if comment else ""))
+        elif a[0] == "delete":
+            out.append("delete_both(%r, %r,\n            %r, %r)" % a[2:])
         else:
             out.append("con.executemany(%r, [" % a[1])
             out += ["    %r," % (tuple(r),) for r in a[2]]
             out.append("])")
     return out
+
+
+# ------------------------------------------------------------------ deletions
+#
+# A plan of DELETEs per table (module docstring).  Rows are named by
+# identity and positions are computed for the table as built at the time,
+# so a table whose rows the shrinker removed, or a rebuilt case that also
+# holds the rows appended later, renders the same deletions consistently
+# on both sides.
+
+# How often a round deletes from T and from U.
+P_DELETE = {"T": 0.3, "U": 0.25}
+
+
+class Deletion:
+    """One DELETE statement on one table.
+
+    kind 'rows': rows lists orig rows; 'run': rows is (lo, hi), every orig
+    row between them, a run of positions on any subset of the table (a
+    subset keeps the order); 'pred': where is a WHERE tree over alias d, its
+    values in params.  form is how the colstore side names positions: 'in'
+    (rowid IN a literal list), 'json' (rowid IN json_each), 'rows' (_rows,
+    counted from the end when neg), 'mask' (_mask) or 'between' (a run).
+    file: member mode, the dataset file whose own table deletes.
+    """
+
+    def __init__(self, kind, rows=None, where=None, params=None, form="in", neg=False, file=None):
+        self.kind, self.rows, self.where, self.params = kind, rows, where, params or {}
+        self.form, self.neg, self.file = form, neg, file
+
+    def with_(self, **kw):
+        d = copy.copy(self)
+        d.__dict__.update(kw)
+        return d
+
+    def describe(self):
+        where = " in file %d" % self.file if self.file is not None else ""
+        if self.kind == "pred":
+            return "WHERE %s%s" % (Render({}, {}).tree(self.where), where)
+        if self.kind == "run":
+            return "run of rows %d..%d (%s)%s" % (self.rows[0], self.rows[1], self.form, where)
+        return "%d row(s) (%s%s)%s" % (len(self.rows), self.form, " from the end" if self.neg else "", where)
+
+
+def member_name(t, f):
+    """The table over dataset file f (None: the table itself)."""
+    return t.cs_name if f is None else "%s_f%d" % (t.cs_name, f)
+
+
+def file_span(t, f):
+    """[lo, hi): the positions of t that file f holds (files hold runs, in order)."""
+    return bisect.bisect_left(t.tags, (f,)), bisect.bisect_left(t.tags, (f + 1,))
+
+
+def deletion_positions(t, dl):
+    """The positions of t that a 'rows' or 'run' deletion names (orig is
+    increasing: a subset keeps the order)."""
+    if dl.kind == "run":
+        return list(range(bisect.bisect_left(t.orig, dl.rows[0]), bisect.bisect_right(t.orig, dl.rows[1])))
+    out = []
+    for o in dl.rows:
+        i = bisect.bisect_left(t.orig, o)
+        if i < t.n and t.orig[i] == o:
+            out.append(i)
+    return out
+
+
+def deletion_sql(t, dl, native):
+    """(sql, params) of deletion dl on the mirror or on colstore (a member's
+    table in member mode), for t as built when it runs."""
+    span = file_span(t, dl.file) if dl.file is not None else (0, t.n)
+    if dl.kind == "pred":
+        text = Render({}, {}).tree(dl.where)
+        if native and dl.file is not None:   # the mirror has no files: the member's positions
+            text = "d.rowid >= %d AND d.rowid < %d AND (%s)" % (span[0], span[1], text)
+        return "DELETE FROM %s AS d WHERE %s" % (t.nat_name if native else member_name(t, dl.file), text), \
+            dict(dl.params)
+    ps = deletion_positions(t, dl)
+    if native:
+        return "DELETE FROM %s WHERE rowid IN (SELECT value FROM json_each(?))" % t.nat_name, (json.dumps(ps),)
+    name = member_name(t, dl.file)
+    n = span[1] - span[0]
+    ps = [p - span[0] for p in ps]
+    if dl.form == "json":
+        return "DELETE FROM %s WHERE rowid IN (SELECT value FROM json_each(?))" % name, (json.dumps(ps),)
+    if dl.form == "rows":
+        return "DELETE FROM %s WHERE _rows = ?" % name, (
+            struct.pack("<%dq" % len(ps), *[p - n if dl.neg else p for p in ps]),)
+    if dl.form == "mask":
+        mask = bytearray(n)
+        for p in ps:
+            mask[p] = 1 + p % 255     # any nonzero byte selects
+        return "DELETE FROM %s WHERE _mask = ?" % name, (bytes(mask),)
+    if dl.form == "between" and ps:
+        return "DELETE FROM %s WHERE rowid BETWEEN %d AND %d" % (name, ps[0], ps[-1]), ()
+    return "DELETE FROM %s WHERE rowid IN (%s)" % (name, ", ".join(map(str, ps))), ()
+
+
+def txn_actions(t, txn):
+    """One DELETE transaction of t (BEGIN ... COMMIT, or a statement in
+    autocommit)."""
+    begin, steps = txn
+    acts = [("delete", t.key) + deletion_sql(t, dl, False) + deletion_sql(t, dl, True) for dl in steps]
+    return [("sql", "BEGIN", ())] + acts + [("sql", "COMMIT", ())] if begin else acts
+
+
+def member_actions(t):
+    """Member mode: the deletions through tables over single files of a
+    dataset (which is read-only), so that the dataset opens files with
+    deletions."""
+    acts = [("sql", "CREATE VIRTUAL TABLE IF NOT EXISTS %s USING colstore('%s')" % (
+        member_name(t, f), store_path(t, f)), ()) for f in sorted({dl.file for _, steps in t.dels for dl in steps})]
+    for txn in t.dels:
+        acts += txn_actions(t, txn)
+    return acts
+
+
+def pending_end(tables, keys=("T", "U")):
+    """'COMMIT' or 'ROLLBACK', the statement that ends the pending
+    deletions of the tables keys when they are still open, else None."""
+    for k in keys:
+        t = tables[k]
+        if t.del_mode == "pending" and t.dels and not t.closed:
+            return t.pending[0].upper()
+    return None
+
+
+def delete_actions(tables, keys):
+    """The committed deletions of the tables keys, then the pending ones in
+    one transaction (one connection has one), ended when the case's query
+    comes after its end."""
+    acts = []
+    for k in keys:
+        if tables[k].del_mode == "committed":
+            for txn in tables[k].dels:
+                acts += txn_actions(tables[k], txn)
+    pend = [tables[k] for k in keys if tables[k].del_mode == "pending" and tables[k].dels]
+    if pend:
+        acts.append(("sql", "BEGIN  -- pending deletions: what follows runs inside this transaction", ()))
+        for t in pend:
+            acts += [a for _, steps in t.dels for a in txn_actions(t, (False, steps))]
+        if pend[0].closed:
+            acts.append(("sql", "%s  -- the pending deletions end" % pend[0].pending[0].upper(), ()))
+    return acts
+
+
+def record_spans(t, upto):
+    """[lo, hi) of every record holding rows ..upto of t: a commit writes a
+    record per RECORD_ROWS rows."""
+    out = []
+    for f in range(len(t.file_kinds)):
+        for g in groups(t, f):
+            g = [i for i in g if i < upto]
+            for k in range(0, len(g), cstest.RECORD_ROWS):
+                out.append((g[k], g[min(len(g), k + cstest.RECORD_ROWS) - 1] + 1))
+    return out
+
+
+def draw_deletion(rng, t, lo, hi, spans, pred, file=None):
+    """One DELETE among positions [lo, hi) of t: a scattering of rows, a run
+    (a record, across a record edge), or a predicate (when pred)."""
+    r = rng.random()
+    if pred and r < 0.25:
+        # A member's rowid is its position in the file, not in the mirror:
+        # no rowid terms there.
+        gen = Gen(rng, {"T": t, "U": t}, [])
+        sc = base_scope("d", t)
+        sc.rowid = sc.rowid if file is None else None
+        where = gen.where([sc], [], 2, 2) if rng.random() < 0.3 else gen.atom([sc], [], 2)
+        return Deletion("pred", where=where, params=gen.params, file=file)
+    m = hi - lo
+    inside = [sp for sp in spans if lo <= sp[0] and sp[1] <= hi]
+    if r < 0.6:
+        style = rng.choice(["scatter", "scatter", "stride", "edges"])
+        if style == "scatter":
+            idx = rng.sample(range(lo, hi), min(m, rng.choice([1, 1, 2, 5, 20, 100, max(1, m // 10), max(1, m // 2)])))
+        elif style == "stride":       # every k-th row: masks and vectors half full
+            step = rng.choice([2, 3, 7, 64, 1000])
+            idx = list(range(lo + rng.randrange(step), hi, step))
+        else:                         # the first and last rows of records
+            edges = sorted({p for a, b in inside for p in (a, b - 1)}) or [lo, hi - 1]
+            idx = rng.sample(edges, rng.randint(1, len(edges)))
+        form = rng.choice(["in", "json", "rows", "mask"])
+        return Deletion("rows", rows=list(dict.fromkeys(t.orig[i] for i in idx)), form=form,
+                        neg=form == "rows" and rng.random() < 0.3, file=file)
+    style = rng.choice(["record", "record", "edge", "edge", "edge", "random", "random", "all"])
+    starts = [a for a, _ in inside if a > lo]
+    if style == "record" and inside:
+        a, b = rng.choice(inside)
+        b -= 1
+    elif style == "edge" and starts:
+        e = rng.choice(starts)
+        a = max(lo, e - rng.choice([1, 2, 300, 5000]))
+        b = min(hi - 1, e + rng.choice([0, 1, 300, 5000]))
+    elif style == "all":
+        a, b = lo, hi - 1
+    else:
+        a = rng.randrange(lo, hi)
+        b = min(hi - 1, a + rng.choice([0, 1, 10, 1000, 70000]))
+    return Deletion("run", rows=(t.orig[a], t.orig[b]), file=file,
+                    form=rng.choice(["between", "between", "in", "json", "rows", "mask"]))
+
+
+def draw_deletions(seed, round_no, tables, n_queries, force=None):
+    """The deletion plans of a round's tables, from their own random stream
+    (so that the tables and queries a seed draws are what they were before
+    deletions existed); force: a table that must delete (the self-test)."""
+    rng = random.Random("fuzz_sql deletes %d/%d" % (seed, round_no))
+    appends = any(t.late for t in tables.values())
+    end = (rng.choice(["commit", "rollback"]), rng.randint(1, n_queries - 1))
+    for key in ("T", "U"):
+        t = tables[key]
+        upto = t.late[0] if t.late else t.n     # the rows there are when the deletions run
+        if not upto or (rng.random() >= P_DELETE[key] and key != force):
+            continue
+        if t.build == "dataset":
+            mode = "member"
+        else:
+            mode = "pending" if not appends and rng.random() < 0.4 else "committed"
+        spans = record_spans(t, upto)
+        files = [f for f in range(len(t.file_kinds)) if file_span(t, f)[0] < min(upto, file_span(t, f)[1])]
+        dels = []
+        for _ in range(1 if mode == "pending" else rng.choice([1, 1, 2, 3])):
+            steps = []
+            for _ in range(rng.choice([1, 1, 2, 3])):
+                if mode == "member":
+                    f = rng.choice(files)
+                    lo, hi = file_span(t, f)
+                    steps.append(draw_deletion(rng, t, lo, min(hi, upto), spans, not t.late, f))
+                else:
+                    steps.append(draw_deletion(rng, t, 0, upto, spans, not t.late))
+            dels.append((len(steps) > 1 or rng.random() < 0.3, steps))
+        t.dels, t.del_mode, t.pending = dels, mode, end if mode == "pending" else None
+        if key == force:
+            # A row no rows/run deletion names (a predicate might: then the
+            # DELETE's changes() differ, which is noticed as well).
+            named = {p for _, steps in dels for dl in steps if dl.kind != "pred" for p in deletion_positions(t, dl)}
+            free = [i for i in range(upto) if i not in named] or list(range(upto))
+            t.fault_del = t.orig[rng.choice(free)]
 
 
 # ------------------------------------------------------------------ queries
@@ -1611,7 +1956,16 @@ def draw_round(seed, round_no, opts, rt):
         rt.expect(t)
         if t.late:
             t.late = (t.late[0], rng.randint(1, n_queries - 1), t.late[2])
-    if opts.self_test and round_no == opts.start_round:
+    # The planted round of --self-test deletes nothing (a deleted row could
+    # take the wrong value with it); --self-test-delete's deletes from T
+    # (U when T is empty) and deletes one more row from the mirror only.
+    planted = opts.self_test and round_no == opts.start_round
+    force = None
+    if planted and opts.self_test == "delete":
+        force = "T" if tables["T"].n else "U" if tables["U"].n else None
+    if not (planted and opts.self_test == "value"):
+        draw_deletions(seed, round_no, tables, n_queries, force)
+    if planted and opts.self_test == "value":
         t = tables["T"]
         if t.n == 0:
             t = tables["U"]
@@ -1626,8 +1980,17 @@ def draw_round(seed, round_no, opts, rt):
 
 
 def visible(tables, q):
-    """The tables as query q of the round sees them (appends before it done)."""
-    return {k: t.before(t.late[0]) if t.late and q < t.late[1] else t for k, t in tables.items()}
+    """The tables as query q of the round sees them (appends before it
+    done, a pending transaction that ends before it ended)."""
+    out = {}
+    for k, t in tables.items():
+        if t.late and q < t.late[1]:
+            t = t.before(t.late[0])
+        if t.pending and q >= t.pending[1] and not t.closed:
+            t = t.copy()
+            t.closed = True
+        out[k] = t
+    return out
 
 
 def queries_in_round(seed, round_no):
@@ -1646,39 +2009,45 @@ def reset_config(con):
 
 
 def build_case(con, d, config, tables):
+    """Builds the tables and runs their deletions (DeleteMismatch when a
+    DELETE's changes() differ)."""
     reset_config(con)
-    acts = config_actions(config)
-    for k in ("T", "U"):
-        acts += build_actions(tables[k])
+    acts = case_actions(config, tables)
     run_actions(con, acts, d)
     return acts
 
 
 def check_contents(con, tables):
-    """The independent check: colstore holds what the conversions promise."""
+    """The independent check: colstore holds what the conversions promise,
+    at the positions the mirror still holds after the deletions."""
     problems = []
     for t in tables.values():
         cols = ", ".join(c.name for c in t.cols)
         got = con.execute("SELECT rowid, %s FROM %s ORDER BY rowid" % (cols, t.cs_name)).fetchall()
-        want = [(i,) + r for i, r in enumerate(t.exps)]
+        live = [r[0] for r in con.execute("SELECT rowid FROM %s ORDER BY rowid" % t.nat_name)]
+        want = [(i,) + t.exps[i] for i in live]
         if not same_rows(want, got, True):
-            for i, (w, g) in enumerate(zip(want, got)):
+            for w, g in zip(want, got):
                 if repr(w) != repr(g):
-                    raw = t.raws[i] if i < t.n else None
-                    problems.append("%s row %d: inserted %r, expected %r, colstore has %r"
-                                    % (t.cs_name, i, raw, w[1:], g[1:]))
+                    problems.append("%s row %d: inserted %r, expected %r, colstore has %s" % (
+                        t.cs_name, w[0], t.raws[w[0]], w[1:], repr(g[1:]) if g[0] == w[0] else "row %r" % (g,)))
                     break
             else:
                 problems.append("%s: %d rows, expected %d" % (t.cs_name, len(got), len(want)))
-        problems += check_info(con, t)
+        problems += check_info(con, t, len(live))
     return problems
 
 
-def check_info(con, t):
+def check_info(con, t, live):
+    """colstore_info against the rows drawn: live of t.n positions live."""
     info = json.loads(con.execute("SELECT colstore_info(?)", (t.cs_name,)).fetchone()[0])
     out = []
-    if info["rows"] != t.n:
-        out.append("%s: colstore_info rows %d, expected %d" % (t.cs_name, info["rows"], t.n))
+    # colstore_info reads the committed snapshot, not this connection's
+    # pending deletions: its live count is checked outside a transaction.
+    if info["rows"] != live and not con.in_transaction:
+        out.append("%s: colstore_info rows %d, expected %d" % (t.cs_name, info["rows"], live))
+    if info["positions"] != t.n:
+        out.append("%s: colstore_info positions %d, expected %d" % (t.cs_name, info["positions"], t.n))
     n_files = len(t.file_kinds)
     want_records = 0
     for f in range(n_files):
@@ -1687,6 +2056,9 @@ def check_info(con, t):
     if info["records"] != want_records:
         out.append("%s: colstore_info records %d, expected %d (%d commits)" % (
             t.cs_name, info["records"], want_records, len(set(t.tags))))
+    # A deletion writes deletion vectors, no records; and the column stats
+    # describe every position, deleted or not (core/colstore.h): all of
+    # them hold for every row drawn, as without deletions.
     for c, (col, ci) in enumerate(zip(t.cols, info["columns"])):
         vals = [r[c] for r in t.exps]
         nonnull = [v for v in vals if v is not None]
@@ -1807,6 +2179,55 @@ def select_variants(s):
             yield with_(ctes=s.ctes[:i] + [(name, v)] + s.ctes[i + 1:])
 
 
+def deletion_variants(t):
+    """Smaller deletion plans of table t (new Tables), the biggest cuts first."""
+    if not t.dels:
+        return
+
+    def with_(dels, **kw):
+        t2 = t.copy()
+        t2.dels = dels
+        t2.__dict__.update(kw)
+        return t2
+    yield with_([], del_mode=None, pending=None, closed=False)
+    if t.del_mode == "pending":
+        yield with_(t.dels, del_mode="committed", pending=None, closed=False)
+    if len(t.dels) > 1:
+        yield with_([(True, [dl for _, steps in t.dels for dl in steps])])
+        for i in range(len(t.dels)):
+            yield with_(t.dels[:i] + t.dels[i + 1:])
+    for i, (begin, steps) in enumerate(t.dels):
+        def put(txn):
+            return with_(t.dels[:i] + [txn] + t.dels[i + 1:])
+        if begin and len(steps) == 1 and t.del_mode != "pending":
+            yield put((False, steps))
+        if len(steps) > 1:
+            for j in range(len(steps)):
+                yield put((begin, steps[:j] + steps[j + 1:]))
+        for j, dl in enumerate(steps):
+            for v in step_variants(dl):
+                yield put((begin, steps[:j] + [v] + steps[j + 1:]))
+
+
+def step_variants(dl):
+    """Smaller versions of one DELETE: fewer rows, a simpler spelling."""
+    if dl.kind == "pred":
+        for v in tree_variants(dl.where):
+            if v is not None:
+                yield dl.with_(where=v)
+        return
+    simplest = "between" if dl.kind == "run" else "in"
+    if dl.form != simplest or dl.neg:
+        yield dl.with_(form=simplest, neg=False)
+    if dl.kind == "rows" and len(dl.rows) > 1:
+        for part in halves(dl.rows):
+            yield dl.with_(rows=part)
+    if dl.kind == "run" and dl.rows[0] < dl.rows[1]:
+        lo, hi = dl.rows
+        yield dl.with_(rows=(lo, (lo + hi) // 2))
+        yield dl.with_(rows=((lo + hi) // 2 + 1, hi))
+
+
 def halves(xs):
     k = len(xs) // 2
     return [xs[:k], xs[k:]]
@@ -1860,29 +2281,37 @@ class Shrinker:
         c.tables[key] = table
         return c
 
-    def rows(self, case):
-        for key in ("T", "U"):
-            changed = True
-            while changed and time.monotonic() < self.end:
-                changed = False
-                t = case.tables[key]
-                for lo, hi in row_cuts(t.n):
-                    cand = self.with_table(case, key, t.subset([i for i in range(t.n) if not lo <= i < hi]))
-                    if self.fails(cand):
-                        case, changed = cand, True
-                        break
-        return case
-
-    def query(self, case):
+    def greedy(self, case, candidates):
+        """Takes the first of candidates(case) that still fails, and again
+        from there, until none does."""
         changed = True
         while changed and time.monotonic() < self.end:
             changed = False
-            for v in select_variants(case.query):
-                c = copy.copy(case)
-                c.query = v
-                if self.fails(c):
-                    case, changed = c, True
+            for cand in candidates(case):
+                if self.fails(cand):
+                    case, changed = cand, True
                     break
+        return case
+
+    def rows(self, case):
+        for key in ("T", "U"):
+            case = self.greedy(case, lambda c: (
+                self.with_table(c, key, c.tables[key].subset([i for i in range(c.tables[key].n) if not lo <= i < hi]))
+                for lo, hi in row_cuts(c.tables[key].n)))
+        return case
+
+    def query(self, case):
+        def variants(c):
+            for v in select_variants(c.query):
+                c2 = copy.copy(c)
+                c2.query = v
+                yield c2
+        return self.greedy(case, variants)
+
+    def deletions(self, case):
+        for key in ("T", "U"):
+            case = self.greedy(case, lambda c: (self.with_table(c, key, t2)
+                                                for t2 in deletion_variants(c.tables[key])))
         return case
 
     def layout(self, case):
@@ -1900,6 +2329,9 @@ class Shrinker:
                     if t.build != "dataset":
                         continue
                     t2.build, t2.file_kinds, t2.tags = "insert", ["insert"], [(0, s) for _, s in t.tags]
+                    if t.del_mode == "member":   # the same deletions on the one table
+                        t2.del_mode = "committed"
+                        t2.dels = [(b, [dl.with_(file=None) for dl in steps]) for b, steps in t.dels]
                 elif attempt == "insert":
                     if t.build != "create":
                         continue
@@ -1907,10 +2339,12 @@ class Shrinker:
                 cand = self.with_table(case, key, t2)
                 if self.fails(cand):
                     case = cand
-            # columns no alias of this table names
-            sql = render(case, {"T": "colstore", "U": "colstore"})[0]
+            # columns no alias of this table names, nor its DELETE predicates (alias d)
+            preds = [Render({}, {}).tree(dl.where) for _, steps in case.tables[key].dels for dl in steps
+                     if dl.kind == "pred"]
+            sql = " ".join([render(case, {"T": "colstore", "U": "colstore"})[0]] + preds)
             aliases = sorted({r.alias for sel in walk_selects(case.query) for r in sel.frm
-                              if r.kind == "table" and r.key == key})
+                              if r.kind == "table" and r.key == key} | ({"d"} if preds else set()))
             c = len(case.tables[key].cols) - 1
             while c >= 0:
                 t = case.tables[key]
@@ -1932,9 +2366,11 @@ class Shrinker:
     def run(self, case):
         case = self.rows(case)
         case = self.query(case)
+        case = self.deletions(case)
         case = self.layout(case)
         case = self.rows(case)
         case = self.query(case)
+        case = self.deletions(case)
         return case
 
 
@@ -1942,9 +2378,9 @@ class Shrinker:
 
 def repro_script(case, module):
     """A self-contained python snippet that shows the failure."""
-    acts = config_actions(case.config)
-    for k in case.keys() or ["T"]:
-        acts += build_actions(case.tables[k])
+    # (a table with deletions too: its DELETE may be what fails)
+    keys = sorted(set(case.keys()) | {k for k, t in case.tables.items() if t.dels}) or ["T"]
+    acts = case_actions(case.config, case.tables, keys)
     mapping = case.mappings()[0]
     cs_sql, cs_params, cs_setup = render(case, mapping[1])
     n_sql, n_params, n_setup = render(case, {"T": "native", "U": "native"})
@@ -1962,6 +2398,16 @@ def repro_script(case, module):
         "def x(sql, *a):",
         "    return con.execute(sql.replace('%DIR%', D), *a)",
     ]
+    if any(a[0] == "delete" for a in acts):
+        lines += [
+            "def delete_both(colstore_sql, colstore_params, native_sql, native_params):",
+            "    # the same DELETE on colstore and on its native mirror: the same rows must go",
+            "    x(colstore_sql, colstore_params)",
+            "    got = x('SELECT changes()').fetchone()[0]",
+            "    x(native_sql, native_params)",
+            "    want = x('SELECT changes()').fetchone()[0]",
+            "    assert got == want, 'DELETE changed %d rows on colstore, %d on native' % (got, want)",
+        ]
     lines += script_lines(acts)
     for sql, rows in n_setup + cs_setup:
         if rows is None:
@@ -1991,12 +2437,15 @@ def repro_script(case, module):
 
 def build_script_if_small(case, limit=60):
     if all(t.n <= limit for t in case.tables.values()):
-        acts = config_actions(case.config)
-        for k in ("T", "U"):
-            acts += build_actions(case.tables[k])
-        return "\n".join(script_lines(acts))
+        return "\n".join(script_lines(case_actions(case.config, case.tables)))
     return "(%s; the shrunk reproduction below builds a small one)" % "; ".join(
         "%s %d rows" % (t.cs_name, t.n) for t in case.tables.values())
+
+
+def clip(text, most=2000):
+    """text, cut to its first most characters (a DELETE's list of positions
+    or a _mask may run to megabytes; the reproduction holds them whole)."""
+    return text if text is None or len(text) <= most else "%s... (%d characters)" % (text[:most], len(text))
 
 
 def describe_failure(case, out, opts):
@@ -2008,9 +2457,10 @@ def describe_failure(case, out, opts):
     lines += ["table " + t.describe() for t in case.tables.values()]
     lines += ["build:", build_script_if_small(case)]
     lines += ["variant: %s" % out.variant,
-              "colstore query: %s" % out.sql,
-              "native query:   %s" % out.native_sql,
-              "params: %s" % (", ".join("%s=%s" % (k, show(v)) for k, v in sorted((out.params or {}).items()))
+              "colstore query: %s" % clip(out.sql),
+              "native query:   %s" % clip(out.native_sql),
+              "params: %s" % (", ".join("%s=%s" % (k, clip(show(v), 300))
+                                        for k, v in sorted((out.params or {}).items()))
                               or "()"),
               out.detail]
     return "\n".join(lines)
@@ -2023,11 +2473,19 @@ class Stats:
         self.queries = self.nonempty = self.rows = self.skipped = self.tables = self.rounds = self.slow = 0
         self.failures = []        # (round, query, kind, first line)
         self.by_shape = {}
+        self.deleting = {}        # deletion mode: tables built with it
+        self.deletes = 0          # DELETE statements compared
+        self.on_deleted = 0       # queries naming a table with deletions
 
     def line(self):
+        dels = ""
+        if self.deleting:
+            dels = "; deletions on %d tables (%s), %d DELETEs, %d queries over them" % (
+                sum(self.deleting.values()), ", ".join("%s %d" % kv for kv in sorted(self.deleting.items())),
+                self.deletes, self.on_deleted)
         return ("%d queries (%d with rows, %d rows compared, %d skipped, %d slow), %d rounds, %d tables, "
-                "%d failure(s)" % (self.queries, self.nonempty, self.rows, self.skipped, self.slow, self.rounds,
-                                   self.tables, len(self.failures)))
+                "%d failure(s)%s" % (self.queries, self.nonempty, self.rows, self.skipped, self.slow, self.rounds,
+                                     self.tables, len(self.failures), dels))
 
 
 def warm_up(con, case):
@@ -2036,24 +2494,35 @@ def warm_up(con, case):
         con.execute("SELECT count(*) FROM %s" % case.tables[k].cs_name).fetchall()
 
 
-def in_process_check(opts):
-    """A check(case) -> kind that builds the case in this process and runs
-    the query twice: on tables no statement has read yet, and again after
-    one has (the fuzzing loop reads every table before its queries)."""
-    def check(case):
-        d = tempfile.mkdtemp(prefix="colstore-fuzz-shrink-")
-        con = connect()
+def replay(case, prefix):
+    """The Outcome of a case built in a fresh directory and connection:
+    its query runs twice, on tables no statement has read yet and again
+    after one has (the fuzzing loop reads every table before its queries);
+    a DELETE of the build that differs is the outcome 'changes'."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    con = connect()
+    try:
         try:
             build_case(con, d, case.config, case.tables)
-            kind = check_query(con, case, reprepare=True).kind
-            if kind in ("ok", "skip"):
-                warm_up(con, case)
-                kind = check_query(con, case, reprepare=True).kind
-            return kind
-        finally:
-            con.close()
-            shutil.rmtree(d, ignore_errors=True)
-    return check
+        except DeleteMismatch as e:
+            return e.outcome()
+        out = check_query(con, case, reprepare=True)
+        if out.kind in ("ok", "skip"):
+            warm_up(con, case)
+            out = check_query(con, case, reprepare=True)
+        return out
+    finally:
+        con.close()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def in_process_check(opts):
+    """A check(case) -> kind that replays the case in this process."""
+    return lambda case: replay(case, "colstore-fuzz-shrink-").kind
+
+
+# --replay-file's exit status per outcome (2: the tool failed).
+REPLAY_CODES = {"ok": 0, "tool": 2, "mismatch": 3, "error": 4, "skip": 5, "changes": 6}
 
 
 def subprocess_check(opts):
@@ -2069,7 +2538,7 @@ def subprocess_check(opts):
                                env=child_env(opts))
             if p.returncode < 0:
                 return "crash"
-            return {0: "ok", 2: "tool", 3: "mismatch", 4: "error", 5: "skip"}.get(p.returncode, "abort")
+            return {c: k for k, c in REPLAY_CODES.items()}.get(p.returncode, "abort")
         except subprocess.TimeoutExpired:
             return "hang"
         finally:
@@ -2123,6 +2592,13 @@ def apply_appends(con, d, full, q):
             run_actions(con, mirror, d)
 
 
+def count_query(key):
+    """SELECT count(*) over table key: the query of a failed DELETE."""
+    s = Select()
+    s.items, s.frm, s.agg = [Leaf("count(*)")], [Ref("table", key.lower() + "1", key=key)], True
+    return s
+
+
 class Fuzzer:
     """The loop's state: options, counters, how many failures were shrunk."""
 
@@ -2143,6 +2619,7 @@ class Fuzzer:
             stats.failures.append((case.round_no, case.query_no, "tool", "tool error"))
             return False
         stats.queries += 1
+        stats.on_deleted += any(case.tables[k].dels for k in case.keys())
         if out.kind in ("skip", "slow"):
             stats.skipped += 1
             if out.kind == "slow":
@@ -2154,27 +2631,70 @@ class Fuzzer:
         stats.rows += out.n_rows
         if out.kind not in ("mismatch", "error"):
             return False
+        return self.report(case, out, note)
+
+    def report(self, case, out, note):
+        """A failure: described, booked and shrunk; True: stop the run."""
+        opts, log = self.opts, self.log
         case.only = out.variant
         log(describe_failure(case, out, opts) + note)
-        stats.failures.append((case.round_no, case.query_no, out.kind, out.detail.split("\n")[0]))
+        self.stats.failures.append((case.round_no, case.query_no, out.kind, out.detail.split("\n")[0]))
         if self.n_shrunk < opts.max_shrinks:
             self.n_shrunk += 1
             shrink_and_report(case, out.kind, in_process_check(opts), opts, log)
         return opts.stop_on_failure
 
+    def after_change(self, con, round_no, q, config, tables, recent, what):
+        """After the tables changed before query q (the build, an append,
+        the end of pending deletions): their contents, then the last
+        queries again, whose statements python reuses, prepared (and
+        planned) before the change; True: stop."""
+        opts, stats, log = self.opts, self.stats, self.log
+        for p in ([] if opts.self_test else check_contents(con, tables)):
+            log("CONTENT: seed %d round %d after %s, before query %d: %s" % (opts.seed, round_no, what, q, p))
+            stats.failures.append((round_no, q, "content", p))
+        for k, query, params in recent:
+            note = "\n(query %d of the round run again after %s: its statement was prepared before)" % (k, what)
+            if self.judge(con, Case(opts.seed, round_no, q, config, tables, query, params), note):
+                return True
+        return False
+
+    def end_pending(self, con, round_no, q, config, full, tables, recent):
+        """Ends the round's pending deletions before query q, then compares
+        again; (the tables after it, stop the run?), tables None when the
+        end failed (the round cannot go on)."""
+        ending = pending_end(tables)
+        try:
+            con.execute(ending)
+        except sqlite3.Error as e:
+            self.log("%s FAILURE: seed %d round %d before query %d: %s: %s" % (
+                ending, self.opts.seed, round_no, q, getattr(e, "sqlite_errorname", ""), e))
+            self.stats.failures.append((round_no, q, "build", str(e)))
+            return None, False
+        tables = visible(full, q)
+        return tables, self.after_change(con, round_no, q, config, tables, recent,
+                                         "the pending deletions ended with " + ending)
+
     def round(self, round_no, end):
-        """One round: build, check the contents, run its queries; True: stop."""
+        """One round: build (and delete), check the contents, run its
+        queries; True: stop."""
         opts, stats, log = self.opts, self.stats, self.log
         rt = self.__dict__.setdefault("rt", Roundtrip())
         config, full = draw_round(opts.seed, round_no, opts, rt)
         tables = visible(full, 0)
         d = tempfile.mkdtemp(prefix="colstore-fuzz-")
         con = connect()
-        recent = []               # the last queries, run again after an append
+        recent = []               # the last queries, run again after the tables changed
         try:
             beat("%d -1" % round_no)
             try:
                 build_case(con, d, config, tables)
+            except DeleteMismatch as e:
+                # Reported and shrunk like a query's failure, with a query
+                # of the table that deleted (--replay-round R --replay-query
+                # -1 fails the same way, whatever query it draws).
+                return self.report(Case(opts.seed, round_no, -1, config, tables, count_query(e.act[1]), {}),
+                                   e.outcome(), "")
             except sqlite3.Error as e:
                 log("BUILD FAILURE: seed %d round %d: %s: %s\n%s" % (
                     opts.seed, round_no, getattr(e, "sqlite_errorname", ""), e,
@@ -2183,9 +2703,12 @@ class Fuzzer:
                 return False
             stats.rounds += 1
             stats.tables += 2
-            for p in ([] if opts.self_test else check_contents(con, tables)):
-                log("CONTENT: seed %d round %d: %s" % (opts.seed, round_no, p))
-                stats.failures.append((round_no, -1, "content", p))
+            for t in tables.values():
+                if t.dels:
+                    stats.deleting[t.del_mode] = stats.deleting.get(t.del_mode, 0) + 1
+                    stats.deletes += sum(len(steps) for _, steps in t.dels)
+            if self.after_change(con, round_no, 0, config, tables, [], "the build"):
+                return True
             for q in range(queries_in_round(opts.seed, round_no)):
                 if (opts.queries and stats.queries >= opts.queries) or (end and time.monotonic() > end):
                     break
@@ -2199,17 +2722,12 @@ class Fuzzer:
                             opts.seed, round_no, q, getattr(e, "sqlite_errorname", ""), e))
                         stats.failures.append((round_no, q, "build", str(e)))
                         return False
-                    for p in ([] if opts.self_test else check_contents(con, tables)):
-                        log("CONTENT: seed %d round %d after the append before query %d: %s" % (
-                            opts.seed, round_no, q, p))
-                        stats.failures.append((round_no, q, "content", p))
-                    # The same texts again: python reuses their statements,
-                    # prepared (and planned) before the table grew.
-                    for k, query, params in recent:
-                        note = "\n(query %d of the round run again after rows were appended: its statement was " \
-                               "prepared before)" % k
-                        if self.judge(con, Case(opts.seed, round_no, q, config, tables, query, params), note):
-                            return True
+                    if self.after_change(con, round_no, q, config, tables, recent, "rows were appended"):
+                        return True
+                if pending_end(tables) and any(t.pending and t.pending[1] == q for t in full.values()):
+                    tables, stop = self.end_pending(con, round_no, q, config, full, tables, recent)
+                    if stop or tables is None:
+                        return stop
                 try:
                     query, params = draw_query(opts.seed, round_no, q, tables, opts)
                 except Exception:   # the tool's own bug: say so, keep fuzzing
@@ -2220,6 +2738,13 @@ class Fuzzer:
                 if self.judge(con, Case(opts.seed, round_no, q, config, tables, query, params)):
                     return True
                 recent = (recent + [(q, query, params)])[-5:]
+            if pending_end(tables):
+                # The budget ran out inside the pending transaction: end it
+                # anyway, so that every such round compares after its end.
+                q_end = max(t.pending[1] for t in full.values() if t.pending)
+                tables, stop = self.end_pending(con, round_no, q_end, config, full, tables, recent)
+                if stop or tables is None:
+                    return stop
         finally:
             con.close()
             shutil.rmtree(d, ignore_errors=True)
@@ -2252,19 +2777,9 @@ def replay_file(opts):
     """--replay-file: build a pickled case, run its query; the exit code says how it went."""
     with open(opts.replay_file, "rb") as f:
         case = pickle.load(f)
-    d = tempfile.mkdtemp(prefix="colstore-fuzz-replay-")
-    con = connect()
-    try:
-        build_case(con, d, case.config, case.tables)
-        out = check_query(con, case, reprepare=True)
-        if out.kind in ("ok", "skip"):
-            warm_up(con, case)
-            out = check_query(con, case, reprepare=True)
-        print(out.kind, out.detail)
-        return {"ok": 0, "mismatch": 3, "error": 4, "skip": 5}[out.kind]
-    finally:
-        con.close()
-        shutil.rmtree(d, ignore_errors=True)
+    out = replay(case, "colstore-fuzz-replay-")
+    print(out.kind, out.detail)
+    return REPLAY_CODES[out.kind]
 
 
 def rebuild_case(opts, round_no, query_no):
@@ -2294,7 +2809,8 @@ def supervise(opts):
             argv += ["--queries", str(opts.queries)] if opts.queries else []
             argv += [a for s in opts.skip for a in ("--skip", s)]
             argv += (["--out", opts.out] if opts.out else []) + (["--verbose"] if opts.verbose else [])
-            argv += (["--small"] if opts.small else []) + (["--self-test"] if opts.self_test else [])
+            argv += (["--small"] if opts.small else []) + (
+                ["--self-test" + ("-delete" if opts.self_test == "delete" else "")] if opts.self_test else [])
             argv += ["--stop-on-failure"] if opts.stop_on_failure else []
             if os.path.exists(progress):
                 os.unlink(progress)
@@ -2363,7 +2879,10 @@ def parse_args(argv):
     p.add_argument("--module", default=cstest.MODULE, help="the colstore module, without .so")
     p.add_argument("--skip", action="append", default=[], choices=ALL_SHAPES, help="skip a known bug's shape")
     p.add_argument("--skip-known", action="store_true", help="skip every shape in KNOWN_SHAPES")
-    p.add_argument("--self-test", action="store_true", help="plant a wrong mirror value; the run must fail")
+    p.add_argument("--self-test", action="store_const", const="value", dest="self_test",
+                   help="plant a wrong mirror value; the run must fail")
+    p.add_argument("--self-test-delete", action="store_const", const="delete", dest="self_test",
+                   help="delete one row from the mirror only; the run must fail")
     p.add_argument("--out", default=None, help="write each shrunk reproduction to this directory")
     p.add_argument("--max-shrinks", type=int, default=5, help="shrink at most this many failures")
     p.add_argument("--shrink-seconds", type=float, default=240)
@@ -2407,11 +2926,8 @@ def main_(argv=None):
         return replay_file(opts)
     if opts.replay_round is not None:
         case = rebuild_case(opts, opts.replay_round, opts.replay_query or 0)
-        d = tempfile.mkdtemp(prefix="colstore-fuzz-")
-        con = connect()
-        build_case(con, d, case.config, case.tables)
-        out = check_query(con, case)
-        if out.kind in ("mismatch", "error"):
+        out = replay(case, "colstore-fuzz-")
+        if out.kind in ("mismatch", "error", "changes"):
             case.only = out.variant
             print(describe_failure(case, out, opts))
             shrink_and_report(case, out.kind, in_process_check(opts), opts, print)
@@ -2427,10 +2943,11 @@ def main_(argv=None):
     stats = fuzz(opts, log=lambda s: print(s, flush=True))
     print("fuzz_sql: seed %d: %s in %.0f s" % (opts.seed, stats.line(), getattr(stats, "seconds", 0)), flush=True)
     if opts.self_test:
+        what = "the wrong mirror value" if opts.self_test == "value" else "the row deleted from the mirror only"
         if stats.failures:
-            print("fuzz_sql: self-test passed: the wrong mirror value was found")
+            print("fuzz_sql: self-test passed: %s was found" % what)
             return 0
-        print("fuzz_sql: self-test FAILED: a wrong mirror value went unnoticed")
+        print("fuzz_sql: self-test FAILED: %s went unnoticed" % what)
         return 1
     if stats.queries >= 200 and stats.nonempty < 0.3 * (stats.queries - stats.skipped):
         print("fuzz_sql: too few queries returned rows (%d of %d): the comparison is too weak"

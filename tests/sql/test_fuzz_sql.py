@@ -14,8 +14,12 @@ parameters, both answers and a shrunk python reproduction.
 It runs in this process (no supervising child): a crash fails the test by
 itself.  A short self-test plants one wrong value in the mirror and requires
 the tester to notice and shrink it, so that the suite cannot pass because
-the comparison compares nothing; the real run must also see rows from a
-fair share of its queries (about half return rows).
+the comparison compares nothing; a second deletes one row from the mirror
+only, in a round that deletes rows, so that it cannot pass because rows
+deleted on one side go unnoticed; the real run must also see rows from a
+fair share of its queries (about half return rows).  Some of its rounds
+delete rows (committed, pending while queries run, through a dataset's
+member file); its last line says how many.
 """
 import os
 import sys
@@ -48,15 +52,25 @@ def options(*extra):
 
 class FuzzSql(unittest.TestCase):
 
-    def test_self_test_finds_a_wrong_mirror_value(self):
-        opts = options("--seed", str(SEED), "--queries", "300", "--self-test")
+    def planted(self, flag, what, marker):
+        """Runs a self-test: the planted fault must be found and shrunk."""
+        opts = options("--seed", str(SEED), "--queries", "300", flag)
         opts.shrink_seconds = 30
         lines = []
         stats = fuzz_sql.fuzz(opts, log=lines.append)
-        self.assertTrue(stats.failures, "a wrong value in the mirror went unnoticed for %d queries" % stats.queries)
+        self.assertTrue(stats.failures, "%s went unnoticed for %d queries" % (what, stats.queries))
         text = "\n".join(lines)
         self.assertIn("minimal reproduction", text, "no shrunk reproduction was printed")
-        self.assertIn("self-test: a wrong mirror value", text, "the failure found is not the planted one:\n" + text)
+        self.assertIn(marker, text, "the failure found is not the planted one:\n" + text)
+        return text
+
+    def test_self_test_finds_a_wrong_mirror_value(self):
+        self.planted("--self-test", "a wrong value in the mirror", "self-test: a wrong mirror value")
+
+    def test_self_test_finds_a_row_deleted_from_the_mirror_only(self):
+        text = self.planted("--self-test-delete", "a row deleted from the mirror only",
+                            "self-test: a row deleted from the mirror only")
+        self.assertIn(" deletions in ", text, "the planted round deleted nothing:\n" + text)
 
     def test_fixed_seed_colstore_equals_native(self):
         opts = options("--seed", str(SEED), "--queries", str(QUERIES))
