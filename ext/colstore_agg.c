@@ -473,8 +473,14 @@ static int source_snapshot(csx_agg_table *t, csx_snapshot **out, cs_verify *veri
     /* the source's rows as its own cursors would read them now, this
     ** transaction's deletions included */
     int rc = csx_table_read_snapshot(src, &snap);
-    if (rc != SQLITE_OK)
-      return csx_vtab_error(&t->base, rc, "%s", src->base.zErrMsg ? src->base.zErrMsg : "colstore: cannot refresh the source");
+    if (rc != SQLITE_OK) {
+      /* the error was set on the source table, which SQLite is not
+      ** calling: move it to this one */
+      rc = csx_vtab_error(&t->base, rc, "%s", src->base.zErrMsg ? src->base.zErrMsg : "colstore: cannot refresh the source");
+      sqlite3_free(src->base.zErrMsg);
+      src->base.zErrMsg = NULL;
+      return rc;
+    }
     *verify = src->verify;
   } else {
     int rc = csx_snapshot_refresh(&t->snap, &t->base, t->zPath, t->zName);

@@ -400,6 +400,9 @@ static int xDisconnect(sqlite3_vtab *pVtab) {
     }
   csx_table_write_free(pTab);
   csx_snapshot_release(pTab->snap);
+  /* an error set on the table by another module's call (colstore_agg
+  ** refreshing its source) that SQLite never took over */
+  sqlite3_free(pTab->base.zErrMsg);
   sqlite3_free(pTab->zName);
   sqlite3_free(pTab->zPath);
   sqlite3_free(pTab);
