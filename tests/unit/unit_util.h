@@ -179,7 +179,8 @@ void ut_layout_free(ut_layout *l);
 uint64_t ut_layout_entry_bytes(const ut_layout *l);
 uint64_t ut_layout_head_bytes(const ut_layout *l);
 const cs_disk_chunk *ut_layout_chunk(const ut_layout *l, uint64_t rec, uint32_t col);
-/* Absolute file offset of a chunk's data (or offsets, validity) buffer. */
+/* Absolute file offset of a chunk's data (or offsets, validity) buffer,
+** in its record or, for a patched chunk (CS_CHUNK_ABSOLUTE), its patch. */
 uint64_t ut_layout_data_offset(const ut_layout *l, uint64_t rec, uint32_t col);
 uint64_t ut_layout_offsets_offset(const ut_layout *l, uint64_t rec, uint32_t col);
 uint64_t ut_layout_validity_offset(const ut_layout *l, uint64_t rec, uint32_t col);
@@ -187,9 +188,13 @@ uint64_t ut_layout_validity_offset(const ut_layout *l, uint64_t rec, uint32_t co
 ** and reseals every checksum over it (descriptors, record header, footer,
 ** slot), so only the descriptor's own content can be found wrong. */
 void ut_layout_set_chunk(const char *path, ut_layout *l, uint64_t rec, uint32_t col, const cs_disk_chunk *dc);
-/* A forked child opens a writer on path, deletes rows[0, n), prepares and
-** _exits: a crash between prepare and commit (its vectors, footer and, on
-** a version-1 file, the upgraded preamble durable; no slot written). */
+/* A forked child opens a writer on path, runs fn(w, arg) (deletions,
+** updates, writes), prepares and _exits: a crash between prepare and
+** commit (its blocks, footer and, on a version-1 file, the upgraded
+** preamble durable; no slot written).  ut_delete_prepare_in_child deletes
+** rows[0, n) that way. */
+typedef cs_rc (*ut_txn_fn)(cs_writer *w, void *arg, cs_err *err);
+void ut_txn_prepare_in_child(const char *path, ut_txn_fn fn, void *arg);
 void ut_delete_prepare_in_child(const char *path, const uint64_t *rows, uint64_t n);
 /* Recomputes a slot's (or preamble's) checksum over its first 56 bytes. */
 void ut_slot_reseal(cs_disk_slot *slot);
