@@ -65,41 +65,6 @@ static ut_table *random_table(const cs_schema *sc, uint64_t n, unsigned null_per
   return t;
 }
 
-static void cell_copy(cs_type type, ut_cell *dst, const ut_cell *src) {
-  if (src->null) ut_cell_set_null(dst);
-  else if (cs_type_is_varlen(type)) ut_cell_set_bytes(dst, src->bytes, src->len);
-  else {
-    free(dst->bytes);
-    *dst = *src;
-    dst->bytes = NULL;
-  }
-}
-
-/* The model of cs_writer_update: in order, so later values win. */
-static void model_update(ut_table *t, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols) {
-  for (uint64_t i = 0; i < n; i++)
-    for (uint32_t c = 0; c < t->schema.n_cols; c++)
-      if (!cols || cols[c]) cell_copy(t->cols[c].type, ut_table_cell(t, rows[i], c), ut_table_cell(vals, i, c));
-}
-
-/* cs_writer_update with rows [0, n) of vals as the batch. */
-static cs_rc update_call(cs_writer *w, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols, cs_err *err) {
-  cs_batch *b = ut_table_batch(vals, 0, n);
-  cs_rc rc = cs_writer_update(w, rows, n, b, cols, err);
-  cs_batch_free(b);
-  return rc;
-}
-
-/* One committed transaction of one update call, applied to the model too. */
-static void update_commit(const char *path, ut_table *t, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols) {
-  cs_writer *w;
-  cs_err err = {0};
-  ck_assert_msg(cs_writer_append(path, NULL, &w, &err) == CS_OK, "%s", err.msg);
-  ck_assert_msg(update_call(w, rows, n, vals, cols, &err) == CS_OK, "%s", err.msg);
-  ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "%s", err.msg);
-  if (t) model_update(t, rows, n, vals, cols);
-}
-
 static void delete_commit(const char *path, const uint64_t *rows, uint64_t n) {
   cs_writer *w;
   cs_err err = {0};
@@ -262,14 +227,14 @@ START_TEST(test_update_every_type_with_its_edges) {
   /* Spread over three of the four records; rows 17 and 40 twice (the
   ** second time wins). */
   static const uint64_t rows[] = {0, 15, 17, 31, 40, 59, 17, 40};
-  update_commit(sc.path, t, rows, 8, u, NULL);
+  ut_update_commit(sc.path, t, rows, 8, u, NULL);
   ck_assert_uint_eq(file_version(sc.path), 2); /* the first update upgrades */
   assert_state(sc.path, t, NULL, "every type");
   /* Only some columns: the others keep their values. */
   ut_table *u2 = random_table(&all_schema, 5, 300, 2);
   static const uint64_t rows2[] = {16, 1, 2, 47, 17};
   static const uint8_t some[ALL_COLS] = {0, 1, 0, 0, 1, 0, 0, 1, 1, 0, 1, 1, 0, 1, 0};
-  update_commit(sc.path, t, rows2, 5, u2, some);
+  ut_update_commit(sc.path, t, rows2, 5, u2, some);
   assert_state(sc.path, t, NULL, "some columns");
   ut_table_free(u2);
   ut_table_free(u);
@@ -293,7 +258,7 @@ START_TEST(test_nulls_come_and_go_with_their_bitmap) {
   ut_cell_set_null(ut_table_cell(u, 0, 1)), ut_cell_set_null(ut_table_cell(u, 0, 2));
   static const uint64_t rows[] = {3, 9};
   static const uint8_t cols[] = {0, 1, 1};
-  update_commit(sc.path, t, rows, 2, u, cols);
+  ut_update_commit(sc.path, t, rows, 2, u, cols);
   assert_state(sc.path, t, NULL, "nulls");
   ut_layout_read(sc.path, &l);
   const cs_disk_chunk *a = ut_layout_chunk(&l, 0, 1), *b = ut_layout_chunk(&l, 1, 1);
@@ -319,7 +284,7 @@ START_TEST(test_random_updates_match_the_model) {
   ut_table *t = random_table(&all_schema, 150, 80, 5);
   ut_table_create_store(t, sc.path, 100, 24, 0);
   ut_table_append_store(t, sc.path, 100, 50); /* irregular records */
-  ut_table *full = random_table(&all_schema, 180, 80, 5); /* t plus 30 rows appended later */
+  ut_table *extra = random_table(&all_schema, 30, 80, 55); /* appended later */
   ut_rng r = ut_rng_seed(6);
   bool del[180] = {0};
   for (int txn = 0; txn < 6; txn++) {
@@ -336,8 +301,8 @@ START_TEST(test_random_updates_match_the_model) {
       uint8_t cols[ALL_COLS];
       for (int c = 0; c < ALL_COLS; c++) cols[c] = ut_rng_below(&r, 3) == 0;
       ut_table *u = random_table(&all_schema, n, 150, 100 + (uint64_t)txn * 10 + (uint64_t)k);
-      ck_assert_msg(update_call(w, rows, n, u, cols, &err) == CS_OK, "%s", err.msg);
-      model_update(t, rows, n, u, cols);
+      ck_assert_msg(ut_update_call(w, rows, n, u, cols, &err) == CS_OK, "%s", err.msg);
+      ut_table_update(t, rows, n, u, cols);
       ut_table_free(u);
     }
     if (txn == 4) {
@@ -346,20 +311,19 @@ START_TEST(test_random_updates_match_the_model) {
       uint64_t dead[3] = {7, 60, 149};
       for (int i = 0; i < 3; i++) del[dead[i]] = true;
       ck_assert(cs_writer_delete(w, dead, 3, NULL, &err) == CS_OK);
-      cs_batch *b = ut_table_batch(full, 150, 30);
+      cs_batch *b = ut_table_batch(extra, 0, 30);
       ck_assert(cs_writer_write(w, b, &err) == CS_OK);
       cs_batch_free(b);
-      for (uint64_t row = 150; row < 180; row++) {
-        ut_cell *c = ut_table_add_row(t);
-        for (uint32_t col = 0; col < ALL_COLS; col++) cell_copy(all_cols[col].type, &c[col], ut_table_cell(full, row, col));
-      }
+      uint64_t at[30];
+      for (uint64_t i = 0; i < 30; i++) at[i] = t->n_rows, ut_table_add_row(t);
+      ut_table_update(t, at, 30, extra, NULL);
     }
     ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "%s", err.msg);
     char ctx[64];
     snprintf(ctx, sizeof ctx, "transaction %d", txn);
     assert_state(sc.path, t, del, ctx);
   }
-  ut_table_free(full);
+  ut_table_free(extra);
   ut_table_free(t);
   ut_scratch_free(&sc);
 }
@@ -379,7 +343,7 @@ START_TEST(test_repeated_updates_of_one_record_count_their_free_space) {
   for (int k = 0; k < 6; k++) {
     ut_table *u = random_table(&small_schema, 3, 200, 20 + (uint64_t)k);
     uint64_t rows[3] = {(uint64_t)k, 15 - (uint64_t)k, (uint64_t)k};
-    update_commit(sc.path, t, rows, 3, u, cols[k]);
+    ut_update_commit(sc.path, t, rows, 3, u, cols[k]);
     ut_table_free(u);
     char ctx[32];
     snprintf(ctx, sizeof ctx, "round %d", k);
@@ -396,8 +360,8 @@ START_TEST(test_repeated_updates_of_one_record_count_their_free_space) {
   for (int k = 0; k < 4; k++) {
     ut_table *u = random_table(&small_schema, 2, 300, 40 + (uint64_t)k);
     uint64_t rows[2] = {5, (uint64_t)k};
-    ck_assert(update_call(w, rows, 2, u, k & 1 ? v_only : both, &err) == CS_OK);
-    model_update(t, rows, 2, u, k & 1 ? v_only : both);
+    ck_assert(ut_update_call(w, rows, 2, u, k & 1 ? v_only : both, &err) == CS_OK);
+    ut_table_update(t, rows, 2, u, k & 1 ? v_only : both);
     ut_table_free(u);
   }
   uint64_t end_before = ut_file_bytes(sc.path);
@@ -424,8 +388,8 @@ START_TEST(test_calls_with_no_column_write_nothing) {
   ut_table *u = random_table(&small_schema, 2, 0, 9);
   static const uint64_t rows[] = {1, 19};
   static const uint8_t none[] = {0, 0, 0};
-  update_commit(sc.path, NULL, rows, 2, u, none);
-  update_commit(sc.path, NULL, rows, 0, u, NULL);
+  ut_update_commit(sc.path, NULL, rows, 2, u, none);
+  ut_update_commit(sc.path, NULL, rows, 0, u, NULL);
   ck_assert(files_equal(sc.path, sc.copy));
   ut_table_free(u);
   ut_table_free(t);
@@ -450,13 +414,13 @@ START_TEST(test_invalid_updates_change_nothing) {
   ck_assert(cs_writer_write(w, more, &err) == CS_OK); /* positions 30..34, this transaction's */
   cs_batch_free(more);
   static const uint64_t del_row[] = {1, 4}, past[] = {2, 30}, far[] = {UINT64_MAX}, fresh_del[] = {9};
-  ck_assert_int_eq(update_call(w, del_row, 2, u, NULL, &err), CS_EINVAL);
+  ck_assert_int_eq(ut_update_call(w, del_row, 2, u, NULL, &err), CS_EINVAL);
   ck_assert_msg(strstr(err.msg, "row 4") && strstr(err.msg, "deleted"), "%s", err.msg);
-  ck_assert_int_eq(update_call(w, past, 2, u, NULL, &err), CS_EINVAL);
+  ck_assert_int_eq(ut_update_call(w, past, 2, u, NULL, &err), CS_EINVAL);
   ck_assert_msg(strstr(err.msg, "row 30") && strstr(err.msg, "30 committed"), "%s", err.msg);
-  ck_assert_int_eq(update_call(w, far, 1, u, NULL, &err), CS_EINVAL);
+  ck_assert_int_eq(ut_update_call(w, far, 1, u, NULL, &err), CS_EINVAL);
   ck_assert(cs_writer_delete(w, fresh_del, 1, NULL, &err) == CS_OK);
-  ck_assert_int_eq(update_call(w, fresh_del, 1, u, NULL, &err), CS_EINVAL); /* deleted by this transaction */
+  ck_assert_int_eq(ut_update_call(w, fresh_del, 1, u, NULL, &err), CS_EINVAL); /* deleted by this transaction */
   /* A batch of another schema, too short, a NULL for a NOT NULL column. */
   cs_batch *b;
   static const cs_column two_cols[] = {{"k", CS_TYPE_INT64, false}, {"v", CS_TYPE_INT32, true}};
@@ -487,14 +451,14 @@ START_TEST(test_invalid_updates_change_nothing) {
   /* After prepare nothing more is taken. */
   ck_assert(cs_writer_append(sc.path, NULL, &w, &err) == CS_OK);
   ck_assert(cs_writer_prepare(w, &err) == CS_OK);
-  ck_assert_int_eq(update_call(w, one, 1, u, NULL, &err), CS_EINVAL);
+  ck_assert_int_eq(ut_update_call(w, one, 1, u, NULL, &err), CS_EINVAL);
   cs_writer_abort(w);
   /* A new store has no committed rows to update. */
   ck_assert(cs_writer_create(sc.copy, &small_schema, &(cs_writer_options){.replace = true}, &w, &err) == CS_OK);
   b = ut_table_batch(t, 0, 3);
   ck_assert(cs_writer_write(w, b, &err) == CS_OK);
   cs_batch_free(b);
-  ck_assert_int_eq(update_call(w, one, 1, u, NULL, &err), CS_EINVAL);
+  ck_assert_int_eq(ut_update_call(w, one, 1, u, NULL, &err), CS_EINVAL);
   cs_writer_abort(w);
   ut_table_free(u);
   ut_table_free(t);
@@ -515,12 +479,12 @@ START_TEST(test_abort_after_prepare_leaves_the_file_byte_identical) {
     cs_err err = {0};
     ck_assert(cs_writer_append(sc.path, NULL, &w, &err) == CS_OK);
     static const uint64_t rows[] = {4, 20, 39};
-    ck_assert(update_call(w, rows, 3, u, NULL, &err) == CS_OK);
+    ck_assert(ut_update_call(w, rows, 3, u, NULL, &err) == CS_OK);
     ck_assert_msg(cs_writer_prepare(w, &err) == CS_OK, "%s", err.msg);
     cs_writer_abort(w);
     ck_assert_msg(files_equal(sc.path, sc.copy), "round %d: abort changed the file", round);
     static const uint64_t other[] = {0};
-    update_commit(sc.path, t, other, 1, u, NULL);
+    ut_update_commit(sc.path, t, other, 1, u, NULL);
   }
   ut_table_free(u);
   ut_table_free(t);
@@ -536,7 +500,7 @@ typedef struct update_arg {
 
 static cs_rc update_txn(cs_writer *w, void *arg, cs_err *err) {
   const update_arg *a = arg;
-  return update_call(w, a->rows, a->n, a->vals, NULL, err);
+  return ut_update_call(w, a->rows, a->n, a->vals, NULL, err);
 }
 
 /* A child updates, prepares and dies: the last committed values stay, a
@@ -554,7 +518,7 @@ START_TEST(test_crash_between_prepare_and_commit_keeps_the_last_committed_values
     ut_assert_store_equals(s, t, 40, "after the crash");
     cs_store_close(s);
     const uint64_t next[] = {(uint64_t)round + 10};
-    update_commit(sc.path, t, next, 1, u, NULL);
+    ut_update_commit(sc.path, t, next, 1, u, NULL);
     assert_state(sc.path, t, NULL, "after the next commit");
   }
   ut_table_free(u);
@@ -574,10 +538,10 @@ START_TEST(test_forward_scans_rebuild_the_patched_state) {
   static const uint64_t a[] = {0, 20, 21, 47}, b[] = {22, 0, 5}, dead[] = {30};
   ut_table *u = random_table(&all_schema, 4, 200, 18);
   static const uint8_t some[ALL_COLS] = {1, 1, 0, 1, 0, 0, 1, 1, 0, 0, 0, 1, 1, 0, 1};
-  update_commit(sc.path, t, a, 4, u, some);
+  ut_update_commit(sc.path, t, a, 4, u, some);
   delete_commit(sc.path, dead, 1);
-  model_update(before, a, 4, u, some);
-  update_commit(sc.path, t, b, 3, u, NULL);
+  ut_table_update(before, a, 4, u, some);
+  ut_update_commit(sc.path, t, b, 3, u, NULL);
   bool del[48] = {0};
   del[30] = true;
   cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "intact");
@@ -615,7 +579,7 @@ START_TEST(test_forward_scans_rebuild_the_patched_state) {
   ut_copy_file(sc.path, sc.copy);
   ut_truncate(sc.copy, fo);
   static const uint64_t c[] = {21};
-  update_commit(sc.copy, t, c, 1, u, some);
+  ut_update_commit(sc.copy, t, c, 1, u, some);
   assert_state(sc.copy, t, del, "after recovery");
   ut_table_free(u);
   ut_table_free(before);
@@ -632,7 +596,7 @@ START_TEST(test_damaged_patches_are_corrupt) {
   ut_table_create_store(t, sc.path, 40, 16, 0);
   ut_table *u = random_table(&small_schema, 2, 0, 20);
   static const uint64_t rows[] = {5, 6};
-  update_commit(sc.path, t, rows, 2, u, NULL);
+  ut_update_commit(sc.path, t, rows, 2, u, NULL);
   ut_layout l;
   ut_layout_read(sc.path, &l);
   const cs_disk_chunk *dc = ut_layout_chunk(&l, 0, 2);
@@ -659,7 +623,7 @@ START_TEST(test_damaged_patches_are_corrupt) {
   cs_store_close(s);
   cs_writer *w;
   ck_assert(cs_writer_append(sc.copy, NULL, &w, &err) == CS_OK);
-  ck_assert(update_call(w, rows, 1, u, NULL, &err) == CS_OK);
+  ck_assert(ut_update_call(w, rows, 1, u, NULL, &err) == CS_OK);
   ck_assert_int_eq(cs_writer_commit(w, &err), CS_ECORRUPT);
   /* A footer descriptor that leads to the wrong place, resealed. */
   for (int k = 0; k < 2; k++) {
@@ -706,7 +670,7 @@ START_TEST(test_snapshots_cache_and_datasets) {
   ck_assert_msg(cs_store_open_with(sc.path, CS_VERIFY_FULL, CS_CACHE_MEMORY, &m, &err) == CS_OK, "%s", err.msg);
   ut_table *u = random_table(&small_schema, 3, 100, 23);
   static const uint64_t rows[] = {2, 17, 49};
-  update_commit(sc.path, t, rows, 3, u, NULL);
+  ut_update_commit(sc.path, t, rows, 3, u, NULL);
   /* The snapshot opened before keeps its values. */
   ut_assert_store_equals(snap, old, 50, "old snapshot");
   bool current = true;
@@ -724,7 +688,7 @@ START_TEST(test_snapshots_cache_and_datasets) {
   cs_store_close(m);
   /* A dataset of a patched and a plain file. */
   static const uint64_t rows2[] = {29};
-  update_commit(sc.copy, t2, rows2, 1, u, NULL);
+  ut_update_commit(sc.copy, t2, rows2, 1, u, NULL);
   const char *paths[] = {sc.path, sc.copy};
   cs_store *d;
   ck_assert_msg(cs_store_open_dataset(paths, 2, CS_VERIFY_FULL, &d, &err) == CS_OK, "%s", err.msg);
@@ -762,7 +726,7 @@ START_TEST(test_zone_maps_see_the_new_values) {
   ut_cell *c = ut_table_add_row(u);
   ut_cell_set_int(&c[0], -1), ut_cell_set_int(&c[1], 1000000), ut_cell_set_float(&c[2], CS_TYPE_FLOAT64, -5.0);
   static const uint64_t rows[] = {37};
-  update_commit(sc.path, t, rows, 1, u, NULL);
+  ut_update_commit(sc.path, t, rows, 1, u, NULL);
   cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "zone maps");
   cs_pred p = {.col = 1, .op = CS_CMP_GT, .a = {.kind = CS_VAL_INT, .i = 500000}};
   uint8_t mask[64];
@@ -806,7 +770,7 @@ START_TEST(test_kernels_read_the_new_values) {
     uint8_t cols[UT_FIXED_COLS];
     for (int c = 0; c < UT_FIXED_COLS; c++) cols[c] = ut_rng_below(&r, 2);
     ut_table *u = random_table(&fixed, n, 100, 30 + (uint64_t)txn);
-    update_commit(sc.path, t, rows, n, u, cols);
+    ut_update_commit(sc.path, t, rows, n, u, cols);
     ut_table_free(u);
   }
   uint64_t dead[40];
@@ -917,10 +881,10 @@ START_TEST(test_every_allocation_failure_leaves_the_old_or_the_new_state) {
   ut_table *u = random_table(&small_schema, 4, 100, 27);
   static const uint64_t first[] = {3, 40}, rows[] = {4, 41, 47, 3}, dead[] = {20};
   static const uint8_t v_only[] = {0, 1, 0};
-  update_commit(sc.path, t, first, 2, u, v_only); /* a version-2 file with a patch to replace */
+  ut_update_commit(sc.path, t, first, 2, u, v_only); /* a version-2 file with a patch to replace */
   ut_table *done = random_table(&small_schema, 48, 100, 26);
-  model_update(done, first, 2, u, v_only);
-  model_update(done, rows, 4, u, NULL);
+  ut_table_update(done, first, 2, u, v_only);
+  ut_table_update(done, rows, 4, u, NULL);
   cs_batch *b = ut_table_batch(u, 0, 4);
   for (int sticky = 0; sticky < 2; sticky++) {
     for (long k = 1;; k++) {

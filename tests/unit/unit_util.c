@@ -412,6 +412,35 @@ void ut_table_append_store(const ut_table *t, const char *path, uint64_t first, 
   ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "cs_writer_commit(%s): %s", path, err.msg);
 }
 
+/* The model of cs_writer_update: in call order, so later values win. */
+void ut_table_update(ut_table *t, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols) {
+  for (uint64_t i = 0; i < n; i++)
+    for (uint32_t c = 0; c < t->schema.n_cols; c++) {
+      if (cols && !cols[c]) continue;
+      ut_cell *dst = ut_table_cell(t, rows[i], c);
+      const ut_cell *src = ut_table_cell(vals, i, c);
+      if (src->null) ut_cell_set_null(dst);
+      else if (cs_type_is_varlen(t->cols[c].type)) ut_cell_set_bytes(dst, src->bytes, src->len);
+      else *dst = (ut_cell){.i = src->i, .f = src->f, .f32 = src->f32};
+    }
+}
+
+cs_rc ut_update_call(cs_writer *w, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols, cs_err *err) {
+  cs_batch *b = ut_table_batch(vals, 0, n);
+  cs_rc rc = cs_writer_update(w, rows, n, b, cols, err);
+  cs_batch_free(b);
+  return rc;
+}
+
+void ut_update_commit(const char *path, ut_table *t, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols) {
+  cs_writer *w;
+  cs_err err = {0};
+  ck_assert_msg(cs_writer_append(path, NULL, &w, &err) == CS_OK, "cs_writer_append(%s): %s", path, err.msg);
+  ck_assert_msg(ut_update_call(w, rows, n, vals, cols, &err) == CS_OK, "cs_writer_update(%s): %s", path, err.msg);
+  ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "cs_writer_commit(%s): %s", path, err.msg);
+  if (t) ut_table_update(t, rows, n, vals, cols);
+}
+
 /* --------------------------------------------------------- reading back */
 
 cs_store *ut_open_ok(const char *path, cs_verify verify, const char *context) {

@@ -136,6 +136,16 @@ void ut_table_create_store(const ut_table *t, const char *path, uint64_t n, uint
 /* Appends rows [first, first + n) of t to path in one commit. */
 void ut_table_append_store(const ut_table *t, const char *path, uint64_t first, uint64_t n);
 
+/* Updates (format 2): ut_table_update changes t as cs_writer_update
+** changes a store: position rows[i] takes row i of vals in every column
+** cols names (NULL: all), later calls and duplicates winning.
+** ut_update_call is cs_writer_update with rows [0, n) of vals as the batch;
+** ut_update_commit runs it as one committed transaction and, when t is not
+** NULL, updates t the same way. */
+void ut_table_update(ut_table *t, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols);
+cs_rc ut_update_call(cs_writer *w, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols, cs_err *err);
+void ut_update_commit(const char *path, ut_table *t, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols);
+
 /* --------------------------------------------------------- reading back */
 
 /* Opens path and fails the test (naming context) unless it opens. */
