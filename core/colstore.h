@@ -11,7 +11,8 @@
 ** Why a snapshot model: a cs_store is an immutable view of one committed
 ** generation of the file.  Appends never rewrite committed records, so a
 ** snapshot stays valid (and its pointers stable) for as long as it is open,
-** even while another connection or process commits.  A reader that wants the
+** even while another connection or process commits; deletions and updates
+** (format 2) are new blocks too, never changes to old ones.  A reader that wants the
 ** newer rows asks cs_store_is_current() and opens a fresh snapshot; that is
 ** cheap because open reads only the commit slots and the footer.
 **
@@ -31,9 +32,10 @@ extern "C" {
 
 #define CS_VERSION_STRING "0.1.0"
 #define CS_FORMAT_VERSION 1
-/* The newest format this build reads: version 2 adds deletion vectors
-** (docs/format.md 14).  New files are written in CS_FORMAT_VERSION and
-** upgraded to 2 by their first deleting transaction. */
+/* The newest format this build reads: version 2 adds deletion vectors and
+** patch blocks (docs/format.md 14).  New files are written in
+** CS_FORMAT_VERSION and upgraded to 2 by their first deleting or updating
+** transaction. */
 #define CS_FORMAT_VERSION_MAX 2
 
 /* ---------------------------------------------------------------- errors */
@@ -247,7 +249,8 @@ uint64_t cs_store_live_rows(const cs_store *store);
 /* The format version of the file (a dataset: the highest of its files). */
 uint32_t cs_store_format_version(const cs_store *store);
 /* Bytes of the data region no record uses any more (superseded deletion
-** vectors), which a compaction reclaims besides the deleted rows. */
+** vectors, chunks replaced by updates, emptied patch headers), which a
+** compaction reclaims besides the deleted rows. */
 uint64_t cs_store_free_bytes(const cs_store *store);
 /* Deleted positions of record rec, and its bitmap: bit i & 7 of byte i >> 3
 ** is position i of the record, 1 = deleted, 64-byte aligned and zero past
@@ -435,6 +438,24 @@ uint64_t cs_writer_live_rows(const cs_writer *w);
 ** newly deleted.  Prepare writes a deletion vector per touched record and
 ** upgrades a version-1 file to version 2 (docs/format.md 14.2, 14.8). */
 cs_rc cs_writer_delete(cs_writer *w, const uint64_t *rows, uint64_t n, uint64_t *out_deleted, cs_err *err);
+/* Changes values in place (format 2, docs/format.md 14.4): position
+** rows[i] takes the values of row i of values (a batch of the store's
+** schema holding at least n rows) in every column c with cols[c] != 0
+** (cols NULL: every column); the other columns keep their values.  Every
+** row must be < the positions committed when the writer opened (not a row
+** this transaction wrote) and not deleted, committed or by this
+** transaction: else CS_EINVAL and nothing changes; so does a NULL for a
+** NOT NULL column, or a batch with other columns (CS_EINVAL) or types
+** (CS_ESCHEMA).  CS_ENOMEM changes nothing.  Calls accumulate; a position
+** given twice (in one call or in several) takes its last values in each
+** column the later call changes.  Only a copy of the changed columns' n
+** values is kept until prepare, which writes, per touched record, one
+** patch block holding a new chunk for each changed column (the record's
+** live values with the new ones in place, zone map, sorted flag and
+** checksums recomputed; the live chunk is read back and must pass its
+** checksum, else CS_ECORRUPT), and upgrades a version-1 file to version 2
+** as cs_writer_delete does.  Calls whose cols are all 0 write nothing. */
+cs_rc cs_writer_update(cs_writer *w, const uint64_t *rows, uint64_t n, const cs_batch *values, const uint8_t *cols, cs_err *err);
 /* Writes the batch's rows as records (split at record_rows); the batch is
 ** not modified.  Written records stay invisible until commit. */
 cs_rc cs_writer_write(cs_writer *w, const cs_batch *batch, cs_err *err);

@@ -56,11 +56,16 @@
 ** touches, a deletion-vector block (CSDELVEC: header + bitmap, 1 = deleted,
 ** cumulative) in the data region, where a record would go, and a footer of
 ** layout 2 whose entry per record points at the newest vector.  The commit
-** is the slot write, as for an append.  Patch blocks (CSPATCHS) for UPDATE
-** are specified the same way (chunks with CS_CHUNK_ABSOLUTE descriptors)
-** but not written yet.  A file is created in version 1 and upgraded by its
-** first deleting transaction, which rewrites the preamble's version before
-** the commit point, so an older reader refuses it with CS_EVERSION.
+** is the slot write, as for an append.  UPDATE works the same way: a
+** patch block (CSPATCHS) per touched record carries a new chunk for each
+** changed column, and the footer entry's descriptor for that column is the
+** patch's own (CS_CHUNK_ABSOLUTE: its offsets count from the file, and
+** patch_back leads back to the block header, which the reader checks).
+** The record's old chunk is never touched: it becomes free space, counted
+** in the footer, and a snapshot that still points at it keeps reading it.
+** A file is created in version 1 and upgraded by its first deleting or
+** updating transaction, which rewrites the preamble's version before the
+** commit point, so an older reader refuses it with CS_EVERSION.
 **
 ** A column chunk is Arrow-shaped: [validity bitmap][offsets][data], each
 ** part starting on a 64-byte boundary and zero-padded; the bitmap is
@@ -81,7 +86,7 @@
 #define CS_MAGIC_FOOTER "CSFOOTER"
 #define CS_MAGIC_SEAL "CSSEALED"  /* a cs_disk_slot after the footer */
 #define CS_MAGIC_DELVEC "CSDELVEC" /* version 2: a record's deletion vector */
-#define CS_MAGIC_PATCH "CSPATCHS"  /* version 2: replaced chunks (UPDATE; not written yet) */
+#define CS_MAGIC_PATCH "CSPATCHS"  /* version 2: a record's replaced chunks (UPDATE) */
 #define CS_SEAL_BYTES 64u
 #define CS_MAGIC_BYTES 8
 
@@ -128,8 +133,9 @@ typedef struct cs_disk_chunk {
   uint64_t min_bits;        /* cs_stat bits */
   uint64_t max_bits;
   uint64_t checksum;        /* XXH3-64 of the chunk span */
-  uint32_t flags;           /* CS_CHUNK_SORTED | CS_CHUNK_HAS_MINMAX */
-  uint32_t reserved;
+  uint32_t flags;           /* CS_CHUNK_SORTED | CS_CHUNK_HAS_MINMAX (| CS_CHUNK_ABSOLUTE) */
+  uint32_t patch_back;      /* CS_CHUNK_ABSOLUTE: its patch block starts patch_back * 64
+                            ** bytes before chunk_offset; else reserved, 0 */
 } cs_disk_chunk;
 
 typedef struct cs_disk_record {
@@ -200,14 +206,42 @@ typedef struct cs_disk_entry_ext {
 } cs_disk_entry_ext;
 
 /* Descriptor flag of format 2: offsets are file offsets (a patch block's
-** chunk).  Specified for UPDATE; the reader still rejects it. */
+** chunk), and patch_back says where its patch block starts. */
 #define CS_CHUNK_ABSOLUTE 4u
+
+/* Version 2 (docs/format.md 14.4): new chunks for some columns of one
+** record, written by an UPDATE.  n_chunks items follow the header, then the
+** chunks (laid out as in a record, at file offsets the items name). */
+typedef struct cs_disk_patch {
+  char magic[8];            /* CS_MAGIC_PATCH */
+  uint64_t generation;      /* the commit that wrote it */
+  uint64_t record_offset;   /* file offset of its record, which precedes it */
+  uint64_t n_rows;          /* the record's n_rows */
+  uint32_t n_chunks;        /* columns replaced, 1..n_cols */
+  uint32_t header_bytes;    /* align64(64 + 96 * n_chunks) */
+  uint64_t block_bytes;     /* whole block; header_bytes + the chunks */
+  uint64_t descriptors_checksum; /* XXH3-64 of the n_chunks items */
+  uint64_t checksum;        /* XXH3-64 of the 56 bytes above */
+} cs_disk_patch;
+
+typedef struct cs_disk_patch_item {
+  uint32_t column;          /* increasing within a block */
+  uint32_t reserved;        /* 0 */
+  cs_disk_chunk chunk;      /* CS_CHUNK_ABSOLUTE; the footer copies it byte for byte */
+} cs_disk_patch_item;
+
+static inline uint64_t cs__patch_header_bytes(uint32_t n_chunks) {
+  return (sizeof(cs_disk_patch) + (uint64_t)n_chunks * sizeof(cs_disk_patch_item) + 63) & ~(uint64_t)63;
+}
 
 static inline uint64_t cs__delvec_block_bytes(uint64_t n_rows) {
   return sizeof(cs_disk_delvec) + ((((n_rows + 7) / 8) + 63) & ~(uint64_t)63);
 }
 
 _Static_assert(sizeof(cs_disk_delvec) == 64, "deletion vector header is 64 bytes");
+_Static_assert(sizeof(cs_disk_patch) == 64, "patch block header is 64 bytes");
+_Static_assert(sizeof(cs_disk_patch_item) == 96, "patch item is 96 bytes");
+_Static_assert(offsetof(cs_disk_patch, checksum) == 56, "patch checksum is last");
 _Static_assert(sizeof(cs_disk_footer_ext) == 64, "footer extension is 64 bytes");
 _Static_assert(sizeof(cs_disk_entry_ext) == 32, "entry extension is 32 bytes");
 _Static_assert(offsetof(cs_disk_delvec, checksum) == 56, "deletion vector checksum is last");
@@ -231,6 +265,11 @@ _Static_assert(CS_SLOT1_OFFSET - CS_SLOT0_OFFSET >= 512, "slots in separate sect
 static inline uint64_t cs__align64(uint64_t n) { return (n + (CS_ALIGN - 1)) & ~(uint64_t)(CS_ALIGN - 1); }
 static inline uint64_t cs__record_header_bytes(uint32_t n_cols) {
   return cs__align64(sizeof(cs_disk_record) + (uint64_t)n_cols * sizeof(cs_disk_chunk));
+}
+/* The file offset of a chunk of the record at e: its own descriptor's
+** offsets count from the record, a patch's (CS_CHUNK_ABSOLUTE) from the file. */
+static inline uint64_t cs__chunk_base(const cs_disk_entry *e, const cs_disk_chunk *dc) {
+  return (dc->flags & CS_CHUNK_ABSOLUTE) ? 0 : e->record_offset;
 }
 static inline uint64_t cs__footer_entry_bytes(uint32_t n_cols) {
   return sizeof(cs_disk_entry) + (uint64_t)n_cols * sizeof(cs_disk_chunk);

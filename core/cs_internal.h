@@ -128,10 +128,39 @@ void cs__cache_release(cs_store *s);
 cs_rc cs__slots_read(int fd, const char *path, cs_disk_slot *out_slot, bool *out_damaged, cs_err *err);
 /* Serialises a schema block; caller frees *out. */
 cs_rc cs__schema_encode(const cs_schema *schema, uint8_t **out, uint64_t *out_bytes, cs_err *err);
-/* Checks one chunk descriptor against its record and column type. */
-cs_rc cs__chunk_check(const cs_disk_chunk *dc, const cs_column *col, uint64_t n_rows,
-                      uint64_t header_bytes, uint64_t record_bytes, const char *path,
-                      uint64_t rec, cs_err *err);
+/* [off, off + len) lies inside [lo, hi), without overflow. */
+static inline bool cs__span_in(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi) {
+  return off >= lo && off <= hi && len <= hi - off;
+}
+/* Checks one chunk descriptor against its column type and the span
+** [lo, hi) its parts must lie in: for a record's own chunk (absolute false)
+** record offsets [header_bytes, record_bytes); for a patch's (absolute
+** true, CS_CHUNK_ABSOLUTE required) the file offsets of the patch block's
+** chunk area.  rec names the record in the message. */
+cs_rc cs__chunk_check(const cs_disk_chunk *dc, const cs_column *col, uint64_t n_rows, uint64_t lo, uint64_t hi, bool absolute,
+                      const char *path, uint64_t rec, cs_err *err);
+/* Patch blocks (cs_patch.c, format.md 14.4).  cs__patch_check checks the
+** block at off, of record rec (entry e), in [data_offset, limit): header,
+** items and every item's chunk against the block.  cs__patch_item: the item
+** of column col in a checked block, or NULL.  cs__patched_chunk_check
+** checks a footer's CS_CHUNK_ABSOLUTE descriptor of (rec, col): its block
+** (checked once per record: checked[0, *n_checked) holds the blocks done,
+** room for n_cols) and its identity with the block's item. */
+cs_rc cs__patch_check(const cs_store *s, uint64_t off, uint64_t limit, const cs_disk_entry *e, uint64_t rec, cs_err *err);
+const cs_disk_patch_item *cs__patch_item(const uint8_t *block, uint32_t col);
+cs_rc cs__patched_chunk_check(const cs_store *s, uint64_t rec, uint32_t col, uint64_t limit, uint64_t *checked,
+                              uint32_t *n_checked, cs_err *err);
+/* The file offset of the patch block of a CS_CHUNK_ABSOLUTE descriptor
+** (UINT64_MAX when patch_back points before the file). */
+static inline uint64_t cs__patch_block_of(const cs_disk_chunk *dc) {
+  uint64_t back = (uint64_t)dc->patch_back * CS_ALIGN;
+  return back <= dc->chunk_offset ? dc->chunk_offset - back : UINT64_MAX;
+}
+/* Of the patch blocks the replaced descriptors old[0, n) lived in, the
+** ones no descriptor of live[0, n_cols) points into any more (their
+** headers become free space, format.md 14.5): written to out (room for n),
+** each once; returns how many. */
+uint32_t cs__patch_orphans(const cs_disk_chunk *old, uint32_t n, const cs_disk_chunk *live, uint32_t n_cols, uint64_t *out);
 /* Detects the uniform layout from first_rows and fills s->uniform_*
 ** (cs_gather.c); called at the end of directory resolution. */
 void cs__uniform_init(cs_store *s);

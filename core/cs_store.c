@@ -26,6 +26,16 @@
 ** the records proven committed: every generation below the highest seen
 ** (a transaction starts only after the previous one committed), and the
 ** highest only if a valid footer of that generation follows it.
+**
+** Format 2 (docs/format.md 14).  The data region also holds deletion
+** vectors and patch blocks, each after its record.  A footer descriptor may
+** be a patch's (CS_CHUNK_ABSOLUTE, an UPDATE's new chunk): it is checked
+** against its patch block (cs_patch.c) instead of its record, and resolved
+** into the mapping from the file's start instead of the record's, after
+** which nothing downstream can tell it from a record's own chunk.  The
+** forward scan reads both kinds of block between the records, keeps them
+** under the same generation rules, and applies them in file order,
+** counting the bytes they supersede as the writer does.
 */
 #include <errno.h>
 #include <fcntl.h>
@@ -142,39 +152,35 @@ bad:
 
 /* ---------------------------------------------------------------- chunks */
 
-/* [off, off + len) lies inside [lo, hi), without overflow. */
-static bool span_in(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi) {
-  return off >= lo && off <= hi && len <= hi - off;
-}
-
-cs_rc cs__chunk_check(const cs_disk_chunk *dc, const cs_column *col, uint64_t n_rows,
-                      uint64_t header_bytes, uint64_t record_bytes, const char *path,
-                      uint64_t rec, cs_err *err) {
+cs_rc cs__chunk_check(const cs_disk_chunk *dc, const cs_column *col, uint64_t n_rows, uint64_t lo_bound, uint64_t hi_bound,
+                      bool absolute, const char *path, uint64_t rec, cs_err *err) {
   const char *why = NULL;
   size_t width = cs_type_width(col->type);
   uint64_t lo = dc->chunk_offset, hi;
-  if (!span_in(dc->chunk_offset, dc->chunk_bytes, header_bytes, record_bytes) || (lo % CS_ALIGN) != 0) {
-    why = "chunk lies outside its record";
+  if (!cs__span_in(dc->chunk_offset, dc->chunk_bytes, lo_bound, hi_bound) || (lo % CS_ALIGN) != 0) {
+    why = absolute ? "chunk lies outside its patch block" : "chunk lies outside its record";
     goto bad;
   }
   hi = lo + dc->chunk_bytes;
   if (dc->null_count > n_rows || (dc->null_count > 0 && !col->nullable)) { why = "null count is impossible"; goto bad; }
   if ((dc->null_count > 0) != (dc->validity_offset != 0)) { why = "validity bitmap and null count disagree"; goto bad; }
-  if (dc->validity_offset && (!span_in(dc->validity_offset, (n_rows + 7) / 8, lo, hi) || dc->validity_offset % CS_ALIGN)) {
+  if (dc->validity_offset && (!cs__span_in(dc->validity_offset, (n_rows + 7) / 8, lo, hi) || dc->validity_offset % CS_ALIGN)) {
     why = "validity bitmap lies outside its chunk";
     goto bad;
   }
-  if (!span_in(dc->data_offset, dc->data_bytes, lo, hi) || dc->data_offset % CS_ALIGN) { why = "data lies outside its chunk"; goto bad; }
+  if (!cs__span_in(dc->data_offset, dc->data_bytes, lo, hi) || dc->data_offset % CS_ALIGN) { why = "data lies outside its chunk"; goto bad; }
   if (width) {
     if (dc->offsets_offset != 0 || n_rows > UINT64_MAX / width || dc->data_bytes != n_rows * width) { why = "data size does not match the row count"; goto bad; }
   } else {
-    if (dc->offsets_offset == 0 || n_rows >= UINT64_MAX / 8 || !span_in(dc->offsets_offset, (n_rows + 1) * 8, lo, hi) ||
+    if (dc->offsets_offset == 0 || n_rows >= UINT64_MAX / 8 || !cs__span_in(dc->offsets_offset, (n_rows + 1) * 8, lo, hi) ||
         dc->offsets_offset % CS_ALIGN) {
       why = "offsets lie outside their chunk";
       goto bad;
     }
   }
-  if (dc->flags & ~(uint32_t)(CS_CHUNK_SORTED | CS_CHUNK_HAS_MINMAX)) { why = "unknown chunk flags"; goto bad; }
+  /* CS_CHUNK_ABSOLUTE exactly where the caller expects a patch's chunk. */
+  uint32_t known = CS_CHUNK_SORTED | CS_CHUNK_HAS_MINMAX | (absolute ? CS_CHUNK_ABSOLUTE : 0);
+  if ((dc->flags & ~known) || absolute != ((dc->flags & CS_CHUNK_ABSOLUTE) != 0)) { why = "unknown chunk flags"; goto bad; }
   return CS_OK;
 bad:
   return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu, column %s: %s", path, (unsigned long long)rec, col->name, why);
@@ -184,13 +190,13 @@ bad:
 ** schema; on success *out_hdr points at it in the mapping. */
 static cs_rc record_header_check(const cs_store *s, uint64_t off, uint64_t limit, uint64_t rec,
                                  const cs_disk_record **out_hdr, cs_err *err) {
-  if (!span_in(off, sizeof(cs_disk_record), s->data_offset, limit))
+  if (!cs__span_in(off, sizeof(cs_disk_record), s->data_offset, limit))
     return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu header lies past the committed data", s->path, (unsigned long long)rec);
   const cs_disk_record *h = (const cs_disk_record *)(s->map + off);
   uint64_t hb = cs__record_header_bytes(s->schema.n_cols);
   if (memcmp(h->magic, CS_MAGIC_RECORD, CS_MAGIC_BYTES) != 0 || h->checksum != cs__hash(h, 56) ||
       h->n_cols != s->schema.n_cols || h->header_bytes != hb || h->record_bytes % CS_ALIGN ||
-      !span_in(off, h->record_bytes, s->data_offset, limit) || h->record_bytes < hb)
+      !cs__span_in(off, h->record_bytes, s->data_offset, limit) || h->record_bytes < hb)
     return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu at offset %llu has a damaged header", s->path, (unsigned long long)rec, (unsigned long long)off);
   if (h->descriptors_checksum != cs__hash(h + 1, (size_t)h->n_cols * sizeof(cs_disk_chunk)))
     return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu at offset %llu has damaged column descriptors", s->path, (unsigned long long)rec, (unsigned long long)off);
@@ -218,24 +224,37 @@ static cs_rc directory_alloc(cs_store *s, uint64_t n_records, cs_err *err) {
   return CS_OK;
 }
 
-/* Resolves and checks every entry once entries/disk_chunks are filled. */
+/* Resolves and checks every entry once entries/disk_chunks are filled.  A
+** record's own chunks are checked against the record; a patch's chunk
+** (CS_CHUNK_ABSOLUTE, layout 2 only) against its patch block, which is
+** checked once per record (blocks: the ones done, allocated at the first). */
 static cs_rc directory_resolve(cs_store *s, uint64_t limit, cs_err *err) {
-  uint32_t nc = s->schema.n_cols;
-  uint64_t hb = cs__record_header_bytes(nc), prev_end = s->data_offset, rows = 0;
-  for (uint64_t r = 0; r < s->n_records; r++) {
+  uint32_t nc = s->schema.n_cols, n_blocks = 0;
+  uint64_t hb = cs__record_header_bytes(nc), prev_end = s->data_offset, rows = 0, *blocks = NULL;
+  cs_rc rc = CS_OK;
+  for (uint64_t r = 0; r < s->n_records && rc == CS_OK; r++) {
     const cs_disk_entry *e = &s->entries[r];
     if (e->record_offset < prev_end || e->record_offset % CS_ALIGN || e->record_bytes < hb ||
-        !span_in(e->record_offset, e->record_bytes, s->data_offset, limit) || e->n_rows == 0 ||
-        rows + e->n_rows < rows)
-      return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu lies outside the committed data", s->path, (unsigned long long)r);
+        !cs__span_in(e->record_offset, e->record_bytes, s->data_offset, limit) || e->n_rows == 0 ||
+        rows + e->n_rows < rows) {
+      rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu lies outside the committed data", s->path, (unsigned long long)r);
+      break;
+    }
     prev_end = e->record_offset + e->record_bytes;
     s->first_rows[r] = rows;
     rows += e->n_rows;
-    const uint8_t *base = s->map + e->record_offset;
-    for (uint32_t c = 0; c < nc; c++) {
+    n_blocks = 0;
+    for (uint32_t c = 0; c < nc && rc == CS_OK; c++) {
       const cs_disk_chunk *dc = &s->disk_chunks[r * nc + c];
-      cs_rc rc = cs__chunk_check(dc, &s->cols[c], e->n_rows, hb, e->record_bytes, s->path, r, err);
-      if (rc) return rc;
+      if (!(dc->flags & CS_CHUNK_ABSOLUTE)) {
+        rc = cs__chunk_check(dc, &s->cols[c], e->n_rows, hb, e->record_bytes, false, s->path, r, err);
+      } else if (!blocks && !(blocks = cs__mem_malloc(nc * sizeof *blocks))) {
+        rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory checking patched chunks", s->path);
+      } else {
+        rc = cs__patched_chunk_check(s, r, c, limit, blocks, &n_blocks, err);
+      }
+      if (rc) break;
+      const uint8_t *base = s->map + cs__chunk_base(e, dc);
       cs_chunk *ch = &s->chunks[r * nc + c];
       ch->validity = dc->validity_offset ? base + dc->validity_offset : NULL;
       ch->offsets = dc->offsets_offset ? (const int64_t *)(const void *)(base + dc->offsets_offset) : NULL;
@@ -244,9 +263,11 @@ static cs_rc directory_resolve(cs_store *s, uint64_t limit, cs_err *err) {
       ch->null_count = dc->null_count;
       ch->min.bits = dc->min_bits;
       ch->max.bits = dc->max_bits;
-      ch->flags = dc->flags;
+      ch->flags = dc->flags & (CS_CHUNK_SORTED | CS_CHUNK_HAS_MINMAX);
     }
   }
+  cs__mem_free(blocks);
+  if (rc) return rc;
   s->first_rows[s->n_records] = rows;
   s->n_rows = rows;
   cs__uniform_init(s);
@@ -256,7 +277,7 @@ static cs_rc directory_resolve(cs_store *s, uint64_t limit, cs_err *err) {
 static cs_rc footer_parse(cs_store *s, const cs_disk_slot *slot, const uint8_t *bytes, cs_err *err);
 
 static cs_rc footer_load(cs_store *s, const cs_disk_slot *slot, cs_err *err) {
-  if (!span_in(slot->footer_offset, slot->footer_bytes, s->data_offset, s->map_bytes) || slot->footer_bytes < sizeof(cs_disk_footer))
+  if (!cs__span_in(slot->footer_offset, slot->footer_bytes, s->data_offset, s->map_bytes) || slot->footer_bytes < sizeof(cs_disk_footer))
     return CS_ECORRUPT;
   /* A concurrent append overwrites this footer in place, so it is read once
   ** into private memory (pread: no page faults on the fresh mapping) and
@@ -307,12 +328,14 @@ static cs_rc footer_parse(cs_store *s, const cs_disk_slot *slot, const uint8_t *
   return CS_OK;
 }
 
-/* A deletion vector the scan found (format 2): applied once the scan knows
-** which generations it keeps. */
-typedef struct scan_dv {
-  uint64_t rec, generation;
+/* A deletion vector or a patch the scan found (format 2): applied once the
+** scan knows which generations it keeps.  x is a vector's entry extension;
+** a patch is read again at off. */
+typedef struct scan_block {
+  uint64_t rec, generation, off;
+  bool patch;
   cs_disk_entry_ext x;
-} scan_dv;
+} scan_block;
 
 /* The scanned record at offset off among entries[0, n) (increasing
 ** offsets), or n. */
@@ -326,40 +349,78 @@ static uint64_t scan_find_record(const cs_disk_entry *entries, uint64_t n, uint6
   return lo < n && entries[lo].record_offset == off ? lo : n;
 }
 
-/* Forward scan over the blocks (records, deletion vectors) in
+/* The block of a kind format 2 adds at off: a deletion vector or a patch,
+** checked as open checks one a footer names, its record found among
+** entries[0, n) (scanned before it).  *out filled; false when it fails
+** (the scan stops there as at a damaged record). */
+static bool scan_v2_block(const cs_store *s, uint64_t off, uint64_t limit, const cs_disk_entry *entries, uint64_t n, scan_block *out) {
+  cs_err scratch;
+  const cs_disk_delvec *dv = (const cs_disk_delvec *)(const void *)(s->map + off);
+  const cs_disk_patch *ph = (const cs_disk_patch *)(const void *)(s->map + off);
+  out->off = off;
+  out->patch = memcmp(ph->magic, CS_MAGIC_PATCH, CS_MAGIC_BYTES) == 0;
+  /* The two headers share magic, generation and record_offset, and end
+  ** with their checksum. */
+  if (dv->checksum != cs__hash(dv, 56)) return false;
+  out->generation = dv->generation;
+  out->rec = scan_find_record(entries, n, dv->record_offset);
+  if (out->rec == n) return false;
+  if (out->patch) return cs__patch_check(s, off, limit, &entries[out->rec], out->rec, &scratch) == CS_OK;
+  out->x = (cs_disk_entry_ext){off, dv->n_deleted, dv->bitmap_checksum, 0};
+  return cs__delvec_check(s, out->rec, &entries[out->rec], &out->x, limit, &scratch) == CS_OK;
+}
+
+/* Applies the patch at off to record rec of s's directory: each item
+** replaces its column's descriptor; the replaced chunks, and the headers of
+** earlier patches left with no live chunk, become free space (the rule the
+** writer applies, cs_writer.c).  old and orphans: room for n_cols. */
+static void scan_patch_apply(cs_store *s, uint64_t rec, uint64_t off, cs_disk_chunk *old, uint64_t *orphans) {
+  uint32_t nc = s->schema.n_cols;
+  const cs_disk_patch *h = (const cs_disk_patch *)(const void *)(s->map + off);
+  const cs_disk_patch_item *items = (const cs_disk_patch_item *)(const void *)(h + 1);
+  cs_disk_chunk *live = &s->disk_chunks[rec * nc];
+  for (uint32_t k = 0; k < h->n_chunks; k++) {
+    old[k] = live[items[k].column];
+    s->free_bytes += old[k].chunk_bytes;
+    live[items[k].column] = items[k].chunk;
+  }
+  uint32_t n_orphans = cs__patch_orphans(old, h->n_chunks, live, nc, orphans);
+  for (uint32_t k = 0; k < n_orphans; k++) s->free_bytes += ((const cs_disk_patch *)(const void *)(s->map + orphans[k]))->header_bytes;
+}
+
+/* Forward scan over the blocks (records, deletion vectors, patches) in
 ** [data_offset, limit). */
 static cs_rc directory_scan(cs_store *s, uint64_t limit, bool bounded, cs_err *err) {
   uint32_t nc = s->schema.n_cols;
-  uint64_t cap = 16, n = 0, off = s->data_offset, max_gen = 0, n_dv = 0, cap_dv = 0;
+  uint64_t cap = 16, n = 0, off = s->data_offset, max_gen = 0, n_blk = 0, cap_blk = 0, n_patches = 0;
   uint64_t newest_off = s->data_offset; /* where the newest generation's first block starts */
   bool newest_sealing = false; /* the newest generation's writer seals its commits */
   cs_disk_entry *entries = cs__mem_malloc(cap * sizeof *entries);
-  cs_disk_chunk *dcs = cs__mem_malloc(cap * nc * sizeof *dcs);
-  scan_dv *dvs = NULL;
+  cs_disk_chunk *dcs = cs__mem_malloc(cap * nc * sizeof *dcs), *old = NULL;
+  scan_block *blks = NULL;
+  uint64_t *orphans = NULL;
   cs_rc rc = CS_OK;
   if (!entries || !dcs) { rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory scanning records", s->path); goto done; }
   while (off < limit) {
     const cs_disk_record *h;
     cs_err scratch;
-    const cs_disk_delvec *dv = (const cs_disk_delvec *)(const void *)(s->map + off);
-    if (span_in(off, sizeof *dv, s->data_offset, limit) && memcmp(dv->magic, CS_MAGIC_DELVEC, CS_MAGIC_BYTES) == 0) {
-      /* A deletion vector: checked as open checks one from a footer, its
-      ** record found among those scanned before it. */
-      if (dv->checksum != cs__hash(dv, 56)) break;
-      uint64_t rec = scan_find_record(entries, n, dv->record_offset);
-      cs_disk_entry_ext x = {off, dv->n_deleted, dv->bitmap_checksum, 0};
-      if (rec == n || cs__delvec_check(s, rec, &entries[rec], &x, limit, &scratch) != CS_OK) break;
-      if (n_dv == cap_dv) {
-        cap_dv = cap_dv ? cap_dv * 2 : 16;
-        scan_dv *d2 = cs__mem_realloc(dvs, cap_dv * sizeof *dvs);
-        if (!d2) { rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory scanning records", s->path); goto done; }
-        dvs = d2;
+    const char *kind = (const char *)(s->map + off);
+    if (cs__span_in(off, sizeof *h, s->data_offset, limit) &&
+        (memcmp(kind, CS_MAGIC_DELVEC, CS_MAGIC_BYTES) == 0 || memcmp(kind, CS_MAGIC_PATCH, CS_MAGIC_BYTES) == 0)) {
+      scan_block b;
+      if (!scan_v2_block(s, off, limit, entries, n, &b)) break;
+      if (n_blk == cap_blk) {
+        cap_blk = cap_blk ? cap_blk * 2 : 16;
+        scan_block *b2 = cs__mem_realloc(blks, cap_blk * sizeof *blks);
+        if (!b2) { rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory scanning records", s->path); goto done; }
+        blks = b2;
       }
-      dvs[n_dv++] = (scan_dv){rec, dv->generation, x};
-      if (dv->generation > max_gen) newest_off = off;
-      if (dv->generation >= max_gen) newest_sealing = true; /* only sealing writers write vectors */
-      if (dv->generation > max_gen) max_gen = dv->generation;
-      off += dv->block_bytes;
+      blks[n_blk++] = b;
+      n_patches += b.patch;
+      if (b.generation > max_gen) newest_off = off;
+      if (b.generation >= max_gen) newest_sealing = true; /* only sealing writers write vectors and patches */
+      if (b.generation > max_gen) max_gen = b.generation;
+      off += b.patch ? ((const cs_disk_patch *)(const void *)kind)->block_bytes : ((const cs_disk_delvec *)(const void *)kind)->block_bytes;
       continue;
     }
     if (record_header_check(s, off, limit, n, &h, &scratch) != CS_OK) break;
@@ -367,7 +428,7 @@ static cs_rc directory_scan(cs_store *s, uint64_t limit, bool bounded, cs_err *e
     if (h->n_rows == 0) break;
     bool ok = true;
     for (uint32_t c = 0; c < nc && ok; c++)
-      ok = cs__chunk_check(&dc[c], &s->cols[c], h->n_rows, h->header_bytes, h->record_bytes, s->path, n, &scratch) == CS_OK;
+      ok = cs__chunk_check(&dc[c], &s->cols[c], h->n_rows, h->header_bytes, h->record_bytes, false, s->path, n, &scratch) == CS_OK;
     if (!ok) break;
     if (n == cap) {
       cap *= 2;
@@ -394,13 +455,13 @@ static cs_rc directory_scan(cs_store *s, uint64_t limit, bool bounded, cs_err *e
     ** its commit seal follows the footer: a footer alone is written by
     ** prepare, before the commit point (cs_format.h). */
     const cs_disk_footer *f = (const cs_disk_footer *)(s->map + off);
-    bool sealed = span_in(off, sizeof *f, s->data_offset, s->map_bytes) && memcmp(f->magic, CS_MAGIC_FOOTER, CS_MAGIC_BYTES) == 0 &&
-                  f->generation == max_gen && span_in(off, f->footer_bytes, s->data_offset, s->map_bytes) &&
+    bool sealed = cs__span_in(off, sizeof *f, s->data_offset, s->map_bytes) && memcmp(f->magic, CS_MAGIC_FOOTER, CS_MAGIC_BYTES) == 0 &&
+                  f->generation == max_gen && cs__span_in(off, f->footer_bytes, s->data_offset, s->map_bytes) &&
                   f->footer_bytes >= sizeof *f &&
                   f->checksum == cs__hash_seeded(f + 1, f->footer_bytes - sizeof *f, cs__hash(f, 56));
     if (sealed && newest_sealing) {
       const cs_disk_slot *seal = (const cs_disk_slot *)(const void *)(s->map + off + f->footer_bytes);
-      sealed = span_in(off + f->footer_bytes, sizeof *seal, s->data_offset, s->map_bytes) &&
+      sealed = cs__span_in(off + f->footer_bytes, sizeof *seal, s->data_offset, s->map_bytes) &&
                memcmp(seal->magic, CS_MAGIC_SEAL, CS_MAGIC_BYTES) == 0 && seal->checksum == cs__hash(seal, 56) &&
                seal->generation == max_gen && seal->footer_offset == off && seal->data_end == off &&
                seal->footer_bytes == f->footer_bytes && seal->footer_checksum == cs__hash(f, f->footer_bytes);
@@ -414,26 +475,37 @@ static cs_rc directory_scan(cs_store *s, uint64_t limit, bool bounded, cs_err *e
   }
   rc = directory_alloc(s, n, err);
   if (rc) goto done;
+  if (n_patches && (!(old = cs__mem_malloc(nc * sizeof *old)) || !(orphans = cs__mem_malloc(nc * sizeof *orphans)))) {
+    rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory scanning records", s->path);
+    goto done;
+  }
   memcpy(s->entries, entries, n * sizeof *entries);
   if (n) memcpy(s->disk_chunks, dcs, n * nc * sizeof *dcs);
   memset(s->ext, 0, (n ? n : 1) * sizeof *s->ext);
-  /* The vectors of the kept generations, in file order: each replaces the
-  ** record's previous one, whose bytes become free space. */
+  /* The blocks of the kept generations, in file order: a vector replaces
+  ** the record's previous one, a patch the chunks of its columns; what they
+  ** replace becomes free space. */
   s->n_deleted = s->free_bytes = 0;
-  for (uint64_t k = 0; k < n_dv; k++) {
-    const scan_dv *d = &dvs[k];
+  for (uint64_t k = 0; k < n_blk; k++) {
+    const scan_block *d = &blks[k];
     if (d->generation > s->generation || d->rec >= n) continue;
+    if (d->patch) {
+      scan_patch_apply(s, d->rec, d->off, old, orphans);
+      continue;
+    }
     cs_disk_entry_ext *x = &s->ext[d->rec];
     if (x->dv_offset) s->free_bytes += cs__delvec_block_bytes(entries[d->rec].n_rows), s->n_deleted -= x->n_deleted;
     *x = d->x;
     s->n_deleted += x->n_deleted;
   }
-  s->footer_layout = n_dv ? 2 : 1;
+  s->footer_layout = n_blk ? 2 : 1;
   s->recovered = true;
 done:
   cs__mem_free(entries);
   cs__mem_free(dcs);
-  cs__mem_free(dvs);
+  cs__mem_free(blks);
+  cs__mem_free(old);
+  cs__mem_free(orphans);
   return rc;
 }
 
@@ -495,7 +567,7 @@ cs_rc cs__store_load_cached(int fd, const char *path, cs_verify verify, cs_cache
     goto fail;
   }
   s->format_version = version;
-  if (pre->schema_offset != CS_SCHEMA_OFFSET || !span_in(pre->schema_offset, pre->schema_bytes, 0, s->map_bytes) ||
+  if (pre->schema_offset != CS_SCHEMA_OFFSET || !cs__span_in(pre->schema_offset, pre->schema_bytes, 0, s->map_bytes) ||
       pre->data_offset < pre->schema_offset + pre->schema_bytes || pre->data_offset % CS_ALIGN || pre->data_offset > s->map_bytes ||
       cs__hash(s->map + pre->schema_offset, pre->schema_bytes) != pre->schema_checksum) {
     rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: schema block is damaged", path);
@@ -699,8 +771,15 @@ cs_rc cs_store_verify(const cs_store *s, cs_err *err) {
     const cs_disk_record *h;
     cs_rc rc = record_header_check(s, e->record_offset, s->data_end, r, &h, err);
     if (rc) return rc;
-    if (h->n_rows != e->n_rows || h->record_bytes != e->record_bytes ||
-        memcmp(h + 1, &s->disk_chunks[r * nc], nc * sizeof(cs_disk_chunk)) != 0)
+    /* The footer copies the record's descriptors, except those a patch
+    ** replaced (open compared those with their patch block's). */
+    bool same = h->n_rows == e->n_rows && h->record_bytes == e->record_bytes;
+    const cs_disk_chunk *own = (const cs_disk_chunk *)(h + 1);
+    for (uint32_t c = 0; c < nc && same; c++) {
+      const cs_disk_chunk *dc = &s->disk_chunks[r * nc + c];
+      same = (dc->flags & CS_CHUNK_ABSOLUTE) || memcmp(&own[c], dc, sizeof *dc) == 0;
+    }
+    if (!same)
       return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu header does not match the footer", s->path, (unsigned long long)r);
     for (uint32_t c = 0; c < nc; c++)
       if ((rc = cs__chunk_verify(s, r, c, err))) return rc;

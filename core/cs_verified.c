@@ -18,7 +18,9 @@
 ** snapshot holds the file open, because only then is its inode number
 ** surely its own: once the last one closes, a replaced file (colstore_create
 ** 'replace', a restored copy, a later compaction) may reuse the number, so
-** the entry is dropped and the next open checks again.  The keys cost 16
+** the entry is dropped and the next open checks again.  An UPDATE's chunk
+** lives in a patch block and is named the same way, by its own file offset:
+** after an update only the new chunks are hashed again.  The keys cost 16
 ** bytes a chunk (0.003% of a store of 64 Ki-row f64 chunks), under one
 ** mutex, consulted only for chunks a snapshot has not seen yet: each
 ** single-file snapshot keeps a byte per chunk and a count per column, so
@@ -141,7 +143,7 @@ void cs__verified_free(cs_store *s) {
 
 static chunk_key key_of(const cs_store *s, uint64_t rec, uint32_t col) {
   const cs_disk_chunk *dc = &s->disk_chunks[rec * s->schema.n_cols + col];
-  return (chunk_key){s->entries[rec].record_offset + dc->chunk_offset, dc->checksum};
+  return (chunk_key){cs__chunk_base(&s->entries[rec], dc) + dc->chunk_offset, dc->checksum};
 }
 
 static void mark(const cs_store *s, uint64_t rec, uint32_t col) {
@@ -153,7 +155,7 @@ static void mark(const cs_store *s, uint64_t rec, uint32_t col) {
 ** offsets, as cs_store_verify does. */
 cs_rc cs__chunk_verify(const cs_store *s, uint64_t rec, uint32_t col, cs_err *err) {
   const cs_disk_chunk *dc = &s->disk_chunks[rec * s->schema.n_cols + col];
-  uint64_t got = cs__hash(s->map + s->entries[rec].record_offset + dc->chunk_offset, dc->chunk_bytes);
+  uint64_t got = cs__hash(s->map + cs__chunk_base(&s->entries[rec], dc) + dc->chunk_offset, dc->chunk_bytes);
   if (got != dc->checksum)
     return cs_err_set(err, CS_ECORRUPT,
                       "colstore: %s: record %llu, column %s: checksum mismatch (expected %016llx, found %016llx): "

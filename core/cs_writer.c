@@ -27,6 +27,21 @@
 ** fsync that precedes the slot (so an older reader refuses the file from
 ** the moment the deletions can be committed), and abort writes the saved
 ** preamble back.
+**
+** Updates (format 14.4) never touch a record either: prepare writes, per
+** touched record, a patch block holding a whole new chunk for each changed
+** column, and the footer entry names it.  What an update call keeps until
+** then is only what it was given: a copy of the changed columns' values
+** and an item (row, call, batch row) per position, so memory follows the
+** updated rows, not the records they fall in.  Prepare sorts the items,
+** which groups them by record and puts each position's calls in order (the
+** last call changing a column wins), then builds one record's chunks at a
+** time from its live chunks, read back with pread and checked against
+** their checksums first: a damaged byte must not be sealed into a chunk
+** with a fresh checksum.  The chunk is laid out, checksummed and given its
+** zone map by chunk_lay, the code that lays out a record's chunks, so a
+** patched chunk is byte for byte what a fresh record of the same values
+** would hold.
 */
 #include <errno.h>
 #include <fcntl.h>
@@ -80,6 +95,16 @@ struct cs_writer {
   uint64_t n_deleted;         /* committed + this transaction's deleted positions */
   uint64_t free_bytes;        /* committed free bytes + the vectors this one supersedes */
   bool deleted;               /* cs_writer_delete deleted something new */
+  /* UPDATE (format 2, docs/format.md 14.4): each cs_writer_update call keeps
+  ** a copy of the values it was given for the columns it changes (calls),
+  ** and an item (row, call, index) per position; prepare sorts the items
+  ** and writes one patch block per touched record. */
+  uint64_t committed_rows;    /* positions committed at load: the ones an update may change */
+  struct upd_call **calls;    /* n_calls; each one owned block */
+  uint64_t n_calls, cap_calls;
+  struct upd_item *items;     /* n_items; owned */
+  uint64_t n_items, cap_items;
+  bool patched;               /* prepare wrote a patch block */
 };
 
 static const uint8_t zero_pad[CS_ALIGN];
@@ -150,6 +175,8 @@ static cs_rc schema_check(const cs_schema *schema, cs_err *err) {
   return CS_OK;
 }
 
+static void update_forget(cs_writer *w);
+
 static void writer_free(cs_writer *w) {
   if (!w) return;
   if (w->fd >= 0) close(w->fd); /* also drops the flock */
@@ -166,6 +193,7 @@ static void writer_free(cs_writer *w) {
   cs__mem_free(w->dv);
   cs__mem_free(w->ext);
   cs__mem_free(w->first_rows);
+  update_forget(w);
   cs__mem_free(w);
 }
 
@@ -310,7 +338,7 @@ cs_rc cs_writer_append(const char *path, const cs_writer_options *opt, cs_writer
   w->pos = w->old_data_end = base->data_end;
   w->old_file_bytes = base->map_bytes;
   w->generation = base->generation + 1;
-  w->n_rows = base->n_rows;
+  w->n_rows = w->committed_rows = base->n_rows;
   cs_store_close(base);
   *out = w;
   return CS_OK;
@@ -418,6 +446,43 @@ static void pad_push(struct iovec *iov, int *n, uint64_t bytes) {
   if (pad) iov[(*n)++] = (struct iovec){(void *)zero_pad, pad};
 }
 
+/* Most pieces chunk_lay adds: three parts, each with its padding. */
+#define CHUNK_MAX_IOV 6
+
+/* Lays out one chunk of n rows at offset at (a record offset, or a file
+** offset for a patch): the bitmap (given only when the chunk has a NULL,
+** its bits past n clear), the offsets (TEXT/BLOB, from 0), then the data,
+** each padded to 64 bytes (format.md 6.3).  Appends the pieces to iov
+** (from *n_iov), fills dc's offsets, sizes, checksum, zone map and sorted
+** flag (null_count is the caller's), and returns the chunk's end. */
+static uint64_t chunk_lay(cs_type type, uint64_t n, const uint8_t *bitmap, const int64_t *offsets, const uint8_t *data,
+                          uint64_t data_bytes, uint64_t at, struct iovec *iov, int *n_iov, cs_disk_chunk *dc) {
+  int first = *n_iov;
+  dc->chunk_offset = at;
+  if (bitmap) {
+    uint64_t vb = (n + 7) / 8;
+    dc->validity_offset = at;
+    iov[(*n_iov)++] = (struct iovec){(void *)bitmap, vb};
+    pad_push(iov, n_iov, vb);
+    at += cs__align64(vb);
+  }
+  if (offsets) {
+    dc->offsets_offset = at;
+    iov[(*n_iov)++] = (struct iovec){(void *)offsets, (n + 1) * 8};
+    pad_push(iov, n_iov, (n + 1) * 8);
+    at += cs__align64((n + 1) * 8);
+  }
+  dc->data_offset = at;
+  dc->data_bytes = data_bytes;
+  if (data_bytes) iov[(*n_iov)++] = (struct iovec){(void *)data, data_bytes};
+  pad_push(iov, n_iov, data_bytes);
+  at += cs__align64(data_bytes);
+  dc->chunk_bytes = at - dc->chunk_offset;
+  dc->checksum = cs__hash_iov(&iov[first], *n_iov - first);
+  chunk_stats(type, data, bitmap, n, dc);
+  return at;
+}
+
 /* Writes rows [first, first + n) of the batch as one record at w->pos. */
 static cs_rc record_write(cs_writer *w, const cs_batch *b, uint64_t first, uint64_t n, cs_err *err) {
   uint32_t nc = w->schema.n_cols;
@@ -427,7 +492,7 @@ static cs_rc record_write(cs_writer *w, const cs_batch *b, uint64_t first, uint6
   /* Scratch: per column a masked bitmap copy and rebased offsets. */
   uint64_t bitmap_bytes = (n + 7) / 8, per_col = cs__align64(bitmap_bytes) + (n + 1) * 8;
   if ((rc = scratch_reserve(w, per_col * nc, err))) return rc;
-  int max_iov = 1 + 6 * (int)nc, n_iov = 0;
+  int max_iov = 1 + CHUNK_MAX_IOV * (int)nc, n_iov = 0;
   struct iovec *iov = cs__mem_malloc((size_t)max_iov * sizeof *iov);
   if (!iov) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory writing a record");
   memset(w->header, 0, hb);
@@ -437,45 +502,30 @@ static cs_rc record_write(cs_writer *w, const cs_batch *b, uint64_t first, uint6
   uint64_t at = hb;
   for (uint32_t c = 0; c < nc; c++) {
     const cs_batch_column *col = &b->cols[c];
-    cs_disk_chunk *dc = &dcs[c];
     uint8_t *col_scratch = w->scratch + per_col * c;
-    int chunk_iov = n_iov;
-    dc->chunk_offset = at;
-    /* validity */
     const uint8_t *validity = col->validity + first / 8;
-    uint64_t nulls = bitmap_bytes ? 0 : 0;
+    uint64_t nulls = 0;
     for (uint64_t i = 0; i < n; i++) nulls += !((validity[i >> 3] >> (i & 7)) & 1);
-    dc->null_count = nulls;
     if (nulls) {
       memcpy(col_scratch, validity, bitmap_bytes);
       if (n & 7) col_scratch[bitmap_bytes - 1] &= (uint8_t)((1u << (n & 7)) - 1);
-      dc->validity_offset = at;
-      iov[n_iov++] = (struct iovec){col_scratch, bitmap_bytes};
-      pad_push(iov, &n_iov, bitmap_bytes);
-      at += cs__align64(bitmap_bytes);
     }
     const uint8_t *data;
+    const int64_t *offs = NULL;
+    uint64_t data_bytes;
     if (col->width) {
       data = col->data + first * col->width;
-      dc->data_bytes = n * col->width;
+      data_bytes = n * col->width;
     } else {
       int64_t base = col->offsets[first];
-      int64_t *offs = (int64_t *)(void *)(col_scratch + cs__align64(bitmap_bytes));
-      for (uint64_t i = 0; i <= n; i++) offs[i] = col->offsets[first + i] - base;
-      dc->offsets_offset = at;
-      iov[n_iov++] = (struct iovec){offs, (n + 1) * 8};
-      pad_push(iov, &n_iov, (n + 1) * 8);
-      at += cs__align64((n + 1) * 8);
-      dc->data_bytes = (uint64_t)(col->offsets[first + n] - base);
-      data = dc->data_bytes ? col->data + base : NULL; /* only '' and NULLs: the batch may hold no buffer */
+      int64_t *rebased = (int64_t *)(void *)(col_scratch + cs__align64(bitmap_bytes));
+      for (uint64_t i = 0; i <= n; i++) rebased[i] = col->offsets[first + i] - base;
+      offs = rebased;
+      data_bytes = (uint64_t)(col->offsets[first + n] - base);
+      data = data_bytes ? col->data + base : NULL; /* only '' and NULLs: the batch may hold no buffer */
     }
-    dc->data_offset = at;
-    if (dc->data_bytes) iov[n_iov++] = (struct iovec){(void *)data, dc->data_bytes};
-    pad_push(iov, &n_iov, dc->data_bytes);
-    at += cs__align64(dc->data_bytes);
-    dc->chunk_bytes = at - dc->chunk_offset;
-    dc->checksum = cs__hash_iov(&iov[chunk_iov], n_iov - chunk_iov);
-    chunk_stats(col->type, data, nulls ? validity : NULL, n, dc);
+    dcs[c].null_count = nulls;
+    at = chunk_lay(col->type, n, nulls ? col_scratch : NULL, offs, data, data_bytes, at, iov, &n_iov, &dcs[c]);
   }
   memcpy(h->magic, CS_MAGIC_RECORD, CS_MAGIC_BYTES);
   h->generation = w->generation;
@@ -615,6 +665,379 @@ static cs_rc delete_write(cs_writer *w, cs_err *err) {
   return CS_OK;
 }
 
+/* --------------------------------------------------------------- updates */
+
+/* One cs_writer_update call's values, in one block: for each column it
+** changes (sel, increasing) a copy of rows [0, n) of the batch's column. */
+typedef struct upd_values {
+  const uint8_t *validity;    /* (n + 7) / 8 bytes, 1 = valid */
+  const int64_t *offsets;     /* TEXT/BLOB: n + 1, from 0 */
+  const uint8_t *data;        /* n * width bytes, or the TEXT/BLOB bytes */
+} upd_values;
+
+typedef struct upd_call {
+  uint64_t n;
+  uint32_t n_sel;
+  const uint32_t *sel;        /* the columns the call changes */
+  const upd_values *vals;     /* n_sel, in sel's order */
+} upd_call;
+
+/* Position row takes the values of row index of call call; sorted by all
+** three at prepare, so the last item of a row that changes a column wins. */
+typedef struct upd_item {
+  uint64_t row, call, index;
+} upd_item;
+
+static void update_forget(cs_writer *w) {
+  for (uint64_t k = 0; k < w->n_calls; k++) cs__mem_free(w->calls[k]);
+  cs__mem_free(w->calls);
+  cs__mem_free(w->items);
+  w->calls = NULL, w->items = NULL;
+  w->n_calls = w->cap_calls = w->n_items = w->cap_items = 0;
+}
+
+static uint64_t align8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
+
+/* Bytes the batch's column holds for its rows [0, n). */
+static uint64_t values_bytes(const cs_batch_column *bc, uint64_t n) {
+  uint64_t b = align8((n + 7) / 8);
+  return b + (bc->width ? align8(n * bc->width) : align8((n + 1) * 8) + align8((uint64_t)bc->offsets[n]));
+}
+
+/* The call's block: the struct, sel, vals, then each column's copy. */
+static upd_call *call_copy(const cs_batch *b, uint64_t n, const uint8_t *cols, uint32_t n_sel) {
+  uint64_t bytes = sizeof(upd_call) + align8(n_sel * sizeof(uint32_t)) + n_sel * sizeof(upd_values);
+  for (uint32_t c = 0; c < b->n_cols; c++)
+    if (!cols || cols[c]) bytes += values_bytes(&b->cols[c], n);
+  uint8_t *p = cs__mem_malloc(bytes);
+  if (!p) return NULL;
+  upd_call *call = (upd_call *)(void *)p;
+  uint32_t *sel = (uint32_t *)(void *)(p + sizeof *call);
+  upd_values *vals = (upd_values *)(void *)(p + sizeof *call + align8(n_sel * sizeof(uint32_t)));
+  uint8_t *at = (uint8_t *)(vals + n_sel);
+  *call = (upd_call){n, n_sel, sel, vals};
+  uint32_t k = 0;
+  for (uint32_t c = 0; c < b->n_cols; c++) {
+    if (cols && !cols[c]) continue;
+    const cs_batch_column *bc = &b->cols[c];
+    sel[k] = c;
+    memcpy(at, bc->validity, (n + 7) / 8);
+    vals[k].validity = at;
+    at += align8((n + 7) / 8);
+    uint64_t data_bytes = n * bc->width;
+    if (!bc->width) { /* a batch's offsets start at 0 */
+      memcpy(at, bc->offsets, (n + 1) * 8);
+      vals[k].offsets = (const int64_t *)(void *)at;
+      at += align8((n + 1) * 8);
+      data_bytes = (uint64_t)bc->offsets[n];
+    }
+    if (data_bytes) memcpy(at, bc->data, data_bytes);
+    vals[k].data = at;
+    at += align8(data_bytes);
+    k++;
+  }
+  return call;
+}
+
+static int item_cmp(const void *pa, const void *pb) {
+  const upd_item *a = pa, *b = pb;
+  if (a->row != b->row) return a->row < b->row ? -1 : 1;
+  if (a->call != b->call) return a->call < b->call ? -1 : 1;
+  return a->index < b->index ? -1 : a->index > b->index;
+}
+
+/* Whether position row (of a committed record) is deleted, committed or in
+** this transaction; loads the record's committed vector when it has one. */
+static cs_rc row_deleted(cs_writer *w, uint64_t row, bool *out, cs_err *err) {
+  uint64_t r = delete_find(w, row), local = row - w->first_rows[r];
+  *out = false;
+  if (!w->dv[r] && !w->ext[r].dv_offset) return CS_OK;
+  cs_rc rc = delete_bitmap(w, r, err);
+  if (rc == CS_OK) *out = (w->dv[r][local >> 3] >> (local & 7)) & 1;
+  return rc;
+}
+
+cs_rc cs_writer_update(cs_writer *w, const uint64_t *rows, uint64_t n, const cs_batch *values, const uint8_t *cols, cs_err *err) {
+  if (w->prepared) return cs_err_set(err, CS_EINVAL, "colstore: %s: update after prepare", w->path);
+  uint32_t nc = w->schema.n_cols, n_sel = 0;
+  if (values->n_cols != nc)
+    return cs_err_set(err, CS_EINVAL, "colstore: %s: update batch has %u columns, store has %u", w->path, values->n_cols, nc);
+  for (uint32_t c = 0; c < nc; c++) {
+    if (values->cols[c].type != w->cols[c].type)
+      return cs_err_set(err, CS_ESCHEMA, "colstore: %s: column %s: update batch type differs", w->path, w->cols[c].name);
+    n_sel += !cols || cols[c];
+  }
+  if (values->n_rows < n)
+    return cs_err_set(err, CS_EINVAL, "colstore: %s: update batch has %llu rows for %llu positions", w->path,
+                      (unsigned long long)values->n_rows, (unsigned long long)n);
+  for (uint32_t c = 0; c < nc; c++) {
+    const cs_batch_column *bc = &values->cols[c];
+    for (uint64_t i = 0; (!cols || cols[c]) && !w->cols[c].nullable && bc->n_nulls && i < n; i++)
+      if (!((bc->validity[i >> 3] >> (i & 7)) & 1))
+        return cs_err_set(err, CS_EINVAL, "colstore: %s: column %s is NOT NULL but row %llu of the update batch is NULL", w->path,
+                          w->cols[c].name, (unsigned long long)i);
+  }
+  for (uint64_t i = 0; i < n; i++)
+    if (rows[i] >= w->committed_rows)
+      return cs_err_set(err, CS_EINVAL, "colstore: %s: cannot update row %llu: the store had %llu committed positions when this transaction began",
+                        w->path, (unsigned long long)rows[i], (unsigned long long)w->committed_rows);
+  if (n == 0) return CS_OK;
+  cs_rc rc = delete_index(w, err);
+  for (uint64_t i = 0; rc == CS_OK && i < n; i++) {
+    bool dead;
+    rc = row_deleted(w, rows[i], &dead, err);
+    if (rc == CS_OK && dead)
+      return cs_err_set(err, CS_EINVAL, "colstore: %s: cannot update row %llu: it is deleted", w->path, (unsigned long long)rows[i]);
+  }
+  if (rc || n_sel == 0) return rc;
+  /* Room first, then the copy, then the items: a failure changes nothing. */
+  if (w->n_calls == w->cap_calls) {
+    uint64_t cap = w->cap_calls ? w->cap_calls * 2 : 8;
+    upd_call **c2 = cs__mem_realloc(w->calls, cap * sizeof *c2);
+    if (!c2) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for an update");
+    w->calls = c2, w->cap_calls = cap;
+  }
+  if (w->n_items + n > w->cap_items) {
+    uint64_t cap = w->cap_items ? w->cap_items : 64;
+    while (cap < w->n_items + n) cap *= 2;
+    upd_item *i2 = cs__mem_realloc(w->items, cap * sizeof *i2);
+    if (!i2) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for an update of %llu rows", (unsigned long long)n);
+    w->items = i2, w->cap_items = cap;
+  }
+  upd_call *call = call_copy(values, n, cols, n_sel);
+  if (!call) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory copying an update of %llu rows", (unsigned long long)n);
+  for (uint64_t i = 0; i < n; i++) w->items[w->n_items + i] = (upd_item){rows[i], w->n_calls, i};
+  w->n_items += n;
+  w->calls[w->n_calls++] = call;
+  return CS_OK;
+}
+
+/* The values call changes in column col, or NULL. */
+static const upd_values *call_values(const upd_call *call, uint32_t col) {
+  uint32_t lo = 0, hi = call->n_sel;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (call->sel[mid] < col) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < call->n_sel && call->sel[lo] == col ? &call->vals[lo] : NULL;
+}
+
+/* A position's new value in one column: row local of the record takes row
+** index of v. */
+typedef struct upd_win {
+  uint64_t local, index;
+  const upd_values *v;
+} upd_win;
+
+/* The winners of column col among items[0, n) (one record's, sorted): per
+** position, the last item whose call changes col.  Returns how many. */
+static uint64_t winners(const cs_writer *w, uint64_t first_row, const upd_item *it, uint64_t n, uint32_t col, upd_win *out) {
+  uint64_t k = 0;
+  for (uint64_t a = 0, b; a < n; a = b) {
+    for (b = a + 1; b < n && it[b].row == it[a].row;) b++;
+    for (uint64_t j = b; j-- > a;) {
+      const upd_values *v = call_values(w->calls[it[j].call], col);
+      if (v) {
+        out[k++] = (upd_win){it[j].row - first_row, it[j].index, v};
+        break;
+      }
+    }
+  }
+  return k;
+}
+
+static bool bit_get(const uint8_t *bits, uint64_t i) { return (bits[i >> 3] >> (i & 7)) & 1; }
+static void bit_put(uint8_t *bits, uint64_t i, bool v) {
+  bits[i >> 3] = (uint8_t)((bits[i >> 3] & ~(1u << (i & 7))) | ((unsigned)v << (i & 7)));
+}
+
+/* The new chunk of column col of record r (its live chunk, read back and
+** checked against its checksum, with the winners' values in place), written
+** at file offset at inside the patch block at block; *dc describes it. */
+static cs_rc patch_chunk(cs_writer *w, uint64_t r, uint32_t col, const upd_win *win, uint64_t n_win, uint64_t block, uint64_t at,
+                         cs_disk_chunk *dc, cs_err *err) {
+  const cs_disk_chunk *od = &w->dchunks[r * w->schema.n_cols + col];
+  const cs_column *column = &w->cols[col];
+  uint64_t n = w->entries[r].n_rows, vb = (n + 7) / 8, width = cs_type_width(column->type), data_bytes = n * width;
+  uint8_t *old = cs__mem_malloc(od->chunk_bytes ? od->chunk_bytes : 1), *bits = cs__mem_malloc(vb), *data = NULL;
+  int64_t *offs = NULL;
+  cs_rc rc = CS_OK;
+  if (!old || !bits) {
+    rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory updating a chunk of %llu rows", (unsigned long long)n);
+    goto done;
+  }
+  if ((rc = cs__pread_full(w->fd, old, od->chunk_bytes, cs__chunk_base(&w->entries[r], od) + od->chunk_offset, w->path, err))) goto done;
+  /* The old values go into a chunk with a fresh checksum, so they are
+  ** proven first (a damaged byte would otherwise become a valid one). */
+  if (cs__hash(old, od->chunk_bytes) != od->checksum) {
+    rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu, column %s: checksum mismatch; the update cannot read the old values",
+                    w->path, (unsigned long long)r, column->name);
+    goto done;
+  }
+  const uint8_t *ov = od->validity_offset ? old + (od->validity_offset - od->chunk_offset) : NULL;
+  const uint8_t *odata = old + (od->data_offset - od->chunk_offset);
+  if (ov) memcpy(bits, ov, vb);
+  else memset(bits, 0xFF, vb);
+  if (n & 7) bits[vb - 1] &= (uint8_t)((1u << (n & 7)) - 1);
+  for (uint64_t k = 0; k < n_win; k++) bit_put(bits, win[k].local, bit_get(win[k].v->validity, win[k].index));
+  if (width) {
+    if (!(data = cs__mem_malloc(data_bytes ? data_bytes : 1))) {
+      rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory updating a chunk of %llu rows", (unsigned long long)n);
+      goto done;
+    }
+    memcpy(data, odata, data_bytes);
+    for (uint64_t k = 0; k < n_win; k++) memcpy(data + win[k].local * width, win[k].v->data + win[k].index * width, width);
+  } else {
+    const int64_t *oo = (const int64_t *)(const void *)(old + (od->offsets_offset - od->chunk_offset));
+    bool ok = oo[0] == 0 && (uint64_t)oo[n] == od->data_bytes;
+    for (uint64_t i = 0; ok && i < n; i++) ok = oo[i + 1] >= oo[i];
+    if (!ok) {
+      rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu, column %s: TEXT/BLOB offsets are damaged", w->path, (unsigned long long)r,
+                      column->name);
+      goto done;
+    }
+    data_bytes = od->data_bytes;
+    for (uint64_t k = 0; k < n_win; k++) {
+      const int64_t *no = win[k].v->offsets;
+      data_bytes += (uint64_t)(no[win[k].index + 1] - no[win[k].index]) - (uint64_t)(oo[win[k].local + 1] - oo[win[k].local]);
+    }
+    offs = cs__mem_malloc((n + 1) * 8);
+    data = cs__mem_malloc(data_bytes ? data_bytes : 1);
+    if (!offs || !data) {
+      rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory updating a chunk of %llu rows", (unsigned long long)n);
+      goto done;
+    }
+    /* Runs of old values between the winners, each winner's new value. */
+    uint64_t put = 0, i = 0;
+    offs[0] = 0;
+    for (uint64_t k = 0; k <= n_win; k++) {
+      uint64_t end = k < n_win ? win[k].local : n, run = (uint64_t)(oo[end] - oo[i]);
+      if (run) memcpy(data + put, odata + oo[i], run);
+      for (; i < end; i++) offs[i + 1] = offs[i] + (oo[i + 1] - oo[i]);
+      put += run;
+      if (k == n_win) break;
+      const int64_t *no = win[k].v->offsets;
+      uint64_t len = (uint64_t)(no[win[k].index + 1] - no[win[k].index]);
+      if (len) memcpy(data + put, win[k].v->data + no[win[k].index], len);
+      put += len;
+      offs[i + 1] = offs[i] + (int64_t)len;
+      i++;
+    }
+  }
+  uint64_t valid = 0;
+  for (uint64_t i = 0; i < vb; i++) valid += (uint64_t)__builtin_popcount(bits[i]);
+  memset(dc, 0, sizeof *dc);
+  dc->null_count = n - valid;
+  struct iovec iov[CHUNK_MAX_IOV];
+  int n_iov = 0;
+  uint64_t end = chunk_lay(column->type, n, dc->null_count ? bits : NULL, offs, data, data_bytes, at, iov, &n_iov, dc);
+  dc->flags |= CS_CHUNK_ABSOLUTE;
+  if ((end - block) / CS_ALIGN > UINT32_MAX) {
+    rc = cs_err_set(err, CS_ERANGE, "colstore: %s: record %llu: a patch block over 256 GiB", w->path, (unsigned long long)r);
+    goto done;
+  }
+  dc->patch_back = (uint32_t)((at - block) / CS_ALIGN);
+  rc = write_iov(w, iov, n_iov, at, err);
+done:
+  cs__mem_free(old), cs__mem_free(bits), cs__mem_free(data), cs__mem_free(offs);
+  return rc;
+}
+
+/* Scratch of update_write, room for one record's worth of n_cols columns. */
+typedef struct upd_scratch {
+  uint8_t *header;            /* cs__patch_header_bytes(n_cols) */
+  uint8_t *touched;           /* n_cols */
+  cs_disk_chunk *old;         /* the replaced descriptors */
+  uint64_t *orphans;
+  upd_win *win;               /* the most items of one record */
+} upd_scratch;
+
+/* The patch block of record r, whose sorted items are it[0, n), at w->pos:
+** a new chunk per changed column, then the header; the replaced chunks, and
+** the headers of earlier patches left without a live chunk, are free space
+** (format.md 14.5; the forward scan counts them the same way, cs_store.c). */
+static cs_rc patch_write(cs_writer *w, uint64_t r, const upd_item *it, uint64_t n, upd_scratch *sc, cs_err *err) {
+  uint32_t nc = w->schema.n_cols, n_chunks = 0;
+  memset(sc->touched, 0, nc);
+  for (uint64_t k = 0; k < n; k++) {
+    const upd_call *call = w->calls[it[k].call];
+    for (uint32_t j = 0; j < call->n_sel; j++) sc->touched[call->sel[j]] = 1;
+  }
+  for (uint32_t c = 0; c < nc; c++) n_chunks += sc->touched[c];
+  uint64_t block = w->pos, hb = cs__patch_header_bytes(n_chunks), at = block + hb;
+  memset(sc->header, 0, hb);
+  cs_disk_patch *h = (cs_disk_patch *)(void *)sc->header;
+  cs_disk_patch_item *items = (cs_disk_patch_item *)(void *)(h + 1);
+  cs_rc rc = tail_save(w, err);
+  for (uint32_t c = 0, k = 0; rc == CS_OK && c < nc; c++) {
+    if (!sc->touched[c]) continue;
+    uint64_t n_win = winners(w, w->first_rows[r], it, n, c, sc->win);
+    items[k].column = c;
+    rc = patch_chunk(w, r, c, sc->win, n_win, block, at, &items[k].chunk, err);
+    if (rc) break;
+    at += items[k].chunk.chunk_bytes;
+    sc->old[k] = w->dchunks[r * nc + c];
+    k++;
+  }
+  if (rc) return rc;
+  memcpy(h->magic, CS_MAGIC_PATCH, CS_MAGIC_BYTES);
+  h->generation = w->generation;
+  h->record_offset = w->entries[r].record_offset;
+  h->n_rows = w->entries[r].n_rows;
+  h->n_chunks = n_chunks;
+  h->header_bytes = (uint32_t)hb;
+  h->block_bytes = at - block;
+  h->descriptors_checksum = cs__hash(items, n_chunks * sizeof *items);
+  h->checksum = cs__hash(h, 56);
+  if ((rc = write_at(w, sc->header, hb, block, err))) return rc;
+  /* The directory from here: read the orphans' headers before anything
+  ** changes, so a failed read leaves the counts as they were. */
+  cs_disk_chunk *live = &w->dchunks[r * nc];
+  for (uint32_t k = 0; k < n_chunks; k++) live[items[k].column] = items[k].chunk;
+  uint32_t n_orphans = cs__patch_orphans(sc->old, n_chunks, live, nc, sc->orphans);
+  uint64_t freed = 0;
+  for (uint32_t k = 0; k < n_chunks; k++) freed += sc->old[k].chunk_bytes;
+  for (uint32_t k = 0; rc == CS_OK && k < n_orphans; k++) {
+    cs_disk_patch ph;
+    rc = cs__pread_full(w->fd, &ph, sizeof ph, sc->orphans[k], w->path, err);
+    freed += ph.header_bytes;
+  }
+  if (rc) return rc;
+  w->free_bytes += freed;
+  w->pos = at;
+  w->patched = true;
+  return CS_OK;
+}
+
+/* Writes the patch blocks of the transaction's updates at w->pos, one per
+** touched record in record order, and forgets the updates. */
+static cs_rc update_write(cs_writer *w, cs_err *err) {
+  if (w->n_items == 0) return CS_OK;
+  uint32_t nc = w->schema.n_cols;
+  cs_rc rc = delete_index(w, err);
+  if (rc) return rc;
+  qsort(w->items, w->n_items, sizeof *w->items, item_cmp);
+  uint64_t most = 0;
+  for (uint64_t a = 0, b; a < w->n_items; a = b) {
+    uint64_t end = w->first_rows[delete_find(w, w->items[a].row) + 1];
+    for (b = a + 1; b < w->n_items && w->items[b].row < end;) b++;
+    if (b - a > most) most = b - a;
+  }
+  upd_scratch sc = {cs__mem_calloc(1, cs__patch_header_bytes(nc)), cs__mem_malloc(nc), cs__mem_malloc(nc * sizeof *sc.old),
+                    cs__mem_malloc(nc * sizeof *sc.orphans), cs__mem_malloc(most * sizeof *sc.win)};
+  if (!sc.header || !sc.touched || !sc.old || !sc.orphans || !sc.win)
+    rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory writing an update");
+  for (uint64_t a = 0, b; rc == CS_OK && a < w->n_items; a = b) {
+    uint64_t r = delete_find(w, w->items[a].row), end = w->first_rows[r + 1];
+    for (b = a + 1; b < w->n_items && w->items[b].row < end;) b++;
+    rc = patch_write(w, r, &w->items[a], b - a, &sc, err);
+  }
+  cs__mem_free(sc.header), cs__mem_free(sc.touched), cs__mem_free(sc.old), cs__mem_free(sc.orphans), cs__mem_free(sc.win);
+  if (rc == CS_OK) update_forget(w); /* written: a second prepare must not write them again */
+  return rc;
+}
+
 /* ---------------------------------------------------------------- commit */
 
 /* The commit seal: the slot again, after the footer, as CSSEALED. */
@@ -627,7 +1050,8 @@ static cs_rc seal_write(cs_writer *w, cs_err *err) {
 
 cs_rc cs_writer_prepare(cs_writer *w, cs_err *err) {
   if (w->prepared) return CS_OK;
-  cs_rc rc = delete_write(w, err);
+  cs_rc rc = update_write(w, err);
+  if (rc == CS_OK) rc = delete_write(w, err);
   if (rc) return rc;
   bool nothing_new = !w->tmp_path && !w->touched;
   if (nothing_new) {
@@ -637,7 +1061,7 @@ cs_rc cs_writer_prepare(cs_writer *w, cs_err *err) {
   uint32_t nc = w->schema.n_cols;
   /* Layout 2 once the file is (or becomes) version 2; version-1 files stay
   ** readable by older builds until their first deletion. */
-  bool v2 = w->version >= 2 || w->n_deleted > 0;
+  bool v2 = w->version >= 2 || w->n_deleted > 0 || w->patched;
   uint64_t eb = v2 ? cs__footer_entry_bytes_v2(nc) : cs__footer_entry_bytes(nc);
   uint64_t head = v2 ? CS_FOOTER_HEAD_BYTES_V2 : sizeof(cs_disk_footer), fb = head + w->n_records * eb;
   uint8_t *f = cs__mem_calloc(1, fb);

@@ -187,8 +187,52 @@ static ut_table *deleted_store(const char *path, uint64_t seed) {
   return t;
 }
 
+/* The UPDATE store of the golden set (format 2): 3 commits of rows, an
+** update of two columns over three records, a deletion, then an update
+** that replaces some of the first patches' chunks (one patch left with no
+** live chunk, one with some) and puts a NULL into a chunk that had none. */
+static ut_table *patched_store(const char *path, uint64_t seed) {
+  static const uint64_t slices[] = {20, 9, 11};
+  static const uint64_t first[] = {1, 9, 20, 35, 9}, dead[] = {6, 30}, second[] = {2, 20, 39};
+  static const uint8_t v_s[] = {0, 1, 1}, v_only[] = {0, 1, 0};
+  ut_table *t = misc_store(path, slices, 3, seed);
+  ut_table *u = misc_table(5, seed + 100);
+  ut_cell_set_float(ut_table_cell(u, 1, 1), CS_TYPE_FLOAT32, -1e30);
+  ut_update_commit(path, t, first, 5, u, v_s);
+  delete_rows(path, dead, 2);
+  ut_cell_set_null(ut_table_cell(u, 2, 1));
+  ut_update_commit(path, t, second, 3, u, v_only);
+  ut_table_free(u);
+  return t;
+}
+
+static cs_rc golden_update_txn(cs_writer *w, void *arg, cs_err *err) {
+  static const uint64_t rows[] = {0, 13, 21};
+  return ut_update_call(w, rows, 3, arg, NULL, err);
+}
+
+/* Three stores of make (seeds seed, seed + 1, seed + 2) as v[n, n + 3):
+** intact, with a damaged footer (a bounded scan), with both slots zeroed
+** (an unbounded scan; the seal proves the last commit).  Returns n + 3. */
+static int v2_trio(valid_file *v, int n, const char *const names[3], ut_table *(*make)(const char *, uint64_t), uint64_t seed) {
+  static const uint8_t zero[64] = {0};
+  for (int k = 0; k < 3; k++, n++) {
+    char *p = out_path("valid", names[k]);
+    v[n] = (valid_file){names[k], make(p, seed + (uint64_t)k), 40};
+    ut_layout l;
+    if (k == 1) {
+      ut_layout_read(p, &l);
+      ut_xor_byte(p, l.slot[l.newest].footer_offset + l.slot[l.newest].footer_bytes / 2, 0xFF);
+      ut_layout_free(&l);
+    }
+    if (k == 2) ut_pwrite(p, CS_SLOT0_OFFSET, zero, 64), ut_pwrite(p, CS_SLOT1_OFFSET, zero, 64);
+    free(p);
+  }
+  return n;
+}
+
 static void make_valid(void) {
-  valid_file v[24];
+  valid_file v[32];
   int n = 0;
   char *p;
 
@@ -277,22 +321,8 @@ static void make_valid(void) {
   /* Format 2: deleted rows, read from the footer, a bounded scan (footer
   ** damaged) and an unbounded scan (both slots gone, the seal proves the
   ** last deleting commit). */
-  p = out_path("valid", "deleted_rows.cst");
-  v[n] = (valid_file){"deleted_rows.cst", deleted_store(p, 11), 40};
-  free(p), n++;
-
-  p = out_path("valid", "deleted_recovered.cst");
-  v[n] = (valid_file){"deleted_recovered.cst", deleted_store(p, 12), 40};
-  ut_layout_read(p, &l);
-  ut_xor_byte(p, l.slot[l.newest].footer_offset + l.slot[l.newest].footer_bytes / 2, 0xFF);
-  ut_layout_free(&l);
-  free(p), n++;
-
-  p = out_path("valid", "deleted_no_slots.cst");
-  v[n] = (valid_file){"deleted_no_slots.cst", deleted_store(p, 13), 40};
-  ut_pwrite(p, CS_SLOT0_OFFSET, zero, 64);
-  ut_pwrite(p, CS_SLOT1_OFFSET, zero, 64);
-  free(p), n++;
+  static const char *const deleted[] = {"deleted_rows.cst", "deleted_recovered.cst", "deleted_no_slots.cst"};
+  n = v2_trio(v, n, deleted, deleted_store, 11);
 
   /* A version-1 store whose first deleting transaction crashed after
   ** prepare: version-2 preamble, no deletion committed. */
@@ -300,6 +330,19 @@ static void make_valid(void) {
   p = out_path("valid", "delete_uncommitted.cst");
   v[n] = (valid_file){"delete_uncommitted.cst", misc_store(p, two, 2, 14), 22};
   ut_delete_prepare_in_child(p, gone, 3);
+  free(p), n++;
+
+  /* Format 2: updated values (patch blocks), the same three ways; and a
+  ** version-1 store whose first updating transaction crashed after
+  ** prepare. */
+  static const char *const patched[] = {"patched_rows.cst", "patched_recovered.cst", "patched_no_slots.cst"};
+  n = v2_trio(v, n, patched, patched_store, 15);
+
+  p = out_path("valid", "update_uncommitted.cst");
+  v[n] = (valid_file){"update_uncommitted.cst", misc_store(p, two, 2, 18), 22};
+  ut_table *ghost_vals = misc_table(3, 19);
+  ut_txn_prepare_in_child(p, golden_update_txn, ghost_vals);
+  ut_table_free(ghost_vals);
   free(p), n++;
 
   char *list_path = out_path("valid", "EXPECTED");
@@ -343,6 +386,8 @@ static void make_corrupt(void) {
       {"flipped_checksum.cst", CS_ECORRUPT, "one data byte flipped"},
       {"future_version.cst", CS_EVERSION, "version 3 (one past what this build reads), preamble checksum recomputed"},
       {"damaged_deletion_vector.cst", CS_ECORRUPT, "a byte of a deletion vector's bitmap flipped, footer intact"},
+      {"damaged_patch_block.cst", CS_ECORRUPT, "a byte of a patch block's item flipped, footer intact"},
+      {"flipped_patched_chunk.cst", CS_ECORRUPT, "one data byte of a patch's chunk flipped"},
       {"footer_past_end.cst", CS_ECORRUPT, "slot data_end/footer_offset past the end, slot resealed"},
       {"damaged_preamble.cst", CS_ECORRUPT, "preamble byte flipped"},
       {"damaged_schema.cst", CS_ECORRUPT, "schema byte flipped"},
@@ -395,6 +440,26 @@ static void make_corrupt(void) {
   ut_layout_read(p, &l);
   ck_assert(l.ext[0].dv_offset != 0);
   ut_xor_byte(p, l.ext[0].dv_offset + sizeof(cs_disk_delvec), 0x01);
+  ut_layout_free(&l), free(p);
+
+  static const uint64_t changed[] = {3, 17};
+  p = corrupt_base("damaged_patch_block.cst", &l);
+  ut_layout_free(&l);
+  ut_table *vals = misc_table(2, 21);
+  ut_update_commit(p, NULL, changed, 2, vals, NULL);
+  ut_layout_read(p, &l);
+  const cs_disk_chunk *pc = ut_layout_chunk(&l, 0, 1);
+  ck_assert(pc->flags & CS_CHUNK_ABSOLUTE);
+  ut_xor_byte(p, pc->chunk_offset - pc->patch_back * 64ull + sizeof(cs_disk_patch) + 8, 0x01); /* item 0's chunk_offset */
+  ut_layout_free(&l), free(p);
+
+  p = corrupt_base("flipped_patched_chunk.cst", &l);
+  ut_layout_free(&l);
+  ut_update_commit(p, NULL, changed, 2, vals, NULL);
+  ut_layout_read(p, &l);
+  ck_assert(ut_layout_chunk(&l, 2, 0)->flags & CS_CHUNK_ABSOLUTE);
+  ut_xor_byte(p, ut_layout_data_offset(&l, 2, 0) + 1, 0x01);
+  ut_table_free(vals);
   ut_layout_free(&l), free(p);
 
   p = corrupt_base("footer_past_end.cst", &l);

@@ -25,7 +25,10 @@
 **     returns (values where valid, and the validity bytes);
 **   - cs_store_find_record agrees with the record table;
 **   - an append to a store that opened keeps its rows and adds one, and a
-**     store that passed full verification still passes it afterwards.
+**     store that passed full verification still passes it afterwards;
+**   - so does an update of its last position (a patch block, format 2),
+**     which keeps every other row, and a failed update (a damaged chunk it
+**     had to read) leaves the file byte-identical.
 **
 ** THE ONE DECISION A NEWCOMER WOULD QUESTION: each input is run twice, as
 ** given and "resealed".  Every structure of the format is checksummed
@@ -33,7 +36,8 @@
 ** slot, footer or descriptor is rejected at its first check and the code
 ** behind it is never reached.  The resealed copy has every checksum the
 ** harness can find recomputed over the mutated bytes (reseal() walks the
-** layout with its own, forgiving parser), so mutations of counts, offsets
+** layout with its own, forgiving parser: records, deletion vectors, patch
+** blocks, both footer layouts), so mutations of counts, offsets
 ** and flags reach the checks that are meant to catch them, and, with chunk
 ** checksums resealed too, the full-verify paths see damaged content that
 ** passed its checksum.
@@ -123,18 +127,31 @@ static void reseal_footer(uint8_t *f, uint64_t size, uint64_t off) {
   memcpy(&h, f + off, sizeof h);
   if (memcmp(h.magic, CS_MAGIC_FOOTER, CS_MAGIC_BYTES) != 0 || h.footer_bytes < sizeof h || !in_file(off, h.footer_bytes, size))
     return;
-  uint64_t eb = h.entry_bytes;
-  if (h.n_cols <= CS_MAX_COLUMNS && eb == sizeof(cs_disk_entry) + (uint64_t)h.n_cols * sizeof(cs_disk_chunk)) {
-    for (uint64_t at = off + sizeof h; at + eb <= off + h.footer_bytes; at += eb) {
+  /* Layout 2: an extension after the header, and per entry the deletion
+  ** vector's fields before the descriptors. */
+  bool v2 = h.layout == CS_FOOTER_LAYOUT_2;
+  uint64_t eb = h.entry_bytes, xb = v2 ? sizeof(cs_disk_entry_ext) : 0, head = v2 ? CS_FOOTER_HEAD_BYTES_V2 : sizeof h;
+  if (h.n_cols <= CS_MAX_COLUMNS && eb == sizeof(cs_disk_entry) + xb + (uint64_t)h.n_cols * sizeof(cs_disk_chunk)) {
+    for (uint64_t at = off + head; at + eb <= off + h.footer_bytes; at += eb) {
       cs_disk_entry e;
       memcpy(&e, f + at, sizeof e);
+      if (v2) {
+        cs_disk_entry_ext x;
+        memcpy(&x, f + at + sizeof e, sizeof x);
+        if (x.dv_offset && in_file(x.dv_offset, sizeof(cs_disk_delvec), size)) {
+          cs_disk_delvec dv;
+          memcpy(&dv, f + x.dv_offset, sizeof dv);
+          x.dv_checksum = dv.bitmap_checksum;
+          memcpy(f + at + sizeof e, &x, sizeof x);
+        }
+      }
       for (uint32_t c = 0; c < h.n_cols; c++) {
         cs_disk_chunk dc;
-        uint64_t dat = at + sizeof e + (uint64_t)c * sizeof dc;
+        uint64_t dat = at + sizeof e + xb + (uint64_t)c * sizeof dc;
         memcpy(&dc, f + dat, sizeof dc);
-        if (e.record_offset <= size && dc.chunk_offset <= size - e.record_offset &&
-            in_file(e.record_offset + dc.chunk_offset, dc.chunk_bytes, size)) {
-          dc.checksum = cs__hash(f + e.record_offset + dc.chunk_offset, dc.chunk_bytes);
+        uint64_t base = (dc.flags & CS_CHUNK_ABSOLUTE) ? 0 : e.record_offset; /* a patch's chunk: file offsets */
+        if (base <= size && dc.chunk_offset <= size - base && in_file(base + dc.chunk_offset, dc.chunk_bytes, size)) {
+          dc.checksum = cs__hash(f + base + dc.chunk_offset, dc.chunk_bytes);
           memcpy(f + dat, &dc, sizeof dc);
         }
       }
@@ -144,6 +161,40 @@ static void reseal_footer(uint8_t *f, uint64_t size, uint64_t off) {
   memcpy(f + off, &h, sizeof h);
 }
 
+/* Recomputes the checksums of a format-2 block at off (a deletion vector:
+** bitmap and header; a patch: its chunks, its items, its header); returns
+** its length, or 0 when neither is there. */
+static uint64_t reseal_v2_block(uint8_t *f, uint64_t size, uint64_t off) {
+  if (!in_file(off, 64, size)) return 0;
+  if (memcmp(f + off, CS_MAGIC_DELVEC, CS_MAGIC_BYTES) == 0) {
+    cs_disk_delvec h;
+    memcpy(&h, f + off, sizeof h);
+    if (h.block_bytes >= sizeof h && in_file(off, h.block_bytes, size)) h.bitmap_checksum = cs__hash(f + off + sizeof h, h.block_bytes - sizeof h);
+    h.checksum = cs__hash(&h, 56);
+    memcpy(f + off, &h, sizeof h);
+    return h.block_bytes;
+  }
+  if (memcmp(f + off, CS_MAGIC_PATCH, CS_MAGIC_BYTES) != 0) return 0;
+  cs_disk_patch h;
+  memcpy(&h, f + off, sizeof h);
+  uint64_t items = (uint64_t)h.n_chunks * sizeof(cs_disk_patch_item);
+  if (h.n_chunks <= CS_MAX_COLUMNS && in_file(off + sizeof h, items, size)) {
+    for (uint32_t k = 0; k < h.n_chunks; k++) {
+      cs_disk_patch_item it;
+      uint64_t at = off + sizeof h + (uint64_t)k * sizeof it;
+      memcpy(&it, f + at, sizeof it);
+      if (in_file(it.chunk.chunk_offset, it.chunk.chunk_bytes, size)) {
+        it.chunk.checksum = cs__hash(f + it.chunk.chunk_offset, it.chunk.chunk_bytes);
+        memcpy(f + at, &it, sizeof it);
+      }
+    }
+    h.descriptors_checksum = cs__hash(f + off + sizeof h, items);
+  }
+  h.checksum = cs__hash(&h, 56);
+  memcpy(f + off, &h, sizeof h);
+  return h.block_bytes;
+}
+
 static void reseal(uint8_t *f, uint64_t size) {
   if (size < sizeof(cs_disk_preamble)) return;
   cs_disk_preamble pre;
@@ -151,10 +202,12 @@ static void reseal(uint8_t *f, uint64_t size) {
   if (in_file(pre.schema_offset, pre.schema_bytes, size)) pre.schema_checksum = cs__hash(f + pre.schema_offset, pre.schema_bytes);
   pre.checksum = cs__hash(&pre, 56);
   memcpy(f, &pre, sizeof pre);
-  /* Records, walked from data_offset while headers are found. */
+  /* Blocks (records, deletion vectors, patches), walked from data_offset
+  ** while headers are found. */
   uint64_t off = pre.data_offset, guard = 0;
   while (off % CS_ALIGN == 0 && guard++ < 100000) {
-    uint64_t rb = reseal_record(f, size, off);
+    uint64_t rb = reseal_v2_block(f, size, off);
+    if (!rb) rb = reseal_record(f, size, off);
     if (rb < sizeof(cs_disk_record) || rb % CS_ALIGN || off + rb < off) break;
     off += rb;
   }
@@ -445,8 +498,9 @@ static void run_verify_read(cs_rc rh, const cs_err *eh, cs_rc rv, uint64_t *seed
 
 /* ------------------------------------------------------------- one input */
 
-/* One row of neutral values (NULL where allowed), appended and committed. */
-static cs_rc append_one_row(const cs_schema *sc, cs_err *err) {
+/* One row of neutral values (NULL where allowed), committed: appended, or
+** (row not NULL) given to position *row as an update. */
+static cs_rc write_neutral_row(const cs_schema *sc, const uint64_t *row, cs_err *err) {
   cs_batch *b = NULL;
   cs_writer *w = NULL;
   cs_rc rc = cs_batch_new(sc, &b, err);
@@ -459,7 +513,7 @@ static cs_rc append_one_row(const cs_schema *sc, cs_err *err) {
   }
   if (rc == CS_OK) cs_batch_end_row(b);
   if (rc == CS_OK) rc = cs_writer_append(g_path, NULL, &w, err);
-  if (rc == CS_OK) rc = cs_writer_write(w, b, err);
+  if (rc == CS_OK) rc = row ? cs_writer_update(w, row, 1, b, NULL, err) : cs_writer_write(w, b, err);
   if (rc == CS_OK) rc = cs_writer_commit(w, err);
   else cs_writer_abort(w);
   cs_batch_free(b);
@@ -502,7 +556,7 @@ static void file_check_unchanged(const uint8_t *data, size_t size) {
   uint8_t *now = malloc(size + 1);
   FZ_CHECK(now != NULL, "out of memory");
   ssize_t got = pread(g_fd, now, size + 1, 0);
-  FZ_CHECK(got == (ssize_t)size && memcmp(now, data, size) == 0, "a failed append changed the file (%zd bytes now)", got);
+  FZ_CHECK(got == (ssize_t)size && memcmp(now, data, size) == 0, "a failed append or update changed the file (%zd bytes now)", got);
   free(now);
 }
 
@@ -542,7 +596,7 @@ static void run_one(const uint8_t *data, size_t size) {
   ** and in the new state), one more arrives, verification still holds. */
   uint64_t rows = cs_store_rows(sh), digest = rows_digest(sh, rows);
   cs_err ea = {0};
-  cs_rc ra = append_one_row(cs_store_schema(sh), &ea);
+  cs_rc ra = write_neutral_row(cs_store_schema(sh), NULL, &ea);
   if (ra != CS_OK) {
     FZ_CHECK(starts_colstore(&ea), "append message: %s", ea.msg);
     file_check_unchanged(data, size);
@@ -558,6 +612,39 @@ static void run_one(const uint8_t *data, size_t size) {
   }
   FZ_CHECK(rows_digest(sh, rows) == digest, "the open snapshot changed under an append");
   cs_store_close(sh);
+
+  /* Updating the last position of what the file now holds (a patch block,
+  ** format 2): the other rows stay, the count stays, verification still
+  ** holds; a failed update (a damaged chunk it must read) changes nothing. */
+  cs_store *su = NULL;
+  cs_err eu = {0};
+  if (cs_store_open(g_path, CS_VERIFY_HEADER, &su, &eu) != CS_OK) return;
+  uint64_t n_u = cs_store_rows(su);
+  bool full_ok = cs_store_verify(su, &eu) == CS_OK;
+  if (n_u == 0 || cs_store_row_deleted(su, n_u - 1)) {
+    cs_store_close(su);
+    return;
+  }
+  uint64_t digest_u = rows_digest(su, n_u - 1), size_u = cs_store_file_bytes(su);
+  uint8_t *before = malloc(size_u ? size_u : 1);
+  FZ_CHECK(before != NULL && pread(g_fd, before, size_u, 0) == (ssize_t)size_u, "reading the file back");
+  uint64_t last = n_u - 1;
+  cs_rc ru = write_neutral_row(cs_store_schema(su), &last, &eu);
+  if (ru != CS_OK) {
+    FZ_CHECK(starts_colstore(&eu), "update message: %s", eu.msg);
+    file_check_unchanged(before, size_u);
+  } else {
+    cs_store *sn = NULL;
+    cs_err en = {0};
+    cs_rc rn = cs_store_open(g_path, full_ok ? CS_VERIFY_FULL : CS_VERIFY_HEADER, &sn, &en);
+    FZ_CHECK(rn == CS_OK, "after an update the store does not open: %s", en.msg);
+    FZ_CHECK(cs_store_rows(sn) == n_u, "update: %" PRIu64 " rows, expected %" PRIu64, cs_store_rows(sn), n_u);
+    FZ_CHECK(rows_digest(sn, n_u - 1) == digest_u, "update changed other rows");
+    cs_store_close(sn);
+  }
+  FZ_CHECK(rows_digest(su, n_u - 1) == digest_u, "the open snapshot changed under an update");
+  free(before);
+  cs_store_close(su);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

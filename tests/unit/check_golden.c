@@ -300,6 +300,60 @@ START_TEST(test_every_valid_golden_file_accepts_an_append_and_keeps_its_rows) {
 }
 END_TEST
 
+/* Files with patch blocks (format 2): the footer names patched chunks, the
+** replaced ones are free space, and the writer patches them again (rows 10
+** and 11 take the values of rows 20 and 21) from the chunks older builds
+** wrote. */
+START_TEST(test_patched_golden_files_take_another_update) {
+  static const char *names[] = {"patched_rows.cst", "patched_recovered.cst", "patched_no_slots.cst"};
+  char *dir = ut_tmpdir();
+  for (int k = 0; k < 3; k++) {
+    char *src = golden_path("valid", names[k]), *copy = ut_join(dir, names[k]);
+    ut_copy_file(src, copy);
+    cs_store *before = ut_open_ok(src, CS_VERIFY_FULL, names[k]);
+    ck_assert_uint_eq(cs_store_format_version(before), 2);
+    ck_assert_msg(cs_store_free_bytes(before) > 0, "%s: no free space", names[k]);
+    const cs_schema *sc = cs_store_schema(before);
+    ut_table *vals = ut_table_new(sc);
+    for (uint64_t row = 20; row < 22; row++) {
+      ut_cell *c = ut_table_add_row(vals);
+      for (uint32_t col = 0; col < sc->n_cols; col++) {
+        ut_cell x;
+        ut_store_cell(before, row, col, &x);
+        if (x.null) ut_cell_set_null(&c[col]);
+        else if (cs_type_is_varlen(sc->cols[col].type)) ut_cell_set_bytes(&c[col], x.bytes, x.len);
+        else c[col] = (ut_cell){.i = x.i, .f = x.f, .f32 = x.f32};
+      }
+    }
+    static const uint64_t rows[] = {10, 11};
+    ut_update_commit(copy, NULL, rows, 2, vals, NULL);
+    cs_store *after = ut_open_ok(copy, CS_VERIFY_FULL, names[k]);
+    ck_assert_uint_eq(cs_store_generation(after), cs_store_generation(before) + 1);
+    ck_assert(cs_store_free_bytes(after) > cs_store_free_bytes(before));
+    for (uint64_t row = 0; row < cs_store_rows(before); row++)
+      for (uint32_t c = 0; c < sc->n_cols; c++) {
+        ut_cell x, y;
+        ut_store_cell(before, row == 10 || row == 11 ? row + 10 : row, c, &x);
+        ut_store_cell(after, row, c, &y);
+        ck_assert_msg(ut_cell_equal(sc->cols[c].type, &x, &y), "%s: row %" PRIu64 " column %s", names[k], row, sc->cols[c].name);
+      }
+    ut_layout l;
+    ut_layout_read(copy, &l);
+    bool patched = false;
+    for (uint64_t r = 0; r < l.n_records; r++)
+      for (uint32_t c = 0; c < l.n_cols; c++) patched |= (ut_layout_chunk(&l, r, c)->flags & CS_CHUNK_ABSOLUTE) != 0;
+    ck_assert(patched);
+    ut_layout_free(&l);
+    cs_store_close(after);
+    cs_store_close(before);
+    ut_table_free(vals);
+    free(copy);
+    free(src);
+  }
+  ut_tmpdir_remove(dir);
+}
+END_TEST
+
 static Suite *golden_suite(void) {
   Suite *s = suite_create("golden");
   TCase *tc = tcase_create("golden");
@@ -309,6 +363,7 @@ static Suite *golden_suite(void) {
   tcase_add_test(tc, test_every_corrupt_golden_file_fails_with_its_expected_code);
   tcase_add_test(tc, test_all_types_golden_file_holds_its_known_values);
   tcase_add_test(tc, test_every_valid_golden_file_accepts_an_append_and_keeps_its_rows);
+  tcase_add_test(tc, test_patched_golden_files_take_another_update);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -413,6 +413,35 @@ void ut_table_append_store(const ut_table *t, const char *path, uint64_t first, 
   ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "cs_writer_commit(%s): %s", path, err.msg);
 }
 
+/* The model of cs_writer_update: in call order, so later values win. */
+void ut_table_update(ut_table *t, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols) {
+  for (uint64_t i = 0; i < n; i++)
+    for (uint32_t c = 0; c < t->schema.n_cols; c++) {
+      if (cols && !cols[c]) continue;
+      ut_cell *dst = ut_table_cell(t, rows[i], c);
+      const ut_cell *src = ut_table_cell(vals, i, c);
+      if (src->null) ut_cell_set_null(dst);
+      else if (cs_type_is_varlen(t->cols[c].type)) ut_cell_set_bytes(dst, src->bytes, src->len);
+      else *dst = (ut_cell){.i = src->i, .f = src->f, .f32 = src->f32};
+    }
+}
+
+cs_rc ut_update_call(cs_writer *w, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols, cs_err *err) {
+  cs_batch *b = ut_table_batch(vals, 0, n);
+  cs_rc rc = cs_writer_update(w, rows, n, b, cols, err);
+  cs_batch_free(b);
+  return rc;
+}
+
+void ut_update_commit(const char *path, ut_table *t, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols) {
+  cs_writer *w;
+  cs_err err = {0};
+  ck_assert_msg(cs_writer_append(path, NULL, &w, &err) == CS_OK, "cs_writer_append(%s): %s", path, err.msg);
+  ck_assert_msg(ut_update_call(w, rows, n, vals, cols, &err) == CS_OK, "cs_writer_update(%s): %s", path, err.msg);
+  ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "cs_writer_commit(%s): %s", path, err.msg);
+  if (t) ut_table_update(t, rows, n, vals, cols);
+}
+
 /* --------------------------------------------------------- reading back */
 
 cs_store *ut_open_ok(const char *path, cs_verify verify, const char *context) {
@@ -536,19 +565,34 @@ uint64_t ut_store_digest(const cs_store *s) {
 
 /* --------------------------------------------- the layout, read directly */
 
-void ut_delete_prepare_in_child(const char *path, const uint64_t *rows, uint64_t n) {
+void ut_txn_prepare_in_child(const char *path, ut_txn_fn fn, void *arg) {
   pid_t pid = fork();
   ck_assert(pid >= 0);
   if (pid == 0) {
     cs_writer *w;
     cs_err err;
     if (cs_writer_append(path, NULL, &w, &err) != CS_OK) _exit(2);
-    if (cs_writer_delete(w, rows, n, NULL, &err) != CS_OK || cs_writer_prepare(w, &err) != CS_OK) _exit(3);
+    if (fn(w, arg, &err) != CS_OK || cs_writer_prepare(w, &err) != CS_OK) _exit(3);
     _exit(0);
   }
   int status;
   ck_assert_int_eq(waitpid(pid, &status, 0), pid);
   ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+typedef struct delete_arg {
+  const uint64_t *rows;
+  uint64_t n;
+} delete_arg;
+
+static cs_rc delete_txn(cs_writer *w, void *arg, cs_err *err) {
+  const delete_arg *d = arg;
+  return cs_writer_delete(w, d->rows, d->n, NULL, err);
+}
+
+void ut_delete_prepare_in_child(const char *path, const uint64_t *rows, uint64_t n) {
+  delete_arg d = {rows, n};
+  ut_txn_prepare_in_child(path, delete_txn, &d);
 }
 
 void ut_slot_reseal(cs_disk_slot *slot) { slot->checksum = cs__hash(slot, 56); }
@@ -619,19 +663,20 @@ const cs_disk_chunk *ut_layout_chunk(const ut_layout *l, uint64_t rec, uint32_t 
 }
 
 uint64_t ut_layout_data_offset(const ut_layout *l, uint64_t rec, uint32_t col) {
-  return l->entries[rec].record_offset + ut_layout_chunk(l, rec, col)->data_offset;
+  const cs_disk_chunk *dc = ut_layout_chunk(l, rec, col);
+  return cs__chunk_base(&l->entries[rec], dc) + dc->data_offset;
 }
 
 uint64_t ut_layout_offsets_offset(const ut_layout *l, uint64_t rec, uint32_t col) {
   const cs_disk_chunk *dc = ut_layout_chunk(l, rec, col);
   ck_assert_msg(dc->offsets_offset != 0, "record %" PRIu64 " column %u has no offsets", rec, col);
-  return l->entries[rec].record_offset + dc->offsets_offset;
+  return cs__chunk_base(&l->entries[rec], dc) + dc->offsets_offset;
 }
 
 uint64_t ut_layout_validity_offset(const ut_layout *l, uint64_t rec, uint32_t col) {
   const cs_disk_chunk *dc = ut_layout_chunk(l, rec, col);
   ck_assert_msg(dc->validity_offset != 0, "record %" PRIu64 " column %u has no bitmap", rec, col);
-  return l->entries[rec].record_offset + dc->validity_offset;
+  return cs__chunk_base(&l->entries[rec], dc) + dc->validity_offset;
 }
 
 void ut_layout_set_chunk(const char *path, ut_layout *l, uint64_t rec, uint32_t col, const cs_disk_chunk *dc) {

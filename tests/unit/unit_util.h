@@ -136,6 +136,16 @@ void ut_table_create_store(const ut_table *t, const char *path, uint64_t n, uint
 /* Appends rows [first, first + n) of t to path in one commit. */
 void ut_table_append_store(const ut_table *t, const char *path, uint64_t first, uint64_t n);
 
+/* Updates (format 2): ut_table_update changes t as cs_writer_update
+** changes a store: position rows[i] takes row i of vals in every column
+** cols names (NULL: all), later calls and duplicates winning.
+** ut_update_call is cs_writer_update with rows [0, n) of vals as the batch;
+** ut_update_commit runs it as one committed transaction and, when t is not
+** NULL, updates t the same way. */
+void ut_table_update(ut_table *t, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols);
+cs_rc ut_update_call(cs_writer *w, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols, cs_err *err);
+void ut_update_commit(const char *path, ut_table *t, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols);
+
 /* --------------------------------------------------------- reading back */
 
 /* Opens path and fails the test (naming context) unless it opens. */
@@ -179,7 +189,8 @@ void ut_layout_free(ut_layout *l);
 uint64_t ut_layout_entry_bytes(const ut_layout *l);
 uint64_t ut_layout_head_bytes(const ut_layout *l);
 const cs_disk_chunk *ut_layout_chunk(const ut_layout *l, uint64_t rec, uint32_t col);
-/* Absolute file offset of a chunk's data (or offsets, validity) buffer. */
+/* Absolute file offset of a chunk's data (or offsets, validity) buffer,
+** in its record or, for a patched chunk (CS_CHUNK_ABSOLUTE), its patch. */
 uint64_t ut_layout_data_offset(const ut_layout *l, uint64_t rec, uint32_t col);
 uint64_t ut_layout_offsets_offset(const ut_layout *l, uint64_t rec, uint32_t col);
 uint64_t ut_layout_validity_offset(const ut_layout *l, uint64_t rec, uint32_t col);
@@ -187,9 +198,13 @@ uint64_t ut_layout_validity_offset(const ut_layout *l, uint64_t rec, uint32_t co
 ** and reseals every checksum over it (descriptors, record header, footer,
 ** slot), so only the descriptor's own content can be found wrong. */
 void ut_layout_set_chunk(const char *path, ut_layout *l, uint64_t rec, uint32_t col, const cs_disk_chunk *dc);
-/* A forked child opens a writer on path, deletes rows[0, n), prepares and
-** _exits: a crash between prepare and commit (its vectors, footer and, on
-** a version-1 file, the upgraded preamble durable; no slot written). */
+/* A forked child opens a writer on path, runs fn(w, arg) (deletions,
+** updates, writes), prepares and _exits: a crash between prepare and
+** commit (its blocks, footer and, on a version-1 file, the upgraded
+** preamble durable; no slot written).  ut_delete_prepare_in_child deletes
+** rows[0, n) that way. */
+typedef cs_rc (*ut_txn_fn)(cs_writer *w, void *arg, cs_err *err);
+void ut_txn_prepare_in_child(const char *path, ut_txn_fn fn, void *arg);
 void ut_delete_prepare_in_child(const char *path, const uint64_t *rows, uint64_t n);
 /* Recomputes a slot's (or preamble's) checksum over its first 56 bytes. */
 void ut_slot_reseal(cs_disk_slot *slot);
