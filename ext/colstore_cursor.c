@@ -1100,6 +1100,10 @@ static int hidden_column(csx_cursor *pCur, sqlite3_context *ctx, int h) {
 int csx_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
   csx_cursor *pCur = (csx_cursor *)cur;
   if ((uint32_t)i >= pCur->n_cols) return hidden_column(pCur, ctx, i - (int)pCur->n_cols);
+  /* An UPDATE that does not SET the column: no value is read, and xUpdate
+  ** sees it unchanged (checked only in a writing transaction, so reads pay
+  ** one load). */
+  if (((const csx_table *)cur->pVtab)->in_write && sqlite3_vtab_nochange(ctx)) return SQLITE_OK;
   cs_type t = pCur->cols[i].type;
   if (pCur->shape != SEL_RANGE) {
     const uint8_t *buf = pCur->col_buf[i];

@@ -69,8 +69,22 @@ struct csx_table {
   cs_batch *pending;        /* NULL until the first INSERT */
   uint64_t *dels;           /* sqlite3_malloc'd; n_dels used */
   uint64_t n_dels, dels_cap;
+  /* UPDATE: the changed rows in segments, one per run of statements that
+  ** SET the same columns (cs_writer_update takes one column set a call):
+  ** positions, and a batch row of new values each (placeholders in the
+  ** columns not SET). */
+  struct csx_update_seg {
+    uint8_t *cols;          /* n_cols bytes: 1 = SET by these statements */
+    uint64_t *rows;
+    uint64_t n, cap;
+    cs_batch *vals;
+  } *segs;
+  int n_segs, segs_cap;
+  bool in_write;            /* between xBegin and the transaction's end: xColumn honours nochange */
   struct csx_mark {
     uint64_t rows, dels;    /* pending rows and deletions at the savepoint */
+    int segs;               /* update segments ... */
+    uint64_t seg_n;         /* ... and the last one's rows */
   } *marks;                 /* marks[i]: savepoint i */
   int n_marks;
   cs_writer *writer;

@@ -1,5 +1,5 @@
 /*
-** colstore_write.c - INSERT, DELETE and the transaction hooks.
+** colstore_write.c - INSERT, DELETE, UPDATE and the transaction hooks.
 **
 ** Rows are buffered per transaction in a cs_batch (column form, already in
 ** storage types) and reach the file only at commit, in SQLite's two phases:
@@ -26,6 +26,18 @@
 ** kernels drop them exactly as they drop committed ones.  Rows inserted by
 ** the transaction still show only at COMMIT (docs/sql.md), so a DELETE
 ** never sees them.
+**
+** UPDATE is buffered the same way: each changed row's position and its
+** new values, converted as INSERT converts them, in segments of statements
+** that SET the same columns (the others are marked unchanged by SQLite's
+** nochange protocol, so xColumn never reads them and cs_writer_update
+** patches only the columns that change).  At xSync cs_writer_update writes
+** a patch block per touched record (docs/format.md 14.4).  Until COMMIT
+** the connection cannot read values it changed through a view as it reads
+** its deletions, so a statement that reads the table after an UPDATE in
+** the same transaction is refused with a clear error rather than shown the
+** old values (which a second `SET b = b + 1` would turn into a wrong
+** result).
 */
 #include <string.h>
 
@@ -41,6 +53,17 @@ static void view_drop(csx_table *pTab) {
   pTab->view = pTab->view_of = NULL;
 }
 
+static void updates_free(csx_table *pTab) {
+  for (int i = 0; i < pTab->segs_cap; i++) {
+    sqlite3_free(pTab->segs[i].cols);
+    sqlite3_free(pTab->segs[i].rows);
+    cs_batch_free(pTab->segs[i].vals);
+  }
+  sqlite3_free(pTab->segs);
+  pTab->segs = NULL;
+  pTab->n_segs = pTab->segs_cap = 0;
+}
+
 void csx_table_write_free(csx_table *pTab) {
   if (pTab->writer) cs_writer_abort(pTab->writer);
   pTab->writer = NULL;
@@ -52,14 +75,38 @@ void csx_table_write_free(csx_table *pTab) {
   sqlite3_free(pTab->marks);
   pTab->marks = NULL;
   pTab->n_marks = 0;
+  updates_free(pTab);
   view_drop(pTab);
+}
+
+/* Drops the update segments past k (k == 0: all), keeping their memory
+** for the next transaction except the batches' contents. */
+static void updates_truncate(csx_table *pTab, int k, uint64_t last_n) {
+  for (int i = k; i < pTab->n_segs; i++) {
+    pTab->segs[i].n = 0;
+    if (pTab->segs[i].vals) cs_batch_clear(pTab->segs[i].vals);
+  }
+  if (k > pTab->n_segs) k = pTab->n_segs;
+  pTab->n_segs = k;
+  if (k > 0 && last_n < pTab->segs[k - 1].n) {
+    pTab->segs[k - 1].n = last_n;
+    cs_batch_truncate(pTab->segs[k - 1].vals, last_n);
+  }
+}
+
+static uint64_t updates_pending(const csx_table *pTab) {
+  uint64_t n = 0;
+  for (int i = 0; i < pTab->n_segs; i++) n += pTab->segs[i].n;
+  return n;
 }
 
 /* The transaction is over: nothing pending, no marks. */
 static void transaction_clear(csx_table *pTab) {
   if (pTab->pending) cs_batch_clear(pTab->pending);
   pTab->n_dels = 0;
+  updates_truncate(pTab, 0, 0);
   pTab->n_marks = 0;
+  pTab->in_write = false;
   view_drop(pTab);
 }
 
@@ -88,14 +135,96 @@ static int delete_row(csx_table *pTab, sqlite3_value *vRowid) {
   return SQLITE_OK;
 }
 
+/* A value for a column the statement does not SET: never written (the
+** segment's column set leaves it out), but the batch wants one per column. */
+static cs_rc put_placeholder(cs_batch *b, uint32_t c, cs_type t, cs_err *err) {
+  if (t == CS_TYPE_TEXT || t == CS_TYPE_BLOB) return cs_batch_put_bytes(b, c, "", 0, err);
+  if (cs_type_is_float(t)) return cs_batch_put_f64(b, c, 0.0, err);
+  return cs_batch_put_i64(b, c, 0, err);
+}
+
+/* The segment an UPDATE row with column set `set` goes to: the last one if
+** it has the same set, else a new one. */
+static struct csx_update_seg *update_segment(csx_table *pTab, const cs_schema *schema, const uint8_t *set) {
+  uint32_t nc = schema->n_cols;
+  if (pTab->n_segs > 0 && memcmp(pTab->segs[pTab->n_segs - 1].cols, set, nc) == 0) return &pTab->segs[pTab->n_segs - 1];
+  if (pTab->n_segs == pTab->segs_cap) {
+    int cap = pTab->segs_cap ? 2 * pTab->segs_cap : 4;
+    struct csx_update_seg *s = sqlite3_realloc64(pTab->segs, (sqlite3_uint64)cap * sizeof *s);
+    if (!s) return NULL;
+    memset(s + pTab->segs_cap, 0, (size_t)(cap - pTab->segs_cap) * sizeof *s);
+    pTab->segs = s, pTab->segs_cap = cap;
+  }
+  struct csx_update_seg *g = &pTab->segs[pTab->n_segs];
+  cs_err err;
+  if (!g->cols && !(g->cols = sqlite3_malloc64(nc ? nc : 1))) return NULL;
+  if (!g->vals && cs_batch_new(schema, &g->vals, &err) != CS_OK) return NULL;
+  memcpy(g->cols, set, nc);
+  g->n = 0;
+  pTab->n_segs++;
+  return g;
+}
+
+/* UPDATE of one row: argv[0] its rowid, argv[1] the rowid it is given,
+** argv[2 + c] column c's new value, or nochange. */
+static int update_row(csx_table *pTab, int argc, sqlite3_value **argv) {
+  sqlite3_vtab *pVtab = &pTab->base;
+  if (cs_store_is_dataset(pTab->snap->store)) return dataset_read_only(pTab, "UPDATE");
+  const cs_schema *schema = cs_store_schema(pTab->snap->store);
+  if ((uint32_t)argc != 2 + schema->n_cols + CSX_N_HIDDEN) return SQLITE_ERROR;
+  sqlite3_int64 r = sqlite3_value_int64(argv[0]);
+  if (sqlite3_value_type(argv[1]) != SQLITE_INTEGER || sqlite3_value_int64(argv[1]) != r)
+    return csx_vtab_error(pVtab, SQLITE_ERROR,
+                          "colstore: the rowid of table %s is the row's position and cannot be SET; DELETE the row and INSERT "
+                          "it again to give it a new one", pTab->zName);
+  if (r < 0 || (uint64_t)r >= cs_store_rows(pTab->snap->store))
+    return csx_vtab_error(pVtab, SQLITE_ERROR, "colstore: table %s has no row %lld to update", pTab->zName, (long long)r);
+  for (int h = 0; h < CSX_N_HIDDEN; h++) {
+    sqlite3_value *v = argv[2 + schema->n_cols + h];
+    if (!sqlite3_value_nochange(v) && sqlite3_value_type(v) != SQLITE_NULL)
+      return csx_vtab_error(pVtab, SQLITE_ERROR, "colstore: %s is a selection column of table %s; it cannot be SET",
+                            h == CSX_HIDDEN_ROWS ? "_rows" : "_mask", pTab->zName);
+  }
+  uint8_t set[256], *setp = schema->n_cols <= sizeof set ? set : sqlite3_malloc64(schema->n_cols);
+  if (!setp) return SQLITE_NOMEM;
+  bool any = false;
+  for (uint32_t c = 0; c < schema->n_cols; c++) any |= (setp[c] = !sqlite3_value_nochange(argv[2 + c])) != 0;
+  int rc = SQLITE_OK;
+  struct csx_update_seg *g = any ? update_segment(pTab, schema, setp) : NULL;
+  if (any && !g) rc = SQLITE_NOMEM;
+  if (g && g->n == g->cap) {
+    uint64_t cap = g->cap ? 2 * g->cap : 256;
+    uint64_t *p = sqlite3_realloc64(g->rows, cap * sizeof *p);
+    if (!p) rc = SQLITE_NOMEM;
+    else g->rows = p, g->cap = cap;
+  }
+  for (uint32_t c = 0; g && rc == SQLITE_OK && c < schema->n_cols; c++) {
+    if (!setp[c]) {
+      cs_err err;
+      if (put_placeholder(g->vals, c, schema->cols[c].type, &err) != CS_OK) rc = SQLITE_NOMEM;
+      continue;
+    }
+    char *zErr = NULL;
+    rc = csx_value_put(g->vals, c, &schema->cols[c], pTab->zName, argv[2 + c], &zErr);
+    if (rc != SQLITE_OK) {
+      sqlite3_free(pVtab->zErrMsg);
+      pVtab->zErrMsg = zErr;
+      if (!zErr) rc = SQLITE_NOMEM; /* the message itself found no memory */
+    }
+  }
+  if (g && rc != SQLITE_OK) cs_batch_cancel_row(g->vals);
+  if (g && rc == SQLITE_OK) {
+    cs_batch_end_row(g->vals);
+    g->rows[g->n++] = (uint64_t)r;
+  }
+  if (setp != set) sqlite3_free(setp);
+  return rc;
+}
+
 int csx_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite_int64 *pRowid) {
   csx_table *pTab = (csx_table *)pVtab;
   if (argc == 1) return delete_row(pTab, argv[0]);
-  if (sqlite3_value_type(argv[0]) != SQLITE_NULL)
-    return csx_vtab_error(pVtab, SQLITE_ERROR,
-                          "colstore: UPDATE of table %s is not supported yet; DELETE the rows and INSERT them again (they get "
-                          "new rowids), or write a new store with colstore_create(path, 'SELECT ...')",
-                          pTab->zName);
+  if (sqlite3_value_type(argv[0]) != SQLITE_NULL) return update_row(pTab, argc, argv);
   if (sqlite3_value_type(argv[1]) != SQLITE_NULL)
     return csx_vtab_error(pVtab, SQLITE_ERROR,
                           "colstore: the rowid of table %s is the row position, given at INSERT; omit the rowid in INSERT", pTab->zName);
@@ -127,13 +256,14 @@ int csx_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite_int64
 
 int csx_begin(sqlite3_vtab *pVtab) {
   transaction_clear((csx_table *)pVtab);
+  ((csx_table *)pVtab)->in_write = true;
   return SQLITE_OK;
 }
 
 int csx_sync(sqlite3_vtab *pVtab) {
   csx_table *pTab = (csx_table *)pVtab;
   uint64_t rows = pTab->pending ? cs_batch_rows(pTab->pending) : 0;
-  if (rows == 0 && pTab->n_dels == 0) return SQLITE_OK;
+  if (rows == 0 && pTab->n_dels == 0 && updates_pending(pTab) == 0) return SQLITE_OK;
   cs_err err = {0};
   cs_writer_options opt = {.lock_timeout_ms = CSX_LOCK_TIMEOUT_MS};
   cs_writer *w = NULL;
@@ -143,6 +273,8 @@ int csx_sync(sqlite3_vtab *pVtab) {
     if (!csx_schema_equal(cs_writer_schema(w), cs_store_schema(pTab->snap->store))) rc = cs_err_set(&err, CS_ESCHEMA, "colstore: %s was replaced by a store with another schema; reconnect the table", pTab->zPath);
   }
   if (rc == CS_OK && pTab->n_dels) rc = cs_writer_delete(w, pTab->dels, pTab->n_dels, NULL, &err);
+  for (int i = 0; rc == CS_OK && i < pTab->n_segs; i++)
+    if (pTab->segs[i].n) rc = cs_writer_update(w, pTab->segs[i].rows, pTab->segs[i].n, pTab->segs[i].vals, pTab->segs[i].cols, &err);
   if (rc == CS_OK && rows) rc = cs_writer_write(w, pTab->pending, &err);
   if (rc == CS_OK) rc = cs_writer_prepare(w, &err);
   if (rc != CS_OK) {
@@ -177,7 +309,8 @@ int csx_rollback(sqlite3_vtab *pVtab) {
 int csx_savepoint(sqlite3_vtab *pVtab, int iSavepoint) {
   csx_table *pTab = (csx_table *)pVtab;
   if (iSavepoint < 0) return SQLITE_OK;
-  struct csx_mark now = {pTab->pending ? cs_batch_rows(pTab->pending) : 0, pTab->n_dels};
+  struct csx_mark now = {pTab->pending ? cs_batch_rows(pTab->pending) : 0, pTab->n_dels, pTab->n_segs,
+                         pTab->n_segs ? pTab->segs[pTab->n_segs - 1].n : 0};
   if (iSavepoint >= pTab->n_marks) {
     struct csx_mark *m = sqlite3_realloc64(pTab->marks, (sqlite3_uint64)(iSavepoint + 1) * sizeof *m);
     if (!m) return SQLITE_NOMEM;
@@ -207,6 +340,7 @@ int csx_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
     if (pTab->pending) cs_batch_truncate(pTab->pending, pTab->marks[iSavepoint].rows);
     if (pTab->n_dels != pTab->marks[iSavepoint].dels) view_drop(pTab);
     pTab->n_dels = pTab->marks[iSavepoint].dels;
+    updates_truncate(pTab, pTab->marks[iSavepoint].segs, pTab->marks[iSavepoint].seg_n);
     pTab->n_marks = iSavepoint + 1;
   }
   return SQLITE_OK;
@@ -215,6 +349,10 @@ int csx_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
 /* ------------------------------------------------------------- reading */
 
 int csx_table_read_snapshot(csx_table *pTab, csx_snapshot **out) {
+  if (updates_pending(pTab))
+    return csx_vtab_error(&pTab->base, SQLITE_ERROR,
+                          "colstore: table %s has rows UPDATEd in this transaction and cannot be read again before COMMIT; "
+                          "COMMIT first, or make the changes in one UPDATE statement", pTab->zName);
   int rc = csx_table_refresh(pTab);
   if (rc != SQLITE_OK) return rc;
   csx_snapshot *snap = pTab->snap;

@@ -61,7 +61,7 @@ const ins = db.prepare('INSERT INTO n VALUES (?, ?, ?)');
 db.transaction(() => { ins.run(40, 10.0, 'n40'); ins.run(50, 12.5, 'n50'); })();
 assert.throws(() => db.transaction(() => { ins.run(60, 1, 'ok'); ins.run('bad', 1, 'x'); })(),
               (e) => e.code === 'SQLITE_MISMATCH' && /^colstore: /.test(e.message));
-assert.throws(() => db.prepare('UPDATE n SET id = 1').run(), /colstore: UPDATE .* not supported yet/);
+assert.throws(() => db.prepare('UPDATE n SET rowid = 7').run(), /colstore: the rowid of table n is the row's position/);
 ins.run('70', '1.5', 'numeric text converts');
 assert.deepStrictEqual(db.prepare('SELECT id, w FROM n WHERE rowid = 5').get(), {id: 70, w: 1.5});
 assert.throws(() => ins.run('1e400', 1, 'x'), /colstore: cannot store TEXT '1e400' in column n.id of type INT64/);
@@ -80,6 +80,9 @@ assert.deepStrictEqual(db.prepare('SELECT tag, count, sum_id FROM n_by WHERE id 
 assert.strictEqual(db.prepare('DELETE FROM n WHERE id >= ? AND id < ?').run(30, 50).changes, 2);
 assert.deepStrictEqual(db.prepare('SELECT rowid AS r FROM n ORDER BY rowid').all().map((x) => x.r), [0, 1, 4, 5]);
 assert.deepStrictEqual(db.prepare('SELECT count(*) AS c FROM n_by WHERE id >= 30 AND id < 50').get(), {c: 0});
+// UPDATE: in place, rowids kept.
+assert.strictEqual(db.prepare('UPDATE n SET tag = ? WHERE id > ?').run('big', 60).changes, 1);
+assert.deepStrictEqual(db.prepare('SELECT rowid AS r, tag FROM n WHERE id > 60').all(), [{r: 5, tag: 'big'}]);
 db.close();
 console.log('node checks passed');
 JSEOF

@@ -61,6 +61,10 @@ con.execute("DELETE FROM ev WHERE id > ?", (3,))
 assert con.execute("SELECT count(*), sum(id) FROM ev").fetchone() == (3, 6)
 con.rollback()
 assert con.execute("SELECT count(*) FROM ev").fetchone()[0] == 5
+# UPDATE: values change in place, rowids stay; visible to all after commit.
+con.execute("UPDATE ev SET x = x * 2 WHERE id >= ?", (4,))
+con.commit()
+assert con.execute("SELECT rowid, x FROM ev WHERE id >= 4 ORDER BY rowid").fetchall() == [(3, 12.0), (4, 15.0)]
 con.close()
 PYEOF
 
@@ -71,7 +75,7 @@ con = sqlite3.connect("user.db")
 con.enable_load_extension(True)
 con.load_extension(sys.argv[1])
 rows = con.execute("SELECT id, x, name FROM ev ORDER BY rowid").fetchall()
-assert rows == [(1, 1.5, "e1"), (2, 3.0, "e2"), (3, 4.5, "e3"), (4, 6.0, "e4"), (5, 7.5, "e5")], rows
+assert rows == [(1, 1.5, "e1"), (2, 3.0, "e2"), (3, 4.5, "e3"), (4, 12.0, "e4"), (5, 15.0, "e5")], rows
 info = json.loads(con.execute("SELECT colstore_info('ev')").fetchone()[0])
 assert (info["rows"], info["records"]) == (5, 2), info
 assert con.execute("SELECT colstore_verify('ev')").fetchone()[0] == "ok"

@@ -242,8 +242,50 @@ class StoreTest(unittest.TestCase):
         if path:
             self.assertTrue(data == before[1], "store file bytes changed after %s" % what)
 
+    def after_sigkill(self, script, path, seconds):
+        """Runs `script` (python source; argv[1] = path) in a child that
+        prints "ready" and then writes until it is killed with SIGKILL after
+        `seconds`; returns a fresh connection with table t over path, whose
+        colstore_verify must say ok."""
+        import signal
+        import subprocess
+        import time
+        child = subprocess.Popen([PYTHON, "-c", script, path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 env=child_env())
+        self.assertEqual(child.stdout.readline().strip(), "ready")
+        time.sleep(seconds)
+        child.send_signal(signal.SIGKILL)
+        child.wait(60)
+        child.stdout.close()
+        child.stderr.close()
+        fresh = self.connect()
+        fresh.execute("CREATE VIRTUAL TABLE t USING colstore('%s')" % path)
+        self.assertEqual(fresh.execute("SELECT colstore_verify('t')").fetchone()[0], "ok")
+        return fresh
+
     def info(self, con, path_or_table):
         return json.loads(con.execute("SELECT colstore_info(?)", (path_or_table,)).fetchone()[0])
+
+
+class MirrorTest(StoreTest):
+    """A StoreTest whose self.con holds a native table `n` and a colstore
+    table `t` that are given the same statements: a template names the
+    table as {}."""
+
+    def both(self, sql, params=()):
+        """Runs a write on both; they must report the same changes()."""
+        a = self.con.execute(sql.format("n"), params).rowcount
+        b = self.con.execute(sql.format("t"), params).rowcount
+        self.assertEqual(a, b, sql)
+        return b
+
+    def same(self, sql, params=(), ordered=False):
+        """Runs a query on both; the rows must be equal (as multisets unless ordered)."""
+        want = self.con.execute(sql.format("n"), params).fetchall()
+        got = self.con.execute(sql.format("t"), params).fetchall()
+        if not ordered:
+            want, got = sorted(want, key=repr), sorted(got, key=repr)
+        self.assertEqual(got, want, sql)
 
 
 def child_env():

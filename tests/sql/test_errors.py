@@ -83,10 +83,13 @@ class WriteErrors(cstest.StoreTest):
         self.assertSqlError(self.con, "INSERT INTO w (a) VALUES (1)", code="SQLITE_CONSTRAINT_NOTNULL", contains=("n",))
         self.assertStateUnchanged(self.before, self.con, "w", self.p, "INSERT without the NOT NULL column")
 
-    def test_update_is_refused_until_it_is_built(self):
-        for sql in ("UPDATE w SET a = 7", "UPDATE w SET k = 'y' WHERE rowid = 1", "UPDATE w SET rowid = 5 WHERE rowid = 0"):
+    def test_update_of_rowid_or_with_bad_values_is_refused(self):
+        for sql, code in (("UPDATE w SET rowid = 5 WHERE rowid = 0", "SQLITE_ERROR"),
+                          ("UPDATE w SET rowid = rowid + 1", "SQLITE_ERROR"),
+                          ("UPDATE w SET a = 'abc' WHERE rowid = 1", "SQLITE_MISMATCH"),
+                          ("UPDATE w SET n = NULL", "SQLITE_CONSTRAINT_NOTNULL")):
             with self.subTest(sql=sql):
-                self.assertSqlError(self.con, sql, contains=("UPDATE", "not supported yet", "DELETE"))
+                self.assertSqlError(self.con, sql, code=code)
                 self.assertStateUnchanged(self.before, self.con, "w", self.p, sql)
 
     def test_explicit_rowid_is_refused(self):
