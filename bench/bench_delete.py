@@ -14,6 +14,7 @@ HOW.  Data: bench_busy.py's table (10M rows: a uniform, b 0..999, c normal,
 d 10% ones), native and colstore.  Part 1 times DELETE + COMMIT, durable on
 both sides (native: the default rollback journal, synchronous=FULL):
   - one row by rowid, 7 different rows per round, on one copy of each;
+  - `UPDATE SET b = b + 1 WHERE a > 0.99` (100,000 rows);
   - `DELETE WHERE a > 0.9` (1M rows), on fresh copies every round;
 row counts must agree before anything is timed.  Part 2 deletes the same
 random 10% (a BETWEEN 0.45 AND 0.55) from a copy of each and compares the
@@ -90,10 +91,11 @@ def timed(con, sql, params=()):
 
 
 def part1(a, store, native, scratch):
-    print("\n## DELETE + COMMIT (durable on both sides)")
+    print("\n## DELETE and UPDATE + COMMIT (durable on both sides)")
     cs_p, nat_p = os.path.join(scratch, "d1.cst"), os.path.join(scratch, "d1.db")
     one = {"colstore": [], "native": []}
     big = {"colstore": [], "native": []}
+    upd = {"colstore": [], "native": []}
     for rnd in range(a.rounds):
         copy(store, cs_p)
         copy(native, nat_p)
@@ -111,7 +113,18 @@ def part1(a, store, native, scratch):
                 counts.append(n)
             if counts != [1, 1]:
                 sys.exit("bench_delete: one-row DELETE removed %r rows" % counts)
-        # a million rows: one transaction each
+        # UPDATE of 100,000 rows' b (one transaction each); then a million rows deleted
+        order = [("colstore", "UPDATE t SET b = b + 1 WHERE a > 0.99"), ("native", "UPDATE n.native SET b = b + 1 WHERE a > 0.99")]
+        if rnd % 2:
+            order.reverse()
+        counts = []
+        for name, sql in order:
+            t, _, n = timed(con, sql)
+            upd[name].append(t)
+            counts.append(n)
+        sums = [con.execute("SELECT count(*), sum(b) FROM %s WHERE a > 0.98" % t).fetchone() for t in ("t", "n.native")]
+        if counts[0] != counts[1] or sums[0] != sums[1]:
+            sys.exit("bench_delete: UPDATE changed %r rows, then %r" % (counts, sums))
         order = [("colstore", "DELETE FROM t WHERE a > 0.9"), ("native", "DELETE FROM n.native WHERE a > 0.9")]
         if rnd % 2:
             order.reverse()
@@ -128,7 +141,8 @@ def part1(a, store, native, scratch):
         con.close()
     print("rows deleted by `a > 0.9`: %d" % counts[0])
     print("%-34s %-30s %-30s %s" % ("", "colstore", "native", "native/colstore"))
-    for label, d, target in (("DELETE one row by rowid", one, "< 10 ms"), ("DELETE WHERE a > 0.9", big, "> 1x")):
+    for label, d, target in (("DELETE one row by rowid", one, "< 10 ms"), ("DELETE WHERE a > 0.9", big, "> 1x"),
+                             ("UPDATE SET b = b + 1 WHERE a > 0.99", upd, "> 1x")):
         r = med(d["native"]) / med(d["colstore"])
         ok = med(d["colstore"]) < 10 if label.startswith("DELETE one") else r > 1
         print("%-34s %-30s %-30s %6.1fx  target %s: %s" % (label, fmt(d["colstore"]), fmt(d["native"]), r, target,

@@ -54,6 +54,15 @@ ROLLBACK;
 INSERT INTO ev SELECT event + 1000000, run, energy, eta, kind FROM ev WHERE rowid < 3;
 SELECT count(*) FROM ev;
 
+-- 5b. DELETE and UPDATE in place: other rows keep their rowids; the file
+--     gains a deletion bitmap and new chunks for the changed column only.
+DELETE FROM ev WHERE kind = 'jet' AND energy > 990;
+UPDATE ev SET eta = NULL WHERE rowid BETWEEN 10 AND 19;
+SELECT count(*) AS n, count(eta) AS with_eta FROM ev;
+SELECT json_extract(colstore_info('ev'), '$.rows') AS live_rows,
+       json_extract(colstore_info('ev'), '$.positions') AS positions,
+       json_extract(colstore_info('ev'), '$.format_version') AS format;
+
 -- 6. Every checksum in the file, checked.  (Bad input is an error that
 --    starts "colstore:" and changes nothing; try
 --    INSERT INTO ev VALUES ('not a number', 1, 1.0, 1.0, 'jet');)
