@@ -192,9 +192,13 @@ uint64_t cs_store_mask_deleted(const cs_store *s, uint64_t first, uint64_t n, ui
       if (l1 - w * 64 < 64) x &= ((uint64_t)1 << (l1 - w * 64)) - 1;
       unsigned bits_set = (unsigned)__builtin_popcountll(x);
       cleared += bits_set;
-      uint8_t *m = mask + (base + w * 64 - first);
+      /* The word's first position, as an index into mask: below 0 (wrapped)
+      ** when the range starts inside the word, so it is added to mask only
+      ** with the bit's place (a pointer before mask is undefined). */
+      uint64_t at = base + w * 64 - first;
       if (bits_set > 2 && w * 64 >= l0 && w * 64 + 64 <= l1) {
         /* a word inside the range with several bits: 64 mask bytes, no branch */
+        uint8_t *m = mask + at;
         for (unsigned g = 0; g < 8; g++) {
           uint64_t v;
           memcpy(&v, m + 8 * g, 8);
@@ -204,7 +208,7 @@ uint64_t cs_store_mask_deleted(const cs_store *s, uint64_t first, uint64_t n, ui
         continue;
       }
       while (x) {
-        m[__builtin_ctzll(x)] = 0;
+        mask[at + (uint64_t)__builtin_ctzll(x)] = 0;
         x &= x - 1;
       }
     }

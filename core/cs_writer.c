@@ -86,6 +86,7 @@ struct cs_writer {
   /* Format 2.  ext parallels entries (cap_records); dv one bitmap per
   ** record this transaction deletes from, else NULL. */
   uint32_t version;           /* the file's committed format version (a torn upgrade: 2) */
+  bool layout2;               /* the committed footer has layout 2 (whatever the preamble says) */
   cs_disk_preamble preamble;  /* the preamble bytes as they were at load */
   bool preamble_written;      /* prepare rewrote the preamble (abort puts it back) */
   cs_disk_entry_ext *ext;     /* owned */
@@ -332,6 +333,7 @@ cs_rc cs_writer_append(const char *path, const cs_writer_options *opt, cs_writer
   memcpy(w->ext, base->ext, base->n_records * sizeof *w->ext);
   memcpy(&w->preamble, base->map, sizeof w->preamble);
   w->version = base->format_version;
+  w->layout2 = base->footer_layout == 2;
   w->n_deleted = base->n_deleted;
   w->free_bytes = base->free_bytes;
   memcpy(w->dchunks, base->disk_chunks, base->n_records * nc * sizeof *w->dchunks);
@@ -1059,9 +1061,12 @@ cs_rc cs_writer_prepare(cs_writer *w, cs_err *err) {
     return CS_OK;
   }
   uint32_t nc = w->schema.n_cols;
-  /* Layout 2 once the file is (or becomes) version 2; version-1 files stay
-  ** readable by older builds until their first deletion. */
-  bool v2 = w->version >= 2 || w->n_deleted > 0 || w->patched;
+  /* Layout 2 once the file is (or becomes) version 2, or once its footer
+  ** has layout 2 (a version-1 preamble over one: the upgrade is written
+  ** again, rather than a layout-1 footer losing what the entries point at);
+  ** version-1 files stay readable by older builds until their first
+  ** deletion or update. */
+  bool v2 = w->version >= 2 || w->layout2 || w->n_deleted > 0 || w->patched;
   uint64_t eb = v2 ? cs__footer_entry_bytes_v2(nc) : cs__footer_entry_bytes(nc);
   uint64_t head = v2 ? CS_FOOTER_HEAD_BYTES_V2 : sizeof(cs_disk_footer), fb = head + w->n_records * eb;
   uint8_t *f = cs__mem_calloc(1, fb);

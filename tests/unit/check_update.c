@@ -588,6 +588,37 @@ START_TEST(test_forward_scans_rebuild_the_patched_state) {
 }
 END_TEST
 
+/* A version-1 preamble over a layout-2 footer with patches (which a
+** version-2 reader accepts, 14.5): the next writer keeps layout 2, and
+** writes the version-2 preamble, instead of a layout-1 footer that cannot
+** hold the patched descriptors (found by fuzz_store). */
+START_TEST(test_a_version_1_preamble_over_a_patched_footer_stays_layout_2) {
+  ut_scratch sc = ut_scratch_new();
+  ut_table *t = random_table(&small_schema, 25, 100, 40);
+  ut_table_create_store(t, sc.path, 20, 8, 0);
+  ut_table *u = random_table(&small_schema, 1, 0, 41);
+  static const uint64_t rows[] = {3};
+  ut_update_commit(sc.path, t, rows, 1, u, NULL);
+  cs_disk_preamble pre;
+  ut_pread(sc.path, 0, &pre, sizeof pre);
+  pre.version = 1;
+  ut_preamble_reseal(&pre);
+  ut_pwrite(sc.path, 0, &pre, sizeof pre);
+  cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "version-1 preamble");
+  ck_assert_uint_eq(cs_store_format_version(s), 1);
+  ut_assert_store_equals(s, t, 20, "version-1 preamble");
+  cs_store_close(s);
+  ut_table_append_store(t, sc.path, 20, 5);
+  ck_assert_uint_eq(file_version(sc.path), 2);
+  s = ut_open_ok(sc.path, CS_VERIFY_FULL, "after an append");
+  ut_assert_store_equals(s, t, 25, "after an append");
+  cs_store_close(s);
+  ut_table_free(u);
+  ut_table_free(t);
+  ut_scratch_free(&sc);
+}
+END_TEST
+
 /* ----------------------------------------------------------------- damage */
 
 START_TEST(test_damaged_patches_are_corrupt) {
@@ -941,6 +972,7 @@ int main(void) {
   tcase_add_test(tc, test_abort_after_prepare_leaves_the_file_byte_identical);
   tcase_add_test(tc, test_crash_between_prepare_and_commit_keeps_the_last_committed_values);
   tcase_add_test(tc, test_forward_scans_rebuild_the_patched_state);
+  tcase_add_test(tc, test_a_version_1_preamble_over_a_patched_footer_stays_layout_2);
   tcase_add_test(tc, test_damaged_patches_are_corrupt);
   tcase_add_test(tc, test_snapshots_cache_and_datasets);
   tcase_add_test(tc, test_zone_maps_see_the_new_values);
