@@ -28,7 +28,7 @@
 ** the moment the deletions can be committed), and abort writes the saved
 ** preamble back.
 **
-** Updates (format 14.4) never touch a record either: prepare writes, per
+** Updates (format.md 14.4) never touch a record either: prepare writes, per
 ** touched record, a patch block holding a whole new chunk for each changed
 ** column, and the footer entry names it.  What an update call keeps until
 ** then is only what it was given: a copy of the changed columns' values
@@ -39,8 +39,8 @@
 ** time from its live chunks, read back with pread and checked against
 ** their checksums first: a damaged byte must not be sealed into a chunk
 ** with a fresh checksum.  The chunk is laid out, checksummed and given its
-** zone map by chunk_lay, the code that lays out a record's chunks, so a
-** patched chunk is byte for byte what a fresh record of the same values
+** zone map by chunk_lay, the code that lays out a record's chunks, so the
+** bytes of a patched chunk are those a fresh record of the same values
 ** would hold.
 */
 #include <errno.h>
