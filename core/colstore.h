@@ -456,6 +456,11 @@ cs_rc cs_writer_delete(cs_writer *w, const uint64_t *rows, uint64_t n, uint64_t 
 ** checksum, else CS_ECORRUPT), and upgrades a version-1 file to version 2
 ** as cs_writer_delete does.  Calls whose cols are all 0 write nothing. */
 cs_rc cs_writer_update(cs_writer *w, const uint64_t *rows, uint64_t n, const cs_batch *values, const uint8_t *cols, cs_err *err);
+/* Whether the writer's file is the file a snapshot was read from (same
+** device and inode; a view or dataset: its first file).  Positions a caller
+** took from the snapshot mean the same rows in the writer only then: a file
+** replaced meanwhile (by a rename over the path) may number them otherwise. */
+bool cs_writer_same_file(const cs_writer *w, const cs_store *snapshot);
 /* Writes the batch's rows as records (split at record_rows); the batch is
 ** not modified.  Written records stay invisible until commit. */
 cs_rc cs_writer_write(cs_writer *w, const cs_batch *batch, cs_err *err);

@@ -307,6 +307,12 @@ static cs_rc lock_take(cs_writer *w, int timeout_ms, cs_err *err) {
   }
 }
 
+bool cs_writer_same_file(const cs_writer *w, const cs_store *s) {
+  while (s->parts) s = s->parts[0];
+  struct stat st;
+  return fstat(w->fd, &st) == 0 && (uint64_t)st.st_ino == s->file_ino && (uint64_t)st.st_dev == s->file_dev;
+}
+
 cs_rc cs_writer_append(const char *path, const cs_writer_options *opt, cs_writer **out, cs_err *err) {
   *out = NULL;
   cs_writer *w = writer_new(path, opt);

@@ -81,6 +81,8 @@ struct csx_table {
   } *segs;
   int n_segs, segs_cap;
   bool in_write;            /* between xBegin and the transaction's end: xColumn honours nochange */
+  csx_snapshot *wr_from;    /* the snapshot the first pending DELETE/UPDATE position came from (one ref): the
+                            ** file must still be that one at xSync (cs_writer_same_file) */
   struct csx_mark {
     uint64_t rows, dels;    /* pending rows and deletions at the savepoint */
     int segs;               /* update segments ... */

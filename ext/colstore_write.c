@@ -67,6 +67,8 @@ static void updates_free(csx_table *pTab) {
 void csx_table_write_free(csx_table *pTab) {
   if (pTab->writer) cs_writer_abort(pTab->writer);
   pTab->writer = NULL;
+  csx_snapshot_release(pTab->wr_from);
+  pTab->wr_from = NULL;
   cs_batch_free(pTab->pending);
   pTab->pending = NULL;
   sqlite3_free(pTab->dels);
@@ -100,8 +102,18 @@ static uint64_t updates_pending(const csx_table *pTab) {
   return n;
 }
 
+/* Positions are being taken from pTab->snap: the first time in a
+** transaction, its file is pinned for xSync to compare. */
+static void positions_pin(csx_table *pTab) {
+  if (pTab->wr_from) return;
+  pTab->wr_from = pTab->snap;
+  pTab->wr_from->n_refs++;
+}
+
 /* The transaction is over: nothing pending, no marks. */
 static void transaction_clear(csx_table *pTab) {
+  csx_snapshot_release(pTab->wr_from);
+  pTab->wr_from = NULL;
   if (pTab->pending) cs_batch_clear(pTab->pending);
   pTab->n_dels = 0;
   updates_truncate(pTab, 0, 0);
@@ -132,6 +144,7 @@ static int delete_row(csx_table *pTab, sqlite3_value *vRowid) {
     pTab->dels = d, pTab->dels_cap = cap;
   }
   pTab->dels[pTab->n_dels++] = (uint64_t)r;
+  positions_pin(pTab);
   return SQLITE_OK;
 }
 
@@ -216,6 +229,7 @@ static int update_row(csx_table *pTab, int argc, sqlite3_value **argv) {
   if (g && rc == SQLITE_OK) {
     cs_batch_end_row(g->vals);
     g->rows[g->n++] = (uint64_t)r;
+    positions_pin(pTab);
   }
   if (setp != set) sqlite3_free(setp);
   return rc;
@@ -271,6 +285,11 @@ int csx_sync(sqlite3_vtab *pVtab) {
   if (rc == CS_OK) {
     /* The file might have been replaced by a different store meanwhile. */
     if (!csx_schema_equal(cs_writer_schema(w), cs_store_schema(pTab->snap->store))) rc = cs_err_set(&err, CS_ESCHEMA, "colstore: %s was replaced by a store with another schema; reconnect the table", pTab->zPath);
+    /* Positions of rows to delete or update name rows of the file they were
+    ** read from: a file renamed over the path since may number them otherwise. */
+    else if (pTab->wr_from && (pTab->n_dels || updates_pending(pTab)) && !cs_writer_same_file(w, pTab->wr_from->store))
+      rc = cs_err_set(&err, CS_EBUSY, "colstore: %s was replaced by another file after this transaction's DELETE or UPDATE read "
+                      "its rows, whose positions may name other rows there; ROLLBACK and run the statements again", pTab->zPath);
   }
   if (rc == CS_OK && pTab->n_dels) rc = cs_writer_delete(w, pTab->dels, pTab->n_dels, NULL, &err);
   for (int i = 0; rc == CS_OK && i < pTab->n_segs; i++)
