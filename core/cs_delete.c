@@ -157,6 +157,14 @@ static inline uint64_t dv_word(const uint8_t *bits, uint64_t w) {
   return x;
 }
 
+/* Word w of a vector restricted to the record positions [l0, l1). */
+static inline uint64_t dv_word_in(const uint8_t *bits, uint64_t w, uint64_t l0, uint64_t l1) {
+  uint64_t x = dv_word(bits, w);
+  if (w * 64 < l0) x &= ~(uint64_t)0 << (l0 - w * 64);
+  if (l1 - w * 64 < 64) x &= ((uint64_t)1 << (l1 - w * 64)) - 1;
+  return x;
+}
+
 /* 0xFF in byte i for each bit i of b: eight deleted-bits to mask bytes. */
 static uint64_t spread_byte(unsigned b) {
   uint64_t w = 0;
@@ -186,10 +194,8 @@ uint64_t cs_store_mask_deleted(const cs_store *s, uint64_t first, uint64_t n, ui
     uint64_t base = s->first_rows[rec];
     uint64_t l0 = first > base ? first - base : 0, l1 = (end < s->first_rows[rec + 1] ? end : s->first_rows[rec + 1]) - base;
     for (uint64_t w = l0 / 64; w * 64 < l1; w++) {
-      uint64_t x = dv_word(bits, w);
+      uint64_t x = dv_word_in(bits, w, l0, l1);
       if (!x) continue;
-      if (w * 64 < l0) x &= ~(uint64_t)0 << (l0 - w * 64);
-      if (l1 - w * 64 < 64) x &= ((uint64_t)1 << (l1 - w * 64)) - 1;
       unsigned bits_set = (unsigned)__builtin_popcountll(x);
       cleared += bits_set;
       /* The word's first position, as an index into mask: below 0 (wrapped)
@@ -228,12 +234,7 @@ uint64_t cs_store_deleted_in(const cs_store *s, uint64_t first, uint64_t n) {
       continue;
     }
     uint64_t l0 = first > base ? first - base : 0, l1 = (end < rec_end ? end : rec_end) - base;
-    for (uint64_t w = l0 / 64; w * 64 < l1; w++) {
-      uint64_t x = dv_word(bits, w);
-      if (w * 64 < l0) x &= ~(uint64_t)0 << (l0 - w * 64);
-      if (l1 - w * 64 < 64) x &= ((uint64_t)1 << (l1 - w * 64)) - 1;
-      count += (uint64_t)__builtin_popcountll(x);
-    }
+    for (uint64_t w = l0 / 64; w * 64 < l1; w++) count += (uint64_t)__builtin_popcountll(dv_word_in(bits, w, l0, l1));
   }
   return count;
 }

@@ -29,8 +29,9 @@ static int cmp_u64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* Bytes of a record's bitmap as readers expect it: whole 64-byte lines. */
-static uint64_t bitmap_bytes(uint64_t n_rows) { return (((n_rows + 7) / 8) + 63) & ~(uint64_t)63; }
+/* Bytes of a record's bitmap as readers expect it (docs/format.md 14.3:
+** whole 64-byte lines, zero past the rows): a vector block less its header. */
+static uint64_t bitmap_bytes(uint64_t n_rows) { return cs__delvec_block_bytes(n_rows) - sizeof(cs_disk_delvec); }
 
 cs_rc cs_store_with_deletions(const cs_store *base, const uint64_t *rows, uint64_t n, cs_store **out, cs_err *err) {
   *out = NULL;

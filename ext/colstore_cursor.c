@@ -237,16 +237,6 @@ static void range_seek(csx_cursor *pCur, uint64_t row) {
   if (!same || pCur->rec != rec) records_ok(pCur, pCur->rec, pCur->rec + 1);
 }
 
-/* Grows *p (of *cap elements of `size` bytes) to at least n elements. */
-static int grow(void **p, uint64_t *cap, uint64_t n, size_t size) {
-  if (n <= *cap) return SQLITE_OK;
-  void *q = sqlite3_realloc64(*p, n * size);
-  if (!q) return SQLITE_NOMEM;
-  *p = q;
-  *cap = n;
-  return SQLITE_OK;
-}
-
 /* Room for n positions, keeping the first n_pos: a big block (huge pages,
 ** cs_mem_big_alloc), since a 10M-row ORDER BY needs 80 MB of them. */
 static int pos_reserve(csx_cursor *pCur, uint64_t n) {
@@ -579,9 +569,9 @@ static int buffers_prepare(csx_cursor *pCur, csx_batch_buf *b, uint64_t col_used
   }
   b->is_list = false;
   if (pCur->shape == SEL_LIST)
-    return pCur->list_sorted ? SQLITE_OK : grow((void **)&b->bins, &b->bins_cap, batch_rows, sizeof *b->bins);
-  int rc = grow((void **)&b->mask, &b->mask_cap, batch_rows, 1);
-  return rc != SQLITE_OK ? rc : grow((void **)&b->pos, &b->pos_cap, batch_rows, sizeof *b->pos);
+    return pCur->list_sorted ? SQLITE_OK : csx_grow((void **)&b->bins, &b->bins_cap, batch_rows, sizeof *b->bins);
+  int rc = csx_grow((void **)&b->mask, &b->mask_cap, batch_rows, 1);
+  return rc != SQLITE_OK ? rc : csx_grow((void **)&b->pos, &b->pos_cap, batch_rows, sizeof *b->pos);
 }
 
 /* Bytes a row of a batch costs: its position, mask byte, record number

@@ -41,6 +41,15 @@ int csx_vtab_error(sqlite3_vtab *pVtab, int rc, const char *zFmt, ...) {
   return pVtab->zErrMsg || rc == SQLITE_OK ? rc : SQLITE_NOMEM;
 }
 
+int csx_grow(void **p, uint64_t *cap, uint64_t n, size_t size) {
+  if (n <= *cap) return SQLITE_OK;
+  void *q = sqlite3_realloc64(*p, n * size);
+  if (!q) return SQLITE_NOMEM;
+  *p = q;
+  *cap = n;
+  return SQLITE_OK;
+}
+
 uint64_t csx_mono_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);

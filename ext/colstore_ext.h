@@ -189,6 +189,9 @@ int sqlite3_colstore_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routin
 int csx_rc_to_sqlite(cs_rc rc);
 /* CLOCK_MONOTONIC in nanoseconds: kernel times for colstore_last_plan. */
 uint64_t csx_mono_ns(void);
+/* Grows *p (sqlite3_malloc'd, *cap elements of `size` bytes) to at least n
+** elements, keeping its contents; SQLITE_NOMEM leaves it as it was. */
+int csx_grow(void **p, uint64_t *cap, uint64_t n, size_t size);
 /* Sets pVtab->zErrMsg from a printf format (the one place that does). */
 int csx_vtab_error(sqlite3_vtab *pVtab, int rc, const char *zFmt, ...);
 csx_table *csx_conn_find(csx_conn *conn, const char *zName);

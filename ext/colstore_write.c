@@ -137,12 +137,9 @@ static int delete_row(csx_table *pTab, sqlite3_value *vRowid) {
   ** pTab->snap or older (a refresh only adds rows). */
   if (r < 0 || (uint64_t)r >= cs_store_rows(pTab->snap->store))
     return csx_vtab_error(&pTab->base, SQLITE_ERROR, "colstore: table %s has no row %lld to delete", pTab->zName, (long long)r);
-  if (pTab->n_dels == pTab->dels_cap) {
-    uint64_t cap = pTab->dels_cap ? 2 * pTab->dels_cap : 1024;
-    uint64_t *d = sqlite3_realloc64(pTab->dels, cap * sizeof *d);
-    if (!d) return SQLITE_NOMEM;
-    pTab->dels = d, pTab->dels_cap = cap;
-  }
+  if (pTab->n_dels == pTab->dels_cap &&
+      csx_grow((void **)&pTab->dels, &pTab->dels_cap, pTab->dels_cap ? 2 * pTab->dels_cap : 1024, sizeof *pTab->dels))
+    return SQLITE_NOMEM;
   pTab->dels[pTab->n_dels++] = (uint64_t)r;
   positions_pin(pTab);
   return SQLITE_OK;
@@ -205,12 +202,7 @@ static int update_row(csx_table *pTab, int argc, sqlite3_value **argv) {
   int rc = SQLITE_OK;
   struct csx_update_seg *g = any ? update_segment(pTab, schema, setp) : NULL;
   if (any && !g) rc = SQLITE_NOMEM;
-  if (g && g->n == g->cap) {
-    uint64_t cap = g->cap ? 2 * g->cap : 256;
-    uint64_t *p = sqlite3_realloc64(g->rows, cap * sizeof *p);
-    if (!p) rc = SQLITE_NOMEM;
-    else g->rows = p, g->cap = cap;
-  }
+  if (g && g->n == g->cap && csx_grow((void **)&g->rows, &g->cap, g->cap ? 2 * g->cap : 256, sizeof *g->rows)) rc = SQLITE_NOMEM;
   for (uint32_t c = 0; g && rc == SQLITE_OK && c < schema->n_cols; c++) {
     if (!setp[c]) {
       cs_err err;
