@@ -90,6 +90,18 @@ def timed(con, sql, params=()):
     return time.perf_counter() - t0, rows, cur.rowcount
 
 
+def timed_pair(con, sql, params, native_first, times):
+    """sql ({} the table) on colstore's t and native's n.native, with their
+    params, in the order given; each time appended to times[side]; returns
+    the rows each changed, colstore first."""
+    sides = [("colstore", "t", params[0]), ("native", "n.native", params[1])]
+    counts = {}
+    for name, table, p in (reversed(sides) if native_first else sides):
+        t, _, counts[name] = timed(con, sql.format(table), p)
+        times[name].append(t)
+    return [counts["colstore"], counts["native"]]
+
+
 def part1(a, store, native, scratch):
     print("\n## DELETE and UPDATE + COMMIT (durable on both sides)")
     cs_p, nat_p = os.path.join(scratch, "d1.cst"), os.path.join(scratch, "d1.db")
@@ -103,36 +115,15 @@ def part1(a, store, native, scratch):
         # one row: positions spread over the table, a different one each time
         for k in range(7):
             r = (rnd * 7 + k) * 1_299_709 % a.rows
-            order = [("colstore", "DELETE FROM t WHERE rowid = ?", r), ("native", "DELETE FROM n.native WHERE rowid = ?", r + 1)]
-            if (rnd + k) % 2:
-                order.reverse()
-            counts = []
-            for name, sql, p in order:
-                t, _, n = timed(con, sql, (p,))
-                one[name].append(t)
-                counts.append(n)
+            counts = timed_pair(con, "DELETE FROM {} WHERE rowid = ?", ((r,), (r + 1,)), (rnd + k) % 2, one)
             if counts != [1, 1]:
                 sys.exit("bench_delete: one-row DELETE removed %r rows" % counts)
         # UPDATE of 100,000 rows' b (one transaction each); then a million rows deleted
-        order = [("colstore", "UPDATE t SET b = b + 1 WHERE a > 0.99"), ("native", "UPDATE n.native SET b = b + 1 WHERE a > 0.99")]
-        if rnd % 2:
-            order.reverse()
-        counts = []
-        for name, sql in order:
-            t, _, n = timed(con, sql)
-            upd[name].append(t)
-            counts.append(n)
+        counts = timed_pair(con, "UPDATE {} SET b = b + 1 WHERE a > 0.99", ((), ()), rnd % 2, upd)
         sums = [con.execute("SELECT count(*), sum(b) FROM %s WHERE a > 0.98" % t).fetchone() for t in ("t", "n.native")]
         if counts[0] != counts[1] or sums[0] != sums[1]:
             sys.exit("bench_delete: UPDATE changed %r rows, then %r" % (counts, sums))
-        order = [("colstore", "DELETE FROM t WHERE a > 0.9"), ("native", "DELETE FROM n.native WHERE a > 0.9")]
-        if rnd % 2:
-            order.reverse()
-        counts = []
-        for name, sql in order:
-            t, _, n = timed(con, sql)
-            big[name].append(t)
-            counts.append(n)
+        counts = timed_pair(con, "DELETE FROM {} WHERE a > 0.9", ((), ()), rnd % 2, big)
         if counts[0] != counts[1]:
             sys.exit("bench_delete: DELETE WHERE a > 0.9 removed %r rows" % counts)
         left = [con.execute("SELECT count(*), sum(b) FROM %s" % t).fetchone() for t in ("t", "n.native")]
