@@ -472,6 +472,48 @@ cs_rc cs_writer_commit(cs_writer *w, cs_err *err);
 /* Abandons the writer; the file is left byte-identical to before. */
 void cs_writer_abort(cs_writer *w);
 
+/* ------------------------------------------------------------ compaction */
+
+/* colstore_compact (cs_compact.c, docs/format.md 14.9): rewrites a store
+** file into a new one holding only live chunks, in as few records as fit,
+** and renames it over the path; the replaced chunks of updates and the
+** superseded deletion vectors are gone.  Without renumber every position
+** keeps its rowid (deleted ones stay gaps, in deletion vectors of the new
+** file); with it the deleted rows are dropped and the rest renumbered
+** 0..rows-1.  It holds the store's writer lock throughout (waiting
+** lock_timeout_ms for it, then CS_EBUSY), so no commit is lost; readers
+** keep the snapshot they have (the old file stays mapped) and see the new
+** file when they next check for changes.  Every chunk copied is checked
+** against its checksum first (CS_ECORRUPT, nothing changed).  A crash
+** leaves the old file or the new one, whole (and at worst a temporary file
+** beside it, which readers ignore). */
+typedef struct cs_compact_options {
+  bool renumber;
+  uint64_t record_rows;   /* 0: the larger of CS_DEFAULT_RECORD_ROWS and the store's largest record */
+  int lock_timeout_ms;
+  /* Called at each step ("locked", "written", "synced", "renamed") with
+  ** ctx; tests crash a child there.  NULL: none. */
+  void (*on_step)(void *ctx, const char *step);
+  void *step_ctx;
+} cs_compact_options;
+
+typedef struct cs_compact_counts {
+  uint64_t rows;          /* live rows */
+  uint64_t positions;     /* rowids handed out (rows + deleted) */
+  uint64_t records;
+  uint64_t bytes;         /* file size */
+  uint64_t free_bytes;    /* data-region bytes no record used */
+} cs_compact_counts;
+
+typedef struct cs_compact_report {
+  cs_compact_counts before, after;
+  uint64_t generation;    /* the new file's commit generation */
+  uint64_t records_copied; /* records that went across whole, byte for byte (the rest were re-laid) */
+  uint64_t ns;            /* wall time, lock wait excluded */
+} cs_compact_report;
+
+cs_rc cs_compact(const char *path, const cs_compact_options *opt, cs_compact_report *out, cs_err *err);
+
 /* --------------------------------------------------------------- kernels */
 
 /* Kernels fill caller-owned buffers and cannot fail: their arguments are

@@ -154,6 +154,73 @@ cs_rc cs_batch_put_bytes(cs_batch *b, uint32_t col, const void *p, uint64_t n, c
   return CS_OK;
 }
 
+/* Bits [s0, s0 + n) of src (NULL: all 1) to bits [d0, d0 + n) of dst,
+** whose bytes from d0 on may hold stale bits; a byte copy when both starts
+** fall on a byte, else a bit at a time. */
+static void bits_copy(uint8_t *dst, uint64_t d0, const uint8_t *src, uint64_t s0, uint64_t n) {
+  uint64_t i = 0;
+  if (((d0 | s0) & 7) == 0) {
+    if (src) memcpy(dst + (d0 >> 3), src + (s0 >> 3), n >> 3);
+    else memset(dst + (d0 >> 3), 0xff, n >> 3);
+    i = n & ~(uint64_t)7;
+  }
+  for (; i < n; i++) {
+    uint64_t d = d0 + i, s = s0 + i;
+    unsigned bit = src ? (src[s >> 3] >> (s & 7)) & 1u : 1u;
+    dst[d >> 3] = (uint8_t)((dst[d >> 3] & ~(1u << (d & 7))) | (bit << (d & 7)));
+  }
+}
+
+static uint64_t zeros_in(const uint8_t *bits, uint64_t s0, uint64_t n) {
+  uint64_t ones = 0, i = 0;
+  for (; i < n && ((s0 + i) & 7); i++) ones += (bits[(s0 + i) >> 3] >> ((s0 + i) & 7)) & 1u;
+  for (; i + 64 <= n; i += 64) {
+    uint64_t w;
+    memcpy(&w, bits + ((s0 + i) >> 3), 8);
+    ones += (uint64_t)__builtin_popcountll(w);
+  }
+  for (; i < n; i++) ones += (bits[(s0 + i) >> 3] >> ((s0 + i) & 7)) & 1u;
+  return n - ones;
+}
+
+cs_rc cs__batch_put_run(cs_batch *b, uint32_t col, const cs_chunk *ch, uint64_t from, uint64_t n, cs_err *err) {
+  cs_batch_column *c = &b->cols[col];
+  uint64_t k = c->n_values, bytes;
+  int64_t s0 = 0;
+  if (c->width) {
+    bytes = n * c->width;
+  } else {
+    s0 = ch->offsets[from];
+    bytes = (uint64_t)(ch->offsets[from + n] - s0);
+  }
+  /* Grown first, as put_begin does: a failure changes nothing. */
+  cs_rc rc = grow((void **)&c->validity, &c->validity_cap, ((k + n) >> 3) + 1, 1, err);
+  if (!rc && c->width == 0) rc = grow((void **)&c->offsets, &c->offsets_cap, k + n + 2, sizeof(int64_t), err);
+  if (!rc) rc = grow((void **)&c->data, &c->data_cap, c->data_bytes + bytes + 1, 1, err);
+  if (rc) return rc;
+  bits_copy(c->validity, k, ch->validity, from, n);
+  if (ch->validity) c->n_nulls += zeros_in(ch->validity, from, n);
+  if (c->width) {
+    memcpy(c->data + c->data_bytes, (const uint8_t *)ch->data + from * c->width, bytes);
+  } else {
+    if (k == 0) c->offsets[0] = 0;
+    if (bytes) memcpy(c->data + c->data_bytes, (const uint8_t *)ch->data + s0, bytes);
+    int64_t base = (int64_t)c->data_bytes - s0;
+    for (uint64_t i = 1; i <= n; i++) c->offsets[k + i] = ch->offsets[from + i] + base;
+  }
+  c->data_bytes += bytes;
+  c->n_values += n;
+  return CS_OK;
+}
+
+void cs__batch_end_rows(cs_batch *b, uint64_t n) {
+  b->n_rows += n;
+#ifndef NDEBUG
+  for (uint32_t i = 0; i < b->n_cols; i++)
+    if (b->cols[i].n_values != b->n_rows) abort(); /* a caller skipped or doubled a column */
+#endif
+}
+
 void cs_batch_end_row(cs_batch *b) {
   b->n_rows++;
 #ifndef NDEBUG

@@ -26,4 +26,12 @@ struct cs_batch {
   cs_batch_column *cols;  /* n_cols; owned */
 };
 
+/* Appends rows [from, from + n) of a stored chunk of the column's type
+** (offsets already checked, as cs_store_check_chunks checks them) to column
+** col: bitmap bits, values or bytes and rebased offsets copied in bulk.
+** CS_ENOMEM changes nothing.  Once every column got the same n rows,
+** cs__batch_end_rows completes them (compaction, cs_compact.c). */
+cs_rc cs__batch_put_run(cs_batch *batch, uint32_t col, const cs_chunk *ch, uint64_t from, uint64_t n, cs_err *err);
+void cs__batch_end_rows(cs_batch *batch, uint64_t n);
+
 #endif /* CS_BATCH_INTERNAL_H */

@@ -176,6 +176,17 @@ cs_rc cs__dataset_reopen(cs_store *s, cs_verify verify, cs_store **out, cs_err *
 ** temporary file of a store it is creating (cs_writer.c), which a dataset
 ** must never take as a member. */
 bool cs__writer_is_temp_name(const char *name);
+/* For cs_compact.c: the records a writer has (committed + written), the
+** size of its file now, and the generation a new file's writer commits
+** (set before its first record: the compacted file continues the
+** numbering of the file it replaces). */
+uint64_t cs__writer_records(const cs_writer *w);
+uint64_t cs__writer_file_bytes(const cs_writer *w);
+void cs__writer_set_generation(cs_writer *w, uint64_t generation);
+/* Writes record rec of the single-file store s into w unchanged: its
+** chunks, checked by the caller, are in body back to back in column order
+** (patched ones are rebased into the record; cs_writer.c). */
+cs_rc cs__writer_copy_record(cs_writer *w, const cs_store *s, uint64_t rec, const uint8_t *body, cs_err *err);
 /* Checked chunks (cs_verified.c): the per-snapshot bits, allocated once
 ** the directory is resolved and freed by cs_store_close; every chunk
 ** marked checked (after a full verify); one chunk hashed and its offsets
@@ -184,6 +195,9 @@ cs_rc cs__verified_init(cs_store *s);
 void cs__verified_free(cs_store *s);
 void cs__verified_mark_all(const cs_store *s);
 cs_rc cs__chunk_verify(const cs_store *s, uint64_t rec, uint32_t col, cs_err *err);
+/* The same checks on a copy of the chunk's bytes at span (compaction reads
+** chunks with pread rather than through the mapping). */
+cs_rc cs__chunk_bytes_verify(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t *span, cs_err *err);
 /* Frees a store's per-record aggregate statistics (cs_agg.c); NULL is fine. */
 void cs__agg_cache_free(void *cache);
 /* Deletion vectors (cs_delete.c).  Checks the vector of record rec named by

@@ -153,26 +153,31 @@ static void mark(const cs_store *s, uint64_t rec, uint32_t col) {
 
 /* Hashes chunk (rec, col) of a single-file store and checks its TEXT/BLOB
 ** offsets, as cs_store_verify does. */
-cs_rc cs__chunk_verify(const cs_store *s, uint64_t rec, uint32_t col, cs_err *err) {
+cs_rc cs__chunk_bytes_verify(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t *span, cs_err *err) {
   const cs_disk_chunk *dc = &s->disk_chunks[rec * s->schema.n_cols + col];
-  uint64_t got = cs__hash(s->map + cs__chunk_base(&s->entries[rec], dc) + dc->chunk_offset, dc->chunk_bytes);
+  uint64_t got = cs__hash(span, dc->chunk_bytes);
   if (got != dc->checksum)
     return cs_err_set(err, CS_ECORRUPT,
                       "colstore: %s: record %llu, column %s: checksum mismatch (expected %016llx, found %016llx): "
                       "the file is damaged there; restore it from a copy (colstore_verify() names every damaged part)",
                       s->path, (unsigned long long)rec, s->cols[col].name, (unsigned long long)dc->checksum,
                       (unsigned long long)got);
-  const cs_chunk *ch = &s->chunks[rec * s->schema.n_cols + col];
-  if (ch->offsets) {
+  if (dc->offsets_offset) {
+    const int64_t *offsets = (const int64_t *)(const void *)(span + (dc->offsets_offset - dc->chunk_offset));
     uint64_t n = s->entries[rec].n_rows;
     int64_t prev = 0;
-    bool ok = ch->offsets[0] == 0;
-    for (uint64_t i = 1; ok && i <= n; i++) ok = ch->offsets[i] >= prev && (prev = ch->offsets[i], true);
-    if (!ok || (uint64_t)prev != ch->data_bytes)
+    bool ok = offsets[0] == 0;
+    for (uint64_t i = 1; ok && i <= n; i++) ok = offsets[i] >= prev && (prev = offsets[i], true);
+    if (!ok || (uint64_t)prev != dc->data_bytes)
       return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu, column %s: TEXT/BLOB offsets are damaged", s->path,
                         (unsigned long long)rec, s->cols[col].name);
   }
   return CS_OK;
+}
+
+cs_rc cs__chunk_verify(const cs_store *s, uint64_t rec, uint32_t col, cs_err *err) {
+  const cs_disk_chunk *dc = &s->disk_chunks[rec * s->schema.n_cols + col];
+  return cs__chunk_bytes_verify(s, rec, col, s->map + cs__chunk_base(&s->entries[rec], dc) + dc->chunk_offset, err);
 }
 
 void cs__verified_mark_all(const cs_store *s) {

@@ -106,6 +106,7 @@ struct cs_writer {
   struct upd_item *items;     /* n_items; owned */
   uint64_t n_items, cap_items;
   bool patched;               /* prepare wrote a patch block */
+  uint64_t flushed_to;        /* writeback started for bytes below this (kick_writeback) */
 };
 
 static const uint8_t zero_pad[CS_ALIGN];
@@ -307,6 +308,42 @@ static cs_rc lock_take(cs_writer *w, int timeout_ms, cs_err *err) {
   }
 }
 
+/* Opens w->path read-write and takes its lock, then makes sure the locked
+** file is still the one the path names.  colstore_compact renames a new
+** file over the path while it holds the old file's lock; a writer that
+** opened the old file before the rename and waited for the lock would
+** otherwise append to an unlinked inode and lose its commit.  Such a
+** writer lets go and opens the path again (a few times at most: each
+** retry means a whole compaction finished meanwhile). */
+static cs_rc open_locked(cs_writer *w, int timeout_ms, cs_err *err) {
+  for (int attempt = 0;; attempt++) {
+    w->fd = open(w->path, O_RDWR | O_CLOEXEC);
+    if (w->fd < 0)
+      return cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot open %s for appending: %s", w->path, strerror(errno));
+    cs_rc rc = lock_take(w, timeout_ms, err);
+    if (rc) return rc;
+    struct stat held, named;
+    if (fstat(w->fd, &held) != 0) return cs_err_set(err, CS_EIO, "colstore: %s: fstat failed: %s", w->path, strerror(errno));
+    if (stat(w->path, &named) == 0 && named.st_ino == held.st_ino && named.st_dev == held.st_dev) return CS_OK;
+    close(w->fd); /* drops the lock on the replaced file */
+    w->fd = -1;
+    w->locked = false;
+    if (attempt == 8)
+      return cs_err_set(err, CS_EBUSY, "colstore: %s keeps being replaced while waiting to write it; retry", w->path);
+  }
+}
+
+uint64_t cs__writer_records(const cs_writer *w) { return w->n_records; }
+
+uint64_t cs__writer_file_bytes(const cs_writer *w) {
+  struct stat st;
+  return fstat(w->fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+void cs__writer_set_generation(cs_writer *w, uint64_t generation) {
+  if (w->tmp_path && w->n_records == 0) w->generation = generation;
+}
+
 bool cs_writer_same_file(const cs_writer *w, const cs_store *s) {
   while (s->parts) s = s->parts[0];
   struct stat st;
@@ -319,12 +356,7 @@ cs_rc cs_writer_append(const char *path, const cs_writer_options *opt, cs_writer
   if (!w) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory opening %s", path);
   cs_store *base = NULL;
   cs_rc rc;
-  w->fd = open(path, O_RDWR | O_CLOEXEC);
-  if (w->fd < 0) {
-    rc = cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot open %s for appending: %s", path, strerror(errno));
-    goto fail;
-  }
-  if ((rc = lock_take(w, opt ? opt->lock_timeout_ms : 0, err))) goto fail;
+  if ((rc = open_locked(w, opt ? opt->lock_timeout_ms : 0, err))) goto fail;
   int fd2 = dup(w->fd);
   if (fd2 < 0) { rc = cs_err_set(err, CS_EIO, "colstore: %s: dup failed: %s", path, strerror(errno)); goto fail; }
   if ((rc = cs__store_load(fd2, path, CS_VERIFY_HEADER, &base, err))) goto fail;
@@ -491,6 +523,51 @@ static uint64_t chunk_lay(cs_type type, uint64_t n, const uint8_t *bitmap, const
   return at;
 }
 
+/* Starts the device writing what the records wrote so far, a few MiB at a
+** time, without waiting: the fsync at prepare then finds most of a large
+** transaction already on its way instead of starting it all (a compaction
+** or a big colstore_create: docs/performance.md, "Compaction").  Only a
+** hint; where sync_file_range is missing, the fsync does it all. */
+#define WRITEBACK_BYTES ((uint64_t)8 << 20)
+static void kick_writeback(cs_writer *w) {
+  if (w->flushed_to < w->old_data_end) w->flushed_to = w->old_data_end;
+  if (w->pos - w->flushed_to < WRITEBACK_BYTES) return;
+#if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
+  (void)sync_file_range(w->fd, (off_t)w->flushed_to, (off_t)(w->pos - w->flushed_to), SYNC_FILE_RANGE_WRITE);
+#endif
+  w->flushed_to = w->pos;
+}
+
+/* Seals the record header in w->header (its descriptors filled), writes
+** the record (iov[0] is the header) at w->pos and adds it to the directory.
+** The directory has room (directory_push). */
+static cs_rc record_emit(cs_writer *w, uint64_t n, uint64_t record_bytes, struct iovec *iov, int n_iov, cs_err *err) {
+  uint32_t nc = w->schema.n_cols;
+  cs_disk_record *h = (cs_disk_record *)(void *)w->header;
+  cs_disk_chunk *dcs = (cs_disk_chunk *)(void *)(h + 1);
+  memcpy(h->magic, CS_MAGIC_RECORD, CS_MAGIC_BYTES);
+  h->generation = w->generation;
+  h->n_rows = n;
+  h->record_bytes = record_bytes;
+  h->n_cols = nc;
+  h->header_bytes = (uint32_t)cs__record_header_bytes(nc);
+  h->descriptors_checksum = cs__hash(dcs, nc * sizeof *dcs);
+  h->flags = CS_RECORD_SEALED;
+  h->checksum = cs__hash(h, 56);
+  cs_rc rc = tail_save(w, err);
+  if (rc == CS_OK) rc = write_iov(w, iov, n_iov, w->pos, err);
+  if (rc) return rc;
+  w->entries[w->n_records] = (cs_disk_entry){w->pos, n, record_bytes, w->generation};
+  w->ext[w->n_records] = (cs_disk_entry_ext){0, 0, 0, 0};
+  if (w->dv) w->dv[w->n_records] = NULL;
+  memcpy(&w->dchunks[w->n_records * nc], dcs, nc * sizeof *dcs);
+  w->n_records++;
+  w->pos += record_bytes;
+  w->n_rows += n;
+  kick_writeback(w);
+  return CS_OK;
+}
+
 /* Writes rows [first, first + n) of the batch as one record at w->pos. */
 static cs_rc record_write(cs_writer *w, const cs_batch *b, uint64_t first, uint64_t n, cs_err *err) {
   uint32_t nc = w->schema.n_cols;
@@ -535,26 +612,9 @@ static cs_rc record_write(cs_writer *w, const cs_batch *b, uint64_t first, uint6
     dcs[c].null_count = nulls;
     at = chunk_lay(col->type, n, nulls ? col_scratch : NULL, offs, data, data_bytes, at, iov, &n_iov, &dcs[c]);
   }
-  memcpy(h->magic, CS_MAGIC_RECORD, CS_MAGIC_BYTES);
-  h->generation = w->generation;
-  h->n_rows = n;
-  h->record_bytes = at;
-  h->n_cols = nc;
-  h->header_bytes = (uint32_t)hb;
-  h->descriptors_checksum = cs__hash(dcs, nc * sizeof *dcs);
-  h->flags = CS_RECORD_SEALED;
-  h->checksum = cs__hash(h, 56);
-  if ((rc = tail_save(w, err)) == CS_OK) rc = write_iov(w, iov, n_iov, w->pos, err);
+  rc = record_emit(w, n, at, iov, n_iov, err);
   cs__mem_free(iov);
-  if (rc) return rc;
-  w->entries[w->n_records] = (cs_disk_entry){w->pos, n, at, w->generation};
-  w->ext[w->n_records] = (cs_disk_entry_ext){0, 0, 0, 0};
-  if (w->dv) w->dv[w->n_records] = NULL;
-  memcpy(&w->dchunks[w->n_records * nc], dcs, nc * sizeof *dcs);
-  w->n_records++;
-  w->pos += at;
-  w->n_rows += n;
-  return CS_OK;
+  return rc;
 }
 
 cs_rc cs_writer_write(cs_writer *w, const cs_batch *b, cs_err *err) {
@@ -577,6 +637,40 @@ cs_rc cs_writer_write(cs_writer *w, const cs_batch *b, cs_err *err) {
     if (rc) return rc;
   }
   return CS_OK;
+}
+
+/* Compaction (cs_compact.c): record rec of s written again as it is, its
+** chunks taken from body, where the caller read them back to back in
+** column order.  The header is rebuilt around the same chunk bytes; a chunk
+** an update replaced (CS_CHUNK_ABSOLUTE) came from its patch block and
+** becomes an ordinary chunk of the record.  Checksums, zone maps and flags
+** cover the chunk's own span, so they carry over and nothing is
+** recomputed; the caller has checked the bytes against them. */
+cs_rc cs__writer_copy_record(cs_writer *w, const cs_store *s, uint64_t rec, const uint8_t *body, cs_err *err) {
+  uint32_t nc = w->schema.n_cols;
+  uint64_t hb = cs__record_header_bytes(nc);
+  cs_rc rc = directory_push(w, err);
+  if (rc) return rc;
+  memset(w->header, 0, hb);
+  cs_disk_chunk *dcs = (cs_disk_chunk *)(void *)((cs_disk_record *)(void *)w->header + 1);
+  const cs_disk_entry *e = &s->entries[rec];
+  uint64_t at = hb;
+  for (uint32_t c = 0; c < nc; c++) {
+    const cs_disk_chunk *src = &s->disk_chunks[rec * nc + c];
+    cs_disk_chunk d = *src;
+    /* Unsigned wrap-around keeps the rebase exact in either direction. */
+    uint64_t shift = at - src->chunk_offset;
+    d.chunk_offset = at;
+    if (d.validity_offset) d.validity_offset += shift;
+    if (d.offsets_offset) d.offsets_offset += shift;
+    d.data_offset += shift;
+    d.flags &= ~CS_CHUNK_ABSOLUTE;
+    d.patch_back = 0;
+    dcs[c] = d;
+    at += src->chunk_bytes;
+  }
+  struct iovec iov[2] = {{w->header, hb}, {(void *)body, at - hb}};
+  return record_emit(w, e->n_rows, at, iov, at > hb ? 2 : 1, err);
 }
 
 /* ------------------------------------------------------------- deletions */

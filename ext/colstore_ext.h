@@ -255,6 +255,11 @@ int csx_savepoint(sqlite3_vtab *pVtab, int iSavepoint);
 int csx_release(sqlite3_vtab *pVtab, int iSavepoint);
 int csx_rollback_to(sqlite3_vtab *pVtab, int iSavepoint);
 void csx_table_write_free(csx_table *pTab);
+/* Whether the open transaction has INSERTed, DELETEd or UPDATEd rows of
+** pTab that are not committed yet. */
+bool csx_table_has_pending(const csx_table *pTab);
+/* How long a writer waits for a store's lock before SQLITE_BUSY. */
+#define CSX_LOCK_TIMEOUT_MS 5000
 /* The snapshot this connection's next statement reads (one ref for the
 ** caller): the newest committed state (csx_table_refresh) with the
 ** transaction's pending deletions applied.  Errors go to pTab. */

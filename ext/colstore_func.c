@@ -2,6 +2,10 @@
 ** colstore_func.c - the SQL functions: colstore_version, colstore_create,
 ** colstore_info and colstore_verify.
 **
+** colstore_compact rewrites a store through core's cs_compact, after
+** making sure no table of this connection has uncommitted changes to it
+** (they would be lost or refused at COMMIT against the new file).
+**
 ** colstore_create runs a query on the calling connection and streams its
 ** rows into a new store through the same value conversion INSERT uses.
 ** Column types come from the result's declared types when there are any;
@@ -15,6 +19,7 @@
 */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "colstore_ext.h"
@@ -386,6 +391,60 @@ static void fn_verify(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   else sqlite3_result_text(ctx, "ok", -1, SQLITE_STATIC);
 }
 
+/* ----------------------------------------------------- colstore_compact */
+
+static void json_counts(sqlite3_str *s, const char *name, const cs_compact_counts *c) {
+  sqlite3_str_appendf(s, "\"%s\":{\"rows\":%llu,\"positions\":%llu,\"records\":%llu,\"bytes\":%llu,\"free_bytes\":%llu}", name,
+                      (unsigned long long)c->rows, (unsigned long long)c->positions, (unsigned long long)c->records,
+                      (unsigned long long)c->bytes, (unsigned long long)c->free_bytes);
+}
+
+static void fn_compact(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  const char *zPath = resolve_path(ctx, argv[0]);
+  const char *zMode = argc > 1 ? (const char *)sqlite3_value_text(argv[1]) : NULL;
+  if (!zPath || (argc > 1 && (!zMode || sqlite3_stricmp(zMode, "renumber") != 0))) {
+    result_error(ctx, SQLITE_MISUSE, "colstore: usage: colstore_compact(path_or_table [, 'renumber'])");
+    return;
+  }
+  csx_conn *conn = sqlite3_user_data(ctx);
+  for (csx_table *t = conn->tables; t; t = t->next) {
+    if (strcmp(t->zPath, zPath) != 0 || !csx_table_has_pending(t)) continue;
+    char *z = sqlite3_mprintf("colstore: %s has uncommitted changes in this transaction; COMMIT or ROLLBACK before colstore_compact", t->zName);
+    result_error(ctx, SQLITE_BUSY, z);
+    sqlite3_free(z);
+    return;
+  }
+  struct stat st;
+  if (stat(zPath, &st) == 0 && !S_ISREG(st.st_mode)) {
+    char *z = sqlite3_mprintf("colstore: %s is not a store file (a dataset?); colstore_compact rewrites one file: compact each of its files", zPath);
+    result_error(ctx, SQLITE_MISUSE, z);
+    sqlite3_free(z);
+    return;
+  }
+  cs_compact_options opt = {.renumber = argc > 1, .lock_timeout_ms = CSX_LOCK_TIMEOUT_MS};
+  cs_compact_report rep;
+  cs_err err = {0};
+  cs_rc rc = cs_compact(zPath, &opt, &rep, &err);
+  if (rc != CS_OK) {
+    result_cs_error(ctx, rc, &err);
+    return;
+  }
+  sqlite3_str *s = sqlite3_str_new(sqlite3_context_db_handle(ctx));
+  sqlite3_str_appendall(s, "{\"path\":");
+  json_string(s, zPath);
+  sqlite3_str_appendf(s, ",\"renumbered\":%s,", argc > 1 ? "true" : "false");
+  json_counts(s, "before", &rep.before);
+  sqlite3_str_appendall(s, ",");
+  json_counts(s, "after", &rep.after);
+  double secs = (double)rep.ns / 1e9;
+  sqlite3_str_appendf(s, ",\"records_copied\":%llu,\"generation\":%llu,\"ms\":%.3f,\"gb_per_s\":%.2f}", (unsigned long long)rep.records_copied,
+                      (unsigned long long)rep.generation, secs * 1e3,
+                      secs > 0 ? (double)rep.before.bytes / 1e9 / secs : 0.0);
+  char *z = sqlite3_str_finish(s);
+  if (z) sqlite3_result_text(ctx, z, -1, sqlite3_free);
+  else sqlite3_result_error_nomem(ctx);
+}
+
 static void fn_last_plan(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   (void)argc, (void)argv;
   csx_conn *conn = sqlite3_user_data(ctx);
@@ -430,6 +489,8 @@ int csx_register_functions(sqlite3 *db, csx_conn *conn) {
       {"colstore_create", 3, SQLITE_DIRECTONLY, fn_create},
       {"colstore_info", 1, SQLITE_DIRECTONLY, fn_info},
       {"colstore_verify", 1, SQLITE_DIRECTONLY, fn_verify},
+      {"colstore_compact", 1, SQLITE_DIRECTONLY, fn_compact},
+      {"colstore_compact", 2, SQLITE_DIRECTONLY, fn_compact},
       {"colstore_last_plan", 0, SQLITE_DIRECTONLY, fn_last_plan},
   };
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {

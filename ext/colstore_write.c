@@ -43,8 +43,6 @@
 
 #include "colstore_ext.h"
 
-#define CSX_LOCK_TIMEOUT_MS 5000
-
 /* The readers' view of the pending deletions, dropped when the list
 ** shrinks (a rollback): its count alone would no longer say what it shows. */
 static void view_drop(csx_table *pTab) {
@@ -100,6 +98,10 @@ static uint64_t updates_pending(const csx_table *pTab) {
   uint64_t n = 0;
   for (int i = 0; i < pTab->n_segs; i++) n += pTab->segs[i].n;
   return n;
+}
+
+bool csx_table_has_pending(const csx_table *pTab) {
+  return (pTab->pending && cs_batch_rows(pTab->pending)) || pTab->n_dels || updates_pending(pTab);
 }
 
 /* Positions are being taken from pTab->snap: the first time in a

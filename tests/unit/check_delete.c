@@ -42,42 +42,7 @@ static ut_table *del_table(uint64_t n, uint64_t seed) {
   return t;
 }
 
-/* Deletes rows[0, n) in one committed transaction; returns the count newly deleted. */
-static uint64_t delete_commit(const char *path, const uint64_t *rows, uint64_t n) {
-  cs_writer *w;
-  cs_err err = {0};
-  uint64_t fresh = 0;
-  ck_assert_msg(cs_writer_append(path, NULL, &w, &err) == CS_OK, "%s", err.msg);
-  ck_assert_msg(cs_writer_delete(w, rows, n, &fresh, &err) == CS_OK, "%s", err.msg);
-  ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "%s", err.msg);
-  return fresh;
-}
 
-/* The store's deletions equal the reference, through every accessor. */
-static void assert_deleted(const cs_store *s, const bool *del, uint64_t n, const char *ctx) {
-  ck_assert_msg(cs_store_rows(s) == n, "%s: %" PRIu64 " positions, expected %" PRIu64, ctx, cs_store_rows(s), n);
-  uint64_t dead = 0;
-  for (uint64_t row = 0; row < n; row++) {
-    dead += del[row];
-    if (cs_store_row_deleted(s, row) != del[row]) ck_abort_msg("%s: row %" PRIu64 " deleted=%d, expected %d", ctx, row, !del[row], del[row]);
-  }
-  ck_assert_msg(cs_store_live_rows(s) == n - dead, "%s: %" PRIu64 " live rows, expected %" PRIu64, ctx, cs_store_live_rows(s), n - dead);
-  uint64_t sum = 0;
-  for (uint64_t rec = 0; rec < cs_store_records(s); rec++) {
-    uint64_t c = cs_store_record_deleted(s, rec), first = cs_store_record_first_row(s, rec), want = 0;
-    for (uint64_t i = 0; i < cs_store_record_rows(s, rec); i++) want += del[first + i];
-    ck_assert_msg(c == want, "%s: record %" PRIu64 " counts %" PRIu64 " deleted, expected %" PRIu64, ctx, rec, c, want);
-    ck_assert((cs_store_record_deletions(s, rec) != NULL) == (c > 0));
-    sum += c;
-  }
-  ck_assert_uint_eq(sum, dead);
-}
-
-static uint64_t file_version(const char *path) {
-  cs_disk_preamble pre;
-  ut_pread(path, 0, &pre, sizeof pre);
-  return pre.version;
-}
 
 /* ------------------------------------------------ writing and reopening */
 
@@ -86,14 +51,14 @@ START_TEST(test_delete_in_several_transactions_keeps_positions_and_counts) {
   ut_table *t = del_table(100, 1);
   ut_table_create_store(t, sc.path, 60, 16, 0);
   ut_table_append_store(t, sc.path, 60, 40);
-  ck_assert_uint_eq(file_version(sc.path), 1); /* appends alone stay version 1 */
+  ck_assert_uint_eq(ut_file_version(sc.path), 1); /* appends alone stay version 1 */
   bool del[100] = {0};
   static const uint64_t a[] = {0, 15, 16, 17, 99, 15};
-  ck_assert_uint_eq(delete_commit(sc.path, a, 6), 5);
+  ck_assert_uint_eq(ut_delete_commit(sc.path, a, 6), 5);
   for (int i = 0; i < 6; i++) del[a[i]] = true;
-  ck_assert_uint_eq(file_version(sc.path), 2); /* the first delete upgrades */
+  ck_assert_uint_eq(ut_file_version(sc.path), 2); /* the first delete upgrades */
   cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "after one delete");
-  assert_deleted(s, del, 100, "after one delete");
+  ut_assert_deleted(s, del, 100, "after one delete");
   ck_assert_uint_eq(cs_store_format_version(s), 2);
   ck_assert_uint_eq(cs_store_free_bytes(s), 0);
   ut_assert_store_equals(s, t, 100, "values of every position stay");
@@ -101,14 +66,14 @@ START_TEST(test_delete_in_several_transactions_keeps_positions_and_counts) {
   /* A second delete in a record that has a vector supersedes it; an
   ** append after the upgrade writes layout-2 footers. */
   static const uint64_t b[] = {1, 2, 3, 50, 0};
-  ck_assert_uint_eq(delete_commit(sc.path, b, 5), 4);
+  ck_assert_uint_eq(ut_delete_commit(sc.path, b, 5), 4);
   for (int i = 0; i < 5; i++) del[b[i]] = true;
   ut_table *t2 = del_table(130, 1);
   ut_table_append_store(t2, sc.path, 100, 30);
   s = ut_open_ok(sc.path, CS_VERIFY_FULL, "after two deletes and an append");
   bool del2[130] = {0};
   memcpy(del2, del, sizeof del);
-  assert_deleted(s, del2, 130, "after two deletes and an append");
+  ut_assert_deleted(s, del2, 130, "after two deletes and an append");
   ck_assert_uint_eq(cs_store_free_bytes(s), cs__delvec_block_bytes(16));
   ut_layout l;
   ut_layout_read(sc.path, &l);
@@ -140,7 +105,7 @@ START_TEST(test_delete_rows_written_in_the_same_transaction) {
   bool del[40] = {0};
   del[39] = del[7] = del[8] = true;
   cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "created with deletions");
-  assert_deleted(s, del, 40, "created with deletions");
+  ut_assert_deleted(s, del, 40, "created with deletions");
   cs_store_close(s);
   ut_table_free(t);
   ut_scratch_free(&sc);
@@ -159,7 +124,7 @@ START_TEST(test_delete_past_the_end_deletes_nothing) {
   ck_assert_msg(strstr(err.msg, "row 20") && strstr(err.msg, "20 positions"), "%s", err.msg);
   ck_assert_uint_eq(cs_writer_live_rows(w), 20);
   ck_assert(cs_writer_commit(w, &err) == CS_OK);
-  ck_assert_uint_eq(file_version(sc.path), 1); /* nothing was written */
+  ck_assert_uint_eq(ut_file_version(sc.path), 1); /* nothing was written */
   ut_table_free(t);
   ut_scratch_free(&sc);
 }
@@ -170,10 +135,10 @@ START_TEST(test_deleting_deleted_rows_writes_nothing) {
   ut_table *t = del_table(20, 4);
   ut_table_create_store(t, sc.path, 20, 8, 0);
   static const uint64_t rows[] = {3};
-  delete_commit(sc.path, rows, 1);
+  ut_delete_commit(sc.path, rows, 1);
   size_t n1, n2;
   uint8_t *before = ut_read_all(sc.path, &n1);
-  ck_assert_uint_eq(delete_commit(sc.path, rows, 1), 0);
+  ck_assert_uint_eq(ut_delete_commit(sc.path, rows, 1), 0);
   uint8_t *after = ut_read_all(sc.path, &n2);
   ck_assert(n1 == n2 && memcmp(before, after, n1) == 0);
   free(before), free(after);
@@ -202,7 +167,7 @@ START_TEST(test_abort_after_prepare_leaves_the_file_byte_identical) {
     ck_assert_msg(n1 == n2 && memcmp(before, after, n1) == 0, "round %d: abort changed the file", round);
     free(before), free(after);
     static const uint64_t other[] = {0};
-    delete_commit(sc.path, other, 1);
+    ut_delete_commit(sc.path, other, 1);
   }
   ut_table_free(t);
   ut_scratch_free(&sc);
@@ -220,15 +185,15 @@ START_TEST(test_crash_between_prepare_and_commit_keeps_the_last_committed_state)
   for (int round = 0; round < 2; round++) {
     static const uint64_t rows[] = {1, 2, 40};
     ut_delete_prepare_in_child(sc.path, rows, 3);
-    ck_assert_uint_eq(file_version(sc.path), 2);
+    ck_assert_uint_eq(ut_file_version(sc.path), 2);
     cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "after the crash");
-    assert_deleted(s, del, 50, "after the crash");
+    ut_assert_deleted(s, del, 50, "after the crash");
     cs_store_close(s);
     /* The next writer takes over the file as it is. */
-    delete_commit(sc.path, first, 1);
+    ut_delete_commit(sc.path, first, 1);
     del[10] = true;
     s = ut_open_ok(sc.path, CS_VERIFY_FULL, "after the next commit");
-    assert_deleted(s, del, 50, "after the next commit");
+    ut_assert_deleted(s, del, 50, "after the next commit");
     cs_store_close(s);
   }
   ut_table_free(t);
@@ -244,8 +209,8 @@ START_TEST(test_damaged_v2_footer_recovers_the_last_committed_deletions) {
   ut_table *t = del_table(60, 7);
   ut_table_create_store(t, sc.path, 60, 16, 0);
   static const uint64_t a[] = {0, 20, 21}, b[] = {22, 59};
-  delete_commit(sc.path, a, 3);
-  delete_commit(sc.path, b, 2);
+  ut_delete_commit(sc.path, a, 3);
+  ut_delete_commit(sc.path, b, 2);
   bool del[60] = {0};
   del[0] = del[20] = del[21] = del[22] = del[59] = true;
   ut_layout l;
@@ -256,13 +221,13 @@ START_TEST(test_damaged_v2_footer_recovers_the_last_committed_deletions) {
   ut_xor_byte(sc.copy, fo + fb - 3, 0x40); /* torn footer */
   cs_store *s = ut_open_ok(sc.copy, CS_VERIFY_FULL, "torn v2 footer");
   ck_assert(cs_store_recovered(s));
-  assert_deleted(s, del, 60, "torn v2 footer");
+  ut_assert_deleted(s, del, 60, "torn v2 footer");
   ck_assert_uint_eq(cs_store_free_bytes(s), cs__delvec_block_bytes(16)); /* record 1's first vector */
   cs_store_close(s);
   ut_copy_file(sc.path, sc.copy);
   ut_truncate(sc.copy, fo); /* footer gone */
   s = ut_open_ok(sc.copy, CS_VERIFY_FULL, "no v2 footer");
-  assert_deleted(s, del, 60, "no v2 footer");
+  ut_assert_deleted(s, del, 60, "no v2 footer");
   cs_store_close(s);
   static const uint8_t zero[64] = {0};
   ut_copy_file(sc.path, sc.copy);
@@ -270,14 +235,14 @@ START_TEST(test_damaged_v2_footer_recovers_the_last_committed_deletions) {
   ut_pwrite(sc.copy, CS_SLOT1_OFFSET, zero, 64);
   s = ut_open_ok(sc.copy, CS_VERIFY_FULL, "no slots");
   ck_assert(cs_store_recovered(s));
-  assert_deleted(s, del, 60, "no slots");
+  ut_assert_deleted(s, del, 60, "no slots");
   ck_assert_uint_eq(cs_store_generation(s), 3);
   cs_store_close(s);
   /* Without the seal the newest deletions were only prepared. */
   ut_pwrite(sc.copy, fo + fb, zero, 64);
   s = ut_open_ok(sc.copy, CS_VERIFY_FULL, "no slots, no seal");
   del[22] = del[59] = false;
-  assert_deleted(s, del, 60, "no slots, no seal");
+  ut_assert_deleted(s, del, 60, "no slots, no seal");
   ck_assert_uint_eq(cs_store_generation(s), 2);
   cs_store_close(s);
   ut_table_free(t);
@@ -310,7 +275,7 @@ START_TEST(test_torn_preamble_upgrade_opens_and_other_damage_does_not) {
   /* The next deleting writer writes the clean version-2 form. */
   ut_pwrite(sc.copy, 56, &v2.checksum, 4);
   static const uint64_t rows[] = {3};
-  delete_commit(sc.copy, rows, 1);
+  ut_delete_commit(sc.copy, rows, 1);
   cs_disk_preamble now;
   ut_pread(sc.copy, 0, &now, sizeof now);
   ck_assert(memcmp(&now, &v2, sizeof now) == 0);
@@ -348,7 +313,7 @@ START_TEST(test_damaged_deletion_vector_is_corrupt) {
   ut_table *t = del_table(40, 10);
   ut_table_create_store(t, sc.path, 40, 16, 0);
   static const uint64_t rows[] = {5, 30};
-  delete_commit(sc.path, rows, 2);
+  ut_delete_commit(sc.path, rows, 2);
   ut_layout l;
   ut_layout_read(sc.path, &l);
   uint64_t dv = l.ext[0].dv_offset;
@@ -376,27 +341,27 @@ START_TEST(test_cache_memory_and_datasets_see_deletions) {
   ut_table_create_store(t, sc.path, 50, 16, 0);
   ut_table_create_store(t, sc.copy, 30, 8, 0);
   static const uint64_t a[] = {1, 49}, b[] = {0, 29};
-  delete_commit(sc.path, a, 2);
+  ut_delete_commit(sc.path, a, 2);
   bool del[80] = {0};
   del[1] = del[49] = true;
   cs_store *m;
   cs_err err = {0};
   ck_assert_msg(cs_store_open_with(sc.path, CS_VERIFY_FULL, CS_CACHE_MEMORY, &m, &err) == CS_OK, "%s", err.msg);
-  assert_deleted(m, del, 50, "cache=memory");
+  ut_assert_deleted(m, del, 50, "cache=memory");
   /* A reopen after another delete reuses the copy and sees the new vector. */
   static const uint64_t c[] = {2};
-  delete_commit(sc.path, c, 1);
+  ut_delete_commit(sc.path, c, 1);
   del[2] = true;
   cs_store *m2;
   ck_assert_msg(cs_store_reopen(m, CS_VERIFY_HEADER, &m2, &err) == CS_OK, "%s", err.msg);
-  assert_deleted(m2, del, 50, "cache=memory reopened");
+  ut_assert_deleted(m2, del, 50, "cache=memory reopened");
   cs_store_close(m2), cs_store_close(m);
-  delete_commit(sc.copy, b, 2);
+  ut_delete_commit(sc.copy, b, 2);
   del[50] = del[79] = true;
   const char *paths[] = {sc.path, sc.copy};
   cs_store *d;
   ck_assert_msg(cs_store_open_dataset(paths, 2, CS_VERIFY_FULL, &d, &err) == CS_OK, "%s", err.msg);
-  assert_deleted(d, del, 80, "dataset");
+  ut_assert_deleted(d, del, 80, "dataset");
   ck_assert_uint_eq(cs_store_format_version(d), 2);
   cs_store_close(d);
   ut_table_free(t);
@@ -415,7 +380,7 @@ START_TEST(test_every_allocation_failure_leaves_the_old_or_the_new_state) {
   ut_table *t = del_table(80, 12);
   ut_table_create_store(t, sc.path, 80, 16, 0);
   static const uint64_t first[] = {3, 40};
-  delete_commit(sc.path, first, 2); /* a version-2 file with a vector to supersede */
+  ut_delete_commit(sc.path, first, 2); /* a version-2 file with a vector to supersede */
   static const uint64_t rows[] = {4, 41, 79, 0};
   bool del[80] = {0};
   del[3] = del[40] = true;
@@ -441,7 +406,7 @@ START_TEST(test_every_allocation_failure_leaves_the_old_or_the_new_state) {
       ck_assert_msg(cs_mem_live() == live, "k=%ld: %ld blocks leaked", k, cs_mem_live() - live);
       uint8_t *after = ut_read_all(sc.copy, &n1);
       cs_store *s = ut_open_ok(sc.copy, CS_VERIFY_FULL, "after a failed allocation");
-      if (rc == CS_OK) assert_deleted(s, done, 80, "committed");
+      if (rc == CS_OK) ut_assert_deleted(s, done, 80, "committed");
       else ck_assert_msg(n0 == n1 && memcmp(before, after, n0) == 0, "k=%ld: a failed delete changed the file", k);
       cs_store_close(s);
       free(before), free(after);
@@ -475,7 +440,7 @@ static bool *kernel_deletions(const char *path, const cs_store *s, uint64_t seed
   for (uint64_t i = cs_store_record_first_row(s, rec); i < cs_store_record_first_row(s, rec + 1); i++) rows[k++] = i;
   rows[k++] = n - 1;
   for (uint64_t i = 0; i < k; i++) del[rows[i]] = true;
-  delete_commit(path, rows, k);
+  ut_delete_commit(path, rows, k);
   free(rows);
   return del;
 }

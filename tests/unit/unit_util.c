@@ -442,6 +442,97 @@ void ut_update_commit(const char *path, ut_table *t, const uint64_t *rows, uint6
   if (t) ut_table_update(t, rows, n, vals, cols);
 }
 
+ut_table *ut_random_table(const cs_schema *sc, uint64_t n, unsigned null_permille, uint64_t seed) {
+  ut_table *t = ut_table_new(sc);
+  ut_rng r = ut_rng_seed(seed);
+  for (uint64_t row = 0; row < n; row++) {
+    ut_cell *c = ut_table_add_row(t);
+    for (uint32_t k = 0; k < sc->n_cols; k++) {
+      if (k == 0 && sc->cols[0].type == CS_TYPE_INT64 && !sc->cols[0].nullable) ut_cell_set_int(&c[0], (int64_t)row);
+      else ut_cell_random(&r, sc->cols[k].type, sc->cols[k].nullable, null_permille, &c[k]);
+    }
+  }
+  return t;
+}
+
+uint64_t ut_delete_commit(const char *path, const uint64_t *rows, uint64_t n) {
+  cs_writer *w;
+  cs_err err = {0};
+  uint64_t fresh = 0;
+  ck_assert_msg(cs_writer_append(path, NULL, &w, &err) == CS_OK, "cs_writer_append(%s): %s", path, err.msg);
+  ck_assert_msg(cs_writer_delete(w, rows, n, &fresh, &err) == CS_OK, "cs_writer_delete(%s): %s", path, err.msg);
+  ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "cs_writer_commit(%s): %s", path, err.msg);
+  return fresh;
+}
+
+uint32_t ut_file_version(const char *path) {
+  cs_disk_preamble pre;
+  ut_pread(path, 0, &pre, sizeof pre);
+  return pre.version;
+}
+
+bool ut_files_equal(const char *a, const char *b) {
+  size_t na, nb;
+  uint8_t *pa = ut_read_all(a, &na), *pb = ut_read_all(b, &nb);
+  bool same = na == nb && memcmp(pa, pb, na) == 0;
+  free(pa), free(pb);
+  return same;
+}
+
+void ut_assert_deleted(const cs_store *s, const bool *del, uint64_t n, const char *ctx) {
+  ck_assert_msg(cs_store_rows(s) == n, "%s: %" PRIu64 " positions, expected %" PRIu64, ctx, cs_store_rows(s), n);
+  uint64_t dead = 0;
+  for (uint64_t row = 0; row < n; row++) {
+    dead += del[row];
+    if (cs_store_row_deleted(s, row) != del[row]) ck_abort_msg("%s: row %" PRIu64 " deleted=%d, expected %d", ctx, row, !del[row], del[row]);
+  }
+  ck_assert_msg(cs_store_live_rows(s) == n - dead, "%s: %" PRIu64 " live rows, expected %" PRIu64, ctx, cs_store_live_rows(s), n - dead);
+  uint64_t sum = 0;
+  for (uint64_t rec = 0; rec < cs_store_records(s); rec++) {
+    uint64_t c = cs_store_record_deleted(s, rec), first = cs_store_record_first_row(s, rec), want = 0;
+    for (uint64_t i = 0; i < cs_store_record_rows(s, rec); i++) want += del[first + i];
+    ck_assert_msg(c == want, "%s: record %" PRIu64 " counts %" PRIu64 " deleted, expected %" PRIu64, ctx, rec, c, want);
+    ck_assert((cs_store_record_deletions(s, rec) != NULL) == (c > 0));
+    sum += c;
+  }
+  ck_assert_uint_eq(sum, dead);
+}
+
+void ut_assert_chunks_like_fresh(const cs_store *s, const ut_table *t, const bool *del, const char *ctx) {
+  char path[512];
+  const char *dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  snprintf(path, sizeof path, "%s/ut_fresh_%d.cst", dir, (int)getpid());
+  cs_writer *w;
+  cs_err err = {0};
+  unlink(path);
+  ck_assert_msg(cs_writer_create(path, &t->schema, &(cs_writer_options){.record_rows = (uint64_t)1 << 40}, &w, &err) == CS_OK, "%s: %s", ctx,
+                err.msg);
+  for (uint64_t rec = 0; rec < cs_store_records(s); rec++) {
+    cs_batch *b = ut_table_batch(t, cs_store_record_first_row(s, rec), cs_store_record_rows(s, rec));
+    ck_assert_msg(cs_writer_write(w, b, &err) == CS_OK, "%s: %s", ctx, err.msg);
+    cs_batch_free(b);
+  }
+  for (uint64_t row = 0; del && row < cs_store_rows(s); row++)
+    if (del[row]) ck_assert(cs_writer_delete(w, &row, 1, NULL, &err) == CS_OK);
+  ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "%s: %s", ctx, err.msg);
+  cs_store *f = ut_open_ok(path, CS_VERIFY_FULL, ctx);
+  ck_assert_uint_eq(cs_store_records(s), cs_store_records(f));
+  uint32_t nc = cs_store_schema(s)->n_cols;
+  for (uint64_t rec = 0; rec < cs_store_records(s); rec++)
+    for (uint32_t c = 0; c < nc; c++) {
+      const cs_chunk *a = cs_store_chunk(s, rec, c), *b = cs_store_chunk(f, rec, c);
+      bool same = a->null_count == b->null_count && a->flags == b->flags && a->data_bytes == b->data_bytes &&
+                  (a->validity != NULL) == (b->validity != NULL) &&
+                  (!(a->flags & CS_CHUNK_HAS_MINMAX) || (a->min.bits == b->min.bits && a->max.bits == b->max.bits));
+      if (!same)
+        ck_abort_msg("%s: record %" PRIu64 " column %u: nulls %" PRIu64 "/%" PRIu64 " flags %u/%u min %016" PRIx64 "/%016" PRIx64
+                     " max %016" PRIx64 "/%016" PRIx64,
+                     ctx, rec, c, a->null_count, b->null_count, a->flags, b->flags, a->min.bits, b->min.bits, a->max.bits, b->max.bits);
+    }
+  cs_store_close(f);
+  unlink(path);
+}
+
 /* --------------------------------------------------------- reading back */
 
 cs_store *ut_open_ok(const char *path, cs_verify verify, const char *context) {

@@ -146,6 +146,25 @@ void ut_table_update(ut_table *t, const uint64_t *rows, uint64_t n, const ut_tab
 cs_rc ut_update_call(cs_writer *w, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols, cs_err *err);
 void ut_update_commit(const char *path, ut_table *t, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols);
 
+/* n random rows of sc (ut_cell_random, NULLs at null_permille where
+** nullable); an INT64 NOT NULL first column counts up instead, so it is
+** sorted. */
+ut_table *ut_random_table(const cs_schema *sc, uint64_t n, unsigned null_permille, uint64_t seed);
+/* Deletes rows[0, n) of path in one committed transaction; returns how many
+** were newly deleted. */
+uint64_t ut_delete_commit(const char *path, const uint64_t *rows, uint64_t n);
+/* The format version in path's preamble, as written. */
+uint32_t ut_file_version(const char *path);
+bool ut_files_equal(const char *a, const char *b);
+/* s has n positions, of which exactly those with del[row] are deleted,
+** through every accessor (per row, per record, the counts). */
+void ut_assert_deleted(const cs_store *s, const bool *del, uint64_t n, const char *ctx);
+/* Every chunk of s describes its values (null count, zone map, sorted flag,
+** sizes) exactly as the chunks of a store written fresh, by the same
+** writer, with rows [0, n) of t in s's record boundaries and the deletions
+** del (NULL: none) do: so a stale zone map or sorted flag shows. */
+void ut_assert_chunks_like_fresh(const cs_store *s, const ut_table *t, const bool *del, const char *ctx);
+
 /* --------------------------------------------------------- reading back */
 
 /* Opens path and fails the test (naming context) unless it opens. */

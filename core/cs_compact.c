@@ -1,0 +1,238 @@
+/*
+** cs_compact.c - rewriting a store without its dead bytes (colstore_compact).
+**
+** DELETE and UPDATE never reclaim anything in place (docs/format.md 14): a
+** deleted row keeps its bytes, an updated chunk leaves the old one behind,
+** and every deleting transaction supersedes a vector.  Small INSERT
+** transactions leave many small records, each with its own header and zone
+** map.  Compaction writes the live state into a new file and renames it
+** over the old one, so its crash safety is the create path's (temporary
+** file, fsync, rename, directory fsync): a crash leaves the old file or the
+** new one, whole, and readers holding the old file keep their snapshot,
+** because a mapping outlives the rename.
+**
+** Commits must not be lost to the rename: a transaction committed to the
+** old file after compaction read it would vanish with the old inode.  So
+** compaction first takes the old file's writer lock the way an append does
+** (cs_writer_append, which also checks that the locked file is still the
+** one the path names) and holds it until the new file is in place; a
+** writer waiting on it then finds the path naming another file, and opens
+** that one.  The snapshot compaction reads is opened under the lock, so it
+** is the newest commit and nothing can follow it.
+**
+** The rows travel through a batch, record by record, in bulk runs: a
+** record's chunks are appended to the batch (whole, or only the live rows
+** when renumbering), and every time the batch holds a record's worth the
+** writer lays it out exactly as any record is laid out, zone maps, sorted
+** flags and checksums computed afresh.  That one path merges small records,
+** drops deleted rows and turns patched chunks into ordinary ones; its costs
+** are one copy into the batch and the writer's own pass (stats and hash),
+** measured against a raw chunk copy in docs/performance.md.  Because fresh
+** checksums would seal damage into the new file, every chunk is checked
+** against its old checksum before it is read.  Without renumber the deleted
+** positions are copied too (their rowids must stay) and deleted again in
+** the new file, which gives each record with deletions one vector.
+*/
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cs_batch_internal.h"
+#include "cs_internal.h"
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void step(const cs_compact_options *opt, const char *name) {
+  if (opt && opt->on_step) opt->on_step(opt->step_ctx, name);
+}
+
+static void counts_of(const cs_store *s, cs_compact_counts *out) {
+  out->rows = cs_store_live_rows(s);
+  out->positions = cs_store_rows(s);
+  out->records = cs_store_records(s);
+  out->bytes = cs_store_file_bytes(s);
+  out->free_bytes = cs_store_free_bytes(s);
+}
+
+/* Rows per record of the new file. */
+static uint64_t target_rows(const cs_store *s, const cs_compact_options *opt) {
+  if (opt && opt->record_rows) return opt->record_rows;
+  uint64_t most = CS_DEFAULT_RECORD_ROWS;
+  for (uint64_t r = 0; r < cs_store_records(s); r++)
+    if (cs_store_record_rows(s, r) > most) most = cs_store_record_rows(s, r);
+  return most;
+}
+
+/* The copy: one record's chunks read into buf (back to back in column
+** order) and resolved into chunks; a batch filled a run at a time and
+** written when it holds a record's worth (per rows); without renumber,
+** the deleted positions to delete again in the new file. */
+typedef struct compact_copy {
+  const cs_store *s;
+  cs_writer *w;
+  cs_batch *batch;
+  uint64_t per;           /* rows per new record */
+  uint8_t *buf;           /* owned */
+  uint64_t buf_cap;
+  cs_chunk *chunks;       /* n_cols, into buf; owned */
+  uint64_t *dels;         /* positions to delete in the new file; owned */
+  uint64_t n_dels;
+  uint64_t records_copied; /* records written as they were (no re-lay) */
+} compact_copy;
+
+/* Reads record rec's chunks into cp->buf with pread and checks each
+** against its checksum.  Not through the mapping: the first touch of every
+** page of a fresh mapping faults, and on the hosts measured the faults
+** cost twice the copy (docs/performance.md, "Compaction"). */
+static cs_rc record_read(compact_copy *cp, uint64_t rec, cs_err *err) {
+  const cs_store *s = cp->s;
+  uint32_t nc = s->schema.n_cols;
+  const cs_disk_entry *e = &s->entries[rec];
+  const cs_disk_chunk *dcs = &s->disk_chunks[rec * nc];
+  uint64_t total = 0;
+  for (uint32_t c = 0; c < nc; c++) total += dcs[c].chunk_bytes;
+  if (total > cp->buf_cap) {
+    uint8_t *p = cs__mem_realloc(cp->buf, total);
+    if (!p) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory reading record %llu of %s", (unsigned long long)rec, s->path);
+    cp->buf = p, cp->buf_cap = total;
+  }
+  uint64_t at = 0;
+  for (uint32_t c = 0; c < nc; c++) {
+    const cs_disk_chunk *dc = &dcs[c];
+    uint8_t *span = cp->buf + at;
+    cs_rc rc = cs__pread_full(s->fd, span, (size_t)dc->chunk_bytes, cs__chunk_base(e, dc) + dc->chunk_offset, s->path, err);
+    /* Damage must fail here, not be sealed under a fresh checksum. */
+    if (rc == CS_OK) rc = cs__chunk_bytes_verify(s, rec, c, span, err);
+    if (rc) return rc;
+    cs_chunk *ch = &cp->chunks[c];
+    *ch = *cs_store_chunk(s, rec, c);
+    ch->validity = dc->validity_offset ? span + (dc->validity_offset - dc->chunk_offset) : NULL;
+    ch->offsets = dc->offsets_offset ? (const int64_t *)(const void *)(span + (dc->offsets_offset - dc->chunk_offset)) : NULL;
+    ch->data = span + (dc->data_offset - dc->chunk_offset);
+    at += dc->chunk_bytes;
+  }
+  return CS_OK;
+}
+
+/* Appends rows [from, from + n) of the record in cp->chunks, flushing
+** full records. */
+static cs_rc copy_run(compact_copy *cp, uint64_t from, uint64_t n, cs_err *err) {
+  uint32_t nc = cs_store_schema(cp->s)->n_cols;
+  while (n > 0) {
+    uint64_t room = cp->per - cs_batch_rows(cp->batch), m = n < room ? n : room;
+    for (uint32_t c = 0; c < nc; c++) {
+      cs_rc rc = cs__batch_put_run(cp->batch, c, &cp->chunks[c], from, m, err);
+      if (rc) return rc;
+    }
+    cs__batch_end_rows(cp->batch, m);
+    if (cs_batch_rows(cp->batch) == cp->per) {
+      cs_rc rc = cs_writer_write(cp->w, cp->batch, err);
+      if (rc) return rc;
+      cs_batch_clear(cp->batch);
+    }
+    from += m, n -= m;
+  }
+  return CS_OK;
+}
+
+/* Copies record rec: its live runs (renumber) or all of it, noting where
+** its deleted positions land in the new file. */
+static cs_rc copy_record(compact_copy *cp, uint64_t rec, bool renumber, cs_err *err) {
+  uint64_t n = cs_store_record_rows(cp->s, rec), first = cs_store_record_first_row(cp->s, rec);
+  const uint8_t *dead = cs_store_record_deletions(cp->s, rec);
+  cs_rc rc = record_read(cp, rec, err);
+  if (rc) return rc;
+  if (!dead || !renumber) {
+    for (uint64_t i = 0; dead && i < n; i++)
+      if ((dead[i >> 3] >> (i & 7)) & 1) cp->dels[cp->n_dels++] = first + i;
+    /* A whole record on a record boundary goes across as it is. */
+    if (n == cp->per && cs_batch_rows(cp->batch) == 0) {
+      cp->records_copied++;
+      return cs__writer_copy_record(cp->w, cp->s, rec, cp->buf, err);
+    }
+    return copy_run(cp, 0, n, err);
+  }
+  for (uint64_t i = 0; i < n;) {
+    while (i < n && ((dead[i >> 3] >> (i & 7)) & 1)) i++;
+    uint64_t run = i;
+    while (i < n && !((dead[i >> 3] >> (i & 7)) & 1)) i++;
+    if (i > run && (rc = copy_run(cp, run, i - run, err))) return rc;
+  }
+  return CS_OK;
+}
+
+static cs_rc copy_all(compact_copy *cp, bool renumber, cs_err *err) {
+  const cs_store *s = cp->s;
+  for (uint64_t r = 0; r < cs_store_records(s); r++) {
+    if (renumber && cs_store_record_deleted(s, r) == cs_store_record_rows(s, r)) continue;
+    cs_rc rc = copy_record(cp, r, renumber, err);
+    if (rc) return rc;
+  }
+  if (cs_batch_rows(cp->batch)) {
+    cs_rc rc = cs_writer_write(cp->w, cp->batch, err);
+    if (rc) return rc;
+  }
+  uint64_t gone = 0;
+  return cp->n_dels ? cs_writer_delete(cp->w, cp->dels, cp->n_dels, &gone, err) : CS_OK;
+}
+
+cs_rc cs_compact(const char *path, const cs_compact_options *opt, cs_compact_report *out, cs_err *err) {
+  memset(out, 0, sizeof *out);
+  bool renumber = opt && opt->renumber;
+  cs_writer_options lock_opt = {.lock_timeout_ms = opt ? opt->lock_timeout_ms : 0};
+  cs_writer *lock = NULL;
+  cs_store *s = NULL;
+  compact_copy cp = {0};
+  cs_rc rc = cs_writer_append(path, &lock_opt, &lock, err);
+  if (rc) return rc;
+  uint64_t t0 = now_ns();
+  step(opt, "locked");
+  if ((rc = cs_store_open(path, CS_VERIFY_HEADER, &s, err))) goto done;
+  if (!cs_writer_same_file(lock, s)) {
+    rc = cs_err_set(err, CS_EBUSY, "colstore: %s was replaced while compaction opened it; retry", path);
+    goto done;
+  }
+  counts_of(s, &out->before);
+  cp.s = s;
+  cp.per = target_rows(s, opt);
+  cs_writer_options new_opt = {.record_rows = cp.per, .replace = true};
+  if (!renumber && s->n_deleted && !(cp.dels = cs__mem_malloc(s->n_deleted * sizeof *cp.dels))) {
+    rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory listing the %llu deleted rows of %s", (unsigned long long)s->n_deleted, path);
+    goto done;
+  }
+  if (!(cp.chunks = cs__mem_malloc((s->schema.n_cols ? s->schema.n_cols : 1) * sizeof *cp.chunks))) {
+    rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory compacting %s", path);
+    goto done;
+  }
+  if ((rc = cs_batch_new(&s->schema, &cp.batch, err))) goto done;
+  if ((rc = cs_writer_create(path, &s->schema, &new_opt, &cp.w, err))) goto done;
+  cs__writer_set_generation(cp.w, s->generation + 1);
+  if ((rc = copy_all(&cp, renumber, err))) goto done;
+  out->after.positions = cs_writer_rows(cp.w);
+  out->after.rows = cs_writer_live_rows(cp.w);
+  out->after.records = cs__writer_records(cp.w);
+  out->generation = s->generation + 1;
+  out->records_copied = cp.records_copied;
+  step(opt, "written");
+  if ((rc = cs_writer_prepare(cp.w, err))) goto done;
+  out->after.bytes = cs__writer_file_bytes(cp.w);
+  step(opt, "synced");
+  rc = cs_writer_commit(cp.w, err);
+  cp.w = NULL; /* commit frees it, whatever the result */
+  if (rc) goto done;
+  step(opt, "renamed");
+  out->ns = now_ns() - t0;
+done:
+  cs_writer_abort(cp.w);
+  cs_batch_free(cp.batch);
+  cs__mem_free(cp.dels);
+  cs__mem_free(cp.chunks);
+  cs__mem_free(cp.buf);
+  cs_store_close(s);
+  cs_writer_abort(lock); /* wrote nothing: only lets go of the old file and its lock */
+  return rc;
+}
