@@ -25,6 +25,11 @@ are timed interleaved, rotating, medians with min/max.  Ratios: colstore
 with deletions over without (target <= 1.1 for the full scan) and native
 over colstore on the deleted copies (the earlier targets, held).  The
 copies live in build/bench-data/scratch and are made again each run.
+Part 3 compacts a copy with those deletions and 100,000 updated rows,
+without and with 'renumber', beside the floor of any rewrite (the same
+bytes copied and fsynced), rotating, after checking that each result holds
+the same rows (and rowids 0..n-1 when renumbered); GB/s counts the store's
+bytes before compaction over the SQL call's wall time (target >= 1 GB/s).
 Exits 0 either way.
 
     /usr/bin/python3 bench/bench_delete.py [--rounds 5] [--rows 10000000]
@@ -203,11 +208,74 @@ def part2(a, store, native, scratch):
     con.close()
 
 
+def fsync_copy(src, dst):
+    """The floor of any rewrite: the same bytes copied and made durable."""
+    t0 = time.perf_counter()
+    shutil.copyfile(src, dst)
+    fd = os.open(dst, os.O_RDONLY)
+    os.fsync(fd)
+    os.close(fd)
+    return time.perf_counter() - t0
+
+
+def part3(a, store, native, scratch):
+    print("\n## colstore_compact of the store after `DELETE WHERE %s` and `UPDATE SET b = b + 1 WHERE a > 0.99`" % DEL_WHERE)
+    base = os.path.join(scratch, "c0.cst")
+    copy(store, base)
+    con = open_rw(a.module, base, native)
+    con.execute("DELETE FROM t WHERE " + DEL_WHERE)
+    con.execute("UPDATE t SET b = b + 1 WHERE a > 0.99")
+    want = con.execute("SELECT count(*), sum(a), sum(b) FROM t").fetchone()
+    con.close()
+    times = {"compact": [], "renumber": [], "copy+fsync": []}
+    reports = {}
+    for rnd in range(a.rounds):
+        order = ["compact", "renumber", "copy+fsync"]
+        order = order[rnd % 3:] + order[:rnd % 3]
+        for kind in order:
+            p = os.path.join(scratch, "c-%s.cst" % kind)
+            if kind == "copy+fsync":
+                if os.path.exists(p):
+                    os.remove(p)
+                times[kind].append(fsync_copy(base, p))
+                continue
+            copy(base, p)
+            c = sqlite3.connect(":memory:", isolation_level=None)
+            c.enable_load_extension(True)
+            c.load_extension(a.module)
+            sql = "SELECT colstore_compact(?, 'renumber')" if kind == "renumber" else "SELECT colstore_compact(?)"
+            t0 = time.perf_counter()
+            rep = c.execute(sql, (p,)).fetchone()[0]
+            times[kind].append(time.perf_counter() - t0)
+            reports[kind] = rep
+            c.execute("CREATE VIRTUAL TABLE temp.t USING colstore('%s')" % p.replace("'", "''"))
+            got = c.execute("SELECT count(*), sum(a), sum(b) FROM t").fetchone()
+            span = c.execute("SELECT min(rowid), max(rowid) FROM t").fetchone()
+            if got != want or (kind == "renumber" and span != (0, want[0] - 1)):
+                sys.exit("bench_delete: %s gave %r (rowids %r), expected %r" % (kind, got, span, want))
+            c.close()
+    import json
+    before = json.loads(reports["compact"])["before"]
+    print("store before: %.1f MB, %d rows, %d positions, %d records, %.1f MB free" %
+          (before["bytes"] / 1e6, before["rows"], before["positions"], before["records"], before["free_bytes"] / 1e6))
+    for kind in ("compact", "renumber"):
+        r = json.loads(reports[kind])
+        print("  %-9s after: %.1f MB, %d positions, %d records, %d copied whole; cs_compact's own %.0f ms" %
+              (kind, r["after"]["bytes"] / 1e6, r["after"]["positions"], r["after"]["records"], r["records_copied"], r["ms"]))
+    floor = med(times["copy+fsync"])
+    for kind in ("compact", "renumber", "copy+fsync"):
+        gbs = before["bytes"] / 1e9 / (med(times[kind]) / 1e3)
+        verdict = "" if kind == "copy+fsync" else "  %.2fx the copy; target >= 1 GB/s: %s" % (
+            med(times[kind]) / floor, "PASS" if gbs >= 1 else "FAIL")
+        print("%-12s %-30s %5.2f GB/s of store bytes%s" % (kind, fmt(times[kind]), gbs, verdict))
+
+
 def main():
     ap = argparse.ArgumentParser()
     bench_busy.data_arguments(ap, rounds=5)
     ap.add_argument("--native-rounds", type=int, default=3)
-    ap.add_argument("--part", choices=("1", "2", "both"), default="both")
+    ap.add_argument("--part", choices=("1", "2", "3", "both", "all"), default="all",
+                    help="1: DELETE/UPDATE timings, 2: reads with deletions, 3: colstore_compact; both: 1 and 2")
     ap.add_argument("--cache", choices=("map", "memory"), default="map",
                     help="part 2's colstore tables (memory: this VM's cold mapped pages out of the comparison)")
     a = ap.parse_args()
@@ -217,10 +285,12 @@ def main():
     print("bench_delete: %d rows, %d rounds, sqlite %s, load average %s" %
           (a.rows, a.rounds, sqlite3.sqlite_version, open("/proc/loadavg").read().split()[:3]))
     try:
-        if a.part in ("1", "both"):
+        if a.part in ("1", "both", "all"):
             part1(a, store, native, scratch)
-        if a.part in ("2", "both"):
+        if a.part in ("2", "both", "all"):
             part2(a, store, native, scratch)
+        if a.part in ("3", "all"):
+            part3(a, store, native, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

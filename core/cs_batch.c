@@ -155,16 +155,30 @@ cs_rc cs_batch_put_bytes(cs_batch *b, uint32_t col, const void *p, uint64_t n, c
 }
 
 /* Bits [s0, s0 + n) of src (NULL: all 1) to bits [d0, d0 + n) of dst,
-** whose bytes from d0 on may hold stale bits; a byte copy when both starts
-** fall on a byte, else a bit at a time. */
+** whose bytes from d0 on may hold stale bits.  A bit at a time only up to
+** dst's next byte boundary and after the last whole byte; between, a byte
+** of dst per step, from a 16-bit window of src (compaction drops deleted
+** rows, so its runs start anywhere). */
 static void bits_copy(uint8_t *dst, uint64_t d0, const uint8_t *src, uint64_t s0, uint64_t n) {
   uint64_t i = 0;
-  if (((d0 | s0) & 7) == 0) {
-    if (src) memcpy(dst + (d0 >> 3), src + (s0 >> 3), n >> 3);
-    else memset(dst + (d0 >> 3), 0xff, n >> 3);
-    i = n & ~(uint64_t)7;
+  for (; i < n && ((d0 + i) & 7); i++) {
+    uint64_t d = d0 + i, s = s0 + i;
+    unsigned bit = src ? (src[s >> 3] >> (s & 7)) & 1u : 1u;
+    dst[d >> 3] = (uint8_t)((dst[d >> 3] & ~(1u << (d & 7))) | (bit << (d & 7)));
   }
-  for (; i < n; i++) {
+  uint64_t whole = (n - i) >> 3;
+  uint8_t *out = dst + ((d0 + i) >> 3);
+  if (!src) {
+    memset(out, 0xff, whole);
+  } else if (((s0 + i) & 7) == 0) {
+    memcpy(out, src + ((s0 + i) >> 3), whole);
+  } else {
+    const uint8_t *in = src + ((s0 + i) >> 3);
+    unsigned shift = (unsigned)((s0 + i) & 7);
+    /* The window's second byte lies inside src: it holds bit s0 + i + 8k + 7. */
+    for (uint64_t k = 0; k < whole; k++) out[k] = (uint8_t)((in[k] | ((unsigned)in[k + 1] << 8)) >> shift);
+  }
+  for (i += whole * 8; i < n; i++) {
     uint64_t d = d0 + i, s = s0 + i;
     unsigned bit = src ? (src[s >> 3] >> (s & 7)) & 1u : 1u;
     dst[d >> 3] = (uint8_t)((dst[d >> 3] & ~(1u << (d & 7))) | (bit << (d & 7)));

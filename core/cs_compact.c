@@ -147,8 +147,12 @@ static cs_rc copy_record(compact_copy *cp, uint64_t rec, bool renumber, cs_err *
   cs_rc rc = record_read(cp, rec, err);
   if (rc) return rc;
   if (!dead || !renumber) {
-    for (uint64_t i = 0; dead && i < n; i++)
-      if ((dead[i >> 3] >> (i & 7)) & 1) cp->dels[cp->n_dels++] = first + i;
+    /* A word of the vector at a time (it is zero past the record's rows). */
+    for (uint64_t w = 0; dead && w < (n + 63) / 64; w++) {
+      uint64_t bits;
+      memcpy(&bits, dead + 8 * w, 8);
+      for (; bits; bits &= bits - 1) cp->dels[cp->n_dels++] = first + 64 * w + (uint64_t)__builtin_ctzll(bits);
+    }
     /* A whole record on a record boundary goes across as it is. */
     if (n == cp->per && cs_batch_rows(cp->batch) == 0) {
       cp->records_copied++;

@@ -412,23 +412,45 @@ static cs_rc tail_save(cs_writer *w, cs_err *err) {
 /* ----------------------------------------------------------------- stats */
 
 /* Min, max and sortedness of one fixed-width slice, skipping NULLs (and NaN,
-** which SQLite reads as NULL).  One body, stamped out per element type. */
+** which SQLite reads as NULL).  One body, stamped out per element type.
+** Without NULLs the loop has no branch on the data: on random values a
+** "went down" branch mispredicts every other row, and laying out re-laid
+** records (compaction) spent 18% of its time here (docs/performance.md). */
 #define STATS_BODY(T, FIELD, IS_NAN)                                                   \
   do {                                                                                 \
     const T *v = (const T *)(const void *)data;                                        \
     bool any = false, sorted = (validity == NULL);                                     \
     T lo = 0, hi = 0, prev = 0;                                                        \
-    for (uint64_t i = 0; i < n; i++) {                                                 \
-      if (validity && !((validity[i >> 3] >> (i & 7)) & 1)) continue;                  \
-      T x = v[i];                                                                      \
-      if (IS_NAN(x)) { sorted = false; continue; }                                     \
-      if (!any) lo = hi = x, any = true;                                               \
-      else {                                                                           \
-        if (x < lo) lo = x;                                                            \
-        if (x > hi) hi = x;                                                            \
-        if (x < prev) sorted = false;                                                  \
+    if (!validity) {                                                                   \
+      uint64_t i = 0;                                                                  \
+      while (i < n && IS_NAN(v[i])) i++;                                               \
+      if (i > 0) sorted = false;                                                       \
+      if (i < n) {                                                                     \
+        bool nan = false, down = false;                                                \
+        any = true, lo = hi = prev = v[i];                                             \
+        for (i++; i < n; i++) {                                                        \
+          T x = v[i];                                                                  \
+          nan |= IS_NAN(x);                                                            \
+          lo = x < lo ? x : lo;                                                        \
+          hi = x > hi ? x : hi;                                                        \
+          down |= x < prev;                                                            \
+          prev = x;                                                                    \
+        }                                                                              \
+        if (nan || down) sorted = false;                                               \
       }                                                                                \
-      prev = x;                                                                        \
+    } else {                                                                           \
+      for (uint64_t i = 0; i < n; i++) {                                               \
+        if (!((validity[i >> 3] >> (i & 7)) & 1)) continue;                            \
+        T x = v[i];                                                                    \
+        if (IS_NAN(x)) { sorted = false; continue; }                                   \
+        if (!any) lo = hi = x, any = true;                                             \
+        else {                                                                         \
+          if (x < lo) lo = x;                                                          \
+          if (x > hi) hi = x;                                                          \
+          if (x < prev) sorted = false;                                                \
+        }                                                                              \
+        prev = x;                                                                      \
+      }                                                                                \
     }                                                                                  \
     if (any) { dc->min_bits = 0; dc->max_bits = 0; cs_stat a, b; a.FIELD = lo; b.FIELD = hi; \
       dc->min_bits = a.bits; dc->max_bits = b.bits; dc->flags |= CS_CHUNK_HAS_MINMAX; } \
@@ -590,7 +612,12 @@ static cs_rc record_write(cs_writer *w, const cs_batch *b, uint64_t first, uint6
     uint8_t *col_scratch = w->scratch + per_col * c;
     const uint8_t *validity = col->validity + first / 8;
     uint64_t nulls = 0;
-    for (uint64_t i = 0; i < n; i++) nulls += !((validity[i >> 3] >> (i & 7)) & 1);
+    if (col->n_nulls) { /* else every bit is set: nothing to count */
+      uint64_t valid = 0, i = 0;
+      for (; i + 8 <= n; i += 8) valid += (uint64_t)__builtin_popcount(validity[i >> 3]);
+      for (; i < n; i++) valid += (validity[i >> 3] >> (i & 7)) & 1;
+      nulls = n - valid;
+    }
     if (nulls) {
       memcpy(col_scratch, validity, bitmap_bytes);
       if (n & 7) col_scratch[bitmap_bytes - 1] &= (uint8_t)((1u << (n & 7)) - 1);
@@ -696,7 +723,17 @@ static cs_rc delete_index(cs_writer *w, cs_err *err) {
   return CS_OK;
 }
 
-static uint64_t delete_find(const cs_writer *w, uint64_t row) { return cs__first_rows_find(w->first_rows, w->n_records, row); }
+/* The record of row; hint, a record the caller found last, is tried first:
+** positions usually come in order (a scan's, a compaction's), and a row in
+** the hint's record or the next one needs no search. */
+static uint64_t delete_find(const cs_writer *w, uint64_t row, uint64_t hint) {
+  const uint64_t *f = w->first_rows;
+  if (hint < w->n_records && f[hint] <= row) {
+    if (row < f[hint + 1]) return hint;
+    if (hint + 1 < w->n_records && row < f[hint + 2]) return hint + 1;
+  }
+  return cs__first_rows_find(f, w->n_records, row);
+}
 
 /* The in-memory bitmap of record r, started from its committed vector
 ** (read from the file: the writer holds the lock, and the vector lies below
@@ -728,11 +765,16 @@ cs_rc cs_writer_delete(cs_writer *w, const uint64_t *rows, uint64_t n, uint64_t 
   /* Every bitmap first, then the bits: a failure deletes nothing (a bitmap
   ** made but not changed equals the committed vector). */
   cs_rc rc = delete_index(w, err);
-  for (uint64_t i = 0; rc == CS_OK && i < n; i++) rc = delete_bitmap(w, delete_find(w, rows[i]), err);
+  uint64_t r = 0;
+  for (uint64_t i = 0; rc == CS_OK && i < n; i++) {
+    r = delete_find(w, rows[i], r);
+    rc = delete_bitmap(w, r, err);
+  }
   if (rc) return rc;
   uint64_t fresh = 0;
   for (uint64_t i = 0; i < n; i++) {
-    uint64_t r = delete_find(w, rows[i]), local = rows[i] - w->first_rows[r];
+    r = delete_find(w, rows[i], r);
+    uint64_t local = rows[i] - w->first_rows[r];
     uint8_t bit = (uint8_t)(1u << (local & 7)), *byte = &w->dv[r][local >> 3];
     fresh += !(*byte & bit);
     *byte |= bit;
@@ -851,7 +893,7 @@ static int item_cmp(const void *pa, const void *pb) {
 /* Whether position row (of a committed record) is deleted, committed or in
 ** this transaction; loads the record's committed vector when it has one. */
 static cs_rc row_deleted(cs_writer *w, uint64_t row, bool *out, cs_err *err) {
-  uint64_t r = delete_find(w, row), local = row - w->first_rows[r];
+  uint64_t r = delete_find(w, row, 0), local = row - w->first_rows[r];
   *out = false;
   if (!w->dv[r] && !w->ext[r].dv_offset) return CS_OK;
   cs_rc rc = delete_bitmap(w, r, err);
@@ -1122,7 +1164,7 @@ static cs_rc update_write(cs_writer *w, cs_err *err) {
   qsort(w->items, w->n_items, sizeof *w->items, item_cmp);
   uint64_t most = 0;
   for (uint64_t a = 0, b; a < w->n_items; a = b) {
-    uint64_t end = w->first_rows[delete_find(w, w->items[a].row) + 1];
+    uint64_t end = w->first_rows[delete_find(w, w->items[a].row, 0) + 1];
     for (b = a + 1; b < w->n_items && w->items[b].row < end;) b++;
     if (b - a > most) most = b - a;
   }
@@ -1131,7 +1173,7 @@ static cs_rc update_write(cs_writer *w, cs_err *err) {
   if (!sc.header || !sc.touched || !sc.old || !sc.orphans || !sc.win)
     rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory writing an update");
   for (uint64_t a = 0, b; rc == CS_OK && a < w->n_items; a = b) {
-    uint64_t r = delete_find(w, w->items[a].row), end = w->first_rows[r + 1];
+    uint64_t r = delete_find(w, w->items[a].row, 0), end = w->first_rows[r + 1];
     for (b = a + 1; b < w->n_items && w->items[b].row < end;) b++;
     rc = patch_write(w, r, &w->items[a], b - a, &sc, err);
   }

@@ -288,6 +288,46 @@ class MirrorTest(StoreTest):
         self.assertEqual(got, want, sql)
 
 
+# The battery the random mutation tests (DELETE, UPDATE, compaction) run
+# after every step, on a native table n and a colstore table t of columns
+# a INTEGER (0..999), f REAL and s TEXT (both with NULLs), mirrored.
+MUTATION_QUERIES = [
+    ("SELECT rowid, a, f, s FROM {}", False),
+    ("SELECT count(*), sum(a), total(f), min(s), max(s) FROM {}", False),
+    ("SELECT rowid FROM {} WHERE a > 700", False),
+    ("SELECT rowid, a FROM {} WHERE f BETWEEN 10 AND 300 AND s <> 's1'", False),
+    ("SELECT rowid FROM {} WHERE rowid IN (0, 1, 2, 50, 99, 100, 101, 149, 150, 151, 999)", False),
+    ("SELECT rowid, a FROM {} ORDER BY rowid DESC LIMIT 17 OFFSET 5", True),
+    ("SELECT rowid FROM {} LIMIT 9 OFFSET 40", True),
+    ("SELECT rowid, f FROM {} ORDER BY f DESC, rowid LIMIT 12", True),
+    ("SELECT a % 10, count(*), sum(f) FROM {} GROUP BY a % 10", False),
+    ("SELECT s, count(*) FROM {} GROUP BY s", False),
+    ("SELECT DISTINCT a % 7 FROM {}", False),
+    ("SELECT rowid FROM {} WHERE rowid BETWEEN 40 AND 160 AND a < 500", False),
+]
+
+
+def assert_mirrored(tc, con, where, queries=MUTATION_QUERIES, other=None):
+    """Every query gives the same rows on con's n and on t (of `other`, a
+    second connection, when given), as multisets unless ordered."""
+    for q, ordered in queries:
+        want = con.execute(q.format("n")).fetchall()
+        got = (other or con).execute(q.format("t")).fetchall()
+        if not ordered:
+            want, got = sorted(want, key=repr), sorted(got, key=repr)
+        tc.assertEqual(got, want, "%s: %s" % (where, q))
+
+
+def assert_reopened(tc, con, path, where):
+    """A fresh connection's table over path holds n's rows with their rowids, and verifies."""
+    fresh = connect()
+    fresh.execute("CREATE VIRTUAL TABLE t USING colstore('%s')" % path)
+    want = con.execute("SELECT rowid, a, f, s FROM n ORDER BY rowid").fetchall()
+    tc.assertEqual(fresh.execute("SELECT rowid, * FROM t ORDER BY rowid").fetchall(), want, "%s: reopened" % where)
+    tc.assertEqual(fresh.execute("SELECT colstore_verify('t')").fetchone()[0], "ok")
+    fresh.close()
+
+
 def child_env():
     """The environment for a /usr/bin/python3 child that imports cstest."""
     env = dict(os.environ)

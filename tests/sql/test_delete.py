@@ -232,21 +232,6 @@ class Aggregates(cstest.StoreTest):
 class RandomMutations(cstest.StoreTest):
     """Random DELETE/INSERT/SAVEPOINT/ROLLBACK sequences against a native table."""
 
-    QUERIES = [
-        ("SELECT rowid, a, f, s FROM {}", False),
-        ("SELECT count(*), sum(a), total(f), min(s), max(s) FROM {}", False),
-        ("SELECT rowid FROM {} WHERE a > 700", False),
-        ("SELECT rowid, a FROM {} WHERE f BETWEEN 10 AND 300 AND s <> 's1'", False),
-        ("SELECT rowid FROM {} WHERE rowid IN (0, 1, 2, 50, 99, 100, 101, 149, 150, 151, 999)", False),
-        ("SELECT rowid, a FROM {} ORDER BY rowid DESC LIMIT 17 OFFSET 5", True),
-        ("SELECT rowid FROM {} LIMIT 9 OFFSET 40", True),
-        ("SELECT rowid, f FROM {} ORDER BY f DESC, rowid LIMIT 12", True),
-        ("SELECT a % 10, count(*), sum(f) FROM {} GROUP BY a % 10", False),
-        ("SELECT s, count(*) FROM {} GROUP BY s", False),
-        ("SELECT DISTINCT a % 7 FROM {}", False),
-        ("SELECT rowid FROM {} WHERE rowid BETWEEN 40 AND 160 AND a < 500", False),
-    ]
-
     def run_seed(self, seed, steps, record_rows):
         rng = random.Random(seed)
         con = self.connect()
@@ -317,19 +302,10 @@ class RandomMutations(cstest.StoreTest):
                 con.execute("RELEASE " + savepoints[i])
                 del savepoints[i:]
                 in_tx[0] = con.in_transaction
-            for q, ordered in self.QUERIES:
-                want = con.execute(q.format("n")).fetchall()
-                got = con.execute(q.format("t")).fetchall()
-                if not ordered:
-                    want, got = sorted(want, key=repr), sorted(got, key=repr)
-                self.assertEqual(got, want, "%s: %s" % (where, q))
+            cstest.assert_mirrored(self, con, where)
         if con.in_transaction:
             con.execute("COMMIT")
-        fresh = self.connect()
-        fresh.execute("CREATE VIRTUAL TABLE t USING colstore('%s')" % p)
-        want = con.execute("SELECT rowid, a, f, s FROM n ORDER BY rowid").fetchall()
-        self.assertEqual(fresh.execute("SELECT rowid, * FROM t ORDER BY rowid").fetchall(), want, "seed %d: reopened" % seed)
-        self.assertEqual(fresh.execute("SELECT colstore_verify('t')").fetchone()[0], "ok")
+        cstest.assert_reopened(self, con, p, "seed %d" % seed)
 
     def test_random_sequences(self):
         for seed in (101, 102, 103):

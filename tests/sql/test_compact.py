@@ -1,0 +1,300 @@
+"""colstore_compact (SQL-CONTRACT "Writing" and the functions table; issue 11).
+
+A compaction must be invisible except where the contract says it shows:
+without 'renumber' every query gives what it gave before, rowids included;
+with it the rows are those of a native table rebuilt in rowid order with
+rowids 0..n-1.  Both are checked against a native table given the same
+statements, before and after, from this connection, from another that had
+the table open, and from a fresh one.  Then what must never happen: a
+committed row lost to the rename (a writer in another process appends
+throughout), a compaction that changes anything when it fails (damage,
+pending changes, a bad argument, a dataset), a half-written store after
+SIGKILL, and pending positions of another transaction applied to renumbered
+rows (its COMMIT is refused with SQLITE_BUSY instead).
+
+The randomized part runs random DELETE/UPDATE/INSERT/ROLLBACK sequences
+with compactions (both kinds) in between, comparing a battery of queries
+after every step and from a fresh connection at the end; the seed is in
+every failure.
+"""
+import json
+import os
+import random
+import sys
+
+sys.dont_write_bytecode = True  # keep the source tree clean
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cstest  # noqa: E402
+
+R = cstest.RECORD_ROWS
+
+# The mutation battery, and one query that compares rows by order alone
+# (what a renumbering compaction must keep).
+QUERIES = cstest.MUTATION_QUERIES + [("SELECT a, f, s FROM {} ORDER BY rowid", True)]
+
+
+def series(hi):
+    """0..hi as a table of `value` (the stdlib's SQLite has no generate_series)."""
+    return "(WITH RECURSIVE s(value) AS (SELECT 0 UNION ALL SELECT value + 1 FROM s WHERE value < %d) SELECT value FROM s)" % hi
+
+
+def compact(con, target, renumber=False):
+    sql = "SELECT colstore_compact(?, 'renumber')" if renumber else "SELECT colstore_compact(?)"
+    return json.loads(con.execute(sql, (target,)).fetchone()[0])
+
+
+def renumber_native(con, table="n"):
+    """What 'renumber' does, done to a native table: rowids 0..n-1 in rowid order."""
+    con.execute("CREATE TEMP TABLE keep AS SELECT a, f, s FROM %s ORDER BY rowid" % table)
+    con.execute("DELETE FROM %s" % table)
+    con.execute("INSERT INTO %s (rowid, a, f, s) SELECT rowid - 1, a, f, s FROM temp.keep ORDER BY rowid" % table)
+    con.execute("DROP TABLE temp.keep")
+
+
+class Basics(cstest.MirrorTest):
+
+    def setUp(self):
+        super().setUp()
+        self.p = self.path("c.cst")
+        self.con = self.connect()
+        self.n = R + 3000  # two records
+        self.con.execute("CREATE TABLE n (a INTEGER, f REAL, s TEXT)")
+        self.con.execute("INSERT INTO n (rowid, a, f, s) SELECT value, value * 3 % 1000, value * 0.5, "
+                         "'s' || (value % 17) FROM " + series(self.n - 1))
+        self.con.execute("SELECT colstore_create(?, 'SELECT a, f, s FROM n ORDER BY rowid')", (self.p,))
+        self.con.execute("CREATE VIRTUAL TABLE t USING colstore('%s')" % self.p)
+        self.both("DELETE FROM {} WHERE a > 900")
+        self.both("UPDATE {} SET s = 'u' || a, f = -f WHERE rowid % 97 = 3")
+        self.both("DELETE FROM {} WHERE rowid BETWEEN 100 AND 5000")
+        for k in range(5):  # small records
+            self.con.execute("INSERT INTO n (rowid, a, f, s) VALUES (?, ?, ?, ?)", (self.n + k, k, k * 1.5, None))
+            self.con.execute("INSERT INTO t (a, f, s) VALUES (?, ?, ?)", (k, k * 1.5, None))
+        self.n += 5
+
+    def battery(self, con=None):
+        """The battery on this connection's n against t (another connection's t when con is given)."""
+        cstest.assert_mirrored(self, self.con, "other connection" if con else "this connection", QUERIES, other=con)
+
+    def test_compact_keeps_every_rowid_and_answer(self):
+        other = self.connect()
+        other.execute("CREATE VIRTUAL TABLE t USING colstore('%s')" % self.p)
+        self.battery(other)
+        before = self.info(self.con, "t")
+        live = self.con.execute("SELECT count(*) FROM n").fetchone()[0]
+        rep = compact(self.con, "t")
+        self.assertEqual(rep["renumbered"], False)
+        self.assertEqual(rep["before"]["rows"], live)
+        self.assertEqual(rep["before"]["positions"], self.n)
+        self.assertEqual(rep["before"]["records"], before["records"])
+        self.assertEqual(rep["before"]["bytes"], before["bytes"])
+        self.assertGreater(rep["before"]["free_bytes"], 0)  # the UPDATE's replaced chunks
+        self.assertEqual((rep["after"]["rows"], rep["after"]["positions"], rep["after"]["records"], rep["after"]["free_bytes"]),
+                         (live, self.n, 2, 0))
+        self.assertLess(rep["after"]["bytes"], rep["before"]["bytes"])
+        self.assertEqual(rep["generation"], before["generation"] + 1)
+        self.assertEqual(rep["records_copied"], 1)  # the first full record, byte for byte; the rest re-laid
+        after = self.info(self.con, "t")
+        self.assertEqual((after["rows"], after["positions"], after["records"], after["bytes"], after["generation"]),
+                         (live, self.n, 2, rep["after"]["bytes"], rep["generation"]))
+        self.battery()
+        self.battery(other)  # a connection that had the old file open
+        fresh = self.connect()
+        fresh.execute("CREATE VIRTUAL TABLE t USING colstore('%s')" % self.p)
+        self.battery(fresh)
+        self.assertEqual(fresh.execute("SELECT colstore_verify('t')").fetchone()[0], "ok")
+        # and the compacted store takes writes as before
+        self.both("DELETE FROM {} WHERE rowid = 7")
+        self.both("UPDATE {} SET a = a + 1 WHERE rowid BETWEEN 6000 AND 6010")
+        self.con.execute("INSERT INTO n (rowid, a, f, s) VALUES (?, 1, 2.0, 'x')", (self.n,))
+        self.con.execute("INSERT INTO t (a, f, s) VALUES (1, 2.0, 'x')")
+        self.battery()
+
+    def test_renumber_gives_the_rows_in_order_as_rowids_0_to_n(self):
+        live = self.con.execute("SELECT count(*) FROM n").fetchone()[0]
+        rep = compact(self.con, self.p, renumber=True)  # by path
+        self.assertEqual(rep["renumbered"], True)
+        self.assertEqual((rep["after"]["rows"], rep["after"]["positions"], rep["after"]["records"]), (live, live, 1))
+        renumber_native(self.con)
+        self.battery()
+        info = self.info(self.con, "t")
+        self.assertEqual((info["rows"], info["positions"], info["format_version"]), (live, live, 1))
+        self.assertEqual(self.con.execute("SELECT min(rowid), max(rowid) FROM t").fetchone(), (0, live - 1))
+        # _rows and _mask address the new positions
+        blob = b"".join(int(r).to_bytes(8, "little") for r in (0, live - 1, 5))
+        self.assertEqual(self.con.execute("SELECT a FROM t WHERE _rows = ?", (blob,)).fetchall(),
+                         self.con.execute("SELECT a FROM n WHERE rowid IN (0, ?, 5) ORDER BY rowid = 5, rowid", (live - 1,)).fetchall())
+        self.assertEqual(self.con.execute("SELECT count(*) FROM t WHERE _mask = ?", (b"\x01" * live,)).fetchone()[0], live)
+
+    def test_refusals_change_nothing(self):
+        before = self.state(self.con, "t", self.p)
+        self.assertSqlError(self.con, "SELECT colstore_compact('t', 'renumbr')", code="SQLITE_MISUSE", contains=("usage",))
+        self.assertSqlError(self.con, "SELECT colstore_compact(NULL)", code="SQLITE_MISUSE", contains=("usage",))
+        self.assertSqlError(self.con, "SELECT colstore_compact(?)", (self.path("none.cst"),), code="SQLITE_CANTOPEN")
+        self.assertSqlError(self.con, "SELECT colstore_compact(?)", (self.dir,), code="SQLITE_MISUSE", contains=("dataset", "each"))
+        # this connection's uncommitted changes
+        for write in ("DELETE FROM t WHERE rowid = 6000", "UPDATE t SET a = 1 WHERE rowid = 6000", "INSERT INTO t VALUES (1, 1.0, 'x')"):
+            self.con.execute("BEGIN")
+            self.con.execute(write)
+            self.assertSqlError(self.con, "SELECT colstore_compact('t')", code="SQLITE_BUSY", contains=("uncommitted", "COMMIT"))
+            self.con.execute("ROLLBACK")
+        self.assertStateUnchanged(before, self.con, "t", self.p, "refused compactions")
+        # damage in a live chunk (record 0's column a, which no UPDATE replaced): refused, file untouched
+        data = bytearray(cstest.read_bytes(self.p))
+        data[8192] ^= 0x40
+        cstest.write_bytes(self.p, bytes(data))
+        self.assertSqlError(self.con, "SELECT colstore_compact(?)", (self.p,), code="SQLITE_CORRUPT", contains=("checksum",))
+        self.assertEqual(cstest.read_bytes(self.p), bytes(data))
+        self.assertEqual(sorted(os.listdir(self.dir)), ["c.cst"])  # no temporary file left
+
+    def test_another_transactions_pending_positions_are_refused_after_renumber(self):
+        other = self.connect()
+        other.execute("CREATE VIRTUAL TABLE t USING colstore('%s')" % self.p)
+        other.execute("BEGIN")
+        other.execute("DELETE FROM t WHERE rowid = 6000")
+        compact(self.con, "t", renumber=True)
+        self.assertSqlError(other, "COMMIT", code="SQLITE_BUSY", contains=("replaced",))
+        other.execute("ROLLBACK")
+        renumber_native(self.con)
+        self.battery(other)
+        # pending INSERTs only are appended to the new file
+        other.execute("BEGIN")
+        other.execute("INSERT INTO t VALUES (5, 5.5, 'late')")
+        compact(self.con, "t")
+        other.execute("COMMIT")
+        live = self.con.execute("SELECT count(*) FROM n").fetchone()[0]
+        self.assertEqual(self.con.execute("SELECT rowid, a, f, s FROM t WHERE s = 'late'").fetchall(), [(live, 5, 5.5, "late")])
+
+
+class RandomMutations(cstest.StoreTest):
+    """Random DELETE/UPDATE/INSERT/ROLLBACK sequences with compactions in between."""
+
+    def run_seed(self, seed, steps, record_rows):
+        rng = random.Random(seed)
+        con = self.connect()
+        p = self.path("m%d.cst" % seed)
+        con.execute("CREATE TABLE n (a INTEGER, f REAL, s TEXT)")
+        con.execute("CREATE VIRTUAL TABLE t USING colstore('%s', a INT32, f FLOAT64, s TEXT)" % p)
+        next_row = [0]
+
+        def insert(k):
+            vals = [(rng.randint(0, 999), rng.choice([None, rng.uniform(0, 500)]), rng.choice([None, "s%d" % rng.randint(0, 5)]))
+                    for _ in range(k)]
+            base = next_row[0]
+            con.execute("BEGIN")
+            con.executemany("INSERT INTO n (rowid, a, f, s) VALUES (?, ?, ?, ?)", [(base + i,) + v for i, v in enumerate(vals)])
+            con.executemany("INSERT INTO t (a, f, s) VALUES (?, ?, ?)", vals)
+            con.execute("COMMIT")
+            next_row[0] = base + k
+
+        def run(sql, params=()):
+            a = con.execute(sql.format("n"), params).rowcount
+            b = con.execute(sql.format("t"), params).rowcount
+            self.assertEqual(a, b, "seed %d: %s %r" % (seed, sql, params))
+
+        for _ in range(3):
+            insert(rng.randint(1, record_rows))
+        log = []
+        for step in range(steps):
+            op = rng.choice(["delete", "delete", "update", "insert", "rolled_back", "compact", "renumber"])
+            log.append(op)
+            where = "seed %d step %d (%s)" % (seed, step, " ".join(log[-8:]))
+            if op == "delete":
+                lo = rng.randint(0, 999)
+                run("DELETE FROM {} WHERE a BETWEEN ? AND ?", (lo, lo + rng.randint(0, 60)))
+            elif op == "update":
+                lo = rng.randrange(max(1, next_row[0]))
+                run("UPDATE {} SET a = (a * 7 + 3) % 1000, s = CASE WHEN s IS NULL THEN 'n' ELSE NULL END "
+                    "WHERE rowid BETWEEN ? AND ?", (lo, lo + rng.randint(0, 150)))
+            elif op == "insert":
+                insert(rng.randint(1, 200))
+            elif op == "rolled_back":
+                con.execute("BEGIN")
+                run("DELETE FROM {} WHERE a < ?", (rng.randint(0, 500),))
+                con.execute("ROLLBACK")
+            elif op == "compact":
+                rep = compact(con, "t")
+                self.assertEqual(rep["after"]["free_bytes"], 0, where)
+            elif op == "renumber":
+                compact(con, "t", renumber=True)
+                renumber_native(con)
+                next_row[0] = con.execute("SELECT count(*) FROM n").fetchone()[0]
+            cstest.assert_mirrored(self, con, where, QUERIES)
+        cstest.assert_reopened(self, con, p, "seed %d" % seed)
+
+    def test_random_sequences(self):
+        for seed in (201, 202, 203):
+            self.run_seed(seed, cstest.scaled(40, 15), 400)
+
+    def test_random_sequences_across_records(self):
+        self.run_seed(204, cstest.scaled(15, 6), R + 100)
+
+
+CHILD_APPENDER = r"""
+import sys, cstest
+con = cstest.connect()
+con.execute("CREATE VIRTUAL TABLE t USING colstore('%s')" % sys.argv[1])
+print("ready", flush=True)
+k = 0
+while True:
+    con.execute("INSERT INTO t VALUES (?)", (k,))
+    print(k, flush=True)
+    k += 1
+"""
+
+CHILD_COMPACTOR = r"""
+import sys, cstest
+con = cstest.connect()
+print("ready", flush=True)
+k = 0
+while True:
+    con.execute("SELECT colstore_compact(?%s)" % (", 'renumber'" if k % 2 else ""), (sys.argv[1],)).fetchone()
+    k += 1
+"""
+
+
+class Concurrency(cstest.StoreTest):
+
+    def test_no_committed_row_is_lost_to_a_compaction(self):
+        import subprocess
+        con = self.connect()
+        p = self.path("w.cst")
+        con.execute("CREATE VIRTUAL TABLE t USING colstore('%s', g INT64)" % p)
+        con.execute("INSERT INTO t SELECT value FROM " + series(999))
+        con.execute("DELETE FROM t WHERE g % 3 = 0")  # something to renumber
+        child = subprocess.Popen([cstest.PYTHON, "-c", CHILD_APPENDER, p], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, env=cstest.child_env())
+        self.assertEqual(child.stdout.readline().strip(), "ready")
+        reports = [compact(con, "t", renumber=bool(i % 2)) for i in range(cstest.scaled(12, 5))]
+        child.kill()
+        out, err = child.communicate(timeout=60)
+        committed = [int(x) for x in out.split()]
+        self.assertGreater(len(committed), 0, err)
+        got = {g for (g,) in con.execute("SELECT g FROM t WHERE rowid >= 0 AND g < 1000000")}
+        original = {g for g in range(1000) if g % 3}
+        # every committed append is there (the child printed k after COMMIT); it
+        # appended 0, 1, ... which overlap the original values, so count them
+        counts = dict(con.execute("SELECT g, count(*) FROM t GROUP BY g").fetchall())
+        for k in committed:
+            self.assertEqual(counts.get(k, 0), (1 if k in original else 0) + 1, "append %d lost (%d compactions)" % (k, len(reports)))
+        self.assertTrue(original <= got)
+        self.assertEqual(con.execute("SELECT colstore_verify('t')").fetchone()[0], "ok")
+
+    def test_sigkill_during_compactions_leaves_one_whole_store(self):
+        con = self.connect()
+        p = self.path("k.cst")
+        con.execute("CREATE VIRTUAL TABLE t USING colstore('%s', g INT64, s TEXT)" % p)
+        con.execute("INSERT INTO t SELECT value, 'v' || value FROM " + series(3 * R // 2))
+        con.execute("DELETE FROM t WHERE g % 5 = 1")
+        con.execute("UPDATE t SET s = 'u' || g WHERE g % 7 = 2")
+        want = con.execute("SELECT g, s FROM t ORDER BY rowid").fetchall()
+        rng = random.Random(99)
+        for attempt in range(cstest.scaled(6, 3)):
+            fresh = self.after_sigkill(CHILD_COMPACTOR, p, rng.uniform(0.05, 0.8))
+            self.assertEqual(fresh.execute("SELECT g, s FROM t ORDER BY rowid").fetchall(), want, "attempt %d" % attempt)
+            positions = self.info(fresh, "t")["positions"]
+            self.assertIn(positions, (3 * R // 2 + 1, len(want)), "attempt %d" % attempt)
+            fresh.close()
+
+
+if __name__ == "__main__":
+    cstest.main()
