@@ -63,6 +63,13 @@ SELECT json_extract(colstore_info('ev'), '$.rows') AS live_rows,
        json_extract(colstore_info('ev'), '$.positions') AS positions,
        json_extract(colstore_info('ev'), '$.format_version') AS format;
 
+-- 5c. Compaction rewrites the store without the dead bytes (replaced chunks,
+--     the appends' small records); rowids stay unless you ask 'renumber'.
+SELECT json_extract(c, '$.before.bytes') AS bytes_before, json_extract(c, '$.after.bytes') AS bytes_after,
+       json_extract(c, '$.after.records') AS records_after
+  FROM (SELECT colstore_compact('ev') AS c);
+SELECT count(*) AS n, count(eta) AS with_eta, max(rowid) AS last_rowid FROM ev;
+
 -- 6. Every checksum in the file, checked.  (Bad input is an error that
 --    starts "colstore:" and changes nothing; try
 --    INSERT INTO ev VALUES ('not a number', 1, 1.0, 1.0, 'jet');)
