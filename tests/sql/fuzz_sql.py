@@ -66,7 +66,8 @@ WHY EACH PART IS BUILT THE WAY IT IS.
   the same changes(); the colstore side names its rows in several spellings
   (rowid IN a list or json_each, _rows, _mask, BETWEEN), the mirror always
   by rowid.  Three modes: committed (one or more transactions, each a few
-  DELETEs), pending (BEGIN, the DELETEs, then the round's queries run inside
+  DELETEs; a third of the time the store is then compacted, rowids kept,
+  so the queries read a rewritten file), pending (BEGIN, the DELETEs, then the round's queries run inside
   the open transaction, which reads its own deletions through a view, until
   a COMMIT or ROLLBACK drawn for some query number; the last queries are run
   again after it), and for a dataset, which is read-only: DELETE through a
@@ -260,6 +261,7 @@ class Table:
         self.del_mode = None      # 'committed', 'pending', or 'member' (through a dataset file's own table)
         self.pending = None       # ('commit' or 'rollback', query number before which the transaction ends)
         self.closed = False       # this case's query comes after the pending transaction ended
+        self.compact = False      # committed deletions: the store is compacted after them (rowids kept)
         self.fault_del = None     # self-test: an orig row deleted from the mirror only
 
     @property
@@ -335,6 +337,8 @@ class Table:
             if self.pending:
                 dels += " (%s before query %d%s)" % (self.pending[0].upper(), self.pending[1],
                                                      ", done" if self.closed else ", still open")
+            if self.compact:
+                dels += ", then colstore_compact"
         return "%s: %d rows%s, %s, %d commit(s); %s%s" % (self.cs_name, self.n, late, how, commits, cols, dels)
 
 
@@ -904,6 +908,8 @@ def delete_actions(tables, keys):
         if tables[k].del_mode == "committed":
             for txn in tables[k].dels:
                 acts += txn_actions(tables[k], txn)
+            if tables[k].compact:
+                acts.append(("sql", "SELECT colstore_compact('%s')" % store_path(tables[k], 0), ()))
     pend = [tables[k] for k in keys if tables[k].del_mode == "pending" and tables[k].dels]
     if pend:
         acts.append(("sql", "BEGIN  -- pending deletions: what follows runs inside this transaction", ()))
@@ -1001,6 +1007,7 @@ def draw_deletions(seed, round_no, tables, n_queries, force=None):
                     steps.append(draw_deletion(rng, t, 0, upto, spans, not t.late))
             dels.append((len(steps) > 1 or rng.random() < 0.3, steps))
         t.dels, t.del_mode, t.pending = dels, mode, end if mode == "pending" else None
+        t.compact = mode == "committed" and rng.random() < 0.35
         if key == force:
             # A row no rows/run deletion names (a predicate might: then the
             # DELETE's changes() differ, which is noticed as well).
@@ -2049,10 +2056,14 @@ def check_info(con, t, live):
     if info["positions"] != t.n:
         out.append("%s: colstore_info positions %d, expected %d" % (t.cs_name, info["positions"], t.n))
     n_files = len(t.file_kinds)
-    want_records = 0
+    # A compaction (after the deletions, before rows appended in the round)
+    # put the rows there were into full records; later commits add their own.
+    upto = (t.late[0] if t.late else t.n) if t.compact else 0
+    want_records = -(-upto // cstest.RECORD_ROWS)
     for f in range(n_files):
         for g in groups(t, f):
-            want_records += -(-len(g) // cstest.RECORD_ROWS)
+            if g and g[0] >= upto:
+                want_records += -(-len(g) // cstest.RECORD_ROWS)
     if info["records"] != want_records:
         out.append("%s: colstore_info records %d, expected %d (%d commits)" % (
             t.cs_name, info["records"], want_records, len(set(t.tags))))
@@ -2481,7 +2492,7 @@ class Stats:
         dels = ""
         if self.deleting:
             dels = "; deletions on %d tables (%s), %d DELETEs, %d queries over them" % (
-                sum(self.deleting.values()), ", ".join("%s %d" % kv for kv in sorted(self.deleting.items())),
+                sum(v for k, v in self.deleting.items() if k != "compacted"), ", ".join("%s %d" % kv for kv in sorted(self.deleting.items())),
                 self.deletes, self.on_deleted)
         return ("%d queries (%d with rows, %d rows compared, %d skipped, %d slow), %d rounds, %d tables, "
                 "%d failure(s)%s" % (self.queries, self.nonempty, self.rows, self.skipped, self.slow, self.rounds,
@@ -2706,6 +2717,8 @@ class Fuzzer:
             for t in tables.values():
                 if t.dels:
                     stats.deleting[t.del_mode] = stats.deleting.get(t.del_mode, 0) + 1
+                    if t.compact:
+                        stats.deleting["compacted"] = stats.deleting.get("compacted", 0) + 1
                     stats.deletes += sum(len(steps) for _, steps in t.dels)
             if self.after_change(con, round_no, 0, config, tables, [], "the build"):
                 return True
