@@ -83,6 +83,10 @@ assert.deepStrictEqual(db.prepare('SELECT count(*) AS c FROM n_by WHERE id >= 30
 // UPDATE: in place, rowids kept.
 assert.strictEqual(db.prepare('UPDATE n SET tag = ? WHERE id > ?').run('big', 60).changes, 1);
 assert.deepStrictEqual(db.prepare('SELECT rowid AS r, tag FROM n WHERE id > 60').all(), [{r: 5, tag: 'big'}]);
+// Compaction, renumbered: the deleted rows go, the others become rowids 0..3.
+const rep = JSON.parse(db.prepare("SELECT colstore_compact('n', 'renumber') AS c").get().c);
+assert.deepStrictEqual([rep.before.positions, rep.after.positions, rep.after.rows], [6, 4, 4]);
+assert.deepStrictEqual(db.prepare('SELECT rowid AS r, tag FROM n WHERE id > 60').all(), [{r: 3, tag: 'big'}]);
 db.close();
 console.log('node checks passed');
 JSEOF

@@ -78,6 +78,10 @@ rows = con.execute("SELECT id, x, name FROM ev ORDER BY rowid").fetchall()
 assert rows == [(1, 1.5, "e1"), (2, 3.0, "e2"), (3, 4.5, "e3"), (4, 12.0, "e4"), (5, 15.0, "e5")], rows
 info = json.loads(con.execute("SELECT colstore_info('ev')").fetchone()[0])
 assert (info["rows"], info["records"]) == (5, 2), info
+# Compaction from a binding: the UPDATE's replaced chunks go, the rows stay.
+rep = json.loads(con.execute("SELECT colstore_compact('ev')").fetchone()[0])
+assert rep["after"]["free_bytes"] == 0 < rep["before"]["free_bytes"] and rep["after"]["records"] == 1, rep
+assert con.execute("SELECT id, x, name FROM ev ORDER BY rowid").fetchall() == rows
 assert con.execute("SELECT colstore_verify('ev')").fetchone()[0] == "ok"
 con.close()
 # Without loading the module the table cannot be used, and nothing crashes.
