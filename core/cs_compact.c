@@ -31,7 +31,9 @@
 ** checksums would seal damage into the new file, every chunk is checked
 ** against its old checksum before it is read.  Without renumber the deleted
 ** positions are copied too (their rowids must stay) and deleted again in
-** the new file, which gives each record with deletions one vector.
+** the new file, which gives each record with deletions one vector; memory
+** holds one record's chunks, one batch and one record's deleted positions,
+** never a list over the whole store.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -69,8 +71,7 @@ static uint64_t target_rows(const cs_store *s, const cs_compact_options *opt) {
 
 /* The copy: one record's chunks read into buf (back to back in column
 ** order) and resolved into chunks; a batch filled a run at a time and
-** written when it holds a record's worth (per rows); without renumber,
-** the deleted positions to delete again in the new file. */
+** written when it holds a record's worth (per rows). */
 typedef struct compact_copy {
   const cs_store *s;
   cs_writer *w;
@@ -79,8 +80,6 @@ typedef struct compact_copy {
   uint8_t *buf;           /* owned */
   uint64_t buf_cap;
   cs_chunk *chunks;       /* n_cols, into buf; owned */
-  uint64_t *dels;         /* positions to delete in the new file; owned */
-  uint64_t n_dels;
   uint64_t records_copied; /* records written as they were (no re-lay) */
 } compact_copy;
 
@@ -139,20 +138,13 @@ static cs_rc copy_run(compact_copy *cp, uint64_t from, uint64_t n, cs_err *err) 
   return CS_OK;
 }
 
-/* Copies record rec: its live runs (renumber) or all of it, noting where
-** its deleted positions land in the new file. */
+/* Copies record rec: its live runs (renumber) or all of it. */
 static cs_rc copy_record(compact_copy *cp, uint64_t rec, bool renumber, cs_err *err) {
-  uint64_t n = cs_store_record_rows(cp->s, rec), first = cs_store_record_first_row(cp->s, rec);
+  uint64_t n = cs_store_record_rows(cp->s, rec);
   const uint8_t *dead = cs_store_record_deletions(cp->s, rec);
   cs_rc rc = record_read(cp, rec, err);
   if (rc) return rc;
   if (!dead || !renumber) {
-    /* A word of the vector at a time (it is zero past the record's rows). */
-    for (uint64_t w = 0; dead && w < (n + 63) / 64; w++) {
-      uint64_t bits;
-      memcpy(&bits, dead + 8 * w, 8);
-      for (; bits; bits &= bits - 1) cp->dels[cp->n_dels++] = first + 64 * w + (uint64_t)__builtin_ctzll(bits);
-    }
     /* A whole record on a record boundary goes across as it is. */
     if (n == cp->per && cs_batch_rows(cp->batch) == 0) {
       cp->records_copied++;
@@ -169,6 +161,38 @@ static cs_rc copy_record(compact_copy *cp, uint64_t rec, bool renumber, cs_err *
   return CS_OK;
 }
 
+/* Without renumber: every deleted position deleted again in the new file,
+** once all its rows are written, an old record at a time (so the list
+** never holds more than one record's positions, however many are deleted;
+** the new file's own bitmaps are the writer's). */
+static cs_rc deletions_copy(compact_copy *cp, cs_err *err) {
+  const cs_store *s = cp->s;
+  uint64_t *rows = NULL, cap = 0;
+  cs_rc rc = CS_OK;
+  for (uint64_t r = 0; rc == CS_OK && r < cs_store_records(s); r++) {
+    const uint8_t *dead = cs_store_record_deletions(s, r);
+    if (!dead) continue;
+    uint64_t n = cs_store_record_rows(s, r), first = cs_store_record_first_row(s, r), k = 0;
+    if (n > cap) {
+      uint64_t *p = cs__mem_realloc(rows, n * sizeof *rows);
+      if (!p) {
+        cs__mem_free(rows);
+        return cs_err_set(err, CS_ENOMEM, "colstore: out of memory copying the deletions of %s", s->path);
+      }
+      rows = p, cap = n;
+    }
+    /* A word of the vector at a time (it is zero past the record's rows). */
+    for (uint64_t w = 0; w < (n + 63) / 64; w++) {
+      uint64_t bits;
+      memcpy(&bits, dead + 8 * w, 8);
+      for (; bits; bits &= bits - 1) rows[k++] = first + 64 * w + (uint64_t)__builtin_ctzll(bits);
+    }
+    rc = cs_writer_delete(cp->w, rows, k, NULL, err);
+  }
+  cs__mem_free(rows);
+  return rc;
+}
+
 static cs_rc copy_all(compact_copy *cp, bool renumber, cs_err *err) {
   const cs_store *s = cp->s;
   for (uint64_t r = 0; r < cs_store_records(s); r++) {
@@ -180,8 +204,7 @@ static cs_rc copy_all(compact_copy *cp, bool renumber, cs_err *err) {
     cs_rc rc = cs_writer_write(cp->w, cp->batch, err);
     if (rc) return rc;
   }
-  uint64_t gone = 0;
-  return cp->n_dels ? cs_writer_delete(cp->w, cp->dels, cp->n_dels, &gone, err) : CS_OK;
+  return renumber ? CS_OK : deletions_copy(cp, err);
 }
 
 cs_rc cs_compact(const char *path, const cs_compact_options *opt, cs_compact_report *out, cs_err *err) {
@@ -204,10 +227,6 @@ cs_rc cs_compact(const char *path, const cs_compact_options *opt, cs_compact_rep
   cp.s = s;
   cp.per = target_rows(s, opt);
   cs_writer_options new_opt = {.record_rows = cp.per, .replace = true};
-  if (!renumber && s->n_deleted && !(cp.dels = cs__mem_malloc(s->n_deleted * sizeof *cp.dels))) {
-    rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory listing the %llu deleted rows of %s", (unsigned long long)s->n_deleted, path);
-    goto done;
-  }
   if (!(cp.chunks = cs__mem_malloc((s->schema.n_cols ? s->schema.n_cols : 1) * sizeof *cp.chunks))) {
     rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory compacting %s", path);
     goto done;
@@ -233,7 +252,6 @@ cs_rc cs_compact(const char *path, const cs_compact_options *opt, cs_compact_rep
 done:
   cs_writer_abort(cp.w);
   cs_batch_free(cp.batch);
-  cs__mem_free(cp.dels);
   cs__mem_free(cp.chunks);
   cs__mem_free(cp.buf);
   cs_store_close(s);
