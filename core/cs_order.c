@@ -105,8 +105,10 @@
 **
 ** THREADING: the top-k over a range of one fixed key (from ORDER_TEAM_MIN
 ** rows) runs on the thread team, a candidate buffer per member, merged by
-** (code, position) so the answer does not depend on the interleaving.  The
-** rest is single-threaded; every pass is a loop over positions whose state is a
+** (code, position) so the answer does not depend on the interleaving; so
+** does the counting sort of GROUP and SORT over positions (a histogram per
+** chunk, prefix-summed code by code and chunk by chunk, so each scatter is
+** stable).  The rest is single-threaded; every pass is a loop over positions whose state is a
 ** histogram, a hash table or a candidate buffer.  Chunks of positions can
 ** each build their own (histograms per chunk, prefix-summed across chunks in
 ** chunk order, keep every scatter stable; hash tables and candidate buffers
@@ -148,6 +150,10 @@
 /* A top-k over an implicit range of at least this many rows runs on the
 ** thread team. */
 #define ORDER_TEAM_MIN (1u << 20)
+/* The team's counting sort keeps a histogram per chunk: codes of at most
+** this many bits, at most this many chunks (a 16-bit code: 16 MB). */
+#define ORDER_COUNT_TEAM_BITS 16
+#define ORDER_COUNT_TEAM_CHUNKS 64
 /* Below this many elements the sorts use insertion sort. */
 #define ORDER_SMALL 24u
 
@@ -1165,9 +1171,115 @@ static bool stream_encode(octx *c, const oseg *g, uint64_t j0, uint64_t j1, uint
 
 /* One code segment of at most ORDER_COUNT_BITS bits: a counting sort of the
 ** positions (SORT, GROUP), or the first position of each code (DISTINCT). */
+/* The counting sort on the thread team (GROUP and SORT over written
+** positions): pass one encodes each chunk of positions and counts its codes
+** into the chunk's own histogram; the histograms are prefix-summed code by
+** code, chunk by chunk, so chunk k's rows of code v land after those of the
+** chunks before it (stable, whatever ran where); pass two scatters each
+** chunk into its slots.  A histogram per chunk limits it to codes of at
+** most ORDER_COUNT_TEAM_BITS bits. */
+typedef struct count_team {
+  octx *c;
+  const oseg *g;
+  okey *keys;        /* a copy of the keys per member (their record cursors) */
+  uint64_t chunk, R, m;
+  uint32_t *codes;   /* per position */
+  uint32_t *hist;    /* per chunk R counts, then offsets */
+  uint64_t *out;
+  atomic_int bad;
+} count_team;
+
+static void count_team_encode(void *ctx, uint64_t ch, int member) {
+  count_team *T = ctx;
+  okey *keys = T->keys + (size_t)member * T->c->n_keys;
+  uint32_t *h = T->hist + ch * T->R;
+  uint64_t i0, i1, cbuf[ORDER_CHUNK];
+  cs__team_span(ch, T->chunk, T->c->n, &i0, &i1);
+  for (uint64_t j0 = i0; j0 < i1; j0 += ORDER_CHUNK) {
+    uint64_t j1 = j0 + ORDER_CHUNK < i1 ? j0 + ORDER_CHUNK : i1;
+    bool ok = true;
+    for (uint32_t i = T->g->k0; i < T->g->k1; i++)
+      ok &= key_encode(T->c->s, &keys[i], T->c->rows, NULL, j0, j1, cbuf, i == T->g->k0, NULL);
+    if (!ok) {
+      atomic_store_explicit(&T->bad, 1, memory_order_relaxed);
+      return;
+    }
+    for (uint64_t j = j0; j < j1; j++) {
+      uint32_t v = (uint32_t)cbuf[j - j0];
+      T->codes[j] = v;
+      h[v]++;
+    }
+  }
+}
+
+static void count_team_scatter(void *ctx, uint64_t ch, int member) {
+  (void)member;
+  count_team *T = ctx;
+  uint32_t *off = T->hist + ch * T->R;
+  uint64_t i0, i1;
+  cs__team_span(ch, T->chunk, T->c->n, &i0, &i1);
+  for (uint64_t j = i0; j < i1; j++) {
+    uint32_t o = off[T->codes[j]]++;
+    if (o < T->m) T->out[o] = T->c->rows[j];
+  }
+}
+
+static int path_counting_team(octx *c, int threads) {
+  const oseg *g = &c->segs[0];
+  uint64_t n = c->n, R = (uint64_t)1 << g->bits;
+  count_team T = {.c = c, .g = g, .R = R, .chunk = cs__team_chunk(n, threads, 1u << 16, ORDER_CHUNK, ORDER_COUNT_TEAM_CHUNKS)};
+  uint64_t n_chunks = (n + T.chunk - 1) / T.chunk;
+  int rc = ORD_NOMEM;
+  T.keys = cs__mem_malloc((size_t)threads * c->n_keys * sizeof *T.keys);
+  T.hist = ord_alloc(n_chunks * R, 4);
+  T.codes = ord_alloc(n, 4);
+  T.out = ord_alloc(n, 8);
+  if (!T.keys || !T.hist || !T.codes || !T.out) goto done;
+  for (int t = 0; t < threads; t++)
+    for (uint32_t i = 0; i < c->n_keys; i++) {
+      T.keys[(size_t)t * c->n_keys + i] = c->keys[i];
+      T.keys[(size_t)t * c->n_keys + i].cur = (ocur){0, 0, 0, NULL};
+    }
+  memset(T.hist, 0, n_chunks * R * 4);
+  cs__team_run(threads, n_chunks, count_team_encode, &T);
+  if (atomic_load(&T.bad)) {
+    rc = ORD_REDO;
+    goto done;
+  }
+  /* Offsets, code-major then chunk; GROUP with a limit ends at the first
+  ** code past its limit groups (as path_counting does). */
+  uint64_t sum = 0, groups = 0, m = n;
+  bool cut = c->mode == CS_ORDER_GROUP && c->limit < n;
+  for (uint64_t v = 0; v < R; v++) {
+    uint64_t at = sum;
+    for (uint64_t k = 0; k < n_chunks; k++) {
+      uint32_t x = T.hist[k * R + v];
+      T.hist[k * R + v] = (uint32_t)sum;
+      sum += x;
+    }
+    if (cut && sum > at && groups++ == c->limit) {
+      m = at;
+      cut = false;
+    }
+  }
+  if (c->mode == CS_ORDER_SORT && c->limit < m) m = c->limit;
+  T.m = m;
+  cs__team_run(threads, n_chunks, count_team_scatter, &T);
+  memcpy(c->rows, T.out, m * 8);
+  c->n_out = m;
+  rc = ORD_OK;
+done:
+  cs__mem_free(T.keys), ord_free(T.hist), ord_free(T.codes), ord_free(T.out);
+  return rc;
+}
+
 static int path_counting(octx *c) {
   const oseg *g = &c->segs[0];
   uint64_t n = c->n, R = (uint64_t)1 << g->bits; /* codes are < R */
+  if (c->mode != CS_ORDER_DISTINCT && !c->implicit && n >= tune.team_min && g->bits <= ORDER_COUNT_TEAM_BITS) {
+    int threads = cs_kernel_threads(n);
+    if (threads > 1) return path_counting_team(c, threads);
+  }
   int rc = ORD_NOMEM;
   uint64_t cbuf[ORDER_CHUNK], rowbuf[ORDER_CHUNK];
   uint8_t live[ORDER_CHUNK];

@@ -854,6 +854,66 @@ START_TEST(test_order_range_topk_threads_match) {
 }
 END_TEST
 
+/* The counting sort on the thread team (team_min lowered to 2^16 rows):
+** GROUP and SORT over positions in a shuffled order with repeats, one key
+** and two keys in one code, with and without a limit, give with 2 and 4
+** threads exactly the one-thread answer (stability included: each group's
+** rows in input order). */
+START_TEST(test_order_counting_threads_match) {
+  static const ocol cols[] = {{"few", CS_TYPE_INT32, true, FL_RANGE, 0, 3}, {"k", CS_TYPE_INT16, true, FL_RANGE, 0, 999}};
+  uint64_t N = 400000, seed = 0xC0C;
+  cs__order_tuning tuning;
+  cs__order_tuning_default(&tuning);
+  tuning.team_min = 1u << 16;
+  cs__order_tuning_set(&tuning);
+  ostore o;
+  ostore_make(&o, cols, 2, N, 65536, 50, seed);
+  uint64_t n_in = N + N / 4, *in = malloc(n_in * 8), *want = malloc(n_in * 8), *got = malloc(n_in * 8);
+  ck_assert(in && want && got);
+  ut_rng rng = ut_rng_seed(seed);
+  for (uint64_t j = 0; j < n_in; j++) in[j] = j < N ? j : ut_rng_below(&rng, N); /* every row, then repeats */
+  for (uint64_t j = n_in - 1; j > 0; j--) {
+    uint64_t r = ut_rng_below(&rng, j + 1), t = in[j];
+    in[j] = in[r], in[r] = t;
+  }
+  cs_kernel_config saved;
+  cs_kernel_config_get(&saved);
+  const cs_order_key one[] = {{1, false}}, two[] = {{0, true}, {1, false}};
+  const struct {
+    const cs_order_key *keys;
+    uint32_t n_keys;
+    cs_order_mode mode;
+    uint64_t limit;
+  } cases[] = {{one, 1, CS_ORDER_GROUP, CS_ORDER_NO_LIMIT}, {two, 2, CS_ORDER_GROUP, CS_ORDER_NO_LIMIT}, {one, 1, CS_ORDER_GROUP, 37},
+               {one, 1, CS_ORDER_SORT, CS_ORDER_NO_LIMIT},  {two, 2, CS_ORDER_SORT, 300000}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    uint64_t nw = n_in, ng;
+    memcpy(want, in, n_in * 8);
+    cs_kernel_config_set(&(cs_kernel_config){.threads = 1, .prefetch = -1});
+    ck_assert(cs_order_rows(o.s, cases[k].keys, cases[k].n_keys, cases[k].mode, want, &nw, cases[k].limit, NULL) == CS_OK);
+    ck_assert_str_eq(cs__order_last_path(), "counting");
+    for (int threads = 2; threads <= 4; threads *= 2) {
+      cs_kernel_config_set(&(cs_kernel_config){.threads = threads, .prefetch = -1});
+      uint64_t runs0, runs1, helped, alone;
+      cs__team_stats(&runs0, &helped, &alone);
+      memcpy(got, in, n_in * 8);
+      ng = n_in;
+      ck_assert(cs_order_rows(o.s, cases[k].keys, cases[k].n_keys, cases[k].mode, got, &ng, cases[k].limit, NULL) == CS_OK);
+      cs__team_stats(&runs1, &helped, &alone);
+      ck_assert_str_eq(cs__order_last_path(), "counting");
+      ck_assert_msg(runs1 > runs0, "case %zu, %d threads: the counting sort did not run on the team", k, threads);
+      if (ng != nw || memcmp(got, want, nw * 8) != 0)
+        ck_abort_msg("seed %" PRIu64 ": case %zu, %d threads: %" PRIu64 " rows, one thread %" PRIu64 "; differs", seed, k, threads, ng, nw);
+    }
+  }
+  cs_kernel_config_set(&saved);
+  cs__order_tuning_default(&tuning);
+  cs__order_tuning_set(&tuning);
+  free(in), free(want), free(got);
+  ostore_free(&o);
+}
+END_TEST
+
 /* Deletes about permille/1000 of the store's rows, some whole runs too:
 ** committed through the writer (commit true, the store reopened), or as a
 ** view of pending deletions (cs_store_with_deletions), which is what o->s
@@ -1007,6 +1067,7 @@ int main(void) {
   tcase_add_test(tl, test_order_large_matches_reference);
   tcase_add_test(tl, test_order_text_past_dictionary_cap);
   tcase_add_test(tl, test_order_range_topk_threads_match);
+  tcase_add_test(tl, test_order_counting_threads_match);
   tcase_add_loop_test(tl, test_order_range_skips_deleted_positions, 0, 3);
   suite_add_tcase(s, tl);
   return ut_run_suite(s);
