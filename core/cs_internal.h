@@ -78,9 +78,15 @@ struct cs_store {
   uint64_t *part_first_record; /* n_parts + 1 entries */
   char *source;               /* directory or pattern to re-expand; or NULL */
   /* A view (cs_view.c): one part, the snapshot it shows, with deletions of
-  ** its own in dels; dels_block (owned) holds the bitmaps it made. */
+  ** its own in dels (dels_block, owned, holds the bitmaps it made) and
+  ** chunks of its own where updates are pending (own_chunks). */
   bool view;
   void *dels_block;
+  /* A view's pending updates (cs_store_with_changes): the blocks its own
+  ** chunks live in, one per (record, changed column), each chunk 64-byte
+  ** aligned inside its block; chunks[] points at them.  Owned. */
+  void **own_chunks;
+  uint64_t n_own_chunks;
   /* Chunks this snapshot knows are checked against their checksums
   ** (cs_verified.c): a byte per chunk (n_records * n_cols) and a count per
   ** column; owned; NULL for a dataset, which asks its parts. */

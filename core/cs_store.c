@@ -644,6 +644,8 @@ void cs_store_close(cs_store *s) {
   cs__mem_free(s->ext);
   cs__mem_free(s->dels);
   cs__mem_free(s->dels_block);
+  for (uint64_t i = 0; i < s->n_own_chunks; i++) cs__mem_free(s->own_chunks[i]);
+  cs__mem_free(s->own_chunks);
   cs__mem_free(s->disk_chunks);
   cs__mem_free(s->chunks);
   cs__verified_free(s);
