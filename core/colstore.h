@@ -274,8 +274,9 @@ uint64_t cs_store_deleted_in(const cs_store *store, uint64_t first, uint64_t n);
 ** reading a transaction's deletions before they are committed (cs_view.c).
 ** It holds a reference to base and shares its data; every reader treats it
 ** as base with more deletions (cs_store_is_dataset is false; it is never
-** reopened or written).  Close it with cs_store_close.  CS_EINVAL for a row
-** out of range, CS_ENOMEM. */
+** reopened or written).  Close it with cs_store_close.  base is one file's
+** snapshot (not a dataset or a view).  CS_EINVAL for a row out of range or
+** another base, CS_ENOMEM.  It is cs_store_with_changes with no updates. */
 cs_rc cs_store_with_deletions(const cs_store *base, const uint64_t *rows, uint64_t n, cs_store **out, cs_err *err);
 /* Pending updates, as cs_writer_update takes them: position rows[i] takes
 ** row i of values in every column c with cols[c] != 0 (cols NULL: every
