@@ -274,9 +274,35 @@ uint64_t cs_store_deleted_in(const cs_store *store, uint64_t first, uint64_t n);
 ** reading a transaction's deletions before they are committed (cs_view.c).
 ** It holds a reference to base and shares its data; every reader treats it
 ** as base with more deletions (cs_store_is_dataset is false; it is never
-** reopened or written).  Close it with cs_store_close.  CS_EINVAL for a row
-** out of range, CS_ENOMEM. */
+** reopened or written).  Close it with cs_store_close.  base is one file's
+** snapshot (not a dataset or a view).  CS_EINVAL for a row out of range or
+** another base, CS_ENOMEM.  It is cs_store_with_changes with no updates. */
 cs_rc cs_store_with_deletions(const cs_store *base, const uint64_t *rows, uint64_t n, cs_store **out, cs_err *err);
+/* Pending updates, as cs_writer_update takes them: position rows[i] takes
+** row i of values in every column c with cols[c] != 0 (cols NULL: every
+** column). */
+typedef struct cs_update {
+  const uint64_t *rows;
+  uint64_t n;
+  const struct cs_batch *values; /* a batch of the store's schema with at least n rows */
+  const uint8_t *cols;      /* n_cols flags, or NULL */
+} cs_update;
+/* cs_store_with_deletions that also shows upd[0, n_upd) applied in order
+** (a position given twice takes its last value in each column a later
+** update changes, as cs_writer_update does), for reading a transaction's
+** updates before they are committed.  A record an update touches gets, for
+** each changed column, a chunk of its own in memory holding the record's
+** values with the new ones in place, laid out, with zone map, null count
+** and sorted flag, as the writer will write it (cs_chunk.c); every other
+** chunk is base's.  Nothing of upd is kept.  base must be one file's
+** snapshot (not a dataset or a view): else CS_EINVAL, as for a row out of
+** range, a batch of another schema (CS_ESCHEMA for its types), or a NULL
+** for a NOT NULL column; CS_ECORRUPT when a TEXT/BLOB chunk to update has
+** damaged offsets; CS_ENOMEM.  Chunk checks (cs_store_check_chunks) of the
+** view check base's chunks, including the ones an updated chunk was made
+** from. */
+cs_rc cs_store_with_changes(const cs_store *base, const uint64_t *del_rows, uint64_t n_del, const cs_update *upd, uint64_t n_upd,
+                            cs_store **out, cs_err *err);
 
 /* Whole-column summary derived from the chunks. */
 typedef struct cs_column_stats {

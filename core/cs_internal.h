@@ -78,9 +78,15 @@ struct cs_store {
   uint64_t *part_first_record; /* n_parts + 1 entries */
   char *source;               /* directory or pattern to re-expand; or NULL */
   /* A view (cs_view.c): one part, the snapshot it shows, with deletions of
-  ** its own in dels; dels_block (owned) holds the bitmaps it made. */
+  ** its own in dels (dels_block, owned, holds the bitmaps it made) and
+  ** chunks of its own where updates are pending (own_chunks). */
   bool view;
   void *dels_block;
+  /* A view's pending updates (cs_store_with_changes): the blocks its own
+  ** chunks live in, one per (record, changed column), each chunk 64-byte
+  ** aligned inside its block; chunks[] points at them.  Owned. */
+  void **own_chunks;
+  uint64_t n_own_chunks;
   /* Chunks this snapshot knows are checked against their checksums
   ** (cs_verified.c): a byte per chunk (n_records * n_cols) and a count per
   ** column; owned; NULL for a dataset, which asks its parts. */
@@ -103,6 +109,77 @@ struct cs_store {
   uint64_t copy_ns;           /* the copy's wall time */
   char cache_why[192];        /* asked for memory, reads the mapping: why; else "" */
 };
+
+/* One chunk descriptor resolved into pointers, start being the chunk's
+** first byte (in the mapping, a cache=memory copy, or a view's own block). */
+static inline void cs__chunk_resolve(const uint8_t *start, const cs_disk_chunk *dc, cs_chunk *ch) {
+  ch->validity = dc->validity_offset ? start + (dc->validity_offset - dc->chunk_offset) : NULL;
+  ch->offsets = dc->offsets_offset ? (const int64_t *)(const void *)(start + (dc->offsets_offset - dc->chunk_offset)) : NULL;
+  ch->data = start + (dc->data_offset - dc->chunk_offset);
+  ch->data_bytes = dc->data_bytes;
+  ch->null_count = dc->null_count;
+  ch->min.bits = dc->min_bits;
+  ch->max.bits = dc->max_bits;
+  ch->flags = dc->flags & (CS_CHUNK_SORTED | CS_CHUNK_HAS_MINMAX);
+}
+
+/* Chunks laid out and updated (cs_chunk.c).  cs__chunk_lay lays out one
+** chunk of n rows at offset at (a record offset, a file offset for a patch,
+** 0 for a block of its own): the bitmap (given only when the chunk has a
+** NULL, its bits past n clear), the offsets (TEXT/BLOB, from 0), then the
+** data, each padded to 64 bytes (format.md 6.3).  It appends the pieces to
+** iov (from *n_iov; at most CS__CHUNK_MAX_IOV), fills dc's offsets, sizes,
+** checksum, zone map and sorted flag (dc zeroed by the caller, null_count
+** the caller's), and returns the chunk's end. */
+#define CS__CHUNK_MAX_IOV 6
+struct iovec;
+uint64_t cs__chunk_lay(cs_type type, uint64_t n, const uint8_t *bitmap, const int64_t *offsets, const uint8_t *data,
+                       uint64_t data_bytes, uint64_t at, struct iovec *iov, int *n_iov, cs_disk_chunk *dc);
+/* An update's values as cs_writer_update takes them: per call the columns
+** it changes (sel, increasing) and, for each, rows [0, n) of its values. */
+typedef struct cs__upd_values {
+  const uint8_t *validity;    /* (n + 7) / 8 bytes, 1 = valid */
+  const int64_t *offsets;     /* TEXT/BLOB: n + 1, from 0 */
+  const uint8_t *data;        /* n * width bytes, or the TEXT/BLOB bytes */
+} cs__upd_values;
+typedef struct cs__upd_call {
+  uint64_t n;
+  uint32_t n_sel;
+  const uint32_t *sel;        /* the columns the call changes */
+  const cs__upd_values *vals; /* n_sel, in sel's order */
+} cs__upd_call;
+/* Position row takes the values of row index of call call; sorted with
+** cs__upd_item_cmp (by all three), so the last item of a row that changes
+** a column wins. */
+typedef struct cs__upd_item {
+  uint64_t row, call, index;
+} cs__upd_item;
+/* A position's new value in one column: row local of the record takes row
+** index of v. */
+typedef struct cs__upd_win {
+  uint64_t local, index;
+  const cs__upd_values *v;
+} cs__upd_win;
+int cs__upd_item_cmp(const void *a, const void *b);
+/* The winners of column col among it[0, n) (one record's, sorted), the
+** record starting at first_row: per position, the last item whose call
+** changes col, in position order.  Returns how many. */
+uint64_t cs__upd_winners(const cs__upd_call *const *calls, uint64_t first_row, const cs__upd_item *it, uint64_t n, uint32_t col,
+                         cs__upd_win *out);
+/* A chunk's values with some replaced: owned buffers for cs__chunk_lay. */
+typedef struct cs__merged {
+  uint8_t *bits;              /* (n + 7) / 8 bytes, bits past n clear; give it to cs__chunk_lay only when null_count */
+  int64_t *offsets;           /* TEXT/BLOB: n + 1; else NULL */
+  uint8_t *data;
+  uint64_t data_bytes;
+  uint64_t null_count;
+} cs__merged;
+/* The n values of old (a live chunk of column, record rec of path, for the
+** messages) with win[0, n_win) in place; TEXT/BLOB offsets of old are
+** checked first (CS_ECORRUPT).  CS_ENOMEM.  On failure *out holds nothing. */
+cs_rc cs__chunk_merge(const cs_column *column, uint64_t n, const cs_chunk *old, const cs__upd_win *win, uint64_t n_win,
+                      const char *path, uint64_t rec, cs__merged *out, cs_err *err);
+void cs__merged_free(cs__merged *m);
 
 /* Loads the committed state of an open descriptor (takes ownership of fd:
 ** it is closed on failure and by cs_store_close). */

@@ -254,16 +254,7 @@ static cs_rc directory_resolve(cs_store *s, uint64_t limit, cs_err *err) {
         rc = cs__patched_chunk_check(s, r, c, limit, blocks, &n_blocks, err);
       }
       if (rc) break;
-      const uint8_t *base = s->map + cs__chunk_base(e, dc);
-      cs_chunk *ch = &s->chunks[r * nc + c];
-      ch->validity = dc->validity_offset ? base + dc->validity_offset : NULL;
-      ch->offsets = dc->offsets_offset ? (const int64_t *)(const void *)(base + dc->offsets_offset) : NULL;
-      ch->data = base + dc->data_offset;
-      ch->data_bytes = dc->data_bytes;
-      ch->null_count = dc->null_count;
-      ch->min.bits = dc->min_bits;
-      ch->max.bits = dc->max_bits;
-      ch->flags = dc->flags & (CS_CHUNK_SORTED | CS_CHUNK_HAS_MINMAX);
+      cs__chunk_resolve(s->map + cs__chunk_base(e, dc) + dc->chunk_offset, dc, &s->chunks[r * nc + c]);
     }
   }
   cs__mem_free(blocks);
@@ -653,6 +644,8 @@ void cs_store_close(cs_store *s) {
   cs__mem_free(s->ext);
   cs__mem_free(s->dels);
   cs__mem_free(s->dels_block);
+  for (uint64_t i = 0; i < s->n_own_chunks; i++) cs__mem_free(s->own_chunks[i]);
+  cs__mem_free(s->own_chunks);
   cs__mem_free(s->disk_chunks);
   cs__mem_free(s->chunks);
   cs__verified_free(s);

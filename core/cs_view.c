@@ -1,27 +1,51 @@
 /*
-** cs_view.c - a snapshot seen through deletions not yet committed.
+** cs_view.c - a snapshot seen through deletions and updates not yet
+** committed.
 **
-** SQL-CONTRACT: a connection's own DELETE reads as done from its next
-** statement on, although the store changes only at COMMIT.  Every read
-** path already drops the positions a store's deletion vectors name
-** (cs_delete.c), so the cheapest way to make them drop the transaction's
-** pending deletions too is to hand them a store whose vectors include
-** those: a view.  The view shares everything of its base (mapping or
-** cache=memory copy, chunk checksums checked, the file's identity) by
-** holding it as its only part, the way a dataset holds its files, and owns
-** only a copy of the directory (first rows and chunk descriptors, tens of
-** bytes per record) and one bitmap per record the transaction touched, the
-** base's bits ORed with the pending ones.  Nothing in a kernel changes and
-** nothing is written: the writer gets the same positions at COMMIT.
+** SQL-CONTRACT: a connection's own DELETE and UPDATE read as done from its
+** next statement on, although the store changes only at COMMIT.  Every
+** read path already drops the positions a store's deletion vectors name
+** (cs_delete.c) and reads values through the resolved chunk table
+** (s->chunks), trusting each chunk's zone map and sorted flag.  So the
+** cheapest way to make them see the transaction's pending changes is to
+** hand them a store whose vectors include the pending deletions and whose
+** chunk table points, for every (record, column) an update touches, at a
+** chunk holding the new values: a view.  The view shares everything of its
+** base (mapping or cache=memory copy, chunk checksums checked, the file's
+** identity) by holding it as its only part, the way a dataset holds its
+** files, and owns only a copy of the directory (first rows and chunk
+** pointers, tens of bytes per record), one bitmap per record a deletion
+** touches (the base's bits ORed with the pending ones), and one chunk per
+** record and column an update changes.  Nothing in a kernel changes and
+** nothing is written: the writer gets the same positions and values at
+** COMMIT.
 **
-** Cost: O(records + pending deletions) per view, made once per change of
-** the pending set (the SQL layer keeps it between statements), never per
-** row; a record the transaction does not touch keeps the base's vector
-** pointer (or none).
+** An updated chunk is made by the code that makes the writer's patched
+** chunk (cs_chunk.c): the base's live chunk with the winners in place
+** (the last update of a position that changes the column), laid out with
+** 64-byte aligned, zero-padded parts, a null count, zone map and sorted
+** flag recomputed over all its values.  So the view's chunk is the one
+** the patch block will hold, and every kernel that skips records on a zone
+** map, bisects a sorted column or answers an aggregate from statistics
+** sees the truth.  Its checksum is never checked: checks of a view go to
+** its part (cs_store_check_chunks on a store with parts), so reading an
+** updated chunk checks the base chunk it was made from, which is where its
+** other values came from; the view's own bytes never were on disk.
+**
+** Cost: O(records + pending deletions) for the directory and the bitmaps,
+** plus, for updates, a sort of one 24-byte item per pending updated row and
+** one merge of every touched record's chunk of every column it changes
+** (its rows' values copied once more to lay it out).  Memory follows the
+** touched records: one chunk per (record, changed column).  A view is made
+** once per change of the pending lists (the SQL layer keeps it between
+** statements), never per row; a record the transaction does not touch keeps
+** the base's vector pointer and chunks.
 */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
+#include "cs_batch_internal.h"
 #include "cs_internal.h"
 
 static int cmp_u64(const void *a, const void *b) {
@@ -33,45 +57,15 @@ static int cmp_u64(const void *a, const void *b) {
 ** whole 64-byte lines, zero past the rows): a vector block less its header. */
 static uint64_t bitmap_bytes(uint64_t n_rows) { return cs__delvec_block_bytes(n_rows) - sizeof(cs_disk_delvec); }
 
-cs_rc cs_store_with_deletions(const cs_store *base, const uint64_t *rows, uint64_t n, cs_store **out, cs_err *err) {
-  *out = NULL;
-  for (uint64_t i = 0; i < n; i++)
-    if (rows[i] >= base->n_rows)
-      return cs_err_set(err, CS_EINVAL, "colstore: %s: cannot delete position %llu of %llu", base->path,
-                        (unsigned long long)rows[i], (unsigned long long)base->n_rows);
-  uint64_t *sorted = NULL;
-  cs_rc rc;
-  cs_store *v = cs__mem_calloc(1, sizeof *v);
-  if (!v) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a view of %s", base->path);
-  atomic_init(&v->n_refs, 1);
-  v->fd = -1;
-  v->view = true;
-  if (!(v->parts = cs__mem_malloc(sizeof *v->parts))) goto nomem;
-  atomic_fetch_add(&((cs_store *)base)->n_refs, 1); /* the part's reference (n_refs is the one mutable field) */
-  v->parts[0] = (cs_store *)base;
-  v->n_parts = 1;
-  uint32_t nc = base->schema.n_cols;
-  uint64_t nr = base->n_records;
-  v->part_first_record = cs__mem_calloc(2, sizeof *v->part_first_record);
-  v->path = cs__mem_strdup(base->path);
-  v->first_rows = cs__mem_malloc((nr + 1) * sizeof *v->first_rows);
-  v->chunks = cs__mem_malloc((nr ? nr * nc : 1) * sizeof *v->chunks);
-  if (!v->part_first_record || !v->path || !v->first_rows || !v->chunks) goto nomem;
-  if ((rc = cs__schema_copy(v, base, err)) != CS_OK) goto fail;
-  v->part_first_record[1] = nr;
-  memcpy(v->first_rows, base->first_rows, (nr + 1) * sizeof *v->first_rows);
-  if (nr) memcpy(v->chunks, base->chunks, nr * nc * sizeof *v->chunks);
-  v->n_records = nr, v->n_rows = base->n_rows;
-  v->map_bytes = base->map_bytes, v->generation = base->generation;
-  v->format_version = base->format_version, v->free_bytes = base->free_bytes;
-  v->recovered = base->recovered, v->slot_damaged = base->slot_damaged;
-  v->cache_req = base->cache_req;
-  memcpy(v->cache_why, base->cache_why, sizeof v->cache_why);
-  v->n_deleted = base->n_deleted;
-  if (n == 0 && !base->dels) goto done;
+/* ------------------------------------------------------------ deletions */
 
+/* ORs rows[0, n) into v's bitmaps (v's dels start as base's). */
+static cs_rc view_delete(cs_store *v, const cs_store *base, const uint64_t *rows, uint64_t n, cs_err *err) {
+  uint64_t nr = base->n_records;
+  if (n == 0 && !base->dels) return CS_OK;
   /* The touched records, in order: their bitmaps go in one block. */
-  if (!(sorted = cs__mem_malloc((n ? n : 1) * sizeof *sorted))) goto nomem;
+  uint64_t *sorted = cs__mem_malloc((n ? n : 1) * sizeof *sorted);
+  if (!sorted) goto nomem;
   memcpy(sorted, rows, n * sizeof *sorted);
   qsort(sorted, n, sizeof *sorted, cmp_u64);
   if (!(v->dels = cs__mem_calloc(nr ? nr : 1, sizeof *v->dels))) goto nomem;
@@ -106,16 +100,214 @@ cs_rc cs_store_with_deletions(const cs_store *base, const uint64_t *rows, uint64
     cs__mem_free(v->dels);
     v->dels = NULL;
   }
-done:
   cs__mem_free(sorted);
+  return CS_OK;
+nomem:
+  cs__mem_free(sorted);
+  return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a view of %s with %llu pending deletions", base->path,
+                    (unsigned long long)n);
+}
+
+/* -------------------------------------------------------------- updates */
+
+/* What cs_writer_update would refuse of upd, refused the same way. */
+static cs_rc updates_check(const cs_store *base, const cs_update *upd, uint64_t n_upd, cs_err *err) {
+  uint32_t nc = base->schema.n_cols;
+  for (uint64_t k = 0; k < n_upd; k++) {
+    const cs_update *u = &upd[k];
+    if (u->n == 0) continue;
+    const cs_batch *b = u->values;
+    if (b->n_cols != nc)
+      return cs_err_set(err, CS_EINVAL, "colstore: %s: update batch has %u columns, store has %u", base->path, b->n_cols, nc);
+    if (b->n_rows < u->n)
+      return cs_err_set(err, CS_EINVAL, "colstore: %s: update batch has %llu rows for %llu positions", base->path,
+                        (unsigned long long)b->n_rows, (unsigned long long)u->n);
+    for (uint32_t c = 0; c < nc; c++) {
+      const cs_batch_column *bc = &b->cols[c];
+      if (bc->type != base->cols[c].type)
+        return cs_err_set(err, CS_ESCHEMA, "colstore: %s: column %s: update batch type differs", base->path, base->cols[c].name);
+      for (uint64_t i = 0; (!u->cols || u->cols[c]) && !base->cols[c].nullable && bc->n_nulls && i < u->n; i++)
+        if (!((bc->validity[i >> 3] >> (i & 7)) & 1))
+          return cs_err_set(err, CS_EINVAL, "colstore: %s: column %s is NOT NULL but row %llu of the update batch is NULL",
+                            base->path, base->cols[c].name, (unsigned long long)i);
+    }
+    for (uint64_t i = 0; i < u->n; i++)
+      if (u->rows[i] >= base->n_rows)
+        return cs_err_set(err, CS_EINVAL, "colstore: %s: cannot update position %llu of %llu", base->path,
+                          (unsigned long long)u->rows[i], (unsigned long long)base->n_rows);
+  }
+  return CS_OK;
+}
+
+/* Column col of record rec of v: the base's chunk with win[0, n_win) in
+** place, in a block of its own that v keeps. */
+static cs_rc view_chunk(cs_store *v, const cs_store *base, uint64_t rec, uint32_t col, const cs__upd_win *win, uint64_t n_win,
+                        cs_err *err) {
+  uint32_t nc = base->schema.n_cols;
+  uint64_t n = base->first_rows[rec + 1] - base->first_rows[rec];
+  const cs_column *column = &base->cols[col];
+  cs__merged m;
+  cs_rc rc = cs__chunk_merge(column, n, &base->chunks[rec * nc + col], win, n_win, base->path, rec, &m, err);
+  if (rc) return rc;
+  /* Laid out at offset 64, not 0: a descriptor's offset 0 means "no
+  ** bitmap".  Only the offsets from chunk_offset matter to the resolution. */
+  cs_disk_chunk dc = {.null_count = m.null_count};
+  struct iovec iov[CS__CHUNK_MAX_IOV];
+  int n_iov = 0;
+  uint64_t bytes = cs__chunk_lay(column->type, n, m.null_count ? m.bits : NULL, m.offsets, m.data, m.data_bytes, CS_ALIGN, iov, &n_iov,
+                                 &dc) - CS_ALIGN;
+  uint8_t *raw = cs__mem_malloc(bytes + 63);
+  if (!raw) {
+    cs__merged_free(&m);
+    return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a view of %s: a chunk of %llu bytes", base->path,
+                      (unsigned long long)bytes);
+  }
+  uint8_t *start = (uint8_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63), *at = start;
+  for (int i = 0; i < n_iov; i++) {
+    memcpy(at, iov[i].iov_base, iov[i].iov_len);
+    at += iov[i].iov_len;
+  }
+  cs__merged_free(&m);
+  v->own_chunks[v->n_own_chunks++] = raw;
+  cs__chunk_resolve(start, &dc, &v->chunks[rec * nc + col]);
+  return CS_OK;
+}
+
+/* The end of the items of the record holding it[a].row, and that record. */
+static uint64_t record_items(const cs_store *base, const cs__upd_item *it, uint64_t a, uint64_t n, uint64_t *out_rec) {
+  uint64_t rec = cs_store_find_record(base, it[a].row), end = base->first_rows[rec + 1], b = a + 1;
+  while (b < n && it[b].row < end) b++;
+  *out_rec = rec;
+  return b;
+}
+
+/* The columns the calls of it[0, n) change, into touched; returns how many. */
+static uint32_t touched_cols(const cs__upd_call *calls, const cs__upd_item *it, uint64_t n, uint32_t nc, uint8_t *touched) {
+  uint32_t count = 0;
+  memset(touched, 0, nc);
+  for (uint64_t k = 0; k < n; k++) {
+    const cs__upd_call *call = &calls[it[k].call];
+    for (uint32_t j = 0; j < call->n_sel; j++) count += !touched[call->sel[j]], touched[call->sel[j]] = 1;
+  }
+  return count;
+}
+
+/* Gives v a chunk of its own for every (record, column) upd changes. */
+static cs_rc view_update(cs_store *v, const cs_store *base, const cs_update *upd, uint64_t n_upd, cs_err *err) {
+  uint32_t nc = base->schema.n_cols;
+  uint64_t n_items = 0;
+  for (uint64_t k = 0; k < n_upd; k++) {
+    bool any = !upd[k].cols;
+    for (uint32_t c = 0; !any && c < nc; c++) any = upd[k].cols[c] != 0;
+    if (any) n_items += upd[k].n;
+  }
+  if (n_items == 0) return CS_OK;
+  cs_rc rc = CS_OK;
+  /* The updates as the writer's calls, pointing into the batches. */
+  cs__upd_call *calls = cs__mem_calloc(n_upd, sizeof *calls);
+  const cs__upd_call **callp = cs__mem_malloc(n_upd * sizeof *callp);
+  uint32_t *sel = cs__mem_malloc(n_upd * nc * sizeof *sel);
+  cs__upd_values *vals = cs__mem_malloc(n_upd * nc * sizeof *vals);
+  cs__upd_item *items = cs__mem_malloc(n_items * sizeof *items);
+  uint8_t *touched = cs__mem_malloc(nc);
+  cs__upd_win *win = NULL;
+  if (!calls || !callp || !sel || !vals || !items || !touched) goto nomem;
+  uint64_t m = 0;
+  for (uint64_t k = 0; k < n_upd; k++) {
+    const cs_update *u = &upd[k];
+    uint32_t j = 0;
+    for (uint32_t c = 0; u->n && c < nc; c++) {
+      if (u->cols && !u->cols[c]) continue;
+      const cs_batch_column *bc = &u->values->cols[c];
+      sel[k * nc + j] = c;
+      vals[k * nc + j] = (cs__upd_values){bc->validity, bc->offsets, bc->data};
+      j++;
+    }
+    calls[k] = (cs__upd_call){u->n, j, sel + k * nc, vals + k * nc};
+    callp[k] = &calls[k];
+    for (uint64_t i = 0; j && i < u->n; i++) items[m++] = (cs__upd_item){u->rows[i], k, i};
+  }
+  qsort(items, n_items, sizeof *items, cs__upd_item_cmp);
+  /* Room first: the chunks to make and the most items of one record. */
+  uint64_t n_chunks = 0, most = 0, rec;
+  for (uint64_t a = 0, b; a < n_items; a = b) {
+    b = record_items(base, items, a, n_items, &rec);
+    if (b - a > most) most = b - a;
+    n_chunks += touched_cols(calls, items + a, b - a, nc, touched);
+  }
+  if (!(v->own_chunks = cs__mem_calloc(n_chunks, sizeof *v->own_chunks)) || !(win = cs__mem_malloc(most * sizeof *win))) goto nomem;
+  for (uint64_t a = 0, b; rc == CS_OK && a < n_items; a = b) {
+    b = record_items(base, items, a, n_items, &rec);
+    touched_cols(calls, items + a, b - a, nc, touched);
+    for (uint32_t c = 0; rc == CS_OK && c < nc; c++) {
+      if (!touched[c]) continue;
+      uint64_t n_win = cs__upd_winners(callp, base->first_rows[rec], items + a, b - a, c, win);
+      rc = view_chunk(v, base, rec, c, win, n_win, err);
+    }
+  }
+  goto done;
+nomem:
+  rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a view of %s with %llu pending updated rows", base->path,
+                  (unsigned long long)n_items);
+done:
+  cs__mem_free(calls), cs__mem_free(callp), cs__mem_free(sel), cs__mem_free(vals), cs__mem_free(items);
+  cs__mem_free(touched), cs__mem_free(win);
+  return rc;
+}
+
+/* ----------------------------------------------------------------- view */
+
+cs_rc cs_store_with_changes(const cs_store *base, const uint64_t *del_rows, uint64_t n_del, const cs_update *upd, uint64_t n_upd,
+                            cs_store **out, cs_err *err) {
+  *out = NULL;
+  if (base->parts)
+    return cs_err_set(err, CS_EINVAL, "colstore: %s: a view of pending changes is made of one file's snapshot, not of a %s",
+                      base->path, base->view ? "view" : "dataset");
+  for (uint64_t i = 0; i < n_del; i++)
+    if (del_rows[i] >= base->n_rows)
+      return cs_err_set(err, CS_EINVAL, "colstore: %s: cannot delete position %llu of %llu", base->path,
+                        (unsigned long long)del_rows[i], (unsigned long long)base->n_rows);
+  cs_rc rc = updates_check(base, upd, n_upd, err);
+  if (rc) return rc;
+  cs_store *v = cs__mem_calloc(1, sizeof *v);
+  if (!v) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a view of %s", base->path);
+  atomic_init(&v->n_refs, 1);
+  v->fd = -1;
+  v->view = true;
+  if (!(v->parts = cs__mem_malloc(sizeof *v->parts))) goto nomem;
+  atomic_fetch_add(&((cs_store *)base)->n_refs, 1); /* the part's reference (n_refs is the one mutable field) */
+  v->parts[0] = (cs_store *)base;
+  v->n_parts = 1;
+  uint32_t nc = base->schema.n_cols;
+  uint64_t nr = base->n_records;
+  v->part_first_record = cs__mem_calloc(2, sizeof *v->part_first_record);
+  v->path = cs__mem_strdup(base->path);
+  v->first_rows = cs__mem_malloc((nr + 1) * sizeof *v->first_rows);
+  v->chunks = cs__mem_malloc((nr ? nr * nc : 1) * sizeof *v->chunks);
+  if (!v->part_first_record || !v->path || !v->first_rows || !v->chunks) goto nomem;
+  if ((rc = cs__schema_copy(v, base, err)) != CS_OK) goto fail;
+  v->part_first_record[1] = nr;
+  memcpy(v->first_rows, base->first_rows, (nr + 1) * sizeof *v->first_rows);
+  if (nr) memcpy(v->chunks, base->chunks, nr * nc * sizeof *v->chunks);
+  v->n_records = nr, v->n_rows = base->n_rows;
+  v->map_bytes = base->map_bytes, v->generation = base->generation;
+  v->format_version = base->format_version, v->free_bytes = base->free_bytes;
+  v->recovered = base->recovered, v->slot_damaged = base->slot_damaged;
+  v->cache_req = base->cache_req;
+  memcpy(v->cache_why, base->cache_why, sizeof v->cache_why);
+  v->n_deleted = base->n_deleted;
+  if ((rc = view_delete(v, base, del_rows, n_del, err)) != CS_OK) goto fail;
+  if ((rc = view_update(v, base, upd, n_upd, err)) != CS_OK) goto fail;
   cs__uniform_init(v);
   *out = v;
   return CS_OK;
 nomem:
-  rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a view of %s with %llu pending deletions", base->path,
-             (unsigned long long)n);
+  rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a view of %s", base->path);
 fail:
-  cs__mem_free(sorted);
   cs_store_close(v);
   return rc;
+}
+
+cs_rc cs_store_with_deletions(const cs_store *base, const uint64_t *rows, uint64_t n, cs_store **out, cs_err *err) {
+  return cs_store_with_changes(base, rows, n, NULL, 0, out, err);
 }

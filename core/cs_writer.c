@@ -38,10 +38,11 @@
 ** last call changing a column wins), then builds one record's chunks at a
 ** time from its live chunks, read back with pread and checked against
 ** their checksums first: a damaged byte must not be sealed into a chunk
-** with a fresh checksum.  The chunk is laid out, checksummed and given its
-** zone map by chunk_lay, the code that lays out a record's chunks, so the
-** bytes of a patched chunk are those a fresh record of the same values
-** would hold.
+** with a fresh checksum.  The new values are merged in (cs__chunk_merge)
+** and the chunk is laid out, checksummed and given its zone map
+** (cs__chunk_lay) by cs_chunk.c, the code that lays out a record's chunks
+** and the chunks a view shows for pending updates, so the bytes of a
+** patched chunk are those a fresh record of the same values would hold.
 */
 #include <errno.h>
 #include <fcntl.h>
@@ -101,15 +102,13 @@ struct cs_writer {
   ** and an item (row, call, index) per position; prepare sorts the items
   ** and writes one patch block per touched record. */
   uint64_t committed_rows;    /* positions committed at load: the ones an update may change */
-  struct upd_call **calls;    /* n_calls; each one owned block */
+  cs__upd_call **calls;       /* n_calls; each one owned block (call_copy) */
   uint64_t n_calls, cap_calls;
-  struct upd_item *items;     /* n_items; owned */
+  cs__upd_item *items;        /* n_items; owned */
   uint64_t n_items, cap_items;
   bool patched;               /* prepare wrote a patch block */
   uint64_t flushed_to;        /* writeback started for bytes below this (kick_writeback) */
 };
-
-static const uint8_t zero_pad[CS_ALIGN];
 
 /* -------------------------------------------------------------- plumbing */
 
@@ -409,72 +408,6 @@ static cs_rc tail_save(cs_writer *w, cs_err *err) {
   return CS_OK;
 }
 
-/* ----------------------------------------------------------------- stats */
-
-/* Min, max and sortedness of one fixed-width slice, skipping NULLs (and NaN,
-** which SQLite reads as NULL).  One body, stamped out per element type.
-** Without NULLs the loop has no branch on the data: on random values a
-** "went down" branch mispredicts every other row, and laying out re-laid
-** records (compaction) spent 18% of its time here (docs/performance.md). */
-#define STATS_BODY(T, FIELD, IS_NAN)                                                   \
-  do {                                                                                 \
-    const T *v = (const T *)(const void *)data;                                        \
-    bool any = false, sorted = (validity == NULL);                                     \
-    T lo = 0, hi = 0, prev = 0;                                                        \
-    if (!validity) {                                                                   \
-      uint64_t i = 0;                                                                  \
-      while (i < n && IS_NAN(v[i])) i++;                                               \
-      if (i > 0) sorted = false;                                                       \
-      if (i < n) {                                                                     \
-        bool nan = false, down = false;                                                \
-        any = true, lo = hi = prev = v[i];                                             \
-        for (i++; i < n; i++) {                                                        \
-          T x = v[i];                                                                  \
-          nan |= IS_NAN(x);                                                            \
-          lo = x < lo ? x : lo;                                                        \
-          hi = x > hi ? x : hi;                                                        \
-          down |= x < prev;                                                            \
-          prev = x;                                                                    \
-        }                                                                              \
-        if (nan || down) sorted = false;                                               \
-      }                                                                                \
-    } else {                                                                           \
-      for (uint64_t i = 0; i < n; i++) {                                               \
-        if (!((validity[i >> 3] >> (i & 7)) & 1)) continue;                            \
-        T x = v[i];                                                                    \
-        if (IS_NAN(x)) { sorted = false; continue; }                                   \
-        if (!any) lo = hi = x, any = true;                                             \
-        else {                                                                         \
-          if (x < lo) lo = x;                                                          \
-          if (x > hi) hi = x;                                                          \
-          if (x < prev) sorted = false;                                                \
-        }                                                                              \
-        prev = x;                                                                      \
-      }                                                                                \
-    }                                                                                  \
-    if (any) { dc->min_bits = 0; dc->max_bits = 0; cs_stat a, b; a.FIELD = lo; b.FIELD = hi; \
-      dc->min_bits = a.bits; dc->max_bits = b.bits; dc->flags |= CS_CHUNK_HAS_MINMAX; } \
-    if (sorted) dc->flags |= CS_CHUNK_SORTED;                                          \
-  } while (0)
-
-#define NOT_NAN(x) 0
-#define IS_NAN_F(x) ((x) != (x))
-
-static void chunk_stats(cs_type t, const uint8_t *data, const uint8_t *validity, uint64_t n, cs_disk_chunk *dc) {
-  switch (t) {
-    case CS_TYPE_INT8: STATS_BODY(int8_t, i, NOT_NAN); break;
-    case CS_TYPE_INT16: STATS_BODY(int16_t, i, NOT_NAN); break;
-    case CS_TYPE_INT32: STATS_BODY(int32_t, i, NOT_NAN); break;
-    case CS_TYPE_INT64: STATS_BODY(int64_t, i, NOT_NAN); break;
-    case CS_TYPE_UINT8: case CS_TYPE_BOOL: STATS_BODY(uint8_t, i, NOT_NAN); break;
-    case CS_TYPE_UINT16: STATS_BODY(uint16_t, i, NOT_NAN); break;
-    case CS_TYPE_UINT32: STATS_BODY(uint32_t, i, NOT_NAN); break;
-    case CS_TYPE_FLOAT32: STATS_BODY(float, f, IS_NAN_F); break;
-    case CS_TYPE_FLOAT64: STATS_BODY(double, f, IS_NAN_F); break;
-    default: break; /* TEXT/BLOB carry no zone map in format 1 */
-  }
-}
-
 /* ---------------------------------------------------------------- record */
 
 static cs_rc scratch_reserve(cs_writer *w, uint64_t bytes, cs_err *err) {
@@ -501,48 +434,6 @@ static cs_rc directory_push(cs_writer *w, cs_err *err) {
   if (!e || !d || !x || (w->dv && !dv)) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory growing the record directory");
   w->cap_records = cap;
   return CS_OK;
-}
-
-static void pad_push(struct iovec *iov, int *n, uint64_t bytes) {
-  uint64_t pad = cs__align64(bytes) - bytes;
-  if (pad) iov[(*n)++] = (struct iovec){(void *)zero_pad, pad};
-}
-
-/* Most pieces chunk_lay adds: three parts, each with its padding. */
-#define CHUNK_MAX_IOV 6
-
-/* Lays out one chunk of n rows at offset at (a record offset, or a file
-** offset for a patch): the bitmap (given only when the chunk has a NULL,
-** its bits past n clear), the offsets (TEXT/BLOB, from 0), then the data,
-** each padded to 64 bytes (format.md 6.3).  Appends the pieces to iov
-** (from *n_iov), fills dc's offsets, sizes, checksum, zone map and sorted
-** flag (null_count is the caller's), and returns the chunk's end. */
-static uint64_t chunk_lay(cs_type type, uint64_t n, const uint8_t *bitmap, const int64_t *offsets, const uint8_t *data,
-                          uint64_t data_bytes, uint64_t at, struct iovec *iov, int *n_iov, cs_disk_chunk *dc) {
-  int first = *n_iov;
-  dc->chunk_offset = at;
-  if (bitmap) {
-    uint64_t vb = (n + 7) / 8;
-    dc->validity_offset = at;
-    iov[(*n_iov)++] = (struct iovec){(void *)bitmap, vb};
-    pad_push(iov, n_iov, vb);
-    at += cs__align64(vb);
-  }
-  if (offsets) {
-    dc->offsets_offset = at;
-    iov[(*n_iov)++] = (struct iovec){(void *)offsets, (n + 1) * 8};
-    pad_push(iov, n_iov, (n + 1) * 8);
-    at += cs__align64((n + 1) * 8);
-  }
-  dc->data_offset = at;
-  dc->data_bytes = data_bytes;
-  if (data_bytes) iov[(*n_iov)++] = (struct iovec){(void *)data, data_bytes};
-  pad_push(iov, n_iov, data_bytes);
-  at += cs__align64(data_bytes);
-  dc->chunk_bytes = at - dc->chunk_offset;
-  dc->checksum = cs__hash_iov(&iov[first], *n_iov - first);
-  chunk_stats(type, data, bitmap, n, dc);
-  return at;
 }
 
 /* Starts the device writing what the records wrote so far, a few MiB at a
@@ -599,7 +490,7 @@ static cs_rc record_write(cs_writer *w, const cs_batch *b, uint64_t first, uint6
   /* Scratch: per column a masked bitmap copy and rebased offsets. */
   uint64_t bitmap_bytes = (n + 7) / 8, per_col = cs__align64(bitmap_bytes) + (n + 1) * 8;
   if ((rc = scratch_reserve(w, per_col * nc, err))) return rc;
-  int max_iov = 1 + CHUNK_MAX_IOV * (int)nc, n_iov = 0;
+  int max_iov = 1 + CS__CHUNK_MAX_IOV * (int)nc, n_iov = 0;
   struct iovec *iov = cs__mem_malloc((size_t)max_iov * sizeof *iov);
   if (!iov) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory writing a record");
   memset(w->header, 0, hb);
@@ -637,7 +528,7 @@ static cs_rc record_write(cs_writer *w, const cs_batch *b, uint64_t first, uint6
       data = data_bytes ? col->data + base : NULL; /* only '' and NULLs: the batch may hold no buffer */
     }
     dcs[c].null_count = nulls;
-    at = chunk_lay(col->type, n, nulls ? col_scratch : NULL, offs, data, data_bytes, at, iov, &n_iov, &dcs[c]);
+    at = cs__chunk_lay(col->type, n, nulls ? col_scratch : NULL, offs, data, data_bytes, at, iov, &n_iov, &dcs[c]);
   }
   rc = record_emit(w, n, at, iov, n_iov, err);
   cs__mem_free(iov);
@@ -811,27 +702,10 @@ static cs_rc delete_write(cs_writer *w, cs_err *err) {
 
 /* --------------------------------------------------------------- updates */
 
-/* One cs_writer_update call's values, in one block: for each column it
-** changes (sel, increasing) a copy of rows [0, n) of the batch's column. */
-typedef struct upd_values {
-  const uint8_t *validity;    /* (n + 7) / 8 bytes, 1 = valid */
-  const int64_t *offsets;     /* TEXT/BLOB: n + 1, from 0 */
-  const uint8_t *data;        /* n * width bytes, or the TEXT/BLOB bytes */
-} upd_values;
-
-typedef struct upd_call {
-  uint64_t n;
-  uint32_t n_sel;
-  const uint32_t *sel;        /* the columns the call changes */
-  const upd_values *vals;     /* n_sel, in sel's order */
-} upd_call;
-
-/* Position row takes the values of row index of call call; sorted by all
-** three at prepare, so the last item of a row that changes a column wins. */
-typedef struct upd_item {
-  uint64_t row, call, index;
-} upd_item;
-
+/* A cs_writer_update call's values (cs__upd_call) live in one block: the
+** struct, sel, vals, then for each column it changes a copy of rows [0, n)
+** of the batch's column.  Its items (cs__upd_item) say which position takes
+** which of its rows. */
 static void update_forget(cs_writer *w) {
   for (uint64_t k = 0; k < w->n_calls; k++) cs__mem_free(w->calls[k]);
   cs__mem_free(w->calls);
@@ -849,17 +723,17 @@ static uint64_t values_bytes(const cs_batch_column *bc, uint64_t n) {
 }
 
 /* The call's block: the struct, sel, vals, then each column's copy. */
-static upd_call *call_copy(const cs_batch *b, uint64_t n, const uint8_t *cols, uint32_t n_sel) {
-  uint64_t bytes = sizeof(upd_call) + align8(n_sel * sizeof(uint32_t)) + n_sel * sizeof(upd_values);
+static cs__upd_call *call_copy(const cs_batch *b, uint64_t n, const uint8_t *cols, uint32_t n_sel) {
+  uint64_t bytes = sizeof(cs__upd_call) + align8(n_sel * sizeof(uint32_t)) + n_sel * sizeof(cs__upd_values);
   for (uint32_t c = 0; c < b->n_cols; c++)
     if (!cols || cols[c]) bytes += values_bytes(&b->cols[c], n);
   uint8_t *p = cs__mem_malloc(bytes);
   if (!p) return NULL;
-  upd_call *call = (upd_call *)(void *)p;
+  cs__upd_call *call = (cs__upd_call *)(void *)p;
   uint32_t *sel = (uint32_t *)(void *)(p + sizeof *call);
-  upd_values *vals = (upd_values *)(void *)(p + sizeof *call + align8(n_sel * sizeof(uint32_t)));
+  cs__upd_values *vals = (cs__upd_values *)(void *)(p + sizeof *call + align8(n_sel * sizeof(uint32_t)));
   uint8_t *at = (uint8_t *)(vals + n_sel);
-  *call = (upd_call){n, n_sel, sel, vals};
+  *call = (cs__upd_call){n, n_sel, sel, vals};
   uint32_t k = 0;
   for (uint32_t c = 0; c < b->n_cols; c++) {
     if (cols && !cols[c]) continue;
@@ -881,13 +755,6 @@ static upd_call *call_copy(const cs_batch *b, uint64_t n, const uint8_t *cols, u
     k++;
   }
   return call;
-}
-
-static int item_cmp(const void *pa, const void *pb) {
-  const upd_item *a = pa, *b = pb;
-  if (a->row != b->row) return a->row < b->row ? -1 : 1;
-  if (a->call != b->call) return a->call < b->call ? -1 : 1;
-  return a->index < b->index ? -1 : a->index > b->index;
 }
 
 /* Whether position row (of a committed record) is deleted, committed or in
@@ -937,80 +804,37 @@ cs_rc cs_writer_update(cs_writer *w, const uint64_t *rows, uint64_t n, const cs_
   /* Room first, then the copy, then the items: a failure changes nothing. */
   if (w->n_calls == w->cap_calls) {
     uint64_t cap = w->cap_calls ? w->cap_calls * 2 : 8;
-    upd_call **c2 = cs__mem_realloc(w->calls, cap * sizeof *c2);
+    cs__upd_call **c2 = cs__mem_realloc(w->calls, cap * sizeof *c2);
     if (!c2) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for an update");
     w->calls = c2, w->cap_calls = cap;
   }
   if (w->n_items + n > w->cap_items) {
     uint64_t cap = w->cap_items ? w->cap_items : 64;
     while (cap < w->n_items + n) cap *= 2;
-    upd_item *i2 = cs__mem_realloc(w->items, cap * sizeof *i2);
+    cs__upd_item *i2 = cs__mem_realloc(w->items, cap * sizeof *i2);
     if (!i2) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for an update of %llu rows", (unsigned long long)n);
     w->items = i2, w->cap_items = cap;
   }
-  upd_call *call = call_copy(values, n, cols, n_sel);
+  cs__upd_call *call = call_copy(values, n, cols, n_sel);
   if (!call) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory copying an update of %llu rows", (unsigned long long)n);
-  for (uint64_t i = 0; i < n; i++) w->items[w->n_items + i] = (upd_item){rows[i], w->n_calls, i};
+  for (uint64_t i = 0; i < n; i++) w->items[w->n_items + i] = (cs__upd_item){rows[i], w->n_calls, i};
   w->n_items += n;
   w->calls[w->n_calls++] = call;
   return CS_OK;
 }
 
-/* The values call changes in column col, or NULL. */
-static const upd_values *call_values(const upd_call *call, uint32_t col) {
-  uint32_t lo = 0, hi = call->n_sel;
-  while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    if (call->sel[mid] < col) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < call->n_sel && call->sel[lo] == col ? &call->vals[lo] : NULL;
-}
-
-/* A position's new value in one column: row local of the record takes row
-** index of v. */
-typedef struct upd_win {
-  uint64_t local, index;
-  const upd_values *v;
-} upd_win;
-
-/* The winners of column col among items[0, n) (one record's, sorted): per
-** position, the last item whose call changes col.  Returns how many. */
-static uint64_t winners(const cs_writer *w, uint64_t first_row, const upd_item *it, uint64_t n, uint32_t col, upd_win *out) {
-  uint64_t k = 0;
-  for (uint64_t a = 0, b; a < n; a = b) {
-    for (b = a + 1; b < n && it[b].row == it[a].row;) b++;
-    for (uint64_t j = b; j-- > a;) {
-      const upd_values *v = call_values(w->calls[it[j].call], col);
-      if (v) {
-        out[k++] = (upd_win){it[j].row - first_row, it[j].index, v};
-        break;
-      }
-    }
-  }
-  return k;
-}
-
-static bool bit_get(const uint8_t *bits, uint64_t i) { return (bits[i >> 3] >> (i & 7)) & 1; }
-static void bit_put(uint8_t *bits, uint64_t i, bool v) {
-  bits[i >> 3] = (uint8_t)((bits[i >> 3] & ~(1u << (i & 7))) | ((unsigned)v << (i & 7)));
-}
-
 /* The new chunk of column col of record r (its live chunk, read back and
 ** checked against its checksum, with the winners' values in place), written
 ** at file offset at inside the patch block at block; *dc describes it. */
-static cs_rc patch_chunk(cs_writer *w, uint64_t r, uint32_t col, const upd_win *win, uint64_t n_win, uint64_t block, uint64_t at,
-                         cs_disk_chunk *dc, cs_err *err) {
+static cs_rc patch_chunk(cs_writer *w, uint64_t r, uint32_t col, const cs__upd_win *win, uint64_t n_win, uint64_t block,
+                         uint64_t at, cs_disk_chunk *dc, cs_err *err) {
   const cs_disk_chunk *od = &w->dchunks[r * w->schema.n_cols + col];
   const cs_column *column = &w->cols[col];
-  uint64_t n = w->entries[r].n_rows, vb = (n + 7) / 8, width = cs_type_width(column->type), data_bytes = n * width;
-  uint8_t *old = cs__mem_malloc(od->chunk_bytes ? od->chunk_bytes : 1), *bits = cs__mem_malloc(vb), *data = NULL;
-  int64_t *offs = NULL;
+  uint64_t n = w->entries[r].n_rows;
+  uint8_t *old = cs__mem_malloc(od->chunk_bytes ? od->chunk_bytes : 1);
+  cs__merged m = {0};
   cs_rc rc = CS_OK;
-  if (!old || !bits) {
-    rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory updating a chunk of %llu rows", (unsigned long long)n);
-    goto done;
-  }
+  if (!old) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory updating a chunk of %llu rows", (unsigned long long)n);
   if ((rc = cs__pread_full(w->fd, old, od->chunk_bytes, cs__chunk_base(&w->entries[r], od) + od->chunk_offset, w->path, err))) goto done;
   /* The old values go into a chunk with a fresh checksum, so they are
   ** proven first (a damaged byte would otherwise become a valid one). */
@@ -1019,63 +843,14 @@ static cs_rc patch_chunk(cs_writer *w, uint64_t r, uint32_t col, const upd_win *
                     w->path, (unsigned long long)r, column->name);
     goto done;
   }
-  const uint8_t *ov = od->validity_offset ? old + (od->validity_offset - od->chunk_offset) : NULL;
-  const uint8_t *odata = old + (od->data_offset - od->chunk_offset);
-  if (ov) memcpy(bits, ov, vb);
-  else memset(bits, 0xFF, vb);
-  if (n & 7) bits[vb - 1] &= (uint8_t)((1u << (n & 7)) - 1);
-  for (uint64_t k = 0; k < n_win; k++) bit_put(bits, win[k].local, bit_get(win[k].v->validity, win[k].index));
-  if (width) {
-    if (!(data = cs__mem_malloc(data_bytes ? data_bytes : 1))) {
-      rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory updating a chunk of %llu rows", (unsigned long long)n);
-      goto done;
-    }
-    memcpy(data, odata, data_bytes);
-    for (uint64_t k = 0; k < n_win; k++) memcpy(data + win[k].local * width, win[k].v->data + win[k].index * width, width);
-  } else {
-    const int64_t *oo = (const int64_t *)(const void *)(old + (od->offsets_offset - od->chunk_offset));
-    bool ok = oo[0] == 0 && (uint64_t)oo[n] == od->data_bytes;
-    for (uint64_t i = 0; ok && i < n; i++) ok = oo[i + 1] >= oo[i];
-    if (!ok) {
-      rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu, column %s: TEXT/BLOB offsets are damaged", w->path, (unsigned long long)r,
-                      column->name);
-      goto done;
-    }
-    data_bytes = od->data_bytes;
-    for (uint64_t k = 0; k < n_win; k++) {
-      const int64_t *no = win[k].v->offsets;
-      data_bytes += (uint64_t)(no[win[k].index + 1] - no[win[k].index]) - (uint64_t)(oo[win[k].local + 1] - oo[win[k].local]);
-    }
-    offs = cs__mem_malloc((n + 1) * 8);
-    data = cs__mem_malloc(data_bytes ? data_bytes : 1);
-    if (!offs || !data) {
-      rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory updating a chunk of %llu rows", (unsigned long long)n);
-      goto done;
-    }
-    /* Runs of old values between the winners, each winner's new value. */
-    uint64_t put = 0, i = 0;
-    offs[0] = 0;
-    for (uint64_t k = 0; k <= n_win; k++) {
-      uint64_t end = k < n_win ? win[k].local : n, run = (uint64_t)(oo[end] - oo[i]);
-      if (run) memcpy(data + put, odata + oo[i], run);
-      for (; i < end; i++) offs[i + 1] = offs[i] + (oo[i + 1] - oo[i]);
-      put += run;
-      if (k == n_win) break;
-      const int64_t *no = win[k].v->offsets;
-      uint64_t len = (uint64_t)(no[win[k].index + 1] - no[win[k].index]);
-      if (len) memcpy(data + put, win[k].v->data + no[win[k].index], len);
-      put += len;
-      offs[i + 1] = offs[i] + (int64_t)len;
-      i++;
-    }
-  }
-  uint64_t valid = 0;
-  for (uint64_t i = 0; i < vb; i++) valid += (uint64_t)__builtin_popcount(bits[i]);
+  cs_chunk live;
+  cs__chunk_resolve(old, od, &live);
+  if ((rc = cs__chunk_merge(column, n, &live, win, n_win, w->path, r, &m, err))) goto done;
   memset(dc, 0, sizeof *dc);
-  dc->null_count = n - valid;
-  struct iovec iov[CHUNK_MAX_IOV];
+  dc->null_count = m.null_count;
+  struct iovec iov[CS__CHUNK_MAX_IOV];
   int n_iov = 0;
-  uint64_t end = chunk_lay(column->type, n, dc->null_count ? bits : NULL, offs, data, data_bytes, at, iov, &n_iov, dc);
+  uint64_t end = cs__chunk_lay(column->type, n, m.null_count ? m.bits : NULL, m.offsets, m.data, m.data_bytes, at, iov, &n_iov, dc);
   dc->flags |= CS_CHUNK_ABSOLUTE;
   if ((end - block) / CS_ALIGN > UINT32_MAX) {
     rc = cs_err_set(err, CS_ERANGE, "colstore: %s: record %llu: a patch block over 256 GiB", w->path, (unsigned long long)r);
@@ -1084,7 +859,8 @@ static cs_rc patch_chunk(cs_writer *w, uint64_t r, uint32_t col, const upd_win *
   dc->patch_back = (uint32_t)((at - block) / CS_ALIGN);
   rc = write_iov(w, iov, n_iov, at, err);
 done:
-  cs__mem_free(old), cs__mem_free(bits), cs__mem_free(data), cs__mem_free(offs);
+  cs__mem_free(old);
+  cs__merged_free(&m);
   return rc;
 }
 
@@ -1094,18 +870,18 @@ typedef struct upd_scratch {
   uint8_t *touched;           /* n_cols */
   cs_disk_chunk *old;         /* the replaced descriptors */
   uint64_t *orphans;
-  upd_win *win;               /* the most items of one record */
+  cs__upd_win *win;           /* the most items of one record */
 } upd_scratch;
 
 /* The patch block of record r, whose sorted items are it[0, n), at w->pos:
 ** a new chunk per changed column, then the header; the replaced chunks, and
 ** the headers of earlier patches left without a live chunk, are free space
 ** (format.md 14.5; the forward scan counts them the same way, cs_store.c). */
-static cs_rc patch_write(cs_writer *w, uint64_t r, const upd_item *it, uint64_t n, upd_scratch *sc, cs_err *err) {
+static cs_rc patch_write(cs_writer *w, uint64_t r, const cs__upd_item *it, uint64_t n, upd_scratch *sc, cs_err *err) {
   uint32_t nc = w->schema.n_cols, n_chunks = 0;
   memset(sc->touched, 0, nc);
   for (uint64_t k = 0; k < n; k++) {
-    const upd_call *call = w->calls[it[k].call];
+    const cs__upd_call *call = w->calls[it[k].call];
     for (uint32_t j = 0; j < call->n_sel; j++) sc->touched[call->sel[j]] = 1;
   }
   for (uint32_t c = 0; c < nc; c++) n_chunks += sc->touched[c];
@@ -1116,7 +892,7 @@ static cs_rc patch_write(cs_writer *w, uint64_t r, const upd_item *it, uint64_t 
   cs_rc rc = tail_save(w, err);
   for (uint32_t c = 0, k = 0; rc == CS_OK && c < nc; c++) {
     if (!sc->touched[c]) continue;
-    uint64_t n_win = winners(w, w->first_rows[r], it, n, c, sc->win);
+    uint64_t n_win = cs__upd_winners((const cs__upd_call *const *)w->calls, w->first_rows[r], it, n, c, sc->win);
     items[k].column = c;
     rc = patch_chunk(w, r, c, sc->win, n_win, block, at, &items[k].chunk, err);
     if (rc) break;
@@ -1161,7 +937,7 @@ static cs_rc update_write(cs_writer *w, cs_err *err) {
   uint32_t nc = w->schema.n_cols;
   cs_rc rc = delete_index(w, err);
   if (rc) return rc;
-  qsort(w->items, w->n_items, sizeof *w->items, item_cmp);
+  qsort(w->items, w->n_items, sizeof *w->items, cs__upd_item_cmp);
   uint64_t most = 0;
   for (uint64_t a = 0, b; a < w->n_items; a = b) {
     uint64_t end = w->first_rows[delete_find(w, w->items[a].row, 0) + 1];

@@ -90,11 +90,12 @@ struct csx_table {
   } *marks;                 /* marks[i]: savepoint i */
   int n_marks;
   cs_writer *writer;
-  /* What this connection's readers see while deletions are pending: snap
-  ** with them deleted (cs_store_with_deletions), made for view_of holding
-  ** view_n_dels of them; one ref each; NULL when none was made. */
+  /* What this connection's readers see while deletions or updates are
+  ** pending: snap with them applied (cs_store_with_changes), made for
+  ** view_of holding view_n_dels deletions and view_n_upd updated rows; one
+  ** ref each; NULL when none was made. */
   csx_snapshot *view, *view_of;
-  uint64_t view_n_dels;
+  uint64_t view_n_dels, view_n_upd;
 };
 
 /* The plan xBestIndex encodes in idxStr (colstore_plan.c explains it). */
@@ -262,7 +263,7 @@ bool csx_table_has_pending(const csx_table *pTab);
 #define CSX_LOCK_TIMEOUT_MS 5000
 /* The snapshot this connection's next statement reads (one ref for the
 ** caller): the newest committed state (csx_table_refresh) with the
-** transaction's pending deletions applied.  Errors go to pTab. */
+** transaction's pending deletions and updates applied.  Errors go to pTab. */
 int csx_table_read_snapshot(csx_table *pTab, csx_snapshot **out);
 
 /* colstore_value.c: puts v into column iCol of the batch, converting as a

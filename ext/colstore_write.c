@@ -32,19 +32,26 @@
 ** that SET the same columns (the others are marked unchanged by SQLite's
 ** nochange protocol, so xColumn never reads them and cs_writer_update
 ** patches only the columns that change).  At xSync cs_writer_update writes
-** a patch block per touched record (docs/format.md 14.4).  Until COMMIT
-** the connection cannot read values it changed through a view as it reads
-** its deletions, so a statement that reads the table after an UPDATE in
-** the same transaction is refused with a clear error rather than shown the
-** old values (which a second `SET b = b + 1` would turn into a wrong
-** result).
+** a patch block per touched record (docs/format.md 14.4).  The connection
+** reads its own updates through the same view as its deletions
+** (cs_store_with_changes): the records they touch get chunks of their own,
+** built as the patch will be, so a second `SET b = b + 1` adds to the
+** first.  The view is made when a statement starts reading and the
+** pending lists changed since the last one, which is known from their
+** counts alone because the lists only grow between two reads; a savepoint
+** rollback that shrinks them drops it.
+**
+** At xSync the updates go to the writer before the deletions: a row a
+** transaction updated and then deleted is a legal sequence (the update
+** read it before it was deleted), while the writer refuses to update a row
+** already deleted.
 */
 #include <string.h>
 
 #include "colstore_ext.h"
 
-/* The readers' view of the pending deletions, dropped when the list
-** shrinks (a rollback): its count alone would no longer say what it shows. */
+/* The readers' view of the pending changes, dropped when a list shrinks
+** (a rollback): its counts alone would no longer say what it shows. */
 static void view_drop(csx_table *pTab) {
   csx_snapshot_release(pTab->view);
   csx_snapshot_release(pTab->view_of);
@@ -285,9 +292,9 @@ int csx_sync(sqlite3_vtab *pVtab) {
       rc = cs_err_set(&err, CS_EBUSY, "colstore: %s was replaced by another file after this transaction's DELETE or UPDATE read "
                       "its rows, whose positions may name other rows there; ROLLBACK and run the statements again", pTab->zPath);
   }
-  if (rc == CS_OK && pTab->n_dels) rc = cs_writer_delete(w, pTab->dels, pTab->n_dels, NULL, &err);
   for (int i = 0; rc == CS_OK && i < pTab->n_segs; i++)
     if (pTab->segs[i].n) rc = cs_writer_update(w, pTab->segs[i].rows, pTab->segs[i].n, pTab->segs[i].vals, pTab->segs[i].cols, &err);
+  if (rc == CS_OK && pTab->n_dels) rc = cs_writer_delete(w, pTab->dels, pTab->n_dels, NULL, &err);
   if (rc == CS_OK && rows) rc = cs_writer_write(w, pTab->pending, &err);
   if (rc == CS_OK) rc = cs_writer_prepare(w, &err);
   if (rc != CS_OK) {
@@ -351,9 +358,10 @@ int csx_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
   }
   if (iSavepoint < pTab->n_marks) {
     if (pTab->pending) cs_batch_truncate(pTab->pending, pTab->marks[iSavepoint].rows);
-    if (pTab->n_dels != pTab->marks[iSavepoint].dels) view_drop(pTab);
+    uint64_t n_upd = updates_pending(pTab);
     pTab->n_dels = pTab->marks[iSavepoint].dels;
     updates_truncate(pTab, pTab->marks[iSavepoint].segs, pTab->marks[iSavepoint].seg_n);
+    if (pTab->n_dels != pTab->view_n_dels || updates_pending(pTab) != n_upd) view_drop(pTab);
     pTab->n_marks = iSavepoint + 1;
   }
   return SQLITE_OK;
@@ -361,32 +369,43 @@ int csx_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
 
 /* ------------------------------------------------------------- reading */
 
+/* A view of pTab->snap with the pending deletions and updates (n_upd
+** rows), made afresh; errors go to pTab. */
+static int view_make(csx_table *pTab, uint64_t n_upd) {
+  cs_update *upd = NULL;
+  if (pTab->n_segs > 0 && !(upd = sqlite3_malloc64((sqlite3_uint64)pTab->n_segs * sizeof *upd))) return SQLITE_NOMEM;
+  int n = 0;
+  for (int i = 0; i < pTab->n_segs; i++)
+    if (pTab->segs[i].n) upd[n++] = (cs_update){pTab->segs[i].rows, pTab->segs[i].n, pTab->segs[i].vals, pTab->segs[i].cols};
+  cs_err err = {0};
+  cs_store *v = NULL;
+  cs_rc crc = cs_store_with_changes(pTab->snap->store, pTab->dels, pTab->n_dels, upd, (uint64_t)n, &v, &err);
+  sqlite3_free(upd);
+  if (crc != CS_OK) return csx_vtab_error(&pTab->base, csx_rc_to_sqlite(crc), "%s", err.msg);
+  csx_snapshot *vs = csx_snapshot_new(v);
+  if (!vs) {
+    cs_store_close(v);
+    return SQLITE_NOMEM;
+  }
+  view_drop(pTab);
+  pTab->view = vs;
+  pTab->view_of = pTab->snap;
+  pTab->view_of->n_refs++;
+  pTab->view_n_dels = pTab->n_dels;
+  pTab->view_n_upd = n_upd;
+  return SQLITE_OK;
+}
+
 int csx_table_read_snapshot(csx_table *pTab, csx_snapshot **out) {
-  if (updates_pending(pTab))
-    return csx_vtab_error(&pTab->base, SQLITE_ERROR,
-                          "colstore: table %s has rows UPDATEd in this transaction and cannot be read again before COMMIT; "
-                          "COMMIT first, or make the changes in one UPDATE statement", pTab->zName);
   int rc = csx_table_refresh(pTab);
   if (rc != SQLITE_OK) return rc;
   csx_snapshot *snap = pTab->snap;
-  if (pTab->n_dels > 0) {
-    /* The list grows between views (a rollback that shrinks it drops the
-    ** view), so the count and the snapshot say whether the view is current. */
-    if (!pTab->view || pTab->view_of != pTab->snap || pTab->view_n_dels != pTab->n_dels) {
-      cs_err err = {0};
-      cs_store *v = NULL;
-      cs_rc crc = cs_store_with_deletions(pTab->snap->store, pTab->dels, pTab->n_dels, &v, &err);
-      if (crc != CS_OK) return csx_vtab_error(&pTab->base, csx_rc_to_sqlite(crc), "%s", err.msg);
-      csx_snapshot *vs = csx_snapshot_new(v);
-      if (!vs) {
-        cs_store_close(v);
-        return SQLITE_NOMEM;
-      }
-      view_drop(pTab);
-      pTab->view = vs;
-      pTab->view_of = pTab->snap;
-      pTab->view_of->n_refs++;
-      pTab->view_n_dels = pTab->n_dels;
+  uint64_t n_upd = updates_pending(pTab);
+  if (pTab->n_dels > 0 || n_upd > 0) {
+    /* The lists grow between views (a rollback that shrinks one drops the
+    ** view), so the counts and the snapshot say whether the view is current. */
+    if (!pTab->view || pTab->view_of != pTab->snap || pTab->view_n_dels != pTab->n_dels || pTab->view_n_upd != n_upd) {
+      if ((rc = view_make(pTab, n_upd)) != SQLITE_OK) return rc;
     }
     snap = pTab->view;
   }

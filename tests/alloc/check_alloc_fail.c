@@ -14,7 +14,8 @@
 ** a dataset directory, a pattern, a store recovered by scanning its records,
 ** a damaged store), scans of every shape the cursor has (and after another
 ** connection's commit, so the snapshot is refreshed), INSERT and
-** transactions, colstore_create, and aggregate tables (colstore_agg:
+** transactions (DELETE and UPDATE read back before COMMIT among them),
+** colstore_create, and aggregate tables (colstore_agg:
 ** totals from per-record statistics, grouped with predicates, _rows and
 ** _mask, one over a SOURCE); a few more call the core's API for
 ** the allocations no SQL reaches (a dataset from a list of paths, the
@@ -409,6 +410,10 @@ static bool store_check(const char *path, uint64_t *out_hash, uint64_t *out_rows
 
 typedef enum { K_OPEN, K_SCAN, K_WRITE, K_CREATE, K_COMPACT } kind;
 
+/* Statements a scenario may run (all of them: a script cut short would
+** never reach its COMMIT). */
+#define SCENARIO_MAX_SQL 12
+
 typedef struct scenario {
   const char *name;
   kind kind;
@@ -419,7 +424,7 @@ typedef struct scenario {
   ** K_COMPACT: one query calling colstore_compact on `target`, whose rows
   ** must read the same after it whatever happens, and whose file must be
   ** byte for byte the old one when it fails. */
-  const char *sql[12];
+  const char *sql[SCENARIO_MAX_SQL];
   const char *check;    /* K_OPEN: a count(*) query run clean after an OK open */
   uint64_t check_rows;  /* ... and the count it must give */
   const char *target;   /* K_CREATE: the file made, relative to work */
@@ -525,6 +530,12 @@ static const scenario scenarios[] = {
       "SAVEPOINT s1", "DELETE FROM t WHERE i > 9000", "ROLLBACK TO s1", INS_A,
       "SELECT max(i), count(*) FROM t WHERE f > 10", "COMMIT"},
      NULL, 0, NULL, 0, false, NULL},
+    {"update, read own updates, savepoint, delete", K_WRITE,
+     {"BEGIN", "UPDATE t SET f = f + 1, s = 'u' || i WHERE k = 1 AND rowid % 4 = 0", "SELECT count(*), sum(f), max(s) FROM t WHERE f > 100",
+      "UPDATE t SET f = f * 2, b = x'' WHERE rowid IN (1, 2, 3, 9999)", "SAVEPOINT s1", "UPDATE t SET k = 99 WHERE i > 9990",
+      "SELECT count(*) FROM t WHERE k = 99", "ROLLBACK TO s1", "DELETE FROM t WHERE k = 3",
+      "SELECT count(*), sum(f), min(b), max(s) FROM t WHERE k IN (1, 3, 99)", "COMMIT"},
+     NULL, 0, NULL, 0, false, NULL},
     {"insert into recovered store", K_WRITE,
      {"CREATE VIRTUAL TABLE r USING colstore('@/many_recovered.cst')", "INSERT INTO r SELECT * FROM r WHERE rowid % 50 = 7"},
      NULL, 0, "many_recovered.cst", 0, false, NULL},
@@ -592,7 +603,7 @@ static sqlite3 *scenario_db(const scenario *sc) {
 /* The script, armed: stops at the first failure and rolls back what it
 ** began (again with nothing failing if that rollback fails too). */
 static void scenario_body(const scenario *sc, sqlite3 *db, char *const *sql, outcome *o) {
-  for (int i = 0; i < 8 && sql[i]; i++) {
+  for (int i = 0; i < SCENARIO_MAX_SQL && sql[i]; i++) {
     const void *blob = sc->blob == 1 ? g_rows_blob : sc->blob == 2 ? g_mask_blob : NULL;
     int bytes = sc->blob == 1 ? (int)sizeof g_rows_blob : (int)sizeof g_mask_blob;
     if (stmt_run(db, sql[i], blob, bytes, o) != SQLITE_OK) break;
@@ -637,8 +648,8 @@ static long run_once(const scenario *sc, long k, bool sticky, const expect *ex, 
     sqlite3_free(pre);
     sqlite3_close(db2);
   }
-  char *sql[9] = {0}; /* made before arming: the harness's own allocations never fail */
-  for (int i = 0; i < 8 && sc->sql[i]; i++) sql[i] = sql_for(sc->sql[i]);
+  char *sql[SCENARIO_MAX_SQL + 1] = {0}; /* made before arming: the harness's own allocations never fail */
+  for (int i = 0; i < SCENARIO_MAX_SQL && sc->sql[i]; i++) sql[i] = sql_for(sc->sql[i]);
   outcome o = {0};
   o.hash = 0xcbf29ce484222325ULL;
   if (k > 0) cs_mem_fail_after(k, sticky);
@@ -646,7 +657,7 @@ static long run_once(const scenario *sc, long k, bool sticky, const expect *ex, 
   scenario_body(sc, db, sql, &o);
   long n = cs_mem_count();
   disarm();
-  for (int i = 0; i < 8; i++) sqlite3_free(sql[i]);
+  for (int i = 0; i < SCENARIO_MAX_SQL; i++) sqlite3_free(sql[i]);
   t->runs++;
   if (o.rc == SQLITE_OK) t->ok++;
   else if ((o.rc & 0xff) == SQLITE_NOMEM) t->nomem++;

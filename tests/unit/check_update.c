@@ -786,29 +786,12 @@ START_TEST(test_zone_maps_see_the_new_values) {
 }
 END_TEST
 
-/* Every kernel over a patched store (with deletions) equals the same kernel
-** over a store written fresh with its values and deletions. */
-START_TEST(test_kernels_read_the_new_values) {
-  const cs_schema fixed = {UT_FIXED_COLS, ut_fixed_cols};
-  ut_scratch sc = ut_scratch_new();
-  ut_table *t = random_table(&fixed, 700, 80, 24);
-  ut_table_create_store(t, sc.path, 700, 64, 0);
-  ut_rng r = ut_rng_seed(25);
-  bool del[700] = {0};
-  for (int txn = 0; txn < 3; txn++) {
-    uint64_t n = 150, rows[150];
-    for (uint64_t i = 0; i < n; i++) rows[i] = ut_rng_below(&r, 700);
-    uint8_t cols[UT_FIXED_COLS];
-    for (int c = 0; c < UT_FIXED_COLS; c++) cols[c] = ut_rng_below(&r, 2);
-    ut_table *u = random_table(&fixed, n, 100, 30 + (uint64_t)txn);
-    ut_update_commit(sc.path, t, rows, n, u, cols);
-    ut_table_free(u);
-  }
-  uint64_t dead[40];
-  for (int i = 0; i < 40; i++) dead[i] = ut_rng_below(&r, 700), del[dead[i]] = true;
-  delete_commit(sc.path, dead, 40);
-  assert_state(sc.path, t, del, "kernels");
-  cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "kernels"), *f = fresh_like(s, t, del, sc.copy);
+/* Every kernel over s (a store of ut_fixed_cols) equals the same kernel
+** over f, a store written fresh with its values and deletions: gathers, a
+** predicate per column, the selector, ordering, DISTINCT and aggregates
+** (random lists and masks from seed). */
+static void assert_kernels_like(const cs_store *s, const cs_store *f, uint64_t seed) {
+  ut_rng r = ut_rng_seed(seed);
   uint64_t n = cs_store_rows(s);
   uint8_t *m1 = malloc(n), *m2 = malloc(n), *v1 = malloc(n), *v2 = malloc(n), *user = malloc(n);
   uint64_t *r1 = malloc(n * sizeof *r1), *r2 = malloc(n * sizeof *r2), *list = malloc(n * sizeof *list);
@@ -891,8 +874,425 @@ START_TEST(test_kernels_read_the_new_values) {
     }
     cs_agg_free(a1), cs_agg_free(a2);
   }
+  /* Every column's totals over all rows, no mask: records without deletions
+  ** are answered from per-record statistics and zone maps. */
+  unsigned what[UT_FIXED_COLS];
+  for (uint32_t c = 0; c < UT_FIXED_COLS; c++)
+    what[c] = CS_AGG_COUNT | CS_AGG_MIN | CS_AGG_MAX | (cs_type_is_varlen(ut_fixed_cols[c].type) ? 0 : CS_AGG_SUM);
+  cs_agg_spec spec = {NULL, 0, what, 1};
+  cs_agg *a1, *a2;
+  cs_err err = {0};
+  ck_assert(cs_agg_new(s, &spec, &a1, &err) == CS_OK && cs_agg_new(f, &spec, &a2, &err) == CS_OK);
+  ck_assert(cs_agg_add_range(a1, NULL, 0, n, NULL, &err) == CS_OK && cs_agg_add_range(a2, NULL, 0, n, NULL, &err) == CS_OK);
+  for (uint32_t c = 0; c < UT_FIXED_COLS; c++) {
+    cs_agg_result x, y;
+    cs_agg_result_get(a1, 0, c, &x);
+    cs_agg_result_get(a2, 0, c, &y);
+    ck_assert_msg(x.count == y.count && x.min.kind == y.min.kind && x.max.kind == y.max.kind, "totals column %u", c);
+    if (!x.count) continue;
+    if (x.min.kind == CS_VAL_INT) ck_assert_msg(x.min.i == y.min.i && x.max.i == y.max.i, "totals column %u", c);
+    if (x.min.kind == CS_VAL_FLOAT) ck_assert_msg(x.min.f == y.min.f && x.max.f == y.max.f, "totals column %u", c);
+    if (x.min.kind == CS_VAL_TEXT || x.min.kind == CS_VAL_BLOB)
+      ck_assert_msg(x.min.n == y.min.n && x.max.n == y.max.n && (!x.min.n || memcmp(x.min.p, y.min.p, x.min.n) == 0) &&
+                    (!x.max.n || memcmp(x.max.p, y.max.p, x.max.n) == 0), "totals column %u", c);
+    if (x.sum.kind == CS_VAL_INT) ck_assert_msg(x.sum.i == y.sum.i, "totals column %u", c);
+  }
+  cs_agg_free(a1), cs_agg_free(a2);
   free(m1), free(m2), free(v1), free(v2), free(user), free(r1), free(r2), free(list), free(o1), free(o2);
+}
+
+/* Every kernel over a patched store (with deletions) equals the same kernel
+** over a store written fresh with its values and deletions. */
+START_TEST(test_kernels_read_the_new_values) {
+  const cs_schema fixed = {UT_FIXED_COLS, ut_fixed_cols};
+  ut_scratch sc = ut_scratch_new();
+  ut_table *t = random_table(&fixed, 700, 80, 24);
+  ut_table_create_store(t, sc.path, 700, 64, 0);
+  ut_rng r = ut_rng_seed(25);
+  bool del[700] = {0};
+  for (int txn = 0; txn < 3; txn++) {
+    uint64_t n = 150, rows[150];
+    for (uint64_t i = 0; i < n; i++) rows[i] = ut_rng_below(&r, 700);
+    uint8_t cols[UT_FIXED_COLS];
+    for (int c = 0; c < UT_FIXED_COLS; c++) cols[c] = ut_rng_below(&r, 2);
+    ut_table *u = random_table(&fixed, n, 100, 30 + (uint64_t)txn);
+    ut_update_commit(sc.path, t, rows, n, u, cols);
+    ut_table_free(u);
+  }
+  uint64_t dead[40];
+  for (int i = 0; i < 40; i++) dead[i] = ut_rng_below(&r, 700), del[dead[i]] = true;
+  delete_commit(sc.path, dead, 40);
+  assert_state(sc.path, t, del, "kernels");
+  cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "kernels"), *f = fresh_like(s, t, del, sc.copy);
+  assert_kernels_like(s, f, 26);
   cs_store_close(f), cs_store_close(s);
+  ut_table_free(t);
+  ut_scratch_free(&sc);
+}
+END_TEST
+
+/* --------------------------------------------- the view of pending changes */
+
+/* A copy of t (cells and bytes its own). */
+static ut_table *table_copy(const ut_table *t) {
+  ut_table *c = ut_table_new(&t->schema);
+  for (uint64_t row = 0; row < t->n_rows; row++) {
+    ut_cell *dst = ut_table_add_row(c);
+    for (uint32_t k = 0; k < t->schema.n_cols; k++) {
+      const ut_cell *src = ut_table_cell(t, row, k);
+      if (src->null) ut_cell_set_null(&dst[k]);
+      else if (cs_type_is_varlen(t->cols[k].type)) ut_cell_set_bytes(&dst[k], src->bytes, src->len);
+      else dst[k] = (ut_cell){.i = src->i, .f = src->f, .f32 = src->f32};
+    }
+  }
+  return c;
+}
+
+/* One transaction's pending changes, kept as the SQL layer keeps them:
+** update calls (positions, a batch of values, a column set) and deleted
+** positions. */
+#define VIEW_MAX_CALLS 6
+typedef struct pending {
+  uint64_t n_calls;
+  uint64_t rows[VIEW_MAX_CALLS][64];
+  cs_batch *vals[VIEW_MAX_CALLS];
+  uint8_t cols[VIEW_MAX_CALLS][ALL_COLS];
+  cs_update upd[VIEW_MAX_CALLS];
+  uint64_t dels[32], n_dels;
+} pending;
+
+/* Random pending changes to t (the model, changed as they say) whose rows
+** [0, n) del marks deleted (committed ones: never updated, as the writer
+** refuses), pend_del the pending deletions on return.  The first call may be
+** given (first, n_first rows, every column); duplicates and rows updated
+** then deleted are common. */
+static void pending_make(pending *p, ut_table *t, const bool *committed_del, bool *pend_del, const ut_table *first, uint64_t n_first,
+                         uint64_t seed) {
+  ut_rng r = ut_rng_seed(seed);
+  uint32_t nc = t->schema.n_cols;
+  uint64_t n = t->n_rows;
+  memset(p, 0, sizeof *p);
+  p->n_calls = 2 + ut_rng_below(&r, VIEW_MAX_CALLS - 1);
+  for (uint64_t k = 0; k < p->n_calls; k++) {
+    uint64_t m = k == 0 && first ? n_first : 1 + ut_rng_below(&r, 64);
+    for (uint64_t i = 0; i < m; i++) {
+      /* a run of neighbours or a duplicate of an earlier one, else anywhere */
+      uint64_t x = ut_rng_below(&r, 4);
+      uint64_t row = i && x == 0 ? p->rows[k][i - 1] + 1 : i > 1 && x == 1 ? p->rows[k][ut_rng_below(&r, i)] : ut_rng_below(&r, n);
+      if (row >= n) row = n - 1;
+      while (committed_del[row]) row = (row + 1) % n;
+      p->rows[k][i] = row;
+    }
+    ut_table *u = k == 0 && first ? NULL : random_table(&t->schema, m, 200, seed * 100 + k);
+    const ut_table *vals = u ? u : first;
+    bool every = k == 0 && first;
+    for (uint32_t c = 0; c < nc; c++) p->cols[k][c] = every || ut_rng_below(&r, 3) == 0;
+    if (!every && k == 1) p->cols[k][ut_rng_below(&r, nc)] = 1;
+    p->vals[k] = ut_table_batch(vals, 0, m);
+    p->upd[k] = (cs_update){p->rows[k], m, p->vals[k], every && ut_rng_below(&r, 2) ? NULL : p->cols[k]};
+    ut_table_update(t, p->rows[k], m, vals, p->upd[k].cols);
+    ut_table_free(u);
+  }
+  p->n_dels = 1 + ut_rng_below(&r, 32);
+  for (uint64_t i = 0; i < p->n_dels; i++) {
+    /* half of them rows an update just changed */
+    uint64_t k = ut_rng_below(&r, p->n_calls);
+    p->dels[i] = ut_rng_below(&r, 2) ? p->rows[k][ut_rng_below(&r, p->upd[k].n)] : ut_rng_below(&r, n);
+    pend_del[p->dels[i]] = true;
+  }
+}
+
+static void pending_free(pending *p) {
+  for (uint64_t k = 0; k < p->n_calls; k++) cs_batch_free(p->vals[k]);
+}
+
+/* Commits p through the writer, as the SQL layer does at COMMIT: every
+** update call in order, then the deletions. */
+static void pending_commit(const char *path, const pending *p) {
+  cs_writer *w;
+  cs_err err = {0};
+  ck_assert_msg(cs_writer_append(path, NULL, &w, &err) == CS_OK, "%s", err.msg);
+  for (uint64_t k = 0; k < p->n_calls; k++)
+    ck_assert_msg(cs_writer_update(w, p->upd[k].rows, p->upd[k].n, p->vals[k], p->upd[k].cols, &err) == CS_OK, "%s", err.msg);
+  ck_assert_msg(cs_writer_delete(w, p->dels, p->n_dels, NULL, &err) == CS_OK, "%s", err.msg);
+  ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "%s", err.msg);
+}
+
+/* A store (with patches and deletions committed before) and pending
+** changes over it: the view reads as the model cell by cell, shows exactly
+** the committed and pending deletions, its chunks (null counts, zone maps,
+** sorted flags, sizes) are those of a store written fresh with its values,
+** every kernel agrees with that store (for ut_fixed_cols), its chunks check
+** clean, and the base is unchanged.  Then the same changes are committed:
+** the committed store equals the view, chunk for chunk. */
+static void view_matches(const cs_schema *schema, cs_cache cache, uint64_t n_rows, uint64_t record_rows, bool edges, uint64_t seed) {
+  char ctx[96];
+  snprintf(ctx, sizeof ctx, "view seed %" PRIu64 " cache %s", seed, cs_cache_name(cache));
+  ut_scratch sc = ut_scratch_new();
+  ut_table *t = random_table(schema, n_rows, 80, seed);
+  ut_table_create_store(t, sc.path, n_rows, record_rows, 0);
+  ut_rng r = ut_rng_seed(seed + 1);
+  bool *del = calloc(n_rows, 1), *all_del = calloc(n_rows, 1);
+  ck_assert(del && all_del);
+  {
+    /* committed first: a patch and some deletions */
+    uint64_t rows[20], dead[10];
+    for (int i = 0; i < 20; i++) rows[i] = ut_rng_below(&r, n_rows);
+    ut_table *u = random_table(schema, 20, 100, seed + 2);
+    ut_update_commit(sc.path, t, rows, 20, u, NULL);
+    ut_table_free(u);
+    for (int i = 0; i < 10; i++) dead[i] = ut_rng_below(&r, n_rows), del[dead[i]] = all_del[dead[i]] = true;
+    delete_commit(sc.path, dead, 10);
+  }
+  ut_table *before = table_copy(t);
+  ut_table *first = edges ? edge_values() : NULL;
+  pending p;
+  pending_make(&p, t, del, all_del, first, first ? first->n_rows : 0, seed + 3);
+  cs_store *base, *v = NULL;
+  cs_err err = {0};
+  ck_assert_msg(cs_store_open_with(sc.path, CS_VERIFY_READ, cache, &base, &err) == CS_OK, "%s", err.msg);
+  ck_assert_msg(cs_store_with_changes(base, p.dels, p.n_dels, p.upd, p.n_calls, &v, &err) == CS_OK, "%s: %s", ctx, err.msg);
+  ut_assert_store_equals(v, t, n_rows, ctx);
+  uint64_t live = 0;
+  for (uint64_t row = 0; row < n_rows; row++) {
+    live += !all_del[row];
+    if (cs_store_row_deleted(v, row) != all_del[row]) ck_abort_msg("%s: row %" PRIu64 " deleted differs", ctx, row);
+  }
+  ck_assert_uint_eq(cs_store_live_rows(v), live);
+  ck_assert_uint_eq(cs_store_files(v), 1);
+  ck_assert(!cs_store_is_dataset(v));
+  ck_assert_msg(cs_store_check_chunks(v, 0, cs_store_records(v), NULL, &err) == CS_OK, "%s: %s", ctx, err.msg);
+  cs_store *f = fresh_like(v, t, all_del, sc.copy);
+  assert_chunks_like(v, f, ctx);
+  if (schema->cols == ut_fixed_cols) assert_kernels_like(v, f, seed + 4);
+  for (uint32_t c = 0; c < schema->n_cols; c++) {
+    cs_column_stats a, b;
+    cs_store_column_stats(v, c, &a), cs_store_column_stats(f, c, &b);
+    ck_assert_msg(a.sorted == b.sorted && a.null_count == b.null_count && a.has_minmax == b.has_minmax &&
+                  (!a.has_minmax || (a.min.bits == b.min.bits && a.max.bits == b.max.bits)), "%s: column %u stats", ctx, c);
+  }
+  cs_store_close(f);
+  ut_assert_store_equals(base, before, n_rows, "the base is unchanged");
+  /* What COMMIT writes is what the view showed. */
+  pending_commit(sc.path, &p);
+  cs_store *done = ut_open_ok(sc.path, CS_VERIFY_FULL, ctx);
+  ut_assert_store_equals(done, t, n_rows, ctx);
+  assert_chunks_like(done, v, ctx);
+  for (uint64_t row = 0; row < n_rows; row++)
+    if (cs_store_row_deleted(done, row) != all_del[row]) ck_abort_msg("%s: committed row %" PRIu64 " deleted differs", ctx, row);
+  cs_store_close(done);
+  cs_store_close(v);
+  ut_assert_store_equals(base, before, n_rows, "the base outlives its view");
+  cs_store_close(base);
+  pending_free(&p);
+  ut_table_free(first);
+  ut_table_free(before);
+  ut_table_free(t);
+  free(del), free(all_del);
+  ut_scratch_free(&sc);
+}
+
+START_TEST(test_view_of_pending_changes_reads_as_the_commit_will) {
+  const cs_schema fixed = {UT_FIXED_COLS, ut_fixed_cols};
+  static const struct { bool fixed; cs_cache cache; uint64_t rows, record_rows; bool edges; } runs[] = {
+      {true, CS_CACHE_MAP, 700, 64, false},   {true, CS_CACHE_MEMORY, 700, 64, false}, {true, CS_CACHE_MAP, 300, 1000, false},
+      {false, CS_CACHE_MAP, 120, 16, true},   {false, CS_CACHE_MEMORY, 90, 24, true},
+  };
+  view_matches(runs[_i].fixed ? &fixed : &all_schema, runs[_i].cache, runs[_i].rows, runs[_i].record_rows, runs[_i].edges,
+               40 + (uint64_t)_i * 10);
+}
+END_TEST
+
+/* A value moved across a record's zone-map bounds, a sorted column made
+** unsorted and back, and a chunk's last NULL replaced: the view's
+** statistics say so, and predicates and range searches over it follow. */
+START_TEST(test_view_zone_maps_and_sorted_flags_follow_the_pending_values) {
+  ut_scratch sc = ut_scratch_new();
+  static const cs_column cols[] = {{"k", CS_TYPE_INT64, false}, {"x", CS_TYPE_INT32, true}};
+  const cs_schema schema = {2, cols};
+  ut_table *t = ut_table_new(&schema);
+  for (int row = 0; row < 64; row++) {
+    ut_cell *c = ut_table_add_row(t);
+    ut_cell_set_int(&c[0], row);
+    if (row == 20) ut_cell_set_null(&c[1]);
+    else ut_cell_set_int(&c[1], row % 10);
+  }
+  ut_table_create_store(t, sc.path, 64, 16, 0);
+  cs_store *base = ut_open_ok(sc.path, CS_VERIFY_READ, "zone maps");
+  ut_table *u = ut_table_new(&schema);
+  ut_cell *c = ut_table_add_row(u);
+  ut_cell_set_int(&c[0], -1), ut_cell_set_int(&c[1], 1000000);
+  c = ut_table_add_row(u);
+  ut_cell_set_int(&c[0], 20), ut_cell_set_int(&c[1], 5);
+  cs_batch *b = ut_table_batch(u, 0, 2);
+  static const uint64_t rows[] = {37, 20};
+  cs_update upd = {rows, 2, b, NULL};
+  cs_store *v;
+  cs_err err = {0};
+  ck_assert_msg(cs_store_with_changes(base, NULL, 0, &upd, 1, &v, &err) == CS_OK, "%s", err.msg);
+  cs_pred p = {.col = 1, .op = CS_CMP_GT, .a = {.kind = CS_VAL_INT, .i = 500000}};
+  uint8_t mask[64];
+  cs_pred_stats st;
+  cs_pred_eval(base, &p, 1, 0, 64, mask, &st);
+  ck_assert_uint_eq(st.rows_selected, 0);
+  cs_pred_eval(v, &p, 1, 0, 64, mask, &st);
+  ck_assert_uint_eq(st.rows_selected, 1);
+  ck_assert(mask[37]);
+  ck_assert_uint_eq(st.records_skipped, 3);
+  ck_assert_int_eq(cs_store_chunk(v, 2, 1)->max.i, 1000000);
+  ck_assert_int_eq(cs_store_chunk(base, 2, 1)->max.i, 9);
+  /* record 1 lost its only NULL: no bitmap, as a fresh chunk */
+  ck_assert(cs_store_chunk(base, 1, 1)->validity != NULL && cs_store_chunk(v, 1, 1)->validity == NULL);
+  ck_assert_uint_eq(cs_store_chunk(v, 1, 1)->null_count, 0);
+  /* k: record 2 is no longer sorted, record 1 still is (20 in place of 20) */
+  ck_assert(!(cs_store_chunk(v, 2, 0)->flags & CS_CHUNK_SORTED) && (cs_store_chunk(v, 1, 0)->flags & CS_CHUNK_SORTED));
+  ck_assert(cs_store_chunk(v, 0, 0) == cs_store_chunk(v, 0, 0) && cs_store_chunk(v, 0, 0)->data == cs_store_chunk(base, 0, 0)->data);
+  cs_column_stats cst;
+  cs_store_column_stats(v, 0, &cst);
+  ck_assert(!cst.sorted);
+  ck_assert_int_eq(cst.min.i, -1);
+  uint64_t lo, hi;
+  cs_pred q = {.col = 0, .op = CS_CMP_LT, .a = {.kind = CS_VAL_INT, .i = 0}};
+  ck_assert(cs_pred_sorted_range(base, &q, &lo, &hi));
+  ck_assert(!cs_pred_sorted_range(v, &q, &lo, &hi));
+  cs_pred_eval(v, &q, 1, 0, 64, mask, &st);
+  ck_assert_uint_eq(st.rows_selected, 1);
+  /* Setting row 37 back to 37 makes k sorted again. */
+  ut_cell_set_int(ut_table_cell(u, 0, 0), 37);
+  cs_batch *b2 = ut_table_batch(u, 0, 1);
+  static const uint8_t k_only[] = {1, 0};
+  cs_update two[] = {{rows, 2, b, NULL}, {rows, 1, b2, k_only}};
+  cs_store *v2;
+  ck_assert_msg(cs_store_with_changes(base, NULL, 0, two, 2, &v2, &err) == CS_OK, "%s", err.msg);
+  cs_store_column_stats(v2, 0, &cst);
+  ck_assert(cst.sorted);
+  ck_assert_int_eq(cs_store_chunk(v2, 2, 1)->max.i, 1000000); /* x keeps the first call's value */
+  cs_store_close(v2);
+  cs_store_close(v);
+  cs_store_close(base);
+  cs_batch_free(b2);
+  cs_batch_free(b);
+  ut_table_free(u);
+  ut_table_free(t);
+  ut_scratch_free(&sc);
+}
+END_TEST
+
+/* What cs_writer_update refuses, the view refuses the same way; a view of
+** a view is refused; nothing is left behind. */
+START_TEST(test_view_refuses_what_the_writer_would) {
+  ut_scratch sc = ut_scratch_new();
+  ut_table *t = random_table(&small_schema, 40, 100, 60);
+  ut_table_create_store(t, sc.path, 40, 16, 0);
+  cs_store *base = ut_open_ok(sc.path, CS_VERIFY_READ, "refusals"), *v = NULL;
+  ut_table *u = random_table(&small_schema, 2, 0, 61);
+  cs_batch *b = ut_table_batch(u, 0, 2);
+  cs_err err = {0};
+  static const uint64_t ok_rows[] = {1, 2}, bad_rows[] = {1, 40};
+  cs_update out_of_range = {bad_rows, 2, b, NULL}, too_many = {ok_rows, 3, b, NULL};
+  ck_assert_int_eq(cs_store_with_changes(base, NULL, 0, &out_of_range, 1, &v, &err), CS_EINVAL);
+  ck_assert_ptr_null(v);
+  ck_assert_int_eq(cs_store_with_changes(base, NULL, 0, &too_many, 1, &v, &err), CS_EINVAL);
+  ck_assert_int_eq(cs_store_with_changes(base, bad_rows, 2, NULL, 0, &v, &err), CS_EINVAL);
+  /* NULL into the NOT NULL column k: refused only when k is set */
+  ut_table *nul = random_table(&small_schema, 2, 0, 62);
+  ut_cell_set_null(ut_table_cell(nul, 1, 0));
+  cs_batch *bn = ut_table_batch(nul, 0, 2);
+  static const uint8_t k_set[] = {1, 0, 0}, v_set[] = {0, 1, 0};
+  cs_update null_k = {ok_rows, 2, bn, k_set}, null_v = {ok_rows, 2, bn, v_set};
+  ck_assert_int_eq(cs_store_with_changes(base, NULL, 0, &null_k, 1, &v, &err), CS_EINVAL);
+  ck_assert_msg(strstr(err.msg, "NOT NULL") != NULL, "%s", err.msg);
+  /* another schema */
+  static const cs_column other_cols[] = {{"k", CS_TYPE_INT32, false}, {"v", CS_TYPE_INT32, true}, {"s", CS_TYPE_TEXT, true}};
+  const cs_schema other = {3, other_cols};
+  ut_table *o = random_table(&other, 2, 0, 63);
+  cs_batch *bo = ut_table_batch(o, 0, 2);
+  cs_update typed = {ok_rows, 2, bo, NULL};
+  long live = cs_mem_live();
+  ck_assert_int_eq(cs_store_with_changes(base, NULL, 0, &typed, 1, &v, &err), CS_ESCHEMA);
+  ck_assert_int_eq(cs_store_with_changes(base, NULL, 0, &out_of_range, 1, &v, &err), CS_EINVAL);
+  ck_assert_int_eq(cs_mem_live(), live);
+  /* the NULL where it is allowed, then a view of that view */
+  ck_assert_msg(cs_store_with_changes(base, NULL, 0, &null_v, 1, &v, &err) == CS_OK, "%s", err.msg);
+  cs_store *vv = NULL;
+  ck_assert_int_eq(cs_store_with_changes(v, NULL, 0, &null_v, 1, &vv, &err), CS_EINVAL);
+  ck_assert_ptr_null(vv);
+  cs_store_close(v);
+  ck_assert_int_eq(cs_mem_live(), live);
+  cs_batch_free(bo), cs_batch_free(bn), cs_batch_free(b);
+  ut_table_free(o), ut_table_free(nul), ut_table_free(u), ut_table_free(t);
+  cs_store_close(base);
+  ut_scratch_free(&sc);
+}
+END_TEST
+
+/* A TEXT chunk with damaged offsets (opened with verify=header, so open
+** does not hash it) cannot take pending updates: CS_ECORRUPT naming it,
+** never a read outside the chunk; its record's other columns still can. */
+START_TEST(test_view_of_damaged_text_offsets_is_corrupt) {
+  ut_scratch sc = ut_scratch_new();
+  ut_table *t = random_table(&small_schema, 32, 0, 64);
+  ut_table_create_store(t, sc.path, 32, 16, 0);
+  ut_layout l;
+  ut_layout_read(sc.path, &l);
+  uint64_t at = ut_layout_offsets_offset(&l, 1, 2) + 8 * 5;
+  ut_layout_free(&l);
+  int64_t huge = (int64_t)1 << 40;
+  ut_pwrite(sc.path, at, &huge, sizeof huge);
+  cs_store *base = ut_open_ok(sc.path, CS_VERIFY_HEADER, "damaged offsets"), *v = NULL;
+  ut_table *u = random_table(&small_schema, 1, 0, 65);
+  cs_batch *b = ut_table_batch(u, 0, 1);
+  static const uint64_t row[] = {20};
+  static const uint8_t s_set[] = {0, 0, 1}, v_set[] = {0, 1, 0};
+  cs_update on_s = {row, 1, b, s_set}, on_v = {row, 1, b, v_set};
+  cs_err err = {0};
+  long live = cs_mem_live();
+  ck_assert_int_eq(cs_store_with_changes(base, NULL, 0, &on_s, 1, &v, &err), CS_ECORRUPT);
+  ck_assert_msg(strstr(err.msg, "record 1, column s: TEXT/BLOB offsets are damaged") != NULL, "%s", err.msg);
+  ck_assert_ptr_null(v);
+  ck_assert_int_eq(cs_mem_live(), live);
+  ck_assert_msg(cs_store_with_changes(base, NULL, 0, &on_v, 1, &v, &err) == CS_OK, "%s", err.msg);
+  cs_store_close(v);
+  cs_store_close(base);
+  cs_batch_free(b);
+  ut_table_free(u), ut_table_free(t);
+  ut_scratch_free(&sc);
+}
+END_TEST
+
+/* Every allocation of making a view of pending updates and deletions fails
+** in turn (once, and from then on): CS_ENOMEM and nothing held, or the
+** whole view. */
+START_TEST(test_view_every_allocation_failure_is_clean) {
+  ut_scratch sc = ut_scratch_new();
+  ut_table *t = random_table(&small_schema, 48, 100, 66);
+  ut_table_create_store(t, sc.path, 48, 16, 0);
+  bool del[48] = {0}, all_del[48] = {0};
+  pending p;
+  pending_make(&p, t, del, all_del, NULL, 0, 67);
+  cs_store *base = ut_open_ok(sc.path, CS_VERIFY_READ, "allocation failures");
+  for (int sticky = 0; sticky < 2; sticky++) {
+    for (long k = 1;; k++) {
+      long live = cs_mem_live();
+      cs_store *v = NULL;
+      cs_err err = {0};
+      cs_mem_fail_after(k, sticky);
+      cs_rc rc = cs_store_with_changes(base, p.dels, p.n_dels, p.upd, p.n_calls, &v, &err);
+      bool failed_any = cs_mem_count() >= k;
+      cs_mem_fail_after(-1, false);
+      ck_assert_msg(rc == CS_OK || rc == CS_ENOMEM, "k=%ld: %s", k, err.msg);
+      if (rc == CS_OK) {
+        ut_assert_store_equals(v, t, 48, "a view made under failures");
+        cs_store_close(v);
+      } else {
+        ck_assert_ptr_null(v);
+      }
+      ck_assert_msg(cs_mem_live() == live, "k=%ld: %ld blocks leaked", k, cs_mem_live() - live);
+      if (!failed_any && rc == CS_OK) break;
+    }
+  }
+  cs_store_close(base);
+  pending_free(&p);
   ut_table_free(t);
   ut_scratch_free(&sc);
 }
@@ -978,6 +1378,11 @@ int main(void) {
   tcase_add_test(tc, test_zone_maps_see_the_new_values);
   tcase_add_test(tc, test_kernels_read_the_new_values);
   tcase_add_test(tc, test_every_allocation_failure_leaves_the_old_or_the_new_state);
+  tcase_add_loop_test(tc, test_view_of_pending_changes_reads_as_the_commit_will, 0, 5);
+  tcase_add_test(tc, test_view_zone_maps_and_sorted_flags_follow_the_pending_values);
+  tcase_add_test(tc, test_view_refuses_what_the_writer_would);
+  tcase_add_test(tc, test_view_of_damaged_text_offsets_is_corrupt);
+  tcase_add_test(tc, test_view_every_allocation_failure_is_clean);
   suite_add_tcase(suite, tc);
   return ut_run_suite(suite);
 }
