@@ -50,43 +50,6 @@ static const cs_schema all_schema = {ALL_COLS, all_cols};
 static const cs_column small_cols[] = {{"k", CS_TYPE_INT64, false}, {"v", CS_TYPE_INT32, true}, {"s", CS_TYPE_TEXT, true}};
 static const cs_schema small_schema = {3, small_cols};
 
-/* n random rows of schema (NULLs at null_permille where nullable); column 0
-** of an INT64 NOT NULL first column counts up, so it is sorted. */
-static ut_table *random_table(const cs_schema *sc, uint64_t n, unsigned null_permille, uint64_t seed) {
-  ut_table *t = ut_table_new(sc);
-  ut_rng r = ut_rng_seed(seed);
-  for (uint64_t row = 0; row < n; row++) {
-    ut_cell *c = ut_table_add_row(t);
-    for (uint32_t k = 0; k < sc->n_cols; k++) {
-      if (k == 0 && sc->cols[0].type == CS_TYPE_INT64 && !sc->cols[0].nullable) ut_cell_set_int(&c[0], (int64_t)row);
-      else ut_cell_random(&r, sc->cols[k].type, sc->cols[k].nullable, null_permille, &c[k]);
-    }
-  }
-  return t;
-}
-
-static void delete_commit(const char *path, const uint64_t *rows, uint64_t n) {
-  cs_writer *w;
-  cs_err err = {0};
-  ck_assert_msg(cs_writer_append(path, NULL, &w, &err) == CS_OK, "%s", err.msg);
-  ck_assert_msg(cs_writer_delete(w, rows, n, NULL, &err) == CS_OK, "%s", err.msg);
-  ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "%s", err.msg);
-}
-
-static uint32_t file_version(const char *path) {
-  cs_disk_preamble pre;
-  ut_pread(path, 0, &pre, sizeof pre);
-  return pre.version;
-}
-
-static bool files_equal(const char *a, const char *b) {
-  size_t na, nb;
-  uint8_t *pa = ut_read_all(a, &na), *pb = ut_read_all(b, &nb);
-  bool same = na == nb && memcmp(pa, pb, na) == 0;
-  free(pa), free(pb);
-  return same;
-}
-
 /* The footer's free_bytes against the test's own count: the data region
 ** less every byte a live descriptor, a live vector or a live patch header
 ** uses (records are their header plus their own chunks, back to back). */
@@ -124,41 +87,6 @@ static void assert_free_bytes(const char *path, const char *ctx) {
   ut_layout_free(&l);
 }
 
-/* A store written fresh with rows [0, n) of t in the record boundaries of
-** s, and the deletions del (NULL: none), in one transaction; opened. */
-static cs_store *fresh_like(const cs_store *s, const ut_table *t, const bool *del, const char *path) {
-  cs_writer *w;
-  cs_err err = {0};
-  unlink(path);
-  ck_assert(cs_writer_create(path, &t->schema, &(cs_writer_options){.record_rows = (uint64_t)1 << 40}, &w, &err) == CS_OK);
-  for (uint64_t rec = 0; rec < cs_store_records(s); rec++) {
-    cs_batch *b = ut_table_batch(t, cs_store_record_first_row(s, rec), cs_store_record_rows(s, rec));
-    ck_assert_msg(cs_writer_write(w, b, &err) == CS_OK, "%s", err.msg);
-    cs_batch_free(b);
-  }
-  for (uint64_t row = 0; del && row < cs_store_rows(s); row++)
-    if (del[row]) ck_assert(cs_writer_delete(w, &row, 1, NULL, &err) == CS_OK);
-  ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "%s", err.msg);
-  return ut_open_ok(path, CS_VERIFY_FULL, "fresh store");
-}
-
-/* Every chunk of s describes its values as the fresh store's does. */
-static void assert_chunks_like(const cs_store *s, const cs_store *f, const char *ctx) {
-  ck_assert_uint_eq(cs_store_records(s), cs_store_records(f));
-  uint32_t nc = cs_store_schema(s)->n_cols;
-  for (uint64_t rec = 0; rec < cs_store_records(s); rec++)
-    for (uint32_t c = 0; c < nc; c++) {
-      const cs_chunk *a = cs_store_chunk(s, rec, c), *b = cs_store_chunk(f, rec, c);
-      bool same = a->null_count == b->null_count && a->flags == b->flags && a->data_bytes == b->data_bytes &&
-                  (a->validity != NULL) == (b->validity != NULL) &&
-                  (!(a->flags & CS_CHUNK_HAS_MINMAX) || (a->min.bits == b->min.bits && a->max.bits == b->max.bits));
-      if (!same)
-        ck_abort_msg("%s: record %" PRIu64 " column %u: nulls %" PRIu64 "/%" PRIu64 " flags %u/%u min %016" PRIx64 "/%016" PRIx64
-                     " max %016" PRIx64 "/%016" PRIx64,
-                     ctx, rec, c, a->null_count, b->null_count, a->flags, b->flags, a->min.bits, b->min.bits, a->max.bits, b->max.bits);
-    }
-}
-
 /* The store at path holds t's rows (with deletions del, or none), verifies
 ** in full, counts its free space right, and its chunks are those of a
 ** fresh store of the same values. */
@@ -170,8 +98,8 @@ static void assert_state(const char *path, const ut_table *t, const bool *del, c
   char *fp = ut_join(getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", "check_update_fresh.cst");
   char pid_path[512];
   snprintf(pid_path, sizeof pid_path, "%s.%d", fp, (int)getpid());
-  cs_store *f = fresh_like(s, t, del, pid_path);
-  assert_chunks_like(s, f, ctx);
+  cs_store *f = ut_store_fresh_like(s, t, del, pid_path);
+  ut_assert_chunks_like(s, f, ctx);
   cs_store_close(f);
   unlink(pid_path);
   free(fp);
@@ -220,18 +148,18 @@ static ut_table *edge_values(void) {
 
 START_TEST(test_update_every_type_with_its_edges) {
   ut_scratch sc = ut_scratch_new();
-  ut_table *t = random_table(&all_schema, 60, 100, 1);
+  ut_table *t = ut_random_table(&all_schema, 60, 100, 1);
   ut_table_create_store(t, sc.path, 60, 16, 0);
-  ck_assert_uint_eq(file_version(sc.path), 1);
+  ck_assert_uint_eq(ut_file_version(sc.path), 1);
   ut_table *u = edge_values();
   /* Spread over three of the four records; rows 17 and 40 twice (the
   ** second time wins). */
   static const uint64_t rows[] = {0, 15, 17, 31, 40, 59, 17, 40};
   ut_update_commit(sc.path, t, rows, 8, u, NULL);
-  ck_assert_uint_eq(file_version(sc.path), 2); /* the first update upgrades */
+  ck_assert_uint_eq(ut_file_version(sc.path), 2); /* the first update upgrades */
   assert_state(sc.path, t, NULL, "every type");
   /* Only some columns: the others keep their values. */
-  ut_table *u2 = random_table(&all_schema, 5, 300, 2);
+  ut_table *u2 = ut_random_table(&all_schema, 5, 300, 2);
   static const uint64_t rows2[] = {16, 1, 2, 47, 17};
   static const uint8_t some[ALL_COLS] = {0, 1, 0, 0, 1, 0, 0, 1, 1, 0, 1, 1, 0, 1, 0};
   ut_update_commit(sc.path, t, rows2, 5, u2, some);
@@ -247,14 +175,14 @@ END_TEST
 ** chunk replaced by a value takes it away (6.3: no all-ones bitmap). */
 START_TEST(test_nulls_come_and_go_with_their_bitmap) {
   ut_scratch sc = ut_scratch_new();
-  ut_table *t = random_table(&small_schema, 24, 0, 3);
+  ut_table *t = ut_random_table(&small_schema, 24, 0, 3);
   ut_cell_set_null(ut_table_cell(t, 9, 1));
   ut_table_create_store(t, sc.path, 24, 8, 0);
   ut_layout l;
   ut_layout_read(sc.path, &l);
   ck_assert(ut_layout_chunk(&l, 0, 1)->validity_offset == 0 && ut_layout_chunk(&l, 1, 1)->validity_offset != 0);
   ut_layout_free(&l);
-  ut_table *u = random_table(&small_schema, 2, 0, 4);
+  ut_table *u = ut_random_table(&small_schema, 2, 0, 4);
   ut_cell_set_null(ut_table_cell(u, 0, 1)), ut_cell_set_null(ut_table_cell(u, 0, 2));
   static const uint64_t rows[] = {3, 9};
   static const uint8_t cols[] = {0, 1, 1};
@@ -281,10 +209,10 @@ END_TEST
 ** delete and an append in the same transaction as updates. */
 START_TEST(test_random_updates_match_the_model) {
   ut_scratch sc = ut_scratch_new();
-  ut_table *t = random_table(&all_schema, 150, 80, 5);
+  ut_table *t = ut_random_table(&all_schema, 150, 80, 5);
   ut_table_create_store(t, sc.path, 100, 24, 0);
   ut_table_append_store(t, sc.path, 100, 50); /* irregular records */
-  ut_table *extra = random_table(&all_schema, 30, 80, 55); /* appended later */
+  ut_table *extra = ut_random_table(&all_schema, 30, 80, 55); /* appended later */
   ut_rng r = ut_rng_seed(6);
   bool del[180] = {0};
   for (int txn = 0; txn < 6; txn++) {
@@ -300,7 +228,7 @@ START_TEST(test_random_updates_match_the_model) {
       }
       uint8_t cols[ALL_COLS];
       for (int c = 0; c < ALL_COLS; c++) cols[c] = ut_rng_below(&r, 3) == 0;
-      ut_table *u = random_table(&all_schema, n, 150, 100 + (uint64_t)txn * 10 + (uint64_t)k);
+      ut_table *u = ut_random_table(&all_schema, n, 150, 100 + (uint64_t)txn * 10 + (uint64_t)k);
       ck_assert_msg(ut_update_call(w, rows, n, u, cols, &err) == CS_OK, "%s", err.msg);
       ut_table_update(t, rows, n, u, cols);
       ut_table_free(u);
@@ -335,13 +263,13 @@ END_TEST
 ** header. */
 START_TEST(test_repeated_updates_of_one_record_count_their_free_space) {
   ut_scratch sc = ut_scratch_new();
-  ut_table *t = random_table(&small_schema, 16, 100, 7);
+  ut_table *t = ut_random_table(&small_schema, 16, 100, 7);
   ut_table_create_store(t, sc.path, 16, 16, 0);
   static const uint8_t v_only[] = {0, 1, 0}, s_only[] = {0, 0, 1}, both[] = {0, 1, 1};
   const uint8_t *cols[] = {both, v_only, v_only, s_only, both, NULL};
   uint64_t free_before = 0;
   for (int k = 0; k < 6; k++) {
-    ut_table *u = random_table(&small_schema, 3, 200, 20 + (uint64_t)k);
+    ut_table *u = ut_random_table(&small_schema, 3, 200, 20 + (uint64_t)k);
     uint64_t rows[3] = {(uint64_t)k, 15 - (uint64_t)k, (uint64_t)k};
     ut_update_commit(sc.path, t, rows, 3, u, cols[k]);
     ut_table_free(u);
@@ -358,7 +286,7 @@ START_TEST(test_repeated_updates_of_one_record_count_their_free_space) {
   cs_err err = {0};
   ck_assert(cs_writer_append(sc.path, NULL, &w, &err) == CS_OK);
   for (int k = 0; k < 4; k++) {
-    ut_table *u = random_table(&small_schema, 2, 300, 40 + (uint64_t)k);
+    ut_table *u = ut_random_table(&small_schema, 2, 300, 40 + (uint64_t)k);
     uint64_t rows[2] = {5, (uint64_t)k};
     ck_assert(ut_update_call(w, rows, 2, u, k & 1 ? v_only : both, &err) == CS_OK);
     ut_table_update(t, rows, 2, u, k & 1 ? v_only : both);
@@ -382,15 +310,15 @@ END_TEST
 
 START_TEST(test_calls_with_no_column_write_nothing) {
   ut_scratch sc = ut_scratch_new();
-  ut_table *t = random_table(&small_schema, 20, 100, 8);
+  ut_table *t = ut_random_table(&small_schema, 20, 100, 8);
   ut_table_create_store(t, sc.path, 20, 8, 0);
   ut_copy_file(sc.path, sc.copy);
-  ut_table *u = random_table(&small_schema, 2, 0, 9);
+  ut_table *u = ut_random_table(&small_schema, 2, 0, 9);
   static const uint64_t rows[] = {1, 19};
   static const uint8_t none[] = {0, 0, 0};
   ut_update_commit(sc.path, NULL, rows, 2, u, none);
   ut_update_commit(sc.path, NULL, rows, 0, u, NULL);
-  ck_assert(files_equal(sc.path, sc.copy));
+  ck_assert(ut_files_equal(sc.path, sc.copy));
   ut_table_free(u);
   ut_table_free(t);
   ut_scratch_free(&sc);
@@ -401,12 +329,12 @@ END_TEST
 
 START_TEST(test_invalid_updates_change_nothing) {
   ut_scratch sc = ut_scratch_new();
-  ut_table *t = random_table(&small_schema, 30, 100, 10);
+  ut_table *t = ut_random_table(&small_schema, 30, 100, 10);
   ut_table_create_store(t, sc.path, 30, 8, 0);
   static const uint64_t dead[] = {4};
-  delete_commit(sc.path, dead, 1);
+  ut_delete_commit(sc.path, dead, 1);
   ut_copy_file(sc.path, sc.copy);
-  ut_table *u = random_table(&small_schema, 3, 0, 11);
+  ut_table *u = ut_random_table(&small_schema, 3, 0, 11);
   cs_writer *w;
   cs_err err = {0};
   ck_assert(cs_writer_append(sc.path, NULL, &w, &err) == CS_OK);
@@ -447,7 +375,7 @@ START_TEST(test_invalid_updates_change_nothing) {
   ck_assert_msg(cs_writer_update(w, one, 1, nb, not_k, &err) == CS_OK, "%s", err.msg); /* k is not changed */
   cs_batch_free(nb);
   cs_writer_abort(w);
-  ck_assert(files_equal(sc.path, sc.copy));
+  ck_assert(ut_files_equal(sc.path, sc.copy));
   /* After prepare nothing more is taken. */
   ck_assert(cs_writer_append(sc.path, NULL, &w, &err) == CS_OK);
   ck_assert(cs_writer_prepare(w, &err) == CS_OK);
@@ -470,9 +398,9 @@ END_TEST
 
 START_TEST(test_abort_after_prepare_leaves_the_file_byte_identical) {
   ut_scratch sc = ut_scratch_new();
-  ut_table *t = random_table(&small_schema, 40, 100, 13);
+  ut_table *t = ut_random_table(&small_schema, 40, 100, 13);
   ut_table_create_store(t, sc.path, 40, 16, 0);
-  ut_table *u = random_table(&small_schema, 3, 100, 14);
+  ut_table *u = ut_random_table(&small_schema, 3, 100, 14);
   for (int round = 0; round < 2; round++) { /* a version-1 file, then a version-2 one */
     ut_copy_file(sc.path, sc.copy);
     cs_writer *w;
@@ -482,7 +410,7 @@ START_TEST(test_abort_after_prepare_leaves_the_file_byte_identical) {
     ck_assert(ut_update_call(w, rows, 3, u, NULL, &err) == CS_OK);
     ck_assert_msg(cs_writer_prepare(w, &err) == CS_OK, "%s", err.msg);
     cs_writer_abort(w);
-    ck_assert_msg(files_equal(sc.path, sc.copy), "round %d: abort changed the file", round);
+    ck_assert_msg(ut_files_equal(sc.path, sc.copy), "round %d: abort changed the file", round);
     static const uint64_t other[] = {0};
     ut_update_commit(sc.path, t, other, 1, u, NULL);
   }
@@ -507,13 +435,13 @@ static cs_rc update_txn(cs_writer *w, void *arg, cs_err *err) {
 ** version-1 file is left version 2 but whole, the next writer goes on. */
 START_TEST(test_crash_between_prepare_and_commit_keeps_the_last_committed_values) {
   ut_scratch sc = ut_scratch_new();
-  ut_table *t = random_table(&small_schema, 40, 100, 15);
+  ut_table *t = ut_random_table(&small_schema, 40, 100, 15);
   ut_table_create_store(t, sc.path, 40, 16, 0);
-  ut_table *u = random_table(&small_schema, 3, 100, 16);
+  ut_table *u = ut_random_table(&small_schema, 3, 100, 16);
   for (int round = 0; round < 2; round++) {
     static const uint64_t rows[] = {1, 2, 33};
     ut_txn_prepare_in_child(sc.path, update_txn, &(update_arg){rows, 3, u});
-    ck_assert_uint_eq(file_version(sc.path), 2);
+    ck_assert_uint_eq(ut_file_version(sc.path), 2);
     cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "after the crash");
     ut_assert_store_equals(s, t, 40, "after the crash");
     cs_store_close(s);
@@ -532,14 +460,14 @@ END_TEST
 ** scan keeps the sealed commit, and drops the patch of a prepared one. */
 START_TEST(test_forward_scans_rebuild_the_patched_state) {
   ut_scratch sc = ut_scratch_new();
-  ut_table *t = random_table(&all_schema, 48, 100, 17);
+  ut_table *t = ut_random_table(&all_schema, 48, 100, 17);
   ut_table_create_store(t, sc.path, 48, 16, 0);
-  ut_table *before = random_table(&all_schema, 48, 100, 17);
+  ut_table *before = ut_random_table(&all_schema, 48, 100, 17);
   static const uint64_t a[] = {0, 20, 21, 47}, b[] = {22, 0, 5}, dead[] = {30};
-  ut_table *u = random_table(&all_schema, 4, 200, 18);
+  ut_table *u = ut_random_table(&all_schema, 4, 200, 18);
   static const uint8_t some[ALL_COLS] = {1, 1, 0, 1, 0, 0, 1, 1, 0, 0, 0, 1, 1, 0, 1};
   ut_update_commit(sc.path, t, a, 4, u, some);
-  delete_commit(sc.path, dead, 1);
+  ut_delete_commit(sc.path, dead, 1);
   ut_table_update(before, a, 4, u, some);
   ut_update_commit(sc.path, t, b, 3, u, NULL);
   bool del[48] = {0};
@@ -594,9 +522,9 @@ END_TEST
 ** hold the patched descriptors (found by fuzz_store). */
 START_TEST(test_a_version_1_preamble_over_a_patched_footer_stays_layout_2) {
   ut_scratch sc = ut_scratch_new();
-  ut_table *t = random_table(&small_schema, 25, 100, 40);
+  ut_table *t = ut_random_table(&small_schema, 25, 100, 40);
   ut_table_create_store(t, sc.path, 20, 8, 0);
-  ut_table *u = random_table(&small_schema, 1, 0, 41);
+  ut_table *u = ut_random_table(&small_schema, 1, 0, 41);
   static const uint64_t rows[] = {3};
   ut_update_commit(sc.path, t, rows, 1, u, NULL);
   cs_disk_preamble pre;
@@ -609,7 +537,7 @@ START_TEST(test_a_version_1_preamble_over_a_patched_footer_stays_layout_2) {
   ut_assert_store_equals(s, t, 20, "version-1 preamble");
   cs_store_close(s);
   ut_table_append_store(t, sc.path, 20, 5);
-  ck_assert_uint_eq(file_version(sc.path), 2);
+  ck_assert_uint_eq(ut_file_version(sc.path), 2);
   s = ut_open_ok(sc.path, CS_VERIFY_FULL, "after an append");
   ut_assert_store_equals(s, t, 25, "after an append");
   cs_store_close(s);
@@ -623,9 +551,9 @@ END_TEST
 
 START_TEST(test_damaged_patches_are_corrupt) {
   ut_scratch sc = ut_scratch_new();
-  ut_table *t = random_table(&small_schema, 40, 100, 19);
+  ut_table *t = ut_random_table(&small_schema, 40, 100, 19);
   ut_table_create_store(t, sc.path, 40, 16, 0);
-  ut_table *u = random_table(&small_schema, 2, 0, 20);
+  ut_table *u = ut_random_table(&small_schema, 2, 0, 20);
   static const uint64_t rows[] = {5, 6};
   ut_update_commit(sc.path, t, rows, 2, u, NULL);
   ut_layout l;
@@ -692,14 +620,14 @@ END_TEST
 
 START_TEST(test_snapshots_cache_and_datasets) {
   ut_scratch sc = ut_scratch_new();
-  ut_table *t = random_table(&small_schema, 50, 100, 21), *old = random_table(&small_schema, 50, 100, 21);
+  ut_table *t = ut_random_table(&small_schema, 50, 100, 21), *old = ut_random_table(&small_schema, 50, 100, 21);
   ut_table_create_store(t, sc.path, 50, 16, 0);
-  ut_table *t2 = random_table(&small_schema, 30, 100, 22);
+  ut_table *t2 = ut_random_table(&small_schema, 30, 100, 22);
   ut_table_create_store(t2, sc.copy, 30, 8, 0);
   cs_store *snap = ut_open_ok(sc.path, CS_VERIFY_HEADER, "snapshot"), *m;
   cs_err err = {0};
   ck_assert_msg(cs_store_open_with(sc.path, CS_VERIFY_FULL, CS_CACHE_MEMORY, &m, &err) == CS_OK, "%s", err.msg);
-  ut_table *u = random_table(&small_schema, 3, 100, 23);
+  ut_table *u = ut_random_table(&small_schema, 3, 100, 23);
   static const uint64_t rows[] = {2, 17, 49};
   ut_update_commit(sc.path, t, rows, 3, u, NULL);
   /* The snapshot opened before keeps its values. */
@@ -906,7 +834,7 @@ static void assert_kernels_like(const cs_store *s, const cs_store *f, uint64_t s
 START_TEST(test_kernels_read_the_new_values) {
   const cs_schema fixed = {UT_FIXED_COLS, ut_fixed_cols};
   ut_scratch sc = ut_scratch_new();
-  ut_table *t = random_table(&fixed, 700, 80, 24);
+  ut_table *t = ut_random_table(&fixed, 700, 80, 24);
   ut_table_create_store(t, sc.path, 700, 64, 0);
   ut_rng r = ut_rng_seed(25);
   bool del[700] = {0};
@@ -915,15 +843,15 @@ START_TEST(test_kernels_read_the_new_values) {
     for (uint64_t i = 0; i < n; i++) rows[i] = ut_rng_below(&r, 700);
     uint8_t cols[UT_FIXED_COLS];
     for (int c = 0; c < UT_FIXED_COLS; c++) cols[c] = ut_rng_below(&r, 2);
-    ut_table *u = random_table(&fixed, n, 100, 30 + (uint64_t)txn);
+    ut_table *u = ut_random_table(&fixed, n, 100, 30 + (uint64_t)txn);
     ut_update_commit(sc.path, t, rows, n, u, cols);
     ut_table_free(u);
   }
   uint64_t dead[40];
   for (int i = 0; i < 40; i++) dead[i] = ut_rng_below(&r, 700), del[dead[i]] = true;
-  delete_commit(sc.path, dead, 40);
+  ut_delete_commit(sc.path, dead, 40);
   assert_state(sc.path, t, del, "kernels");
-  cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "kernels"), *f = fresh_like(s, t, del, sc.copy);
+  cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "kernels"), *f = ut_store_fresh_like(s, t, del, sc.copy);
   assert_kernels_like(s, f, 26);
   cs_store_close(f), cs_store_close(s);
   ut_table_free(t);
@@ -983,7 +911,7 @@ static void pending_make(pending *p, ut_table *t, const bool *committed_del, boo
       while (committed_del[row]) row = (row + 1) % n;
       p->rows[k][i] = row;
     }
-    ut_table *u = k == 0 && first ? NULL : random_table(&t->schema, m, 200, seed * 100 + k);
+    ut_table *u = k == 0 && first ? NULL : ut_random_table(&t->schema, m, 200, seed * 100 + k);
     const ut_table *vals = u ? u : first;
     bool every = k == 0 && first;
     for (uint32_t c = 0; c < nc; c++) p->cols[k][c] = every || ut_rng_below(&r, 3) == 0;
@@ -1029,7 +957,7 @@ static void view_matches(const cs_schema *schema, cs_cache cache, uint64_t n_row
   char ctx[96];
   snprintf(ctx, sizeof ctx, "view seed %" PRIu64 " cache %s", seed, cs_cache_name(cache));
   ut_scratch sc = ut_scratch_new();
-  ut_table *t = random_table(schema, n_rows, 80, seed);
+  ut_table *t = ut_random_table(schema, n_rows, 80, seed);
   ut_table_create_store(t, sc.path, n_rows, record_rows, 0);
   ut_rng r = ut_rng_seed(seed + 1);
   bool *del = calloc(n_rows, 1), *all_del = calloc(n_rows, 1);
@@ -1038,11 +966,11 @@ static void view_matches(const cs_schema *schema, cs_cache cache, uint64_t n_row
     /* committed first: a patch and some deletions */
     uint64_t rows[20], dead[10];
     for (int i = 0; i < 20; i++) rows[i] = ut_rng_below(&r, n_rows);
-    ut_table *u = random_table(schema, 20, 100, seed + 2);
+    ut_table *u = ut_random_table(schema, 20, 100, seed + 2);
     ut_update_commit(sc.path, t, rows, 20, u, NULL);
     ut_table_free(u);
     for (int i = 0; i < 10; i++) dead[i] = ut_rng_below(&r, n_rows), del[dead[i]] = all_del[dead[i]] = true;
-    delete_commit(sc.path, dead, 10);
+    ut_delete_commit(sc.path, dead, 10);
   }
   ut_table *before = table_copy(t);
   ut_table *first = edges ? edge_values() : NULL;
@@ -1062,8 +990,8 @@ static void view_matches(const cs_schema *schema, cs_cache cache, uint64_t n_row
   ck_assert_uint_eq(cs_store_files(v), 1);
   ck_assert(!cs_store_is_dataset(v));
   ck_assert_msg(cs_store_check_chunks(v, 0, cs_store_records(v), NULL, &err) == CS_OK, "%s: %s", ctx, err.msg);
-  cs_store *f = fresh_like(v, t, all_del, sc.copy);
-  assert_chunks_like(v, f, ctx);
+  cs_store *f = ut_store_fresh_like(v, t, all_del, sc.copy);
+  ut_assert_chunks_like(v, f, ctx);
   if (schema->cols == ut_fixed_cols) assert_kernels_like(v, f, seed + 4);
   for (uint32_t c = 0; c < schema->n_cols; c++) {
     cs_column_stats a, b;
@@ -1077,7 +1005,7 @@ static void view_matches(const cs_schema *schema, cs_cache cache, uint64_t n_row
   pending_commit(sc.path, &p);
   cs_store *done = ut_open_ok(sc.path, CS_VERIFY_FULL, ctx);
   ut_assert_store_equals(done, t, n_rows, ctx);
-  assert_chunks_like(done, v, ctx);
+  ut_assert_chunks_like(done, v, ctx);
   for (uint64_t row = 0; row < n_rows; row++)
     if (cs_store_row_deleted(done, row) != all_del[row]) ck_abort_msg("%s: committed row %" PRIu64 " deleted differs", ctx, row);
   cs_store_close(done);
@@ -1182,10 +1110,10 @@ END_TEST
 ** a view is refused; nothing is left behind. */
 START_TEST(test_view_refuses_what_the_writer_would) {
   ut_scratch sc = ut_scratch_new();
-  ut_table *t = random_table(&small_schema, 40, 100, 60);
+  ut_table *t = ut_random_table(&small_schema, 40, 100, 60);
   ut_table_create_store(t, sc.path, 40, 16, 0);
   cs_store *base = ut_open_ok(sc.path, CS_VERIFY_READ, "refusals"), *v = NULL;
-  ut_table *u = random_table(&small_schema, 2, 0, 61);
+  ut_table *u = ut_random_table(&small_schema, 2, 0, 61);
   cs_batch *b = ut_table_batch(u, 0, 2);
   cs_err err = {0};
   static const uint64_t ok_rows[] = {1, 2}, bad_rows[] = {1, 40};
@@ -1195,7 +1123,7 @@ START_TEST(test_view_refuses_what_the_writer_would) {
   ck_assert_int_eq(cs_store_with_changes(base, NULL, 0, &too_many, 1, &v, &err), CS_EINVAL);
   ck_assert_int_eq(cs_store_with_changes(base, bad_rows, 2, NULL, 0, &v, &err), CS_EINVAL);
   /* NULL into the NOT NULL column k: refused only when k is set */
-  ut_table *nul = random_table(&small_schema, 2, 0, 62);
+  ut_table *nul = ut_random_table(&small_schema, 2, 0, 62);
   ut_cell_set_null(ut_table_cell(nul, 1, 0));
   cs_batch *bn = ut_table_batch(nul, 0, 2);
   static const uint8_t k_set[] = {1, 0, 0}, v_set[] = {0, 1, 0};
@@ -1205,7 +1133,7 @@ START_TEST(test_view_refuses_what_the_writer_would) {
   /* another schema */
   static const cs_column other_cols[] = {{"k", CS_TYPE_INT32, false}, {"v", CS_TYPE_INT32, true}, {"s", CS_TYPE_TEXT, true}};
   const cs_schema other = {3, other_cols};
-  ut_table *o = random_table(&other, 2, 0, 63);
+  ut_table *o = ut_random_table(&other, 2, 0, 63);
   cs_batch *bo = ut_table_batch(o, 0, 2);
   cs_update typed = {ok_rows, 2, bo, NULL};
   long live = cs_mem_live();
@@ -1231,7 +1159,7 @@ END_TEST
 ** never a read outside the chunk; its record's other columns still can. */
 START_TEST(test_view_of_damaged_text_offsets_is_corrupt) {
   ut_scratch sc = ut_scratch_new();
-  ut_table *t = random_table(&small_schema, 32, 0, 64);
+  ut_table *t = ut_random_table(&small_schema, 32, 0, 64);
   ut_table_create_store(t, sc.path, 32, 16, 0);
   ut_layout l;
   ut_layout_read(sc.path, &l);
@@ -1240,7 +1168,7 @@ START_TEST(test_view_of_damaged_text_offsets_is_corrupt) {
   int64_t huge = (int64_t)1 << 40;
   ut_pwrite(sc.path, at, &huge, sizeof huge);
   cs_store *base = ut_open_ok(sc.path, CS_VERIFY_HEADER, "damaged offsets"), *v = NULL;
-  ut_table *u = random_table(&small_schema, 1, 0, 65);
+  ut_table *u = ut_random_table(&small_schema, 1, 0, 65);
   cs_batch *b = ut_table_batch(u, 0, 1);
   static const uint64_t row[] = {20};
   static const uint8_t s_set[] = {0, 0, 1}, v_set[] = {0, 1, 0};
@@ -1265,7 +1193,7 @@ END_TEST
 ** whole view. */
 START_TEST(test_view_every_allocation_failure_is_clean) {
   ut_scratch sc = ut_scratch_new();
-  ut_table *t = random_table(&small_schema, 48, 100, 66);
+  ut_table *t = ut_random_table(&small_schema, 48, 100, 66);
   ut_table_create_store(t, sc.path, 48, 16, 0);
   bool del[48] = {0}, all_del[48] = {0};
   pending p;
@@ -1307,13 +1235,13 @@ END_TEST
 ** leaks. */
 START_TEST(test_every_allocation_failure_leaves_the_old_or_the_new_state) {
   ut_scratch sc = ut_scratch_new();
-  ut_table *t = random_table(&small_schema, 48, 100, 26);
+  ut_table *t = ut_random_table(&small_schema, 48, 100, 26);
   ut_table_create_store(t, sc.path, 48, 16, 0);
-  ut_table *u = random_table(&small_schema, 4, 100, 27);
+  ut_table *u = ut_random_table(&small_schema, 4, 100, 27);
   static const uint64_t first[] = {3, 40}, rows[] = {4, 41, 47, 3}, dead[] = {20};
   static const uint8_t v_only[] = {0, 1, 0};
   ut_update_commit(sc.path, t, first, 2, u, v_only); /* a version-2 file with a patch to replace */
-  ut_table *done = random_table(&small_schema, 48, 100, 26);
+  ut_table *done = ut_random_table(&small_schema, 48, 100, 26);
   ut_table_update(done, first, 2, u, v_only);
   ut_table_update(done, rows, 4, u, NULL);
   cs_batch *b = ut_table_batch(u, 0, 4);
@@ -1338,7 +1266,7 @@ START_TEST(test_every_allocation_failure_leaves_the_old_or_the_new_state) {
         ut_assert_store_equals(s, done, 48, "committed");
         ck_assert(cs_store_row_deleted(s, 20));
       } else {
-        ck_assert_msg(files_equal(sc.path, sc.copy), "k=%ld: a failed update changed the file", k);
+        ck_assert_msg(ut_files_equal(sc.path, sc.copy), "k=%ld: a failed update changed the file", k);
       }
       cs_store_close(s);
       /* Opening the patched store under the same failure. */

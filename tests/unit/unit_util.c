@@ -498,24 +498,23 @@ void ut_assert_deleted(const cs_store *s, const bool *del, uint64_t n, const cha
   ck_assert_uint_eq(sum, dead);
 }
 
-void ut_assert_chunks_like_fresh(const cs_store *s, const ut_table *t, const bool *del, const char *ctx) {
-  char path[512];
-  const char *dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-  snprintf(path, sizeof path, "%s/ut_fresh_%d.cst", dir, (int)getpid());
+cs_store *ut_store_fresh_like(const cs_store *s, const ut_table *t, const bool *del, const char *path) {
   cs_writer *w;
   cs_err err = {0};
   unlink(path);
-  ck_assert_msg(cs_writer_create(path, &t->schema, &(cs_writer_options){.record_rows = (uint64_t)1 << 40}, &w, &err) == CS_OK, "%s: %s", ctx,
-                err.msg);
+  ck_assert_msg(cs_writer_create(path, &t->schema, &(cs_writer_options){.record_rows = (uint64_t)1 << 40}, &w, &err) == CS_OK, "%s", err.msg);
   for (uint64_t rec = 0; rec < cs_store_records(s); rec++) {
     cs_batch *b = ut_table_batch(t, cs_store_record_first_row(s, rec), cs_store_record_rows(s, rec));
-    ck_assert_msg(cs_writer_write(w, b, &err) == CS_OK, "%s: %s", ctx, err.msg);
+    ck_assert_msg(cs_writer_write(w, b, &err) == CS_OK, "%s", err.msg);
     cs_batch_free(b);
   }
   for (uint64_t row = 0; del && row < cs_store_rows(s); row++)
     if (del[row]) ck_assert(cs_writer_delete(w, &row, 1, NULL, &err) == CS_OK);
-  ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "%s: %s", ctx, err.msg);
-  cs_store *f = ut_open_ok(path, CS_VERIFY_FULL, ctx);
+  ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "%s", err.msg);
+  return ut_open_ok(path, CS_VERIFY_FULL, "fresh store");
+}
+
+void ut_assert_chunks_like(const cs_store *s, const cs_store *f, const char *ctx) {
   ck_assert_uint_eq(cs_store_records(s), cs_store_records(f));
   uint32_t nc = cs_store_schema(s)->n_cols;
   for (uint64_t rec = 0; rec < cs_store_records(s); rec++)
@@ -529,6 +528,14 @@ void ut_assert_chunks_like_fresh(const cs_store *s, const ut_table *t, const boo
                      " max %016" PRIx64 "/%016" PRIx64,
                      ctx, rec, c, a->null_count, b->null_count, a->flags, b->flags, a->min.bits, b->min.bits, a->max.bits, b->max.bits);
     }
+}
+
+void ut_assert_chunks_like_fresh(const cs_store *s, const ut_table *t, const bool *del, const char *ctx) {
+  char path[512];
+  const char *dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  snprintf(path, sizeof path, "%s/ut_fresh_%d.cst", dir, (int)getpid());
+  cs_store *f = ut_store_fresh_like(s, t, del, path);
+  ut_assert_chunks_like(s, f, ctx);
   cs_store_close(f);
   unlink(path);
 }

@@ -164,6 +164,10 @@ void ut_assert_deleted(const cs_store *s, const bool *del, uint64_t n, const cha
 ** writer, with rows [0, n) of t in s's record boundaries and the deletions
 ** del (NULL: none) do: so a stale zone map or sorted flag shows. */
 void ut_assert_chunks_like_fresh(const cs_store *s, const ut_table *t, const bool *del, const char *ctx);
+/* Its parts: the fresh store (written to path, opened; close it), and
+** every chunk of s described as f's is. */
+cs_store *ut_store_fresh_like(const cs_store *s, const ut_table *t, const bool *del, const char *path);
+void ut_assert_chunks_like(const cs_store *s, const cs_store *f, const char *ctx);
 
 /* --------------------------------------------------------- reading back */
 
