@@ -226,7 +226,7 @@ static uint64_t ref_order(const data *D, uint32_t col, bool desc, cs_order_mode 
 
 /* ---------------------------------------------------------------- cases */
 
-enum { V_KERNEL, V_TUNED, V_REF };
+enum { V_KERNEL, V_TUNED, V_REF, V_TEAM2 }; /* V_TEAM2: the kernel with 2 threads */
 
 typedef struct variant {
   const char *label;
@@ -289,11 +289,13 @@ static double run_variant(ctx *x, const bcase *bc, const variant *v, uint64_t *o
     *path = "qsort";
   } else {
     if (v->kind == V_TUNED) cs__order_tuning_set(&v->t);
+    if (v->kind == V_TEAM2) cs_kernel_config_set(&(cs_kernel_config){.threads = 2, .prefetch = -1});
     cs_order_key key = {bc->col, bc->desc};
     cs_err err = {0};
     if (cs_order_rows(x->s, &key, 1, bc->mode, out, &m, bc->limit, &err) != CS_OK) die("cs_order_rows", &err);
     *path = cs__order_last_path();
     if (v->kind == V_TUNED) cs__order_tuning_set(NULL);
+    if (v->kind == V_TEAM2) cs_kernel_config_set(&(cs_kernel_config){.threads = 1, .prefetch = -1});
   }
   double ms = (double)(bench_now_ns() - t0) / 1e6;
   *faults = minor_faults() - f0;
@@ -449,6 +451,8 @@ int main(int argc, char **argv) {
   ** dynamic, whether a run re-faults its scratch depends on what earlier
   ** runs freed, and the variants' times on their order. */
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  /* One thread, as the header says; the team's cases ask for two. */
+  cs_kernel_config_set(&(cs_kernel_config){.threads = 1, .prefetch = -1});
   uint64_t t0 = bench_now_ns();
   data *D = xmalloc(sizeof *D);
   data_generate(D, N, 0x5EED);
@@ -527,6 +531,9 @@ int main(int argc, char **argv) {
        {K, T("counting 24 bits", D_, 24, D_, D_, D_)}},
       {"group u20: hash vs radix", false, COL_U20, false, CS_ORDER_GROUP, CS_ORDER_NO_LIMIT, 3,
        {K, T("radix (no hash)", D_, D_, 0, D_, D_), T("counting 20 bits", D_, 20, 0, D_, D_)}},
+      /* the thread team's counting sort against one thread */
+      {"group b: 2 threads", false, COL_B, false, CS_ORDER_GROUP, CS_ORDER_NO_LIMIT, 2, {K, {"team, 2 threads", V_TEAM2, def}}},
+      {"sort u16: 2 threads", false, COL_U16, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 2, {K, {"team, 2 threads", V_TEAM2, def}}},
   };
   /* top-k against a full sort as k grows: where ORDER_TOPK_RATIO sits */
   static const uint64_t divs[] = {1000, 64, 32, 16, 8, 4};
