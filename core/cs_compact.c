@@ -35,6 +35,8 @@
 ** holds one record's chunks, one batch and one record's deleted positions,
 ** never a list over the whole store.
 */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -207,15 +209,23 @@ static cs_rc copy_all(compact_copy *cp, bool renumber, cs_err *err) {
   return renumber ? CS_OK : deletions_copy(cp, err);
 }
 
-cs_rc cs_compact(const char *path, const cs_compact_options *opt, cs_compact_report *out, cs_err *err) {
+cs_rc cs_compact(const char *given, const cs_compact_options *opt, cs_compact_report *out, cs_err *err) {
   memset(out, 0, sizeof *out);
   bool renumber = opt && opt->renumber;
   cs_writer_options lock_opt = {.lock_timeout_ms = opt ? opt->lock_timeout_ms : 0};
   cs_writer *lock = NULL;
   cs_store *s = NULL;
   compact_copy cp = {0};
+  /* The file itself, not a symbolic link to it: the new file is made
+  ** beside the old one and renamed over it, which over a link would
+  ** replace the link and leave the file it named as it was. */
+  char *path = realpath(given, NULL);
+  if (!path) return cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot compact %s: %s", given, strerror(errno));
   cs_rc rc = cs_writer_append(path, &lock_opt, &lock, err);
-  if (rc) return rc;
+  if (rc) {
+    free(path);
+    return rc;
+  }
   uint64_t t0 = now_ns();
   step(opt, "locked");
   if ((rc = cs_store_open(path, CS_VERIFY_HEADER, &s, err))) goto done;
@@ -256,5 +266,6 @@ done:
   cs__mem_free(cp.buf);
   cs_store_close(s);
   cs_writer_abort(lock); /* wrote nothing: only lets go of the old file and its lock */
+  free(path);
   return rc;
 }

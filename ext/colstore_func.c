@@ -18,6 +18,7 @@
 ** schema's trigger or view cannot make a connection read or write files.
 */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -407,13 +408,21 @@ static void fn_compact(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     return;
   }
   csx_conn *conn = sqlite3_user_data(ctx);
+  /* Tables over the same file, however their paths are spelled. */
+  char *real = realpath(zPath, NULL);
   for (csx_table *t = conn->tables; t; t = t->next) {
-    if (strcmp(t->zPath, zPath) != 0 || !csx_table_has_pending(t)) continue;
+    if (!csx_table_has_pending(t)) continue;
+    char *other = real ? realpath(t->zPath, NULL) : NULL;
+    bool same = other ? strcmp(other, real) == 0 : strcmp(t->zPath, zPath) == 0;
+    free(other);
+    if (!same) continue;
+    free(real);
     char *z = sqlite3_mprintf("colstore: %s has uncommitted changes in this transaction; COMMIT or ROLLBACK before colstore_compact", t->zName);
     result_error(ctx, SQLITE_BUSY, z);
     sqlite3_free(z);
     return;
   }
+  free(real);
   struct stat st;
   if (stat(zPath, &st) == 0 && !S_ISREG(st.st_mode)) {
     char *z = sqlite3_mprintf("colstore: %s is not a store file (a dataset?); colstore_compact rewrites one file: compact each of its files", zPath);

@@ -136,6 +136,8 @@ class Basics(cstest.MirrorTest):
             self.con.execute("BEGIN")
             self.con.execute(write)
             self.assertSqlError(self.con, "SELECT colstore_compact('t')", code="SQLITE_BUSY", contains=("uncommitted", "COMMIT"))
+            # the same file by another spelling of its path
+            self.assertSqlError(self.con, "SELECT colstore_compact(?)", (os.path.join(self.dir, ".", "c.cst"),), code="SQLITE_BUSY")
             self.con.execute("ROLLBACK")
         self.assertStateUnchanged(before, self.con, "t", self.p, "refused compactions")
         # damage in a live chunk (record 0's column a, which no UPDATE replaced): refused, file untouched

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -390,6 +391,29 @@ START_TEST(test_compact_readers_keep_their_snapshot) {
 }
 END_TEST
 
+/* Through a symbolic link: the file it names is compacted, the link stays. */
+START_TEST(test_compact_through_a_symlink_rewrites_the_file) {
+  ut_scratch sc = ut_scratch_new();
+  ut_table *t = ut_random_table(&schema, 120, 100, 21);
+  ut_table_create_store(t, sc.path, 60, 16, 0);
+  ut_table_append_store(t, sc.path, 60, 60);
+  char *link = ut_join(sc.dir, "link.cst");
+  ck_assert(symlink(sc.path, link) == 0);
+  cs_compact_report rep = compact_ok(link, false, 0, "symlink");
+  ck_assert_uint_eq(rep.after.records, 1);
+  struct stat st;
+  ck_assert(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+  cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "the file the link names");
+  ck_assert_uint_eq(cs_store_records(s), 1);
+  ut_assert_store_equals(s, t, 120, "the file the link names");
+  cs_store_close(s);
+  ck_assert_int_eq(ut_dir_entries(sc.dir), 2);
+  free(link);
+  ut_table_free(t);
+  ut_scratch_free(&sc);
+}
+END_TEST
+
 static Suite *compact_suite(void) {
   Suite *s = suite_create("compact");
   TCase *tc = tcase_create("compact");
@@ -401,6 +425,7 @@ static Suite *compact_suite(void) {
   tcase_add_test(tc, test_compact_a_waiting_writer_appends_to_the_new_file);
   tcase_add_test(tc, test_compact_crash_at_every_step_leaves_old_or_new);
   tcase_add_test(tc, test_compact_readers_keep_their_snapshot);
+  tcase_add_test(tc, test_compact_through_a_symlink_rewrites_the_file);
   suite_add_tcase(s, tc);
   return s;
 }
