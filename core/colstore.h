@@ -303,6 +303,26 @@ typedef struct cs_update {
 ** from. */
 cs_rc cs_store_with_changes(const cs_store *base, const uint64_t *del_rows, uint64_t n_del, const cs_update *upd, uint64_t n_upd,
                             cs_store **out, cs_err *err);
+/* cs_store_with_changes of base and, after its last position, the rows of
+** ins (NULL: none) as positions cs_store_rows(base) + i, for reading a
+** transaction's inserted rows before they are written.  del_rows and upd
+** may name those positions too: a deleted one reads as deleted, an updated
+** one with its new values (cs_batch_with_updates).  The inserted rows are
+** laid out in memory as records of CS_DEFAULT_RECORD_ROWS rows, each
+** chunk made by the writer's own code (zone map, null count, sorted flag),
+** so every reader treats them as committed records.  Nothing of ins or upd
+** is kept.  CS_EINVAL / CS_ESCHEMA for a batch of another schema, as for a
+** position past the inserted rows; CS_ENOMEM. */
+cs_rc cs_store_with_pending(const cs_store *base, const struct cs_batch *ins, const uint64_t *del_rows, uint64_t n_del,
+                            const cs_update *upd, uint64_t n_upd, cs_store **out, cs_err *err);
+/* A new batch (*out) holding b's rows with upd[0, n_upd) applied to the
+** positions [first, first + cs_batch_rows(b)) as cs_writer_update would
+** apply them (row i of b is position first + i; positions outside are
+** ignored), for writing rows a transaction inserted and then updated,
+** which cs_writer_update cannot change.  *out is NULL when no update
+** touches b.  Free it with cs_batch_free.  CS_EINVAL, CS_ENOMEM. */
+cs_rc cs_batch_with_updates(const struct cs_batch *b, const cs_schema *schema, uint64_t first, const cs_update *upd,
+                            uint64_t n_upd, struct cs_batch **out, cs_err *err);
 
 /* Whole-column summary derived from the chunks. */
 typedef struct cs_column_stats {

@@ -34,4 +34,17 @@ struct cs_batch {
 cs_rc cs__batch_put_run(cs_batch *batch, uint32_t col, const cs_chunk *ch, uint64_t from, uint64_t n, cs_err *err);
 void cs__batch_end_rows(cs_batch *batch, uint64_t n);
 
+/* Rows [first, first + n) of a batch column (first a multiple of 8) laid
+** out as one chunk by cs__chunk_lay at offset at: the null count, a
+** masked copy of the bitmap and rebased TEXT/BLOB offsets made here, in
+** scratch (cs__chunk_rows_scratch(n) bytes, which must outlive the iov).
+** The writer's records and a view's pending rows (cs_view.c) are made by
+** this one function, so their chunks and statistics are the same
+** (cs_chunk.c). */
+struct iovec;
+struct cs_disk_chunk;
+static inline uint64_t cs__chunk_rows_scratch(uint64_t n) { return (((n + 7) / 8 + 63) & ~(uint64_t)63) + (n + 1) * 8; }
+uint64_t cs__chunk_lay_rows(const cs_batch_column *col, uint64_t first, uint64_t n, uint8_t *scratch, uint64_t at,
+                           struct iovec *iov, int *n_iov, struct cs_disk_chunk *dc);
+
 #endif /* CS_BATCH_INTERNAL_H */

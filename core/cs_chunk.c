@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "cs_batch_internal.h"
 #include "cs_internal.h"
 
 static const uint8_t zero_pad[CS_ALIGN];
@@ -137,6 +138,39 @@ uint64_t cs__chunk_lay(cs_type type, uint64_t n, const uint8_t *bitmap, const in
   dc->checksum = cs__hash_iov(&iov[first], *n_iov - first);
   chunk_stats(type, data, bitmap, n, dc);
   return at;
+}
+
+uint64_t cs__chunk_lay_rows(const cs_batch_column *col, uint64_t first, uint64_t n, uint8_t *scratch, uint64_t at,
+                           struct iovec *iov, int *n_iov, cs_disk_chunk *dc) {
+  uint64_t bitmap_bytes = (n + 7) / 8;
+  const uint8_t *validity = col->validity + first / 8;
+  uint64_t nulls = 0;
+  if (col->n_nulls) { /* else every bit is set: nothing to count */
+    uint64_t valid = 0, i = 0;
+    for (; i + 8 <= n; i += 8) valid += (uint64_t)__builtin_popcount(validity[i >> 3]);
+    for (; i < n; i++) valid += (validity[i >> 3] >> (i & 7)) & 1;
+    nulls = n - valid;
+  }
+  if (nulls) {
+    memcpy(scratch, validity, bitmap_bytes);
+    if (n & 7) scratch[bitmap_bytes - 1] &= (uint8_t)((1u << (n & 7)) - 1);
+  }
+  const uint8_t *data;
+  const int64_t *offs = NULL;
+  uint64_t data_bytes;
+  if (col->width) {
+    data = col->data + first * col->width;
+    data_bytes = n * col->width;
+  } else {
+    int64_t base = col->offsets[first];
+    int64_t *rebased = (int64_t *)(void *)(scratch + cs__align64(bitmap_bytes));
+    for (uint64_t i = 0; i <= n; i++) rebased[i] = col->offsets[first + i] - base;
+    offs = rebased;
+    data_bytes = (uint64_t)(col->offsets[first + n] - base);
+    data = data_bytes ? col->data + base : NULL; /* only '' and NULLs: the batch may hold no buffer */
+  }
+  dc->null_count = nulls;
+  return cs__chunk_lay(col->type, n, nulls ? scratch : NULL, offs, data, data_bytes, at, iov, n_iov, dc);
 }
 
 /* --------------------------------------------------------------- updates */

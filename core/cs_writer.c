@@ -488,7 +488,7 @@ static cs_rc record_write(cs_writer *w, const cs_batch *b, uint64_t first, uint6
   cs_rc rc = directory_push(w, err);
   if (rc) return rc;
   /* Scratch: per column a masked bitmap copy and rebased offsets. */
-  uint64_t bitmap_bytes = (n + 7) / 8, per_col = cs__align64(bitmap_bytes) + (n + 1) * 8;
+  uint64_t per_col = cs__chunk_rows_scratch(n);
   if ((rc = scratch_reserve(w, per_col * nc, err))) return rc;
   int max_iov = 1 + CS__CHUNK_MAX_IOV * (int)nc, n_iov = 0;
   struct iovec *iov = cs__mem_malloc((size_t)max_iov * sizeof *iov);
@@ -498,38 +498,8 @@ static cs_rc record_write(cs_writer *w, const cs_batch *b, uint64_t first, uint6
   cs_disk_chunk *dcs = (cs_disk_chunk *)(void *)(h + 1);
   iov[n_iov++] = (struct iovec){w->header, hb};
   uint64_t at = hb;
-  for (uint32_t c = 0; c < nc; c++) {
-    const cs_batch_column *col = &b->cols[c];
-    uint8_t *col_scratch = w->scratch + per_col * c;
-    const uint8_t *validity = col->validity + first / 8;
-    uint64_t nulls = 0;
-    if (col->n_nulls) { /* else every bit is set: nothing to count */
-      uint64_t valid = 0, i = 0;
-      for (; i + 8 <= n; i += 8) valid += (uint64_t)__builtin_popcount(validity[i >> 3]);
-      for (; i < n; i++) valid += (validity[i >> 3] >> (i & 7)) & 1;
-      nulls = n - valid;
-    }
-    if (nulls) {
-      memcpy(col_scratch, validity, bitmap_bytes);
-      if (n & 7) col_scratch[bitmap_bytes - 1] &= (uint8_t)((1u << (n & 7)) - 1);
-    }
-    const uint8_t *data;
-    const int64_t *offs = NULL;
-    uint64_t data_bytes;
-    if (col->width) {
-      data = col->data + first * col->width;
-      data_bytes = n * col->width;
-    } else {
-      int64_t base = col->offsets[first];
-      int64_t *rebased = (int64_t *)(void *)(col_scratch + cs__align64(bitmap_bytes));
-      for (uint64_t i = 0; i <= n; i++) rebased[i] = col->offsets[first + i] - base;
-      offs = rebased;
-      data_bytes = (uint64_t)(col->offsets[first + n] - base);
-      data = data_bytes ? col->data + base : NULL; /* only '' and NULLs: the batch may hold no buffer */
-    }
-    dcs[c].null_count = nulls;
-    at = cs__chunk_lay(col->type, n, nulls ? col_scratch : NULL, offs, data, data_bytes, at, iov, &n_iov, &dcs[c]);
-  }
+  for (uint32_t c = 0; c < nc; c++)
+    at = cs__chunk_lay_rows(&b->cols[c], first, n, w->scratch + per_col * c, at, iov, &n_iov, &dcs[c]);
   rc = record_emit(w, n, at, iov, n_iov, err);
   cs__mem_free(iov);
   return rc;

@@ -78,6 +78,7 @@ struct csx_table {
     uint64_t *rows;
     uint64_t n, cap;
     cs_batch *vals;
+    bool ins;               /* rows are positions of rows this transaction inserted (applied to pending at xSync) */
   } *segs;
   int n_segs, segs_cap;
   bool in_write;            /* between xBegin and the transaction's end: xColumn honours nochange */
@@ -90,12 +91,13 @@ struct csx_table {
   } *marks;                 /* marks[i]: savepoint i */
   int n_marks;
   cs_writer *writer;
-  /* What this connection's readers see while deletions or updates are
-  ** pending: snap with them applied (cs_store_with_changes), made for
-  ** view_of holding view_n_dels deletions and view_n_upd updated rows; one
-  ** ref each; NULL when none was made. */
+  /* What this connection's readers see while insertions, deletions or
+  ** updates are pending: snap with them applied (cs_store_with_pending),
+  ** made for view_of holding view_n_ins inserted rows, view_n_dels
+  ** deletions and view_n_upd updated rows; one ref each; NULL when none
+  ** was made. */
   csx_snapshot *view, *view_of;
-  uint64_t view_n_dels, view_n_upd;
+  uint64_t view_n_dels, view_n_upd, view_n_ins;
 };
 
 /* The plan xBestIndex encodes in idxStr (colstore_plan.c explains it). */

@@ -23,9 +23,21 @@
 ** connection to read its own deletions from its next statement on: its
 ** readers get a view of the snapshot with the pending positions deleted as
 ** well (cs_store_with_deletions), made once per change of the list, so the
-** kernels drop them exactly as they drop committed ones.  Rows inserted by
-** the transaction still show only at COMMIT (docs/sql.md), so a DELETE
-** never sees them.
+** kernels drop them exactly as they drop committed ones.
+**
+** Rows the transaction inserted read the same way, from the statement
+** after the INSERT: the view lays the pending batch out as records after
+** the snapshot's last one (cs_store_with_pending), so they are positions
+** snapshot_rows + i, the rowids xUpdate reported.  To keep those numbers,
+** the snapshot is held still while inserted rows are pending (refreshed at
+** the transaction's first INSERT so that it holds every committed row).
+** A DELETE of such a row joins the one list of positions; an UPDATE of one
+** goes to segments of its own (`ins`), because cs_writer_update changes
+** committed rows only: at xSync they are applied to a copy of the batch
+** (cs_batch_with_updates) before it is written, and the positions of the
+** deleted ones move by however many rows another process appended
+** meanwhile (the rows land at the file's end then).  Savepoints need
+** nothing new: every list only grows, and a mark holds every count.
 **
 ** UPDATE is buffered the same way: each changed row's position and its
 ** new values, converted as INSERT converts them, in segments of statements
@@ -107,6 +119,14 @@ static uint64_t updates_pending(const csx_table *pTab) {
   return n;
 }
 
+/* Rows this transaction inserted; they read as positions
+** cs_store_rows(pTab->snap->store) + i, snap being held still meanwhile
+** (csx_table_read_snapshot). */
+static uint64_t inserts_pending(const csx_table *pTab) { return pTab->pending ? cs_batch_rows(pTab->pending) : 0; }
+
+/* Positions a DELETE or UPDATE may name: the snapshot's and the inserted rows'. */
+static uint64_t positions_now(const csx_table *pTab) { return cs_store_rows(pTab->snap->store) + inserts_pending(pTab); }
+
 bool csx_table_has_pending(const csx_table *pTab) {
   return (pTab->pending && cs_batch_rows(pTab->pending)) || pTab->n_dels || updates_pending(pTab);
 }
@@ -144,7 +164,7 @@ static int delete_row(csx_table *pTab, sqlite3_value *vRowid) {
   sqlite3_int64 r = sqlite3_value_int64(vRowid);
   /* SQLite passes rowids our scan produced: of the snapshot read, which is
   ** pTab->snap or older (a refresh only adds rows). */
-  if (r < 0 || (uint64_t)r >= cs_store_rows(pTab->snap->store))
+  if (r < 0 || (uint64_t)r >= positions_now(pTab))
     return csx_vtab_error(&pTab->base, SQLITE_ERROR, "colstore: table %s has no row %lld to delete", pTab->zName, (long long)r);
   if (pTab->n_dels == pTab->dels_cap &&
       csx_grow((void **)&pTab->dels, &pTab->dels_cap, pTab->dels_cap ? 2 * pTab->dels_cap : 1024, sizeof *pTab->dels))
@@ -163,10 +183,12 @@ static cs_rc put_placeholder(cs_batch *b, uint32_t c, cs_type t, cs_err *err) {
 }
 
 /* The segment an UPDATE row with column set `set` goes to: the last one if
-** it has the same set, else a new one. */
-static struct csx_update_seg *update_segment(csx_table *pTab, const cs_schema *schema, const uint8_t *set) {
+** it has the same set and kind (ins: a row this transaction inserted),
+** else a new one. */
+static struct csx_update_seg *update_segment(csx_table *pTab, const cs_schema *schema, const uint8_t *set, bool ins) {
   uint32_t nc = schema->n_cols;
-  if (pTab->n_segs > 0 && memcmp(pTab->segs[pTab->n_segs - 1].cols, set, nc) == 0) return &pTab->segs[pTab->n_segs - 1];
+  if (pTab->n_segs > 0 && pTab->segs[pTab->n_segs - 1].ins == ins && memcmp(pTab->segs[pTab->n_segs - 1].cols, set, nc) == 0)
+    return &pTab->segs[pTab->n_segs - 1];
   if (pTab->n_segs == pTab->segs_cap) {
     int cap = pTab->segs_cap ? 2 * pTab->segs_cap : 4;
     struct csx_update_seg *s = sqlite3_realloc64(pTab->segs, (sqlite3_uint64)cap * sizeof *s);
@@ -180,6 +202,7 @@ static struct csx_update_seg *update_segment(csx_table *pTab, const cs_schema *s
   if (!g->vals && cs_batch_new(schema, &g->vals, &err) != CS_OK) return NULL;
   memcpy(g->cols, set, nc);
   g->n = 0;
+  g->ins = ins;
   pTab->n_segs++;
   return g;
 }
@@ -196,8 +219,9 @@ static int update_row(csx_table *pTab, int argc, sqlite3_value **argv) {
     return csx_vtab_error(pVtab, SQLITE_ERROR,
                           "colstore: the rowid of table %s is the row's position and cannot be SET; DELETE the row and INSERT "
                           "it again to give it a new one", pTab->zName);
-  if (r < 0 || (uint64_t)r >= cs_store_rows(pTab->snap->store))
+  if (r < 0 || (uint64_t)r >= positions_now(pTab))
     return csx_vtab_error(pVtab, SQLITE_ERROR, "colstore: table %s has no row %lld to update", pTab->zName, (long long)r);
+  bool ins = (uint64_t)r >= cs_store_rows(pTab->snap->store);
   for (int h = 0; h < CSX_N_HIDDEN; h++) {
     sqlite3_value *v = argv[2 + schema->n_cols + h];
     if (!sqlite3_value_nochange(v) && sqlite3_value_type(v) != SQLITE_NULL)
@@ -209,7 +233,7 @@ static int update_row(csx_table *pTab, int argc, sqlite3_value **argv) {
   bool any = false;
   for (uint32_t c = 0; c < schema->n_cols; c++) any |= (setp[c] = !sqlite3_value_nochange(argv[2 + c])) != 0;
   int rc = SQLITE_OK;
-  struct csx_update_seg *g = any ? update_segment(pTab, schema, setp) : NULL;
+  struct csx_update_seg *g = any ? update_segment(pTab, schema, setp, ins) : NULL;
   if (any && !g) rc = SQLITE_NOMEM;
   if (g && g->n == g->cap && csx_grow((void **)&g->rows, &g->cap, g->cap ? 2 * g->cap : 256, sizeof *g->rows)) rc = SQLITE_NOMEM;
   for (uint32_t c = 0; g && rc == SQLITE_OK && c < schema->n_cols; c++) {
@@ -254,6 +278,15 @@ int csx_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite_int64
     cs_err err;
     if (cs_batch_new(schema, &pTab->pending, &err) != CS_OK) return SQLITE_NOMEM;
   }
+  /* The transaction's first inserted row: its rows are numbered from the
+  ** snapshot's end, so the snapshot must hold every committed row, this
+  ** connection's last COMMIT included (a snapshot is otherwise refreshed
+  ** only when a statement starts reading).  Cursors read their own. */
+  if (cs_batch_rows(pTab->pending) == 0) {
+    int rc = csx_snapshot_refresh(&pTab->snap, pVtab, pTab->zPath, pTab->zName);
+    if (rc != SQLITE_OK) return rc;
+    schema = cs_store_schema(pTab->snap->store);
+  }
   for (uint32_t c = 0; c < schema->n_cols; c++) {
     char *zErr = NULL;
     int rc = csx_value_put(pTab->pending, c, &schema->cols[c], pTab->zName, argv[2 + c], &zErr);
@@ -275,14 +308,30 @@ int csx_begin(sqlite3_vtab *pVtab) {
   return SQLITE_OK;
 }
 
+/* The UPDATE segments of one kind (ins: of rows this transaction
+** inserted) as cs_update calls, in order, into upd; returns how many. */
+static int updates_list(const csx_table *pTab, int kind, cs_update *upd) {
+  int n = 0;
+  for (int i = 0; i < pTab->n_segs; i++)
+    if (pTab->segs[i].n && (kind < 0 || pTab->segs[i].ins == (kind == 1)))
+      upd[n++] = (cs_update){pTab->segs[i].rows, pTab->segs[i].n, pTab->segs[i].vals, pTab->segs[i].cols};
+  return n;
+}
+
 int csx_sync(sqlite3_vtab *pVtab) {
   csx_table *pTab = (csx_table *)pVtab;
-  uint64_t rows = pTab->pending ? cs_batch_rows(pTab->pending) : 0;
+  uint64_t rows = inserts_pending(pTab);
   if (rows == 0 && pTab->n_dels == 0 && updates_pending(pTab) == 0) return SQLITE_OK;
   cs_err err = {0};
   cs_writer_options opt = {.lock_timeout_ms = CSX_LOCK_TIMEOUT_MS};
   cs_writer *w = NULL;
-  cs_rc rc = cs_writer_append(pTab->zPath, &opt, &w, &err);
+  cs_batch *updated = NULL;
+  cs_update *upd = NULL;
+  uint64_t *dels = pTab->dels;
+  cs_rc rc = CS_OK;
+  if (pTab->n_segs && !(upd = sqlite3_malloc64((sqlite3_uint64)pTab->n_segs * sizeof *upd)))
+    rc = cs_err_set(&err, CS_ENOMEM, "colstore: out of memory committing to %s", pTab->zPath);
+  if (rc == CS_OK) rc = cs_writer_append(pTab->zPath, &opt, &w, &err);
   if (rc == CS_OK) {
     /* The file might have been replaced by a different store meanwhile. */
     if (!csx_schema_equal(cs_writer_schema(w), cs_store_schema(pTab->snap->store))) rc = cs_err_set(&err, CS_ESCHEMA, "colstore: %s was replaced by a store with another schema; reconnect the table", pTab->zPath);
@@ -292,13 +341,29 @@ int csx_sync(sqlite3_vtab *pVtab) {
       rc = cs_err_set(&err, CS_EBUSY, "colstore: %s was replaced by another file after this transaction's DELETE or UPDATE read "
                       "its rows, whose positions may name other rows there; ROLLBACK and run the statements again", pTab->zPath);
   }
-  for (int i = 0; rc == CS_OK && i < pTab->n_segs; i++)
-    if (pTab->segs[i].n) rc = cs_writer_update(w, pTab->segs[i].rows, pTab->segs[i].n, pTab->segs[i].vals, pTab->segs[i].cols, &err);
-  if (rc == CS_OK && pTab->n_dels) rc = cs_writer_delete(w, pTab->dels, pTab->n_dels, NULL, &err);
-  if (rc == CS_OK && rows) rc = cs_writer_write(w, pTab->pending, &err);
+  /* The rows this transaction inserted read as positions from origin (the
+  ** snapshot held still while they are pending); they land at the file's
+  ** end, start, which is further on if another connection appended
+  ** meanwhile.  Their updates change the batch (the writer updates only
+  ** committed rows); their deletions move with them. */
+  uint64_t origin = cs_store_rows(pTab->snap->store), start = w ? cs_writer_rows(w) : 0;
+  int n = 0;
+  if (rc == CS_OK && (n = updates_list(pTab, 0, upd)) > 0)
+    for (int i = 0; rc == CS_OK && i < n; i++) rc = cs_writer_update(w, upd[i].rows, upd[i].n, upd[i].values, upd[i].cols, &err);
+  if (rc == CS_OK && rows && (n = updates_list(pTab, 1, upd)) > 0)
+    rc = cs_batch_with_updates(pTab->pending, cs_store_schema(pTab->snap->store), origin, upd, (uint64_t)n, &updated, &err);
+  if (rc == CS_OK && rows) rc = cs_writer_write(w, updated ? updated : pTab->pending, &err);
+  if (rc == CS_OK && pTab->n_dels && rows && start != origin) {
+    if (!(dels = sqlite3_malloc64(pTab->n_dels * sizeof *dels))) rc = cs_err_set(&err, CS_ENOMEM, "colstore: out of memory committing to %s", pTab->zPath);
+    for (uint64_t i = 0; rc == CS_OK && i < pTab->n_dels; i++) dels[i] = pTab->dels[i] >= origin ? pTab->dels[i] - origin + start : pTab->dels[i];
+  }
+  if (rc == CS_OK && pTab->n_dels) rc = cs_writer_delete(w, dels, pTab->n_dels, NULL, &err);
   if (rc == CS_OK) rc = cs_writer_prepare(w, &err);
+  if (dels != pTab->dels) sqlite3_free(dels);
+  cs_batch_free(updated);
+  sqlite3_free(upd);
   if (rc != CS_OK) {
-    cs_writer_abort(w);
+    if (w) cs_writer_abort(w);
     return csx_vtab_error(pVtab, csx_rc_to_sqlite(rc), "%s", err.msg);
   }
   pTab->writer = w;
@@ -357,11 +422,11 @@ int csx_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
     return SQLITE_OK;
   }
   if (iSavepoint < pTab->n_marks) {
+    uint64_t n_ins = inserts_pending(pTab), n_upd = updates_pending(pTab);
     if (pTab->pending) cs_batch_truncate(pTab->pending, pTab->marks[iSavepoint].rows);
-    uint64_t n_upd = updates_pending(pTab);
     pTab->n_dels = pTab->marks[iSavepoint].dels;
     updates_truncate(pTab, pTab->marks[iSavepoint].segs, pTab->marks[iSavepoint].seg_n);
-    if (pTab->n_dels != pTab->view_n_dels || updates_pending(pTab) != n_upd) view_drop(pTab);
+    if (pTab->n_dels != pTab->view_n_dels || updates_pending(pTab) != n_upd || inserts_pending(pTab) != n_ins) view_drop(pTab);
     pTab->n_marks = iSavepoint + 1;
   }
   return SQLITE_OK;
@@ -369,17 +434,16 @@ int csx_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
 
 /* ------------------------------------------------------------- reading */
 
-/* A view of pTab->snap with the pending deletions and updates (n_upd
-** rows), made afresh; errors go to pTab. */
+/* A view of pTab->snap with the pending insertions, deletions and updates
+** (n_upd rows), made afresh; errors go to pTab. */
 static int view_make(csx_table *pTab, uint64_t n_upd) {
   cs_update *upd = NULL;
   if (pTab->n_segs > 0 && !(upd = sqlite3_malloc64((sqlite3_uint64)pTab->n_segs * sizeof *upd))) return SQLITE_NOMEM;
-  int n = 0;
-  for (int i = 0; i < pTab->n_segs; i++)
-    if (pTab->segs[i].n) upd[n++] = (cs_update){pTab->segs[i].rows, pTab->segs[i].n, pTab->segs[i].vals, pTab->segs[i].cols};
+  int n = updates_list(pTab, -1, upd);
   cs_err err = {0};
   cs_store *v = NULL;
-  cs_rc crc = cs_store_with_changes(pTab->snap->store, pTab->dels, pTab->n_dels, upd, (uint64_t)n, &v, &err);
+  uint64_t n_ins = inserts_pending(pTab);
+  cs_rc crc = cs_store_with_pending(pTab->snap->store, n_ins ? pTab->pending : NULL, pTab->dels, pTab->n_dels, upd, (uint64_t)n, &v, &err);
   sqlite3_free(upd);
   if (crc != CS_OK) return csx_vtab_error(&pTab->base, csx_rc_to_sqlite(crc), "%s", err.msg);
   csx_snapshot *vs = csx_snapshot_new(v);
@@ -393,18 +457,26 @@ static int view_make(csx_table *pTab, uint64_t n_upd) {
   pTab->view_of->n_refs++;
   pTab->view_n_dels = pTab->n_dels;
   pTab->view_n_upd = n_upd;
+  pTab->view_n_ins = n_ins;
   return SQLITE_OK;
 }
 
 int csx_table_read_snapshot(csx_table *pTab, csx_snapshot **out) {
-  int rc = csx_table_refresh(pTab);
+  uint64_t n_ins = inserts_pending(pTab);
+  /* While rows inserted by this transaction are pending, the snapshot is
+  ** held still: they read as the positions after its last row, and the
+  ** rowids SQLite was given for them (last_insert_rowid) and the positions
+  ** a DELETE or UPDATE of them takes must keep naming the same rows.  Rows
+  ** other connections append meanwhile show after COMMIT. */
+  int rc = n_ins ? SQLITE_OK : csx_table_refresh(pTab);
   if (rc != SQLITE_OK) return rc;
   csx_snapshot *snap = pTab->snap;
   uint64_t n_upd = updates_pending(pTab);
-  if (pTab->n_dels > 0 || n_upd > 0) {
+  if (n_ins > 0 || pTab->n_dels > 0 || n_upd > 0) {
     /* The lists grow between views (a rollback that shrinks one drops the
     ** view), so the counts and the snapshot say whether the view is current. */
-    if (!pTab->view || pTab->view_of != pTab->snap || pTab->view_n_dels != pTab->n_dels || pTab->view_n_upd != n_upd) {
+    if (!pTab->view || pTab->view_of != pTab->snap || pTab->view_n_dels != pTab->n_dels || pTab->view_n_upd != n_upd ||
+        pTab->view_n_ins != n_ins) {
       if ((rc = view_make(pTab, n_upd)) != SQLITE_OK) return rc;
     }
     snap = pTab->view;

@@ -230,7 +230,10 @@ class Aggregates(cstest.StoreTest):
 
 
 class RandomMutations(cstest.StoreTest):
-    """Random DELETE/INSERT/SAVEPOINT/ROLLBACK sequences against a native table."""
+    """Random DELETE/INSERT/UPDATE/SAVEPOINT/ROLLBACK sequences against a
+    native table, inserting inside transactions too: the connection reads
+    its own inserted rows from its next statement on, and deletes and
+    updates them, as with a native table."""
 
     def run_seed(self, seed, steps, record_rows):
         rng = random.Random(seed)
@@ -245,10 +248,11 @@ class RandomMutations(cstest.StoreTest):
         def insert(k):
             vals = [(rng.randint(0, 999), rng.choice([None, rng.uniform(0, 500)]), rng.choice([None, "s%d" % rng.randint(0, 5)]))
                     for _ in range(k)]
-            base = next_row[0]
+            # the rowids colstore gives (positions, last_insert_rowid) go to n
+            con.executemany("INSERT INTO t (a, f, s) VALUES (?, ?, ?)", vals)
+            base = con.execute("SELECT last_insert_rowid()").fetchone()[0] - k + 1
             con.executemany("INSERT INTO n (rowid, a, f, s) VALUES (?, ?, ?, ?)",
                             [(base + i,) + v for i, v in enumerate(vals)])
-            con.executemany("INSERT INTO t (a, f, s) VALUES (?, ?, ?)", vals)
             return base, k
 
         def run(sql, params=()):
@@ -264,8 +268,8 @@ class RandomMutations(cstest.StoreTest):
             next_row[0] += k
         log = []
         for step in range(steps):
-            op = rng.choice(["del_pred", "del_rows", "del_range", "del_pred", "insert", "begin", "commit", "rollback",
-                             "savepoint", "rollback_to", "release"])
+            op = rng.choice(["del_pred", "del_rows", "del_range", "del_pred", "insert", "insert", "update", "begin", "commit",
+                             "rollback", "savepoint", "rollback_to", "release"])
             log.append(op)
             where = "seed %d step %d (%s)" % (seed, step, " ".join(log[-8:]))
             if op == "del_pred":
@@ -277,12 +281,12 @@ class RandomMutations(cstest.StoreTest):
                 lo = rng.randrange(max(1, next_row[0]))
                 run("DELETE FROM {} WHERE rowid >= ? AND rowid < ? AND (s IS NULL OR s <> 's2')", (lo, lo + rng.randint(1, 200)))
             elif op == "insert":
-                if in_tx[0]:
-                    continue  # inserted rows show at COMMIT (docs/sql.md): only outside a transaction
-                con.execute("BEGIN")
                 base, k = insert(rng.randint(1, 300))
-                con.execute("COMMIT")
                 next_row[0] = base + k
+            elif op == "update":
+                lo = rng.randrange(max(1, next_row[0]))
+                run("UPDATE {} SET a = (a * 7 + ?) % 1000, s = ? WHERE rowid >= ? AND rowid < ?",
+                    (rng.randint(0, 99), rng.choice([None, "u%d" % rng.randint(0, 3)]), lo, lo + rng.randint(1, 400)))
             elif op == "begin" and not in_tx[0]:
                 con.execute("BEGIN")
                 in_tx[0] = True

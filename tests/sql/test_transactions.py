@@ -273,6 +273,138 @@ print("busy", busy)
 """
 
 
+def rows_blob(rows):
+    return b"".join(r.to_bytes(8, "little") for r in rows)
+
+
+class OwnInserts(cstest.StoreTest):
+    """A connection reads the rows it inserted in its open transaction from
+    its next statement on, on every read path, and deletes and updates them,
+    exactly as a native table given the same statements (SQL-CONTRACT
+    "Writing")."""
+
+    def setUp(self):
+        super().setUp()
+        self.p = self.path("own.cst")
+        self.con = self.connect()
+        self.con.execute("CREATE TABLE n (a INTEGER, f REAL, s TEXT)")
+        self.con.execute("CREATE VIRTUAL TABLE t USING colstore('%s', a INT32, f FLOAT64, s TEXT)" % self.p)
+        self.con.execute("CREATE VIRTUAL TABLE g USING colstore_agg(t, s)")
+        self.seq = 0
+
+    def insert(self, k):
+        """k rows into t, then into n at the rowids t gave them."""
+        vals = []
+        for _ in range(k):
+            self.seq += 1
+            i = self.seq
+            vals.append(((i * 37) % 1000, None if i % 7 == 0 else i * 0.5, None if i % 5 == 0 else "s%d" % (i % 4)))
+        self.con.executemany("INSERT INTO t (a, f, s) VALUES (?, ?, ?)", vals)
+        last = self.con.execute("SELECT last_insert_rowid()").fetchone()[0]
+        base = last - k + 1
+        self.con.executemany("INSERT INTO n (rowid, a, f, s) VALUES (?, ?, ?, ?)", [(base + i,) + v for i, v in enumerate(vals)])
+        return base
+
+    def both(self, sql, params=()):
+        a = self.con.execute(sql.format("n"), params).rowcount
+        b = self.con.execute(sql.format("t"), params).rowcount
+        self.assertEqual(a, b, sql)
+
+    def mirrored(self, where):
+        cstest.assert_mirrored(self, self.con, where)
+        self.assertEqual(self.con.execute("SELECT s, count, sum_a FROM g ORDER BY s").fetchall(),
+                         self.con.execute("SELECT s, count(*), sum(a) FROM n GROUP BY s ORDER BY s").fetchall(),
+                         where + ": colstore_agg")
+
+    def test_inserted_rows_read_on_every_path_before_commit(self):
+        self.con.execute("BEGIN")
+        self.insert(120)
+        self.con.execute("COMMIT")
+        self.con.execute("BEGIN")
+        base = self.insert(90)
+        self.assertEqual(base, 120, "rowids are positions after the committed ones")
+        self.mirrored("inserted in the open transaction")
+        positions = 210
+        got = self.con.execute("SELECT rowid FROM t WHERE _rows = ?", (rows_blob([200, 3, 209, 200]),)).fetchall()
+        self.assertEqual(got, [(200,), (3,), (209,), (200,)])
+        mask = bytearray(positions)
+        for r in (0, 119, 120, 209):
+            mask[r] = 1
+        self.assertEqual(self.con.execute("SELECT rowid FROM t WHERE _mask = ?", (bytes(mask),)).fetchall(),
+                         [(0,), (119,), (120,), (209,)])
+        self.assertSqlError(self.con, "SELECT count(*) FROM t WHERE _mask = ?", (bytes(120),), code="SQLITE_MISMATCH",
+                            contains=("%d rows" % positions,))
+        self.assertEqual(self.con.execute("SELECT max(rowid) FROM t").fetchone()[0],
+                         self.con.execute("SELECT last_insert_rowid()").fetchone()[0])
+        self.con.execute("COMMIT")
+        self.mirrored("after COMMIT")
+        cstest.assert_reopened(self, self.con, self.p, "reopened")
+
+    def test_delete_and_update_of_rows_inserted_in_the_transaction(self):
+        self.insert(100)
+        self.con.execute("BEGIN")
+        self.insert(150)
+        self.both("UPDATE {} SET a = a + 1, s = 'u' WHERE rowid BETWEEN 90 AND 180")
+        self.mirrored("updated own rows")
+        self.both("DELETE FROM {} WHERE rowid % 3 = 0 AND rowid > 95")
+        self.mirrored("deleted own rows")
+        self.both("UPDATE {} SET f = f * 2 WHERE a > 500")
+        self.insert(10)
+        self.both("DELETE FROM {} WHERE rowid = 255")
+        self.mirrored("more")
+        self.con.execute("COMMIT")
+        self.mirrored("after COMMIT")
+        cstest.assert_reopened(self, self.con, self.p, "reopened")
+
+    def test_savepoints_and_a_failing_statement_restore_inserted_rows_exactly(self):
+        self.insert(50)
+        self.con.execute("BEGIN")
+        self.insert(30)
+        self.con.execute("SAVEPOINT a")
+        self.insert(40)
+        self.both("UPDATE {} SET s = 'in_a' WHERE rowid >= 60")
+        self.both("DELETE FROM {} WHERE rowid BETWEEN 70 AND 100")
+        self.mirrored("inside a")
+        self.con.execute("SAVEPOINT b")
+        self.insert(5)
+        self.both("UPDATE {} SET a = 0 WHERE rowid >= 100")
+        self.mirrored("inside b")
+        self.con.execute("ROLLBACK TO b")
+        self.mirrored("rolled back to b")
+        self.con.execute("ROLLBACK TO a")
+        self.mirrored("rolled back to a")
+        # a statement failing midway leaves none of its rows, deletions or updates
+        for sql in ("INSERT INTO {} (a, f, s) VALUES (1, 1.0, 'x'), (2, 2.0, 'y'), ('bad', 3.0, 'z')",
+                    "UPDATE {} SET a = CASE WHEN rowid = 65 THEN 'bad' ELSE 7 END WHERE rowid >= 60"):
+            with self.assertRaises(Exception):
+                self.con.execute(sql.format("t"))
+        self.mirrored("after failing statements")
+        self.insert(3)
+        self.mirrored("inserted again")
+        self.con.execute("RELEASE a")
+        self.con.execute("COMMIT")
+        self.mirrored("after COMMIT")
+        cstest.assert_reopened(self, self.con, self.p, "reopened")
+
+    def test_another_connection_appending_meanwhile(self):
+        self.insert(10)
+        other = self.connect()
+        other.execute("CREATE VIRTUAL TABLE t USING colstore('%s')" % self.p)
+        self.con.execute("BEGIN")
+        self.con.execute("INSERT INTO t (a, f, s) VALUES (1, 1.0, 'mine'), (2, 2.0, 'mine'), (3, 3.0, 'mine')")
+        self.assertEqual(self.con.execute("SELECT rowid, a FROM t WHERE s = 'mine'").fetchall(), [(10, 1), (11, 2), (12, 3)])
+        other.execute("INSERT INTO t (a, f, s) VALUES (100, 0.0, 'theirs'), (200, 0.0, 'theirs')")
+        # the transaction keeps reading the snapshot its rows were numbered on
+        self.assertEqual(self.con.execute("SELECT rowid, a FROM t WHERE rowid >= 10").fetchall(), [(10, 1), (11, 2), (12, 3)])
+        self.con.execute("UPDATE t SET a = 20 WHERE rowid = 11")
+        self.con.execute("DELETE FROM t WHERE rowid = 10")
+        self.con.execute("COMMIT")
+        want = [(10, 100, "theirs"), (11, 200, "theirs"), (13, 20, "mine"), (14, 3, "mine")]
+        self.assertEqual(self.con.execute("SELECT rowid, a, s FROM t WHERE rowid >= 10").fetchall(), want)
+        self.assertEqual(other.execute("SELECT rowid, a, s FROM t WHERE rowid >= 10").fetchall(), want)
+        self.assertEqual(self.con.execute("SELECT colstore_verify('t')").fetchone()[0], "ok")
+
+
 class Visibility(cstest.StoreTest):
 
     def setUp(self):
