@@ -72,8 +72,9 @@ WHY EACH PART IS BUILT THE WAY IT IS.
   a COMMIT or ROLLBACK drawn for some query number; the last queries are run
   again after it), and for a dataset, which is read-only: DELETE through a
   table over one member file before the dataset table is created.  Pending
-  deletions are never drawn in a round that appends (rows INSERTed in an
-  open transaction are not visible until COMMIT, docs/sql.md), and
+  deletions are never drawn in a round that appends (its appends would
+  run inside the open transaction, which the model of a round's appends
+  does not describe; test_transactions covers reading them), and
   predicates never on a table that appends: a rebuilt case builds the
   appended rows before its deletions, and a predicate would then delete
   other rows than in the round.  After a deletion the mirror says which
