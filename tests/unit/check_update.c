@@ -894,8 +894,8 @@ typedef struct pending {
 ** refuses), pend_del the pending deletions on return.  The first call may be
 ** given (first, n_first rows, every column); duplicates and rows updated
 ** then deleted are common. */
-static void pending_make(pending *p, ut_table *t, const bool *committed_del, bool *pend_del, const ut_table *first, uint64_t n_first,
-                         uint64_t seed) {
+static void pending_make(pending *p, ut_table *t, uint64_t n_committed, const bool *committed_del, bool *pend_del, const ut_table *first,
+                         uint64_t n_first, uint64_t seed) {
   ut_rng r = ut_rng_seed(seed);
   uint32_t nc = t->schema.n_cols;
   uint64_t n = t->n_rows;
@@ -903,12 +903,15 @@ static void pending_make(pending *p, ut_table *t, const bool *committed_del, boo
   p->n_calls = 2 + ut_rng_below(&r, VIEW_MAX_CALLS - 1);
   for (uint64_t k = 0; k < p->n_calls; k++) {
     uint64_t m = k == 0 && first ? n_first : 1 + ut_rng_below(&r, 64);
+    /* With rows inserted after n_committed, odd calls change those, even
+    ** calls committed ones (COMMIT applies them to different places). */
+    uint64_t lo = n_committed < n && (k & 1) ? n_committed : 0, hi = n_committed < n && !(k & 1) ? n_committed : n;
     for (uint64_t i = 0; i < m; i++) {
       /* a run of neighbours or a duplicate of an earlier one, else anywhere */
       uint64_t x = ut_rng_below(&r, 4);
-      uint64_t row = i && x == 0 ? p->rows[k][i - 1] + 1 : i > 1 && x == 1 ? p->rows[k][ut_rng_below(&r, i)] : ut_rng_below(&r, n);
-      if (row >= n) row = n - 1;
-      while (committed_del[row]) row = (row + 1) % n;
+      uint64_t row = i && x == 0 ? p->rows[k][i - 1] + 1 : i > 1 && x == 1 ? p->rows[k][ut_rng_below(&r, i)] : lo + ut_rng_below(&r, hi - lo);
+      if (row >= hi) row = hi - 1;
+      while (committed_del[row]) row = row + 1 < hi ? row + 1 : lo;
       p->rows[k][i] = row;
     }
     ut_table *u = k == 0 && first ? NULL : ut_random_table(&t->schema, m, 200, seed * 100 + k);
@@ -936,11 +939,22 @@ static void pending_free(pending *p) {
 
 /* Commits p through the writer, as the SQL layer does at COMMIT: every
 ** update call in order, then the deletions. */
-static void pending_commit(const char *path, const pending *p) {
+static void pending_commit(const char *path, const pending *p, const cs_batch *ins, uint64_t n_committed) {
   cs_writer *w;
   cs_err err = {0};
   ck_assert_msg(cs_writer_append(path, NULL, &w, &err) == CS_OK, "%s", err.msg);
-  for (uint64_t k = 0; k < p->n_calls; k++)
+  /* Inserted rows go out with their updates applied (the writer updates
+  ** only committed rows); the calls that change them are the odd ones. */
+  if (ins) {
+    cs_update odd[VIEW_MAX_CALLS];
+    uint64_t n_odd = 0;
+    for (uint64_t k = 1; k < p->n_calls; k += 2) odd[n_odd++] = p->upd[k];
+    cs_batch *changed = NULL;
+    ck_assert_msg(cs_batch_with_updates(ins, cs_writer_schema(w), n_committed, odd, n_odd, &changed, &err) == CS_OK, "%s", err.msg);
+    ck_assert_msg(cs_writer_write(w, changed ? changed : ins, &err) == CS_OK, "%s", err.msg);
+    cs_batch_free(changed);
+  }
+  for (uint64_t k = 0; k < p->n_calls; k += ins ? 2 : 1)
     ck_assert_msg(cs_writer_update(w, p->upd[k].rows, p->upd[k].n, p->vals[k], p->upd[k].cols, &err) == CS_OK, "%s", err.msg);
   ck_assert_msg(cs_writer_delete(w, p->dels, p->n_dels, NULL, &err) == CS_OK, "%s", err.msg);
   ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "%s", err.msg);
@@ -953,33 +967,41 @@ static void pending_commit(const char *path, const pending *p) {
 ** every kernel agrees with that store (for ut_fixed_cols), its chunks check
 ** clean, and the base is unchanged.  Then the same changes are committed:
 ** the committed store equals the view, chunk for chunk. */
-static void view_matches(const cs_schema *schema, cs_cache cache, uint64_t n_rows, uint64_t record_rows, bool edges, uint64_t seed) {
+static void view_matches(const cs_schema *schema, cs_cache cache, uint64_t n_committed, uint64_t record_rows, bool edges, uint64_t n_ins,
+                         uint64_t seed) {
   char ctx[96];
-  snprintf(ctx, sizeof ctx, "view seed %" PRIu64 " cache %s", seed, cs_cache_name(cache));
+  snprintf(ctx, sizeof ctx, "view seed %" PRIu64 " cache %s, %" PRIu64 " inserted", seed, cs_cache_name(cache), n_ins);
   ut_scratch sc = ut_scratch_new();
+  /* The model holds the committed rows, then the inserted ones. */
+  uint64_t n_rows = n_committed + n_ins;
   ut_table *t = ut_random_table(schema, n_rows, 80, seed);
-  ut_table_create_store(t, sc.path, n_rows, record_rows, 0);
+  ut_table_create_store(t, sc.path, n_committed, record_rows, 0);
+  cs_batch *ins = n_ins ? ut_table_batch(t, n_committed, n_ins) : NULL;
   ut_rng r = ut_rng_seed(seed + 1);
   bool *del = calloc(n_rows, 1), *all_del = calloc(n_rows, 1);
   ck_assert(del && all_del);
   {
     /* committed first: a patch and some deletions */
     uint64_t rows[20], dead[10];
-    for (int i = 0; i < 20; i++) rows[i] = ut_rng_below(&r, n_rows);
+    for (int i = 0; i < 20; i++) rows[i] = ut_rng_below(&r, n_committed);
     ut_table *u = ut_random_table(schema, 20, 100, seed + 2);
     ut_update_commit(sc.path, t, rows, 20, u, NULL);
     ut_table_free(u);
-    for (int i = 0; i < 10; i++) dead[i] = ut_rng_below(&r, n_rows), del[dead[i]] = all_del[dead[i]] = true;
+    for (int i = 0; i < 10; i++) dead[i] = ut_rng_below(&r, n_committed), del[dead[i]] = all_del[dead[i]] = true;
     ut_delete_commit(sc.path, dead, 10);
   }
   ut_table *before = table_copy(t);
   ut_table *first = edges ? edge_values() : NULL;
   pending p;
-  pending_make(&p, t, del, all_del, first, first ? first->n_rows : 0, seed + 3);
+  pending_make(&p, t, n_committed, del, all_del, first, first ? first->n_rows : 0, seed + 3);
   cs_store *base, *v = NULL;
   cs_err err = {0};
   ck_assert_msg(cs_store_open_with(sc.path, CS_VERIFY_READ, cache, &base, &err) == CS_OK, "%s", err.msg);
-  ck_assert_msg(cs_store_with_changes(base, p.dels, p.n_dels, p.upd, p.n_calls, &v, &err) == CS_OK, "%s: %s", ctx, err.msg);
+  if (ins)
+    ck_assert_msg(cs_store_with_pending(base, ins, p.dels, p.n_dels, p.upd, p.n_calls, &v, &err) == CS_OK, "%s: %s", ctx, err.msg);
+  else
+    ck_assert_msg(cs_store_with_changes(base, p.dels, p.n_dels, p.upd, p.n_calls, &v, &err) == CS_OK, "%s: %s", ctx, err.msg);
+  ck_assert_uint_eq(cs_store_rows(v), n_rows);
   ut_assert_store_equals(v, t, n_rows, ctx);
   uint64_t live = 0;
   for (uint64_t row = 0; row < n_rows; row++) {
@@ -1000,9 +1022,9 @@ static void view_matches(const cs_schema *schema, cs_cache cache, uint64_t n_row
                   (!a.has_minmax || (a.min.bits == b.min.bits && a.max.bits == b.max.bits)), "%s: column %u stats", ctx, c);
   }
   cs_store_close(f);
-  ut_assert_store_equals(base, before, n_rows, "the base is unchanged");
+  ut_assert_store_equals(base, before, n_committed, "the base is unchanged");
   /* What COMMIT writes is what the view showed. */
-  pending_commit(sc.path, &p);
+  pending_commit(sc.path, &p, ins, n_committed);
   cs_store *done = ut_open_ok(sc.path, CS_VERIFY_FULL, ctx);
   ut_assert_store_equals(done, t, n_rows, ctx);
   ut_assert_chunks_like(done, v, ctx);
@@ -1010,9 +1032,10 @@ static void view_matches(const cs_schema *schema, cs_cache cache, uint64_t n_row
     if (cs_store_row_deleted(done, row) != all_del[row]) ck_abort_msg("%s: committed row %" PRIu64 " deleted differs", ctx, row);
   cs_store_close(done);
   cs_store_close(v);
-  ut_assert_store_equals(base, before, n_rows, "the base outlives its view");
+  ut_assert_store_equals(base, before, n_committed, "the base outlives its view");
   cs_store_close(base);
   pending_free(&p);
+  cs_batch_free(ins);
   ut_table_free(first);
   ut_table_free(before);
   ut_table_free(t);
@@ -1022,11 +1045,14 @@ static void view_matches(const cs_schema *schema, cs_cache cache, uint64_t n_row
 
 START_TEST(test_view_of_pending_changes_reads_as_the_commit_will) {
   const cs_schema fixed = {UT_FIXED_COLS, ut_fixed_cols};
-  static const struct { bool fixed; cs_cache cache; uint64_t rows, record_rows; bool edges; } runs[] = {
-      {true, CS_CACHE_MAP, 700, 64, false},   {true, CS_CACHE_MEMORY, 700, 64, false}, {true, CS_CACHE_MAP, 300, 1000, false},
-      {false, CS_CACHE_MAP, 120, 16, true},   {false, CS_CACHE_MEMORY, 90, 24, true},
+  static const struct { bool fixed; cs_cache cache; uint64_t rows, record_rows; bool edges; uint64_t ins; } runs[] = {
+      {true, CS_CACHE_MAP, 700, 64, false, 0},   {true, CS_CACHE_MEMORY, 700, 64, false, 0}, {true, CS_CACHE_MAP, 300, 1000, false, 0},
+      {false, CS_CACHE_MAP, 120, 16, true, 0},   {false, CS_CACHE_MEMORY, 90, 24, true, 0},
+      /* with rows the transaction inserted (one record of them, or more) */
+      {true, CS_CACHE_MAP, 700, 64, false, 150}, {false, CS_CACHE_MEMORY, 120, 16, true, 80},
+      {true, CS_CACHE_MAP, 200, 64, false, CS_DEFAULT_RECORD_ROWS + 40},
   };
-  view_matches(runs[_i].fixed ? &fixed : &all_schema, runs[_i].cache, runs[_i].rows, runs[_i].record_rows, runs[_i].edges,
+  view_matches(runs[_i].fixed ? &fixed : &all_schema, runs[_i].cache, runs[_i].rows, runs[_i].record_rows, runs[_i].edges, runs[_i].ins,
                40 + (uint64_t)_i * 10);
 }
 END_TEST
@@ -1192,12 +1218,15 @@ END_TEST
 ** in turn (once, and from then on): CS_ENOMEM and nothing held, or the
 ** whole view. */
 START_TEST(test_view_every_allocation_failure_is_clean) {
+  /* _i = 0: updates and deletions; 1: over 20 inserted rows as well */
+  uint64_t n_ins = _i ? 20 : 0, n = 48 + n_ins;
   ut_scratch sc = ut_scratch_new();
-  ut_table *t = ut_random_table(&small_schema, 48, 100, 66);
+  ut_table *t = ut_random_table(&small_schema, n, 100, 66);
   ut_table_create_store(t, sc.path, 48, 16, 0);
-  bool del[48] = {0}, all_del[48] = {0};
+  cs_batch *ins = n_ins ? ut_table_batch(t, 48, n_ins) : NULL;
+  bool del[68] = {0}, all_del[68] = {0};
   pending p;
-  pending_make(&p, t, del, all_del, NULL, 0, 67);
+  pending_make(&p, t, 48, del, all_del, NULL, 0, 67);
   cs_store *base = ut_open_ok(sc.path, CS_VERIFY_READ, "allocation failures");
   for (int sticky = 0; sticky < 2; sticky++) {
     for (long k = 1;; k++) {
@@ -1205,12 +1234,13 @@ START_TEST(test_view_every_allocation_failure_is_clean) {
       cs_store *v = NULL;
       cs_err err = {0};
       cs_mem_fail_after(k, sticky);
-      cs_rc rc = cs_store_with_changes(base, p.dels, p.n_dels, p.upd, p.n_calls, &v, &err);
+      cs_rc rc = ins ? cs_store_with_pending(base, ins, p.dels, p.n_dels, p.upd, p.n_calls, &v, &err)
+                     : cs_store_with_changes(base, p.dels, p.n_dels, p.upd, p.n_calls, &v, &err);
       bool failed_any = cs_mem_count() >= k;
       cs_mem_fail_after(-1, false);
       ck_assert_msg(rc == CS_OK || rc == CS_ENOMEM, "k=%ld: %s", k, err.msg);
       if (rc == CS_OK) {
-        ut_assert_store_equals(v, t, 48, "a view made under failures");
+        ut_assert_store_equals(v, t, n, "a view made under failures");
         cs_store_close(v);
       } else {
         ck_assert_ptr_null(v);
@@ -1221,6 +1251,7 @@ START_TEST(test_view_every_allocation_failure_is_clean) {
   }
   cs_store_close(base);
   pending_free(&p);
+  cs_batch_free(ins);
   ut_table_free(t);
   ut_scratch_free(&sc);
 }
@@ -1306,11 +1337,11 @@ int main(void) {
   tcase_add_test(tc, test_zone_maps_see_the_new_values);
   tcase_add_test(tc, test_kernels_read_the_new_values);
   tcase_add_test(tc, test_every_allocation_failure_leaves_the_old_or_the_new_state);
-  tcase_add_loop_test(tc, test_view_of_pending_changes_reads_as_the_commit_will, 0, 5);
+  tcase_add_loop_test(tc, test_view_of_pending_changes_reads_as_the_commit_will, 0, 8);
   tcase_add_test(tc, test_view_zone_maps_and_sorted_flags_follow_the_pending_values);
   tcase_add_test(tc, test_view_refuses_what_the_writer_would);
   tcase_add_test(tc, test_view_of_damaged_text_offsets_is_corrupt);
-  tcase_add_test(tc, test_view_every_allocation_failure_is_clean);
+  tcase_add_loop_test(tc, test_view_every_allocation_failure_is_clean, 0, 2);
   suite_add_tcase(suite, tc);
   return ut_run_suite(suite);
 }
