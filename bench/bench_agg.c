@@ -18,6 +18,8 @@
 ** key).  Before anything is timed every kernel's answer is checked against
 ** the loop's (integers exactly, floats within 1e-9 relative).  Then all
 ** variants of all cases run interleaved (A B C A B C ...) for the rounds,
+** their order rotating from round to round (the variant that always came
+** after the loop's sweep of the arrays ran up to 3x slower on this host),
 ** and each gets its median, min and max, and the ratio of its median to
 ** the loop's.  The totals case runs its kernel once before timing, so the
 ** timed calls find the per-record statistics cached (as every query after
@@ -30,16 +32,15 @@
 ** a loaded host a one-thread variant then counts only the time it ran, not
 ** the time it waited for a core (at 2 threads it is the sum of both).
 **
-** --direct-max N, --few-groups N and --dict-max N move cs_agg's switch
-** points (cs_agg_internal.h), to time one kernel against another on the
-** same data.  --alt-direct-max, --alt-few-groups and --alt-dict-max add a
-** fourth variant, "alt 1t": the kernel at one thread with those switch
+** --direct-max N, --few-groups N, --dict-max N and --lane-groups N move
+** cs_agg's switch points (cs_agg_internal.h), to time one kernel against
+** another on the same data.  Their --alt-* forms add a fourth variant, "alt 1t": the kernel at one thread with those switch
 ** points instead, interleaved with the others, so two kernels are compared
 ** in one run.
 **
 ** Usage: bench_agg [--rows N] [--rounds R] [--dir D] [--only CASE[,CASE...]] [--cpu]
-**                  [--direct-max N] [--few-groups N] [--dict-max N]
-**                  [--alt-direct-max N] [--alt-few-groups N] [--alt-dict-max N]
+**                  [--direct-max N] [--few-groups N] [--dict-max N] [--lane-groups N]
+**                  [--alt-direct-max N] [--alt-few-groups N] [--alt-dict-max N] [--alt-lane-groups N]
 **                  (CASE: 0..8, as listed)
 */
 #include <inttypes.h>
@@ -407,7 +408,8 @@ int main(int argc, char **argv) {
   int nvar = 3 + alt;
   for (int r = 0; r < rounds; r++)
     for (int q = 0; q < N_CASES; q++)
-      for (int v = 0; v < nvar && (only >> q & 1); v++) {
+      for (int k = 0; k < nvar && (only >> q & 1); k++) {
+        int v = (k + r) % nvar; /* the order rotates: no variant always follows the loop's sweep of the arrays */
         if (v == 3) cs__agg_tuning_set(&tune_alt);
         uint64_t t0 = cpu_time ? bench_process_cpu_ns() : bench_now_ns();
         if (v == 0)
