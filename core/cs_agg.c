@@ -42,7 +42,7 @@
 **     record (piece_gids_dict): each team member keeps, for the record it
 **     reads, the keys it met there and their group ids, in 2,048 slots of
 **     32 bytes; a row whose key is in it costs one multiply, one probe and
-**     two compares, with no pointer or length made for it (the key column
+**     three compares, with no pointer or length made for it (the key column
 **     is read straight from its offsets when nothing else reads it), and
 **     only the first row of each distinct key of a record goes to the
 **     table.  The dictionary maps to the table's group ids, not to codes of
@@ -302,13 +302,12 @@ typedef struct agg_table {
   bool dirty;       /* a member's table holding rows not yet merged */
 } agg_table;
 
-/* One key of a record's dictionary: its length and first 16 bytes
-** zero-padded (the whole key up to 16 bytes; longer keys are confirmed
-** against the table's copy), and its group in the member's table. */
+/* One key of a record's dictionary: its first 16 bytes zero-padded as two
+** words (dict_w1), its length, and its group in the member's table. */
 typedef struct agg_dent {
-  uint64_t w0, w1, n;
-  uint32_t gid; /* 0 = empty slot */
-  uint32_t pad;
+  uint64_t w0, w1;
+  uint64_t ng;  /* group << 32 | min(length, UINT32_MAX); 0 = empty slot (group 0 is the sink) */
+  uint64_t pad; /* 32-byte entries: one cache line holds two */
 } agg_dent;
 
 /* The keys one member met in the record it reads (piece_gids_dict). */
@@ -765,9 +764,10 @@ typedef struct agg_bkey {
 #define AGG_KEEP0(n) ((n) >= 8 ? ~0ull : (1ull << (8 * ((n) & 7))) - 1)
 #define AGG_KEEP1(n) ((n) >= 16 ? ~0ull : (n) <= 8 ? 0ull : (1ull << (8 * (((n) - 8) & 7))) - 1)
 #define AGG_KEEP(n) {AGG_KEEP0(n), AGG_KEEP1(n)}
-static const uint64_t agg_keep[17][2] = {AGG_KEEP(0),  AGG_KEEP(1),  AGG_KEEP(2),  AGG_KEEP(3),  AGG_KEEP(4),  AGG_KEEP(5),
-                                         AGG_KEEP(6),  AGG_KEEP(7),  AGG_KEEP(8),  AGG_KEEP(9),  AGG_KEEP(10), AGG_KEEP(11),
-                                         AGG_KEEP(12), AGG_KEEP(13), AGG_KEEP(14), AGG_KEEP(15), AGG_KEEP(16)};
+static const uint64_t agg_keep[17][2] = {
+    AGG_KEEP(0),  AGG_KEEP(1),  AGG_KEEP(2),  AGG_KEEP(3),  AGG_KEEP(4),  AGG_KEEP(5),  AGG_KEEP(6),  AGG_KEEP(7),
+    AGG_KEEP(8),  AGG_KEEP(9),  AGG_KEEP(10), AGG_KEEP(11), AGG_KEEP(12), AGG_KEEP(13), AGG_KEEP(14), AGG_KEEP(15),
+    AGG_KEEP(16)};
 
 /* Key of the n bytes at p; reads up to end are safe (end NULL: only the
 ** n bytes are read). */
@@ -1018,16 +1018,20 @@ static inline uint32_t bytes_find_or_add(const cs_agg *a, agg_table *t, const ag
 
 /* Empties the dictionary for the next record: only the slots in use. */
 static void dict_reset(agg_dict *d) {
-  for (uint32_t i = 0; i < d->n; i++) d->ent[d->used[i]].gid = 0;
+  for (uint32_t i = 0; i < d->n; i++) d->ent[d->used[i]].ng = 0;
   d->n = 0, d->null_gid = 0, d->hits = d->misses = 0, d->bypass = false;
 }
 
-/* A record's dictionary holds a key of up to 15 bytes as two words: its
-** bytes zero-padded, with its length in the last byte (always a padding
-** byte below 16 bytes, so the pair is exact).  Longer keys hold their
-** first 16 bytes and their length, and are confirmed by a memcmp of their
-** tail against the group's copy. */
+/* A record's dictionary holds a key as two words, its first 16 bytes
+** zero-padded, with a key below 16 bytes keeping its length in the last
+** byte (a padding byte there) so that the slot's hash tells "a" from
+** "a\0", and its length beside.  A key of 16 bytes or more is told from a
+** shorter one by that length alone (its last byte may equal a short key's
+** length: "abcde" and "abcde", ten zero bytes, byte 5), and from a longer
+** one by its full length and a memcmp of its tail against the group's
+** copy. */
 CS__INLINE uint64_t dict_w1(uint64_t n, uint64_t w1) { return n < 16 ? w1 | (n << 56) : w1; }
+CS__INLINE uint64_t dict_ng(uint32_t g, uint64_t n) { return (uint64_t)g << 32 | (n < UINT32_MAX ? n : UINT32_MAX); }
 
 /* The dictionary's slot of a key of two words: one multiply (the table's
 ** hash, two multiplies and a shift, is computed only for the keys new to
@@ -1045,7 +1049,7 @@ __attribute__((noinline)) static uint32_t dict_miss(const cs_agg *a, agg_dict *d
   uint32_t g = bytes_find_or_add(a, t, k);
   if (g && d->n < a->dict_max) {
     agg_dent *de = &d->ent[j];
-    de->w0 = k->w0, de->w1 = dict_w1(k->n, k->w1), de->n = k->n, de->gid = g;
+    de->w0 = k->w0, de->w1 = dict_w1(k->n, k->w1), de->ng = dict_ng(g, k->n);
     d->used[d->n++] = (uint16_t)j;
   }
   return g;
@@ -1072,10 +1076,11 @@ __attribute__((noinline)) static uint32_t dict_slow(const cs_agg *a, agg_dict *d
   uint64_t j = len > 16 ? k.h >> (64 - AGG_DICT_BITS) : dict_home(k.w0, w1);
   for (;; j = (j + 1) & (AGG_DICT_SLOTS - 1)) {
     const agg_dent *de = &d->ent[j];
-    if (!de->gid) break;
-    if (de->w0 == k.w0 && de->w1 == w1 && de->n == len &&
-        (len <= 16 || memcmp(t->kp[0][de->gid] + 16, p + 16, len - 16) == 0))
-      return de->gid;
+    if (!de->ng) break;
+    uint32_t g = (uint32_t)(de->ng >> 32);
+    if (de->w0 == k.w0 && de->w1 == w1 && (uint32_t)de->ng == (uint32_t)dict_ng(0, len) &&
+        (len <= 16 || (t->kv[0][g] == len && memcmp(t->kp[0][g] + 16, p + 16, len - 16) == 0)))
+      return g;
   }
   d->misses++;
   if (!sel) return 0;
@@ -1131,9 +1136,10 @@ CS__INLINE bool dict_loop(const cs_agg *a, agg_dict *d, agg_table *t, const agg_
     uint64_t w0 = cs__load64(p) & keep[0], w1 = (cs__load64(p + 8) & keep[1]) | (len << 56);
     uint64_t j = dict_home(w0, w1);
     const agg_dent *de = &ent[j];
-    while (de->gid && ((de->w0 ^ w0) | (de->w1 ^ w1))) j = (j + 1) & (AGG_DICT_SLOTS - 1), de = &ent[j];
-    if (__builtin_expect(de->gid != 0, 1)) {
-      gid[i] = de->gid;
+    while (de->ng && ((de->w0 ^ w0) | (de->w1 ^ w1) | ((uint32_t)de->ng ^ len)))
+      j = (j + 1) & (AGG_DICT_SLOTS - 1), de = &ent[j];
+    if (__builtin_expect(de->ng != 0, 1)) {
+      gid[i] = (uint32_t)(de->ng >> 32);
       continue;
     }
     misses++;
@@ -1152,7 +1158,7 @@ CS__INLINE bool dict_loop(const cs_agg *a, agg_dict *d, agg_table *t, const agg_
 /* The group of every row of a piece of one TEXT/BLOB key read in place
 ** (v->off set), through the record's dictionary: a key of up to 15 bytes
 ** met before in the record is found by one multiply, one probe of a table
-** of 32-byte entries and two integer compares, with no branch on its
+** of 32-byte entries and three integer compares, with no branch on its
 ** length; only a key new to the record goes to the member's table
 ** (dict_miss).  Unselected rows that miss get the sink and add nothing;
 ** those that hit keep their group (their mask byte is 0, so they add

@@ -1113,9 +1113,13 @@ static const cs_column tk_cols[TK_COLS] = {
     {"id", CS_TYPE_INT64, false}, {"k", CS_TYPE_TEXT, true}, {"v", CS_TYPE_INT64, true}, {"f", CS_TYPE_FLOAT64, true}};
 
 static void tk_key(ut_rng *r, int shape, uint64_t row, ut_cell *c) {
+  /* the last two: a 16-byte key whose bytes 5..14 are zero and whose last
+  ** byte is 5, and the 5-byte key with its first five bytes (a key below 16
+  ** bytes keeps its length in the byte where this one keeps its last) */
   static const char *const few[] = {"", "\0", "a\0b", "abcdefgh", "abcdefgh\0", "abcdefghijklmno",
-                                    "abcdefghijklmnop", "abcdefghijklmnopq", "muon", "electron"};
-  static const uint64_t few_len[] = {0, 1, 3, 8, 9, 15, 16, 17, 4, 8};
+                                    "abcdefghijklmnop", "abcdefghijklmnopq", "muon", "electron",
+                                    "abcde\0\0\0\0\0\0\0\0\0\0\5", "abcde"};
+  static const uint64_t few_len[] = {0, 1, 3, 8, 9, 15, 16, 17, 4, 8, 16, 5};
   char buf[64];
   int n;
   if (ut_rng_below(r, 12) == 0) {
@@ -1124,7 +1128,7 @@ static void tk_key(ut_rng *r, int shape, uint64_t row, ut_cell *c) {
   }
   switch (shape) {
     case 0: { /* few */
-      uint64_t w = ut_rng_below(r, 10);
+      uint64_t w = ut_rng_below(r, 12);
       ut_cell_set_bytes(c, few[w], few_len[w]);
       return;
     }
