@@ -4,8 +4,8 @@
 **
 ** The grouped aggregation picks a kernel by the keys (direct index over
 ** packed integer keys, a hash of the packed code, a hash of one TEXT/BLOB
-** key, a hash of key tuples) and, per piece of rows, a masked pass per
-** group or a scatter.  Each switch point was chosen by measurement (the
+** key fronted by a dictionary per record, a hash of key tuples) and, per
+** piece of rows, a masked pass per group or a scatter.  Each switch point was chosen by measurement (the
 ** numbers are in cs_agg.c's essay) and is a constant in production.  The
 ** tests move them to reach every path with a few thousand rows, and the
 ** benchmark to time one path against another on the same input.
@@ -19,6 +19,8 @@
 typedef struct cs__agg_tuning {
   uint64_t direct_max; /* direct index up to this many packed key codes (and not far above the rows); 0 = never */
   uint32_t few_groups; /* one masked pass per group up to this many groups, else a scatter; 0 = never */
+  uint32_t dict_max;   /* one TEXT/BLOB key: distinct keys a record's dictionary holds (<= AGG_DICT_MAX); 0 = none */
+  uint32_t lane_groups; /* few groups, up to this many (<= AGG_LANE_GROUPS), may be scattered into lanes; 0 = never */
 } cs__agg_tuning;
 
 /* The compiled defaults. */

@@ -513,25 +513,31 @@ END_TEST
 
 /* The same with the switch points moved: no direct index and a scatter
 ** for every group count; then a direct index wherever the codes are at
-** most the rows and a masked pass per group for up to 64 groups. */
+** most the rows and a masked pass per group for up to 64 groups (or, for
+** _i 4, up to 64 groups scattered into lanes when none dominates).  A TEXT
+** key's dictionary per record: the default, two keys (full at once), none. */
 START_TEST(test_agg_forced_paths_match_reference) {
   cs__agg_tuning t;
   cs__agg_tuning_default(&t);
   t.direct_max = _i < 3 ? 0 : UINT64_MAX;
   t.few_groups = _i < 3 ? 0 : 64;
+  if (_i % 3) t.dict_max = _i % 3 == 1 ? 2 : 0;
+  if (_i == 4) t.lane_groups = 64;
   cs__agg_tuning_set(&t);
   range_matches_reference(_i % 3, false);
   cs__agg_tuning_set(NULL);
 }
 END_TEST
 
-/* With deletions, both settings: a scatter everywhere, then direct indexes
-** and masked passes per group. */
+/* With deletions, both settings: a scatter everywhere (and a dictionary of
+** two keys), then direct indexes and masked passes per group (or lanes). */
 START_TEST(test_agg_forced_paths_with_deletions_match_reference) {
   cs__agg_tuning t;
   cs__agg_tuning_default(&t);
   t.direct_max = _i == 0 ? 0 : UINT64_MAX;
   t.few_groups = _i == 0 ? 0 : 64;
+  if (_i == 0) t.dict_max = 2;
+  if (_i == 1) t.lane_groups = 64;
   cs__agg_tuning_set(&t);
   range_matches_reference(1 + _i, true);
   cs__agg_tuning_set(NULL);
@@ -1091,6 +1097,230 @@ START_TEST(test_agg_allocation_failures_are_reported_and_leak_nothing) {
 }
 END_TEST
 
+/* ------------------------------------------- one TEXT key, many shapes */
+
+/* A store of one TEXT key k (nullable), an INT64 v and a FLOAT64 f, in
+** segments of a few hundred rows, each with its own shape of keys: few
+** distinct words (the empty string, zero bytes, lengths 8, 9, 15, 16, 17),
+** runs of one value, keys unique to their row, long keys that share their
+** first 16 bytes and their length, and a mix.  Records of 4,096 rows (or
+** irregular ones), so one record holds many segments and many records hold
+** more distinct keys than the dictionary does.  The reference sorts the
+** selected rows by key (NULL first, then bytes and length) and groups runs
+** of equal keys: it shares no code, and no hashing, with the kernel. */
+enum { TK_ID, TK_K, TK_V, TK_F, TK_COLS };
+static const cs_column tk_cols[TK_COLS] = {
+    {"id", CS_TYPE_INT64, false}, {"k", CS_TYPE_TEXT, true}, {"v", CS_TYPE_INT64, true}, {"f", CS_TYPE_FLOAT64, true}};
+
+static void tk_key(ut_rng *r, int shape, uint64_t row, ut_cell *c) {
+  /* the last two: a 16-byte key whose bytes 5..14 are zero and whose last
+  ** byte is 5, and the 5-byte key with its first five bytes (a key below 16
+  ** bytes keeps its length in the byte where this one keeps its last) */
+  static const char *const few[] = {"", "\0", "a\0b", "abcdefgh", "abcdefgh\0", "abcdefghijklmno",
+                                    "abcdefghijklmnop", "abcdefghijklmnopq", "muon", "electron",
+                                    "abcde\0\0\0\0\0\0\0\0\0\0\5", "abcde"};
+  static const uint64_t few_len[] = {0, 1, 3, 8, 9, 15, 16, 17, 4, 8, 16, 5};
+  char buf[64];
+  int n;
+  if (ut_rng_below(r, 12) == 0) {
+    ut_cell_set_null(c);
+    return;
+  }
+  switch (shape) {
+    case 0: { /* few */
+      uint64_t w = ut_rng_below(r, 12);
+      ut_cell_set_bytes(c, few[w], few_len[w]);
+      return;
+    }
+    case 1: /* runs of 37 equal keys */
+      n = snprintf(buf, sizeof buf, "run-%" PRIu64, row / 37);
+      break;
+    case 2: /* unique to the row, lengths 1..22 */
+      n = snprintf(buf, sizeof buf, "%.*s%" PRIu64, (int)ut_rng_below(r, 16), "uuuuuuuuuuuuuuuu", row);
+      break;
+    case 3: /* 24 bytes, the same first 16, a zero byte inside */
+      n = snprintf(buf, sizeof buf, "0123456789abcdef%07" PRIu64, ut_rng_below(r, 300));
+      buf[20] = '\0';
+      break;
+    default: /* a mix of the above and of 2,000 short keys */
+      if (ut_rng_below(r, 2)) {
+        tk_key(r, (int)ut_rng_below(r, 4), row, c);
+        return;
+      }
+      n = snprintf(buf, sizeof buf, "m%" PRIu64, ut_rng_below(r, 2000));
+      break;
+  }
+  ut_cell_set_bytes(c, buf, (uint64_t)n);
+}
+
+static ut_table *tk_table(uint64_t n, uint64_t seed) {
+  cs_schema schema = {TK_COLS, tk_cols};
+  ut_table *t = ut_table_new(&schema);
+  ut_rng r = ut_rng_seed(seed);
+  int shape = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    if (i % 500 == 0) shape = (int)ut_rng_below(&r, 5);
+    ut_table_add_row(t);
+    ut_cell_set_int(ut_table_cell(t, i, TK_ID), (int64_t)i);
+    tk_key(&r, shape, i, ut_table_cell(t, i, TK_K));
+    ut_cell *v = ut_table_cell(t, i, TK_V), *f = ut_table_cell(t, i, TK_F);
+    if (ut_rng_below(&r, 9) == 0)
+      ut_cell_set_null(v);
+    else
+      ut_cell_set_int(v, (int64_t)ut_rng_u64(&r) >> 20);
+    ut_cell_set_float(f, CS_TYPE_FLOAT64, ut_rng_unit(&r) - 0.5);
+  }
+  return t;
+}
+
+static const ut_table *tk_sort_t;
+
+static int tk_row_cmp(const void *pa, const void *pb) {
+  const ut_cell *x = ut_table_cell(tk_sort_t, *(const uint64_t *)pa, TK_K);
+  const ut_cell *y = ut_table_cell(tk_sort_t, *(const uint64_t *)pb, TK_K);
+  if (x->null || y->null) return (int)y->null - (int)x->null;
+  return cell_cmp(CS_TYPE_TEXT, x, y);
+}
+
+/* The aggregate against the sorted reference over the selected rows sel[0, m). */
+static void tk_check(const cs_agg *ag, const ut_table *t, uint64_t *sel, uint64_t m, bool key_is_value,
+                     const char *ctx) {
+  tk_sort_t = t;
+  qsort(sel, m, sizeof *sel, tk_row_cmp);
+  uint64_t n_groups = cs_agg_groups(ag);
+  uint64_t *order = malloc((n_groups + 1) * sizeof *order);
+  ck_assert_ptr_nonnull(order);
+  for (uint64_t g = 0; g < n_groups; g++) order[g] = g;
+  static const uint32_t key1 = TK_K;
+  sort_keys = &key1, sort_nk = 1, sort_ag = ag;
+  qsort(order, n_groups, sizeof *order, agg_group_cmp);
+  uint64_t g = 0;
+  for (uint64_t i = 0; i < m; g++) {
+    uint64_t j = i + 1;
+    while (j < m && tk_row_cmp(&sel[i], &sel[j]) == 0) j++;
+    ck_assert_msg(g < n_groups, "%s: more groups than %" PRIu64, ctx, n_groups);
+    cs_value kv;
+    cs_agg_key(ag, order[g], 0, &kv);
+    const ut_cell *kc = ut_table_cell(t, sel[i], TK_K);
+    ck_assert_msg(value_is_cell(CS_TYPE_TEXT, &kv, kc), "%s: group %" PRIu64 " (row %" PRIu64 "): key differs", ctx,
+                  g, sel[i]);
+    ck_assert_msg(cs_agg_count(ag, order[g]) == j - i, "%s: group %" PRIu64 ": %" PRIu64 " rows, want %" PRIu64, ctx,
+                  g, cs_agg_count(ag, order[g]), j - i);
+    i128 vs = 0;
+    uint64_t vn = 0;
+    double fs = 0, fmag = 0;
+    for (uint64_t x = i; x < j; x++) {
+      const ut_cell *v = ut_table_cell(t, sel[x], TK_V), *f = ut_table_cell(t, sel[x], TK_F);
+      if (!v->null) vs += v->i, vn++;
+      fs += f->f, fmag += fabs(f->f);
+    }
+    cs_agg_result res;
+    cs_agg_result_get(ag, order[g], TK_V, &res);
+    ck_assert_msg(res.count == vn && (vn == 0 || (res.sum.kind == CS_VAL_INT && res.sum.i == (int64_t)vs)),
+                  "%s: group %" PRIu64 ": count or sum of v differs", ctx, g);
+    cs_agg_result_get(ag, order[g], TK_F, &res);
+    ck_assert_msg(res.count == j - i && fabs(res.sum.f - fs) <= 1e-12 * fmag + 1e-300, "%s: group %" PRIu64 ": f", ctx,
+                  g);
+    if (key_is_value) {
+      cs_agg_result_get(ag, order[g], TK_K, &res);
+      ck_assert_msg(res.count == (kc->null ? 0 : j - i), "%s: group %" PRIu64 ": count of k", ctx, g);
+      if (!kc->null)
+        ck_assert_msg(value_is_cell(CS_TYPE_TEXT, &res.min, kc) && value_is_cell(CS_TYPE_TEXT, &res.max, kc),
+                      "%s: group %" PRIu64 ": min/max of k", ctx, g);
+    }
+    i = j;
+  }
+  ck_assert_msg(g == n_groups, "%s: %" PRIu64 " groups, want %" PRIu64, ctx, n_groups, g);
+  free(order);
+}
+
+/* The dictionary (default size, a tiny one that overflows in every record,
+** none), threads 1, 2 and 4, the key alone or also a value column, a
+** predicate, a caller's mask, a list, deletions. */
+START_TEST(test_agg_text_key_dictionary_matches_sorted_reference) {
+  uint64_t n = 120000 + (uint64_t)_i * 7001, seed = 3000 + (uint64_t)_i;
+  ut_table *t = tk_table(n, seed);
+  ut_scratch sc = ut_scratch_new();
+  ut_table_create_store(t, sc.path, n, _i == 1 ? 0 : 4096, _i == 1 ? 1777 : 0);
+  bool *del = calloc(n, 1);
+  ck_assert_ptr_nonnull(del);
+  ut_rng r = ut_rng_seed(seed ^ 0x55);
+  if (_i != 2) {
+    /* every seventh row, a whole stretch, and the last row */
+    uint64_t *rows = malloc(n * sizeof *rows), k = 0;
+    ck_assert_ptr_nonnull(rows);
+    for (uint64_t i = 0; i < n; i++)
+      if (ut_rng_below(&r, 7) == 0 || (i >= 9000 && i < 13100) || i == n - 1) rows[k++] = i, del[i] = true;
+    cs_writer *w;
+    cs_err err = {0};
+    ck_assert_msg(cs_writer_append(sc.path, NULL, &w, &err) == CS_OK, "%s", err.msg);
+    ck_assert_msg(cs_writer_delete(w, rows, k, NULL, &err) == CS_OK, "%s", err.msg);
+    ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "%s", err.msg);
+    free(rows);
+  }
+  cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "text key store");
+  uint8_t *mask = malloc(n);
+  uint64_t *sel = malloc(n * sizeof *sel), m_list = n / 2;
+  uint64_t *list = malloc(m_list * sizeof *list);
+  ck_assert(mask && sel && list);
+  for (uint64_t i = 0; i < n; i++) mask[i] = ut_rng_below(&r, 5) != 0;
+  for (uint64_t i = 0; i < m_list; i++) list[i] = ut_rng_below(&r, n);
+  cs_pred p = {.col = TK_ID, .op = CS_CMP_BETWEEN, .a = {.kind = CS_VAL_INT, .i = 1000}, .b = {.kind = CS_VAL_INT, .i = (int64_t)(n - 3000)}};
+  cs_selector *psel = sel_make(s, &p, 1);
+  static const uint32_t dict_sizes[] = {1024, 3, 0};
+  for (unsigned ds = 0; ds < 3; ds++) {
+    cs__agg_tuning tu;
+    cs__agg_tuning_default(&tu);
+    tu.dict_max = dict_sizes[ds];
+    cs__agg_tuning_set(&tu);
+    for (int threads = 1; threads <= 4; threads *= 2) {
+      /* the key alone; the key also a value; with a predicate; with a mask; a list */
+      for (int c = 0; c < 5; c++) {
+        bool key_is_value = c == 1;
+        unsigned what[TK_COLS] = {0, key_is_value ? CS_AGG_COUNT | CS_AGG_MIN | CS_AGG_MAX : 0,
+                                  CS_AGG_COUNT | CS_AGG_SUM, CS_AGG_COUNT | CS_AGG_SUM};
+        uint32_t key = TK_K;
+        cs_agg_spec spec = {&key, 1, what, threads};
+        cs_agg *ag;
+        cs_err err = {0};
+        ut_kernel_config_set(threads, -1);
+        ck_assert(cs_agg_new(s, &spec, &ag, &err) == CS_OK);
+        uint64_t m = 0;
+        if (c == 4) {
+          ck_assert_msg(cs_agg_add_rows(ag, NULL, list, m_list, &err) == CS_OK, "%s", err.msg);
+          for (uint64_t i = 0; i < m_list; i++)
+            if (!del[list[i]]) sel[m++] = list[i];
+        } else {
+          const cs_selector *use = c == 2 ? psel : NULL;
+          const uint8_t *um = c == 3 ? mask : NULL;
+          /* two calls, the second starting inside a record */
+          uint64_t half = n / 2 + 123;
+          add_range_ok(ag, use, 0, half, um);
+          add_range_ok(ag, use, half, n - half, um ? um + half : NULL);
+          for (uint64_t i = 0; i < n; i++)
+            if (!del[i] && (c != 2 || (i >= 1000 && i <= n - 3000)) && (c != 3 || mask[i])) sel[m++] = i;
+        }
+        ut_kernel_config_reset();
+        char ctx[160];
+        snprintf(ctx, sizeof ctx, "seed %" PRIu64 " dict %u threads %d case %d", seed, dict_sizes[ds], threads, c);
+        cs_agg_stats st;
+        cs_agg_stats_get(ag, &st);
+        ck_assert_msg(strcmp(st.kernel, "bytes hash") == 0, "%s: kernel %s", ctx, st.kernel);
+        ck_assert_msg(st.rows_selected == m, "%s: %" PRIu64 " rows selected, want %" PRIu64, ctx, st.rows_selected, m);
+        tk_check(ag, t, sel, m, key_is_value, ctx);
+        cs_agg_free(ag);
+      }
+    }
+  }
+  cs__agg_tuning_set(NULL);
+  cs_selector_free(psel);
+  free(mask), free(sel), free(list), free(del);
+  cs_store_close(s);
+  ut_table_free(t);
+  ut_scratch_free(&sc);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("agg");
   TCase *tc = tcase_create("agg");
@@ -1111,6 +1341,7 @@ int main(void) {
   tcase_add_test(tc, test_agg_direct_index_and_hash_are_chosen_by_range);
   tcase_add_test(tc, test_agg_bad_arguments);
   tcase_add_test(tc, test_agg_allocation_failures_are_reported_and_leak_nothing);
+  tcase_add_loop_test(tc, test_agg_text_key_dictionary_matches_sorted_reference, 0, 3);
   suite_add_tcase(s, tc);
   return ut_run_suite(s);
 }
