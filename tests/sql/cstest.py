@@ -307,6 +307,35 @@ MUTATION_QUERIES = [
 ]
 
 
+class MutationMirror:
+    """The tables MUTATION_QUERIES read, made on con: a native n and a
+    colstore t over path with columns a INTEGER, f REAL, s TEXT; insert()
+    and run() give both the same random writes (drawn from rng), and the
+    failures name seed."""
+
+    def __init__(self, tc, con, path, rng, seed):
+        self.tc, self.con, self.rng, self.seed = tc, con, rng, seed
+        con.execute("CREATE TABLE n (a INTEGER, f REAL, s TEXT)")
+        con.execute("CREATE VIRTUAL TABLE t USING colstore('%s', a INT32, f FLOAT64, s TEXT)" % path)
+
+    def insert(self, k):
+        """k random rows into t, then into n with the rowids colstore gave
+        them (last_insert_rowid); returns the first one."""
+        rng = self.rng
+        vals = [(rng.randint(0, 999), rng.choice([None, rng.uniform(0, 500)]), rng.choice([None, "s%d" % rng.randint(0, 5)]))
+                for _ in range(k)]
+        self.con.executemany("INSERT INTO t (a, f, s) VALUES (?, ?, ?)", vals)
+        base = self.con.execute("SELECT last_insert_rowid()").fetchone()[0] - k + 1
+        self.con.executemany("INSERT INTO n (rowid, a, f, s) VALUES (?, ?, ?, ?)", [(base + i,) + v for i, v in enumerate(vals)])
+        return base
+
+    def run(self, sql, params=()):
+        """A write on both ({} the table); they must report the same changes()."""
+        a = self.con.execute(sql.format("n"), params).rowcount
+        b = self.con.execute(sql.format("t"), params).rowcount
+        self.tc.assertEqual(a, b, "seed %d: %s %r" % (self.seed, sql, params))
+
+
 def assert_mirrored(tc, con, where, queries=MUTATION_QUERIES, other=None):
     """Every query gives the same rows on con's n and on t (of `other`, a
     second connection, when given), as multisets unless ordered."""

@@ -174,24 +174,14 @@ class RandomMutations(cstest.StoreTest):
         rng = random.Random(seed)
         con = self.connect()
         p = self.path("m%d.cst" % seed)
-        con.execute("CREATE TABLE n (a INTEGER, f REAL, s TEXT)")
-        con.execute("CREATE VIRTUAL TABLE t USING colstore('%s', a INT32, f FLOAT64, s TEXT)" % p)
+        m = cstest.MutationMirror(self, con, p, rng, seed)
+        run = m.run
         next_row = [0]
 
         def insert(k):
-            vals = [(rng.randint(0, 999), rng.choice([None, rng.uniform(0, 500)]), rng.choice([None, "s%d" % rng.randint(0, 5)]))
-                    for _ in range(k)]
-            base = next_row[0]
             con.execute("BEGIN")
-            con.executemany("INSERT INTO n (rowid, a, f, s) VALUES (?, ?, ?, ?)", [(base + i,) + v for i, v in enumerate(vals)])
-            con.executemany("INSERT INTO t (a, f, s) VALUES (?, ?, ?)", vals)
+            next_row[0] = m.insert(k) + k
             con.execute("COMMIT")
-            next_row[0] = base + k
-
-        def run(sql, params=()):
-            a = con.execute(sql.format("n"), params).rowcount
-            b = con.execute(sql.format("t"), params).rowcount
-            self.assertEqual(a, b, "seed %d: %s %r" % (seed, sql, params))
 
         for _ in range(3):
             insert(rng.randint(1, record_rows))

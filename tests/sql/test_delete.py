@@ -239,31 +239,17 @@ class RandomMutations(cstest.StoreTest):
         rng = random.Random(seed)
         con = self.connect()
         p = self.path("m%d.cst" % seed)
-        con.execute("CREATE TABLE n (a INTEGER, f REAL, s TEXT)")
-        con.execute("CREATE VIRTUAL TABLE t USING colstore('%s', a INT32, f FLOAT64, s TEXT)" % p)
+        m = cstest.MutationMirror(self, con, p, rng, seed)
+        run = m.run
         next_row = [0]
         in_tx = [False]
         savepoints = []
 
-        def insert(k):
-            vals = [(rng.randint(0, 999), rng.choice([None, rng.uniform(0, 500)]), rng.choice([None, "s%d" % rng.randint(0, 5)]))
-                    for _ in range(k)]
-            # the rowids colstore gives (positions, last_insert_rowid) go to n
-            con.executemany("INSERT INTO t (a, f, s) VALUES (?, ?, ?)", vals)
-            base = con.execute("SELECT last_insert_rowid()").fetchone()[0] - k + 1
-            con.executemany("INSERT INTO n (rowid, a, f, s) VALUES (?, ?, ?, ?)",
-                            [(base + i,) + v for i, v in enumerate(vals)])
-            return base, k
-
-        def run(sql, params=()):
-            a = con.execute(sql.format("n"), params).rowcount
-            b = con.execute(sql.format("t"), params).rowcount
-            self.assertEqual(a, b, "seed %d: %s %r" % (seed, sql, params))
-
         # committed rows to delete from, in a few records
         for _ in range(3):
             con.execute("BEGIN")
-            base, k = insert(rng.randint(1, record_rows))
+            k = rng.randint(1, record_rows)
+            m.insert(k)
             con.execute("COMMIT")
             next_row[0] += k
         log = []
@@ -281,8 +267,8 @@ class RandomMutations(cstest.StoreTest):
                 lo = rng.randrange(max(1, next_row[0]))
                 run("DELETE FROM {} WHERE rowid >= ? AND rowid < ? AND (s IS NULL OR s <> 's2')", (lo, lo + rng.randint(1, 200)))
             elif op == "insert":
-                base, k = insert(rng.randint(1, 300))
-                next_row[0] = base + k
+                k = rng.randint(1, 300)
+                next_row[0] = m.insert(k) + k
             elif op == "update":
                 lo = rng.randrange(max(1, next_row[0]))
                 run("UPDATE {} SET a = (a * 7 + ?) % 1000, s = ? WHERE rowid >= ? AND rowid < ?",

@@ -304,23 +304,14 @@ class RandomUpdates(cstest.StoreTest):
         rng = random.Random(seed)
         con = self.connect()
         p = self.path("r%d.cst" % seed)
-        con.execute("CREATE TABLE n (a INTEGER, f REAL, s TEXT)")
-        con.execute("CREATE VIRTUAL TABLE t USING colstore('%s', a INT32, f FLOAT64, s TEXT)" % p)
+        m = cstest.MutationMirror(self, con, p, rng, seed)
+        run = m.run
         rows = [0]
 
         def insert(k):
-            vals = [(rng.randint(0, 999), rng.choice([None, rng.uniform(0, 500)]), rng.choice([None, "s%d" % rng.randint(0, 5)]))
-                    for _ in range(k)]
             con.execute("BEGIN")
-            con.executemany("INSERT INTO n (rowid, a, f, s) VALUES (?, ?, ?, ?)", [(rows[0] + i,) + v for i, v in enumerate(vals)])
-            con.executemany("INSERT INTO t (a, f, s) VALUES (?, ?, ?)", vals)
+            rows[0] = m.insert(k) + k
             con.execute("COMMIT")
-            rows[0] += k
-
-        def run(sql, params=()):
-            a = con.execute(sql.format("n"), params).rowcount
-            b = con.execute(sql.format("t"), params).rowcount
-            self.assertEqual(a, b, "seed %d: %s %r" % (seed, sql, params))
 
         def compare(where):
             for q in self.QUERIES:
