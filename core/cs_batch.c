@@ -55,20 +55,13 @@ void cs_batch_free(cs_batch *b) {
 
 uint64_t cs_batch_rows(const cs_batch *b) { return b->n_rows; }
 
-static uint64_t count_nulls(const uint8_t *validity, uint64_t n) {
-  uint64_t valid = 0, i = 0;
-  for (; i + 8 <= n; i += 8) valid += (uint64_t)__builtin_popcount(validity[i >> 3]);
-  for (; i < n; i++) valid += (validity[i >> 3] >> (i & 7)) & 1;
-  return n - valid;
-}
-
 void cs_batch_truncate(cs_batch *b, uint64_t n_rows) {
   if (n_rows > b->n_rows) return;
   for (uint32_t i = 0; i < b->n_cols; i++) {
     cs_batch_column *c = &b->cols[i];
     c->n_values = n_rows;
     c->data_bytes = c->width ? n_rows * c->width : (n_rows ? (uint64_t)c->offsets[n_rows] : 0);
-    c->n_nulls = c->validity ? count_nulls(c->validity, n_rows) : 0;
+    c->n_nulls = c->validity ? cs__bits_zeros(c->validity, 0, n_rows) : 0;
   }
   b->n_rows = n_rows;
 }
@@ -185,18 +178,6 @@ static void bits_copy(uint8_t *dst, uint64_t d0, const uint8_t *src, uint64_t s0
   }
 }
 
-static uint64_t zeros_in(const uint8_t *bits, uint64_t s0, uint64_t n) {
-  uint64_t ones = 0, i = 0;
-  for (; i < n && ((s0 + i) & 7); i++) ones += (bits[(s0 + i) >> 3] >> ((s0 + i) & 7)) & 1u;
-  for (; i + 64 <= n; i += 64) {
-    uint64_t w;
-    memcpy(&w, bits + ((s0 + i) >> 3), 8);
-    ones += (uint64_t)__builtin_popcountll(w);
-  }
-  for (; i < n; i++) ones += (bits[(s0 + i) >> 3] >> ((s0 + i) & 7)) & 1u;
-  return n - ones;
-}
-
 cs_rc cs__batch_put_run(cs_batch *b, uint32_t col, const cs_chunk *ch, uint64_t from, uint64_t n, cs_err *err) {
   cs_batch_column *c = &b->cols[col];
   uint64_t k = c->n_values, bytes;
@@ -213,7 +194,7 @@ cs_rc cs__batch_put_run(cs_batch *b, uint32_t col, const cs_chunk *ch, uint64_t 
   if (!rc) rc = grow((void **)&c->data, &c->data_cap, c->data_bytes + bytes + 1, 1, err);
   if (rc) return rc;
   bits_copy(c->validity, k, ch->validity, from, n);
-  if (ch->validity) c->n_nulls += zeros_in(ch->validity, from, n);
+  if (ch->validity) c->n_nulls += cs__bits_zeros(ch->validity, from, n);
   if (c->width) {
     memcpy(c->data + c->data_bytes, (const uint8_t *)ch->data + from * c->width, bytes);
   } else {

@@ -144,13 +144,7 @@ uint64_t cs__chunk_lay_rows(const cs_batch_column *col, uint64_t first, uint64_t
                            struct iovec *iov, int *n_iov, cs_disk_chunk *dc) {
   uint64_t bitmap_bytes = (n + 7) / 8;
   const uint8_t *validity = col->validity + first / 8;
-  uint64_t nulls = 0;
-  if (col->n_nulls) { /* else every bit is set: nothing to count */
-    uint64_t valid = 0, i = 0;
-    for (; i + 8 <= n; i += 8) valid += (uint64_t)__builtin_popcount(validity[i >> 3]);
-    for (; i < n; i++) valid += (validity[i >> 3] >> (i & 7)) & 1;
-    nulls = n - valid;
-  }
+  uint64_t nulls = col->n_nulls ? cs__bits_zeros(validity, 0, n) : 0; /* else every bit is set */
   if (nulls) {
     memcpy(scratch, validity, bitmap_bytes);
     if (n & 7) scratch[bitmap_bytes - 1] &= (uint8_t)((1u << (n & 7)) - 1);

@@ -109,11 +109,7 @@ static cs_rc record_read(compact_copy *cp, uint64_t rec, cs_err *err) {
     /* Damage must fail here, not be sealed under a fresh checksum. */
     if (rc == CS_OK) rc = cs__chunk_bytes_verify(s, rec, c, span, err);
     if (rc) return rc;
-    cs_chunk *ch = &cp->chunks[c];
-    *ch = *cs_store_chunk(s, rec, c);
-    ch->validity = dc->validity_offset ? span + (dc->validity_offset - dc->chunk_offset) : NULL;
-    ch->offsets = dc->offsets_offset ? (const int64_t *)(const void *)(span + (dc->offsets_offset - dc->chunk_offset)) : NULL;
-    ch->data = span + (dc->data_offset - dc->chunk_offset);
+    cs__chunk_resolve(span, dc, &cp->chunks[c]);
     at += dc->chunk_bytes;
   }
   return CS_OK;

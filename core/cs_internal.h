@@ -190,6 +190,9 @@ cs_rc cs__store_load_cached(int fd, const char *path, cs_verify verify, cs_cache
                             cs_err *err);
 /* Opens path as cs_store_open_with does, base as in cs__store_load_cached. */
 cs_rc cs__store_open_path(const char *path, cs_verify verify, cs_cache cache, const cs_store *base, cs_store **out, cs_err *err);
+/* The clear bits among bits [first, first + n) of an LSB-first bitmap (a
+** validity bitmap's NULLs), a 64-bit word at a time between the ends. */
+uint64_t cs__bits_zeros(const uint8_t *bits, uint64_t first, uint64_t n);
 /* Reads n bytes at off, whole (EINTR retried); CS_EIO, or CS_ECORRUPT when
 ** the file ends first. */
 cs_rc cs__pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, cs_err *err);

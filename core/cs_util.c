@@ -1,5 +1,5 @@
 /*
-** cs_util.c - errors, type names, checksums and diagnostic notes.
+** cs_util.c - errors, type names, checksums, bit counts and diagnostic notes.
 **
 ** Small pieces every other core file needs.  xxhash.h is included with
 ** XXH_INLINE_ALL here and only here, so no XXH symbol leaks out of the
@@ -35,6 +35,18 @@ cs_rc cs_err_set(cs_err *err, cs_rc code, const char *fmt, ...) {
     va_end(ap);
   }
   return code;
+}
+
+uint64_t cs__bits_zeros(const uint8_t *bits, uint64_t first, uint64_t n) {
+  uint64_t ones = 0, i = 0;
+  for (; i < n && ((first + i) & 7); i++) ones += (bits[(first + i) >> 3] >> ((first + i) & 7)) & 1u;
+  for (; i + 64 <= n; i += 64) {
+    uint64_t w;
+    memcpy(&w, bits + ((first + i) >> 3), 8);
+    ones += (uint64_t)__builtin_popcountll(w);
+  }
+  for (; i < n; i++) ones += (bits[(first + i) >> 3] >> ((first + i) & 7)) & 1u;
+  return n - ones;
 }
 
 uint64_t cs__hash(const void *p, size_t n) { return XXH3_64bits(p, n); }
