@@ -277,8 +277,8 @@ class Agg(cstest.StoreTest):
         def coded():
             return json.loads(self.con.execute("SELECT colstore_last_plan()").fetchone()[0])["records_coded"]
 
-        def check(what):
-            for agg in ("by_kind", "by_y"):
+        def check(what, aggs=("by_kind", "by_y")):
+            for agg in aggs:
                 self.compare(agg, what="%s, %s" % (what, agg))
                 self.assertGreater(coded(), 0, "%s, %s" % (what, agg))
                 self.compare(agg, "f > 0 AND run IS NOT 2", what="%s, %s, filtered" % (what, agg))
@@ -294,6 +294,16 @@ class Agg(cstest.StoreTest):
             self.con.execute(t_sql)
             self.con.execute(n_sql)
             check("after " + t_sql)
+        # a transaction's pending changes: a view over the snapshot, which
+        # by_kind reads through t (by_y, over the file, reads the commits)
+        self.con.execute("BEGIN")
+        self.con.execute("UPDATE t SET kind = 'pending', y = NULL WHERE rowid % 6 = 3")
+        self.con.execute("UPDATE n SET kind = 'pending', y = NULL WHERE pos % 6 = 3")
+        self.con.execute("DELETE FROM t WHERE rowid % 11 = 4")
+        self.con.execute("DELETE FROM n WHERE pos % 11 = 4")
+        check("pending changes", ("by_kind",))
+        self.con.execute("COMMIT")
+        check("after COMMIT")
 
     def test_datasets(self):
         # A dataset (a directory of stores) as the SOURCE, and through a
