@@ -1925,7 +1925,8 @@ static void range_chunk(void *ctx, uint64_t c, int member) {
     const uint8_t *dv = s->dels ? s->dels[r].bits : NULL; /* deleted positions of r, or NULL */
     if (sc->dict.ent) dict_reset(&sc->dict); /* group ids hold for the call; the keys' bytes are the record's */
     sc->rcodes = NULL;
-    if (a->codes && (sc->rcodes = cs__agg_codes_record(a->codes, s, a->ucols[a->key_u[0]].col, r, a->codes_max))) {
+    if (a->codes && rhi > rlo &&
+        (sc->rcodes = cs__agg_codes_record(a->codes, s, a->ucols[a->key_u[0]].col, r, a->codes_max))) {
       memset(sc->cmap, 0, sc->rcodes->n_vals * sizeof *sc->cmap); /* codes are the record's, groups the call's */
       coded++;
     }

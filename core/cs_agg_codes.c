@@ -63,8 +63,8 @@ _Static_assert(CODES_SLOTS == 2 * CS__AGG_CODE_VALUES, "load <= 1/2");
 
 struct cs__agg_codes {
   uint64_t n_records;
-  _Atomic uint64_t bytes;         /* held by the published blocks */
-  cs__agg_rcodes *_Atomic rec[];  /* [n_records]: a block, &codes_none (uncoded), or NULL (not built yet) */
+  _Atomic uint64_t bytes;        /* held by the published blocks */
+  cs__agg_rcodes *_Atomic rec[]; /* [n_records]: a block, &codes_none (uncoded), or NULL (not built yet) */
 };
 
 /* The mark of a record with too many distinct values. */
@@ -109,7 +109,8 @@ long cs__agg_codes_blocks(const cs__agg_codes *c) {
 
 /* Block bytes of a record of n rows: header, values, codes. */
 static uint64_t codes_block_bytes(uint64_t n) {
-  return sizeof(cs__agg_rcodes) + CS__AGG_CODE_VALUES * (sizeof(const uint8_t *) + sizeof(uint64_t)) + (n ? n : 1);
+  return sizeof(cs__agg_rcodes) + CS__AGG_CODE_VALUES * (sizeof(const uint8_t *) + sizeof(uint64_t)) +
+         (n ? n : 1);
 }
 
 /* The codes of the n rows of chunk ch into rc (its arrays laid out); false
