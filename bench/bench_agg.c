@@ -32,15 +32,25 @@
 ** a loaded host a one-thread variant then counts only the time it ran, not
 ** the time it waited for a core (at 2 threads it is the sum of both).
 **
-** --direct-max N, --few-groups N, --dict-max N and --lane-groups N move
-** cs_agg's switch points (cs_agg_internal.h), to time one kernel against
-** another on the same data.  Their --alt-* forms add a fourth variant, "alt 1t": the kernel at one thread with those switch
+** --direct-max N, --few-groups N, --dict-max N, --lane-groups N and
+** --codes-bytes N move cs_agg's switch points (cs_agg_internal.h), to time
+** one kernel against another on the same data (--alt-codes-bytes 0: a TEXT
+** key without the dictionary codes cached on the store, the path before
+** them).  Their --alt-* forms add a fourth variant, "alt 1t": the kernel at one thread with those switch
 ** points instead, interleaved with the others, so two kernels are compared
 ** in one run.
 **
-** Usage: bench_agg [--rows N] [--rounds R] [--dir D] [--only CASE[,CASE...]] [--cpu]
-**                  [--direct-max N] [--few-groups N] [--dict-max N] [--lane-groups N]
+** --first times the first query of each case on a freshly opened snapshot
+** (its caches empty: the dictionary codes are built by it) against the
+** second on the same snapshot, at one thread, for the rounds; with an
+** --alt-* option, also the first and second with the alternative switch
+** points on another fresh snapshot (the build's cost is first - first alt,
+** the snapshot's own first-touch cost being in both).
+**
+** Usage: bench_agg [--rows N] [--rounds R] [--dir D] [--only CASE[,CASE...]] [--cpu] [--first]
+**                  [--direct-max N] [--few-groups N] [--dict-max N] [--lane-groups N] [--codes-bytes N]
 **                  [--alt-direct-max N] [--alt-few-groups N] [--alt-dict-max N] [--alt-lane-groups N]
+**                  [--alt-codes-bytes N]
 **                  (CASE: 0..8, as listed)
 */
 #include <inttypes.h>
@@ -322,7 +332,7 @@ int main(int argc, char **argv) {
   int rounds = 9;
   const char *dir = NULL;
   unsigned only = ~0u; /* the cases to run, a bit each */
-  bool cpu_time = false, alt = false;
+  bool cpu_time = false, alt = false, first = false;
   cs__agg_tuning tune, tune_alt;
   cs__agg_tuning_default(&tune);
   cs__agg_tuning_default(&tune_alt);
@@ -353,14 +363,20 @@ int main(int argc, char **argv) {
       tune_alt.lane_groups = (uint32_t)strtoul(argv[++i], NULL, 10), alt = true;
     else if (!strcmp(argv[i], "--alt-dict-max") && i + 1 < argc)
       tune_alt.dict_max = (uint32_t)strtoul(argv[++i], NULL, 10), alt = true;
+    else if (!strcmp(argv[i], "--codes-bytes") && i + 1 < argc)
+      tune.codes_bytes = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--alt-codes-bytes") && i + 1 < argc)
+      tune_alt.codes_bytes = strtoull(argv[++i], NULL, 10), alt = true;
+    else if (!strcmp(argv[i], "--first"))
+      first = true;
     else if (!strcmp(argv[i], "--cpu"))
       cpu_time = true;
     else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
       dir = argv[++i];
     else
       die("usage: bench_agg [--rows N] [--rounds R] [--dir D] [--only CASE[,CASE...]] [--cpu] [--direct-max N] [--few-groups N]"
-          " [--dict-max N] [--lane-groups N] [--alt-direct-max N] [--alt-few-groups N] [--alt-dict-max N]"
-          " [--alt-lane-groups N]",
+          " [--dict-max N] [--lane-groups N] [--codes-bytes N] [--alt-direct-max N] [--alt-few-groups N]"
+          " [--alt-dict-max N] [--alt-lane-groups N] [--alt-codes-bytes N] [--first]",
           NULL);
   }
   if (rounds < 1 || rounds > MAX_ROUNDS) die("rounds: 1..51", NULL);
@@ -428,6 +444,37 @@ int main(int argc, char **argv) {
       bench_stats st = bench_stats_of(ms[q][v], rounds);
       printf("%-42s %-12s %10.3f %10.3f %10.3f %8.2f\n", v ? "" : case_names[q], vn[v], st.median, st.min, st.max,
              base.median / st.median);
+    }
+  }
+  if (first) {
+    /* the first query on a fresh snapshot (caches empty) against the second */
+    static double fq[N_CASES][4][MAX_ROUNDS];
+    for (int r = 0; r < rounds; r++)
+      for (int q = 0; q < N_CASES; q++)
+        for (int va = 0; va < 1 + alt && (only >> q & 1); va++) {
+          int v = (va + r) % (1 + alt); /* rotating, as above */
+          cs_err err = {0};
+          cs_store *fresh;
+          if (cs_store_open(path, CS_VERIFY_HEADER, &fresh, &err)) die("reopen", &err);
+          S = fresh;
+          if (v) cs__agg_tuning_set(&tune_alt);
+          for (int k = 0; k < 2; k++) {
+            uint64_t t0 = cpu_time ? bench_process_cpu_ns() : bench_now_ns();
+            run_kernel(q, 1);
+            fq[q][2 * v + k][r] = (double)((cpu_time ? bench_process_cpu_ns() : bench_now_ns()) - t0) / 1e6;
+          }
+          cs__agg_tuning_set(&tune);
+          cs_store_close(fresh);
+          S = s;
+        }
+    printf("\n%-42s %-12s %10s %10s %10s\n", "case (a fresh snapshot, 1 thread)", "query", "median ms", "min", "max");
+    for (int q = 0; q < N_CASES; q++) {
+      if (!(only >> q & 1)) continue;
+      static const char *const fn[4] = {"first", "second", "first alt", "second alt"};
+      for (int k = 0; k < 2 + 2 * alt; k++) {
+        bench_stats st = bench_stats_of(fq[q][k], rounds);
+        printf("%-42s %-12s %10.3f %10.3f %10.3f\n", k ? "" : case_names[q], fn[k], st.median, st.min, st.max);
+      }
     }
   }
   cs_store_close(s);

@@ -1044,6 +1044,7 @@ typedef struct cs_agg_stats {
   uint64_t records_scanned;     /* records whose data was read */
   uint64_t records_skipped;     /* ruled out by zone maps, or every row deleted */
   uint64_t records_from_stats;  /* answered from per-record statistics, data untouched (never one with deletions) */
+  uint64_t records_coded;       /* one TEXT/BLOB key: records read through their dictionary codes (cached on the store) */
   int threads;                  /* most threads used by one call */
   const char *kernel;           /* static string: "ungrouped", "direct index", "hash" ("none" before any add) */
 } cs_agg_stats;

@@ -52,6 +52,15 @@
 **     stops adding, and once it misses more rows than it finds, the rest of
 **     it goes to the table row by row, as before (bounded memory, no
 **     quadratic case; the high-cardinality numbers are below).
+**     In front of both, over ranges, the dictionary codes of the key
+**     column, cached on the snapshot (cs_agg_codes.c): a record with at
+**     most 256 distinct values (NULL one of them) has a code per row and
+**     the list of its values, built the first time a query reads it.  Its
+**     values' groups are looked up in the member's table the first time a
+**     selected row has them (codes_group), into a map of the record's
+**     codes (sc->cmap); then a row's group is cmap[code]: a byte load and a
+**     4-byte load, the key's bytes not read (piece_gids_codes).  A record
+**     with more values, over the budget, or a list, takes the dictionary.
 **   hash: any other key (floats with NaN as NULL and -0.0 as 0.0, tuples of
 **     up to 16 columns mixing types): each key cell hashed with XXH3, the
 **     row's hash chained over the key columns; the table's groups keep
@@ -112,6 +121,12 @@
 **   five even TEXT groups in lanes vs masked passes: 24.1 vs 33.7 ms;
 **   90%/10% groups in lanes vs passes: TEXT 58.5 vs 34.2, integer d 29.8
 **   vs 13.5 ms (8 lanes no better: 30.4), hence lanes_pay.
+**   The dictionary codes (bench_agg --rows 4000000 --alt-codes-bytes 0,
+**   interleaved, 1 thread, medians; docs/performance.md has the runs):
+**     GROUP BY kind (5 words)                25.4 -> 13.2 ms (b: 10.5)
+**     GROUP BY flag (90%/10% TEXT), a > 0.5  28.1 -> 15.1 ms
+**   and the first query on a fresh snapshot, which builds them, 50.2 ms
+**   against 47.6 without codes (both pay the snapshot's first touch).
 **
 ** SUMS.  Integer sums are exact in 128 bits.  The ungrouped loops stay
 ** vectorisable by summing 64-bit lanes: narrow types directly (a piece of
@@ -121,7 +136,7 @@
 ** (Kahan-Babuska) compensated, in 8 independent lanes per piece, so they
 ** vectorise too; an infinite total keeps no compensation (it would be NaN).
 **
-** PER-RECORD STATISTICS.  The format stores min, max and a null count per
+** PER-RECORD STATISTICS AND CODES.  The format stores min, max and a null count per
 ** chunk, but no sum, and its null count does not count NaN, which SQLite
 ** reads as NULL (the writer's zone maps skip NaN).  So the exact count,
 ** sum, min and max of every record of a column are computed here, the
@@ -134,7 +149,12 @@
 ** never used (see DELETIONS).  Persisting these statistics in the format
 ** is for a later format version.  Integer columns need the cache only for
 ** sums: their count is rows - null_count and their min/max the zone maps
-** (exact: the writer computes them over the valid values).
+** (exact: the writer computes them over the valid values).  The same
+** cache holds a TEXT/BLOB column's dictionary codes (codes_of, one
+** cs__agg_codes per column, each record's block published by
+** compare-and-swap): per snapshot for the same reason, so an update's
+** patched chunks, which only a new snapshot (or a view, a snapshot of its
+** own) shows, are never read through old codes.
 **
 ** DETERMINISM.  The work is cut into chunks of AGG_CHUNK_ROWS rows of the
 ** call, a fixed size (never a function of the thread count), and each
@@ -195,6 +215,9 @@
 ** to AGG_FEW_GROUPS, the groups it competes for with the masked passes). */
 #define AGG_LANES 4u
 #define AGG_LANE_GROUPS 64u
+/* The most bytes the dictionary codes of one store column may hold
+** (cs_agg_codes.c: about 1.06 bytes a row, so some 250 million rows). */
+#define AGG_CODES_BYTES (256ull << 20)
 
 #define AGG_MINMAX (CS_AGG_MIN | CS_AGG_MAX)
 
@@ -206,10 +229,10 @@ enum { K_NONE, K_UNGROUPED, K_DIRECT, K_PACKED, K_BYTES, K_HASH };
 
 static bool kind_hashed(int kind) { return kind >= K_PACKED; }
 
-static cs__agg_tuning tune = {AGG_DIRECT_MAX, AGG_FEW_GROUPS, AGG_DICT_MAX, AGG_FEW_GROUPS};
+static cs__agg_tuning tune = {AGG_DIRECT_MAX, AGG_FEW_GROUPS, AGG_DICT_MAX, AGG_FEW_GROUPS, AGG_CODES_BYTES};
 
 void cs__agg_tuning_default(cs__agg_tuning *out) {
-  cs__agg_tuning d = {AGG_DIRECT_MAX, AGG_FEW_GROUPS, AGG_DICT_MAX, AGG_FEW_GROUPS};
+  cs__agg_tuning d = {AGG_DIRECT_MAX, AGG_FEW_GROUPS, AGG_DICT_MAX, AGG_FEW_GROUPS, AGG_CODES_BYTES};
   *out = d;
 }
 
@@ -342,6 +365,9 @@ typedef struct agg_scratch {
   uint64_t *lrows;            /* grouped: [AGG_LANE_GROUPS * AGG_LANES] rows per lane cell */
   agg_cell *lcells;           /* grouped: [AGG_LANE_GROUPS * AGG_LANES * nv], initialised between pieces */
   agg_table table;            /* members >= 1: their own groups */
+  const cs__agg_rcodes *rcodes; /* bytes kernel, ranges: the codes of the record read (piece_gids_codes), or NULL */
+  uint64_t rlocal;            /* the piece's first row within that record */
+  uint32_t *cmap;             /* bytes kernel: [CS__AGG_CODE_VALUES] the record's codes' groups, 0 = not looked up */
 } agg_scratch;
 
 struct cs_agg {
@@ -360,6 +386,8 @@ struct cs_agg {
   uint64_t kmult[CS_AGG_MAX_KEYS];
   uint64_t ncodes;         /* direct: codes (the table's slots) */
   uint32_t dict_max;       /* bytes: keys a record's dictionary holds (tune.dict_max when chosen); 0 = no dictionary */
+  cs__agg_codes *codes;    /* bytes, ranges: the key column's codes on the store (not owned), or NULL */
+  uint64_t codes_max;      /* their cap (tune.codes_bytes when taken) */
   agg_table table;         /* the groups; ungrouped: group 0 */
   agg_scratch **scr;       /* [n_scr] per team member */
   int n_scr;
@@ -368,10 +396,12 @@ struct cs_agg {
   cs_agg_stats st;
 };
 
-/* The per-store cache of per-record statistics (see the essay). */
+/* The per-store cache of per-record statistics and dictionary codes (see
+** the essay). */
 typedef struct agg_cache {
   uint32_t n_cols;
-  agg_cell *_Atomic cols[]; /* [n_cols]: n_records cells, or NULL */
+  cs__agg_codes *_Atomic *codes; /* [n_cols] after cols: a TEXT/BLOB column's codes, or NULL; in this block */
+  agg_cell *_Atomic cols[];      /* [n_cols]: n_records cells, or NULL */
 } agg_cache;
 
 /* ----------------------------------------------------------------- cells */
@@ -761,11 +791,12 @@ typedef struct agg_bkey {
 
 /* The bytes of the first and second word a key of n bytes keeps, by
 ** min(n, 16): a table, because computing them branched on n (GCC 12), and
-** that branch mispredicts on every row when the keys' lengths vary. */
+** that branch mispredicts on every row when the keys' lengths vary.
+** Shared with cs_agg_codes.c (cs_agg_internal.h). */
 #define AGG_KEEP0(n) ((n) >= 8 ? ~0ull : (1ull << (8 * ((n) & 7))) - 1)
 #define AGG_KEEP1(n) ((n) >= 16 ? ~0ull : (n) <= 8 ? 0ull : (1ull << (8 * (((n) - 8) & 7))) - 1)
 #define AGG_KEEP(n) {AGG_KEEP0(n), AGG_KEEP1(n)}
-static const uint64_t agg_keep[17][2] = {
+const uint64_t cs__agg_keep[17][2] = {
     AGG_KEEP(0),  AGG_KEEP(1),  AGG_KEEP(2),  AGG_KEEP(3),  AGG_KEEP(4),  AGG_KEEP(5),  AGG_KEEP(6),  AGG_KEEP(7),
     AGG_KEEP(8),  AGG_KEEP(9),  AGG_KEEP(10), AGG_KEEP(11), AGG_KEEP(12), AGG_KEEP(13), AGG_KEEP(14), AGG_KEEP(15),
     AGG_KEEP(16)};
@@ -776,7 +807,7 @@ CS__INLINE void bytes_key(const uint8_t *p, uint64_t n, const uint8_t *end, agg_
   k->p = p, k->n = n, k->null = 0;
   if (end && (uint64_t)(end - p) >= 16) {
     /* the common case: two loads and two masks, no branch on the length */
-    const uint64_t *keep = agg_keep[n < 16 ? n : 16];
+    const uint64_t *keep = cs__agg_keep[n < 16 ? n : 16];
     k->w0 = cs__load64(p) & keep[0], k->w1 = cs__load64(p + 8) & keep[1];
   } else {
     uint8_t b[16] = {0};
@@ -1031,15 +1062,13 @@ static void dict_reset(agg_dict *d) {
 ** length: "abcde" and "abcde", ten zero bytes, byte 5), and from a longer
 ** one by its full length and a memcmp of its tail against the group's
 ** copy. */
-CS__INLINE uint64_t dict_w1(uint64_t n, uint64_t w1) { return n < 16 ? w1 | (n << 56) : w1; }
+CS__INLINE uint64_t dict_w1(uint64_t n, uint64_t w1) { return cs__agg_w1(n, w1); }
 CS__INLINE uint64_t dict_ng(uint32_t g, uint64_t n) { return (uint64_t)g << 32 | (n < UINT32_MAX ? n : UINT32_MAX); }
 
 /* The dictionary's slot of a key of two words: one multiply (the table's
 ** hash, two multiplies and a shift, is computed only for the keys new to
 ** the record). */
-CS__INLINE uint64_t dict_home(uint64_t w0, uint64_t w1) {
-  return ((w0 ^ ((w1 << 29) | (w1 >> 35))) * 0x9E3779B97F4A7C15ull) >> (64 - AGG_DICT_BITS);
-}
+CS__INLINE uint64_t dict_home(uint64_t w0, uint64_t w1) { return cs__agg_home(w0, w1, AGG_DICT_BITS); }
 
 /* A key missing from the dictionary, probe ended at empty slot j: the
 ** member's table gives its group (0 when the table cannot grow), kept in
@@ -1133,7 +1162,7 @@ CS__INLINE bool dict_loop(const cs_agg *a, agg_dict *d, agg_table *t, const agg_
       gid[i] = g;
       continue;
     }
-    const uint64_t *keep = agg_keep[len];
+    const uint64_t *keep = cs__agg_keep[len];
     uint64_t w0 = cs__load64(p) & keep[0], w1 = (cs__load64(p + 8) & keep[1]) | (len << 56);
     uint64_t j = dict_home(w0, w1);
     const agg_dent *de = &ent[j];
@@ -1173,6 +1202,45 @@ static bool piece_gids_dict(const cs_agg *a, agg_scratch *sc, agg_table *t, cons
   if (!d->bypass && d->n >= a->dict_max && d->misses > d->hits) d->bypass = true;
   if (d->bypass) return piece_gids_bypass(a, t, v, m, n, sc->gid);
   return v->valid ? dict_loop(a, d, t, v, m, n, sc->gid, v->valid) : dict_loop(a, d, t, v, m, n, sc->gid, NULL);
+}
+
+/* The group of a record's value number c (cs_agg_codes.c), added when
+** new; 0 when the table cannot grow. */
+__attribute__((noinline)) static uint32_t codes_group(const cs_agg *a, agg_table *t, const cs__agg_rcodes *rc,
+                                                      uint32_t c) {
+  agg_bkey k;
+  if (c == rc->null_code)
+    k = (agg_bkey){AGG_NULL_HASH, 0, 0, 0, NULL, 1};
+  else
+    bytes_key(rc->vp[c], rc->vn[c], NULL, &k);
+  return bytes_find_or_add(a, t, &k);
+}
+
+/* The group of every row of a piece of a record that has dictionary codes
+** (sc->rcodes, the piece from its row sc->rlocal): the code's group from
+** the record's map (sc->cmap), a byte load and a 4-byte load a row, no
+** key read.  A code is looked up in the member's table the first time a
+** selected row has it in the record, so no group is made for a value no
+** selected row has; until then its rows get the sink (they are
+** unselected).  False when the table cannot grow. */
+static bool piece_gids_codes(const cs_agg *a, agg_scratch *sc, agg_table *t, const uint8_t *m, uint64_t n) {
+  const cs__agg_rcodes *rc = sc->rcodes;
+  const uint8_t *restrict code = rc->code + sc->rlocal;
+  uint32_t *restrict cmap = sc->cmap, *restrict gid = sc->gid;
+  uint32_t missing = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    uint32_t g = cmap[code[i]];
+    gid[i] = g;
+    missing |= (uint32_t)(g == 0) & m[i];
+  }
+  if (__builtin_expect(!missing, 1)) return true;
+  for (uint64_t i = 0; i < n; i++) {
+    if (gid[i] || !m[i]) continue;
+    uint32_t c = code[i];
+    if (!cmap[c] && !(cmap[c] = codes_group(a, t, rc, c))) return false;
+    gid[i] = cmap[c];
+  }
+  return true;
 }
 
 /* dst += src, group by group; false when dst cannot grow. */
@@ -1270,6 +1338,7 @@ static bool piece_gids(const cs_agg *a, agg_scratch *sc, agg_table *t, const uin
   }
   if (a->kind == K_BYTES) {
     const agg_view *v = &sc->views[a->key_u[0]];
+    if (sc->rcodes) return piece_gids_codes(a, sc, t, m, n);
     if (v->off && a->dict_max) return piece_gids_dict(a, sc, t, v, m, n);
     for (uint64_t i = 0; i < n; i++) {
       if (!m[i]) {
@@ -1412,8 +1481,56 @@ static void piece_ungrouped(const cs_agg *a, agg_scratch *sc, const uint8_t *m, 
 void cs__agg_cache_free(void *cache) {
   agg_cache *c = cache;
   if (!c) return;
-  for (uint32_t k = 0; k < c->n_cols; k++) cs__mem_free(atomic_load(&c->cols[k]));
+  for (uint32_t k = 0; k < c->n_cols; k++) {
+    cs__mem_free(atomic_load(&c->cols[k]));
+    cs__agg_codes_free(atomic_load(&c->codes[k]));
+  }
   cs__mem_free(c);
+}
+
+long cs__agg_cache_blocks(const cs_store *s) {
+  agg_cache *c = atomic_load(&((cs_store *)s)->agg_cache);
+  if (!c) return 0;
+  long n = 1;
+  for (uint32_t k = 0; k < c->n_cols; k++) {
+    n += atomic_load(&c->cols[k]) != NULL;
+    cs__agg_codes *codes = atomic_load(&c->codes[k]);
+    if (codes) n += cs__agg_codes_blocks(codes);
+  }
+  return n;
+}
+
+/* The store's cache, made empty the first time (NULL when out of memory). */
+static agg_cache *cache_of(const cs_store *s) {
+  /* The cache is logically part of the immutable snapshot (like a lazily
+  ** filled field), hence the cast: only its atomic pointers change. */
+  cs_store *ms = (cs_store *)s;
+  agg_cache *c = atomic_load(&ms->agg_cache);
+  if (c) return c;
+  uint32_t nc = s->schema.n_cols;
+  agg_cache *fresh = cs__mem_calloc(1, sizeof *fresh + nc * (sizeof fresh->cols[0] + sizeof fresh->codes[0]));
+  if (!fresh) return NULL;
+  fresh->n_cols = nc;
+  fresh->codes = (cs__agg_codes *_Atomic *)(void *)(fresh->cols + nc);
+  void *expected = NULL;
+  if (atomic_compare_exchange_strong(&ms->agg_cache, &expected, fresh)) return fresh;
+  cs__mem_free(fresh);
+  return expected;
+}
+
+/* TEXT/BLOB column col's dictionary codes on the store, made empty the
+** first time (NULL when out of memory: the records are read the old way). */
+static cs__agg_codes *codes_of(const cs_store *s, uint32_t col) {
+  agg_cache *c = cache_of(s);
+  if (!c) return NULL;
+  cs__agg_codes *codes = atomic_load(&c->codes[col]);
+  if (codes) return codes;
+  cs__agg_codes *fresh = cs__agg_codes_new(s->n_records);
+  if (!fresh) return NULL;
+  cs__agg_codes *expected = NULL;
+  if (atomic_compare_exchange_strong(&c->codes[col], &expected, fresh)) return fresh;
+  cs__agg_codes_free(fresh);
+  return expected;
 }
 
 /* Record r's statistics of column uc: the record's pieces from its first
@@ -1460,20 +1577,8 @@ static void cache_chunk(void *ctx, uint64_t c, int member) {
 
 /* The statistics of every record of column uc, computed once per store. */
 static cs_rc cache_get(const cs_store *s, const agg_col *uc, int max_threads, const agg_cell **out, cs_err *err) {
-  /* The cache is logically part of the immutable snapshot (like a lazily
-  ** filled field), hence the cast: only its atomic pointers change. */
-  cs_store *ms = (cs_store *)s;
-  agg_cache *c = atomic_load(&ms->agg_cache);
-  if (!c) {
-    agg_cache *fresh = cs__mem_calloc(1, sizeof *fresh + s->schema.n_cols * sizeof fresh->cols[0]);
-    if (!fresh) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for aggregate statistics");
-    fresh->n_cols = s->schema.n_cols;
-    void *expected = NULL;
-    if (atomic_compare_exchange_strong(&ms->agg_cache, &expected, fresh))
-      c = fresh;
-    else
-      cs__mem_free(fresh), c = expected;
-  }
+  agg_cache *c = cache_of(s);
+  if (!c) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for aggregate statistics");
   agg_cell *cells = atomic_load(&c->cols[uc->col]);
   if (cells) {
     *out = cells;
@@ -1522,7 +1627,7 @@ static void scratch_free(const cs_agg *a, agg_scratch *sc) {
   cs__mem_free(sc->hash), cs__mem_free(sc->valid), cs__mem_free(sc->xbuf), cs__mem_free((void *)sc->bp);
   cs__mem_free(sc->bn), cs__mem_free(sc->recs), cs__mem_free(sc->locs), cs__mem_free(sc->kv);
   cs__mem_free((void *)sc->kp), cs__mem_free(sc->kn), cs__mem_free(sc->views), cs__mem_free(sc->rcell);
-  cs__mem_free(sc->dict.ent), cs__mem_free(sc->dict.used);
+  cs__mem_free(sc->dict.ent), cs__mem_free(sc->dict.used), cs__mem_free(sc->cmap);
   cs__mem_free(sc->gid2), cs__mem_free(sc->lrows), cs__mem_free(sc->lcells);
   table_free(a, &sc->table);
   cs__mem_free(sc);
@@ -1554,7 +1659,8 @@ static agg_scratch *scratch_new(const cs_agg *a, bool own_table) {
   if (ok && a->kind == K_BYTES) {
     sc->dict.ent = cs__mem_calloc(AGG_DICT_SLOTS, sizeof *sc->dict.ent);
     sc->dict.used = cs__mem_malloc(AGG_DICT_MAX * sizeof *sc->dict.used);
-    ok = sc->dict.ent && sc->dict.used;
+    sc->cmap = cs__mem_malloc(CS__AGG_CODE_VALUES * sizeof *sc->cmap);
+    ok = sc->dict.ent && sc->dict.used && sc->cmap;
   }
   if (ok && own_table) ok = table_make(a, &sc->table);
   if (!ok) {
@@ -1758,7 +1864,7 @@ typedef struct range_job {
   const agg_cell **stats; /* [nv]: per-record cells, or NULL where meta_cell answers */
   agg_cell *part;         /* ungrouped: [n_chunks * nv] */
   uint64_t *part_rows;    /* ungrouped: [n_chunks] */
-  _Atomic uint64_t scanned, skipped, from_stats, selected;
+  _Atomic uint64_t scanned, skipped, from_stats, selected, coded;
   _Atomic bool oom;
 } range_job;
 
@@ -1807,7 +1913,7 @@ static void range_chunk(void *ctx, uint64_t c, int member) {
   uint64_t r = cs__locate(s, lo_row);
   if (fr[r] < lo_row && lo_row != j->first) r++; /* that record is its first chunk's */
   agg_cell *pc = grouped ? NULL : j->part + c * nv;
-  uint64_t scanned = 0, skipped = 0, from_stats = 0, selected = 0;
+  uint64_t scanned = 0, skipped = 0, from_stats = 0, selected = 0, coded = 0;
   for (; r < s->n_records; r++) {
     uint64_t rlo = fr[r] > j->first ? fr[r] : j->first, rhi = fr[r + 1] < end_row ? fr[r + 1] : end_row;
     if (rlo >= hi_row) break;
@@ -1818,6 +1924,12 @@ static void range_chunk(void *ctx, uint64_t c, int member) {
     }
     const uint8_t *dv = s->dels ? s->dels[r].bits : NULL; /* deleted positions of r, or NULL */
     if (sc->dict.ent) dict_reset(&sc->dict); /* group ids hold for the call; the keys' bytes are the record's */
+    sc->rcodes = NULL;
+    if (a->codes && rhi > rlo &&
+        (sc->rcodes = cs__agg_codes_record(a->codes, s, a->ucols[a->key_u[0]].col, r, a->codes_max))) {
+      memset(sc->cmap, 0, sc->rcodes->n_vals * sizeof *sc->cmap); /* codes are the record's, groups the call's */
+      coded++;
+    }
     agg_cell *rc = sc->rcell;
     if (!grouped)
       for (uint32_t v = 0; v < nv; v++) cell_init(a->vals[v].dom, &rc[v]);
@@ -1855,6 +1967,7 @@ static void range_chunk(void *ctx, uint64_t c, int member) {
           view_range(s, &a->ucols[u], r, p - fr[r], len, &sc->views[u], sc->valid + (uint64_t)u * AGG_PIECE,
                      sc->bp + (uint64_t)u * AGG_PIECE, sc->bn + (uint64_t)u * AGG_PIECE);
         selected += nsel;
+        sc->rlocal = p - fr[r];
         if (!grouped) {
           piece_ungrouped(a, sc, m, len, rc); /* pieces merge into the record's partial */
         } else if (!piece_grouped(a, sc, t, m, len)) {
@@ -1871,6 +1984,7 @@ static void range_chunk(void *ctx, uint64_t c, int member) {
   atomic_fetch_add_explicit(&j->skipped, skipped, memory_order_relaxed);
   atomic_fetch_add_explicit(&j->from_stats, from_stats, memory_order_relaxed);
   atomic_fetch_add_explicit(&j->selected, selected, memory_order_relaxed);
+  atomic_fetch_add_explicit(&j->coded, coded, memory_order_relaxed);
 }
 
 static int agg_threads(const cs_agg *a, uint64_t work) {
@@ -1880,8 +1994,9 @@ static int agg_threads(const cs_agg *a, uint64_t work) {
 }
 
 static void stats_add(cs_agg *a, uint64_t selected, uint64_t scanned, uint64_t skipped, uint64_t from_stats,
-                      int used) {
+                      uint64_t coded, int used) {
   a->st.rows_selected += selected;
+  a->st.records_coded += coded;
   a->st.records_scanned += scanned;
   a->st.records_skipped += skipped;
   a->st.records_from_stats += from_stats;
@@ -1898,6 +2013,10 @@ cs_rc cs_agg_add_range(cs_agg *a, const cs_selector *sel, uint64_t first, uint64
     return cs_err_set(err, CS_EINVAL, "colstore: the selector was made for another store");
   cs_rc rc = agg_choose(a, n, err);
   if (rc != CS_OK || n == 0) return rc;
+  if (a->kind == K_BYTES && tune.codes_bytes && !a->codes) {
+    a->codes = codes_of(s, a->ucols[a->key_u[0]].col); /* NULL when out of memory: the old way */
+    a->codes_max = tune.codes_bytes;
+  }
   const cs__pred_set *preds = sel ? cs__selector_preds(sel) : NULL;
   range_job j = {.a = a, .preds = preds, .first = first, .n = n, .user = user_mask};
   j.use_stats = a->kind == K_UNGROUPED && !user_mask;
@@ -1934,11 +2053,12 @@ cs_rc cs_agg_add_range(cs_agg *a, const cs_selector *sel, uint64_t first, uint64
   }
   if ((rc = parts_alloc(a, n_chunks, &j.part, &j.part_rows, err)) != CS_OK) goto done;
   atomic_init(&j.scanned, 0), atomic_init(&j.skipped, 0), atomic_init(&j.from_stats, 0), atomic_init(&j.selected, 0);
+  atomic_init(&j.coded, 0);
   atomic_init(&j.oom, false);
   used = cs__team_run(threads, n_chunks, range_chunk, &j);
   if ((rc = call_end(a, n_chunks, j.part, j.part_rows, used, atomic_load(&j.oom), err)) != CS_OK) goto done;
   stats_add(a, atomic_load(&j.selected), atomic_load(&j.scanned), atomic_load(&j.skipped),
-            atomic_load(&j.from_stats), used);
+            atomic_load(&j.from_stats), atomic_load(&j.coded), used);
 done:
   cs__mem_free(j.part), cs__mem_free(j.part_rows);
   if (j.stats != stats_stack) cs__mem_free((void *)j.stats);
@@ -1978,6 +2098,7 @@ static void rows_chunk(void *ctx, uint64_t c, int member) {
   uint64_t i0 = c * AGG_CHUNK_LIST, i1 = i0 + AGG_CHUNK_LIST < j->n ? i0 + AGG_CHUNK_LIST : j->n;
   uint64_t selected = 0, last_rec = UINT64_MAX;
   int dec = 1;
+  sc->rcodes = NULL; /* a list's rows come from many records: no codes */
   for (uint64_t p = i0; p < i1; p += AGG_PIECE) {
     uint64_t len = i1 - p < AGG_PIECE ? i1 - p : AGG_PIECE;
     uint8_t *m = sc->mask;
@@ -2022,7 +2143,7 @@ cs_rc cs_agg_add_rows(cs_agg *a, const cs_selector *sel, const uint64_t *rows, u
   atomic_init(&j.selected, 0), atomic_init(&j.oom, false);
   used = cs__team_run(threads, n_chunks, rows_chunk, &j);
   if ((rc = call_end(a, n_chunks, j.part, j.part_rows, used, atomic_load(&j.oom), err)) != CS_OK) goto done;
-  stats_add(a, atomic_load(&j.selected), 0, 0, 0, used);
+  stats_add(a, atomic_load(&j.selected), 0, 0, 0, 0, used);
 done:
   cs__mem_free(j.part), cs__mem_free(j.part_rows);
   return rc;

@@ -624,6 +624,7 @@ static int agg_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, 
   c->stats.rows_selected = st.rows_selected;
   c->stats.records_scanned = st.records_scanned;
   c->stats.records_skipped = st.records_skipped;
+  c->stats.records_coded = st.records_coded;
   c->n_groups = cs_agg_groups(c->agg);
   c->g = 0;
   return SQLITE_OK;

@@ -161,6 +161,7 @@ struct csx_scan_stats {
   uint64_t rows_scanned;
   uint64_t records_scanned;
   uint64_t records_skipped;
+  uint64_t records_coded;    /* aggregate by one TEXT/BLOB key: records read through dictionary codes */
   uint64_t kernel_ns;
   uint32_t batches;          /* FILTERED: batches selected */
   uint32_t overlapped;       /* ... of them given to the worker, beside SQLite */

@@ -473,11 +473,13 @@ static void fn_last_plan(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   json_string(s, conn->last_names.cache);
   sqlite3_str_appendf(s,
                       ",\"access\":\"%s\",\"kernels\":\"%s\",\"predicates\":%u,\"sorted_ranges\":%u,\"rows_selected\":%llu,"
-                      "\"rows_scanned\":%llu,\"records_scanned\":%llu,\"records_skipped\":%llu,\"threads\":%d,\"kernel_us\":%.1f,"
+                      "\"rows_scanned\":%llu,\"records_scanned\":%llu,\"records_skipped\":%llu,\"records_coded\":%llu,\"threads\":%d,"
+                      "\"kernel_us\":%.1f,"
                       "\"batches\":%u,\"batches_overlapped\":%u,\"batches_taken_back\":%u,",
                       st->shape ? st->shape : "none", st->kernels ? st->kernels : "", st->n_preds, st->sorted_ranges,
                       (unsigned long long)st->rows_selected, (unsigned long long)st->rows_scanned, (unsigned long long)st->records_scanned,
-                      (unsigned long long)st->records_skipped, st->threads ? st->threads : 1, (double)st->kernel_ns / 1000.0,
+                      (unsigned long long)st->records_skipped, (unsigned long long)st->records_coded,
+                      st->threads ? st->threads : 1, (double)st->kernel_ns / 1000.0,
                       st->batches, st->overlapped, st->taken_back);
   csx_config_json(s);
   sqlite3_str_appendall(s, "}");

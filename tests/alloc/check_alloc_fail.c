@@ -438,13 +438,15 @@ typedef struct scenario {
 } scenario;
 
 /* The store of every scenario: N_ROWS rows in three records, every type
-** the cursor reads in place or gathers, NULLs in each nullable column. */
+** the cursor reads in place or gathers, NULLs in each nullable column; s
+** and b repeat (212 and 98 values, NULL one) so that a GROUP BY on them
+** builds the dictionary codes of cs_agg_codes.c. */
 #define NATIVE_SQL                                                                                               \
   "CREATE TABLE n(i INT64 NOT NULL, f FLOAT64, s TEXT, b BLOB, k INT32);"                                        \
   "WITH RECURSIVE c(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM c WHERE x < 9999) "                              \
   "INSERT INTO n SELECT x, CASE WHEN x % 7 = 0 THEN NULL ELSE x * 0.5 END, "                                     \
-  "CASE WHEN x % 11 = 0 THEN NULL ELSE 'str' || x END, "                                                         \
-  "CASE WHEN x % 13 = 0 THEN NULL ELSE CAST(printf('%08x', (x * 2654435761) % 4294967296) AS BLOB) END, "        \
+  "CASE WHEN x % 11 = 0 THEN NULL ELSE 'str' || (x % 211) END, "                                                 \
+  "CASE WHEN x % 13 = 0 THEN NULL ELSE CAST(printf('%08x', ((x % 97) * 2654435761) % 4294967296) AS BLOB) END, " \
   "(x * 37) % 100 FROM c;"
 
 #define INS_A "INSERT INTO t VALUES (10000, 1.5, 'x', x'0102', 1), (10001, NULL, NULL, NULL, NULL)"
@@ -503,6 +505,14 @@ static const scenario scenarios[] = {
     {"aggregate by k, predicates", K_SCAN,
      {"SELECT k, count, sum_i, count_f, min_s, max_b FROM ak WHERE f > 100 AND s IS NOT 'str5' ORDER BY k"}, NULL, 0, NULL, 0,
      false, NULL},
+    {"aggregate by TEXT (dictionary codes built)", K_SCAN,
+     {"SELECT s, count, sum_i, max_b FROM as1 WHERE k < 70 ORDER BY s"}, NULL, 0, NULL, 0, false, NULL},
+    {"aggregate by BLOB (dictionary codes built)", K_SCAN, {"SELECT b, count, min_s FROM ab ORDER BY b"}, NULL, 0, NULL,
+     0, false, NULL},
+    {"aggregate by TEXT after another connection's UPDATE", K_SCAN, {"SELECT s, count, sum_i FROM as1 ORDER BY s"}, NULL,
+     0, NULL, 0, false,
+     "CREATE VIRTUAL TABLE temp.t2 USING colstore('@/store.cst');"
+     "UPDATE temp.t2 SET s = 'changed' || (k % 3) WHERE k % 4 = 0"},
     {"aggregate by TEXT and k over _rows", K_SCAN, {"SELECT s, k, count, sum_i FROM as2 WHERE _rows = ?1 ORDER BY s, k"}, NULL, 0,
      NULL, 1, false, NULL},
     {"aggregate by k over _mask", K_SCAN, {"SELECT k, count, max_i FROM ak WHERE _mask = ?1 AND i > 10 ORDER BY k"}, NULL, 0,
@@ -598,7 +608,9 @@ static sqlite3 *scenario_db(const scenario *sc) {
                         "CREATE VIRTUAL TABLE m USING colstore('@/store.cst', cache=memory);"
                         "CREATE VIRTUAL TABLE temp.at USING colstore_agg(t);"
                         "CREATE VIRTUAL TABLE temp.ak USING colstore_agg(t, k);"
-                        "CREATE VIRTUAL TABLE temp.as2 USING colstore_agg(t, s, k)");
+                        "CREATE VIRTUAL TABLE temp.as2 USING colstore_agg(t, s, k);"
+                        "CREATE VIRTUAL TABLE temp.as1 USING colstore_agg(t, s);"
+                        "CREATE VIRTUAL TABLE temp.ab USING colstore_agg(t, b)");
     exec_ok(db, sql);
     sqlite3_free(sql);
   }

@@ -266,6 +266,45 @@ class Agg(cstest.StoreTest):
         self.assertEqual(self.con.execute("SELECT count FROM tot").fetchone()[0], before + 10)
         self.assertEqual(self.con.execute("SELECT sum(count) FROM by_y").fetchone()[0], before + 10)
 
+    def test_text_key_codes_follow_updates_and_deletes(self):
+        # A GROUP BY on one TEXT or BLOB key reads a record through the
+        # dictionary codes cached on the snapshot (cs_agg_codes.c), built by
+        # the first query that reads it; an UPDATE or a DELETE commits a new
+        # snapshot with codes of its own.  colstore_last_plan says how many
+        # records were read so.
+        import json
+
+        def coded():
+            return json.loads(self.con.execute("SELECT colstore_last_plan()").fetchone()[0])["records_coded"]
+
+        def check(what, aggs=("by_kind", "by_y")):
+            for agg in aggs:
+                self.compare(agg, what="%s, %s" % (what, agg))
+                self.assertGreater(coded(), 0, "%s, %s" % (what, agg))
+                self.compare(agg, "f > 0 AND run IS NOT 2", what="%s, %s, filtered" % (what, agg))
+                self.assertGreater(coded(), 0, "%s, %s, filtered" % (what, agg))
+
+        check("first queries")
+        check("cached codes")
+        for t_sql, n_sql in (
+                ("UPDATE t SET kind = 'new' || (rowid % 3), y = x'0aff' WHERE rowid % 4 = 1",
+                 "UPDATE n SET kind = 'new' || (pos % 3), y = x'0aff' WHERE pos % 4 = 1"),
+                ("DELETE FROM t WHERE rowid % 7 = 2", "DELETE FROM n WHERE pos % 7 = 2"),
+                ("UPDATE t SET kind = '' WHERE rowid < 40", "UPDATE n SET kind = '' WHERE pos < 40")):
+            self.con.execute(t_sql)
+            self.con.execute(n_sql)
+            check("after " + t_sql)
+        # a transaction's pending changes: a view over the snapshot, which
+        # by_kind reads through t (by_y, over the file, reads the commits)
+        self.con.execute("BEGIN")
+        self.con.execute("UPDATE t SET kind = 'pending', y = NULL WHERE rowid % 6 = 3")
+        self.con.execute("UPDATE n SET kind = 'pending', y = NULL WHERE pos % 6 = 3")
+        self.con.execute("DELETE FROM t WHERE rowid % 11 = 4")
+        self.con.execute("DELETE FROM n WHERE pos % 11 = 4")
+        check("pending changes", ("by_kind",))
+        self.con.execute("COMMIT")
+        check("after COMMIT")
+
     def test_datasets(self):
         # A dataset (a directory of stores) as the SOURCE, and through a
         # colstore table over it: the same answers as native.

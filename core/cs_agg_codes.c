@@ -1,0 +1,204 @@
+/*
+** cs_agg_codes.c - dictionary codes of a TEXT/BLOB column, record by
+** record, computed the first time a GROUP BY reads a record and kept on
+** the snapshot, so that later GROUP BYs on the column read a byte per row
+** instead of its bytes (issue 10, "a TEXT key within 2x of the integer
+** key").
+**
+** HOW IT WORKS.  A record whose column has at most CS__AGG_CODE_VALUES
+** distinct values (NULL one of them) gets one block: the list of its values
+** (pointers into the store's data and lengths, in the order first met) and
+** a code per position, the index of its value in that list.  cs_agg.c maps
+** a record's codes to its group ids once per record (a value's group found
+** by the bytes hash, as the dictionary per record finds it) and then gives
+** each row the group of its code: one byte load and one small table load a
+** row.  Values are compared byte for byte (their length and every byte: no
+** collation), as the bytes hash compares them.  Codes are per position, so
+** whatever selects rows (predicates, a caller's mask, deletions) applies to
+** them unchanged.
+**
+** The build reads each key as cs_agg.c's dictionary does: a key below 16
+** bytes is two masked word loads with its length tagged into the second
+** (cs__agg_keep, cs__agg_w1), one multiply to a slot of a table of 512
+** entries, and three integer compares; longer keys, or keys too near the
+** end of the chunk's bytes for two loads, are copied into 16 bytes, longer
+** ones hashed by XXH3 and compared by memcmp past their first 16 bytes.  A
+** record that meets a 257th value stops and is marked uncoded (the
+** dictionary per record serves it); that costs the rows read until then.
+**
+** MEMORY.  One byte a row of the coded records plus 16 bytes a value and a
+** 40-byte header a record: about 1.06 bytes a row for 65,536-row records.
+** The caller passes a cap (cs_agg.c: AGG_CODES_BYTES a column); a record
+** that would take the column's codes past it is not coded (and is asked
+** again by a later query, so nothing but time is lost).  Out of memory is
+** the same: the record is read the old way, no error.
+**
+** VALIDITY.  The codes belong to one snapshot (cs_store), as the
+** per-record statistics do: its chunks never change, so the codes never go
+** stale.  An append, a deletion or an update commits a new snapshot with
+** codes of its own, and a view with pending updates is a snapshot of its
+** own too (own chunks, own cache); a dataset's codes are its own.
+**
+** The choice a newcomer might question: the build is lazy per record,
+** inside the query that first reads the record, and not a pass over the
+** whole column up front.  A query that reads a few records (zone maps, a
+** rowid range) then pays for those alone, the build runs on the query's
+** threads, and a record read by no query costs nothing.
+*/
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cs_agg_internal.h"
+#include "cs_kernels_internal.h"
+
+/* XXH3 inlined as in cs_agg.c (static: nothing leaks). */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+/* The build's table of a record's values: 2 * CS__AGG_CODE_VALUES slots. */
+#define CODES_BITS 9u
+#define CODES_SLOTS (1u << CODES_BITS)
+_Static_assert(CODES_SLOTS == 2 * CS__AGG_CODE_VALUES, "load <= 1/2");
+
+struct cs__agg_codes {
+  uint64_t n_records;
+  _Atomic uint64_t bytes;        /* held by the published blocks */
+  cs__agg_rcodes *_Atomic rec[]; /* [n_records]: a block, &codes_none (uncoded), or NULL (not built yet) */
+};
+
+/* The mark of a record with too many distinct values. */
+static cs__agg_rcodes codes_none;
+
+/* One value in the build's table: its two words (cs__agg_w1), length, and
+** index + 1 (0 = empty slot). */
+typedef struct codes_slot {
+  uint64_t w0, w1, n;
+  uint32_t code1;
+  uint32_t pad;
+} codes_slot;
+
+cs__agg_codes *cs__agg_codes_new(uint64_t n_records) {
+  cs__agg_codes *c = cs__mem_calloc(1, sizeof *c + (n_records ? n_records : 1) * sizeof c->rec[0]);
+  if (!c) return NULL;
+  c->n_records = n_records;
+  atomic_init(&c->bytes, 0);
+  for (uint64_t r = 0; r < n_records; r++) atomic_init(&c->rec[r], NULL);
+  return c;
+}
+
+void cs__agg_codes_free(cs__agg_codes *c) {
+  if (!c) return;
+  for (uint64_t r = 0; r < c->n_records; r++) {
+    cs__agg_rcodes *rc = atomic_load(&c->rec[r]);
+    if (rc != &codes_none) cs__mem_free(rc);
+  }
+  cs__mem_free(c);
+}
+
+uint64_t cs__agg_codes_bytes(const cs__agg_codes *c) { return atomic_load(&((cs__agg_codes *)c)->bytes); }
+
+long cs__agg_codes_blocks(const cs__agg_codes *c) {
+  long n = 1;
+  for (uint64_t r = 0; r < c->n_records; r++) {
+    const cs__agg_rcodes *rc = atomic_load(&((cs__agg_codes *)c)->rec[r]);
+    n += rc && rc != &codes_none;
+  }
+  return n;
+}
+
+/* Block bytes of a record of n rows: header, values, codes. */
+static uint64_t codes_block_bytes(uint64_t n) {
+  return sizeof(cs__agg_rcodes) + CS__AGG_CODE_VALUES * (sizeof(const uint8_t *) + sizeof(uint64_t)) +
+         (n ? n : 1);
+}
+
+/* The codes of the n rows of chunk ch into rc (its arrays laid out); false
+** when the chunk has more than CS__AGG_CODE_VALUES distinct values.
+** Offsets are clamped into the data, as cs_agg.c reads them: a damaged
+** chunk gives wrong codes, never an out-of-bounds read. */
+static bool codes_build(const cs_chunk *ch, uint64_t n, cs__agg_rcodes *rc) {
+  codes_slot tab[CODES_SLOTS];
+  memset(tab, 0, sizeof tab);
+  uint8_t *code = (uint8_t *)rc->code;
+  const int64_t *off = ch->offsets;
+  const uint8_t *data = ch->data ? (const uint8_t *)ch->data : (const uint8_t *)"";
+  uint64_t db = ch->data ? ch->data_bytes : 0, last = db >= 16 ? db - 16 : 0;
+  uint64_t s0 = (uint64_t)off[0] > db ? db : (uint64_t)off[0];
+  uint32_t nv = 0;
+  rc->null_code = CS__AGG_CODE_NO_NULL;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t e = (uint64_t)off[i + 1] > db ? db : (uint64_t)off[i + 1];
+    e = e < s0 ? s0 : e;
+    const uint8_t *p = data + s0;
+    uint64_t len = e - s0, at = s0;
+    s0 = e;
+    if (!cs__valid_bit(ch->validity, i)) {
+      if (rc->null_code == CS__AGG_CODE_NO_NULL) {
+        if (nv == CS__AGG_CODE_VALUES) return false;
+        rc->vp[nv] = NULL, rc->vn[nv] = 0, rc->null_code = nv++;
+      }
+      code[i] = (uint8_t)rc->null_code;
+      continue;
+    }
+    uint64_t w0, w1;
+    if (len < 16 && at <= last && db >= 16) {
+      const uint64_t *keep = cs__agg_keep[len];
+      w0 = cs__load64(p) & keep[0], w1 = cs__load64(p + 8) & keep[1];
+    } else {
+      uint8_t b[16] = {0};
+      memcpy(b, p, len < 16 ? len : 16);
+      memcpy(&w0, b, 8), memcpy(&w1, b + 8, 8);
+    }
+    w1 = cs__agg_w1(len, w1);
+    uint64_t j = len > 16 ? XXH3_64bits(p, len) >> (64 - CODES_BITS) : cs__agg_home(w0, w1, CODES_BITS);
+    for (;; j = (j + 1) & (CODES_SLOTS - 1)) {
+      const codes_slot *t = &tab[j];
+      if (!t->code1) break;
+      if (t->w0 == w0 && t->w1 == w1 && t->n == len &&
+          (len <= 16 || memcmp(rc->vp[t->code1 - 1] + 16, p + 16, len - 16) == 0))
+        break;
+    }
+    if (!tab[j].code1) {
+      if (nv == CS__AGG_CODE_VALUES) return false;
+      tab[j] = (codes_slot){w0, w1, len, nv + 1, 0};
+      rc->vp[nv] = p, rc->vn[nv] = len, nv++;
+    }
+    code[i] = (uint8_t)(tab[j].code1 - 1);
+  }
+  rc->n_vals = nv;
+  return true;
+}
+
+const cs__agg_rcodes *cs__agg_codes_record(cs__agg_codes *c, const cs_store *s, uint32_t col, uint64_t r,
+                                           uint64_t max_bytes) {
+  cs__agg_rcodes *rc = atomic_load_explicit(&c->rec[r], memory_order_acquire);
+  if (rc) return rc == &codes_none ? NULL : rc;
+  uint64_t n = s->first_rows[r + 1] - s->first_rows[r], need = codes_block_bytes(n);
+  if (atomic_fetch_add(&c->bytes, need) + need > max_bytes) {
+    atomic_fetch_sub(&c->bytes, need); /* over the budget: read the old way */
+    return NULL;
+  }
+  uint8_t *block = cs__mem_malloc(need);
+  if (!block) {
+    atomic_fetch_sub(&c->bytes, need);
+    return NULL;
+  }
+  rc = (cs__agg_rcodes *)(void *)block;
+  rc->vp = (const uint8_t **)(void *)(rc + 1);
+  rc->vn = (uint64_t *)(void *)(rc->vp + CS__AGG_CODE_VALUES);
+  rc->code = (const uint8_t *)(rc->vn + CS__AGG_CODE_VALUES);
+  cs__agg_rcodes *keep = rc;
+  if (!codes_build(&s->chunks[r * s->schema.n_cols + col], n, rc)) {
+    cs__mem_free(block);
+    atomic_fetch_sub(&c->bytes, need);
+    keep = &codes_none;
+  }
+  cs__agg_rcodes *expected = NULL;
+  if (!atomic_compare_exchange_strong_explicit(&c->rec[r], &expected, keep, memory_order_acq_rel,
+                                               memory_order_acquire)) {
+    if (keep != &codes_none) cs__mem_free(block), atomic_fetch_sub(&c->bytes, need); /* another builder won */
+    keep = expected;
+  }
+  return keep == &codes_none ? NULL : keep;
+}
