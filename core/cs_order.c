@@ -467,6 +467,7 @@ typedef struct octx {
   uint64_t limit;
   uint32_t *hist; /* (ORDER_MAX_DIGITS + ORDER_MSD_LEVELS) << ORDER_MAX_DIGIT_BITS counts */
   uint64_t n_out; /* result */
+  cs_order_counts *counts; /* cs_order_count: the counting sort's codes and starts, rows left as they are */
 } octx;
 
 /* Puts the record cursors of segment g's keys back before the first
@@ -1233,8 +1234,7 @@ static int path_counting_team(octx *c, int threads) {
   T.keys = cs__mem_malloc((size_t)threads * c->n_keys * sizeof *T.keys);
   T.hist = ord_alloc(n_chunks * R, 4);
   T.codes = ord_alloc(n, 4);
-  T.out = ord_alloc(n, 8);
-  if (!T.keys || !T.hist || !T.codes || !T.out) goto done;
+  if (!T.keys || !T.hist || !T.codes) goto done;
   for (int t = 0; t < threads; t++)
     for (uint32_t i = 0; i < c->n_keys; i++) {
       T.keys[(size_t)t * c->n_keys + i] = c->keys[i];
@@ -1263,6 +1263,16 @@ static int path_counting_team(octx *c, int threads) {
     }
   }
   if (c->mode == CS_ORDER_SORT && c->limit < m) m = c->limit;
+  if (c->counts) { /* chunk 0's offset of each code is the code's start */
+    if (!(c->counts->starts = ord_alloc(R + 1, 4))) goto done;
+    memcpy(c->counts->starts, T.hist, R * 4);
+    c->counts->starts[R] = (uint32_t)n;
+    c->counts->codes = T.codes, T.codes = NULL;
+    c->counts->n_codes = (uint32_t)R;
+    rc = ORD_OK;
+    goto done;
+  }
+  if (!(T.out = ord_alloc(n, 8))) goto done;
   T.m = m;
   cs__team_run(threads, n_chunks, count_team_scatter, &T);
   memcpy(c->rows, T.out, m * 8);
@@ -1319,8 +1329,7 @@ static int path_counting(octx *c) {
     goto done;
   }
   codes = ord_alloc(n, 4);
-  out = ord_alloc(n, 8);
-  if (!codes || !out) goto done;
+  if (!codes) goto done;
   memset(cnt, 0, (R + 1) * 4);
   for (uint64_t j0 = 0; j0 < n; j0 += ORDER_CHUNK) {
     uint64_t j1 = j0 + ORDER_CHUNK < n ? j0 + ORDER_CHUNK : n;
@@ -1350,6 +1359,15 @@ static int path_counting(octx *c) {
   }
   uint64_t m = end_code < R ? cnt[end_code] : n;
   if (c->mode == CS_ORDER_SORT && c->limit < m) m = c->limit;
+  if (c->counts) {
+    cnt[R] = (uint32_t)n;
+    c->counts->starts = cnt, cnt = NULL;
+    c->counts->codes = codes, codes = NULL;
+    c->counts->n_codes = (uint32_t)R;
+    rc = ORD_OK;
+    goto done;
+  }
+  if (!(out = ord_alloc(n, 8))) goto done;
   for (uint64_t j = 0; j < n; j++) {
     uint32_t o = cnt[codes[j]]++;
     if (o < m) out[o] = c->rows[j];
@@ -1721,6 +1739,10 @@ static bool counting_fits(const oseg *g, uint64_t n) {
 static int order_run(octx *c, int *path) {
   segs_plan(c);
   const oseg *g = &c->segs[0];
+  if (c->counts) { /* cs_order_count: the counting sort or nothing */
+    if (c->n_segs != 1 || g->wide || g->split || !counting_fits(g, c->n)) return ORD_ABANDON;
+    return *path = PATH_COUNTING, path_counting(c);
+  }
   if (c->n_segs == 1 && !g->wide && !g->split) {
     if (topk_fits(c->mode, c->limit, c->n)) return *path = PATH_TOPK, path_topk(c);
     if (counting_fits(g, c->n)) return *path = PATH_COUNTING, path_counting(c);
@@ -1818,8 +1840,12 @@ cs_rc cs_order_range(const cs_store *s, const cs_order_key *keys, uint32_t n_key
   return cs_order_rows(s, keys, n_keys, mode, rows, n_out, limit, err);
 }
 
-cs_rc cs_order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode, uint64_t *rows,
-                    uint64_t *n, uint64_t limit, cs_err *err) {
+/* cs_order_rows, and with counts (cs_order_count) the counting sort's
+** codes and starts instead of the reorder (rows then untouched; *done
+** false when the key does not take the counting sort). */
+static cs_rc order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode,
+                        uint64_t *rows, uint64_t *n, uint64_t limit, cs_order_counts *counts, bool *done,
+                        cs_err *err) {
   uint64_t nr = *n;
   cs_rc crc = order_args_check(s, keys, n_keys, mode, nr, err);
   if (crc != CS_OK) return crc;
@@ -1838,7 +1864,7 @@ cs_rc cs_order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_keys
   }
   octx c;
   memset(&c, 0, sizeof c);
-  c.s = s, c.n_keys = n_keys, c.rows = rows, c.n = nr, c.mode = mode, c.limit = limit;
+  c.s = s, c.n_keys = n_keys, c.rows = rows, c.n = nr, c.mode = mode, c.limit = limit, c.counts = counts;
   cs_rc rc = CS_ENOMEM;
   int orc = ORD_NOMEM;
   c.keys = cs__mem_calloc(n_keys, sizeof *c.keys);
@@ -1871,10 +1897,9 @@ cs_rc cs_order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_keys
   }
   for (uint32_t i = 0; i < n_keys; i++) flags |= c.keys[i].kind == KEY_DICT ? 1 : c.keys[i].kind == KEY_WIDE ? 2 : 0;
   last_path = path_names[path][flags];
-  if (orc == ORD_OK) {
-    *n = c.n_out;
-    rc = CS_OK;
-  }
+  if (orc == ORD_OK && !counts) *n = c.n_out;
+  if (orc == ORD_OK || orc == ORD_ABANDON) rc = CS_OK;
+  if (done) *done = orc == ORD_OK;
 done:
   if (c.keys)
     for (uint32_t i = 0; i < n_keys; i++) ord_free(c.keys[i].ids), ord_free(c.keys[i].rank);
@@ -1882,4 +1907,28 @@ done:
   if (rc == CS_ENOMEM)
     return cs_err_set(err, CS_ENOMEM, "colstore: out of memory ordering %llu rows", (unsigned long long)nr);
   return rc;
+}
+
+cs_rc cs_order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode, uint64_t *rows,
+                    uint64_t *n, uint64_t limit, cs_err *err) {
+  return order_rows(s, keys, n_keys, mode, rows, n, limit, NULL, NULL, err);
+}
+
+cs_rc cs_order_count(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode,
+                     const uint64_t *rows, uint64_t n, cs_order_counts *out, bool *done, cs_err *err) {
+  memset(out, 0, sizeof *out);
+  *done = false;
+  /* Nothing to count (the caller's cs_order_rows is then trivial), or a
+  ** mode that does not deliver every row. */
+  if (n < 2 || n_keys == 0 || mode == CS_ORDER_DISTINCT) return CS_OK;
+  /* order_rows never writes rows when it counts. */
+  uint64_t nr = n;
+  cs_rc rc = order_rows(s, keys, n_keys, mode, (uint64_t *)(uintptr_t)rows, &nr, CS_ORDER_NO_LIMIT, out, done, err);
+  if (rc != CS_OK || !*done) cs_order_counts_free(out);
+  return rc;
+}
+
+void cs_order_counts_free(cs_order_counts *c) {
+  ord_free(c->codes), ord_free(c->starts);
+  memset(c, 0, sizeof *c);
 }
