@@ -1002,7 +1002,9 @@ cs_rc cs_order_range(const cs_store *s, const cs_order_key *keys, uint32_t n_key
 ** the row at input index i is delivered at output index starts[codes[i]] +
 ** (the rows of its code before i): exactly cs_order_rows' order.  rows are
 ** not changed.  *done is false (out empty, CS_OK) when the key takes
-** another path, for DISTINCT, and for fewer than two rows or no keys.  Costs
+** another path or its range holds fewer than min_codes codes (known from
+** the zone maps before any row is read), for DISTINCT, and for fewer than
+** two rows or no keys.  Costs
 ** 4 bytes per row (codes) and 4 per code beyond what cs_order_rows' counting
 ** sort needs; errors as cs_order_rows.  Free out with cs_order_counts_free. */
 typedef struct cs_order_counts {
@@ -1011,7 +1013,8 @@ typedef struct cs_order_counts {
   uint32_t n_codes;
 } cs_order_counts;
 cs_rc cs_order_count(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode,
-                     const uint64_t *rows, uint64_t n, cs_order_counts *out, bool *done, cs_err *err);
+                     const uint64_t *rows, uint64_t n, uint32_t min_codes, cs_order_counts *out, bool *done,
+                     cs_err *err);
 void cs_order_counts_free(cs_order_counts *c);
 /* Delivery by scatter (cs_scatter.c): the output window [j0, j0 + n_out)
 ** of the order counts describes over rows[0, n) (cs_order_count on the

@@ -468,6 +468,7 @@ typedef struct octx {
   uint32_t *hist; /* (ORDER_MAX_DIGITS + ORDER_MSD_LEVELS) << ORDER_MAX_DIGIT_BITS counts */
   uint64_t n_out; /* result */
   cs_order_counts *counts; /* cs_order_count: the counting sort's codes and starts, rows left as they are */
+  uint32_t min_codes;      /* cs_order_count: ... when the key's range holds at least this many codes */
 } octx;
 
 /* Puts the record cursors of segment g's keys back before the first
@@ -1741,6 +1742,7 @@ static int order_run(octx *c, int *path) {
   const oseg *g = &c->segs[0];
   if (c->counts) { /* cs_order_count: the counting sort or nothing */
     if (c->n_segs != 1 || g->wide || g->split || !counting_fits(g, c->n)) return ORD_ABANDON;
+    if (((uint64_t)1 << g->bits) < c->min_codes) return ORD_ABANDON;
     return *path = PATH_COUNTING, path_counting(c);
   }
   if (c->n_segs == 1 && !g->wide && !g->split) {
@@ -1844,8 +1846,8 @@ cs_rc cs_order_range(const cs_store *s, const cs_order_key *keys, uint32_t n_key
 ** codes and starts instead of the reorder (rows then untouched; *done
 ** false when the key does not take the counting sort). */
 static cs_rc order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode,
-                        uint64_t *rows, uint64_t *n, uint64_t limit, cs_order_counts *counts, bool *done,
-                        cs_err *err) {
+                        uint64_t *rows, uint64_t *n, uint64_t limit, cs_order_counts *counts, uint32_t min_codes,
+                        bool *done, cs_err *err) {
   uint64_t nr = *n;
   cs_rc crc = order_args_check(s, keys, n_keys, mode, nr, err);
   if (crc != CS_OK) return crc;
@@ -1865,6 +1867,7 @@ static cs_rc order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_
   octx c;
   memset(&c, 0, sizeof c);
   c.s = s, c.n_keys = n_keys, c.rows = rows, c.n = nr, c.mode = mode, c.limit = limit, c.counts = counts;
+  c.min_codes = min_codes;
   cs_rc rc = CS_ENOMEM;
   int orc = ORD_NOMEM;
   c.keys = cs__mem_calloc(n_keys, sizeof *c.keys);
@@ -1911,11 +1914,12 @@ done:
 
 cs_rc cs_order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode, uint64_t *rows,
                     uint64_t *n, uint64_t limit, cs_err *err) {
-  return order_rows(s, keys, n_keys, mode, rows, n, limit, NULL, NULL, err);
+  return order_rows(s, keys, n_keys, mode, rows, n, limit, NULL, 0, NULL, err);
 }
 
 cs_rc cs_order_count(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode,
-                     const uint64_t *rows, uint64_t n, cs_order_counts *out, bool *done, cs_err *err) {
+                     const uint64_t *rows, uint64_t n, uint32_t min_codes, cs_order_counts *out, bool *done,
+                     cs_err *err) {
   memset(out, 0, sizeof *out);
   *done = false;
   /* Nothing to count (the caller's cs_order_rows is then trivial), or a
@@ -1923,7 +1927,8 @@ cs_rc cs_order_count(const cs_store *s, const cs_order_key *keys, uint32_t n_key
   if (n < 2 || n_keys == 0 || mode == CS_ORDER_DISTINCT) return CS_OK;
   /* order_rows never writes rows when it counts. */
   uint64_t nr = n;
-  cs_rc rc = order_rows(s, keys, n_keys, mode, (uint64_t *)(uintptr_t)rows, &nr, CS_ORDER_NO_LIMIT, out, done, err);
+  cs_rc rc = order_rows(s, keys, n_keys, mode, (uint64_t *)(uintptr_t)rows, &nr, CS_ORDER_NO_LIMIT, out, min_codes,
+                         done, err);
   if (rc != CS_OK || !*done) cs_order_counts_free(out);
   return rc;
 }

@@ -93,7 +93,7 @@ static void compare_one(const cs_store *s, const cs_order_key *keys, uint32_t nk
   cs_err err = {0};
   cs_order_counts counts;
   bool done;
-  ck_assert_msg(cs_order_count(s, keys, nk, mode, in, n, &counts, &done, &err) == CS_OK, "%s: %s", ctx, err.msg);
+  ck_assert_msg(cs_order_count(s, keys, nk, mode, in, n, 0, &counts, &done, &err) == CS_OK, "%s: %s", ctx, err.msg);
   if (n < 2) {
     ck_assert_msg(!done, "%s: counted %" PRIu64 " rows", ctx, n);
     return;
@@ -205,8 +205,8 @@ START_TEST(test_scatter_tiny_inputs) {
 }
 END_TEST
 
-/* A key the counting sort does not take (a full-range INT64), and
-** DISTINCT: not done, nothing to free. */
+/* A key the counting sort does not take (a full-range INT64), DISTINCT,
+** and a range of fewer codes than asked for: not done, nothing to free. */
 START_TEST(test_scatter_count_declines_other_paths) {
   ut_kstore k;
   ut_kstore_make(&k, ut_fixed_cols, UT_FIXED_COLS, 5000, UT_IRREGULAR, 300, 10, 0xDEC);
@@ -216,11 +216,17 @@ START_TEST(test_scatter_count_declines_other_paths) {
   cs_order_counts counts;
   bool done = true;
   cs_order_key wide = {3, false}, small = {9, false};
-  ck_assert(cs_order_count(k.s, &wide, 1, CS_ORDER_GROUP, in, 5000, &counts, &done, NULL) == CS_OK);
+  ck_assert(cs_order_count(k.s, &wide, 1, CS_ORDER_GROUP, in, 5000, 0, &counts, &done, NULL) == CS_OK);
   ck_assert(!done && !counts.codes && !counts.starts);
   done = true;
-  ck_assert(cs_order_count(k.s, &small, 1, CS_ORDER_DISTINCT, in, 5000, &counts, &done, NULL) == CS_OK);
+  ck_assert(cs_order_count(k.s, &small, 1, CS_ORDER_DISTINCT, in, 5000, 0, &counts, &done, NULL) == CS_OK);
   ck_assert(!done && !counts.codes);
+  /* BOOL with NULLs: three codes in a range of four; declined from five */
+  ck_assert(cs_order_count(k.s, &small, 1, CS_ORDER_GROUP, in, 5000, 5, &counts, &done, NULL) == CS_OK);
+  ck_assert(!done && !counts.codes);
+  ck_assert(cs_order_count(k.s, &small, 1, CS_ORDER_GROUP, in, 5000, 4, &counts, &done, NULL) == CS_OK);
+  ck_assert(done && counts.n_codes == 4);
+  cs_order_counts_free(&counts);
   free(in);
   ut_kstore_free(&k);
 }
