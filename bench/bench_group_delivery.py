@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """bench_group_delivery.py - GROUP BY through the table against its floor,
 with each ordered delivery in one run: the gather through sorted positions
-and the scatter (in windows of a batch, and in one pass).
+and the scatter in one pass.
 
 WHY.  Issue 9's open target: `SELECT b, sum(a) FROM t GROUP BY b` within
 1.3x of SQLite stepping the same rows and columns without grouping
@@ -10,8 +10,8 @@ spinning on a core.  On this 2-vCPU host other engineers build and
 benchmark at the same time, so only ratios measured interleaved in one run
 count: every round runs the floor and each query under each delivery back
 to back, the order rotating from round to round, and the delivery is
-switched between them with colstore_config('scatter_bytes') (0: gather;
-1: scatter by windows of a batch; the budget: scatter in one pass).
+switched between them with colstore_config('scatter_bytes') (0: the
+gather; 1 GiB: the scatter wherever the cursor takes it).
 
 HOW.  The bench table of bench_busy.py (10M rows: a REAL uniform, b
 INTEGER 0..999, c REAL normal, d INT32 10% ones).  The answers of every
@@ -43,7 +43,7 @@ QUERIES = [
     ("GROUP BY d WHERE a>0.5", "SELECT d, count(*), avg(c) FROM t WHERE a > 0.5 GROUP BY d"),
 ]
 ONE_PASS = 1 << 30
-DELIVERIES = [("gather", 0), ("scatter windows", 1), ("scatter one pass", ONE_PASS)]
+DELIVERIES = [("gather", 0), ("scatter", ONE_PASS)]
 
 
 def run(con, sql):

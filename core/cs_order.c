@@ -119,7 +119,12 @@
 ** not the values.  The kernel returns positions (the cursor gathers every
 ** column in that order with the list kernels), so carrying the 4-byte input
 ** index beside the key, or packing it under the key, is the least data that
-** gives both the order and the stability.
+** gives both the order and the stability.  The exception is
+** cs_order_count: for a counting-sortable key it stops before the scatter
+** and hands over each row's code and each code's first output index, so
+** that cs_scatter.c can move the values themselves to their places in one
+** sequential pass (GROUP BY b: the gather through the positions read two
+** 80 MB columns at random); the order is the same by construction.
 */
 #include <assert.h>
 #include <stdatomic.h>

@@ -30,6 +30,19 @@
 ** values are always read in place (their bytes stay in the mapping; SQLite
 ** gets them SQLITE_STATIC).
 **
+** Ordered delivery (ORDER BY, GROUP BY, DISTINCT) is a LIST over the
+** positions cs_order_rows sorted, except by scatter: for a key the
+** counting sort takes over at least CSX_SCATTER_MIN_CODES codes, with the
+** positions ascending and the whole selection's buffers within
+** colstore_config('scatter_bytes'), the positions stay in row order and
+** one batch holds the whole selection, filled by cs_scatter_rows in one
+** pass that reads every column in row order and writes each value to its
+** place (the same rows in the same order as the gather).  Its positions
+** are scattered only when xRowid or an in-place column asks for them.
+** Why one pass and not a batch-sized window per pass: each window is a
+** pass over the whole selection, and 15 of them cost more than the
+** random gather they replace (docs/performance.md).
+**
 ** Batches are sized by colstore_config('batch_bytes') across the mask, the
 ** positions and the buffers; every buffer is allocated once per cursor
 ** and grown only when a later filter needs more, never per batch.  The
