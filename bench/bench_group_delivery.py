@@ -19,8 +19,9 @@ delivery must be identical (same rows, same floats bit for bit: the rows
 reach SQLite's sums in the same order) before anything is timed.  With
 --spin, the rounds are run twice: quiet, then with `python3 -c 'while 1:
 pass'` spinning (killed after).  Prints medians [min, max] in ms, each over
-the floor measured in the same rounds, the load average before and after,
-and the plan words and kernel time of each delivery.
+the floor measured in the same rounds, the median kernel time and the
+threads the kernels took, the load average before and after, and the plan
+words of each delivery.
 
     /usr/bin/python3 bench/bench_group_delivery.py [--rounds 7] [--spin]
 """
@@ -57,10 +58,10 @@ def load():
 
 
 def rounds(con, n, label):
-    times = {"floor": []}
+    times, kernels = {"floor": []}, {}
     for q, _ in QUERIES:
         for d, _ in DELIVERIES:
-            times[(q, d)] = []
+            times[(q, d)], kernels[(q, d)] = [], []
     jobs = [("floor", FLOOR, None)] + [((q, d), sql, v) for q, sql in QUERIES for d, v in DELIVERIES]
     before = load()
     for r in range(n):
@@ -70,17 +71,22 @@ def rounds(con, n, label):
                 con.execute("SELECT colstore_config('scatter_bytes', ?)", (v,)).fetchall()
             t, _ = run(con, sql)
             times[key].append(t)
+            if v is not None:
+                info = json.loads(con.execute("SELECT colstore_last_plan()").fetchone()[0])
+                kernels[key].append((info.get("kernel_us", 0) / 1e3, info.get("threads")))
     after = load()
     floor = statistics.median(times["floor"])
     print("\n%s: %d rounds, load average before %s, after %s" % (label, n, before, after))
-    print("%-26s %-18s %9s %9s %9s %8s" % ("query", "delivery", "median", "min", "max", "/ floor"))
+    print("%-26s %-18s %9s %9s %9s %8s %10s %8s" % ("query", "delivery", "median", "min", "max", "/ floor",
+                                                   "kernel", "threads"))
     f = times["floor"]
     print("%-26s %-18s %9.1f %9.1f %9.1f" % ("sum(a), sum(b) (floor)", "", floor * 1e3, min(f) * 1e3, max(f) * 1e3))
     for q, _ in QUERIES:
         for d, _ in DELIVERIES:
-            t = times[(q, d)]
-            print("%-26s %-18s %9.1f %9.1f %9.1f %7.2fx" % (q, d, statistics.median(t) * 1e3, min(t) * 1e3,
-                                                            max(t) * 1e3, statistics.median(t) / floor))
+            t, k = times[(q, d)], kernels[(q, d)]
+            print("%-26s %-18s %9.1f %9.1f %9.1f %7.2fx %10.1f %8s" %
+                  (q, d, statistics.median(t) * 1e3, min(t) * 1e3, max(t) * 1e3, statistics.median(t) / floor,
+                   statistics.median(x for x, _ in k), ",".join(sorted({str(y) for _, y in k}))))
     return times
 
 
