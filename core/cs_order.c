@@ -1200,13 +1200,20 @@ static void count_team_encode(void *ctx, uint64_t ch, int member) {
   count_team *T = ctx;
   okey *keys = T->keys + (size_t)member * T->c->n_keys;
   uint32_t *h = T->hist + ch * T->R;
-  uint64_t i0, i1, cbuf[ORDER_CHUNK];
+  uint64_t i0, i1, cbuf[ORDER_CHUNK], rowbuf[ORDER_CHUNK];
   cs__team_span(ch, T->chunk, T->c->n, &i0, &i1);
   for (uint64_t j0 = i0; j0 < i1; j0 += ORDER_CHUNK) {
     uint64_t j1 = j0 + ORDER_CHUNK < i1 ? j0 + ORDER_CHUNK : i1;
+    /* an implicit range (cs_order_count): its rows from a small buffer */
+    const uint64_t *rows = T->c->rows;
+    uint64_t a = j0, b = j1;
+    if (T->c->implicit) {
+      for (uint64_t j = j0; j < j1; j++) rowbuf[j - j0] = T->c->first + j;
+      rows = rowbuf, a = 0, b = j1 - j0;
+    }
     bool ok = true;
     for (uint32_t i = T->g->k0; i < T->g->k1; i++)
-      ok &= key_encode(T->c->s, &keys[i], T->c->rows, NULL, j0, j1, cbuf, i == T->g->k0, NULL);
+      ok &= key_encode(T->c->s, &keys[i], rows, NULL, a, b, cbuf, i == T->g->k0, NULL);
     if (!ok) {
       atomic_store_explicit(&T->bad, 1, memory_order_relaxed);
       return;
@@ -1292,7 +1299,8 @@ done:
 static int path_counting(octx *c) {
   const oseg *g = &c->segs[0];
   uint64_t n = c->n, R = (uint64_t)1 << g->bits; /* codes are < R */
-  if (c->mode != CS_ORDER_DISTINCT && !c->implicit && n >= tune.team_min && g->bits <= ORDER_COUNT_TEAM_BITS) {
+  if (c->mode != CS_ORDER_DISTINCT && (!c->implicit || c->counts) && n >= tune.team_min &&
+      g->bits <= ORDER_COUNT_TEAM_BITS) {
     int threads = cs_kernel_threads(n);
     if (threads > 1) return path_counting_team(c, threads);
   }
@@ -1303,7 +1311,7 @@ static int path_counting(octx *c) {
   uint64_t *out = NULL;
   if (!cnt) goto done;
   seg_rewind(c, g);
-  assert(!c->implicit || c->mode == CS_ORDER_DISTINCT);
+  assert(!c->implicit || c->mode == CS_ORDER_DISTINCT || c->counts);
   if (c->mode == CS_ORDER_DISTINCT) {
     uint32_t *first = cnt;
     memset(first, 0xFF, (R + 1) * 4);
@@ -1339,7 +1347,7 @@ static int path_counting(octx *c) {
   memset(cnt, 0, (R + 1) * 4);
   for (uint64_t j0 = 0; j0 < n; j0 += ORDER_CHUNK) {
     uint64_t j1 = j0 + ORDER_CHUNK < n ? j0 + ORDER_CHUNK : n;
-    if (!seg_encode(c, g, NULL, j0, j1, cbuf, NULL)) {
+    if (!stream_encode(c, g, j0, j1, cbuf, rowbuf)) {
       rc = ORD_REDO;
       goto done;
     }
@@ -1851,8 +1859,8 @@ cs_rc cs_order_range(const cs_store *s, const cs_order_key *keys, uint32_t n_key
 ** codes and starts instead of the reorder (rows then untouched; *done
 ** false when the key does not take the counting sort). */
 static cs_rc order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode,
-                        uint64_t *rows, uint64_t *n, uint64_t limit, cs_order_counts *counts, uint32_t min_codes,
-                        bool *done, cs_err *err) {
+                        uint64_t *rows, uint64_t first, uint64_t *n, uint64_t limit, cs_order_counts *counts,
+                        uint32_t min_codes, bool *done, cs_err *err) {
   uint64_t nr = *n;
   cs_rc crc = order_args_check(s, keys, n_keys, mode, nr, err);
   if (crc != CS_OK) return crc;
@@ -1873,6 +1881,7 @@ static cs_rc order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_
   memset(&c, 0, sizeof c);
   c.s = s, c.n_keys = n_keys, c.rows = rows, c.n = nr, c.mode = mode, c.limit = limit, c.counts = counts;
   c.min_codes = min_codes;
+  c.implicit = rows == NULL, c.first = first; /* cs_order_count over a range: fixed-width keys only */
   cs_rc rc = CS_ENOMEM;
   int orc = ORD_NOMEM;
   c.keys = cs__mem_calloc(n_keys, sizeof *c.keys);
@@ -1881,7 +1890,8 @@ static cs_rc order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_
   if (!c.keys || !c.segs || !c.hist) goto done;
   /* Zone maps over the records the selection spans when it looks ascending. */
   uint64_t r0 = 0, r1 = s->n_records - 1;
-  if (rows[0] <= rows[nr - 1]) r0 = cs__locate(s, rows[0]), r1 = cs__locate(s, rows[nr - 1]);
+  if (!rows) r0 = cs__locate(s, first), r1 = cs__locate(s, first + nr - 1);
+  else if (rows[0] <= rows[nr - 1]) r0 = cs__locate(s, rows[0]), r1 = cs__locate(s, rows[nr - 1]);
   for (uint32_t i = 0; i < n_keys; i++) {
     okey *k = &c.keys[i];
     key_init(s, k, &keys[i]);
@@ -1896,6 +1906,7 @@ static cs_rc order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_
   }
   int path = 0, flags = 0;
   orc = order_run(&c, &path);
+  if (orc == ORD_REDO && !rows) orc = ORD_ABANDON; /* over a range: the caller writes the rows and asks again */
   if (orc == ORD_REDO) { /* a zone map did not hold: exact ranges, once */
     for (uint32_t i = 0; i < n_keys; i++)
       if (c.keys[i].kind == KEY_FIXED) key_bounds_exact(s, &c.keys[i], rows, nr);
@@ -1919,21 +1930,26 @@ done:
 
 cs_rc cs_order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode, uint64_t *rows,
                     uint64_t *n, uint64_t limit, cs_err *err) {
-  return order_rows(s, keys, n_keys, mode, rows, n, limit, NULL, 0, NULL, err);
+  return order_rows(s, keys, n_keys, mode, rows, 0, n, limit, NULL, 0, NULL, err);
 }
 
 cs_rc cs_order_count(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode,
-                     const uint64_t *rows, uint64_t n, uint32_t min_codes, cs_order_counts *out, bool *done,
-                     cs_err *err) {
+                     const uint64_t *rows, uint64_t first, uint64_t n, uint32_t min_codes, cs_order_counts *out,
+                     bool *done, cs_err *err) {
   memset(out, 0, sizeof *out);
   *done = false;
   /* Nothing to count (the caller's cs_order_rows is then trivial), or a
   ** mode that does not deliver every row. */
   if (n < 2 || n_keys == 0 || mode == CS_ORDER_DISTINCT) return CS_OK;
+  if (!rows) { /* a range: fixed-width keys (a dictionary reads rows), no deleted row in it */
+    if (first > cs_store_rows(s) || n > cs_store_rows(s) - first || cs_store_deleted_in(s, first, n) > 0) return CS_OK;
+    for (uint32_t i = 0; i < n_keys; i++)
+      if (keys[i].col >= s->schema.n_cols || cs_type_is_varlen(s->cols[keys[i].col].type)) return CS_OK;
+  }
   /* order_rows never writes rows when it counts. */
   uint64_t nr = n;
-  cs_rc rc = order_rows(s, keys, n_keys, mode, (uint64_t *)(uintptr_t)rows, &nr, CS_ORDER_NO_LIMIT, out, min_codes,
-                         done, err);
+  cs_rc rc = order_rows(s, keys, n_keys, mode, (uint64_t *)(uintptr_t)rows, first, &nr, CS_ORDER_NO_LIMIT, out,
+                         min_codes, done, err);
   if (rc != CS_OK || !*done) cs_order_counts_free(out);
   return rc;
 }

@@ -57,7 +57,8 @@
 /* One call's window and inputs, shared by the chunks of a team run. */
 typedef struct scatter_job {
   const cs_store *s;
-  const uint64_t *rows;
+  const uint64_t *rows;       /* NULL: first + i */
+  uint64_t first;
   const uint32_t *codes;
   uint64_t n;
   uint64_t j0, n_out;        /* the window */
@@ -95,7 +96,7 @@ static void scatter_span(const scatter_job *J, uint64_t i0, uint64_t i1, uint32_
       if (c >= J->n_codes) continue;
       uint64_t j = cur[c]++ - J->j0;
       if (j >= J->n_out) continue;
-      sel[m] = J->rows[i];
+      sel[m] = J->rows ? J->rows[i] : J->first + i;
       slot[m++] = (uint32_t)j;
     }
     if (m == 0) continue;
@@ -148,12 +149,12 @@ static uint32_t code_of_slot(const cs_order_counts *k, uint64_t j) {
   return lo;
 }
 
-int cs_scatter_rows(const cs_store *s, const uint64_t *rows, uint64_t n, const cs_order_counts *counts, uint64_t j0,
-                    uint64_t n_out, uint64_t *out_rows, const cs_gather_target *targets, uint32_t n_targets,
-                    uint32_t *scratch, int max_threads) {
+int cs_scatter_rows(const cs_store *s, const uint64_t *rows, uint64_t first, uint64_t n, const cs_order_counts *counts,
+                    uint64_t j0, uint64_t n_out, uint64_t *out_rows, const cs_gather_target *targets,
+                    uint32_t n_targets, uint32_t *scratch, int max_threads) {
   assert(j0 <= n && n_out <= n - j0 && counts->starts[counts->n_codes] == n);
   if (n_out == 0) return 1;
-  scatter_job J = {.s = s, .rows = rows, .codes = counts->codes, .n = n, .j0 = j0, .n_out = n_out,
+  scatter_job J = {.s = s, .rows = rows, .first = first, .codes = counts->codes, .n = n, .j0 = j0, .n_out = n_out,
                    .out_rows = out_rows, .targets = targets, .n_targets = n_targets};
   uint32_t c_lo = code_of_slot(counts, j0), c_hi = code_of_slot(counts, j0 + n_out - 1);
   J.c_lo = c_lo, J.n_codes = c_hi - c_lo + 1;

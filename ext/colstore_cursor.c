@@ -101,6 +101,7 @@ typedef struct csx_batch_buf {
   ** buffers and its positions into pos (cs_scatter_rows) */
   const cs_order_counts *counts;
   uint64_t n_list;
+  uint64_t list_first;        /* by scatter, list_rows NULL: the rows list_first .. + n_list - 1 */
   uint64_t *scatter_pos;      /* the window's positions: in mem, after the buffers; written only
                               ** when xRowid or a column read in place asks (rows_ready) */
   uint32_t *scatter_scratch;  /* counts->n_codes cursors */
@@ -128,6 +129,7 @@ typedef struct csx_cursor {
   ** batch is a window of the order, scattered from it (cs_scatter_rows),
   ** its positions in bufs[].pos. */
   bool scatter;
+  bool scatter_range;        /* ... over the range order_lo .. + n_pos - 1, pos never written */
   cs_order_counts counts;
   uint64_t list_next;        /* ascending: the next index to batch; descending: the end of the rest */
   /* the current batch */
@@ -205,7 +207,7 @@ static void cursor_clear_filter(csx_cursor *pCur) {
   cs_mem_big_free(pCur->order_rest);
   pCur->order_rest = NULL, pCur->n_order_rest = 0;
   cs_order_counts_free(&pCur->counts);
-  pCur->scatter = false;
+  pCur->scatter = pCur->scatter_range = false;
   pCur->order_more = false;
   pCur->order_range = false;
   pCur->distinct_watch = false;
@@ -315,7 +317,7 @@ static void batch_job(void *arg) {
   csx_batch_buf *b = arg;
   uint64_t t0 = csx_mono_ns();
   if (b->counts)
-    b->job.threads = cs_scatter_rows(b->store, b->list_rows, b->n_list, b->counts, b->list_base, b->job.n, NULL,
+    b->job.threads = cs_scatter_rows(b->store, b->list_rows, b->list_first, b->n_list, b->counts, b->list_base, b->job.n, NULL,
                                      b->job.targets, b->job.n_targets, b->scatter_scratch, b->job.max_threads);
   else if (b->is_list)
     b->job.threads = cs_select_rows(b->store, b->list_rows + b->list_base, b->job.n, b->ascending, b->bins,
@@ -380,10 +382,11 @@ static bool list_plan(csx_cursor *pCur, csx_batch_buf *b, bool background) {
   int threads = background ? cs_kernel_threads(pCur->scatter ? pCur->n_pos : k * 32) - 1 : 0;
   b->is_list = true;
   b->store = pCur->store;
-  b->list_rows = pCur->pos;
+  b->list_rows = pCur->scatter_range ? NULL : pCur->pos;
   b->ascending = pCur->list_sorted;
   b->counts = pCur->scatter ? &pCur->counts : NULL;
   b->n_list = pCur->n_pos;
+  b->list_first = pCur->order_lo;
   b->job = (cs_select_batch){.n = k,
                              .n_selected = k,
                              .targets = b->targets,
@@ -476,8 +479,8 @@ static uint64_t current_row(csx_cursor *pCur) {
       }
       if (!pCur->rows_ready) { /* one more pass, positions only: most GROUP BYs never ask */
         csx_batch_buf *w = &pCur->bufs[pCur->cur];
-        cs_scatter_rows(w->store, w->list_rows, w->n_list, w->counts, w->list_base, w->job.n, w->scatter_pos, NULL, 0,
-                        w->scatter_scratch, 0);
+        cs_scatter_rows(w->store, w->list_rows, w->list_first, w->n_list, w->counts, w->list_base, w->job.n,
+                        w->scatter_pos, NULL, 0, w->scatter_scratch, 0);
         pCur->rows_ready = true;
       }
       pCur->row = pCur->bufs[pCur->cur].scatter_pos[pCur->at];
@@ -745,8 +748,9 @@ static int collect_in_rows(csx_cursor *pCur, sqlite3_value *list, uint64_t lo, u
 
 /* LIST: the batches over pos[0, n_pos), in its order. */
 static int list_ready(csx_cursor *pCur, uint64_t col_used, bool ordered) {
-  pCur->list_sorted = true;
-  for (uint64_t i = 1; pCur->list_sorted && i < pCur->n_pos; i++) pCur->list_sorted = pCur->pos[i - 1] <= pCur->pos[i];
+  pCur->list_sorted = true; /* by scatter: ascending (order_count), perhaps never written */
+  for (uint64_t i = 1; !pCur->scatter && pCur->list_sorted && i < pCur->n_pos; i++)
+    pCur->list_sorted = pCur->pos[i - 1] <= pCur->pos[i];
   /* Under a hint the rest may come later (order_resume), and replace the
   ** positions: never while a batch of them is in flight, so no pipeline. */
   if (pCur->distinct_watch) pCur->list_sorted = false;
@@ -845,6 +849,24 @@ static int order_count(csx_cursor *pCur, bool *done) {
   pCur->list_sorted = true; /* as it will be if taken: no record bins in the row's bytes */
   uint64_t budget = csx_config_scatter_bytes(), row_bytes = batch_row_bytes(pCur, pCur->order_col_used);
   if (pCur->order_mode == CS_ORDER_DISTINCT || pCur->n_pos > budget / row_bytes) return SQLITE_OK;
+  cs_err err;
+  cs_rc rc;
+  uint64_t t0 = csx_mono_ns();
+  if (pCur->order_range) {
+    /* A range is counted without its positions written (80 MB at 10M
+    ** rows, and the faults of fresh memory) when it has no deleted row and
+    ** its keys are fixed-width; cs_order_count says. */
+    rc = cs_order_count(pCur->store, pCur->order_keys, pCur->n_order_keys, pCur->order_mode, NULL, pCur->order_lo,
+                        pCur->n_pos, CSX_SCATTER_MIN_CODES, &pCur->counts, done, &err);
+    pCur->stats.kernel_ns += csx_mono_ns() - t0;
+    if (rc != CS_OK)
+      return rc == CS_ENOMEM ? SQLITE_NOMEM : csx_vtab_error(pCur->base.pVtab, SQLITE_ERROR, "%s", err.msg);
+    if (*done) {
+      pCur->scatter = pCur->scatter_range = true;
+      pCur->order_range = false;
+      return SQLITE_OK;
+    }
+  }
   if (pCur->order_range) {
     for (uint64_t j = 0; j < pCur->n_pos; j++) pCur->pos[j] = pCur->order_lo + j;
     pCur->n_pos = cs_store_filter_deleted(pCur->store, pCur->pos, pCur->n_pos);
@@ -852,10 +874,9 @@ static int order_count(csx_cursor *pCur, bool *done) {
   }
   for (uint64_t i = 1; i < pCur->n_pos; i++)
     if (pCur->pos[i - 1] > pCur->pos[i]) return SQLITE_OK;
-  cs_err err;
-  uint64_t t0 = csx_mono_ns();
-  cs_rc rc = cs_order_count(pCur->store, pCur->order_keys, pCur->n_order_keys, pCur->order_mode, pCur->pos,
-                            pCur->n_pos, CSX_SCATTER_MIN_CODES, &pCur->counts, done, &err);
+  t0 = csx_mono_ns();
+  rc = cs_order_count(pCur->store, pCur->order_keys, pCur->n_order_keys, pCur->order_mode, pCur->pos, 0, pCur->n_pos,
+                      CSX_SCATTER_MIN_CODES, &pCur->counts, done, &err);
   pCur->stats.kernel_ns += csx_mono_ns() - t0;
   if (rc != CS_OK)
     return rc == CS_ENOMEM ? SQLITE_NOMEM : csx_vtab_error(pCur->base.pVtab, SQLITE_ERROR, "%s", err.msg);

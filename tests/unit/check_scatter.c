@@ -11,7 +11,9 @@
 ** without deletions; keys are the small-range columns (BOOL, INT8, UINT8,
 ** NOT NULL INT16 and pairs of them), ASC and DESC, GROUP and SORT; inputs are every
 ** live row ascending, a random ascending subset, and shuffled draws with
-** duplicates (a _rows list).  Seeds are in every failure message.
+** duplicates (a _rows list), and ranges given as first and count with no
+** positions written (which must equal the same range written out).  Seeds
+** are in every failure message.
 */
 #include <inttypes.h>
 #include <stdio.h>
@@ -71,6 +73,18 @@ static const uint32_t key_cols[][2] = {{9, UINT32_MAX}, {0, UINT32_MAX}, {4, UIN
                                        {13, UINT32_MAX}, {9, 0},         {13, 9},         {14, UINT32_MAX}};
 #define N_KEYSETS (sizeof key_cols / sizeof key_cols[0])
 
+/* Random keys (a key set, directions) and mode, and their description. */
+static void draw_keys(ut_rng *rng, cs_order_key keys[2], uint32_t *nk, cs_order_mode *mode, char *what, size_t cap) {
+  const uint32_t *kc = key_cols[ut_rng_below(rng, N_KEYSETS)];
+  keys[0] = (cs_order_key){kc[0], ut_rng_below(rng, 2) != 0};
+  keys[1] = (cs_order_key){kc[1], ut_rng_below(rng, 2) != 0};
+  *nk = kc[1] == UINT32_MAX ? 1 : 2;
+  *mode = ut_rng_below(rng, 2) ? CS_ORDER_GROUP : CS_ORDER_SORT;
+  snprintf(what, cap, "keys %s%s%s%s%s, %s", ut_fixed_cols[keys[0].col].name, keys[0].desc ? " DESC" : "",
+           *nk > 1 ? ", " : "", *nk > 1 ? ut_fixed_cols[keys[1].col].name : "", *nk > 1 && keys[1].desc ? " DESC" : "",
+           *mode == CS_ORDER_GROUP ? "GROUP" : "SORT");
+}
+
 enum { IN_LIVE, IN_SUBSET, IN_SHUFFLED, IN_COUNT };
 static const char *const in_names[] = {"every live row", "ascending subset", "shuffled with duplicates"};
 
@@ -93,7 +107,7 @@ static void compare_one(const cs_store *s, const cs_order_key *keys, uint32_t nk
   cs_err err = {0};
   cs_order_counts counts;
   bool done;
-  ck_assert_msg(cs_order_count(s, keys, nk, mode, in, n, 0, &counts, &done, &err) == CS_OK, "%s: %s", ctx, err.msg);
+  ck_assert_msg(cs_order_count(s, keys, nk, mode, in, 0, n, 0, &counts, &done, &err) == CS_OK, "%s: %s", ctx, err.msg);
   if (n < 2) {
     ck_assert_msg(!done, "%s: counted %" PRIu64 " rows", ctx, n);
     return;
@@ -122,7 +136,7 @@ static void compare_one(const cs_store *s, const cs_order_key *keys, uint32_t nk
     uint64_t k = whole ? n : ut_rng_below(rng, 4) == 0 ? 1 : 1 + ut_rng_below(rng, n / 3 + 1);
     if (k > n - j) k = n - j;
     tset_at(&got, j, at);
-    cs_scatter_rows(s, in, n, &counts, j, k, got_rows + j, at, got.n, scratch, 0);
+    cs_scatter_rows(s, in, 0, n, &counts, j, k, got_rows + j, at, got.n, scratch, 0);
     j += k;
   }
   cs_kernel_config_set(&saved);
@@ -137,6 +151,63 @@ static void compare_one(const cs_store *s, const cs_order_key *keys, uint32_t nk
   cs_order_counts_free(&counts);
 }
 
+/* Over a range without deletions: cs_order_count and cs_scatter_rows with
+** no positions (rows NULL) give what they give over the range written out
+** (which compare_one holds to the gather). */
+static void compare_range(const cs_store *s, const cs_order_key *keys, uint32_t nk, cs_order_mode mode, uint64_t first,
+                          uint64_t n, int threads, ut_rng *rng, const char *ctx) {
+  uint64_t *in = malloc((n ? n : 1) * 8);
+  ck_assert(in);
+  for (uint64_t i = 0; i < n; i++) in[i] = first + i;
+  compare_one(s, keys, nk, mode, in, n, threads, rng, ctx);
+  cs_order_counts want, got;
+  bool dw, dg;
+  cs_kernel_config saved;
+  cs_kernel_config_get(&saved);
+  cs_kernel_config_set(&(cs_kernel_config){.threads = threads, .prefetch = -1});
+  ck_assert(cs_order_count(s, keys, nk, mode, in, 0, n, 0, &want, &dw, NULL) == CS_OK);
+  ck_assert(cs_order_count(s, keys, nk, mode, NULL, first, n, 0, &got, &dg, NULL) == CS_OK);
+  ck_assert_msg(dw == dg, "%s: over the range %s", ctx, dg ? "counted" : "not counted");
+  if (dw) {
+    ck_assert_uint_eq(got.n_codes, want.n_codes);
+    if (memcmp(got.codes, want.codes, n * 4) != 0 || memcmp(got.starts, want.starts, ((uint64_t)want.n_codes + 1) * 4) != 0)
+      ck_abort_msg("%s: the range's codes or starts differ from its written rows'", ctx);
+    tset a, b;
+    tset_make(&a, s, n), tset_make(&b, s, n);
+    uint64_t *ra = malloc(n * 8), *rb = malloc(n * 8);
+    uint32_t *scratch = malloc((uint64_t)want.n_codes * 4);
+    ck_assert(ra && rb && scratch);
+    cs_scatter_rows(s, in, 0, n, &want, 0, n, ra, a.t, a.n, scratch, 0);
+    cs_scatter_rows(s, NULL, first, n, &got, 0, n, rb, b.t, b.n, scratch, 0);
+    if (memcmp(ra, rb, n * 8) != 0) ck_abort_msg("%s: the range's positions differ", ctx);
+    tset_expect_equal(&a, &b, n, ctx);
+    tset_free(&a), tset_free(&b);
+    free(ra), free(rb), free(scratch);
+  }
+  cs_kernel_config_set(&saved);
+  cs_order_counts_free(&want), cs_order_counts_free(&got);
+  free(in);
+}
+
+static void run_ranges(const cs_store *s, uint64_t seed, int trials, const int *threads, int n_threads) {
+  uint64_t N = cs_store_rows(s);
+  ut_rng rng = ut_rng_seed(seed);
+  for (int trial = 0; trial < trials; trial++) {
+    uint64_t first = trial == 0 ? 0 : ut_rng_below(&rng, N / 2), n = trial == 0 ? N : 2 + ut_rng_below(&rng, N - first - 1);
+    cs_order_key keys[2];
+    uint32_t nk;
+    cs_order_mode mode;
+    char what[80];
+    draw_keys(&rng, keys, &nk, &mode, what, sizeof what);
+    for (int t = 0; t < n_threads; t++) {
+      char ctx[200];
+      snprintf(ctx, sizeof ctx, "seed %" PRIu64 " range trial %d: rows [%" PRIu64 ", +%" PRIu64 "), %s, %d threads",
+               seed, trial, first, n, what, threads[t]);
+      compare_range(s, keys, nk, mode, first, n, threads[t], &rng, ctx);
+    }
+  }
+}
+
 static void run_store(const cs_store *s, uint64_t seed, int trials, const int *threads, int n_threads) {
   uint64_t N = cs_store_rows(s);
   uint64_t *in = malloc((N ? N : 1) * 8);
@@ -145,16 +216,15 @@ static void run_store(const cs_store *s, uint64_t seed, int trials, const int *t
   for (int trial = 0; trial < trials; trial++) {
     int which = trial % IN_COUNT;
     uint64_t n = make_input(which, s, &rng, in);
-    const uint32_t *kc = key_cols[ut_rng_below(&rng, N_KEYSETS)];
-    cs_order_key keys[2] = {{kc[0], ut_rng_below(&rng, 2) != 0}, {kc[1], ut_rng_below(&rng, 2) != 0}};
-    uint32_t nk = kc[1] == UINT32_MAX ? 1 : 2;
-    cs_order_mode mode = ut_rng_below(&rng, 2) ? CS_ORDER_GROUP : CS_ORDER_SORT;
+    cs_order_key keys[2];
+    uint32_t nk;
+    cs_order_mode mode;
+    char what[80];
+    draw_keys(&rng, keys, &nk, &mode, what, sizeof what);
     for (int t = 0; t < n_threads; t++) {
       char ctx[200];
-      snprintf(ctx, sizeof ctx, "seed %" PRIu64 " trial %d: %s (%" PRIu64 " rows), keys %s%s%s%s, %s", seed, trial,
-               in_names[which], n, ut_fixed_cols[keys[0].col].name, keys[0].desc ? " DESC" : "",
-               nk > 1 ? ", " : "", nk > 1 ? ut_fixed_cols[keys[1].col].name : "",
-               mode == CS_ORDER_GROUP ? "GROUP" : "SORT");
+      snprintf(ctx, sizeof ctx, "seed %" PRIu64 " trial %d: %s (%" PRIu64 " rows), %s", seed, trial, in_names[which], n,
+               what);
       compare_one(s, keys, nk, mode, in, n, threads[t], &rng, ctx);
     }
   }
@@ -183,6 +253,14 @@ START_TEST(test_scatter_equals_gather_of_the_order) {
   if (_i & 2) delete_some(&k, 200, seed + 1);
   static const int one[] = {1};
   run_store(k.s, seed, 24, one, 1);
+  if (!(_i & 2)) run_ranges(k.s, seed, 6, one, 1);
+  if (_i & 2) { /* a range with deleted rows is not counted without its positions */
+    cs_order_counts counts;
+    bool done = true;
+    cs_order_key key = {9, false};
+    ck_assert(cs_order_count(k.s, &key, 1, CS_ORDER_GROUP, NULL, 0, cs_store_rows(k.s), 0, &counts, &done, NULL) == CS_OK);
+    ck_assert(!done && !counts.codes);
+  }
   ut_kstore_free(&k);
 }
 END_TEST
@@ -216,15 +294,21 @@ START_TEST(test_scatter_count_declines_other_paths) {
   cs_order_counts counts;
   bool done = true;
   cs_order_key wide = {3, false}, small = {9, false};
-  ck_assert(cs_order_count(k.s, &wide, 1, CS_ORDER_GROUP, in, 5000, 0, &counts, &done, NULL) == CS_OK);
+  ck_assert(cs_order_count(k.s, &wide, 1, CS_ORDER_GROUP, in, 0, 5000, 0, &counts, &done, NULL) == CS_OK);
   ck_assert(!done && !counts.codes && !counts.starts);
   done = true;
-  ck_assert(cs_order_count(k.s, &small, 1, CS_ORDER_DISTINCT, in, 5000, 0, &counts, &done, NULL) == CS_OK);
+  ck_assert(cs_order_count(k.s, &small, 1, CS_ORDER_DISTINCT, in, 0, 5000, 0, &counts, &done, NULL) == CS_OK);
+  ck_assert(!done && !counts.codes);
+  /* over a range: not a TEXT key, not past the end */
+  cs_order_key text = {10, false};
+  ck_assert(cs_order_count(k.s, &text, 1, CS_ORDER_GROUP, NULL, 0, 5000, 0, &counts, &done, NULL) == CS_OK);
+  ck_assert(!done && !counts.codes);
+  ck_assert(cs_order_count(k.s, &small, 1, CS_ORDER_GROUP, NULL, 1, 5000, 0, &counts, &done, NULL) == CS_OK);
   ck_assert(!done && !counts.codes);
   /* BOOL with NULLs: three codes in a range of four; declined from five */
-  ck_assert(cs_order_count(k.s, &small, 1, CS_ORDER_GROUP, in, 5000, 5, &counts, &done, NULL) == CS_OK);
+  ck_assert(cs_order_count(k.s, &small, 1, CS_ORDER_GROUP, in, 0, 5000, 5, &counts, &done, NULL) == CS_OK);
   ck_assert(!done && !counts.codes);
-  ck_assert(cs_order_count(k.s, &small, 1, CS_ORDER_GROUP, in, 5000, 4, &counts, &done, NULL) == CS_OK);
+  ck_assert(cs_order_count(k.s, &small, 1, CS_ORDER_GROUP, in, 0, 5000, 4, &counts, &done, NULL) == CS_OK);
   ck_assert(done && counts.n_codes == 4);
   cs_order_counts_free(&counts);
   free(in);
@@ -238,8 +322,9 @@ START_TEST(test_scatter_threads_match) {
   uint64_t seed = 0x7EA + (uint64_t)_i;
   ut_kstore k;
   ut_kstore_make(&k, ut_fixed_cols, UT_FIXED_COLS, 300000, UT_UNIFORM, 65536, 50, seed);
-  if (_i) delete_some(&k, 100, seed + 1);
   static const int threads[] = {1, 2, 4};
+  if (!_i) run_ranges(k.s, seed, 3, threads, 3);
+  if (_i) delete_some(&k, 100, seed + 1);
   run_store(k.s, seed, 6, threads, 3);
   ut_kstore_free(&k);
 }
