@@ -16,7 +16,8 @@
 ** (cs__gather_sorted_span: ascending positions read in order, prefetched
 ** ahead), and copies each staged value to its slot.  The window's output
 ** positions are written the same way, so xRowid and the TEXT columns read
-** in place keep working.
+** in place keep working.  The input may be a range given by its first row
+** (no positions array at all: a table scan's 80 MB at 10M rows).
 **
 ** Why: with a few thousand groups, the gather in sorted order reads every
 ** column at random (GROUP BY b over 10M rows: two 80 MB columns read one
