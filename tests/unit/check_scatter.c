@@ -189,43 +189,30 @@ static void compare_range(const cs_store *s, const cs_order_key *keys, uint32_t 
   free(in);
 }
 
-static void run_ranges(const cs_store *s, uint64_t seed, int trials, const int *threads, int n_threads) {
-  uint64_t N = cs_store_rows(s);
-  ut_rng rng = ut_rng_seed(seed);
-  for (int trial = 0; trial < trials; trial++) {
-    uint64_t first = trial == 0 ? 0 : ut_rng_below(&rng, N / 2), n = trial == 0 ? N : 2 + ut_rng_below(&rng, N - first - 1);
-    cs_order_key keys[2];
-    uint32_t nk;
-    cs_order_mode mode;
-    char what[80];
-    draw_keys(&rng, keys, &nk, &mode, what, sizeof what);
-    for (int t = 0; t < n_threads; t++) {
-      char ctx[200];
-      snprintf(ctx, sizeof ctx, "seed %" PRIu64 " range trial %d: rows [%" PRIu64 ", +%" PRIu64 "), %s, %d threads",
-               seed, trial, first, n, what, threads[t]);
-      compare_range(s, keys, nk, mode, first, n, threads[t], &rng, ctx);
-    }
-  }
-}
-
-static void run_store(const cs_store *s, uint64_t seed, int trials, const int *threads, int n_threads) {
+/* trials of random keys over s: inputs drawn by make_input (compare_one),
+** or (ranges) row ranges with no positions (compare_range), each on every
+** thread count in threads. */
+static void run_store(const cs_store *s, uint64_t seed, int trials, const int *threads, int n_threads, bool ranges) {
   uint64_t N = cs_store_rows(s);
   uint64_t *in = malloc((N ? N : 1) * 8);
   ck_assert(in);
   ut_rng rng = ut_rng_seed(seed);
   for (int trial = 0; trial < trials; trial++) {
     int which = trial % IN_COUNT;
-    uint64_t n = make_input(which, s, &rng, in);
+    uint64_t first = trial == 0 ? 0 : ut_rng_below(&rng, N / 2);
+    uint64_t n = !ranges ? make_input(which, s, &rng, in) : trial == 0 ? N : 2 + ut_rng_below(&rng, N - first - 1);
     cs_order_key keys[2];
     uint32_t nk;
     cs_order_mode mode;
-    char what[80];
+    char what[80], input[80];
     draw_keys(&rng, keys, &nk, &mode, what, sizeof what);
+    if (ranges) snprintf(input, sizeof input, "rows [%" PRIu64 ", +%" PRIu64 ")", first, n);
+    else snprintf(input, sizeof input, "%s (%" PRIu64 " rows)", in_names[which], n);
     for (int t = 0; t < n_threads; t++) {
-      char ctx[200];
-      snprintf(ctx, sizeof ctx, "seed %" PRIu64 " trial %d: %s (%" PRIu64 " rows), %s", seed, trial, in_names[which], n,
-               what);
-      compare_one(s, keys, nk, mode, in, n, threads[t], &rng, ctx);
+      char ctx[240];
+      snprintf(ctx, sizeof ctx, "seed %" PRIu64 " trial %d: %s, %s, %d threads", seed, trial, input, what, threads[t]);
+      if (ranges) compare_range(s, keys, nk, mode, first, n, threads[t], &rng, ctx);
+      else compare_one(s, keys, nk, mode, in, n, threads[t], &rng, ctx);
     }
   }
   free(in);
@@ -252,8 +239,8 @@ START_TEST(test_scatter_equals_gather_of_the_order) {
                  100, seed);
   if (_i & 2) delete_some(&k, 200, seed + 1);
   static const int one[] = {1};
-  run_store(k.s, seed, 24, one, 1);
-  if (!(_i & 2)) run_ranges(k.s, seed, 6, one, 1);
+  run_store(k.s, seed, 24, one, 1, false);
+  if (!(_i & 2)) run_store(k.s, seed, 6, one, 1, true);
   if (_i & 2) { /* a range with deleted rows is not counted without its positions */
     cs_order_counts counts;
     bool done = true;
@@ -323,9 +310,9 @@ START_TEST(test_scatter_threads_match) {
   ut_kstore k;
   ut_kstore_make(&k, ut_fixed_cols, UT_FIXED_COLS, 300000, UT_UNIFORM, 65536, 50, seed);
   static const int threads[] = {1, 2, 4};
-  if (!_i) run_ranges(k.s, seed, 3, threads, 3);
+  if (!_i) run_store(k.s, seed, 3, threads, 3, true);
   if (_i) delete_some(&k, 100, seed + 1);
-  run_store(k.s, seed, 6, threads, 3);
+  run_store(k.s, seed, 6, threads, 3, false);
   ut_kstore_free(&k);
 }
 END_TEST
