@@ -995,6 +995,42 @@ cs_rc cs_order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_keys
 cs_rc cs_order_range(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode, uint64_t first,
                      uint64_t n, uint64_t *rows, uint64_t *n_out, uint64_t limit, cs_err *err);
 
+/* The counting sort's plan instead of its reorder, for delivery by scatter
+** (cs_scatter.c): when cs_order_rows would order rows[0, n) (or, rows NULL,
+** the rows first .. first + n - 1, fixed-width keys only and none of them
+** deleted, else *done false: no positions written for a range) (SORT or GROUP,
+** no limit) by the counting sort of one small-range code, *done is set and
+** out holds each row's code and each code's first output index, so that
+** the row at input index i is delivered at output index starts[codes[i]] +
+** (the rows of its code before i): exactly cs_order_rows' order.  rows are
+** not changed.  *done is false (out empty, CS_OK) when the key takes
+** another path or its range holds fewer than min_codes codes (known from
+** the zone maps before any row is read), for DISTINCT, and for fewer than
+** two rows or no keys.  Costs
+** 4 bytes per row (codes) and 4 per code beyond what cs_order_rows' counting
+** sort needs; errors as cs_order_rows.  Free out with cs_order_counts_free. */
+typedef struct cs_order_counts {
+  uint32_t *codes;  /* n: the code of rows[i], < n_codes; owned */
+  uint32_t *starts; /* n_codes + 1: the output index of each code's first row; starts[n_codes] = n; owned */
+  uint32_t n_codes;
+} cs_order_counts;
+cs_rc cs_order_count(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode,
+                     const uint64_t *rows, uint64_t first, uint64_t n, uint32_t min_codes, cs_order_counts *out,
+                     bool *done, cs_err *err);
+void cs_order_counts_free(cs_order_counts *c);
+/* Delivery by scatter (cs_scatter.c): the output window [j0, j0 + n_out)
+** of the order counts describes over rows[0, n) (rows NULL: the rows first
+** .. first + n - 1) (cs_order_count on the same rows): out_rows[j - j0] (when not NULL) and each target's out[j -
+** j0] (and out_valid[j - j0], 1 = not NULL, when not NULL) for every output
+** index j of the window, as cs_order_rows' order gathered with cs_select_rows
+** would give them, byte for byte.  rows ascending is the fast case (every
+** column read in position order); any order is correct.  scratch: room for
+** counts->n_codes cursors.  On at most max_threads threads (0 = as
+** cs_kernel_threads says); returns the threads used. */
+int cs_scatter_rows(const cs_store *s, const uint64_t *rows, uint64_t first, uint64_t n, const cs_order_counts *counts,
+                    uint64_t j0, uint64_t n_out, uint64_t *out_rows, const cs_gather_target *targets,
+                    uint32_t n_targets, uint32_t *scratch, int max_threads);
+
 /* ----------------------------------------------------------- aggregation */
 
 /* Counts, sums, averages, minima and maxima of a store's columns, grouped

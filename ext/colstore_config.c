@@ -23,10 +23,18 @@ static const char *const binding_names[] = {"off", "close", "spread"};
 #define CSX_DEFAULT_BATCH_BYTES (32u << 20)
 #define CSX_MIN_BATCH_BYTES (64u << 10)
 
+/* Delivery by scatter (docs/performance.md, "GROUP BY delivery by
+** scatter"): a selection whose buffers fit in this many bytes is scattered
+** whole in one pass, a larger one in windows of a batch; 0 turns the
+** scatter off (the gather through sorted positions). */
+#define CSX_DEFAULT_SCATTER_BYTES (256u << 20)
+
 static _Atomic uint64_t batch_bytes = CSX_DEFAULT_BATCH_BYTES;
+static _Atomic uint64_t scatter_bytes = CSX_DEFAULT_SCATTER_BYTES;
 static _Atomic int64_t mask_gate_millis = -1; /* -1 = auto, else 0..1000 */
 
 uint64_t csx_config_batch_bytes(void) { return atomic_load(&batch_bytes); }
+uint64_t csx_config_scatter_bytes(void) { return atomic_load(&scatter_bytes); }
 
 /* The mask gate in effect: an explicit colstore_config value wins over the
 ** calibrated density, which wins over the compiled default 0 (seeds/003:
@@ -81,9 +89,10 @@ void csx_config_json(sqlite3_str *s) {
   sqlite3_str_appendf(s,
                       "\"numa\":{\"requested\":\"%s\",\"effective\":\"%s\"},"
                       "\"binding\":{\"requested\":\"%s\",\"effective\":\"%s\"},"
-                      "\"batch_bytes\":%llu,\"cache_limit\":%llu}",
+                      "\"batch_bytes\":%llu,\"scatter_bytes\":%llu,\"cache_limit\":%llu}",
                       cs_numa_policy_name(cs_numa_get()), numa_eff, cs_binding_name(cs_binding_get()), bind_eff,
-                      (unsigned long long)atomic_load(&batch_bytes), (unsigned long long)cs_cache_limit());
+                      (unsigned long long)atomic_load(&batch_bytes), (unsigned long long)atomic_load(&scatter_bytes),
+                      (unsigned long long)cs_cache_limit());
 }
 
 static int name_index(const char *z, const char *const *names, int n) {
@@ -175,8 +184,15 @@ static void fn_config(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
       atomic_store(&batch_bytes, (uint64_t)n);
     }
     sqlite3_result_int64(ctx, (sqlite3_int64)atomic_load(&batch_bytes));
+  } else if (name && sqlite3_stricmp(name, "scatter_bytes") == 0) {
+    sqlite3_int64 n;
+    if (v) {
+      if (!value_uint(v, &n)) { bad_value(ctx, "scatter_bytes", "0 (off), or a byte count (default 268435456)"); return; }
+      atomic_store(&scatter_bytes, (uint64_t)n);
+    }
+    sqlite3_result_int64(ctx, (sqlite3_int64)atomic_load(&scatter_bytes));
   } else {
-    char *z = sqlite3_mprintf("colstore: unknown setting '%s'; the settings are threads, prefetch, mask_gate, numa, binding, batch_bytes, cache_limit",
+    char *z = sqlite3_mprintf("colstore: unknown setting '%s'; the settings are threads, prefetch, mask_gate, numa, binding, batch_bytes, scatter_bytes, cache_limit",
                               name ? name : "");
     sqlite3_result_error(ctx, z ? z : "colstore: out of memory", -1);
     sqlite3_free(z);

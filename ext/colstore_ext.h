@@ -294,6 +294,11 @@ int csx_pred_from_value(cs_pred *pr, int op, cs_type t, sqlite3_value *v, void *
 
 /* colstore_config.c: process-wide settings (colstore_config). */
 uint64_t csx_config_batch_bytes(void);
+/* Ordered delivery by scatter (colstore_cursor.c): 0 = off, the gather
+** through sorted positions; else the most bytes a one-pass
+** materialization of the selection may take (larger ones go in windows
+** of a batch). */
+uint64_t csx_config_scatter_bytes(void);
 /* Appends the settings, requested and effective, as JSON members. */
 void csx_config_json(sqlite3_str *s);
 int csx_register_config(sqlite3 *db);

@@ -28,7 +28,8 @@ WHY EACH PART IS BUILT THE WAY IT IS.
   least one record), through colstore_create, or as a dataset of several
   files (some empty), so scans cross record and file boundaries.  The
   process-wide settings batch_bytes and mask_gate are drawn per round, so a
-  few thousand rows already take several batches and both gather routes;
+  few thousand rows already take several batches and both gather routes, and
+  scatter_bytes, so ordered delivery goes by scatter or by the gather;
   COLSTORE_LOAD_AWARE=0 lets kernels take threads on a busy machine.
 
 * The mirror is independent of colstore.  What is INSERTed is often not what
@@ -1958,6 +1959,11 @@ def draw_round(seed, round_no, opts, rt):
         config.append(("mask_gate", rng.choice(["0", "1", "0.3", "auto"])))
     if rng.random() < 0.2:
         config.append(("threads", rng.choice([1, 2])))
+    # ordered delivery by scatter or by the gather (its own stream, so the
+    # rounds of every earlier seed stay as they were)
+    srng = random.Random("fuzz_sql scatter %d/%d" % (seed, round_no))
+    if srng.random() < 0.5:
+        config.append(("scatter_bytes", srng.choice([0, 1000, 268435456])))
     tables = {"T": draw_table(rng, "T", not opts.small), "U": draw_table(rng, "U", False)}
     n_queries = queries_in_round(seed, round_no)
     for t in tables.values():
@@ -2012,7 +2018,7 @@ def draw_query(seed, round_no, query_no, tables, opts):
 
 
 def reset_config(con):
-    for k, v in (("batch_bytes", 33554432), ("mask_gate", "auto"), ("threads", 0)):
+    for k, v in (("batch_bytes", 33554432), ("mask_gate", "auto"), ("threads", 0), ("scatter_bytes", 268435456)):
         con.execute("SELECT colstore_config(?, ?)", (k, v))
 
 
