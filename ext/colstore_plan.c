@@ -32,7 +32,19 @@
 ** (the right-hand side then always gets numeric affinity, so the cursor
 ** can apply it), or TEXT with BINARY collation and a right-hand side that
 ** SQLite gives no affinity of its own (a literal or a parameter: then TEXT
-** affinity applies).  Everything else is left to SQLite.  LIMIT and OFFSET
+** affinity applies).  Everything else is left to SQLite.
+**
+** Except a numeric column compared with a literal TEXT or BLOB: SQLite's
+** LIKE/GLOB optimization turns `x LIKE 'in%'` into the terms `x >= 'IN'
+** AND x < 'in'` and offers them like written ones, assuming (where.c's
+** isLikeOrGlob) that a number's text never starts with a non-numeric
+** prefix.  Infinity's does ("Inf", "-Inf"), so taking the terms (a number
+** is below any text, as SQLite compares) dropped the rows whose LIKE is
+** true (fuzz_sql seed 11: a FLOAT32 infinity).  Such terms are declined:
+** SQLite then checks a written one itself and ignores a LIKE's, which
+** exist only to drive an index (colstore_agg refuses a declined filter
+** condition loudly, as any other).  A bound parameter is not known at
+** planning and is taken: only a literal can come from a LIKE.  LIMIT and OFFSET
 ** are taken only when every other constraint is taken and any ORDER BY is
 ** consumed, since otherwise SQLite filters or sorts after us and the rows
 ** we would cut are not the ones it would; and only from SQLite 3.46 on
@@ -121,13 +133,14 @@ static int pred_exact(sqlite3_index_info *pInfo, int i, cs_type type, bool text_
   int op = pInfo->aConstraint[i].op;
   if (op == SQLITE_INDEX_CONSTRAINT_ISNULL || op == SQLITE_INDEX_CONSTRAINT_ISNOTNULL) return 1;
   if (type == CS_TYPE_BLOB) return 0;
-  if (type != CS_TYPE_TEXT) return 1;
+  sqlite3_value *v = NULL;
+  bool known = sqlite3_libversion_number() >= 3038000 && sqlite3_vtab_rhs_value(pInfo, i, &v) == SQLITE_OK && v;
+  if (type != CS_TYPE_TEXT) /* a literal TEXT/BLOB may be a LIKE's bound: see the essay */
+    return !known || (sqlite3_value_type(v) != SQLITE_TEXT && sqlite3_value_type(v) != SQLITE_BLOB);
   const char *coll = sqlite3_vtab_collation(pInfo, i);
   if (coll && sqlite3_stricmp(coll, "BINARY") != 0) return 0;
   /* A known constant (literal) has no affinity: TEXT affinity applies. */
-  sqlite3_value *v = NULL;
-  if (text_unknown_ok) return 1;
-  return sqlite3_libversion_number() >= 3038000 && sqlite3_vtab_rhs_value(pInfo, i, &v) == SQLITE_OK && v != NULL;
+  return text_unknown_ok || known;
 }
 
 static double selectivity(int op);
