@@ -25,8 +25,8 @@ static const char *const binding_names[] = {"off", "close", "spread"};
 
 /* Delivery by scatter (docs/performance.md, "GROUP BY delivery by
 ** scatter"): a selection whose buffers fit in this many bytes is scattered
-** whole in one pass, a larger one in windows of a batch; 0 turns the
-** scatter off (the gather through sorted positions). */
+** whole in one pass; a larger one, or any with 0 here, takes the gather
+** through sorted positions. */
 #define CSX_DEFAULT_SCATTER_BYTES (256u << 20)
 
 static _Atomic uint64_t batch_bytes = CSX_DEFAULT_BATCH_BYTES;

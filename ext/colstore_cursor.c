@@ -819,6 +819,14 @@ static int filtered_positions(csx_cursor *pCur, uint64_t lo, uint64_t hi) {
 }
 
 /* cs_order_rows over pos[0, n_pos) with the cursor's keys, timed. */
+/* An ordering kernel's outcome as xFilter returns it, its time since t0
+** counted as kernel time. */
+static int order_outcome(csx_cursor *pCur, cs_rc rc, uint64_t t0, const cs_err *err) {
+  pCur->stats.kernel_ns += csx_mono_ns() - t0;
+  if (rc == CS_OK) return SQLITE_OK;
+  return rc == CS_ENOMEM ? SQLITE_NOMEM : csx_vtab_error(pCur->base.pVtab, SQLITE_ERROR, "%s", err->msg);
+}
+
 static int order_run(csx_cursor *pCur, uint64_t limit) {
   cs_err err;
   uint64_t t0 = csx_mono_ns();
@@ -828,9 +836,17 @@ static int order_run(csx_cursor *pCur, uint64_t limit) {
                  : cs_order_rows(pCur->store, pCur->order_keys, pCur->n_order_keys, pCur->order_mode, pCur->pos,
                                  &pCur->n_pos, limit, &err);
   pCur->order_range = false;
-  pCur->stats.kernel_ns += csx_mono_ns() - t0;
-  if (rc == CS_OK) return SQLITE_OK;
-  return rc == CS_ENOMEM ? SQLITE_NOMEM : csx_vtab_error(pCur->base.pVtab, SQLITE_ERROR, "%s", err.msg);
+  return order_outcome(pCur, rc, t0, &err);
+}
+
+/* cs_order_count over the positions, or (rows NULL) over the range
+** order_lo .. + n_pos - 1. */
+static int order_count_run(csx_cursor *pCur, const uint64_t *rows, bool *done) {
+  cs_err err;
+  uint64_t t0 = csx_mono_ns();
+  cs_rc rc = cs_order_count(pCur->store, pCur->order_keys, pCur->n_order_keys, pCur->order_mode, rows,
+                            rows ? 0 : pCur->order_lo, pCur->n_pos, CSX_SCATTER_MIN_CODES, &pCur->counts, done, &err);
+  return order_outcome(pCur, rc, t0, &err);
 }
 
 /* Delivery by scatter (docs/performance.md, "GROUP BY delivery by
@@ -849,39 +865,26 @@ static int order_count(csx_cursor *pCur, bool *done) {
   pCur->list_sorted = true; /* as it will be if taken: no record bins in the row's bytes */
   uint64_t budget = csx_config_scatter_bytes(), row_bytes = batch_row_bytes(pCur, pCur->order_col_used);
   if (pCur->order_mode == CS_ORDER_DISTINCT || pCur->n_pos > budget / row_bytes) return SQLITE_OK;
-  cs_err err;
-  cs_rc rc;
-  uint64_t t0 = csx_mono_ns();
   if (pCur->order_range) {
     /* A range is counted without its positions written (80 MB at 10M
     ** rows, and the faults of fresh memory) when it has no deleted row and
     ** its keys are fixed-width; cs_order_count says. */
-    rc = cs_order_count(pCur->store, pCur->order_keys, pCur->n_order_keys, pCur->order_mode, NULL, pCur->order_lo,
-                        pCur->n_pos, CSX_SCATTER_MIN_CODES, &pCur->counts, done, &err);
-    pCur->stats.kernel_ns += csx_mono_ns() - t0;
-    if (rc != CS_OK)
-      return rc == CS_ENOMEM ? SQLITE_NOMEM : csx_vtab_error(pCur->base.pVtab, SQLITE_ERROR, "%s", err.msg);
+    int rc = order_count_run(pCur, NULL, done);
+    if (rc != SQLITE_OK) return rc;
     if (*done) {
       pCur->scatter = pCur->scatter_range = true;
       pCur->order_range = false;
       return SQLITE_OK;
     }
-  }
-  if (pCur->order_range) {
     for (uint64_t j = 0; j < pCur->n_pos; j++) pCur->pos[j] = pCur->order_lo + j;
     pCur->n_pos = cs_store_filter_deleted(pCur->store, pCur->pos, pCur->n_pos);
     pCur->order_range = false;
   }
   for (uint64_t i = 1; i < pCur->n_pos; i++)
     if (pCur->pos[i - 1] > pCur->pos[i]) return SQLITE_OK;
-  t0 = csx_mono_ns();
-  rc = cs_order_count(pCur->store, pCur->order_keys, pCur->n_order_keys, pCur->order_mode, pCur->pos, 0, pCur->n_pos,
-                      CSX_SCATTER_MIN_CODES, &pCur->counts, done, &err);
-  pCur->stats.kernel_ns += csx_mono_ns() - t0;
-  if (rc != CS_OK)
-    return rc == CS_ENOMEM ? SQLITE_NOMEM : csx_vtab_error(pCur->base.pVtab, SQLITE_ERROR, "%s", err.msg);
+  int rc = order_count_run(pCur, pCur->pos, done);
   pCur->scatter = *done;
-  return SQLITE_OK;
+  return rc;
 }
 
 /* Sorts, groups or de-duplicates the selection in pos[0, n_pos) by the

@@ -296,8 +296,8 @@ int csx_pred_from_value(cs_pred *pr, int op, cs_type t, sqlite3_value *v, void *
 uint64_t csx_config_batch_bytes(void);
 /* Ordered delivery by scatter (colstore_cursor.c): 0 = off, the gather
 ** through sorted positions; else the most bytes a one-pass
-** materialization of the selection may take (larger ones go in windows
-** of a batch). */
+** materialization of the selection may take (larger ones take the
+** gather). */
 uint64_t csx_config_scatter_bytes(void);
 /* Appends the settings, requested and effective, as JSON members. */
 void csx_config_json(sqlite3_str *s);
