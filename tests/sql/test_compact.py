@@ -21,6 +21,8 @@ import json
 import os
 import random
 import sys
+import threading
+import time
 
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -256,11 +258,31 @@ class Concurrency(cstest.StoreTest):
         child = subprocess.Popen([cstest.PYTHON, "-c", CHILD_APPENDER, p], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  text=True, env=cstest.child_env())
         self.assertEqual(child.stdout.readline().strip(), "ready")
-        reports = [compact(con, "t", renumber=bool(i % 2)) for i in range(cstest.scaled(12, 5))]
+        # The child's appends must overlap the compactions, whatever the
+        # host's speed: a reader thread collects each committed k; the
+        # compactions start after the first commit and go on until the child
+        # has committed more rows while they ran (a fixed count of compactions
+        # once finished before a slow child's first INSERT, and proved nothing).
+        committed = []
+        reader = threading.Thread(target=lambda: committed.extend(int(x) for x in child.stdout), daemon=True)
+        reader.start()
+        deadline = time.monotonic() + 60
+        while not committed and time.monotonic() < deadline and child.poll() is None:
+            time.sleep(0.005)
+        self.assertGreater(len(committed), 0, "the appender committed nothing in 60 s")
+        reports = []
+        seen_at_start = len(committed)
+        while (len(reports) < cstest.scaled(12, 5) or len(committed) < seen_at_start + 20) and time.monotonic() < deadline:
+            reports.append(compact(con, "t", renumber=bool(len(reports) % 2)))
+        self.assertIsNone(child.poll(), child.stderr.read() if child.poll() is not None else "")
         child.kill()
-        out, err = child.communicate(timeout=60)
-        committed = [int(x) for x in out.split()]
-        self.assertGreater(len(committed), 0, err)
+        child.wait(timeout=60)
+        reader.join(timeout=60)
+        err = child.stderr.read()
+        child.stdout.close()
+        child.stderr.close()
+        committed = list(committed)
+        self.assertGreater(len(committed), seen_at_start, "no append committed during the compactions " + err)
         got = {g for (g,) in con.execute("SELECT g FROM t WHERE rowid >= 0 AND g < 1000000")}
         original = {g for g in range(1000) if g % 3}
         # every committed append is there (the child printed k after COMMIT); it
