@@ -18,7 +18,10 @@ INTEGER 0..999, c REAL normal, d INT32 10% ones).  The answers of every
 delivery must be identical (same rows, same floats bit for bit: the rows
 reach SQLite's sums in the same order) before anything is timed.  With
 --spin, the rounds are run twice: quiet, then with `python3 -c 'while 1:
-pass'` spinning (killed after).  Prints medians [min, max] in ms, each over
+pass'` spinning (killed after).  --keep-bytes sets
+colstore_config('keep_bytes') for the run: 0 makes every query's buffers
+fresh from the system, as before kept blocks existed (compare two runs,
+alternating, by their ratios to the floor).  Prints medians [min, max] in ms, each over
 the floor measured in the same rounds, the median kernel time and the
 threads the kernels took, the load average before and after, and the plan
 words of each delivery.
@@ -94,14 +97,19 @@ def main():
     ap = argparse.ArgumentParser()
     bench_busy.data_arguments(ap, rounds=7)
     ap.add_argument("--spin", action="store_true", help="run the rounds again with a process spinning on a core")
+    ap.add_argument("--keep-bytes", type=int, default=None,
+                    help="colstore_config('keep_bytes') for the whole run (0: every block fresh from the system)")
     a = ap.parse_args()
     _, native, store = bench_busy.data_files(a)
     bench_busy.warm_file(store)
     con = bench_busy.connect(a.module, native)
     con.execute("CREATE VIRTUAL TABLE temp.t USING colstore('%s')" % store.replace("'", "''"))
     saved = con.execute("SELECT colstore_config('scatter_bytes')").fetchone()[0]
-    print("bench_group_delivery: %d rows, sqlite %s, scatter_bytes default %d" %
-          (a.rows, con.execute("SELECT sqlite_version()").fetchone()[0], saved))
+    if a.keep_bytes is not None:
+        con.execute("SELECT colstore_config('keep_bytes', ?)", (a.keep_bytes,)).fetchall()
+    keep = con.execute("SELECT colstore_config('keep_bytes')").fetchone()[0]
+    print("bench_group_delivery: %d rows, sqlite %s, scatter_bytes default %d, keep_bytes %d" %
+          (a.rows, con.execute("SELECT sqlite_version()").fetchone()[0], saved, keep))
     for q, sql in QUERIES:
         answers = {}
         for d, v in DELIVERIES:

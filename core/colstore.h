@@ -1128,6 +1128,18 @@ const char *cs_diag_notes(void);
 void *cs_mem_big_alloc(uint64_t bytes);
 void cs_mem_big_free(void *p);
 
+/* Freed big blocks on huge pages are kept for the next query, their pages
+** advised MADV_FREE (the kernel takes them back under memory pressure;
+** until then a reuse costs no page fault): at most 8 blocks and `bytes`
+** in all (default 512 MiB; 0 keeps none and lets go of every kept block
+** now).  cs_mem_keep_state reports the limit, what is kept, and how many
+** blocks were handed out again since the process started. */
+typedef struct cs_mem_keep {
+  uint64_t limit, bytes, blocks, reused;
+} cs_mem_keep;
+void cs_mem_keep_bytes(uint64_t bytes);
+void cs_mem_keep_state(cs_mem_keep *out);
+
 void cs_mem_fail_after(long k, bool sticky);
 long cs_mem_count(void);
 long cs_mem_live(void);

@@ -36,7 +36,15 @@
 ** call, against a malloc that costs far more.  Memory from here may still
 ** be released with free() (a test freeing cs_dataset_expand's paths); it
 ** only leaves cs_mem_live high.
+**
+** Big blocks (cs_mem_big_alloc) are the exception to "the C library's
+** own": they start on 2 MiB boundaries with huge pages advised, and a freed
+** one may be kept for the next query instead of returned (the kept blocks,
+** further down, with the numbers that justify them).  A kept block counts
+** as freed in cs_mem_live and its reuse still asks cs_mem_tick, so the
+** leak checks and the fault injection see what they saw before.
 */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -102,16 +110,147 @@ void cs__mem_free(void *p) {
 ** transparent huge pages. */
 #define CS__BIG_BYTES ((size_t)2 << 20)
 #define CS__BIG_PAGE ((uintptr_t)2 << 20)
-#define CS__BIG_HDR 16 /* before every block: the address malloc gave */
+/* Before every block: the address malloc gave (p - 8) and, for a block on
+** huge pages, its span (p - 16; 0 for any other block). */
+#define CS__BIG_HDR 16
 
-/* Why: the first touch of fresh memory is a page fault per 4 KiB page, and
-** on a paravirtualised host (the development VM) a fault costs ~16 us:
-** 80 MB of positions for a 10M-row ORDER BY cost 335 ms to touch in 4 KiB
-** pages, 16 ms in 2 MiB pages (cs_order.c measured it).  glibc gives large
-** blocks fresh from mmap and unmaps them at free, so every query would pay
-** it again.  Where the kernel's THP setting is "madvise" (Debian's
-** default), MADV_HUGEPAGE on an aligned span is what makes the difference;
-** where it is refused, nothing changes. */
+/* Kept blocks (see cs_mem_keep_bytes in colstore.h).  Why: a query that
+** orders 10M rows takes 100-300 MB of scratch and buffers; from glibc each
+** is fresh from mmap and unmapped at free, so every query paid the first
+** touch again: the kernel zeroing the pages (18% of a GROUP BY's process
+** time under load, perf) and, on this paravirtualised host, the
+** hypervisor backing them (160 MB: 318 ms for memory the guest had not
+** used lately, 11-22 ms reused; docs/performance.md).  A freed block on
+** huge pages is kept instead, its pages advised MADV_FREE: the kernel may
+** take them back under memory pressure (they read as zero then), and
+** until it does, the next query's writes land on the same pages without a
+** fault.  That is the retention jemalloc and mimalloc practise; a few
+** slots and a byte limit bound it, and setting the limit to 0 returns
+** everything at once.  Blocks not on huge pages (small ones, and those of
+** the huge-page experiments) are never kept. */
+#define CS__KEEP_SLOTS 8
+#define CS__KEEP_DEFAULT ((uint64_t)512 << 20)
+
+typedef struct kept_block {
+  uint8_t *p;     /* the block as cs_mem_big_alloc returned it */
+  size_t span;    /* its usable bytes: a multiple of 2 MiB */
+  uint64_t stamp; /* when it was kept: the oldest is let go first */
+} kept_block;
+
+static pthread_mutex_t keep_mutex = PTHREAD_MUTEX_INITIALIZER;
+static kept_block keep_slot[CS__KEEP_SLOTS];
+static unsigned keep_n;
+static uint64_t keep_total, keep_stamp;
+static uint64_t keep_limit = CS__KEEP_DEFAULT; /* under keep_mutex */
+static atomic_long keep_reused;                /* blocks handed out again */
+
+static void *big_raw(void *p) {
+  void *raw;
+  memcpy(&raw, (uint8_t *)p - sizeof raw, sizeof raw);
+  return raw;
+}
+
+static size_t big_span(void *p) {
+  size_t span;
+  memcpy(&span, (uint8_t *)p - 2 * sizeof span, sizeof span);
+  return span;
+}
+
+/* Takes slot i out of the keep (under keep_mutex). */
+static uint8_t *keep_take(unsigned i) {
+  uint8_t *p = keep_slot[i].p;
+  keep_total -= keep_slot[i].span;
+  keep_slot[i] = keep_slot[--keep_n];
+  return p;
+}
+
+/* A kept block of at least span bytes and not over twice that (a 240 MB
+** block is not lent for 2 MB), the smallest such; NULL if none. */
+static uint8_t *keep_find(size_t span) {
+  uint8_t *p = NULL;
+  pthread_mutex_lock(&keep_mutex);
+  unsigned best = keep_n;
+  for (unsigned i = 0; i < keep_n; i++)
+    if (keep_slot[i].span >= span && keep_slot[i].span / 2 <= span &&
+        (best == keep_n || keep_slot[i].span < keep_slot[best].span))
+      best = i;
+  if (best < keep_n) p = keep_take(best);
+  pthread_mutex_unlock(&keep_mutex);
+  return p;
+}
+
+/* Lets go of the oldest kept blocks until `room` more bytes (and, with
+** slot, one more block) fit the limit; under keep_mutex.
+** The released raw blocks are written to out (at most CS__KEEP_SLOTS),
+** to be freed once the mutex is released; returns their count. */
+static unsigned keep_trim(uint64_t room, bool slot, void **out) {
+  unsigned n_out = 0;
+  while (keep_n > 0 && (keep_total + room > keep_limit || (slot && keep_n == CS__KEEP_SLOTS))) {
+    unsigned oldest = 0;
+    for (unsigned i = 1; i < keep_n; i++)
+      if (keep_slot[i].stamp < keep_slot[oldest].stamp) oldest = i;
+    out[n_out++] = big_raw(keep_take(oldest));
+  }
+  return n_out;
+}
+
+static void free_all(void **raw, unsigned n) {
+  for (unsigned i = 0; i < n; i++) free(raw[i]);
+}
+
+/* Keeps block p of span bytes, or returns false (then the caller frees
+** it).  Called with p's live count already dropped. */
+static bool keep_put(uint8_t *p, size_t span) {
+#ifdef MADV_FREE
+  void *released[CS__KEEP_SLOTS];
+  unsigned n_released = 0;
+  bool kept = false;
+  pthread_mutex_lock(&keep_mutex);
+  if (span <= keep_limit) {
+    n_released = keep_trim(span, true, released);
+    kept = madvise(p, span, MADV_FREE) == 0;
+    if (kept) {
+      keep_slot[keep_n++] = (kept_block){p, span, ++keep_stamp};
+      keep_total += span;
+    }
+  }
+  pthread_mutex_unlock(&keep_mutex);
+  free_all(released, n_released);
+  return kept;
+#else
+  (void)p;
+  (void)span;
+  return false;
+#endif
+}
+
+void cs_mem_keep_bytes(uint64_t bytes) {
+  void *released[CS__KEEP_SLOTS];
+  pthread_mutex_lock(&keep_mutex);
+  keep_limit = bytes;
+  unsigned n = keep_trim(0, false, released);
+  pthread_mutex_unlock(&keep_mutex);
+  free_all(released, n);
+}
+
+void cs_mem_keep_state(cs_mem_keep *out) {
+  pthread_mutex_lock(&keep_mutex);
+  out->limit = keep_limit;
+  out->bytes = keep_total;
+  out->blocks = keep_n;
+  pthread_mutex_unlock(&keep_mutex);
+  out->reused = (uint64_t)atomic_load(&keep_reused);
+}
+
+/* Why huge pages: the first touch of fresh memory is a page fault per 4 KiB
+** page, and on a paravirtualised host (the development VM) a fault costs
+** ~16 us: 80 MB of positions for a 10M-row ORDER BY cost 335 ms to touch in
+** 4 KiB pages, 16 ms in 2 MiB pages (cs_order.c measured it).  glibc gives
+** large blocks fresh from mmap and unmaps them at free, so every query
+** would pay it again (hence also the kept blocks above).  Where the
+** kernel's THP setting is "madvise" (Debian's default), MADV_HUGEPAGE on an
+** aligned span is what makes the difference; where it is refused, nothing
+** changes. */
 void *cs__mem_big_alloc(uint64_t bytes, bool huge) {
   if (bytes > SIZE_MAX - 2 * CS__BIG_PAGE) return NULL;
   bool big = false;
@@ -120,6 +259,23 @@ void *cs__mem_big_alloc(uint64_t bytes, bool huge) {
 #endif
   (void)huge;
   size_t span = big ? ((size_t)bytes + CS__BIG_PAGE - 1) & ~(size_t)(CS__BIG_PAGE - 1) : (size_t)bytes;
+  if (big) {
+    uint8_t *p = keep_find(span);
+    if (p) {
+      if (cs_mem_tick()) { /* an injected failure: the block stays kept */
+        if (!keep_put(p, big_span(p))) free(big_raw(p));
+        return NULL;
+      }
+      atomic_fetch_add_explicit(&mem_live, 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&keep_reused, 1, memory_order_relaxed);
+#if defined(__SANITIZE_ADDRESS__)
+      /* Contents are undefined: under the sanitizers make them garbage, so
+      ** a caller that relied on fresh zeros fails the tests. */
+      memset(p, 0xA5, (size_t)bytes);
+#endif
+      return p;
+    }
+  }
   uint8_t *raw = cs__mem_malloc(span + (big ? CS__BIG_PAGE : CS__BIG_HDR));
   if (!raw) return NULL;
   uint8_t *p = raw + CS__BIG_HDR;
@@ -129,7 +285,9 @@ void *cs__mem_big_alloc(uint64_t bytes, bool huge) {
     (void)madvise(p, span, MADV_HUGEPAGE);
   }
 #endif
+  size_t kept_span = big ? span : 0;
   memcpy(p - sizeof raw, &raw, sizeof raw);
+  memcpy(p - 2 * sizeof kept_span, &kept_span, sizeof kept_span);
   return p;
 }
 
@@ -137,7 +295,12 @@ void *cs_mem_big_alloc(uint64_t bytes) { return cs__mem_big_alloc(bytes, true); 
 
 void cs_mem_big_free(void *p) {
   if (!p) return;
-  void *raw;
-  memcpy(&raw, (uint8_t *)p - sizeof raw, sizeof raw);
+  size_t span = big_span(p);
+  void *raw = big_raw(p);
+  if (span) {
+    atomic_fetch_sub_explicit(&mem_live, 1, memory_order_relaxed);
+    if (!keep_put(p, span)) free(raw);
+    return;
+  }
   cs__mem_free(raw);
 }

@@ -84,15 +84,19 @@ void csx_config_json(sqlite3_str *s) {
   /* NUMA placement and binding live in the core (cs_numa.c), which says
   ** what this host and build make of the request. */
   char numa_eff[160], bind_eff[160];
+  cs_mem_keep keep;
+  cs_mem_keep_state(&keep);
   cs_numa_effective(numa_eff, sizeof numa_eff);
   cs_binding_effective(bind_eff, sizeof bind_eff);
   sqlite3_str_appendf(s,
                       "\"numa\":{\"requested\":\"%s\",\"effective\":\"%s\"},"
                       "\"binding\":{\"requested\":\"%s\",\"effective\":\"%s\"},"
-                      "\"batch_bytes\":%llu,\"scatter_bytes\":%llu,\"cache_limit\":%llu}",
+                      "\"batch_bytes\":%llu,\"scatter_bytes\":%llu,\"cache_limit\":%llu,"
+                      "\"keep_bytes\":{\"limit\":%llu,\"kept\":%llu,\"blocks\":%llu,\"reused\":%llu}}",
                       cs_numa_policy_name(cs_numa_get()), numa_eff, cs_binding_name(cs_binding_get()), bind_eff,
                       (unsigned long long)atomic_load(&batch_bytes), (unsigned long long)atomic_load(&scatter_bytes),
-                      (unsigned long long)cs_cache_limit());
+                      (unsigned long long)cs_cache_limit(), (unsigned long long)keep.limit, (unsigned long long)keep.bytes,
+                      (unsigned long long)keep.blocks, (unsigned long long)keep.reused);
 }
 
 static int name_index(const char *z, const char *const *names, int n) {
@@ -168,6 +172,15 @@ static void fn_config(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
       cs_binding_set((cs_binding)i);
     }
     sqlite3_result_text(ctx, cs_binding_name(cs_binding_get()), -1, SQLITE_STATIC);
+  } else if (name && sqlite3_stricmp(name, "keep_bytes") == 0) {
+    sqlite3_int64 n;
+    if (v) {
+      if (!value_uint(v, &n)) { bad_value(ctx, "keep_bytes", "0 (keep none), or a byte count (default 536870912)"); return; }
+      cs_mem_keep_bytes((uint64_t)n);
+    }
+    cs_mem_keep k;
+    cs_mem_keep_state(&k);
+    sqlite3_result_int64(ctx, (sqlite3_int64)k.limit);
   } else if (name && sqlite3_stricmp(name, "cache_limit") == 0) {
     /* The most committed bytes a cache=memory table may copy (core). */
     sqlite3_int64 n;
@@ -192,7 +205,7 @@ static void fn_config(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     }
     sqlite3_result_int64(ctx, (sqlite3_int64)atomic_load(&scatter_bytes));
   } else {
-    char *z = sqlite3_mprintf("colstore: unknown setting '%s'; the settings are threads, prefetch, mask_gate, numa, binding, batch_bytes, scatter_bytes, cache_limit",
+    char *z = sqlite3_mprintf("colstore: unknown setting '%s'; the settings are threads, prefetch, mask_gate, numa, binding, batch_bytes, scatter_bytes, keep_bytes, cache_limit",
                               name ? name : "");
     sqlite3_result_error(ctx, z ? z : "colstore: out of memory", -1);
     sqlite3_free(z);

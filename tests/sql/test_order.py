@@ -334,5 +334,62 @@ class ScatterDelivery(cstest.StoreTest):
         self.assertNotIn("scatter", json.loads(self.con.execute("SELECT colstore_last_plan()").fetchone()[0])["kernels"])
 
 
+class KeptBlocks(cstest.StoreTest):
+    """A query's big blocks (positions, sort scratch, scatter buffers) are
+    kept for the next one (colstore_config('keep_bytes')): a reused block
+    holds the previous query's bytes, so the same GROUP BY and ORDER BY run
+    again and again, with keeping on and off, must give native's answer
+    every time, and the settings must say that blocks were reused."""
+
+    def keep(self):
+        return json.loads(self.con.execute("SELECT colstore_last_plan()").fetchone()[0])["settings"]["keep_bytes"]
+
+    def test_repeated_queries_over_kept_blocks_match_native(self):
+        rnd = random.Random(SEED + 11)
+        con = self.con = self.connect()
+        default = con.execute("SELECT colstore_config('keep_bytes')").fetchone()[0]
+        self.assertEqual(default, 536870912)
+        n = cstest.scaled(200000, 120000)  # scatter buffers over 2 MiB: blocks on huge pages
+        con.execute("CREATE TABLE n(k INTEGER, a REAL, c INTEGER)")
+        con.executemany("INSERT INTO n VALUES (?,?,?)",
+                        [(rnd.randrange(700), rnd.random(), rnd.randrange(1 << 40)) for _ in range(n)])
+        con.execute("CREATE VIRTUAL TABLE t USING colstore(%r, k INT32 NOT NULL, a FLOAT64 NOT NULL, c INT64 NOT NULL)"
+                    % self.path("t.cst"))
+        con.execute("INSERT INTO t SELECT k, a, c FROM n ORDER BY rowid")
+        con.execute("DELETE FROM t WHERE k = 3")
+        con.execute("DELETE FROM n WHERE k = 3")
+        # (t's rowids start at 0, n's at 1)
+        queries = [("SELECT k, count(*), sum(c), min(a) FROM %s GROUP BY k",) * 2,
+                   ("SELECT k, c FROM %s WHERE a > 0.25 ORDER BY k, c",) * 2,
+                   ("SELECT c, k FROM %s ORDER BY c DESC LIMIT 50 OFFSET 1000",) * 2,
+                   ("SELECT rowid, c FROM %s ORDER BY c", "SELECT rowid - 1, c FROM %s ORDER BY c")]
+        want = [con.execute(q_n % "n").fetchall() for _, q_n in queries]
+        try:
+            for limit in (default, 0, default):
+                con.execute("SELECT colstore_config('keep_bytes', ?)", (limit,)).fetchall()
+                before = self.keep()
+                self.assertEqual(before["limit"], limit)
+                for rep in range(3):
+                    for (q, _), w in zip(queries, want):
+                        got = con.execute(q % "t").fetchall()
+                        # (no assertEqual: difflib over 200,000 rows takes minutes)
+                        first = next((i for i, (x, y) in enumerate(zip(got, w)) if x != y), None)
+                        self.assertTrue(got == w, "%s, keep_bytes %d, run %d: %d rows against %d, first difference at %s" %
+                                        (q, limit, rep, len(got), len(w), first))
+                after = self.keep()
+                if limit:
+                    self.assertGreater(after["reused"], before["reused"], "no block was reused")
+                    self.assertGreater(after["kept"], 0)
+                    self.assertLessEqual(after["kept"], limit)
+                else:
+                    self.assertEqual(after["reused"], before["reused"])
+                    self.assertEqual((after["kept"], after["blocks"]), (0, 0))
+        finally:
+            con.execute("SELECT colstore_config('keep_bytes', ?)", (default,)).fetchall()
+        with self.assertRaises(Exception) as cm:
+            con.execute("SELECT colstore_config('keep_bytes', -1)").fetchall()
+        self.assertIn("colstore: bad value for setting keep_bytes", str(cm.exception))
+
+
 if __name__ == "__main__":
     cstest.main()
