@@ -1130,8 +1130,8 @@ void cs_mem_big_free(void *p);
 
 /* Freed big blocks on huge pages are kept for the next query, their pages
 ** advised MADV_FREE (the kernel takes them back under memory pressure;
-** until then a reuse costs no page fault): at most 8 blocks and `bytes`
-** in all (default 512 MiB; 0 keeps none and lets go of every kept block
+** until then a reuse costs no page fault): at most 16 blocks and `bytes`
+** in all (default 1 GiB; 0 keeps none and lets go of every kept block
 ** now).  cs_mem_keep_state reports the limit, what is kept, and how many
 ** blocks were handed out again since the process started. */
 typedef struct cs_mem_keep {

@@ -124,12 +124,15 @@ void cs__mem_free(void *p) {
 ** huge pages is kept instead, its pages advised MADV_FREE: the kernel may
 ** take them back under memory pressure (they read as zero then), and
 ** until it does, the next query's writes land on the same pages without a
-** fault.  That is the retention jemalloc and mimalloc practise; a few
-** slots and a byte limit bound it, and setting the limit to 0 returns
+** fault.  That is the retention jemalloc and mimalloc practise; 16
+** slots and a byte limit bound it (1 GiB by default: a mix of GROUP BY,
+** ORDER BY and top-k over 10M rows kept up to 606 MB in 11 blocks, and
+** with 512 MiB the GROUP BY's buffers were let go between its runs:
+** kernel 256-329 ms against 117-151 ms, docs/performance.md), and setting the limit to 0 returns
 ** everything at once.  Blocks not on huge pages (small ones, and those of
 ** the huge-page experiments) are never kept. */
-#define CS__KEEP_SLOTS 8
-#define CS__KEEP_DEFAULT ((uint64_t)512 << 20)
+#define CS__KEEP_SLOTS 16
+#define CS__KEEP_DEFAULT ((uint64_t)1 << 30)
 
 typedef struct kept_block {
   uint8_t *p;     /* the block as cs_mem_big_alloc returned it */

@@ -175,7 +175,7 @@ static void fn_config(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   } else if (name && sqlite3_stricmp(name, "keep_bytes") == 0) {
     sqlite3_int64 n;
     if (v) {
-      if (!value_uint(v, &n)) { bad_value(ctx, "keep_bytes", "0 (keep none), or a byte count (default 536870912)"); return; }
+      if (!value_uint(v, &n)) { bad_value(ctx, "keep_bytes", "0 (keep none), or a byte count (default 1073741824)"); return; }
       cs_mem_keep_bytes((uint64_t)n);
     }
     cs_mem_keep k;

@@ -348,7 +348,7 @@ class KeptBlocks(cstest.StoreTest):
         rnd = random.Random(SEED + 11)
         con = self.con = self.connect()
         default = con.execute("SELECT colstore_config('keep_bytes')").fetchone()[0]
-        self.assertEqual(default, 536870912)
+        self.assertEqual(default, 1073741824)
         n = cstest.scaled(200000, 120000)  # scatter buffers over 2 MiB: blocks on huge pages
         con.execute("CREATE TABLE n(k INTEGER, a REAL, c INTEGER)")
         con.executemany("INSERT INTO n VALUES (?,?,?)",
