@@ -21,10 +21,10 @@ reach SQLite's sums in the same order) before anything is timed.  With
 pass'` spinning (killed after).  --keep-bytes sets
 colstore_config('keep_bytes') for the run: 0 makes every query's buffers
 fresh from the system, as before kept blocks existed (compare two runs,
-alternating, by their ratios to the floor).  Prints medians [min, max] in ms, each over
-the floor measured in the same rounds, the median kernel time and the
-threads the kernels took, the load average before and after, and the plan
-words of each delivery.
+alternating, by their ratios to the floor).  Prints medians [min, max] in
+ms, each over the floor measured in the same rounds, the median kernel time
+and the threads the kernels took, the load average before and after, and
+the plan words of each delivery.
 
     /usr/bin/python3 bench/bench_group_delivery.py [--rounds 7] [--spin]
 """

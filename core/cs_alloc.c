@@ -128,8 +128,8 @@ void cs__mem_free(void *p) {
 ** slots and a byte limit bound it (1 GiB by default: a mix of GROUP BY,
 ** ORDER BY and top-k over 10M rows kept up to 606 MB in 11 blocks, and
 ** with 512 MiB the GROUP BY's buffers were let go between its runs:
-** kernel 256-329 ms against 117-151 ms, docs/performance.md), and setting the limit to 0 returns
-** everything at once.  Blocks not on huge pages (small ones, and those of
+** kernel 256-329 ms against 117-151 ms, docs/performance.md), and
+** setting the limit to 0 returns everything at once.  Blocks not on huge pages (small ones, and those of
 ** the huge-page experiments) are never kept. */
 #define CS__KEEP_SLOTS 16
 #define CS__KEEP_DEFAULT ((uint64_t)1 << 30)
@@ -144,7 +144,8 @@ static pthread_mutex_t keep_mutex = PTHREAD_MUTEX_INITIALIZER;
 static kept_block keep_slot[CS__KEEP_SLOTS];
 static unsigned keep_n;
 static uint64_t keep_total, keep_stamp;
-static uint64_t keep_limit = CS__KEEP_DEFAULT; /* under keep_mutex */
+/* Written under keep_mutex; read without it by keep_put's first check. */
+static _Atomic uint64_t keep_limit = CS__KEEP_DEFAULT;
 static atomic_long keep_reused;                /* blocks handed out again */
 
 static void *big_raw(void *p) {
@@ -202,20 +203,20 @@ static void free_all(void **raw, unsigned n) {
 }
 
 /* Keeps block p of span bytes, or returns false (then the caller frees
-** it).  Called with p's live count already dropped. */
+** it).  The advice, a page-table walk over the whole span, is given before
+** the mutex is taken, so other threads' blocks never wait behind it. */
 static bool keep_put(uint8_t *p, size_t span) {
 #ifdef MADV_FREE
+  if (span > atomic_load_explicit(&keep_limit, memory_order_relaxed) || madvise(p, span, MADV_FREE) != 0) return false;
   void *released[CS__KEEP_SLOTS];
   unsigned n_released = 0;
   bool kept = false;
   pthread_mutex_lock(&keep_mutex);
-  if (span <= keep_limit) {
+  if (span <= keep_limit) { /* the limit may have dropped meanwhile */
     n_released = keep_trim(span, true, released);
-    kept = madvise(p, span, MADV_FREE) == 0;
-    if (kept) {
-      keep_slot[keep_n++] = (kept_block){p, span, ++keep_stamp};
-      keep_total += span;
-    }
+    keep_slot[keep_n++] = (kept_block){p, span, ++keep_stamp};
+    keep_total += span;
+    kept = true;
   }
   pthread_mutex_unlock(&keep_mutex);
   free_all(released, n_released);
@@ -262,24 +263,20 @@ void *cs__mem_big_alloc(uint64_t bytes, bool huge) {
 #endif
   (void)huge;
   size_t span = big ? ((size_t)bytes + CS__BIG_PAGE - 1) & ~(size_t)(CS__BIG_PAGE - 1) : (size_t)bytes;
-  if (big) {
-    uint8_t *p = keep_find(span);
-    if (p) {
-      if (cs_mem_tick()) { /* an injected failure: the block stays kept */
-        if (!keep_put(p, big_span(p))) free(big_raw(p));
-        return NULL;
-      }
-      atomic_fetch_add_explicit(&mem_live, 1, memory_order_relaxed);
-      atomic_fetch_add_explicit(&keep_reused, 1, memory_order_relaxed);
+  /* One countdown tick per request, kept block or fresh: an injected
+  ** failure leaves the keep as it was. */
+  if (cs_mem_tick()) return NULL;
+  uint8_t *kept = big ? keep_find(span) : NULL;
+  if (kept) {
+    atomic_fetch_add_explicit(&keep_reused, 1, memory_order_relaxed);
 #if defined(__SANITIZE_ADDRESS__)
-      /* Contents are undefined: under the sanitizers make them garbage, so
-      ** a caller that relied on fresh zeros fails the tests. */
-      memset(p, 0xA5, (size_t)bytes);
+    /* Contents are undefined: under the sanitizers make them garbage, so
+    ** a caller that relied on fresh zeros fails the tests. */
+    memset(kept, 0xA5, (size_t)bytes);
 #endif
-      return p;
-    }
+    return live_add(kept);
   }
-  uint8_t *raw = cs__mem_malloc(span + (big ? CS__BIG_PAGE : CS__BIG_HDR));
+  uint8_t *raw = live_add(malloc(span + (big ? CS__BIG_PAGE : CS__BIG_HDR)));
   if (!raw) return NULL;
   uint8_t *p = raw + CS__BIG_HDR;
 #ifdef MADV_HUGEPAGE
@@ -299,11 +296,9 @@ void *cs_mem_big_alloc(uint64_t bytes) { return cs__mem_big_alloc(bytes, true); 
 void cs_mem_big_free(void *p) {
   if (!p) return;
   size_t span = big_span(p);
-  void *raw = big_raw(p);
-  if (span) {
+  if (span && keep_put(p, span)) {
     atomic_fetch_sub_explicit(&mem_live, 1, memory_order_relaxed);
-    if (!keep_put(p, span)) free(raw);
     return;
   }
-  cs__mem_free(raw);
+  cs__mem_free(big_raw(p));
 }

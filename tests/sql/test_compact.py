@@ -274,14 +274,14 @@ class Concurrency(cstest.StoreTest):
         seen_at_start = len(committed)
         while (len(reports) < cstest.scaled(12, 5) or len(committed) < seen_at_start + 20) and time.monotonic() < deadline:
             reports.append(compact(con, "t", renumber=bool(len(reports) % 2)))
-        self.assertIsNone(child.poll(), child.stderr.read() if child.poll() is not None else "")
+        rc = child.poll()
+        self.assertIsNone(rc, "the appender exited (%s): %s" % (rc, child.stderr.read() if rc is not None else ""))
         child.kill()
         child.wait(timeout=60)
         reader.join(timeout=60)
         err = child.stderr.read()
         child.stdout.close()
         child.stderr.close()
-        committed = list(committed)
         self.assertGreater(len(committed), seen_at_start, "no append committed during the compactions " + err)
         got = {g for (g,) in con.execute("SELECT g FROM t WHERE rowid >= 0 AND g < 1000000")}
         original = {g for g in range(1000) if g % 3}
