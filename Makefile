@@ -14,7 +14,17 @@ FUZZ_TARGETS ?= fuzz_store fuzz_filter fuzz_writer
 # `make fuzz` and `make fuzz-build` need them.
 FUZZ_PACKAGES := clang libclang-rt-dev libomp-dev
 
-.PHONY: all deps fuzz-deps build test test-asan demo bench bench-quick fuzz fuzz-build clean fuzz-sql
+.PHONY: all deps fuzz-deps build module test test-asan demo bench bench-quick fuzz fuzz-build clean fuzz-sql \
+        install uninstall
+
+# make install: the module goes to $(DESTDIR)$(LIBDIR) as libcolstore.so, whose
+# SONAME is colstore.so, with the link colstore.so beside it.  ldconfig (which
+# indexes only lib*.so* files, by their SONAME) then maps the bare name
+# colstore.so to it, so sqlite3_load_extension finds `colstore` from any
+# directory: `.load colstore`, load_extension("colstore").
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+DOCDIR ?= $(PREFIX)/share/doc/colstore
 
 all: build
 
@@ -45,21 +55,61 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
+# Only the loadable module (core + ext), with the compiler's output kept in
+# $(BUILD)/module-build.log unless it fails: what `make demo` and `make
+# install` need, without the tests and benchmarks.
+module: deps
+	@mkdir -p $(BUILD)
+	@echo "colstore: building the module (log: $(BUILD)/module-build.log)"
+	@{ cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo && \
+	   cmake --build $(BUILD) -j $(JOBS) --target colstore; } >$(BUILD)/module-build.log 2>&1 || \
+	 { tail -n 40 $(BUILD)/module-build.log; echo "colstore: the build failed; the whole log is $(BUILD)/module-build.log"; exit 1; }
+
+# ctest reports a test that could not run (exit 77: no sqlite3 shell, no
+# node, no ../shared/slt) as skipped; the list and their reasons come last.
 test: build
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	@{ ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS); echo $$? >$(BUILD)/ctest-status; } \
+	  | tee $(BUILD)/ctest-output.txt; \
+	 tests/print_skips.sh $(BUILD) $(BUILD)/ctest-output.txt; exit $$(cat $(BUILD)/ctest-status)
 
 # The SQL and client suites load the instrumented module into the system
 # python3 and sqlite3, so the sanitizer runtimes are preloaded for them.
 test-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCOLSTORE_SANITIZE=ON >/dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	CK_FORK=no ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
-	  COLSTORE_ASAN=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
+	@{ CK_FORK=no ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	   LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+	   COLSTORE_ASAN=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS); \
+	   echo $$? >$(ASAN_BUILD)/ctest-status; } | tee $(ASAN_BUILD)/ctest-output.txt; \
+	 tests/print_skips.sh $(ASAN_BUILD) $(ASAN_BUILD)/ctest-output.txt; exit $$(cat $(ASAN_BUILD)/ctest-status)
 
-demo: build
+demo: module
 	@mkdir -p $(BUILD)/demo
-	cd $(BUILD)/demo && sqlite3 -batch -cmd '.load ../colstore' -cmd '.timer on' :memory: < ../../sql/demo.sql
+	@echo "colstore: running sql/demo.sql in the sqlite3 shell (in $(BUILD)/demo)"
+	@cd $(BUILD)/demo && sqlite3 -batch -cmd '.load ../colstore' -cmd '.timer on' :memory: < ../../sql/demo.sql
+
+# DESTDIR stages the files for a package (no ldconfig then: the package's
+# own trigger runs it); without it ldconfig updates the cache when it can.
+install: module
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(DOCDIR)
+	install -m 0755 $(BUILD)/colstore.so $(DESTDIR)$(LIBDIR)/libcolstore.so
+	ln -sf libcolstore.so $(DESTDIR)$(LIBDIR)/colstore.so
+	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
+	@if [ -z "$(DESTDIR)" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null 2>&1; then ldconfig; fi; \
+	  if (cd / && echo 'SELECT colstore_version();' | sqlite3 -batch -cmd '.load colstore' :memory:) >/dev/null 2>&1; then \
+	    echo "colstore: installed in $(LIBDIR); \`.load colstore\` works from any directory"; \
+	  else \
+	    echo "colstore: installed in $(LIBDIR), but the bare name colstore does not resolve yet:"; \
+	    echo "  run ldconfig as root (if $(LIBDIR) is in /etc/ld.so.conf.d), or"; \
+	    echo "  export LD_LIBRARY_PATH=$(LIBDIR), or load it by path: .load $(LIBDIR)/colstore"; \
+	  fi; \
+	fi
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/libcolstore.so $(DESTDIR)$(LIBDIR)/colstore.so
+	rm -rf $(DESTDIR)$(DOCDIR)
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null 2>&1; then ldconfig; fi
 
 bench: build
 	./$(BUILD)/bench_sql
