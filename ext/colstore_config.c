@@ -115,106 +115,204 @@ static bool value_uint(sqlite3_value *v, sqlite3_int64 *out) {
   return true;
 }
 
-static void bad_value(sqlite3_context *ctx, const char *name, const char *valid) {
-  char *z = sqlite3_mprintf("colstore: bad value for setting %s; valid values: %s", name, valid);
+static bool is_auto(sqlite3_value *v) {
+  const char *z = (const char *)sqlite3_value_text(v);
+  return z && sqlite3_stricmp(z, "auto") == 0;
+}
+
+/* ---------------------------------------------------------------- the table
+** Every setting is one row: its name, the values it takes (the text of its
+** error and of colstore_config()'s listing), how to set it (false: the value
+** is not one of those) and how to read it back.  A setting reads back as an
+** integer, a real or a word. */
+typedef struct setting_value {
+  enum { SV_INT, SV_REAL, SV_TEXT } kind;
+  sqlite3_int64 i;
+  double f;
+  const char *z;
+} setting_value;
+
+static setting_value sv_int(sqlite3_int64 i) { return (setting_value){.kind = SV_INT, .i = i}; }
+static setting_value sv_real(double f) { return (setting_value){.kind = SV_REAL, .f = f}; }
+static setting_value sv_text(const char *z) { return (setting_value){.kind = SV_TEXT, .z = z}; }
+
+static bool set_threads(sqlite3_value *v) {
+  sqlite3_int64 n;
+  if (!value_uint(v, &n) || n > 4096) return false;
+  cs_kernel_config kc;
+  cs_kernel_config_get(&kc);
+  kc.threads = (int)n;
+  cs_kernel_config_set(&kc);
+  return true;
+}
+static setting_value get_threads(void) {
+  cs_kernel_config kc;
+  cs_kernel_config_get(&kc);
+  return sv_int(kc.threads);
+}
+
+static bool set_prefetch(sqlite3_value *v) {
+  cs_kernel_config kc;
+  cs_kernel_config_get(&kc);
+  sqlite3_int64 n;
+  if (is_auto(v)) kc.prefetch = -1;
+  else if (value_uint(v, &n) && n <= 4096) kc.prefetch = (int)n;
+  else return false;
+  cs_kernel_config_set(&kc);
+  return true;
+}
+static setting_value get_prefetch(void) {
+  cs_kernel_config kc;
+  cs_kernel_config_get(&kc);
+  return kc.prefetch < 0 ? sv_text("auto") : sv_int(kc.prefetch);
+}
+
+static bool set_mask_gate(sqlite3_value *v) {
+  cs_value num;
+  csx_value_number(v, &num);
+  double f = num.kind == CS_VAL_INT ? (double)num.i : num.f;
+  if (is_auto(v)) atomic_store(&mask_gate_millis, -1);
+  else if ((num.kind == CS_VAL_INT || num.kind == CS_VAL_FLOAT) && f >= 0 && f <= 1)
+    atomic_store(&mask_gate_millis, (int64_t)(f * 1000 + 0.5));
+  else return false;
+  return true;
+}
+static setting_value get_mask_gate(void) {
+  int64_t g = atomic_load(&mask_gate_millis);
+  return g < 0 ? sv_text("auto") : sv_real((double)g / 1000.0);
+}
+
+static bool set_numa(sqlite3_value *v) {
+  int i = name_index((const char *)sqlite3_value_text(v), numa_names, 4);
+  if (i >= 0) cs_numa_set((cs_numa_policy)i);
+  return i >= 0;
+}
+static setting_value get_numa(void) { return sv_text(cs_numa_policy_name(cs_numa_get())); }
+
+static bool set_binding(sqlite3_value *v) {
+  int i = name_index((const char *)sqlite3_value_text(v), binding_names, 3);
+  if (i >= 0) cs_binding_set((cs_binding)i);
+  return i >= 0;
+}
+static setting_value get_binding(void) { return sv_text(cs_binding_name(cs_binding_get())); }
+
+static bool set_batch_bytes(sqlite3_value *v) {
+  sqlite3_int64 n;
+  if (!value_uint(v, &n) || n < CSX_MIN_BATCH_BYTES) return false;
+  atomic_store(&batch_bytes, (uint64_t)n);
+  return true;
+}
+static setting_value get_batch_bytes(void) { return sv_int((sqlite3_int64)atomic_load(&batch_bytes)); }
+
+static bool set_scatter_bytes(sqlite3_value *v) {
+  sqlite3_int64 n;
+  if (!value_uint(v, &n)) return false;
+  atomic_store(&scatter_bytes, (uint64_t)n);
+  return true;
+}
+static setting_value get_scatter_bytes(void) { return sv_int((sqlite3_int64)atomic_load(&scatter_bytes)); }
+
+static bool set_keep_bytes(sqlite3_value *v) {
+  sqlite3_int64 n;
+  if (!value_uint(v, &n)) return false;
+  cs_mem_keep_bytes((uint64_t)n);
+  return true;
+}
+static setting_value get_keep_bytes(void) {
+  cs_mem_keep k;
+  cs_mem_keep_state(&k);
+  return sv_int((sqlite3_int64)k.limit);
+}
+
+/* The most committed bytes a cache=memory table may copy (core). */
+static bool set_cache_limit(sqlite3_value *v) {
+  sqlite3_int64 n;
+  if (is_auto(v)) cs_cache_limit_set(0);
+  else if (value_uint(v, &n) && n > 0) cs_cache_limit_set((uint64_t)n);
+  else return false;
+  return true;
+}
+static setting_value get_cache_limit(void) { return sv_int((sqlite3_int64)cs_cache_limit()); }
+
+typedef struct setting {
+  const char *name;
+  const char *allowed;
+  bool (*set)(sqlite3_value *);
+  setting_value (*get)(void);
+} setting;
+
+static const setting settings[] = {
+    {"threads", "0 (auto) or a thread count up to 4096", set_threads, get_threads},
+    {"prefetch", "'auto', or a distance in elements from 0 (off) to 4096", set_prefetch, get_prefetch},
+    {"mask_gate", "'auto', or a mask density from 0 to 1", set_mask_gate, get_mask_gate},
+    {"numa", "auto, interleave, local, off", set_numa, get_numa},
+    {"binding", "off, close, spread", set_binding, get_binding},
+    {"batch_bytes", "a byte count of at least 65536 (default 33554432)", set_batch_bytes, get_batch_bytes},
+    {"scatter_bytes", "0 (off), or a byte count (default 268435456)", set_scatter_bytes, get_scatter_bytes},
+    {"keep_bytes", "0 (keep none), or a byte count (default 1073741824)", set_keep_bytes, get_keep_bytes},
+    {"cache_limit", "'auto' (half the physical memory), or a byte count above 0", set_cache_limit, get_cache_limit},
+};
+#define N_SETTINGS ((int)(sizeof settings / sizeof settings[0]))
+
+static void result_setting(sqlite3_context *ctx, setting_value v) {
+  if (v.kind == SV_INT) sqlite3_result_int64(ctx, v.i);
+  else if (v.kind == SV_REAL) sqlite3_result_double(ctx, v.f);
+  else sqlite3_result_text(ctx, v.z, -1, SQLITE_TRANSIENT);
+}
+
+static void append_json_value(sqlite3_str *s, setting_value v) {
+  if (v.kind == SV_INT) sqlite3_str_appendf(s, "%lld", (long long)v.i);
+  else if (v.kind == SV_REAL) sqlite3_str_appendf(s, "%!.15g", v.f);
+  else sqlite3_str_appendf(s, "\"%s\"", v.z); /* words: auto, interleave, ... */
+}
+
+/* colstore_config(): every setting, its value and the values it takes. */
+static void config_listing(sqlite3_context *ctx) {
+  sqlite3_str *s = sqlite3_str_new(sqlite3_context_db_handle(ctx));
+  sqlite3_str_appendchar(s, 1, '{');
+  for (int i = 0; i < N_SETTINGS; i++) {
+    sqlite3_str_appendf(s, "%s\"%s\":{\"value\":", i ? "," : "", settings[i].name);
+    append_json_value(s, settings[i].get());
+    sqlite3_str_appendf(s, ",\"allowed\":\"%s\"}", settings[i].allowed);
+  }
+  sqlite3_str_appendchar(s, 1, '}');
+  char *z = sqlite3_str_finish(s);
+  if (!z) {
+    sqlite3_result_error_nomem(ctx);
+    return;
+  }
+  sqlite3_result_text(ctx, z, -1, sqlite3_free);
+}
+
+static void fn_config(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  if (argc == 0) {
+    config_listing(ctx);
+    return;
+  }
+  const char *name = (const char *)sqlite3_value_text(argv[0]);
+  for (int i = 0; name && i < N_SETTINGS; i++) {
+    if (sqlite3_stricmp(name, settings[i].name) != 0) continue;
+    if (argc > 1 && !settings[i].set(argv[1])) {
+      char *z = sqlite3_mprintf("colstore: bad value for setting %s; valid values: %s", settings[i].name, settings[i].allowed);
+      sqlite3_result_error(ctx, z ? z : "colstore: out of memory", -1);
+      sqlite3_free(z);
+      return;
+    }
+    result_setting(ctx, settings[i].get());
+    return;
+  }
+  sqlite3_str *s = sqlite3_str_new(sqlite3_context_db_handle(ctx));
+  sqlite3_str_appendf(s, "colstore: unknown setting '%s'; the settings are", name ? name : "");
+  for (int i = 0; i < N_SETTINGS; i++) sqlite3_str_appendf(s, "%s %s", i ? "," : "", settings[i].name);
+  sqlite3_str_appendall(s, " (colstore_config() lists them with their values)");
+  char *z = sqlite3_str_finish(s);
   sqlite3_result_error(ctx, z ? z : "colstore: out of memory", -1);
   sqlite3_free(z);
 }
 
-static void fn_config(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  const char *name = (const char *)sqlite3_value_text(argv[0]);
-  sqlite3_value *v = argc > 1 ? argv[1] : NULL;
-  const char *zv = v ? (const char *)sqlite3_value_text(v) : NULL;
-  cs_kernel_config kc;
-  cs_kernel_config_get(&kc);
-  if (name && sqlite3_stricmp(name, "threads") == 0) {
-    sqlite3_int64 n;
-    if (v) {
-      if (!value_uint(v, &n) || n > 4096) { bad_value(ctx, "threads", "0 (auto) or a thread count up to 4096"); return; }
-      kc.threads = (int)n;
-      cs_kernel_config_set(&kc);
-    }
-    sqlite3_result_int(ctx, kc.threads);
-  } else if (name && sqlite3_stricmp(name, "prefetch") == 0) {
-    sqlite3_int64 n;
-    if (v) {
-      if (zv && sqlite3_stricmp(zv, "auto") == 0) kc.prefetch = -1;
-      else if (value_uint(v, &n) && n <= 4096) kc.prefetch = (int)n;
-      else { bad_value(ctx, "prefetch", "'auto', or a distance in elements from 0 (off) to 4096"); return; }
-      cs_kernel_config_set(&kc);
-    }
-    if (kc.prefetch < 0) sqlite3_result_text(ctx, "auto", -1, SQLITE_STATIC);
-    else sqlite3_result_int(ctx, kc.prefetch);
-  } else if (name && sqlite3_stricmp(name, "mask_gate") == 0) {
-    if (v) {
-      cs_value num;
-      csx_value_number(v, &num);
-      int t = num.kind;
-      double f = num.kind == CS_VAL_INT ? (double)num.i : num.f;
-      if (zv && sqlite3_stricmp(zv, "auto") == 0) atomic_store(&mask_gate_millis, -1);
-      else if ((t == CS_VAL_INT || t == CS_VAL_FLOAT) && f >= 0 && f <= 1) atomic_store(&mask_gate_millis, (int64_t)(f * 1000 + 0.5));
-      else { bad_value(ctx, "mask_gate", "'auto', or a mask density from 0 to 1"); return; }
-    }
-    int64_t g = atomic_load(&mask_gate_millis);
-    if (g < 0) sqlite3_result_text(ctx, "auto", -1, SQLITE_STATIC);
-    else sqlite3_result_double(ctx, (double)g / 1000.0);
-  } else if (name && sqlite3_stricmp(name, "numa") == 0) {
-    if (v) {
-      int i = name_index(zv, numa_names, 4);
-      if (i < 0) { bad_value(ctx, "numa", "auto, interleave, local, off"); return; }
-      cs_numa_set((cs_numa_policy)i);
-    }
-    sqlite3_result_text(ctx, cs_numa_policy_name(cs_numa_get()), -1, SQLITE_STATIC);
-  } else if (name && sqlite3_stricmp(name, "binding") == 0) {
-    if (v) {
-      int i = name_index(zv, binding_names, 3);
-      if (i < 0) { bad_value(ctx, "binding", "off, close, spread"); return; }
-      cs_binding_set((cs_binding)i);
-    }
-    sqlite3_result_text(ctx, cs_binding_name(cs_binding_get()), -1, SQLITE_STATIC);
-  } else if (name && sqlite3_stricmp(name, "keep_bytes") == 0) {
-    sqlite3_int64 n;
-    if (v) {
-      if (!value_uint(v, &n)) { bad_value(ctx, "keep_bytes", "0 (keep none), or a byte count (default 1073741824)"); return; }
-      cs_mem_keep_bytes((uint64_t)n);
-    }
-    cs_mem_keep k;
-    cs_mem_keep_state(&k);
-    sqlite3_result_int64(ctx, (sqlite3_int64)k.limit);
-  } else if (name && sqlite3_stricmp(name, "cache_limit") == 0) {
-    /* The most committed bytes a cache=memory table may copy (core). */
-    sqlite3_int64 n;
-    if (v) {
-      if (zv && sqlite3_stricmp(zv, "auto") == 0) cs_cache_limit_set(0);
-      else if (value_uint(v, &n) && n > 0) cs_cache_limit_set((uint64_t)n);
-      else { bad_value(ctx, "cache_limit", "'auto' (half the physical memory), or a byte count above 0"); return; }
-    }
-    sqlite3_result_int64(ctx, (sqlite3_int64)cs_cache_limit());
-  } else if (name && sqlite3_stricmp(name, "batch_bytes") == 0) {
-    sqlite3_int64 n;
-    if (v) {
-      if (!value_uint(v, &n) || n < CSX_MIN_BATCH_BYTES) { bad_value(ctx, "batch_bytes", "a byte count of at least 65536 (default 33554432)"); return; }
-      atomic_store(&batch_bytes, (uint64_t)n);
-    }
-    sqlite3_result_int64(ctx, (sqlite3_int64)atomic_load(&batch_bytes));
-  } else if (name && sqlite3_stricmp(name, "scatter_bytes") == 0) {
-    sqlite3_int64 n;
-    if (v) {
-      if (!value_uint(v, &n)) { bad_value(ctx, "scatter_bytes", "0 (off), or a byte count (default 268435456)"); return; }
-      atomic_store(&scatter_bytes, (uint64_t)n);
-    }
-    sqlite3_result_int64(ctx, (sqlite3_int64)atomic_load(&scatter_bytes));
-  } else {
-    char *z = sqlite3_mprintf("colstore: unknown setting '%s'; the settings are threads, prefetch, mask_gate, numa, binding, batch_bytes, scatter_bytes, keep_bytes, cache_limit",
-                              name ? name : "");
-    sqlite3_result_error(ctx, z ? z : "colstore: out of memory", -1);
-    sqlite3_free(z);
-  }
-}
-
 int csx_register_config(sqlite3 *db) {
-  int rc = sqlite3_create_function_v2(db, "colstore_config", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL, fn_config, NULL, NULL, NULL);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_create_function_v2(db, "colstore_config", 2, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL, fn_config, NULL, NULL, NULL);
+  int rc = SQLITE_OK;
+  for (int argc = 0; argc <= 2 && rc == SQLITE_OK; argc++)
+    rc = sqlite3_create_function_v2(db, "colstore_config", argc, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL, fn_config, NULL, NULL, NULL);
   return rc;
 }

@@ -301,6 +301,33 @@ print('closed')
         lp = json.loads(con.execute("SELECT colstore_last_plan()").fetchone()[0])
         self.assertIn("effective", lp["settings"]["numa"])
 
+    def test_config_with_no_argument_lists_every_setting(self):
+        """colstore_config() is JSON of every setting: its value (what
+        colstore_config(name) returns) and the values it takes (the text a
+        bad value's error lists).  Each setting set to the value listed
+        keeps it; a word no setting takes is refused with that text."""
+        con = self.con
+        listing = json.loads(con.execute("SELECT colstore_config()").fetchone()[0])
+        names = {"threads", "prefetch", "mask_gate", "numa", "binding", "batch_bytes", "scatter_bytes", "keep_bytes",
+                 "cache_limit"}
+        self.assertTrue(names <= set(listing), sorted(listing))
+        with self.assertRaises(sqlite3.Error) as cm:
+            con.execute("SELECT colstore_config('nope')").fetchall()
+        for name in listing:
+            self.assertIn(name, str(cm.exception), "the unknown-setting error names every setting")
+        try:
+            for name, entry in listing.items():
+                self.assertEqual(set(entry), {"value", "allowed"}, name)
+                got = con.execute("SELECT colstore_config(?)", (name,)).fetchone()[0]
+                self.assertEqual(got, entry["value"], name)
+                self.assertEqual(con.execute("SELECT colstore_config(?, ?)", (name, got)).fetchone()[0], got, name)
+                with self.assertRaises(sqlite3.Error) as cm:
+                    con.execute("SELECT colstore_config(?, 'sideways')", (name,)).fetchall()
+                self.assertIn("colstore: bad value for setting %s; valid values: %s" % (name, entry["allowed"]),
+                              str(cm.exception))
+        finally:
+            con.execute("SELECT colstore_config('cache_limit', 'auto')").fetchall()
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
