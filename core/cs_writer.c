@@ -317,8 +317,15 @@ static cs_rc lock_take(cs_writer *w, int timeout_ms, cs_err *err) {
 static cs_rc open_locked(cs_writer *w, int timeout_ms, cs_err *err) {
   for (int attempt = 0;; attempt++) {
     w->fd = open(w->path, O_RDWR | O_CLOEXEC);
-    if (w->fd < 0)
-      return cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot open %s for appending: %s", w->path, strerror(errno));
+    if (w->fd < 0) {
+      int e = errno;
+      if (e == EACCES || e == EPERM || e == EROFS)
+        return cs_err_set(err, CS_EIO,
+                          "colstore: cannot write to %s: %s; INSERT, UPDATE, DELETE and colstore_compact need write "
+                          "permission on the store file (check its owner and mode, or query a copy you can write)",
+                          w->path, strerror(e));
+      return cs_err_set(err, e == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot open %s for writing: %s", w->path, strerror(e));
+    }
     cs_rc rc = lock_take(w, timeout_ms, err);
     if (rc) return rc;
     struct stat held, named;

@@ -35,9 +35,17 @@ static void result_error(sqlite3_context *ctx, int rc, const char *zMsg) {
   sqlite3_result_error_code(ctx, zMsg ? rc : SQLITE_NOMEM);
 }
 
+#define CS_STR_(x) #x
+#define CS_STR(x) CS_STR_(x)
+
 static void fn_version(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   (void)argc, (void)argv;
-  sqlite3_result_text(ctx, "colstore " CS_VERSION_STRING " (format 1)", -1, SQLITE_STATIC);
+  /* Which formats this build reads and writes (docs/format.md 14.2). */
+  sqlite3_result_text(ctx,
+                      "colstore " CS_VERSION_STRING " (format " CS_STR(CS_FORMAT_VERSION) "-" CS_STR(CS_FORMAT_VERSION_MAX)
+                      ": reads both; writes " CS_STR(CS_FORMAT_VERSION) ", and " CS_STR(CS_FORMAT_VERSION_MAX)
+                      " once rows are deleted or updated)",
+                      -1, SQLITE_STATIC);
 }
 
 /* A table name of this connection, else a path. */

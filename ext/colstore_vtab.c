@@ -13,6 +13,7 @@
 ** cursor in colstore_cursor.c, writing in colstore_write.c.
 */
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "colstore_ext.h"
@@ -211,6 +212,34 @@ static int coldef_parse(const char *z, csx_coldefs *d, char **pzErr) {
 }
 
 /* Compares the definitions a user gave with the store's schema. */
+/* A regular file of no bytes (what `touch` or an aborted copy leaves). */
+static bool is_empty_file(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
+}
+
+/* The store a table names is not there.  A relative path is looked up from
+** the current directory, which is not the database file's: a table saved
+** in a database and opened from elsewhere misses its store, so the message
+** gives the path as written, where it was looked for, and suggests an
+** absolute path. */
+static char *missing_store_message(const csx_table *pTab, const char *zWritten, bool create) {
+  char *written = csx_unquote(zWritten, (int)strlen(zWritten));
+  char *where = written && written[0] != '/'
+                    ? sqlite3_mprintf("'%s' (a relative path, looked for from the current directory as %s; an absolute "
+                                      "path opens from any directory)", written, pTab->zPath)
+                    : sqlite3_mprintf("%s", pTab->zPath);
+  sqlite3_free(written);
+  if (!where) return NULL;
+  char *z = create ? sqlite3_mprintf("colstore: %s does not exist; give column definitions to create a new store, e.g. "
+                                     "colstore('%s', a FLOAT64, b INT64)", where, pTab->zPath)
+                   : sqlite3_mprintf("colstore: the store of table %s, %s, does not exist any more; put the file back, or "
+                                     "DROP TABLE %s and create it again with the store's path", pTab->zName, where,
+                                     pTab->zName);
+  sqlite3_free(where);
+  return z;
+}
+
 static int schema_match(const cs_schema *have, const csx_coldefs *want, const char *zPath, char **pzErr) {
   if ((int)have->n_cols != want->n) {
     *pzErr = sqlite3_mprintf("colstore: %s has %u columns but the definition gives %d; omit the column definitions to use the file's schema",
@@ -323,16 +352,19 @@ static int table_init(sqlite3 *db, void *pAux, int argc, const char *const *argv
     rc = crc == CS_ENOENT ? SQLITE_CANTOPEN : csx_rc_to_sqlite(crc);
     goto fail;
   }
-  if (crc == CS_ENOENT && create && defs->n > 0) {
+  /* An empty file given with column definitions becomes the store, as
+  ** SQLite makes a database of an empty file: the new file is renamed over
+  ** it (taking its mode and owner), so nothing else is ever overwritten. */
+  bool empty_file = crc == CS_ENOTSTORE && is_empty_file(pTab->zPath);
+  if ((crc == CS_ENOENT || empty_file) && create && defs->n > 0) {
     cs_schema schema = {(uint32_t)defs->n, defs->cols};
+    cs_writer_options opt = {.replace = empty_file};
     cs_writer *w = NULL;
-    crc = cs_writer_create(pTab->zPath, &schema, NULL, &w, &err);
+    crc = cs_writer_create(pTab->zPath, &schema, &opt, &w, &err);
     if (crc == CS_OK) crc = cs_writer_commit(w, &err);
     if (crc == CS_OK) crc = cs_store_open_with(pTab->zPath, pTab->verify, pTab->cache, &store, &err);
   } else if (crc == CS_ENOENT) {
-    *pzErr = create ? sqlite3_mprintf("colstore: %s does not exist; give column definitions to create a new store, e.g. "
-                                      "colstore('%s', a FLOAT64, b INT64)", pTab->zPath, pTab->zPath)
-                    : sqlite3_mprintf("colstore: %s does not exist any more; table %s cannot be read", pTab->zPath, pTab->zName);
+    *pzErr = missing_store_message(pTab, argv[3], create);
     rc = SQLITE_CANTOPEN;
     goto fail;
   }

@@ -47,7 +47,7 @@ const [modulePath, dir] = process.argv.slice(2);
 const db = new Database(':memory:');
 db.loadExtension(modulePath);
 const store = dir + '/node.cst';
-assert.match(db.prepare('SELECT colstore_version() AS v').get().v, /^colstore \d+\.\d+\.\d+ \(format 1\)$/);
+assert.match(db.prepare('SELECT colstore_version() AS v').get().v, /^colstore \d+\.\d+\.\d+ \(format 1-2: /);
 const n = db.prepare("SELECT colstore_create(?, 'SELECT value AS id, value * 0.25 AS w, ''n'' || value AS tag " +
                      "FROM json_each(''[10, 20, 30]'')') AS n").get(store).n;
 assert.strictEqual(n, 3);

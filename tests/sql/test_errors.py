@@ -10,9 +10,12 @@ Conversions that succeed are checked against a native column of the same
 affinity: the value read back must have the same storage class and bits.
 """
 import os
+import shutil
 import sqlite3
 import struct
+import subprocess
 import sys
+import tempfile
 
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -394,6 +397,89 @@ class FileErrors(cstest.StoreTest):
             self.assertTrue(str(e).startswith("colstore:"), str(e))
         self.assertSqlError(con, "INSERT INTO g VALUES (2)", code=None, contains=(p,))
         self.assertFalse(os.path.exists(p), "a failed INSERT re-created the deleted store")
+
+    def test_an_empty_file_given_definitions_becomes_the_store(self):
+        """As SQLite makes a database of an empty file, CREATE VIRTUAL TABLE
+        with column definitions makes a store of a 0-byte file; without
+        definitions it stays SQLITE_NOTADB (test above)."""
+        con = self.connect()
+        p = self.path("touched.cst")
+        cstest.write_bytes(p, b"")
+        con.execute("CREATE VIRTUAL TABLE e USING colstore('%s', a INT64, b TEXT)" % p)
+        con.execute("INSERT INTO e VALUES (1, 'x'), (2, NULL)")
+        self.assertEqual(con.execute("SELECT rowid, a, b FROM e").fetchall(), [(0, 1, "x"), (1, 2, None)])
+        self.assertEqual(con.execute("SELECT colstore_verify('e')").fetchone()[0], "ok")
+        self.assertGreater(os.path.getsize(p), 0)
+        # A file with bytes in it is never taken over, definitions or not.
+        q = self.path("notes.cst")
+        cstest.write_bytes(q, b"my notes\n")
+        self.assertSqlError(con, "CREATE VIRTUAL TABLE n USING colstore('%s', a INT64)" % q, code=None, contains=(q,))
+        self.assertEqual(cstest.read_bytes(q), b"my notes\n")
+
+    def test_a_relative_store_reopened_from_elsewhere_says_where_it_looked(self):
+        """A table saved in a database file with a relative store path, the
+        database opened from another directory: the error gives the path as
+        written, where it was looked for, and suggests an absolute path."""
+        here = os.getcwd()
+        try:
+            os.chdir(self.dir)
+            con = cstest.connect(self.path("saved.db"))
+            con.execute("CREATE VIRTUAL TABLE r USING colstore('rel.cst', a INT64)")
+            con.execute("INSERT INTO r VALUES (7)")
+            con.commit()
+            con.close()
+            os.mkdir(self.path("elsewhere"))
+            os.chdir(self.path("elsewhere"))
+            con = self.connect("saved.db")
+            msg = self.assertSqlError(con, "SELECT * FROM r", code=None,
+                                      contains=("'rel.cst'", "relative path", os.path.join(self.path("elsewhere"), "rel.cst"),
+                                                "absolute path", "DROP TABLE r"))
+            self.assertIn("table r", msg)
+        finally:
+            os.chdir(here)
+
+    def test_a_write_to_a_store_without_write_permission_says_so(self):
+        """DELETE (and INSERT, UPDATE) on a store the user may read but not
+        write: SQLITE_IOERR naming the file and the permission needed, not
+        'cannot open for appending'.  Root writes anything, so as root a
+        child process drops to nobody after loading the module."""
+        d = tempfile.mkdtemp(prefix="colstore-ro-")
+        try:
+            os.chmod(d, 0o755)
+            p = os.path.join(d, "ro.cst")
+            con = cstest.connect()
+            con.execute("SELECT colstore_create(?, 'SELECT 1 AS a UNION ALL SELECT 2')", (p,)).fetchall()
+            con.close()
+            os.chmod(p, 0o444)
+            before = cstest.read_bytes(p)
+            script = """
+import os, sqlite3, sys
+con = sqlite3.connect(":memory:", isolation_level=None)
+con.enable_load_extension(True)
+con.load_extension(sys.argv[1])
+if os.getuid() == 0:
+    os.setgid(65534)
+    os.setuid(65534)
+con.execute("CREATE VIRTUAL TABLE t USING colstore('%s')" % sys.argv[2])
+for sql in ("DELETE FROM t WHERE a = 1", "INSERT INTO t VALUES (3)", "UPDATE t SET a = 5"):
+    try:
+        con.execute(sql)
+        print("no error:", sql)
+    except sqlite3.Error as e:
+        print(getattr(e, "sqlite_errorname", "?"), str(e))
+print(con.execute("SELECT group_concat(a) FROM t").fetchone()[0])
+"""
+            out = subprocess.run([cstest.PYTHON, "-c", script, cstest.MODULE, p], stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True, timeout=120, env=cstest.child_env()).stdout
+            lines = out.strip().splitlines()
+            self.assertEqual(len(lines), 4, out)
+            for line in lines[:3]:
+                self.assertTrue(line.startswith("SQLITE_IOERR colstore: cannot write to %s" % p), out)
+                self.assertIn("need write permission on the store file", line)
+            self.assertEqual(lines[3], "1,2", out)
+            self.assertEqual(cstest.read_bytes(p), before)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 class FunctionErrors(cstest.StoreTest):
