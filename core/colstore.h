@@ -914,8 +914,13 @@ typedef struct cs_calib_options {
   uint32_t rounds;          /* 1..CS_CALIB_MAX_ROUNDS; 0 = default */
   uint64_t dram_rows;       /* FLOAT64 rows of the DRAM store; 0 = max(64 MiB, 2 x LLC) up to 128 MiB */
   uint64_t resident_rows;   /* rows of the cache-resident store; 0 = 1 MiB of them */
-  int max_threads;          /* thread candidates 1..max; 0 = 2 x cores (at most 8) */
+  int max_threads;          /* thread candidates 1..max; 0 = the online cpus this process may use
+                            ** (at most 8); never more than those */
   const char *scratch_dir;  /* where the temporary stores go; NULL = $TMPDIR or /tmp */
+  /* Called before each sweep (step names the target and the family,
+  ** regime or density; done of total sweeps), e.g. to show progress. */
+  void (*progress)(void *arg, const char *step, int done, int total);
+  void *progress_arg;
 } cs_calib_options;
 
 #define CS_CALIB_MASK_DENSITIES 7
@@ -926,12 +931,14 @@ typedef struct cs_calib_report {
   uint32_t n_threads;                /* thread sweeps: one per kernel family */
   cs_calib_sweep threads[4];
   int threads_pick;                  /* the cap: least total normalized time, ties to fewer */
-  int threads_halves_agree;
+  int threads_halves_agree;          /* 0: result.threads is left -1 (the default stays) */
+  int cpus;                          /* online cpus this process may use: the most threads tried */
   cs_calib_sweep prefetch[CS_REGIME_COUNT]; /* valid with CS_CALIB_PREFETCH */
   cs_calib_sweep mask[CS_CALIB_MASK_DENSITIES]; /* name = density */
   double mask_gate;                  /* lowest density from which mask-native wins throughout; 1 = never */
   int mask_halves_agree;             /* the gate from each half agrees */
-  cs_calibration result;             /* the picks; unmeasured fields -1 */
+  cs_calibration result;             /* the picks; -1 where unmeasured or where the two halves
+                                     ** of the rounds picked differently (too noisy to act on) */
   double seconds;                    /* wall time of the run */
 } cs_calib_report;
 

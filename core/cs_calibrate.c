@@ -4,7 +4,7 @@
 ** and the mask density from which the mask-native gather beats lowering
 ** the mask to positions.
 **
-** Method (docs/DESIGN.md "How we measure", seeds/003 Stage 3).  Every sweep
+** Method (bench/README.md; docs/tuning.md "What is measured").  Every sweep
 ** first runs each candidate once and checks that its output equals the
 ** first candidate's byte for byte; only then does it time.  Timing runs in
 ** interleaved rounds, every candidate once per round (the order rotating
@@ -14,7 +14,12 @@
 ** first candidate (in listed order) within CS_CALIB_TOLERANCE of the best
 ** median, so a difference smaller than the noise never buys more threads or
 ** a prefetch.  Picking again on each half of the rounds tells whether the
-** pick is stable: "halves agree".
+** pick is stable: "halves agree".  A pick whose halves disagree is
+** reported but not applied: the knob keeps its default, since a pick that
+** one half of the run contradicts is noise, and a user who saw threads=3 one
+** run and 1 the next could trust neither.  Thread candidates stop at the
+** online cpus the process may run on: more threads than cpus can only
+** time-share, and a win measured that way is the noise winning.
 **
 ** The data are two temporary stores of one FLOAT64 column, written by the
 ** writer with its default records (the layout real tables have) and
@@ -30,6 +35,7 @@
 ** quiet host).
 */
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,6 +321,23 @@ static uint64_t calib_sorted_rows(uint64_t *out, uint64_t cap, uint64_t n_rows, 
   return k;
 }
 
+/* The cpus this process may run on (its affinity mask), else the online
+** ones: the most threads a pick may name. */
+static int calib_usable_cpus(void) {
+  cpu_set_t set;
+  int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  if (n < 1 || (online > 0 && n > online)) n = online > 0 ? (int)online : 1;
+  return n;
+}
+
+static void calib_progress(const cs_calib_options *opt, const char *target, const char *what, int done, int total) {
+  if (!opt || !opt->progress) return;
+  char step[96];
+  snprintf(step, sizeof step, "%s%s%s", target, *what ? " " : "", what);
+  opt->progress(opt->progress_arg, step, done, total);
+}
+
 cs_rc cs_calibrate(unsigned targets, const cs_calib_options *opt, cs_calib_report *out, cs_err *err) {
   double t_start = calib_now_us();
   memset(out, 0, sizeof *out);
@@ -340,10 +363,12 @@ cs_rc cs_calibrate(unsigned targets, const cs_calib_options *opt, cs_calib_repor
   if (res_rows < 64) res_rows = 64;
   out->dram_bytes = dram_rows * 8;
   out->resident_bytes = res_rows * 8;
-  int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
-  if (cores < 1) cores = 1;
-  int max_threads = opt && opt->max_threads > 0 ? opt->max_threads : 2 * cores;
+  int cores = calib_usable_cpus();
+  out->cpus = cores;
+  int max_threads = opt && opt->max_threads > 0 && opt->max_threads < cores ? opt->max_threads : cores;
   if (max_threads > CS_CALIB_MAX_CAND) max_threads = CS_CALIB_MAX_CAND;
+  int step = 0, steps = ((targets & CS_CALIB_THREADS) ? 4 : 0) + ((targets & CS_CALIB_PREFETCH) ? CS_REGIME_COUNT : 0) +
+                        ((targets & CS_CALIB_MASK) ? CS_CALIB_MASK_DENSITIES : 0);
   const char *dir = opt && opt->scratch_dir ? opt->scratch_dir : getenv("TMPDIR");
   if (!dir || !*dir) dir = "/tmp";
 
@@ -392,6 +417,7 @@ cs_rc cs_calibrate(unsigned targets, const cs_calib_options *opt, cs_calib_repor
       calib_ctx x = {ops[f], dram, f == 1 ? sorted : idx, 0, mask, NULL, obuf, 1, tv, 0, 0};
       x.n = f == 0 ? n_idx : f == 1 ? n_sorted : f == 2 ? n_mask : dram_rows;
       calib_name(&out->threads[f], fam[f], tv, (uint32_t)max_threads);
+      calib_progress(opt, "threads", fam[f], step++, steps);
       rc = cs_calib_sweep_run(calib_run, &x, (uint32_t)max_threads, rounds, 1, &out->threads[f], err);
       if (rc != CS_OK) goto done;
     }
@@ -400,8 +426,8 @@ cs_rc cs_calibrate(unsigned targets, const cs_calib_options *opt, cs_calib_repor
     out->threads_pick = (int)tv[p];
     if (rounds >= 2)
       out->threads_halves_agree = calib_threads_pick(out->threads, 4, 0) == calib_threads_pick(out->threads, 4, 1);
-    out->result.threads = out->threads_pick;
-    fresh_threads = out->threads_pick;
+    out->result.threads = out->threads_halves_agree == 0 ? -1 : out->threads_pick;
+    fresh_threads = out->result.threads > 0 ? out->result.threads : 0;
   }
 
   if (targets & CS_CALIB_PREFETCH) {
@@ -421,9 +447,10 @@ cs_rc cs_calibrate(unsigned targets, const cs_calib_options *opt, cs_calib_repor
                      1,
                      fresh_threads};
       calib_name(&out->prefetch[r], cs_regime_name((cs_regime)r), pv, 6);
+      calib_progress(opt, "prefetch", cs_regime_name((cs_regime)r), step++, steps);
       rc = cs_calib_sweep_run(calib_run, &x, 6, rounds, x.reps, &out->prefetch[r], err);
       if (rc != CS_OK) goto done;
-      out->result.prefetch[r] = (int)pv[out->prefetch[r].pick];
+      out->result.prefetch[r] = out->prefetch[r].halves_agree == 0 ? -1 : (int)pv[out->prefetch[r].pick];
     }
   }
 
@@ -441,13 +468,15 @@ cs_rc cs_calibrate(unsigned targets, const cs_calib_options *opt, cs_calib_repor
       calib_mask_fill(mask, n_mask, mask_densities[d], 7 + (uint64_t)d);
       calib_ctx x = {OP_GATHER_MASK, dram, NULL, n_mask, mask, pos, obuf, 1, mv, 2, fresh_threads};
       calib_name(&out->mask[d], name, mv, 2);
+      calib_progress(opt, "mask", name, step++, steps);
       rc = cs_calib_sweep_run(calib_run, &x, 2, rounds, 1, &out->mask[d], err);
       if (rc != CS_OK) goto done;
     }
     out->mask_gate = calib_mask_gate(out->mask, -1);
     if (rounds >= 2) out->mask_halves_agree = calib_mask_gate(out->mask, 0) == calib_mask_gate(out->mask, 1);
-    out->result.mask_gate = out->mask_gate;
+    out->result.mask_gate = out->mask_halves_agree == 0 ? -1 : out->mask_gate;
   }
+  calib_progress(opt, "done", "", steps, steps);
 
 done:
   cs__kernel_config_override(NULL);

@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "colstore_ext.h"
 
@@ -117,6 +118,14 @@ static void json_sweep(sqlite3_str *s, const cs_calib_sweep *sw, const char *con
   sqlite3_str_appendall(s, "}");
 }
 
+/* A pick whose halves disagreed is not applied (core/cs_calibrate.c): the
+** report says so where the pick is. */
+#define CALIB_KEPT_DEFAULT "default kept: the two halves of the rounds picked differently; rerun on a quiet host or with more rounds"
+
+static void json_applied(sqlite3_str *s, bool applied) {
+  sqlite3_str_appendf(s, ",\"applied\":%s", applied ? "true" : "\"" CALIB_KEPT_DEFAULT "\"");
+}
+
 static void json_report(sqlite3_str *s, const char *target, const cs_calib_report *rep) {
   static const char *const route_names[2] = {"positions", "mask"};
   sqlite3_str_appendf(s, "\"target\":\"%s\",\"rounds\":%u,\"seconds\":%.2f,\"dram_bytes\":%llu,\"resident_bytes\":%llu",
@@ -128,8 +137,9 @@ static void json_report(sqlite3_str *s, const char *target, const cs_calib_repor
       sqlite3_str_appendf(s, "%s\"%s\":", f ? "," : "", rep->threads[f].name);
       json_sweep(s, &rep->threads[f], NULL);
     }
-    sqlite3_str_appendf(s, "},\"pick\":%d,\"halves_agree\":", rep->threads_pick);
+    sqlite3_str_appendf(s, "},\"cpus\":%d,\"pick\":%d,\"halves_agree\":", rep->cpus, rep->threads_pick);
     json_tristate(s, rep->threads_halves_agree);
+    json_applied(s, rep->result.threads >= 0);
     sqlite3_str_appendall(s, "}");
   }
   if (rep->targets & CS_CALIB_PREFETCH) {
@@ -142,10 +152,18 @@ static void json_report(sqlite3_str *s, const char *target, const cs_calib_repor
     }
     sqlite3_str_appendall(s, "},\"pick\":{");
     for (int r = 0; r < CS_REGIME_COUNT; r++)
-      sqlite3_str_appendf(s, "%s\"%s\":%d", r ? "," : "", rep->prefetch[r].name, rep->result.prefetch[r]);
+      sqlite3_str_appendf(s, "%s\"%s\":%d", r ? "," : "", rep->prefetch[r].name,
+                          (int)rep->prefetch[r].value[rep->prefetch[r].pick]);
     sqlite3_str_appendall(s, "},\"halves_agree\":");
     json_tristate(s, agree);
-    sqlite3_str_appendall(s, "}");
+    sqlite3_str_appendall(s, ",\"applied\":{");
+    for (int r = 0; r < CS_REGIME_COUNT; r++) {
+      if (rep->result.prefetch[r] >= 0)
+        sqlite3_str_appendf(s, "%s\"%s\":%d", r ? "," : "", rep->prefetch[r].name, rep->result.prefetch[r]);
+      else
+        sqlite3_str_appendf(s, "%s\"%s\":\"%s\"", r ? "," : "", rep->prefetch[r].name, CALIB_KEPT_DEFAULT);
+    }
+    sqlite3_str_appendall(s, "}}");
   }
   if (rep->targets & CS_CALIB_MASK) {
     sqlite3_str_appendall(s, ",\"mask\":{\"densities\":{");
@@ -156,11 +174,22 @@ static void json_report(sqlite3_str *s, const char *target, const cs_calib_repor
     sqlite3_str_appendf(s, "},\"pick\":%.3f,\"mask_native\":\"%s\",\"halves_agree\":", rep->mask_gate,
                         rep->mask_gate >= 1 ? "disabled" : "enabled");
     json_tristate(s, rep->mask_halves_agree);
+    json_applied(s, rep->result.mask_gate >= 0);
     sqlite3_str_appendall(s, "}");
   }
 }
 
 /* --------------------------------------------------------------- calibrate */
+
+/* Progress on stderr, when it is a terminal (the sqlite3 shell): a run
+** takes seconds to a minute, and silence reads as a hang.  One line,
+** rewritten in place, erased at the end. */
+static void calib_show_progress(void *arg, const char *step, int done, int total) {
+  (void)arg;
+  if (done >= total) fprintf(stderr, "\r%*s\r", 72, "");
+  else fprintf(stderr, "\rcolstore_calibrate: %-40s %2d/%d", step, done + 1, total);
+  fflush(stderr);
+}
 
 static const char calib_targets[] = "all, threads, prefetch, mask, clear";
 
@@ -213,7 +242,7 @@ static void fn_calibrate(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     json_string_or_null(s, have_path ? path : NULL);
     sqlite3_str_appendf(s, ",\"removed\":%s}", removed ? "true" : "false");
   } else {
-    cs_calib_options opt = {rounds, 0, 0, 0, NULL};
+    cs_calib_options opt = {.rounds = rounds, .progress = isatty(2) ? calib_show_progress : NULL};
     cs_calib_report *rep = sqlite3_malloc(sizeof *rep);
     if (!rep) {
       sqlite3_free(sqlite3_str_finish(s));
@@ -234,10 +263,13 @@ static void fn_calibrate(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     cs_calibration merged, cached;
     cs_calibration_current(&merged);
     if (have_path && cs_calibration_load(path, fp, &cached, NULL) == CS_OK && strcmp(fp, here) == 0) merged = cached;
-    if (rep->result.threads >= 1) merged.threads = rep->result.threads;
+    /* A measured knob takes this run's pick, or the default (-1) where the
+    ** halves disagreed: an earlier pick is not kept over a run that
+    ** could not confirm it. */
+    if (targets & CS_CALIB_THREADS) merged.threads = rep->result.threads;
     for (int r = 0; r < CS_REGIME_COUNT; r++)
-      if (rep->result.prefetch[r] >= 0) merged.prefetch[r] = rep->result.prefetch[r];
-    if (rep->result.mask_gate >= 0) merged.mask_gate = rep->result.mask_gate;
+      if (targets & CS_CALIB_PREFETCH) merged.prefetch[r] = rep->result.prefetch[r];
+    if (targets & CS_CALIB_MASK) merged.mask_gate = rep->result.mask_gate;
     cs_err serr = {CS_OK, ""};
     bool saved = have_path && cs_calibration_save(path, here, &merged, &serr) == CS_OK;
     cs_calibration_apply(&merged);

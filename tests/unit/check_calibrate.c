@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "unit_util.h"
 
@@ -304,9 +305,51 @@ END_TEST
 
 /* -------------------------------------------------------------- real run */
 
+typedef struct progress_log {
+  int calls, total, last_done;
+} progress_log;
+
+static void count_progress(void *arg, const char *step, int done, int total) {
+  progress_log *log = arg;
+  ck_assert_ptr_nonnull(step);
+  ck_assert_int_eq(done, log->last_done + 1); /* in order, none skipped */
+  log->calls++;
+  log->total = total;
+  log->last_done = done;
+}
+
+/* More thread candidates than cpus can only time-share: whatever is asked,
+** the sweep stops at the cpus this process may use, and so does the pick;
+** a pick is applied only where the halves of the rounds agree. */
+START_TEST(test_threads_never_past_the_cpus_and_disagreement_keeps_the_default) {
+  char *dir = ut_tmpdir();
+  cs_calib_options opt = {.rounds = 2, .dram_rows = 1u << 14, .resident_rows = 4096, .max_threads = 64, .scratch_dir = dir};
+  cs_calib_report *rep = malloc(sizeof *rep);
+  ck_assert_ptr_nonnull(rep);
+  cs_err err;
+  memset(&err, 0, sizeof err);
+  ck_assert_msg(cs_calibrate(CS_CALIB_THREADS | CS_CALIB_PREFETCH, &opt, rep, &err) == CS_OK, "%s", err.msg);
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  ck_assert_int_ge(rep->cpus, 1);
+  ck_assert_int_le(rep->cpus, online);
+  int want = rep->cpus < CS_CALIB_MAX_CAND ? rep->cpus : CS_CALIB_MAX_CAND;
+  for (uint32_t f = 0; f < rep->n_threads; f++) ck_assert_uint_eq(rep->threads[f].n_cand, (uint32_t)want);
+  ck_assert_int_le(rep->threads_pick, rep->cpus);
+  ck_assert_int_ne(rep->threads_halves_agree, -1);
+  ck_assert_int_eq(rep->result.threads, rep->threads_halves_agree ? rep->threads_pick : -1);
+  for (int r = 0; r < CS_REGIME_COUNT; r++)
+    ck_assert_int_eq(rep->result.prefetch[r],
+                     rep->prefetch[r].halves_agree ? (int)rep->prefetch[r].value[rep->prefetch[r].pick] : -1);
+  free(rep);
+  ut_tmpdir_remove(dir);
+}
+END_TEST
+
 START_TEST(test_tiny_calibration_completes_and_cleans_up) {
   char *dir = ut_tmpdir();
-  cs_calib_options opt = {1, 1u << 15, 4096, 2, dir};
+  progress_log log = {0, 0, -1};
+  cs_calib_options opt = {.rounds = 1, .dram_rows = 1u << 15, .resident_rows = 4096, .max_threads = 2,
+                          .scratch_dir = dir, .progress = count_progress, .progress_arg = &log};
   cs_calib_report *rep = malloc(sizeof *rep);
   ck_assert_ptr_nonnull(rep);
   cs_err err;
@@ -326,6 +369,11 @@ START_TEST(test_tiny_calibration_completes_and_cleans_up) {
   ck_assert(rep->mask_gate >= 0 && rep->mask_gate <= 1);
   ck_assert_str_eq(rep->mask[0].name, "0.001");
   ck_assert_int_eq(ut_dir_entries(dir), 0); /* the scratch stores are gone */
+  /* Progress: each sweep once, in order, then the end (done == total). */
+  ck_assert_int_eq(log.total, 4 + CS_REGIME_COUNT + CS_CALIB_MASK_DENSITIES);
+  ck_assert_int_eq(log.calls, log.total + 1);
+  ck_assert_int_eq(log.last_done, log.total);
+  opt.progress = NULL;
   /* A single target measures only its knob. */
   ck_assert_int_eq(cs_calibrate(CS_CALIB_MASK, &opt, rep, &err), CS_OK);
   ck_assert_int_eq(rep->result.threads, -1);
@@ -371,6 +419,7 @@ static Suite *calibrate_suite(void) {
   tcase_add_checked_fixture(tr, NULL, calibration_teardown);
   tcase_set_timeout(tr, 300);
   tcase_add_test(tr, test_tiny_calibration_completes_and_cleans_up);
+  tcase_add_test(tr, test_threads_never_past_the_cpus_and_disagreement_keeps_the_default);
   suite_add_tcase(s, tr);
   return s;
 }
