@@ -405,7 +405,10 @@ class ReadOwnUpdates(Mirror):
 class RandomUpdates(cstest.StoreTest):
     """Random UPDATE/DELETE/INSERT/ROLLBACK sequences against a native table,
     read after every step, inside transactions too (the connection's own
-    pending UPDATEs and DELETEs, savepoints rolled back)."""
+    pending UPDATEs and DELETEs, savepoints rolled back).  Writes and reads
+    go through _rows and _mask as well (repeats, negatives, deleted
+    positions, beside rowid ranges, IN lists and predicates), the native
+    side naming the same positions with rowid IN."""
 
     QUERIES = ("SELECT rowid, a, f, s FROM {}", "SELECT count(*), sum(a), min(s) FROM {} WHERE a > 500",
                "SELECT rowid, a FROM {} ORDER BY a DESC, rowid LIMIT 5", "SELECT s, count(*) FROM {} GROUP BY s",
@@ -429,6 +432,7 @@ class RandomUpdates(cstest.StoreTest):
                 want = sorted(con.execute(q.format("n")).fetchall(), key=repr)
                 got = sorted(con.execute(q.format("t")).fetchall(), key=repr)
                 self.assertEqual(got, want, "seed %d %s: %s" % (seed, where, q))
+            m.check_selected_read(where)
 
         def write(op):
             lo = rng.randint(0, 999)
@@ -441,13 +445,17 @@ class RandomUpdates(cstest.StoreTest):
                 run("UPDATE {} SET a = -a WHERE a BETWEEN ? AND ?", (lo + 100, lo + 150))
             elif op == "upd_text":
                 run("UPDATE {} SET s = s || ?, f = f + 1 WHERE rowid % 7 = ?", (rng.choice(["", "x", "long" * 20]), rng.randrange(7)))
+            elif op == "upd_sel":       # through _rows/_mask, beside ranges, IN lists, predicates
+                m.run_selected("UPDATE {} SET a = (a + ?) % 1000, s = ?", (rng.randint(1, 50), rng.choice([None, "sel"])))
+            elif op == "del_sel":
+                m.run_selected("DELETE FROM {}")
             else:
                 run("DELETE FROM {} WHERE a BETWEEN ? AND ?", (lo, lo + rng.choice([10, 20])))
 
         for _ in range(3):
             insert(rng.randint(1, 500))
         for step in range(steps):
-            op = rng.choice(["upd", "upd", "upd_rows", "del", "insert", "tx"])
+            op = rng.choice(["upd", "upd", "upd_rows", "upd_sel", "del", "del_sel", "insert", "tx"])
             if op == "insert":
                 insert(rng.randint(1, 100))
             elif op != "tx":
@@ -457,7 +465,8 @@ class RandomUpdates(cstest.StoreTest):
                 con.execute("BEGIN")
                 marks = 0
                 for k in range(rng.randint(2, 6)):
-                    choice = rng.choice(["upd", "upd_rows", "upd_neg", "upd_text", "del", "savepoint", "rollback_to"])
+                    choice = rng.choice(["upd", "upd_rows", "upd_neg", "upd_text", "upd_sel", "del", "del_sel", "savepoint",
+                                         "rollback_to"])
                     if choice == "savepoint":
                         con.execute("SAVEPOINT s%d" % marks)
                         marks += 1
