@@ -307,6 +307,63 @@ MUTATION_QUERIES = [
 ]
 
 
+# -- selections drawn for the random tests (MutationMirror, fuzz_sql's
+# selection rounds): _rows and _mask address positions for reads and writes
+# alike, so a statement through one must do what `rowid IN` of the same
+# positions does on a native table.
+
+def draw_selection(rng, n, exact=True):
+    """A _rows list (repeats, record edges, runs, and, when exact, negative
+    positions) or, when exact, a _mask over n positions: (colstore term
+    with one `?`, its BLOB, the positions it selects in BLOB order,
+    negatives resolved).  Deleted positions are drawn like any other: they
+    must select nothing."""
+    if exact and rng.random() < 0.3:
+        density = rng.choice([0.0, 0.01, 0.2, 0.9])
+        on = [i for i in range(n) if rng.random() < density]
+        mask = bytearray(n)
+        for i in on:
+            mask[i] = rng.choice([1, 7, 255])
+        return "_mask = ?", bytes(mask), on
+    k = rng.choice([0, 1, 3, 20, 100]) if n else 0
+    style = rng.choice(["random", "sorted", "runs", "edges"])
+    ps = [rng.randrange(n) for _ in range(k)]
+    if style == "sorted":
+        ps.sort()
+    elif style == "runs" and k:
+        a = rng.randrange(n)
+        ps = list(range(a, min(n, a + k)))
+    elif style == "edges" and k:
+        ps = [rng.choice([0, n - 1, n // 2, min(n - 1, RECORD_ROWS - 1), min(n - 1, RECORD_ROWS)]) for _ in range(k)]
+    ps += [rng.choice(ps) for _ in range(rng.choice([0, 0, 1, 5]))] if ps else []   # repeats
+    neg = exact and rng.random() < 0.3
+    blob_ps = [p - n if neg and rng.random() < 0.5 else p for p in ps]
+    return "_rows = ?", b"".join(int(p).to_bytes(8, "little", signed=True) for p in blob_ps), ps
+
+
+def draw_beside(rng, ps, mirror_cols=True):
+    """A condition to AND beside a selection of positions ps (None: none):
+    a rowid range, one or two rowid IN lists (literal, IN (SELECT ...)),
+    a comparison of the MutationMirror columns (when mirror_cols), mostly
+    naming rows of ps."""
+    hit = lambda: ps[rng.randrange(len(ps))] if ps and rng.random() < 0.8 else rng.randrange(max(ps or [0]) + 2)
+    lst = lambda: ", ".join(str(hit()) for _ in range(rng.choice([1, 3, 8, 30, 2 * len(ps) + 1])))
+    r = rng.random()
+    if r < 0.2:
+        return None
+    if r < 0.35:
+        a, b = sorted([hit(), hit()])
+        return "rowid BETWEEN %d AND %d" % (a, b)
+    if r < 0.5:
+        return "rowid IN (%s)" % lst()
+    if r < 0.8:
+        return "rowid IN (SELECT value FROM json_each('[%s]')) AND rowid IN (%s)" % (lst(), lst())
+    if not mirror_cols:
+        return "rowid IN (%s) AND rowid IN (SELECT value FROM json_each('[%s]'))" % (lst(), lst())
+    return rng.choice(["a > %d" % rng.randint(0, 999), "s IS NOT NULL", "f < %r" % rng.uniform(0, 500),
+                       "a %% 3 = 1 AND rowid IN (%s)" % lst()])
+
+
 class MutationMirror:
     """The tables MUTATION_QUERIES read, made on con: a native n and a
     colstore t over path with columns a INTEGER, f REAL, s TEXT; insert()
@@ -352,55 +409,14 @@ class MutationMirror:
         return json.loads(self.con.execute("SELECT colstore_info('t')").fetchone()[0])["positions"]
 
     def draw_selection(self):
-        """A _rows list (repeats, negatives, deleted positions, record
-        edges) or a _mask over t's positions: (colstore term, its BLOB,
-        the positions it selects in BLOB order, negatives resolved).
-        Where the count is uncertain (positions()), only committed
-        positions and no negatives or mask."""
-        rng, n = self.rng, self.positions()
+        """draw_selection over t's positions: all of them when their count
+        is certain, else the committed ones, without negatives or masks."""
+        n = self.positions()
         low = n if n is not None else json.loads(self.con.execute("SELECT colstore_info('t')").fetchone()[0])["positions"]
-        if n is not None and rng.random() < 0.3:
-            density = rng.choice([0.0, 0.01, 0.2, 0.9])
-            on = [i for i in range(n) if rng.random() < density]
-            mask = bytearray(n)
-            for i in on:
-                mask[i] = rng.choice([1, 7, 255])
-            return "_mask = ?", bytes(mask), on
-        k = rng.choice([0, 1, 3, 20, 100]) if low else 0
-        style = rng.choice(["random", "sorted", "runs", "edges"])
-        ps = [rng.randrange(low) for _ in range(k)]
-        if style == "sorted":
-            ps.sort()
-        elif style == "runs" and k:
-            a = rng.randrange(low)
-            ps = list(range(a, min(low, a + k)))
-        elif style == "edges" and k:
-            ps = [rng.choice([0, low - 1, low // 2, min(low - 1, RECORD_ROWS - 1), min(low - 1, RECORD_ROWS)])
-                  for _ in range(k)]
-        ps += [rng.choice(ps) for _ in range(rng.choice([0, 0, 1, 5]))] if ps else []   # repeats
-        neg = n is not None and rng.random() < 0.3
-        blob_ps = [p - n if neg and rng.random() < 0.5 else p for p in ps]
-        return "_rows = ?", b"".join(int(p).to_bytes(8, "little", signed=True) for p in blob_ps), ps
+        return draw_selection(self.rng, low, exact=n is not None)
 
     def draw_beside(self, ps):
-        """A condition to AND beside a selection of positions ps: none, a
-        rowid range, one or two rowid IN lists (literal, IN (SELECT ...)),
-        a column comparison."""
-        rng = self.rng
-        hit = lambda: ps[rng.randrange(len(ps))] if ps and rng.random() < 0.8 else rng.randrange(max(ps or [0]) + 2)
-        lst = lambda: ", ".join(str(hit()) for _ in range(rng.choice([1, 2, 5, 30])))
-        r = rng.random()
-        if r < 0.25:
-            return None
-        if r < 0.4:
-            a, b = sorted([hit(), hit()])
-            return "rowid BETWEEN %d AND %d" % (a, b)
-        if r < 0.55:
-            return "rowid IN (%s)" % lst()
-        if r < 0.75:
-            return "rowid IN (SELECT value FROM json_each('[%s]')) AND rowid IN (%s)" % (lst(), lst())
-        return rng.choice(["a > %d" % rng.randint(0, 999), "s IS NOT NULL", "f < %r" % rng.uniform(0, 500),
-                           "a %% 3 = 1 AND rowid IN (%s)" % lst()])
+        return draw_beside(self.rng, ps)
 
     def run_selected(self, verb, params=()):
         """verb ('UPDATE {} SET ...' or 'DELETE FROM {}') WHERE a drawn
