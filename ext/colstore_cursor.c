@@ -154,6 +154,15 @@ typedef struct csx_cursor {
   bool used_mask_route, used_rows_route;
   /* The selection's inputs (colstore_selection.c). */
   csx_selection sel;
+  /* An UPDATE through _rows: SQLite hands xUpdate every row the scan
+  ** delivers, so a position the BLOB repeats would be written (and counted
+  ** in changes()) once per copy.  The cursor learns that it feeds an
+  ** UPDATE at the first xColumn SQLite calls with the nochange flag (every
+  ** UPDATE does, for _rows and _mask at least), and from then on steps
+  ** over a list entry whose position an earlier entry had. */
+  bool rows_list;            /* LIST: pos[] is the _rows BLOB's order, duplicates kept */
+  bool updating;             /* an UPDATE reads this cursor (nochange seen) */
+  uint8_t *repeat;           /* per pos[] index: 1 = an earlier index has the position; NULL: none repeats */
   cs_selector *selector;     /* sel.preds compiled against the store */
   /* Ordered delivery under a LIMIT SQLite did not hand over (K<n>): the
   ** first n in order were selected; if SQLite asks for more (it filters
@@ -211,6 +220,9 @@ static void cursor_clear_filter(csx_cursor *pCur) {
   pCur->order_more = false;
   pCur->order_range = false;
   pCur->distinct_watch = false;
+  sqlite3_free(pCur->repeat);
+  pCur->repeat = NULL;
+  pCur->rows_list = pCur->updating = false;
 }
 
 int csx_close(sqlite3_vtab_cursor *cur) {
@@ -1077,6 +1089,7 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
     }
     /* a deleted position yields no row (a NULL test without deletions) */
     pCur->n_pos = cs_store_filter_deleted(pCur->store, pCur->pos, pCur->n_pos);
+    pCur->rows_list = sel->rows_blob && !ordered;
     pCur->stats.rows_scanned = pCur->n_pos;
     if (ordered && (rc = order_positions(pCur, &plan, true)) != SQLITE_OK) return rc;
     if ((rc = list_ready(pCur, plan.col_used, ordered)) != SQLITE_OK) return rc;
@@ -1151,6 +1164,7 @@ int csx_next(sqlite3_vtab_cursor *cur) {
     if (pCur->rec_dels && range_deleted(pCur)) range_live(pCur);
   } else {
     step(pCur);
+    while (pCur->repeat && !pCur->eof && pCur->repeat[pCur->bufs[pCur->cur].list_base + pCur->at]) step(pCur);
   }
   if (pCur->check_rc) return pCur->check_rc;
   pCur->stats.rows_selected += !pCur->eof;
@@ -1193,6 +1207,44 @@ static const uint8_t *gather_on_demand(csx_cursor *pCur, uint32_t col) {
   return g->out;
 }
 
+struct pos_at {
+  uint64_t row, i; /* pos[i] == row */
+};
+
+static int cmp_pos_at(const void *a, const void *b) {
+  const struct pos_at *x = a, *y = b;
+  if (x->row != y->row) return x->row < y->row ? -1 : 1;
+  return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* xColumn was called with the nochange flag: an UPDATE reads this cursor.
+** A _rows list marks its repeated positions (an earlier entry has the
+** same one), which xNext then steps over: the entries before the current
+** one were delivered already, and a repeat of one that SQLite's own
+** conditions rejected would be rejected as well. */
+static int updating_start(csx_cursor *pCur) {
+  pCur->updating = true;
+  if (!pCur->rows_list || pCur->n_pos < 2) return SQLITE_OK;
+  struct pos_at *a = sqlite3_malloc64(pCur->n_pos * sizeof *a);
+  if (!a) return SQLITE_NOMEM;
+  for (uint64_t i = 0; i < pCur->n_pos; i++) a[i] = (struct pos_at){pCur->pos[i], i};
+  qsort(a, pCur->n_pos, sizeof *a, cmp_pos_at);
+  int rc = SQLITE_OK;
+  for (uint64_t k = 1; k < pCur->n_pos && rc == SQLITE_OK; k++) {
+    if (a[k].row != a[k - 1].row) continue;
+    if (!pCur->repeat) {
+      if (!(pCur->repeat = sqlite3_malloc64(pCur->n_pos))) {
+        rc = SQLITE_NOMEM;
+        break;
+      }
+      memset(pCur->repeat, 0, pCur->n_pos);
+    }
+    pCur->repeat[a[k].i] = 1;
+  }
+  sqlite3_free(a);
+  return rc;
+}
+
 /* _rows and _mask read as the BLOB this cursor was filtered by, so that
 ** SQLite's re-check of `_rows = ?` (a MULTI-INDEX OR plan makes one after
 ** each branch's row) is true exactly for the rows the cursor produced.  A
@@ -1200,13 +1252,16 @@ static const uint8_t *gather_on_demand(csx_cursor *pCur, uint32_t col) {
 ** error, never a NULL that would make the re-check drop every row
 ** (colstore_plan.c keeps such plans out of reach). */
 static int hidden_column(csx_cursor *pCur, sqlite3_context *ctx, int h) {
+  /* An UPDATE that leaves it be (every UPDATE: SET _rows is refused by
+  ** xUpdate), first, so that xUpdate sees the column unchanged rather than
+  ** the BLOB the rows were selected by. */
+  if (sqlite3_vtab_nochange(ctx)) return pCur->updating ? SQLITE_OK : updating_start(pCur);
   const uint8_t *p = h == CSX_HIDDEN_ROWS ? pCur->sel.user_rows : pCur->sel.user_mask;
   uint64_t n = h == CSX_HIDDEN_ROWS ? pCur->sel.user_rows_bytes : pCur->sel.user_mask_bytes;
   if (p) {
     sqlite3_result_blob64(ctx, p, n, SQLITE_STATIC);
     return SQLITE_OK;
   }
-  if (sqlite3_vtab_nochange(ctx)) return SQLITE_OK; /* an UPDATE that leaves it be */
   char *z = sqlite3_mprintf("colstore: %s of table %s is an input, not a value: use it only as `%s = ?` ANDed with the "
                             "rest of the WHERE clause",
                             h == CSX_HIDDEN_ROWS ? "_rows" : "_mask", ((csx_table *)pCur->base.pVtab)->zName,
@@ -1222,7 +1277,8 @@ int csx_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
   /* An UPDATE that does not SET the column: no value is read, and xUpdate
   ** sees it unchanged (checked only in a writing transaction, so reads pay
   ** one load). */
-  if (((const csx_table *)cur->pVtab)->in_write && sqlite3_vtab_nochange(ctx)) return SQLITE_OK;
+  if (((const csx_table *)cur->pVtab)->in_write && sqlite3_vtab_nochange(ctx))
+    return pCur->updating ? SQLITE_OK : updating_start(pCur);
   cs_type t = pCur->cols[i].type;
   if (pCur->shape != SEL_RANGE) {
     const uint8_t *buf = pCur->col_buf[i];

@@ -85,6 +85,14 @@
 ** SQLite never answers `_rows = ? AND (a OR b)` branch by branch, which
 ** would de-duplicate the rows by rowid and lose the order and the
 ** duplicates that _rows promises (tests/sql/test_plan_shapes.py).
+**
+** For the same reason no `=` that may be an IN list is taken beside
+** _rows.  An IN list taken as `=` (a second rowid IN, the first being the
+** I slot; or any list where sqlite3_vtab_in cannot tell, see
+** eq_may_be_list) makes SQLite call xFilter once per list value, and the
+** rows then come in the list's order, each value's rows together.  Beside
+** _rows such a term is left to SQLite's per-row check; elsewhere it is
+** taken (the answer is a set, and one seek per value is cheap).
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,6 +179,17 @@ bool csx_plan_take_pred(sqlite3_index_info *pInfo, int i, cs_type t, int src_col
   return true;
 }
 
+/* May the `=` constraint i be an IN list that SQLite would walk value by
+** value, calling xFilter once per value?  sqlite3_vtab_in tells only for
+** constraints 0..31 from SQLite 3.38 on (it keeps IN in a 32-bit mask);
+** past them, or before 3.38, only a known right-hand side (a literal) is
+** surely not a list: an IN term has none. */
+static bool eq_may_be_list(sqlite3_index_info *pInfo, int i) {
+  if (sqlite3_libversion_number() < 3038000) return true;
+  sqlite3_value *rhs = NULL;
+  return i >= 32 && !(sqlite3_vtab_rhs_value(pInfo, i, &rhs) == SQLITE_OK && rhs);
+}
+
 /* Does colUsed name column c?  Past 62 it only says "some column from 63
 ** on"; *exact tells whether the answer is certain. */
 static bool col_used(sqlite3_uint64 col_used_mask, int c, bool *exact) {
@@ -238,7 +257,7 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   int n_cons = pInfo->nConstraint;
   double n = (double)cs_store_rows(pTab->snap->store);
   int i_eq = -1, i_lo = -1, i_hi = -1, i_in = -1, i_rows = -1, i_mask = -1, i_limit = -1, i_offset = -1;
-  int i_rows2 = -1, i_mask2 = -1;
+  int i_rows2 = -1, i_mask2 = -1, i_eq_list = -1;
   bool all_taken = true;
   bool in_ok = sqlite3_libversion_number() >= 3038000;
 
@@ -250,8 +269,10 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     if (!c->usable) continue;
     int op = c->op;
     if (c->iColumn == -1) {
-      if (op == SQLITE_INDEX_CONSTRAINT_EQ && in_ok && i_in < 0 && sqlite3_vtab_in(pInfo, i, -1)) i_in = i;
-      else if (op == SQLITE_INDEX_CONSTRAINT_EQ && i_eq < 0) i_eq = i;
+      bool in_list = op == SQLITE_INDEX_CONSTRAINT_EQ && in_ok && sqlite3_vtab_in(pInfo, i, -1);
+      if (in_list && i_in < 0) i_in = i;
+      else if (op == SQLITE_INDEX_CONSTRAINT_EQ && !in_list && !eq_may_be_list(pInfo, i) && i_eq < 0) i_eq = i;
+      else if (op == SQLITE_INDEX_CONSTRAINT_EQ && i_eq_list < 0) i_eq_list = i;
       else if ((op == SQLITE_INDEX_CONSTRAINT_GT || op == SQLITE_INDEX_CONSTRAINT_GE) && i_lo < 0) i_lo = i;
       else if ((op == SQLITE_INDEX_CONSTRAINT_LT || op == SQLITE_INDEX_CONSTRAINT_LE) && i_hi < 0) i_hi = i;
     } else if (c->iColumn >= n_cols && c->iColumn < n_cols + CSX_N_HIDDEN) {
@@ -268,6 +289,9 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
       i_offset = i;
     }
   }
+  /* An `=` that is, or may be, a list SQLite walks value by value (a
+  ** second rowid IN): taken only when no _rows order is at stake. */
+  if (i_eq < 0 && i_rows < 0) i_eq = i_eq_list;
   /* A rowid = beats a rowid IN; one exact row needs nothing else. */
   if (i_eq >= 0) i_in = -1;
   bool positions = i_in >= 0 || i_rows >= 0;
@@ -346,13 +370,11 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     }
     bool taken = false;
     /* argv slots are bounded (CSX_MAX_SLOTS); keep room for LIMIT/OFFSET */
-    /* Past constraint 31 sqlite3_vtab_in cannot tell an IN list from `=`
-    ** (SQLite keeps IN in a 32-bit mask): taking it as `=` would make
-    ** SQLite call xFilter once per member, nested for several lists.  So
-    ** there only an `=` with a known right-hand side (a literal) is taken. */
-    sqlite3_value *rhs = NULL;
-    bool in_unknown = i >= 32 && c->op == SQLITE_INDEX_CONSTRAINT_EQ &&
-                      !(in_ok && sqlite3_vtab_rhs_value(pInfo, i, &rhs) == SQLITE_OK && rhs);
+    /* Past constraint 31 sqlite3_vtab_in cannot tell an IN list from `=`:
+    ** taking it as `=` would make SQLite call xFilter once per member,
+    ** nested for several lists.  So there only an `=` with a known
+    ** right-hand side (a literal) is taken. */
+    bool in_unknown = i >= 32 && c->op == SQLITE_INDEX_CONSTRAINT_EQ && eq_may_be_list(pInfo, i);
     if (c->iColumn >= 0 && c->iColumn < n_cols && !positions && i_eq < 0 && argv_i < CSX_MAX_SLOTS - 4 && !in_unknown) {
       const cs_column *col = &schema->cols[c->iColumn];
       if (csx_plan_take_pred(pInfo, i, col->type, c->iColumn, col->name, &argv_i, slots, words, any_pred, &rows, false)) {

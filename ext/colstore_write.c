@@ -53,6 +53,14 @@
 ** counts alone because the lists only grow between two reads; a savepoint
 ** rollback that shrinks them drops it.
 **
+** An UPDATE through `_rows` or `_mask` selects with them like a SELECT;
+** SQLite then hands xUpdate every column, and a selection column not in
+** the SET list comes as nochange (its xColumn gives nothing to an UPDATE,
+** though it reads back its BLOB otherwise), so any other value means the
+** statement SETs it, which is refused.  A position the BLOB repeats is
+** delivered once to an UPDATE (colstore_cursor.c), so it is written and
+** counted once, as a DELETE's are (SQLite's RowSet drops repeated rowids).
+**
 ** At xSync the updates go to the writer before the deletions: a row a
 ** transaction updated and then deleted is a legal sequence (the update
 ** read it before it was deleted), while the writer refuses to update a row
@@ -222,12 +230,16 @@ static int update_row(csx_table *pTab, int argc, sqlite3_value **argv) {
   if (r < 0 || (uint64_t)r >= positions_now(pTab))
     return csx_vtab_error(pVtab, SQLITE_ERROR, "colstore: table %s has no row %lld to update", pTab->zName, (long long)r);
   bool ins = (uint64_t)r >= cs_store_rows(pTab->snap->store);
-  for (int h = 0; h < CSX_N_HIDDEN; h++) {
-    sqlite3_value *v = argv[2 + schema->n_cols + h];
-    if (!sqlite3_value_nochange(v) && sqlite3_value_type(v) != SQLITE_NULL)
-      return csx_vtab_error(pVtab, SQLITE_ERROR, "colstore: %s is a selection column of table %s; it cannot be SET",
-                            h == CSX_HIDDEN_ROWS ? "_rows" : "_mask", pTab->zName);
-  }
+  /* A selection column the statement does not SET comes as nochange: its
+  ** xColumn answers nothing to an UPDATE (colstore_cursor.c), whatever the
+  ** cursor was filtered by.  Anything else, NULL and the very BLOB the rows
+  ** were selected by included, was written in the SET list. */
+  for (int h = 0; h < CSX_N_HIDDEN; h++)
+    if (!sqlite3_value_nochange(argv[2 + schema->n_cols + h]))
+      return csx_vtab_error(pVtab, SQLITE_ERROR,
+                            "colstore: %s is a selection column of table %s and cannot be SET; use it in the WHERE clause "
+                            "(WHERE %s = ?) to choose the rows to update, and SET only the table's own columns",
+                            h == CSX_HIDDEN_ROWS ? "_rows" : "_mask", pTab->zName, h == CSX_HIDDEN_ROWS ? "_rows" : "_mask");
   uint8_t set[256], *setp = schema->n_cols <= sizeof set ? set : sqlite3_malloc64(schema->n_cols);
   if (!setp) return SQLITE_NOMEM;
   bool any = false;

@@ -308,6 +308,63 @@ MUTATION_QUERIES = [
 ]
 
 
+# -- selections drawn for the random tests (MutationMirror, fuzz_sql's
+# selection rounds): _rows and _mask address positions for reads and writes
+# alike, so a statement through one must do what `rowid IN` of the same
+# positions does on a native table.
+
+def draw_selection(rng, n, exact=True):
+    """A _rows list (repeats, record edges, runs, and, when exact, negative
+    positions) or, when exact, a _mask over n positions: (colstore term
+    with one `?`, its BLOB, the positions it selects in BLOB order,
+    negatives resolved).  Deleted positions are drawn like any other: they
+    must select nothing."""
+    if exact and rng.random() < 0.3:
+        density = rng.choice([0.0, 0.01, 0.2, 0.9])
+        on = [i for i in range(n) if rng.random() < density]
+        mask = bytearray(n)
+        for i in on:
+            mask[i] = rng.choice([1, 7, 255])
+        return "_mask = ?", bytes(mask), on
+    k = rng.choice([0, 1, 3, 20, 100]) if n else 0
+    style = rng.choice(["random", "sorted", "runs", "edges"])
+    ps = [rng.randrange(n) for _ in range(k)]
+    if style == "sorted":
+        ps.sort()
+    elif style == "runs" and k:
+        a = rng.randrange(n)
+        ps = list(range(a, min(n, a + k)))
+    elif style == "edges" and k:
+        ps = [rng.choice([0, n - 1, n // 2, min(n - 1, RECORD_ROWS - 1), min(n - 1, RECORD_ROWS)]) for _ in range(k)]
+    ps += [rng.choice(ps) for _ in range(rng.choice([0, 0, 1, 5]))] if ps else []   # repeats
+    neg = exact and rng.random() < 0.3
+    blob_ps = [p - n if neg and rng.random() < 0.5 else p for p in ps]
+    return "_rows = ?", b"".join(int(p).to_bytes(8, "little", signed=True) for p in blob_ps), ps
+
+
+def draw_beside(rng, ps, mirror_cols=True):
+    """A condition to AND beside a selection of positions ps (None: none):
+    a rowid range, one or two rowid IN lists (literal, IN (SELECT ...)),
+    a comparison of the MutationMirror columns (when mirror_cols), mostly
+    naming rows of ps."""
+    hit = lambda: ps[rng.randrange(len(ps))] if ps and rng.random() < 0.8 else rng.randrange(max(ps or [0]) + 2)
+    lst = lambda: ", ".join(str(hit()) for _ in range(rng.choice([1, 3, 8, 30, 2 * len(ps) + 1])))
+    r = rng.random()
+    if r < 0.2:
+        return None
+    if r < 0.35:
+        a, b = sorted([hit(), hit()])
+        return "rowid BETWEEN %d AND %d" % (a, b)
+    if r < 0.5:
+        return "rowid IN (%s)" % lst()
+    if r < 0.8:
+        return "rowid IN (SELECT value FROM json_each('[%s]')) AND rowid IN (%s)" % (lst(), lst())
+    if not mirror_cols:
+        return "rowid IN (%s) AND rowid IN (SELECT value FROM json_each('[%s]'))" % (lst(), lst())
+    return rng.choice(["a > %d" % rng.randint(0, 999), "s IS NOT NULL", "f < %r" % rng.uniform(0, 500),
+                       "a %% 3 = 1 AND rowid IN (%s)" % lst()])
+
+
 class MutationMirror:
     """The tables MUTATION_QUERIES read, made on con: a native n and a
     colstore t over path with columns a INTEGER, f REAL, s TEXT; insert()
@@ -316,6 +373,7 @@ class MutationMirror:
 
     def __init__(self, tc, con, path, rng, seed):
         self.tc, self.con, self.rng, self.seed = tc, con, rng, seed
+        self.tx_inserts = False   # rows inserted by the open transaction (positions() is then unsure)
         con.execute("CREATE TABLE n (a INTEGER, f REAL, s TEXT)")
         con.execute("CREATE VIRTUAL TABLE t USING colstore('%s', a INT32, f FLOAT64, s TEXT)" % path)
 
@@ -325,6 +383,7 @@ class MutationMirror:
         rng = self.rng
         vals = [(rng.randint(0, 999), rng.choice([None, rng.uniform(0, 500)]), rng.choice([None, "s%d" % rng.randint(0, 5)]))
                 for _ in range(k)]
+        self.tx_inserts = self.tx_inserts or self.con.in_transaction
         self.con.executemany("INSERT INTO t (a, f, s) VALUES (?, ?, ?)", vals)
         base = self.con.execute("SELECT last_insert_rowid()").fetchone()[0] - k + 1
         self.con.executemany("INSERT INTO n (rowid, a, f, s) VALUES (?, ?, ?, ?)", [(base + i,) + v for i, v in enumerate(vals)])
@@ -335,6 +394,62 @@ class MutationMirror:
         a = self.con.execute(sql.format("n"), params).rowcount
         b = self.con.execute(sql.format("t"), params).rowcount
         self.tc.assertEqual(a, b, "seed %d: %s %r" % (self.seed, sql, params))
+
+    # -- selections: _rows and _mask address positions for reads and writes
+    # alike (SQL-CONTRACT "Writing"), so a write through one must change
+    # what `rowid IN` of the same positions changes on the native table.
+
+    def positions(self):
+        """t's position count when it is certain, else None: inside a
+        transaction that inserted rows, colstore_info counts only the
+        committed ones."""
+        if not self.con.in_transaction:
+            self.tx_inserts = False
+        if self.tx_inserts:
+            return None
+        return json.loads(self.con.execute("SELECT colstore_info('t')").fetchone()[0])["positions"]
+
+    def draw_selection(self):
+        """draw_selection over t's positions: all of them when their count
+        is certain, else the committed ones, without negatives or masks."""
+        n = self.positions()
+        low = n if n is not None else json.loads(self.con.execute("SELECT colstore_info('t')").fetchone()[0])["positions"]
+        return draw_selection(self.rng, low, exact=n is not None)
+
+    def draw_beside(self, ps):
+        return draw_beside(self.rng, ps)
+
+    def run_selected(self, verb, params=()):
+        """verb ('UPDATE {} SET ...' or 'DELETE FROM {}') WHERE a drawn
+        selection (and a condition beside it) on t, WHERE rowid IN the same
+        positions on n; the changes() must agree."""
+        term, blob, ps = self.draw_selection()
+        beside = self.draw_beside(ps)
+        extra = " AND (%s)" % beside if beside else ""
+        # the selection as the first or the last AND term
+        where = term + extra if not beside or self.rng.random() < 0.5 else "(%s) AND %s" % (beside, term)
+        cs = "%s WHERE %s" % (verb.format("t"), where)
+        nat = "%s WHERE rowid IN (SELECT value FROM json_each(?))%s" % (verb.format("n"), extra)
+        a = self.con.execute(nat, tuple(params) + (json.dumps(ps),)).rowcount
+        b = self.con.execute(cs, tuple(params) + (blob,)).rowcount
+        self.tc.assertEqual(b, a, "seed %d: %s %r, positions %r" % (self.seed, cs, params, ps))
+
+    def check_selected_read(self, where):
+        """A drawn _rows selection (with a condition beside it: IN lists
+        above all) read on t in BLOB order equals n's rows at those
+        positions in that order, repeats kept; a _mask, as a set."""
+        term, blob, ps = self.draw_selection()
+        beside = self.draw_beside(ps)
+        extra = " AND (%s)" % beside if beside else ""
+        got = self.con.execute("SELECT rowid, a, f, s FROM t WHERE %s%s" % (term, extra), (blob,)).fetchall()
+        if term.startswith("_rows"):
+            want = self.con.execute("SELECT n.rowid, a, f, s FROM json_each(?) AS j CROSS JOIN n ON n.rowid = j.value "
+                                    "WHERE 1%s ORDER BY j.key" % extra.replace("rowid", "n.rowid"), (json.dumps(ps),)).fetchall()
+        else:
+            got = sorted(got, key=repr)
+            want = sorted(self.con.execute("SELECT rowid, a, f, s FROM n WHERE rowid IN (SELECT value FROM json_each(?))%s"
+                                           % extra, (json.dumps(ps),)).fetchall(), key=repr)
+        self.tc.assertEqual(got, want, "seed %d %s: SELECT ... WHERE %s%s, positions %r" % (self.seed, where, term, extra, ps))
 
 
 def assert_mirrored(tc, con, where, queries=MUTATION_QUERIES, other=None):

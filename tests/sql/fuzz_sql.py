@@ -99,6 +99,14 @@ WHY EACH PART IS BUILT THE WAY IT IS.
   or not (the table's orig covers every position: colstore_info's
   `positions`).
 
+* Selections meet what SQLite does around them: a query shape (rows_in)
+  puts a `_rows` selection beside one to three IN lists (literal, json_each,
+  a subquery over T or U, a column IN the selected rows' values), at times
+  after more than 32 other terms, compared in BLOB order; and some rounds
+  are selection rounds (P_DML_ROUND, DmlRound): UPDATEs and DELETEs through
+  `_rows`/`_mask` beside ranges, IN lists and WHERE leaves, in transactions
+  and savepoints, compared with the mirror written through rowid IN.
+
 * Only deterministic queries are drawn, else the comparison would lie: a
   LIMIT comes with an ORDER BY made total by rowid tie-breaks (or with a
   `_rows` order); no bare columns beside aggregates; float sums and averages
@@ -1565,7 +1573,8 @@ class Gen:
             shape = rng.choice(["agg", "agg", "agg", "rows"])
         else:
             shape = rng.choice(["simple"] * 4 + ["rows"] * 3 + ["agg", "group", "group", "join", "join", "join",
-                                                                  "derived", "cte", "compound", "many"])
+                                                                  "derived", "cte", "compound", "many"]
+                               + ["rows_in"] * 3)
         s = getattr(self, "q_" + shape)()
         return s, self.params
 
@@ -1631,6 +1640,62 @@ class Gen:
             sc = base_scope(s.frm[0].alias, self.tables[s.frm[0].key])
             orr = ("or", [self.atom([sc], [], 1), self.atom([sc], [], 1)])
             s.where = orr if s.where is None else ("and", [s.where, orr])
+        return s
+
+    def q_rows_in(self):
+        """A _rows selection beside one to three IN lists (issue 20): SQLite
+        walks a list it is not handed whole value by value, one xFilter
+        per value, and the rows would come in the list's order, not the
+        BLOB's.  The lists mostly name rows of the selection, so that rows
+        survive: rowid IN a literal list, IN (SELECT value FROM
+        json_each(...)), IN (SELECT rowid FROM U or T), a column IN the
+        selected rows' values; a third of the time after more than 32
+        other terms, where sqlite3_vtab_in cannot tell a list from `=`.
+        Read without ORDER BY, the answer compares in BLOB order."""
+        rng = self.rng
+        s = self.q_simple(p_sel=1.0)
+        ref = s.frm[0]
+        t = self.tables[ref.key]
+        if not t.n:
+            return s
+        if ref.sel is None or ref.sel.rows is None:
+            idx = [rng.randrange(t.n) for _ in range(rng.choice([5, 20, 100]))]
+            ref.sel = Selection([(t.orig[i], rng.random() < 0.2) for i in idx],
+                                ref.sel.mask if ref.sel is not None else None, rng.choice(["first", "last", "tvf"]))
+        pos = {o: i for i, o in enumerate(t.orig)}
+        hits = [pos[o] for o, _ in ref.sel.rows] or [0]
+        sc = base_scope(ref.alias, t)
+        rid = "%s.rowid" % ref.alias
+
+        def lst():
+            k = rng.choice([2, 5, 20, 60])
+            return ", ".join(str(rng.choice(hits) if rng.random() < 0.85 else rng.randrange(t.n + 1)) for _ in range(k))
+
+        terms = []
+        for _ in range(rng.choice([1, 2, 2, 3])):
+            form = rng.choice(["lit", "lit", "json", "sub", "col"])
+            if form == "lit":
+                terms.append(Leaf("%s IN (%s)" % (rid, lst())))
+            elif form == "json":
+                terms.append(Leaf("%s IN (SELECT value FROM json_each('[%s]'))" % (rid, lst())))
+            elif form == "sub":
+                key = rng.choice(["U", "T"])
+                sa = self.alias("s")
+                sub = Select()
+                sub.frm = [Ref("table", sa, key=key)]
+                sub.items = [Leaf(rng.choice(["%s.rowid", "%s.rowid + 1", "%s.rowid / 2"]) % sa)]
+                if rng.random() < 0.5:
+                    sub.where = self.where([base_scope(sa, self.tables[key])], [], 1, 2)
+                terms.append(Leaf("%s IN {0}" % rid, [sub]))
+            else:
+                c = rng.randrange(len(t.cols))
+                vals = [t.exps[rng.choice(hits)][c] for _ in range(rng.choice([1, 3, 8]))]
+                terms.append(Leaf("%s IN (%s)" % (sc.ref(c), ", ".join(self.value(v) for v in vals))))
+        pad = [self.wide_atom(sc) for _ in range(rng.randint(33, 40))] if rng.random() < 0.33 else []
+        keep = [s.where] if s.where is not None and rng.random() < 0.3 else []
+        s.where = ("and", pad + terms + keep)
+        if rng.random() < 0.8:   # compared in BLOB order
+            s.order, s.limit, s.offset, s.distinct = [], None, None, False
         return s
 
     def q_agg(self):
@@ -2494,6 +2559,7 @@ class Stats:
         self.deleting = {}        # deletion mode: tables built with it
         self.deletes = 0          # DELETE statements compared
         self.on_deleted = 0       # queries naming a table with deletions
+        self.dml_rounds = self.dml_writes = self.dml_reads = 0   # selection rounds, their writes and reads
 
     def line(self):
         dels = ""
@@ -2501,6 +2567,9 @@ class Stats:
             dels = "; deletions on %d tables (%s), %d DELETEs, %d queries over them" % (
                 sum(v for k, v in self.deleting.items() if k != "compacted"), ", ".join("%s %d" % kv for kv in sorted(self.deleting.items())),
                 self.deletes, self.on_deleted)
+        if self.dml_rounds:
+            dels += "; %d selection rounds: %d UPDATE/DELETE through _rows/_mask, %d _rows/_mask reads" % (
+                self.dml_rounds, self.dml_writes, self.dml_reads)
         return ("%d queries (%d with rows, %d rows compared, %d skipped, %d slow), %d rounds, %d tables, "
                 "%d failure(s)%s" % (self.queries, self.nonempty, self.rows, self.skipped, self.slow, self.rounds,
                                      self.tables, len(self.failures), dels))
@@ -2617,6 +2686,199 @@ def count_query(key):
     return s
 
 
+# ------------------------------------------------------- selection rounds
+#
+# Some rounds write through _rows and _mask instead of querying (issue 20:
+# an UPDATE through a selection was refused, and nothing here wrote through
+# one but DELETE).  Such a round builds the round's tables as any other,
+# takes one that can be written (not a dataset), and runs a random sequence
+# of UPDATEs and DELETEs whose WHERE is a selection (repeated, negative,
+# deleted and record-edge positions, or a mask) ANDed with rowid ranges,
+# one or two rowid IN lists (literal, IN (SELECT ...)), a WHERE leaf drawn
+# as for queries, and sometimes more than 32 other terms; inside
+# transactions and savepoints too.  The mirror names the same positions
+# with rowid IN, so the two must report the same changes() and then hold
+# the same rows; reads of a _rows selection beside IN lists are compared
+# in BLOB order between the writes.  A position out of range or a mask of
+# the wrong length must fail with the error a SELECT gives and change
+# nothing.  The table model (exps) is not updated, so these rounds run no
+# tree queries: the mirror is the reference.  Everything is drawn from
+# (seed, round), so `--seed S --start-round R` runs the failing round
+# first; a failure prints every statement of the round so far.
+
+P_DML_ROUND = 0.15
+DML_FULL_COMPARE = 30000   # rows: above, a write compares the rows it named and the count
+
+
+def dml_round_drawn(seed, round_no, opts):
+    """Whether round round_no is a selection round (its own stream)."""
+    return not opts.self_test and random.Random("fuzz_sql dml %d/%d" % (seed, round_no)).random() < P_DML_ROUND
+
+
+class DmlRound:
+    """One selection round's statements on colstore table t and its mirror."""
+
+    def __init__(self, con, t, rng, seed, round_no):
+        self.con, self.t, self.rng, self.seed, self.round_no = con, t, rng, seed, round_no
+        self.n = json.loads(con.execute("SELECT colstore_info(?)", (t.cs_name,)).fetchone()[0])["positions"]
+        self.cols = ", ".join(c.name for c in t.cols)
+        self.log = []             # the statements run, for the report
+        self.writes = self.reads = 0
+        self.savepoints = []
+
+    def run(self, sql, params):
+        self.log.append("%s  %r" % (sql, params))
+        return self.con.execute(sql, params)
+
+    def fail(self, step, detail):
+        raise AssertionError("SELECTION DML FAILURE: seed %d round %d step %d (table %s): %s\n"
+                             "rerun: fuzz_sql.py --seed %d --start-round %d --no-fork\nstatements:\n  %s" % (
+                                 self.seed, self.round_no, step, self.t.describe(), detail, self.seed, self.round_no,
+                                 clip("\n  ".join(self.log[-60:]), 12000)))
+
+    def where(self, params, nat_params):
+        """(colstore WHERE, native WHERE, positions, expected error code):
+        the selection, what is ANDed beside it, in a random order."""
+        rng, t = self.rng, self.t
+        term, blob, ps = cstest.draw_selection(rng, self.n)
+        expect = None
+        if rng.random() < 0.05:     # a bad selection: the SELECT's error, nothing changed
+            if term.startswith("_mask"):
+                blob, expect = blob[:-1] if blob else b"\x01", "SQLITE_MISMATCH"
+            else:
+                blob += struct.pack("<q", rng.choice([self.n, -self.n - 1, 2**62]))
+                expect = "SQLITE_RANGE"
+        params["sel"], nat_params["ps"] = blob, json.dumps(ps)
+        gen = Gen(rng, {"T": t, "U": t}, [])
+        gen.params = params        # named p0, p1 ...: beside the round's own names
+        sc = base_scope("d", t)
+        others = []
+        beside = cstest.draw_beside(rng, ps, mirror_cols=False)
+        if beside:
+            others.append(beside)
+        # (a WHERE leaf may be false without reading the table, `c IN ()`:
+        # SQLite then never hands the selection over, so not beside a bad one)
+        if rng.random() < 0.4 and not expect:
+            others.append(Render({}, {}).tree(gen.atom([sc], [], 2)))
+        if rng.random() < 0.15 and not expect:     # the selection past constraint 31
+            others = [Render({}, {}).tree(gen.wide_atom(sc)) for _ in range(rng.randint(33, 38))] + others
+        at = rng.randint(0, len(others))
+        cs = others[:at] + [term.replace("?", ":sel")] + others[at:]
+        nat = ["d.rowid IN (SELECT value FROM json_each(:ps))"] + others
+        for k, v in params.items():
+            if k != "sel":
+                nat_params[k] = v
+        return " AND ".join("(%s)" % x for x in cs), " AND ".join("(%s)" % x for x in nat), ps, expect
+
+    def sets(self, params):
+        """A SET list of one to three columns: NULL, a value the column
+        holds (stored exactly alike on both sides), itself, or a CASE."""
+        rng, t = self.rng, self.t
+        out = []
+        for c in rng.sample(range(len(t.cols)), rng.randint(1, min(3, len(t.cols)))):
+            col = t.cols[c]
+            vals = t.values(c)
+            name = "sv%d" % len(out)
+            forms = ["{c}"] + (["NULL"] if not col.notnull else [])
+            if vals:
+                params[name] = rng.choice(vals)
+                forms += [":%s" % name] * 3 + ["CASE WHEN d.rowid %% 2 = 0 THEN :%s ELSE {c} END" % name]
+            out.append("%s = %s" % (col.name, rng.choice(forms).format(c=col.name)))
+        return ", ".join(out)
+
+    def write(self, step):
+        rng, t = self.rng, self.t
+        params, nat_params = {}, {}
+        update = rng.random() < 0.7
+        sets = self.sets(params) if update else None
+        w_cs, w_nat, ps, expect = self.where(params, nat_params)
+        head = "UPDATE %s AS d SET %s" if update else "DELETE FROM %s AS d"
+        cs_sql = (head % ((t.cs_name, sets) if update else (t.cs_name,))) + " WHERE " + w_cs
+        nat_sql = (head % ((t.nat_name, sets) if update else (t.nat_name,))) + " WHERE " + w_nat
+        got = want = None
+        try:
+            got = self.run(cs_sql, params).rowcount
+        except sqlite3.Error as e:
+            got = e
+        if expect:
+            if not isinstance(got, sqlite3.Error) or getattr(got, "sqlite_errorname", "") != expect or \
+                    not str(got).startswith("colstore:"):
+                self.fail(step, "%s\nwith a bad selection gave %r, expected a colstore: %s error" % (cs_sql, got, expect))
+            return ps
+        try:
+            want = self.run(nat_sql, nat_params).rowcount
+        except sqlite3.Error as e:
+            want = e
+        if isinstance(got, sqlite3.Error) != isinstance(want, sqlite3.Error) or \
+                (not isinstance(got, sqlite3.Error) and got != want):
+            self.fail(step, "%s\n  colstore: %r\n  native:   %r (%s)" % (cs_sql, got, want, nat_sql))
+        self.writes += 1
+        return ps
+
+    def compare(self, step, ps, what):
+        cs, nat = self.t.cs_name, self.t.nat_name
+        if self.t.n <= DML_FULL_COMPARE:
+            q, params = "SELECT rowid, %s FROM %%s ORDER BY rowid" % self.cols, ()
+        else:
+            q = "SELECT rowid, %s FROM %%s WHERE rowid IN (SELECT value FROM json_each(?)) ORDER BY rowid" % self.cols
+            params = (json.dumps(ps),)
+            a, b = (self.con.execute("SELECT count(*) FROM %s" % x).fetchone() for x in (cs, nat))
+            if a != b:
+                self.fail(step, "after %s: %s rows on colstore, %s on native" % (what, a, b))
+        got, want = self.con.execute(q % cs, params).fetchall(), self.con.execute(q % nat, params).fetchall()
+        if not same_rows(want, got, True):
+            self.fail(step, "after %s the tables differ:\n%s" % (what, diff_text(want, got, True)))
+
+    def read(self, step):
+        """A _rows selection beside IN lists (or a mask), read in BLOB order."""
+        rng, t = self.rng, self.t
+        term, blob, ps = cstest.draw_selection(rng, self.n)
+        beside = cstest.draw_beside(rng, ps, mirror_cols=False) or "1"
+        got = self.con.execute("SELECT rowid, %s FROM %s WHERE %s AND (%s)" % (self.cols, t.cs_name, term, beside),
+                               (blob,)).fetchall()
+        if term.startswith("_rows"):
+            want = self.con.execute(
+                "SELECT m.rowid, %s FROM json_each(?) AS j CROSS JOIN %s AS m ON m.rowid = j.value WHERE %s "
+                "ORDER BY j.key" % (", ".join("m." + c.name for c in t.cols), t.nat_name, beside.replace("rowid", "m.rowid")),
+                (json.dumps(ps),)).fetchall()
+        else:
+            want = self.con.execute("SELECT rowid, %s FROM %s WHERE rowid IN (SELECT value FROM json_each(?)) AND (%s)"
+                                    % (self.cols, t.nat_name, beside), (json.dumps(ps),)).fetchall()
+        ordered = term.startswith("_rows")
+        if not same_rows(want, got, ordered):
+            self.fail(step, "SELECT ... WHERE %s AND (%s), positions %r:\n%s" % (term, beside, ps[:50],
+                                                                                 diff_text(want, got, ordered)))
+        self.reads += 1
+
+    def step(self, step):
+        rng, con = self.rng, self.con
+        r = rng.random()
+        if r < 0.5:
+            ps = self.write(step)
+            self.compare(step, ps, "the write")
+        elif r < 0.8:
+            self.read(step)
+        else:
+            op = rng.choice(["begin", "savepoint", "rollback_to", "release", "commit", "rollback"])
+            if op == "begin" and not con.in_transaction:
+                self.run("BEGIN", ())
+            elif op == "savepoint":
+                self.savepoints.append("sp%d" % step)
+                self.run("SAVEPOINT " + self.savepoints[-1], ())
+            elif op == "rollback_to" and self.savepoints:
+                self.run("ROLLBACK TO " + rng.choice(self.savepoints), ())
+            elif op == "release" and self.savepoints:
+                i = rng.randrange(len(self.savepoints))
+                self.run("RELEASE " + self.savepoints[i], ())
+                del self.savepoints[i:]
+            elif op in ("commit", "rollback") and con.in_transaction:
+                self.run(op.upper(), ())
+                self.savepoints.clear()
+            else:
+                return
+            self.compare(step, [], op)
+
+
 class Fuzzer:
     """The loop's state: options, counters, how many failures were shrunk."""
 
@@ -2693,10 +2955,73 @@ class Fuzzer:
         return tables, self.after_change(con, round_no, q, config, tables, recent,
                                          "the pending deletions ended with " + ending)
 
+    def dml_round(self, round_no, end):
+        """A selection round (DmlRound); None when the round's tables
+        cannot be written (datasets, empty): it is then a query round."""
+        opts, stats, log = self.opts, self.stats, self.log
+        rt = self.__dict__.setdefault("rt", Roundtrip())
+        config, full = draw_round(opts.seed, round_no, opts, rt)
+        tables = visible(full, 0)
+        keys = [k for k in ("T", "U") if tables[k].build != "dataset" and tables[k].n]
+        if not keys:
+            return None
+        rng = random.Random("fuzz_sql dml steps %d/%d" % (opts.seed, round_no))
+        d = tempfile.mkdtemp(prefix="colstore-fuzz-")
+        con = connect()
+        try:
+            beat("%d -2" % round_no)
+            try:
+                build_case(con, d, config, tables)
+                if con.in_transaction:
+                    con.execute("COMMIT")   # pending deletions: both sides had them
+            except (sqlite3.Error, DeleteMismatch) as e:
+                log("BUILD FAILURE: seed %d round %d (a selection round): %s" % (opts.seed, round_no, e))
+                stats.failures.append((round_no, -2, "build", str(e)))
+                return False
+            dr = DmlRound(con, tables[rng.choice(keys)], rng, opts.seed, round_no)
+            try:
+                for k in range(rng.randint(15, 45)):
+                    if end and time.monotonic() > end:
+                        break
+                    beat("%d -2 %d" % (round_no, k))
+                    dr.step(k)
+                if con.in_transaction:
+                    dr.run("COMMIT", ())
+                dr.compare(-1, [], "the last COMMIT")
+                fresh = connect()   # the file as a new connection reads it
+                fresh.execute("CREATE VIRTUAL TABLE %s USING colstore('%s')" % (
+                    dr.t.cs_name, store_path(dr.t, 0).replace("%DIR%", d)))
+                got = fresh.execute("SELECT rowid, %s FROM %s ORDER BY rowid" % (dr.cols, dr.t.cs_name)).fetchall()
+                fresh.close()
+                want = con.execute("SELECT rowid, %s FROM %s ORDER BY rowid" % (dr.cols, dr.t.nat_name)).fetchall()
+                if not same_rows(want, got, True):
+                    dr.fail(-1, "reopened, the store differs:\n%s" % diff_text(want, got, True))
+            except AssertionError as e:
+                log(str(e))
+                stats.failures.append((round_no, -2, "dml", str(e).split("\n")[0]))
+                return opts.stop_on_failure
+            except sqlite3.Error as e:   # a statement the round did not expect to fail
+                log("SELECTION DML ERROR: seed %d round %d: %s: %s\nstatements:\n  %s" % (
+                    opts.seed, round_no, getattr(e, "sqlite_errorname", ""), e, clip("\n  ".join(dr.log[-60:]), 12000)))
+                stats.failures.append((round_no, -2, "dml", str(e)))
+                return opts.stop_on_failure
+            finally:
+                stats.dml_rounds += 1
+                stats.dml_writes += dr.writes
+                stats.dml_reads += dr.reads
+        finally:
+            con.close()
+            shutil.rmtree(d, ignore_errors=True)
+        return False
+
     def round(self, round_no, end):
         """One round: build (and delete), check the contents, run its
         queries; True: stop."""
         opts, stats, log = self.opts, self.stats, self.log
+        if dml_round_drawn(opts.seed, round_no, opts):
+            stop = self.dml_round(round_no, end)
+            if stop is not None:
+                return stop
         rt = self.__dict__.setdefault("rt", Roundtrip())
         config, full = draw_round(opts.seed, round_no, opts, rt)
         tables = visible(full, 0)
@@ -2871,6 +3196,13 @@ def supervise(opts):
             round_no, query_no = map(int, last.split()[:2])
             print("=" * 78)
             print("%s: seed %d, round %d, query %d (exit %s)" % (kind.upper(), opts.seed, round_no, query_no, code))
+            if query_no == -2:   # a selection round: no query to shrink
+                print("in a selection round (step %s); rerun: fuzz_sql.py --seed %d --start-round %d --no-fork" % (
+                    (last.split() + ["?"])[2], opts.seed, round_no))
+                rc, crashes, start_round = 1, crashes + 1, round_no + 1
+                if crashes >= 10:
+                    break
+                continue
             case = rebuild_case(opts, round_no, query_no)
             check = subprocess_check(opts)
             again = check(case)

@@ -12,6 +12,10 @@ The randomized part applies the same random sequence of DELETE, INSERT,
 SAVEPOINT, ROLLBACK TO, RELEASE, COMMIT and ROLLBACK to a native table and a
 colstore table and compares a battery of queries after every step, then
 again from a fresh connection.  A failure prints the seed and the step.
+Writes and reads also go through _rows and _mask (cstest.MutationMirror's
+run_selected and check_selected_read: repeated, negative and deleted
+positions, beside rowid ranges, IN lists and predicates), the native side
+naming the same positions with rowid IN.
 """
 import json
 import os
@@ -255,7 +259,7 @@ class RandomMutations(cstest.StoreTest):
         log = []
         for step in range(steps):
             op = rng.choice(["del_pred", "del_rows", "del_range", "del_pred", "insert", "insert", "update", "begin", "commit",
-                             "rollback", "savepoint", "rollback_to", "release"])
+                             "rollback", "savepoint", "rollback_to", "release", "del_sel", "upd_sel"])
             log.append(op)
             where = "seed %d step %d (%s)" % (seed, step, " ".join(log[-8:]))
             if op == "del_pred":
@@ -266,6 +270,10 @@ class RandomMutations(cstest.StoreTest):
             elif op == "del_range":
                 lo = rng.randrange(max(1, next_row[0]))
                 run("DELETE FROM {} WHERE rowid >= ? AND rowid < ? AND (s IS NULL OR s <> 's2')", (lo, lo + rng.randint(1, 200)))
+            elif op == "del_sel":       # through _rows/_mask, beside ranges, IN lists, predicates
+                m.run_selected("DELETE FROM {}")
+            elif op == "upd_sel":
+                m.run_selected("UPDATE {} SET f = ?", (rng.choice([None, 0.5, 99.0]),))
             elif op == "insert":
                 k = rng.randint(1, 300)
                 next_row[0] = m.insert(k) + k
@@ -293,6 +301,7 @@ class RandomMutations(cstest.StoreTest):
                 del savepoints[i:]
                 in_tx[0] = con.in_transaction
             cstest.assert_mirrored(self, con, where)
+            m.check_selected_read(where)
         if con.in_transaction:
             con.execute("COMMIT")
         cstest.assert_reopened(self, con, p, "seed %d" % seed)

@@ -19,7 +19,8 @@ only, in a round that deletes rows, so that it cannot pass because rows
 deleted on one side go unnoticed; the real run must also see rows from a
 fair share of its queries (about half return rows).  Some of its rounds
 delete rows (committed, pending while queries run, through a dataset's
-member file); its last line says how many.
+member file); its last line says how many.  Selection rounds (UPDATE and
+DELETE through _rows/_mask) also run on their own, a fixed number of them.
 """
 import os
 import sys
@@ -71,6 +72,22 @@ class FuzzSql(unittest.TestCase):
         text = self.planted("--self-test-delete", "a row deleted from the mirror only",
                             "self-test: a row deleted from the mirror only")
         self.assertIn(" deletions in ", text, "the planted round deleted nothing:\n" + text)
+
+    def test_selection_rounds_write_through_rows_and_mask(self):
+        """Selection rounds (fuzz_sql.DmlRound), run directly so that the
+        suite does not depend on how many the fixed seed's rounds draw:
+        UPDATE/DELETE through _rows and _mask and _rows reads beside IN
+        lists, against the mirror."""
+        opts = options("--seed", str(SEED), "--queries", "1")
+        lines = []
+        fz = fuzz_sql.Fuzzer(opts, lines.append)
+        for r in range(cstest.scaled(16, 5)):
+            fz.dml_round(r, None)
+        st = fz.stats
+        print("\nselection rounds, seed %d: %s" % (SEED, st.line()), flush=True)
+        self.assertEqual(st.failures, [], "\n".join(lines))
+        self.assertGreaterEqual(st.dml_writes, cstest.scaled(100, 30), "too few writes through a selection ran")
+        self.assertGreaterEqual(st.dml_reads, cstest.scaled(40, 10), "too few selection reads ran")
 
     def test_fixed_seed_colstore_equals_native(self):
         opts = options("--seed", str(SEED), "--queries", str(QUERIES))

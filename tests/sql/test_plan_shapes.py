@@ -116,6 +116,45 @@ class PlanShapes(cstest.StoreTest):
                 q = "SELECT rowid, c0, c1, f, s FROM {T} WHERE %s AND (%s)" % (sel, cond)
                 self.same(q.format(T="t"), q.format(T="n"))
 
+    # -- IN lists beside a selection (issue 20, item 2): SQLite walks an
+    # IN list it is not handed whole value by value, calling xFilter once
+    # per value, so the rows would come in the list's order
+
+    def test_rows_beside_in_lists_keeps_order_and_duplicates(self):
+        hits = sorted({p % N_ROWS for p in self.pos})
+        a, b = hits[::3][:20], hits[1::2][:25]
+        lit = lambda xs: ", ".join(map(str, xs))
+        # constraint 32 and on: sqlite3_vtab_in cannot tell an IN list from `=` there
+        pad = " AND ".join("c1 > %d" % (-100 - i) for i in range(34))
+        conds = ["rowid IN (SELECT y FROM m2) AND rowid IN (%s)" % lit(a + b),
+                 "rowid IN (%s) AND rowid IN (%s)" % (lit(a + b), lit(b + a[:5])),
+                 "rowid IN (%s) AND rowid IN (%s) AND rowid IN (SELECT value FROM json_each('[%s]'))"
+                 % (lit(a + b), lit(b + a), lit(b)),
+                 "rowid IN (SELECT pos FROM msk) AND rowid IN (%s)" % lit(hits),
+                 "c0 IN (1, 2, 3, 7) AND rowid IN (%s) AND c1 IN (SELECT -x FROM m2)" % lit(hits),
+                 "%s AND rowid IN (%s)" % (pad, lit(b)),
+                 "%s AND rowid IN (%s) AND rowid IN (%s)" % (pad, lit(a + b), lit(b)),
+                 "rowid IN (%s) AND %s AND rowid IN (SELECT value FROM json_each('[%s]'))" % (lit(a + b), pad, lit(a)),
+                 "%s AND c0 IN (0, 1, 2, 5, 9)" % pad,
+                 "rowid = %d AND rowid IN (%s)" % (b[0], lit(b))]
+        for cond in conds:
+            for form in ("WHERE _rows = ? AND %s", "WHERE %s AND _rows = ?"):
+                got = "SELECT rowid, c0, c1 FROM t " + form % cond
+                want = ("SELECT n.pos, c0, c1 FROM sel JOIN n ON n.pos = sel.pos WHERE %s ORDER BY sel.ord"
+                        % cond.replace("rowid", "n.pos"))
+                one = "rowid =" in cond
+                self.assertGreater(self.same(got, want, (self.blob,), (), ordered=True), 0 if one else 1, cond)
+                self.assertNotIn("eq(rowid)", "" if one else self.plan(got, (self.blob,)), cond)
+            # the same through a mask: a set, each row once
+            got = "SELECT rowid, c0, c1 FROM t WHERE _mask = ? AND %s" % cond
+            want = "SELECT n.pos, c0, c1 FROM n JOIN msk USING (pos) WHERE %s" % cond.replace("rowid", "n.pos")
+            self.same(got, want, (self.mask,), ())
+        # an `=` that is surely not a list is still taken beside _rows
+        self.assertIn("eq(rowid)", self.plan("SELECT c0 FROM t WHERE _rows = ? AND rowid = 5", (self.blob,)))
+        # and without a selection a second IN list may be walked (the answer is a set)
+        q = "SELECT rowid, c0 FROM {T} WHERE rowid IN (SELECT y FROM m2) AND rowid IN (%s)" % lit(hits)
+        self.assertGreater(self.same(q.format(T="t"), q.format(T="n")), 0)
+
     def test_or_branches_each_with_a_selection(self):
         """Selections inside the branches of an OR: SQLite answers branch by
         branch (MULTI-INDEX OR), the union with each row once."""

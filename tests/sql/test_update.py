@@ -146,6 +146,117 @@ class Basics(Mirror):
         self.assertSqlError(self.con, "UPDATE ds SET a = 1", code="SQLITE_READONLY", contains=("dataset",))
 
 
+class ThroughSelections(Mirror):
+    """UPDATE (and DELETE) through `_rows` and `_mask` (issue 20, item 1):
+    the selection addresses positions for writes as for reads, so the
+    statement changes exactly the rows a SELECT with the same WHERE returns,
+    each once.  The native reference names the same positions with rowid IN
+    (duplicates gone, negatives counted from the end, deleted positions
+    naming no row).  SQLite hands xUpdate every column, and a selection
+    column reads back the BLOB the cursor was filtered by: that must not
+    pass for a SET of it."""
+
+    def native(self, positions):
+        """The rowid IN spelling of a _rows list for n (json_each of its
+        positions, negatives resolved)."""
+        return "rowid IN (SELECT value FROM json_each('%s'))" % json.dumps([p % self.n for p in positions])
+
+    def through(self, sql, positions=None, mask_on=None, params=()):
+        """sql ({} the table, {sel} the selection) on t through _rows or
+        _mask and on n through rowid IN; the changes() must agree."""
+        if positions is not None:
+            cs, blob, nat = "_rows = ?", rows_blob(positions), self.native(positions)
+        else:
+            cs, blob, nat = "_mask = ?", mask_blob(self.n, mask_on), self.native(sorted(mask_on))
+        a = self.con.execute(sql.format("n", sel=nat), params).rowcount
+        b = self.con.execute(sql.format("t", sel=cs), (blob,) + tuple(params)).rowcount
+        self.assertEqual(b, a, "%s through %s" % (sql, cs))
+        return b
+
+    def test_the_issues_statements(self):
+        pos = [3502, 17, 39038, -1, 65535, 65536, 39038]
+        self.assertEqual(self.through("UPDATE {} SET s = NULL WHERE {sel}", pos), 6)
+        self.assertEqual(self.through("UPDATE {} SET f = NULL WHERE {sel}", mask_on=[0, 5, R - 1, R, self.n - 1]), 5)
+        self.assertEqual(self.through("UPDATE {} SET s = 'r' WHERE rowid BETWEEN 3502 AND 39038 AND {sel}", pos), 2)
+        self.check_all()
+        self.reopened_same()
+
+    def test_duplicates_negatives_and_other_terms_change_each_row_once(self):
+        pos = [10, 10, 10, -1, self.n - 1, 7, R, -(self.n - R), 5, 5, 0]
+        # a = a + 1 read once per row: a repeated position must not add twice
+        self.assertEqual(self.through("UPDATE {} SET a = a + 1000, s = 'dup' WHERE {sel}", pos), 6)
+        self.same("SELECT rowid, a, s FROM {} WHERE s = 'dup'")
+        # beside rowid ranges, rowid IN (one or two lists), IN (SELECT ...), column comparisons
+        for extra in ("rowid > 6", "rowid IN (10, 0, 7, 65536)", "rowid IN (SELECT value FROM json_each('[5, 7, 0]')) "
+                      "AND rowid IN (0, 5, 10)", "a > 500", "s IS NOT NULL AND f < 30000", "rowid = 10", "rowid = 11"):
+            self.through("UPDATE {} SET i8 = -i8, f = f + 0.5 WHERE " + extra + " AND {sel}", pos)
+            self.through("UPDATE {} SET b = x'01' WHERE {sel} AND " + extra, mask_on=[0, 5, 7, 10, 11, R, self.n - 1])
+            self.same("SELECT rowid, a, f, s, i8, b FROM {} WHERE rowid IN (0, 5, 7, 10, 11, 65536, %d)" % (self.n - 1))
+        # an empty selection, and an all-zero mask, change nothing
+        self.assertEqual(self.through("UPDATE {} SET a = 0 WHERE {sel}", []), 0)
+        self.assertEqual(self.through("UPDATE {} SET a = 0 WHERE {sel}", mask_on=[]), 0)
+        self.check_all()
+        self.reopened_same()
+
+    def test_deleted_positions_and_bad_selections(self):
+        self.both("DELETE FROM {} WHERE rowid IN (5, 6, 65536)")
+        pos = [5, 6, 7, 65536, 65537, -1]
+        self.assertEqual(self.through("UPDATE {} SET s = 'live' WHERE {sel}", pos), 3)
+        self.assertEqual(self.through("UPDATE {} SET s = 'm' WHERE {sel}", mask_on=[5, 6, 7, 8]), 2)
+        self.assertEqual(self.through("DELETE FROM {} WHERE {sel}", [6, 7, 7, -2]), 2)
+        self.check_all()
+        state = self.state(self.con, "t", self.p)
+        # errors exactly as for SELECT: a position out of range, a mask of the wrong length
+        self.assertSqlError(self.con, "UPDATE t SET a = 1 WHERE _rows = ?", (rows_blob([1, self.n]),), code="SQLITE_RANGE",
+                            contains=("_rows position %d" % self.n,))
+        self.assertSqlError(self.con, "UPDATE t SET a = 1 WHERE _rows = ?", (rows_blob([-self.n - 1]),), code="SQLITE_RANGE")
+        self.assertSqlError(self.con, "UPDATE t SET a = 1 WHERE _rows = ?", (b"\x01\x00",), code="SQLITE_MISMATCH")
+        self.assertSqlError(self.con, "UPDATE t SET a = 1 WHERE _mask = ?", (b"\x01" * (self.n - 1),), code="SQLITE_MISMATCH",
+                            contains=("%d row positions" % self.n,))
+        self.assertSqlError(self.con, "DELETE FROM t WHERE _rows = ?", (rows_blob([self.n + 5]),), code="SQLITE_RANGE")
+        self.assertStateUnchanged(state, self.con, "t", self.p, "refused UPDATEs through selections")
+
+    def test_setting_a_selection_column_is_refused_however_written(self):
+        state = self.state(self.con, "t", self.p)
+        blob, mask = rows_blob([1, 2]), mask_blob(self.n, [1, 2])
+        for sql, params in (("UPDATE t SET _rows = _rows WHERE _rows = ?", (blob,)),
+                            ("UPDATE t SET _rows = ?1 WHERE _rows = ?1", (blob,)),
+                            ("UPDATE t SET _rows = NULL WHERE _rows = ?", (blob,)),
+                            ("UPDATE t SET a = 5, _rows = NULL WHERE rowid = 1", ()),
+                            ("UPDATE t SET _mask = _mask WHERE _mask = ?", (mask,)),
+                            ("UPDATE t SET _mask = ?1, s = 'x' WHERE _mask = ?1", (mask,)),
+                            ("UPDATE t SET _mask = NULL WHERE a = 3", ())):
+            col = "_mask" if "_mask =" in sql.split("WHERE")[0] else "_rows"
+            self.assertSqlError(self.con, sql, params, contains=(col, "cannot be SET", "WHERE %s = ?" % col))
+        self.assertStateUnchanged(state, self.con, "t", self.p, "UPDATEs that SET a selection column")
+
+    def test_inside_transactions_and_savepoints(self):
+        state = self.state(self.con, "t", self.p)
+        self.con.execute("BEGIN")
+        self.through("UPDATE {} SET a = a + 1 WHERE {sel}", [1, 1, 2, -1])
+        self.through("UPDATE {} SET a = a + 1 WHERE {sel}", [1, 3])           # reads its own pending update
+        self.same("SELECT rowid, a FROM {} WHERE rowid IN (1, 2, 3, %d)" % (self.n - 1))
+        self.con.execute("ROLLBACK")
+        self.assertStateUnchanged(state, self.con, "t", self.p, "ROLLBACK of UPDATEs through _rows")
+        self.con.execute("BEGIN")
+        self.through("UPDATE {} SET s = 'one' WHERE {sel}", mask_on=[4, 8, R])
+        self.con.execute("SAVEPOINT a")
+        self.through("UPDATE {} SET s = 'two' WHERE {sel}", [8, 9, 8])
+        self.through("DELETE FROM {} WHERE {sel}", [4, 4])
+        self.same("SELECT rowid, s FROM {} WHERE rowid < 12 OR rowid = 65536")
+        self.con.execute("ROLLBACK TO a")
+        self.through("UPDATE {} SET f = -1 WHERE {sel} AND rowid BETWEEN 5 AND 65536", [8, R, 4, 8])
+        # inserted rows of the transaction are positions too
+        for t in ("n", "t"):
+            self.con.execute("INSERT INTO %s (%sa, f, s, i8, b) VALUES (%s1, 2.5, 'new', 3, NULL)"
+                             % (t, "rowid, " if t == "n" else "", "%d, " % self.n if t == "n" else ""))
+        self.n += 1
+        self.through("UPDATE {} SET s = 'new2' WHERE {sel}", [-1, self.n - 1, 0])
+        self.con.execute("COMMIT")
+        self.check_all()
+        self.reopened_same()
+
+
 class ReadOwnUpdates(Mirror):
     """A transaction reads its own pending UPDATEs (SQL-CONTRACT "Writing")."""
 
@@ -294,7 +405,10 @@ class ReadOwnUpdates(Mirror):
 class RandomUpdates(cstest.StoreTest):
     """Random UPDATE/DELETE/INSERT/ROLLBACK sequences against a native table,
     read after every step, inside transactions too (the connection's own
-    pending UPDATEs and DELETEs, savepoints rolled back)."""
+    pending UPDATEs and DELETEs, savepoints rolled back).  Writes and reads
+    go through _rows and _mask as well (repeats, negatives, deleted
+    positions, beside rowid ranges, IN lists and predicates), the native
+    side naming the same positions with rowid IN."""
 
     QUERIES = ("SELECT rowid, a, f, s FROM {}", "SELECT count(*), sum(a), min(s) FROM {} WHERE a > 500",
                "SELECT rowid, a FROM {} ORDER BY a DESC, rowid LIMIT 5", "SELECT s, count(*) FROM {} GROUP BY s",
@@ -318,6 +432,7 @@ class RandomUpdates(cstest.StoreTest):
                 want = sorted(con.execute(q.format("n")).fetchall(), key=repr)
                 got = sorted(con.execute(q.format("t")).fetchall(), key=repr)
                 self.assertEqual(got, want, "seed %d %s: %s" % (seed, where, q))
+            m.check_selected_read(where)
 
         def write(op):
             lo = rng.randint(0, 999)
@@ -330,13 +445,17 @@ class RandomUpdates(cstest.StoreTest):
                 run("UPDATE {} SET a = -a WHERE a BETWEEN ? AND ?", (lo + 100, lo + 150))
             elif op == "upd_text":
                 run("UPDATE {} SET s = s || ?, f = f + 1 WHERE rowid % 7 = ?", (rng.choice(["", "x", "long" * 20]), rng.randrange(7)))
+            elif op == "upd_sel":       # through _rows/_mask, beside ranges, IN lists, predicates
+                m.run_selected("UPDATE {} SET a = (a + ?) % 1000, s = ?", (rng.randint(1, 50), rng.choice([None, "sel"])))
+            elif op == "del_sel":
+                m.run_selected("DELETE FROM {}")
             else:
                 run("DELETE FROM {} WHERE a BETWEEN ? AND ?", (lo, lo + rng.choice([10, 20])))
 
         for _ in range(3):
             insert(rng.randint(1, 500))
         for step in range(steps):
-            op = rng.choice(["upd", "upd", "upd_rows", "del", "insert", "tx"])
+            op = rng.choice(["upd", "upd", "upd_rows", "upd_sel", "del", "del_sel", "insert", "tx"])
             if op == "insert":
                 insert(rng.randint(1, 100))
             elif op != "tx":
@@ -346,7 +465,8 @@ class RandomUpdates(cstest.StoreTest):
                 con.execute("BEGIN")
                 marks = 0
                 for k in range(rng.randint(2, 6)):
-                    choice = rng.choice(["upd", "upd_rows", "upd_neg", "upd_text", "del", "savepoint", "rollback_to"])
+                    choice = rng.choice(["upd", "upd_rows", "upd_neg", "upd_text", "upd_sel", "del", "del_sel", "savepoint",
+                                         "rollback_to"])
                     if choice == "savepoint":
                         con.execute("SAVEPOINT s%d" % marks)
                         marks += 1
