@@ -375,6 +375,8 @@ typedef struct cs_damage {
   cs_damage_kind kind;
   uint64_t record;      /* index within the file, or CS_DAMAGE_NO_RECORD */
   uint32_t column;      /* schema index, or CS_DAMAGE_NO_COLUMN */
+  uint64_t first_row;   /* the record's positions in its file: [first_row, */
+  uint64_t n_rows;      /* first_row + n_rows); 0 and 0 without a record */
   const char *msg;      /* "path: record 3, column x: checksum mismatch (...)", no "colstore: " */
 } cs_damage;
 typedef void (*cs_damage_fn)(void *ctx, const cs_damage *part);

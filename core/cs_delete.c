@@ -118,7 +118,7 @@ cs_rc cs__dels_resolve(cs_store *s, uint64_t limit, cs_err *err) {
     cs_rc rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: the footer counts %llu deleted rows but its records hold %llu", s->path,
                           (unsigned long long)s->n_deleted, (unsigned long long)total);
     if (!sink) return rc;
-    cs__damage_note(sink, s->path, CS_DAMAGE_DELETIONS, CS_DAMAGE_NO_RECORD, CS_DAMAGE_NO_COLUMN, err);
+    cs__damage_note(sink, s, CS_DAMAGE_DELETIONS, CS_DAMAGE_NO_RECORD, CS_DAMAGE_NO_COLUMN, err);
   }
   if (total == 0) return CS_OK;
   s->dels = cs__mem_calloc(s->n_records, sizeof *s->dels);
@@ -133,7 +133,7 @@ cs_rc cs__dels_resolve(cs_store *s, uint64_t limit, cs_err *err) {
       rc = cs__delvec_check(s, r, &s->entries[r], x, limit, err);
     }
     if (rc && !sink) return rc;
-    if (rc) cs__damage_note(sink, s->path, CS_DAMAGE_DELETIONS, r, CS_DAMAGE_NO_COLUMN, err);
+    if (rc) cs__damage_note(sink, s, CS_DAMAGE_DELETIONS, r, CS_DAMAGE_NO_COLUMN, err);
     if (rc || x->dv_offset == 0) continue;
     s->dels[r].bits = s->map + x->dv_offset + sizeof(cs_disk_delvec);
     s->dels[r].n_deleted = x->n_deleted;

@@ -296,8 +296,10 @@ typedef struct cs__damage_sink {
                               ** hashed; owned by the sink's user; or NULL */
 } cs__damage_sink;
 /* Reports the damage e describes (its message, less "colstore: ") as one
-** part of the file at path. */
-void cs__damage_note(cs__damage_sink *sink, const char *path, cs_damage_kind kind, uint64_t rec, uint32_t col, const cs_err *e);
+** part of s's file; s's directory is resolved up to record rec. */
+void cs__damage_note(cs__damage_sink *sink, const cs_store *s, cs_damage_kind kind, uint64_t rec, uint32_t col, const cs_err *e);
+/* The same for a file that did not load (rec and col: none). */
+void cs__damage_note_file(cs__damage_sink *sink, const char *path, const cs_err *e);
 /* Frees a store's per-record aggregate statistics (cs_agg.c); NULL is fine. */
 void cs__agg_cache_free(void *cache);
 /* Deletion vectors (cs_delete.c).  Checks the vector of record rec named by

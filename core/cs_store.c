@@ -264,11 +264,11 @@ static cs_rc directory_resolve(cs_store *s, uint64_t limit, cs_err *err) {
         if (block_bad) rc = CS_ECORRUPT; /* reported with the block's first column */
         else if ((rc = cs__patched_chunk_check(s, r, c, limit, blocks, &n_blocks, &block_bad, err)) == CS_ECORRUPT && sink) {
           if (block_bad) blocks[nc + n_bad++] = cs__patch_block_of(dc);
-          cs__damage_note(sink, s->path, block_bad ? CS_DAMAGE_PATCH : CS_DAMAGE_DESCRIPTOR, r, block_bad ? CS_DAMAGE_NO_COLUMN : c, err);
+          cs__damage_note(sink, s, block_bad ? CS_DAMAGE_PATCH : CS_DAMAGE_DESCRIPTOR, r, block_bad ? CS_DAMAGE_NO_COLUMN : c, err);
         }
       }
       if (rc == CS_ECORRUPT && sink) {
-        if (!(dc->flags & CS_CHUNK_ABSOLUTE)) cs__damage_note(sink, s->path, CS_DAMAGE_DESCRIPTOR, r, c, err);
+        if (!(dc->flags & CS_CHUNK_ABSOLUTE)) cs__damage_note(sink, s, CS_DAMAGE_DESCRIPTOR, r, c, err);
         sink->skip[r * nc + c] = 1;
         memset(&s->chunks[r * nc + c], 0, sizeof s->chunks[r * nc + c]);
         rc = CS_OK;
@@ -818,11 +818,11 @@ static cs_rc store_check_all(const cs_store *s, cs__damage_sink *sink, cs_err *e
         rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu header does not match the footer", s->path, (unsigned long long)r);
     }
     if (rc && !sink) return rc;
-    if (rc) cs__damage_note(sink, s->path, CS_DAMAGE_RECORD, r, CS_DAMAGE_NO_COLUMN, err);
+    if (rc) cs__damage_note(sink, s, CS_DAMAGE_RECORD, r, CS_DAMAGE_NO_COLUMN, err);
     for (uint32_t c = 0; c < nc; c++) {
       if (sink && sink->skip[r * nc + c]) continue;
       if ((rc = cs__chunk_verify(s, r, c, !sink, err)) && !sink) return rc;
-      if (rc) cs__damage_note(sink, s->path, CS_DAMAGE_CHUNK, r, c, err);
+      if (rc) cs__damage_note(sink, s, CS_DAMAGE_CHUNK, r, c, err);
     }
   }
   return CS_OK;
@@ -845,7 +845,7 @@ static cs_rc file_verify_each(const char *path, cs__damage_sink *sink, cs_err *e
   cs__mem_free(sink->skip);
   sink->skip = NULL;
   if (rc == CS_ECORRUPT) {
-    cs__damage_note(sink, path, CS_DAMAGE_FILE, CS_DAMAGE_NO_RECORD, CS_DAMAGE_NO_COLUMN, &e);
+    cs__damage_note_file(sink, path, &e);
     return CS_OK;
   }
   return rc ? cs_err_set(err, rc, "%s", e.msg) : CS_OK;

@@ -186,12 +186,22 @@ cs_rc cs__chunk_verify(const cs_store *s, uint64_t rec, uint32_t col, bool advis
   return chunk_bytes_check(s, rec, col, s->map + cs__chunk_base(&s->entries[rec], dc) + dc->chunk_offset, advise, err);
 }
 
-void cs__damage_note(cs__damage_sink *sink, const char *path, cs_damage_kind kind, uint64_t rec, uint32_t col, const cs_err *e) {
-  const char *msg = e->msg;
-  if (strncmp(msg, "colstore: ", 10) == 0) msg += 10;
-  cs_damage part = {path, kind, rec, col, msg};
+static void damage_put(cs__damage_sink *sink, cs_damage *part, const cs_err *e) {
+  part->msg = e->msg;
+  if (strncmp(part->msg, "colstore: ", 10) == 0) part->msg += 10;
   sink->n++;
-  if (sink->fn) sink->fn(sink->ctx, &part);
+  if (sink->fn) sink->fn(sink->ctx, part);
+}
+
+void cs__damage_note(cs__damage_sink *sink, const cs_store *s, cs_damage_kind kind, uint64_t rec, uint32_t col, const cs_err *e) {
+  cs_damage part = {s->path, kind, rec, col, 0, 0, NULL};
+  if (rec != CS_DAMAGE_NO_RECORD) part.first_row = s->first_rows[rec], part.n_rows = s->entries[rec].n_rows;
+  damage_put(sink, &part, e);
+}
+
+void cs__damage_note_file(cs__damage_sink *sink, const char *path, const cs_err *e) {
+  cs_damage part = {path, CS_DAMAGE_FILE, CS_DAMAGE_NO_RECORD, CS_DAMAGE_NO_COLUMN, 0, 0, NULL};
+  damage_put(sink, &part, e);
 }
 
 void cs__verified_mark_all(const cs_store *s) {

@@ -511,6 +511,7 @@ typedef struct report_acc {
   uint64_t n;
   uint64_t n_file;           /* CS_DAMAGE_FILE parts (the file's only one, if any) */
   uint64_t n_open;           /* parts of what open(HEADER) checks: all but RECORD and CHUNK */
+  const cs_store *sh;        /* the HEADER open, or NULL */
   uint64_t n_records;        /* of the HEADER open, or 0 */
   uint32_t n_cols;
   uint64_t *hashes;          /* of each part's message, to find one named twice */
@@ -530,6 +531,10 @@ static void report_part(void *ctx, const cs_damage *d) {
   FZ_CHECK(whole == (d->record == CS_DAMAGE_NO_RECORD) || d->kind == CS_DAMAGE_DELETIONS, "part '%s': record %" PRIu64, d->msg,
            d->record);
   if (a->n_records) FZ_CHECK(d->record == CS_DAMAGE_NO_RECORD || d->record < a->n_records, "part '%s': record out of range", d->msg);
+  if (a->sh && d->record != CS_DAMAGE_NO_RECORD)
+    FZ_CHECK(d->first_row == cs_store_record_first_row(a->sh, d->record) && d->n_rows == cs_store_record_rows(a->sh, d->record),
+             "part '%s': rows [%" PRIu64 ", +%" PRIu64 ")", d->msg, d->first_row, d->n_rows);
+  FZ_CHECK((d->record == CS_DAMAGE_NO_RECORD) == (d->n_rows == 0), "part '%s': %" PRIu64 " rows", d->msg, d->n_rows);
   if (a->n_cols) FZ_CHECK(d->column == CS_DAMAGE_NO_COLUMN || d->column < a->n_cols, "part '%s': column out of range", d->msg);
   FZ_CHECK((d->kind == CS_DAMAGE_CHUNK || d->kind == CS_DAMAGE_DESCRIPTOR) == (d->column != CS_DAMAGE_NO_COLUMN),
            "part '%s' (kind %d) and its column %u", d->msg, (int)d->kind, d->column);
@@ -552,7 +557,7 @@ static int u64_cmp(const void *x, const void *y) {
 static void run_verify_report(const cs_store *sh, cs_rc rh, cs_rc rf, const cs_err *ef) {
   report_acc a = {0};
   if (sh) {
-    a.n_records = cs_store_records(sh), a.n_cols = cs_store_schema(sh)->n_cols;
+    a.sh = sh, a.n_records = cs_store_records(sh), a.n_cols = cs_store_schema(sh)->n_cols;
     a.n_cells = a.n_records * a.n_cols < 4096 ? a.n_records * a.n_cols : 4096;
     a.chunk_named = calloc(a.n_cells ? a.n_cells : 1, 1);
     FZ_CHECK(a.chunk_named != NULL, "out of memory");

@@ -208,8 +208,9 @@ class VerifyReport(cstest.StoreTest):
         msg = self.assertSqlError(self.con, sql, params, code="SQLITE_CORRUPT")
         lines = msg.split("\n")
         self.assertEqual(lines[0],
-                         "colstore: colstore_verify found %d damaged part%s in %s; restore each file named below from a backup "
-                         "(colstore_compact cannot repair damage: it refuses to copy a damaged chunk)"
+                         "colstore: colstore_verify found %d damaged part%s in %s; restore each file named below from a backup, "
+                         "or keep the rest of a file: DELETE the rowids given below from a table over that file, "
+                         "then colstore_compact(table, 'renumber') drops those records unread (rowids then change)"
                          % (n_damaged, "" if n_damaged == 1 else "s", source))
         listed = lines[1:]
         if n_damaged > VERIFY_LIST_MAX:
@@ -218,7 +219,8 @@ class VerifyReport(cstest.StoreTest):
             listed = listed[:-1]
         self.assertEqual(len(listed), min(n_damaged, VERIFY_LIST_MAX), msg)
         for line in listed:
-            self.assertRegex(line, r"^/.*\.cst: record 0, column c\d+: checksum mismatch \(expected [0-9a-f]{16}, found [0-9a-f]{16}\)$")
+            self.assertRegex(line, r"^/.*\.cst: record 0, column c\d+: checksum mismatch \(expected [0-9a-f]{16}, found [0-9a-f]{16}\)"
+                                   r" \(rowids 0 to %d of this file\)$" % (WIDE_ROWS - 1))
         return listed
 
     def assertNames(self, listed, want):
@@ -267,8 +269,40 @@ class VerifyReport(cstest.StoreTest):
         bad = self.path("schema.cst")
         cstest.write_bytes(bad, bytes(data))
         msg = self.assertSqlError(self.con, "SELECT colstore_verify(?)", (bad,), code="SQLITE_CORRUPT")
-        self.assertEqual(msg.split("\n")[1:],
-                         ["%s: schema block is damaged (nothing after it in this file can be read or checked)" % bad])
+        self.assertEqual(msg.split("\n"),
+                         ["colstore: colstore_verify found 1 damaged part in %s; restore each file named below from a backup "
+                          "(damage of this kind keeps the file from opening: neither DELETE nor colstore_compact can salvage the rest)"
+                          % bad,
+                          "%s: schema block is damaged (nothing after it in this file can be read or checked)" % bad])
+
+    def test_salvage_the_message_offers_works(self):
+        """Damaged chunks and a damaged record header in a store of several
+        records: the rowids listed, deleted, and a renumbering compaction
+        leave a store that verifies, holding every other row."""
+        con = self.con
+        con.execute("CREATE TABLE m(a REAL, b INTEGER)")
+        n = 3 * cstest.RECORD_ROWS
+        con.executemany("INSERT INTO m VALUES (?, ?)", ((i * 0.5, i) for i in range(n)))
+        path = self.path("salvage.cst")
+        con.execute("SELECT colstore_create(?, 'SELECT * FROM m')", (path,))
+        data = bytearray(cstest.read_bytes(path))
+        for row in (cstest.RECORD_ROWS + 77, 2 * cstest.RECORD_ROWS + 5):
+            at = data.find(struct.pack("<d", row * 0.5))
+            data[at] ^= 0x10
+        second = data.find(b"CSRECORD", data.find(b"CSRECORD") + 1)  # record 1's header
+        data[second + 20] ^= 1
+        cstest.write_bytes(path, bytes(data))
+        con.execute("CREATE VIRTUAL TABLE s USING colstore(%r)" % path)
+        msg = self.assertSqlError(con, "SELECT colstore_verify('s')", code="SQLITE_CORRUPT",
+                                  contains=("found 3 damaged parts", "DELETE the rowids"))
+        ranges = {tuple(map(int, line.split("(rowids ")[1].split(" of")[0].split(" to "))) for line in msg.split("\n")[1:]}
+        self.assertEqual(ranges, {(cstest.RECORD_ROWS, 2 * cstest.RECORD_ROWS - 1), (2 * cstest.RECORD_ROWS, n - 1)})
+        for lo, hi in ranges:
+            con.execute("DELETE FROM s WHERE rowid BETWEEN ? AND ?", (lo, hi))
+        con.execute("SELECT colstore_compact('s', 'renumber')").fetchall()
+        self.assertEqual(con.execute("SELECT colstore_verify('s')").fetchone(), ("ok",))
+        self.assertEqual(con.execute("SELECT count(*), sum(b) FROM s").fetchone(),
+                         con.execute("SELECT count(*), sum(b) FROM m WHERE rowid <= ?", (cstest.RECORD_ROWS,)).fetchone())
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ typedef struct found_part {
   cs_damage_kind kind;
   uint64_t record;
   uint32_t column;
+  uint64_t first_row, n_rows;
   char msg[512];
 } found_part;
 
@@ -54,6 +55,7 @@ static void found_add(void *ctx, const cs_damage *d) {
   snprintf(p->path, sizeof p->path, "%s", d->path);
   snprintf(p->msg, sizeof p->msg, "%s", d->msg);
   p->kind = d->kind, p->record = d->record, p->column = d->column;
+  p->first_row = d->first_row, p->n_rows = d->n_rows;
 }
 
 /* Verifies source; every part the callback saw is in *out (free parts). */
@@ -94,6 +96,10 @@ static void assert_found_exactly(const found *f, const want_part *want, uint64_t
     ck_assert_msg(!seen[k], "%s: '%s' reported twice", ctx, p->msg);
     seen[k] = true;
     char name[96];
+    /* Every store here has records of 8 rows. */
+    ck_assert_msg(p->record == CS_DAMAGE_NO_RECORD ? p->first_row == 0 && p->n_rows == 0
+                                                   : p->first_row == p->record * 8 && p->n_rows == 8,
+                  "%s: '%s' gives rows [%" PRIu64 ", +%" PRIu64 ")", ctx, p->msg, p->first_row, p->n_rows);
     if (p->record != CS_DAMAGE_NO_RECORD) {
       snprintf(name, sizeof name, "record %" PRIu64, p->record);
       ck_assert_msg(strstr(p->msg, name) != NULL, "%s: '%s' does not name %s", ctx, p->msg, name);
