@@ -388,7 +388,7 @@ typedef void (*cs_damage_fn)(void *ctx, const cs_damage *part);
 ** *out_n_damaged is their number (0: the source is intact).  A damaged part
 ** hides nothing beside it: a chunk's bytes are hashed whatever happened to
 ** its record's header, and only a part that makes the rest of its file
-** unreadable (CS_DAMAGE_FILE) ends that file's checks.  The return is an
+** unreadable (CS_DAMAGE_FILE, then that file's last part) ends its checks.  The return is an
 ** error other than damage (CS_ENOENT, CS_ENOTSTORE, CS_EVERSION, CS_EIO,
 ** CS_ENOMEM; CS_ESCHEMA when the intact files of a dataset differ). */
 cs_rc cs_store_verify_source(const char *source, cs_damage_fn fn, void *ctx, uint64_t *out_n_damaged, cs_err *err);

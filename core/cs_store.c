@@ -833,10 +833,11 @@ cs_rc cs_store_verify(const cs_store *s, cs_err *err) {
   return store_check_all(s, NULL, err);
 }
 
-/* One file of cs_store_verify_source.  Damage that stops the load (the
+/* One file of cs_store_verify_source.  A verify=full load with the sink
+** reports each part and goes on; damage that stops the load (the
 ** preamble, the schema, the slots and footer when no scan recovers the
-** records, a directory entry) is the file's one part; past it, a
-** verify=full load reports each part and goes on. */
+** records, a directory entry) is then the file's last part, after any that
+** directory resolution found in the records before it. */
 static cs_rc file_verify_each(const char *path, cs__damage_sink *sink, cs_err *err) {
   cs_store *s = NULL;
   cs_err e = {0};

@@ -503,13 +503,13 @@ static void run_verify_read(cs_rc rh, const cs_err *eh, cs_rc rv, uint64_t *seed
 
 /* colstore_verify's report (cs_store_verify_source): every part is well
 ** formed and named once; there is one iff the full open fails as damage
-** (the first part being that open's error), a file that cannot be read
-** past its directory is one CS_DAMAGE_FILE part; and where open(HEADER) passed, the
+** (the first part being that open's error), a CS_DAMAGE_FILE part is the
+** last (nothing of the file is checked after it); and where open(HEADER) passed, the
 ** checksum parts are exactly the chunks that a read (cs_store_check_chunks
 ** of that one chunk, verify=read) refuses. */
 typedef struct report_acc {
   uint64_t n;
-  uint64_t n_file;           /* CS_DAMAGE_FILE parts (the file's only one, if any) */
+  uint64_t n_file;           /* CS_DAMAGE_FILE parts (the file's last one, if any) */
   uint64_t n_open;           /* parts of what open(HEADER) checks: all but RECORD and CHUNK */
   const cs_store *sh;        /* the HEADER open, or NULL */
   uint64_t n_records;        /* of the HEADER open, or 0 */
@@ -526,6 +526,7 @@ static void report_part(void *ctx, const cs_damage *d) {
   FZ_CHECK(strcmp(d->path, g_path) == 0 && strncmp(d->msg, g_path, strlen(g_path)) == 0, "part '%s' does not name the file", d->msg);
   FZ_CHECK(d->kind >= CS_DAMAGE_FILE && d->kind <= CS_DAMAGE_PATCH, "part '%s' has kind %d", d->msg, (int)d->kind);
   bool whole = d->kind == CS_DAMAGE_FILE;
+  FZ_CHECK(a->n_file == 0, "part '%s' after one that ends the file's checks", d->msg);
   a->n_file += whole;
   a->n_open += d->kind != CS_DAMAGE_RECORD && d->kind != CS_DAMAGE_CHUNK;
   FZ_CHECK(whole == (d->record == CS_DAMAGE_NO_RECORD) || d->kind == CS_DAMAGE_DELETIONS, "part '%s': record %" PRIu64, d->msg,
@@ -576,7 +577,7 @@ static void run_verify_report(const cs_store *sh, cs_rc rh, cs_rc rf, const cs_e
     FZ_CHECK(rc == rf && n == 0 && starts_colstore(&e), "verify_source gave %s (%s, %" PRIu64 " parts) where open(FULL) gave %s", cs_rc_name(rc),
              e.msg, n, cs_rc_name(rf));
   }
-  FZ_CHECK(!a.n_file || n == 1, "a file that cannot be read gave %" PRIu64 " parts", n);
+  FZ_CHECK(a.n_file <= 1, "%" PRIu64 " parts say the file cannot be read", a.n_file);
   FZ_CHECK(rh != CS_OK || a.n_open == 0, "a file that opens was reported damaged where open checks: %s", a.first);
   if (a.n > 1) qsort(a.hashes, a.n, sizeof *a.hashes, u64_cmp);
   for (uint64_t i = 1; i < a.n; i++) FZ_CHECK(a.hashes[i] != a.hashes[i - 1], "a part is reported twice");
