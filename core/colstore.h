@@ -357,8 +357,8 @@ cs_rc cs_store_verify(const cs_store *store, cs_err *err);
 /* What a damaged part is (cs_store_verify_source). */
 typedef enum cs_damage_kind {
   CS_DAMAGE_FILE = 1,       /* the file cannot be read past it: preamble, schema, commit
-                            ** slots, footer and record directory; nothing else in the
-                            ** file is checked or reported */
+                            ** slots, footer and record directory; the file's last part,
+                            ** nothing after it is checked */
   CS_DAMAGE_RECORD = 2,     /* a record header or its descriptors (damaged, or not the footer's) */
   CS_DAMAGE_DESCRIPTOR = 3, /* a chunk descriptor that breaks the rules of format.md 6.4 */
   CS_DAMAGE_CHUNK = 4,      /* a chunk's checksum, or its TEXT/BLOB offsets */
@@ -388,8 +388,8 @@ typedef void (*cs_damage_fn)(void *ctx, const cs_damage *part);
 ** *out_n_damaged is their number (0: the source is intact).  A damaged part
 ** hides nothing beside it: a chunk's bytes are hashed whatever happened to
 ** its record's header, and only a part that makes the rest of its file
-** unreadable (CS_DAMAGE_FILE, then that file's last part) ends its checks.  The return is an
-** error other than damage (CS_ENOENT, CS_ENOTSTORE, CS_EVERSION, CS_EIO,
+** unreadable (CS_DAMAGE_FILE, then that file's last part) ends its checks.
+** The return is an error other than damage (CS_ENOENT, CS_ENOTSTORE, CS_EVERSION, CS_EIO,
 ** CS_ENOMEM; CS_ESCHEMA when the intact files of a dataset differ). */
 cs_rc cs_store_verify_source(const char *source, cs_damage_fn fn, void *ctx, uint64_t *out_n_damaged, cs_err *err);
 

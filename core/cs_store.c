@@ -27,6 +27,13 @@
 ** (a transaction starts only after the previous one committed), and the
 ** highest only if a valid footer of that generation follows it.
 **
+** colstore_verify (cs_store_verify_source, at the end): the same load
+** and checks with a damage sink (cs_internal.h), through which each check
+** that fails reports its part and goes on instead of failing the open;
+** a descriptor or patch block that fails marks its chunks skipped, so the
+** hashing that follows never follows a pointer that was not checked.  The
+** store such a load returns is only verified and closed.
+**
 ** Format 2 (docs/format.md 14).  The data region also holds deletion
 ** vectors and patch blocks, each after its record.  A footer descriptor may
 ** be a patch's (CS_CHUNK_ABSOLUTE, an UPDATE's new chunk): it is checked
