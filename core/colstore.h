@@ -354,6 +354,45 @@ cs_rc cs_store_reopen(cs_store *store, cs_verify verify, cs_store **out, cs_err 
 ** names the file, record and column of the first failure. */
 cs_rc cs_store_verify(const cs_store *store, cs_err *err);
 
+/* What a damaged part is (cs_store_verify_source). */
+typedef enum cs_damage_kind {
+  CS_DAMAGE_FILE = 1,       /* the file cannot be read past it: preamble, schema, commit
+                            ** slots, footer and record directory; the file's last part,
+                            ** nothing after it is checked */
+  CS_DAMAGE_RECORD = 2,     /* a record header or its descriptors (damaged, or not the footer's) */
+  CS_DAMAGE_DESCRIPTOR = 3, /* a chunk descriptor that breaks the rules of format.md 6.4 */
+  CS_DAMAGE_CHUNK = 4,      /* a chunk's checksum, or its TEXT/BLOB offsets */
+  CS_DAMAGE_DELETIONS = 5,  /* a deletion vector, or the deleted counts */
+  CS_DAMAGE_PATCH = 6       /* a patch block (an UPDATE's chunks) */
+} cs_damage_kind;
+
+#define CS_DAMAGE_NO_RECORD UINT64_MAX /* cs_damage.record of a part that is no record's */
+#define CS_DAMAGE_NO_COLUMN UINT32_MAX /* cs_damage.column of a part that is no column's */
+
+/* One damaged part; every pointer is valid only during the callback. */
+typedef struct cs_damage {
+  const char *path;     /* the file */
+  cs_damage_kind kind;
+  uint64_t record;      /* index within the file, or CS_DAMAGE_NO_RECORD */
+  uint32_t column;      /* schema index, or CS_DAMAGE_NO_COLUMN */
+  uint64_t first_row;   /* the record's positions in its file: [first_row, */
+  uint64_t n_rows;      /* first_row + n_rows); 0 and 0 without a record */
+  const char *msg;      /* "path: record 3, column x: checksum mismatch (...)", no "colstore: " */
+} cs_damage;
+typedef void (*cs_damage_fn)(void *ctx, const cs_damage *part);
+
+/* Checks everything cs_store_verify and a verify=full open check, in every
+** file of source (a store path, or a dataset source as cs_store_open_source
+** takes it), without stopping at the first damage: fn is called once per
+** damaged part, in file order and within a file in the order found, and
+** *out_n_damaged is their number (0: the source is intact).  A damaged part
+** hides nothing beside it: a chunk's bytes are hashed whatever happened to
+** its record's header, and only a part that makes the rest of its file
+** unreadable (CS_DAMAGE_FILE, then that file's last part) ends its checks.
+** The return is an error other than damage (CS_ENOENT, CS_ENOTSTORE, CS_EVERSION, CS_EIO,
+** CS_ENOMEM; CS_ESCHEMA when the intact files of a dataset differ). */
+cs_rc cs_store_verify_source(const char *source, cs_damage_fn fn, void *ctx, uint64_t *out_n_damaged, cs_err *err);
+
 /* Checks the chunks of records [rec_first, rec_end) in the columns cols
 ** flags (n_cols bytes; NULL = every column) against their checksums,
 ** each the first time this process reads it (cs_verified.c); CS_ECORRUPT

@@ -108,24 +108,33 @@ bad:
                     (unsigned long long)rec, (unsigned long long)off, why);
 }
 
+/* With a sink (cs_store_verify_source) each failure is reported and the
+** record's vector left unresolved, and the next is checked. */
 cs_rc cs__dels_resolve(cs_store *s, uint64_t limit, cs_err *err) {
+  cs__damage_sink *sink = s->damage;
   uint64_t total = 0;
   for (uint64_t r = 0; r < s->n_records; r++) total += s->ext[r].n_deleted;
-  if (total != s->n_deleted)
-    return cs_err_set(err, CS_ECORRUPT, "colstore: %s: the footer counts %llu deleted rows but its records hold %llu", s->path,
-                      (unsigned long long)s->n_deleted, (unsigned long long)total);
+  if (total != s->n_deleted) {
+    cs_rc rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: the footer counts %llu deleted rows but its records hold %llu", s->path,
+                          (unsigned long long)s->n_deleted, (unsigned long long)total);
+    if (!sink) return rc;
+    cs__damage_note(sink, s, CS_DAMAGE_DELETIONS, CS_DAMAGE_NO_RECORD, CS_DAMAGE_NO_COLUMN, err);
+  }
   if (total == 0) return CS_OK;
   s->dels = cs__mem_calloc(s->n_records, sizeof *s->dels);
   if (!s->dels) return cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for the deletions of %llu records", s->path, (unsigned long long)s->n_records);
   for (uint64_t r = 0; r < s->n_records; r++) {
     const cs_disk_entry_ext *x = &s->ext[r];
+    cs_rc rc = CS_OK;
     if (x->dv_offset == 0) {
       if (x->n_deleted || x->dv_checksum)
-        return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu counts deleted rows but has no deletion vector", s->path, (unsigned long long)r);
-      continue;
+        rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu counts deleted rows but has no deletion vector", s->path, (unsigned long long)r);
+    } else {
+      rc = cs__delvec_check(s, r, &s->entries[r], x, limit, err);
     }
-    cs_rc rc = cs__delvec_check(s, r, &s->entries[r], x, limit, err);
-    if (rc) return rc;
+    if (rc && !sink) return rc;
+    if (rc) cs__damage_note(sink, s, CS_DAMAGE_DELETIONS, r, CS_DAMAGE_NO_COLUMN, err);
+    if (rc || x->dv_offset == 0) continue;
     s->dels[r].bits = s->map + x->dv_offset + sizeof(cs_disk_delvec);
     s->dels[r].n_deleted = x->n_deleted;
   }

@@ -108,6 +108,9 @@ struct cs_store {
   uint64_t copy_read_bytes;   /* of the copy, read from the file (the rest from the previous snapshot's) */
   uint64_t copy_ns;           /* the copy's wall time */
   char cache_why[192];        /* asked for memory, reads the mapping: why; else "" */
+  /* Set only while cs_store_verify_source loads the file: the checks of
+  ** open report there and go on where they would have stopped. */
+  struct cs__damage_sink *damage;
 };
 
 /* One chunk descriptor resolved into pointers, start being the chunk's
@@ -225,11 +228,13 @@ cs_rc cs__chunk_check(const cs_disk_chunk *dc, const cs_column *col, uint64_t n_
 ** of column col in a checked block, or NULL.  cs__patched_chunk_check
 ** checks a footer's CS_CHUNK_ABSOLUTE descriptor of (rec, col): its block
 ** (checked once per record: checked[0, *n_checked) holds the blocks done,
-** room for n_cols) and its identity with the block's item. */
+** room for n_cols) and its identity with the block's item; *out_block_bad
+** says whether a failure is the block's (every column it holds fails with
+** it) rather than this descriptor's. */
 cs_rc cs__patch_check(const cs_store *s, uint64_t off, uint64_t limit, const cs_disk_entry *e, uint64_t rec, cs_err *err);
 const cs_disk_patch_item *cs__patch_item(const uint8_t *block, uint32_t col);
 cs_rc cs__patched_chunk_check(const cs_store *s, uint64_t rec, uint32_t col, uint64_t limit, uint64_t *checked,
-                              uint32_t *n_checked, cs_err *err);
+                              uint32_t *n_checked, bool *out_block_bad, cs_err *err);
 /* The file offset of the patch block of a CS_CHUNK_ABSOLUTE descriptor
 ** (UINT64_MAX when patch_back points before the file). */
 static inline uint64_t cs__patch_block_of(const cs_disk_chunk *dc) {
@@ -270,14 +275,31 @@ cs_rc cs__writer_copy_record(cs_writer *w, const cs_store *s, uint64_t rec, cons
 /* Checked chunks (cs_verified.c): the per-snapshot bits, allocated once
 ** the directory is resolved and freed by cs_store_close; every chunk
 ** marked checked (after a full verify); one chunk hashed and its offsets
-** checked, with the error colstore_verify gives. */
+** checked, with the error a read gives (advise: with what to do, for a
+** message that stands alone) or one of colstore_verify's list (not). */
 cs_rc cs__verified_init(cs_store *s);
 void cs__verified_free(cs_store *s);
 void cs__verified_mark_all(const cs_store *s);
-cs_rc cs__chunk_verify(const cs_store *s, uint64_t rec, uint32_t col, cs_err *err);
+cs_rc cs__chunk_verify(const cs_store *s, uint64_t rec, uint32_t col, bool advise, cs_err *err);
 /* The same checks on a copy of the chunk's bytes at span (compaction reads
 ** chunks with pread rather than through the mapping). */
 cs_rc cs__chunk_bytes_verify(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t *span, cs_err *err);
+/* A verify that reports every damaged part (cs_store_verify_source).  A
+** check that finds damage with a sink to report to notes the part and goes
+** on; without one (every other caller) the damage is the error. */
+typedef struct cs__damage_sink {
+  cs_damage_fn fn;
+  void *ctx;
+  uint64_t n;                 /* parts reported */
+  uint8_t *skip;              /* n_records * n_cols of the file being checked: 1 = its
+                              ** descriptor or patch block failed, so its bytes are not
+                              ** hashed; owned by the sink's user; or NULL */
+} cs__damage_sink;
+/* Reports the damage e describes (its message, less "colstore: ") as one
+** part of s's file; s's directory is resolved up to record rec. */
+void cs__damage_note(cs__damage_sink *sink, const cs_store *s, cs_damage_kind kind, uint64_t rec, uint32_t col, const cs_err *e);
+/* The same for a file that did not load (rec and col: none). */
+void cs__damage_note_file(cs__damage_sink *sink, const char *path, const cs_err *e);
 /* Frees a store's per-record aggregate statistics (cs_agg.c); NULL is fine. */
 void cs__agg_cache_free(void *cache);
 /* Deletion vectors (cs_delete.c).  Checks the vector of record rec named by

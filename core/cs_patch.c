@@ -84,9 +84,10 @@ const cs_disk_patch_item *cs__patch_item(const uint8_t *block, uint32_t col) {
 }
 
 cs_rc cs__patched_chunk_check(const cs_store *s, uint64_t rec, uint32_t col, uint64_t limit, uint64_t *checked,
-                              uint32_t *n_checked, cs_err *err) {
+                              uint32_t *n_checked, bool *out_block_bad, cs_err *err) {
   const cs_disk_chunk *dc = &s->disk_chunks[rec * s->schema.n_cols + col];
   const char *why;
+  *out_block_bad = false;
   if (s->footer_layout != 2) {
     why = "is a patched chunk in a layout-1 footer";
     goto bad;
@@ -96,7 +97,10 @@ cs_rc cs__patched_chunk_check(const cs_store *s, uint64_t rec, uint32_t col, uin
   for (uint32_t i = 0; i < *n_checked && !done; i++) done = checked[i] == off;
   if (!done) {
     cs_rc rc = cs__patch_check(s, off == UINT64_MAX ? 0 : off, limit, &s->entries[rec], rec, err);
-    if (rc) return rc;
+    if (rc) {
+      *out_block_bad = true;
+      return rc;
+    }
     checked[(*n_checked)++] = off;
   }
   const cs_disk_patch_item *it = cs__patch_item(s->map + off, col);

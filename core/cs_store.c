@@ -27,6 +27,13 @@
 ** (a transaction starts only after the previous one committed), and the
 ** highest only if a valid footer of that generation follows it.
 **
+** colstore_verify (cs_store_verify_source, at the end): the same load
+** and checks with a damage sink (cs_internal.h), through which each check
+** that fails reports its part and goes on instead of failing the open;
+** a descriptor or patch block that fails marks its chunks skipped, so the
+** hashing that follows never follows a pointer that was not checked.  The
+** store such a load returns is only verified and closed.
+**
 ** Format 2 (docs/format.md 14).  The data region also holds deletion
 ** vectors and patch blocks, each after its record.  A footer descriptor may
 ** be a patch's (CS_CHUNK_ABSOLUTE, an UPDATE's new chunk): it is checked
@@ -227,11 +234,19 @@ static cs_rc directory_alloc(cs_store *s, uint64_t n_records, cs_err *err) {
 /* Resolves and checks every entry once entries/disk_chunks are filled.  A
 ** record's own chunks are checked against the record; a patch's chunk
 ** (CS_CHUNK_ABSOLUTE, layout 2 only) against its patch block, which is
-** checked once per record (blocks: the ones done, allocated at the first). */
+** checked once per record (blocks[0, n_cols): the ones done, allocated at
+** the first; blocks[n_cols, 2 n_cols): the ones that failed).  With a sink
+** (cs_store_verify_source) a chunk that fails is reported, marked skip and
+** left unresolved, and the rest are checked: a damaged patch block once,
+** the chunks it holds skipped with it.  An entry that fails stops the
+** directory either way (the caller reports the file). */
 static cs_rc directory_resolve(cs_store *s, uint64_t limit, cs_err *err) {
-  uint32_t nc = s->schema.n_cols, n_blocks = 0;
+  cs__damage_sink *sink = s->damage;
+  uint32_t nc = s->schema.n_cols, n_blocks = 0, n_bad = 0;
   uint64_t hb = cs__record_header_bytes(nc), prev_end = s->data_offset, rows = 0, *blocks = NULL;
   cs_rc rc = CS_OK;
+  if (sink && !(sink->skip = cs__mem_calloc(s->n_records ? s->n_records * nc : 1, 1)))
+    return cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for a directory of %llu records", s->path, (unsigned long long)s->n_records);
   for (uint64_t r = 0; r < s->n_records && rc == CS_OK; r++) {
     const cs_disk_entry *e = &s->entries[r];
     if (e->record_offset < prev_end || e->record_offset % CS_ALIGN || e->record_bytes < hb ||
@@ -243,15 +258,28 @@ static cs_rc directory_resolve(cs_store *s, uint64_t limit, cs_err *err) {
     prev_end = e->record_offset + e->record_bytes;
     s->first_rows[r] = rows;
     rows += e->n_rows;
-    n_blocks = 0;
+    n_blocks = n_bad = 0;
     for (uint32_t c = 0; c < nc && rc == CS_OK; c++) {
       const cs_disk_chunk *dc = &s->disk_chunks[r * nc + c];
+      bool block_bad = false;
       if (!(dc->flags & CS_CHUNK_ABSOLUTE)) {
         rc = cs__chunk_check(dc, &s->cols[c], e->n_rows, hb, e->record_bytes, false, s->path, r, err);
-      } else if (!blocks && !(blocks = cs__mem_malloc(nc * sizeof *blocks))) {
+      } else if (!blocks && !(blocks = cs__mem_malloc(2 * nc * sizeof *blocks))) {
         rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory checking patched chunks", s->path);
       } else {
-        rc = cs__patched_chunk_check(s, r, c, limit, blocks, &n_blocks, err);
+        for (uint32_t i = 0; i < n_bad && !block_bad; i++) block_bad = blocks[nc + i] == cs__patch_block_of(dc);
+        if (block_bad) rc = CS_ECORRUPT; /* reported with the block's first column */
+        else if ((rc = cs__patched_chunk_check(s, r, c, limit, blocks, &n_blocks, &block_bad, err)) == CS_ECORRUPT && sink) {
+          if (block_bad) blocks[nc + n_bad++] = cs__patch_block_of(dc);
+          cs__damage_note(sink, s, block_bad ? CS_DAMAGE_PATCH : CS_DAMAGE_DESCRIPTOR, r, block_bad ? CS_DAMAGE_NO_COLUMN : c, err);
+        }
+      }
+      if (rc == CS_ECORRUPT && sink) {
+        if (!(dc->flags & CS_CHUNK_ABSOLUTE)) cs__damage_note(sink, s, CS_DAMAGE_DESCRIPTOR, r, c, err);
+        sink->skip[r * nc + c] = 1;
+        memset(&s->chunks[r * nc + c], 0, sizeof s->chunks[r * nc + c]);
+        rc = CS_OK;
+        continue;
       }
       if (rc) break;
       cs__chunk_resolve(s->map + cs__chunk_base(e, dc) + dc->chunk_offset, dc, &s->chunks[r * nc + c]);
@@ -506,8 +534,13 @@ cs_rc cs__store_load(int fd, const char *path, cs_verify verify, cs_store **out,
   return cs__store_load_cached(fd, path, verify, CS_CACHE_MAP, NULL, out, err);
 }
 
-cs_rc cs__store_load_cached(int fd, const char *path, cs_verify verify, cs_cache cache, const cs_store *base, cs_store **out,
-                            cs_err *err) {
+static cs_rc store_check_all(const cs_store *s, cs__damage_sink *sink, cs_err *err);
+
+/* cs__store_load_cached, with a sink for cs_store_verify_source (else
+** NULL): the store it returns may then hold chunks whose descriptors
+** failed (sink->skip), and is only verified and closed. */
+static cs_rc store_load(int fd, const char *path, cs_verify verify, cs_cache cache, const cs_store *base, cs__damage_sink *sink,
+                        cs_store **out, cs_err *err) {
   cs_rc rc;
   *out = NULL;
   cs_store *s = cs__mem_calloc(1, sizeof *s);
@@ -517,6 +550,7 @@ cs_rc cs__store_load_cached(int fd, const char *path, cs_verify verify, cs_cache
     return cs_err_set(err, CS_ENOMEM, "colstore: out of memory opening %s", path);
   }
   atomic_init(&s->n_refs, 1);
+  s->damage = sink;
   s->fd = fd;
   s->cache_req = cache;
   /* Slots first, size second: committed data never shrinks, so a file
@@ -606,8 +640,8 @@ cs_rc cs__store_load_cached(int fd, const char *path, cs_verify verify, cs_cache
   }
 
   if (verify == CS_VERIFY_FULL) {
-    if ((rc = cs_store_verify(s, err))) goto fail;
-    cs__verified_mark_all(s);
+    if ((rc = store_check_all(s, sink, err))) goto fail;
+    if (!sink) cs__verified_mark_all(s);
   }
   *out = s;
   return CS_OK;
@@ -616,14 +650,24 @@ fail:
   return rc;
 }
 
-cs_rc cs__store_open_path(const char *path, cs_verify verify, cs_cache cache, const cs_store *base, cs_store **out, cs_err *err) {
+cs_rc cs__store_load_cached(int fd, const char *path, cs_verify verify, cs_cache cache, const cs_store *base, cs_store **out,
+                            cs_err *err) {
+  return store_load(fd, path, verify, cache, base, NULL, out, err);
+}
+
+static cs_rc path_load(const char *path, cs_verify verify, cs_cache cache, const cs_store *base, cs__damage_sink *sink,
+                       cs_store **out, cs_err *err) {
   *out = NULL;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return cs_err_set(err, CS_ENOENT, "colstore: %s does not exist", path);
     return cs_err_set(err, CS_EIO, "colstore: cannot open %s: %s", path, strerror(errno));
   }
-  return cs__store_load_cached(fd, path, verify, cache, base, out, err);
+  return store_load(fd, path, verify, cache, base, sink, out, err);
+}
+
+cs_rc cs__store_open_path(const char *path, cs_verify verify, cs_cache cache, const cs_store *base, cs_store **out, cs_err *err) {
+  return path_load(path, verify, cache, base, NULL, out, err);
 }
 
 cs_rc cs_store_open(const char *path, cs_verify verify, cs_store **out, cs_err *err) {
@@ -756,26 +800,85 @@ cs_rc cs_chunk_varlen(const cs_chunk *ch, uint64_t local, const uint8_t **out_by
 
 /* ---------------------------------------------------------------- verify */
 
-cs_rc cs_store_verify(const cs_store *s, cs_err *err) {
-  if (s->parts) return cs__dataset_verify(s, err);
+/* Every record header against the footer, then every chunk of the record
+** against its checksum.  Without a sink the first damage is the error;
+** with one (cs_store_verify_source) each is reported and the walk goes
+** on: a record whose header is damaged still has its chunks hashed (the
+** footer's descriptors, checked at open, say where they are), and only
+** the chunks whose descriptors failed at open (sink->skip) are passed. */
+static cs_rc store_check_all(const cs_store *s, cs__damage_sink *sink, cs_err *err) {
   uint32_t nc = s->schema.n_cols;
   for (uint64_t r = 0; r < s->n_records; r++) {
     const cs_disk_entry *e = &s->entries[r];
     const cs_disk_record *h;
     cs_rc rc = record_header_check(s, e->record_offset, s->data_end, r, &h, err);
-    if (rc) return rc;
-    /* The footer copies the record's descriptors, except those a patch
-    ** replaced (open compared those with their patch block's). */
-    bool same = h->n_rows == e->n_rows && h->record_bytes == e->record_bytes;
-    const cs_disk_chunk *own = (const cs_disk_chunk *)(h + 1);
-    for (uint32_t c = 0; c < nc && same; c++) {
-      const cs_disk_chunk *dc = &s->disk_chunks[r * nc + c];
-      same = (dc->flags & CS_CHUNK_ABSOLUTE) || memcmp(&own[c], dc, sizeof *dc) == 0;
+    if (rc == CS_OK) {
+      /* The footer copies the record's descriptors, except those a patch
+      ** replaced (open compared those with their patch block's). */
+      bool same = h->n_rows == e->n_rows && h->record_bytes == e->record_bytes;
+      const cs_disk_chunk *own = (const cs_disk_chunk *)(h + 1);
+      for (uint32_t c = 0; c < nc && same; c++) {
+        const cs_disk_chunk *dc = &s->disk_chunks[r * nc + c];
+        same = (dc->flags & CS_CHUNK_ABSOLUTE) || memcmp(&own[c], dc, sizeof *dc) == 0;
+      }
+      if (!same)
+        rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu header does not match the footer", s->path, (unsigned long long)r);
     }
-    if (!same)
-      return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu header does not match the footer", s->path, (unsigned long long)r);
-    for (uint32_t c = 0; c < nc; c++)
-      if ((rc = cs__chunk_verify(s, r, c, err))) return rc;
+    if (rc && !sink) return rc;
+    if (rc) cs__damage_note(sink, s, CS_DAMAGE_RECORD, r, CS_DAMAGE_NO_COLUMN, err);
+    for (uint32_t c = 0; c < nc; c++) {
+      if (sink && sink->skip[r * nc + c]) continue;
+      if ((rc = cs__chunk_verify(s, r, c, !sink, err)) && !sink) return rc;
+      if (rc) cs__damage_note(sink, s, CS_DAMAGE_CHUNK, r, c, err);
+    }
   }
   return CS_OK;
+}
+
+cs_rc cs_store_verify(const cs_store *s, cs_err *err) {
+  if (s->parts) return cs__dataset_verify(s, err);
+  return store_check_all(s, NULL, err);
+}
+
+/* One file of cs_store_verify_source.  A verify=full load with the sink
+** reports each part and goes on; damage that stops the load (the
+** preamble, the schema, the slots and footer when no scan recovers the
+** records, a directory entry) is then the file's last part, after any that
+** directory resolution found in the records before it. */
+static cs_rc file_verify_each(const char *path, cs__damage_sink *sink, cs_err *err) {
+  cs_store *s = NULL;
+  cs_err e = {0};
+  cs_rc rc = path_load(path, CS_VERIFY_FULL, CS_CACHE_MAP, NULL, sink, &s, &e);
+  cs_store_close(s);
+  cs__mem_free(sink->skip);
+  sink->skip = NULL;
+  if (rc == CS_ECORRUPT) {
+    cs__damage_note_file(sink, path, &e);
+    return CS_OK;
+  }
+  return rc ? cs_err_set(err, rc, "%s", e.msg) : CS_OK;
+}
+
+cs_rc cs_store_verify_source(const char *source, cs_damage_fn fn, void *ctx, uint64_t *out_n_damaged, cs_err *err) {
+  cs__damage_sink sink = {fn, ctx, 0, NULL};
+  *out_n_damaged = 0;
+  if (!cs_source_is_dataset(source)) {
+    cs_rc rc = file_verify_each(source, &sink, err);
+    *out_n_damaged = sink.n;
+    return rc;
+  }
+  char **paths = NULL;
+  uint32_t n = 0;
+  cs_rc rc = cs_dataset_expand(source, &paths, &n, err);
+  for (uint32_t i = 0; i < n && rc == CS_OK; i++) rc = file_verify_each(paths[i], &sink, err);
+  cs_paths_free(paths, n);
+  /* Every file intact: what makes them one dataset (files to read, one
+  ** schema) is checked as an open checks it. */
+  if (rc == CS_OK && sink.n == 0) {
+    cs_store *d = NULL;
+    rc = cs_store_open_source(source, CS_VERIFY_HEADER, &d, err);
+    cs_store_close(d);
+  }
+  *out_n_damaged = sink.n;
+  return rc;
 }

@@ -152,16 +152,18 @@ static void mark(const cs_store *s, uint64_t rec, uint32_t col) {
 }
 
 /* Hashes chunk (rec, col) of a single-file store and checks its TEXT/BLOB
-** offsets, as cs_store_verify does. */
-cs_rc cs__chunk_bytes_verify(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t *span, cs_err *err) {
+** offsets, as cs_store_verify does; advise adds what to do to a checksum
+** failure (a read's error stands alone; a line of colstore_verify's list
+** does not repeat it). */
+static cs_rc chunk_bytes_check(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t *span, bool advise, cs_err *err) {
   const cs_disk_chunk *dc = &s->disk_chunks[rec * s->schema.n_cols + col];
   uint64_t got = cs__hash(span, dc->chunk_bytes);
   if (got != dc->checksum)
-    return cs_err_set(err, CS_ECORRUPT,
-                      "colstore: %s: record %llu, column %s: checksum mismatch (expected %016llx, found %016llx): "
-                      "the file is damaged there; restore it from a copy (colstore_verify() names every damaged part)",
+    return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu, column %s: checksum mismatch (expected %016llx, found %016llx)%s",
                       s->path, (unsigned long long)rec, s->cols[col].name, (unsigned long long)dc->checksum,
-                      (unsigned long long)got);
+                      (unsigned long long)got,
+                      advise ? ": the file is damaged there; restore it from a copy (colstore_verify() names every damaged part)"
+                             : "");
   if (dc->offsets_offset) {
     const int64_t *offsets = (const int64_t *)(const void *)(span + (dc->offsets_offset - dc->chunk_offset));
     uint64_t n = s->entries[rec].n_rows;
@@ -175,9 +177,31 @@ cs_rc cs__chunk_bytes_verify(const cs_store *s, uint64_t rec, uint32_t col, cons
   return CS_OK;
 }
 
-cs_rc cs__chunk_verify(const cs_store *s, uint64_t rec, uint32_t col, cs_err *err) {
+cs_rc cs__chunk_bytes_verify(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t *span, cs_err *err) {
+  return chunk_bytes_check(s, rec, col, span, true, err);
+}
+
+cs_rc cs__chunk_verify(const cs_store *s, uint64_t rec, uint32_t col, bool advise, cs_err *err) {
   const cs_disk_chunk *dc = &s->disk_chunks[rec * s->schema.n_cols + col];
-  return cs__chunk_bytes_verify(s, rec, col, s->map + cs__chunk_base(&s->entries[rec], dc) + dc->chunk_offset, err);
+  return chunk_bytes_check(s, rec, col, s->map + cs__chunk_base(&s->entries[rec], dc) + dc->chunk_offset, advise, err);
+}
+
+static void damage_put(cs__damage_sink *sink, cs_damage *part, const cs_err *e) {
+  part->msg = e->msg;
+  if (strncmp(part->msg, "colstore: ", 10) == 0) part->msg += 10;
+  sink->n++;
+  if (sink->fn) sink->fn(sink->ctx, part);
+}
+
+void cs__damage_note(cs__damage_sink *sink, const cs_store *s, cs_damage_kind kind, uint64_t rec, uint32_t col, const cs_err *e) {
+  cs_damage part = {s->path, kind, rec, col, 0, 0, NULL};
+  if (rec != CS_DAMAGE_NO_RECORD) part.first_row = s->first_rows[rec], part.n_rows = s->entries[rec].n_rows;
+  damage_put(sink, &part, e);
+}
+
+void cs__damage_note_file(cs__damage_sink *sink, const char *path, const cs_err *e) {
+  cs_damage part = {path, CS_DAMAGE_FILE, CS_DAMAGE_NO_RECORD, CS_DAMAGE_NO_COLUMN, 0, 0, NULL};
+  damage_put(sink, &part, e);
 }
 
 void cs__verified_mark_all(const cs_store *s) {
@@ -204,7 +228,7 @@ static cs_rc file_check(const cs_store *s, uint64_t rec_first, uint64_t rec_end,
       if ((cols && !cols[c]) || atomic_load_explicit(&s->chunk_checked[r * nc + c], memory_order_relaxed)) continue;
       chunk_key k = key_of(s, r, c);
       if (!set_has(s->checks, &k)) {
-        cs_rc rc = cs__chunk_verify(s, r, c, err);
+        cs_rc rc = cs__chunk_verify(s, r, c, true, err);
         if (rc) return rc;
         set_add(s->checks, &k);
       }

@@ -384,6 +384,35 @@ static void fn_info(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   else sqlite3_result_error_nomem(ctx);
 }
 
+/* colstore_verify's error lists at most this many damaged parts, one a
+** line, and counts the rest (docs/sql.md). */
+#define CSX_VERIFY_LIST_MAX 100
+
+typedef struct verify_list {
+  sqlite3_str *lines;         /* the listed parts, one a line */
+  uint64_t n;                 /* parts reported */
+  bool salvage;               /* every part is a chunk's or a record header's: the file
+                              ** still opens, and DELETE + compaction can drop them */
+} verify_list;
+
+static void verify_part(void *pCtx, const cs_damage *part) {
+  verify_list *p = pCtx;
+  p->salvage = p->salvage && (part->kind == CS_DAMAGE_CHUNK || part->kind == CS_DAMAGE_RECORD);
+  if (p->n++ >= CSX_VERIFY_LIST_MAX) return;
+  sqlite3_str_appendf(p->lines, "\n%s", part->msg);
+  if (part->n_rows)
+    sqlite3_str_appendf(p->lines, " (rowids %llu to %llu of this file)", (unsigned long long)part->first_row,
+                        (unsigned long long)(part->first_row + part->n_rows - 1));
+  if (part->kind == CS_DAMAGE_FILE) sqlite3_str_appendall(p->lines, " (nothing after it in this file can be read or checked)");
+}
+
+/* TEXT 'ok', or SQLITE_CORRUPT whose message says how many parts are
+** damaged and what to do on its first line, then one part a line: core
+** reports every part (cs_store_verify_source) and this formats them.
+** What to do depends on the parts: damage only in chunks and record
+** headers leaves a file that opens, whose damaged records a DELETE and a
+** renumbering compaction can drop (the compaction does not read a record
+** with no live row); anything else keeps the file from opening. */
 static void fn_verify(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   (void)argc;
   const char *zPath = resolve_path(ctx, argv[0]);
@@ -391,13 +420,33 @@ static void fn_verify(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     result_error(ctx, SQLITE_MISUSE, "colstore: usage: colstore_verify(path_or_table)");
     return;
   }
-  cs_store *store = NULL;
+  sqlite3 *db = sqlite3_context_db_handle(ctx);
+  verify_list list = {sqlite3_str_new(db), 0, true};
+  uint64_t nDamaged = 0;
   cs_err err = {0};
-  /* A dataset is verified file by file; the error names the file. */
-  cs_rc rc = cs_store_open_source(zPath, CS_VERIFY_FULL, &store, &err);
-  cs_store_close(store);
-  if (rc != CS_OK) result_cs_error(ctx, rc, &err);
-  else sqlite3_result_text(ctx, "ok", -1, SQLITE_STATIC);
+  cs_rc rc = cs_store_verify_source(zPath, verify_part, &list, &nDamaged, &err);
+  char *zList = sqlite3_str_finish(list.lines);
+  if (rc != CS_OK) {
+    result_cs_error(ctx, rc, &err);
+  } else if (nDamaged == 0) {
+    sqlite3_result_text(ctx, "ok", -1, SQLITE_STATIC);
+  } else {
+    sqlite3_str *s = sqlite3_str_new(db);
+    sqlite3_str_appendf(s, "colstore: colstore_verify found %llu damaged part%s in %s; restore each file named below from a backup",
+                        (unsigned long long)nDamaged, nDamaged == 1 ? "" : "s", zPath);
+    sqlite3_str_appendall(s, list.salvage ? ", or keep the rest of a file: DELETE the rowids given below from a table over that file, "
+                                            "then colstore_compact(table, 'renumber') drops those records unread (rowids then change)"
+                                          : " (damage of this kind keeps the file from opening: neither DELETE nor colstore_compact "
+                                            "can salvage the rest)");
+    sqlite3_str_appendall(s, zList ? zList : "");
+    if (nDamaged > CSX_VERIFY_LIST_MAX)
+      sqlite3_str_appendf(s, "\nand %llu more damaged parts (only the first %d are listed)",
+                          (unsigned long long)(nDamaged - CSX_VERIFY_LIST_MAX), CSX_VERIFY_LIST_MAX);
+    char *z = sqlite3_str_finish(s);
+    result_error(ctx, SQLITE_CORRUPT, zList ? z : NULL);
+    sqlite3_free(z);
+  }
+  sqlite3_free(zList);
 }
 
 /* ----------------------------------------------------- colstore_compact */

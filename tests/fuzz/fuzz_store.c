@@ -21,6 +21,11 @@
 **     (cs_store_check_rows, cs_store_check_chunks) fail only where verify
 **     fails, and never after it passed;
 **   - every error message starts with "colstore: ";
+**   - colstore_verify's report (cs_store_verify_source) names each damaged
+**     part once, is empty iff open(FULL) passes or fails for a reason that
+**     is not damage, starts with open(FULL)'s error, and, where
+**     open(HEADER) passed, names as checksum damage exactly the chunks
+**     that a read of each chunk alone refuses;
 **   - every gather kernel returns exactly what a naive read of the chunks
 **     returns (values where valid, and the validity bytes);
 **   - cs_store_find_record agrees with the record table;
@@ -496,6 +501,109 @@ static void run_verify_read(cs_rc rh, const cs_err *eh, cs_rc rv, uint64_t *seed
   cs_store_close(s);
 }
 
+/* colstore_verify's report (cs_store_verify_source): every part is well
+** formed and named once; there is one iff the full open fails as damage
+** (the first part being that open's error), a CS_DAMAGE_FILE part is the
+** last (nothing of the file is checked after it); and where open(HEADER) passed, the
+** checksum parts are exactly the chunks that a read (cs_store_check_chunks
+** of that one chunk, verify=read) refuses. */
+typedef struct report_acc {
+  uint64_t n;
+  uint64_t n_file;           /* CS_DAMAGE_FILE parts (the file's last one, if any) */
+  uint64_t n_open;           /* parts of what open(HEADER) checks: all but RECORD and CHUNK */
+  const cs_store *sh;        /* the HEADER open, or NULL */
+  uint64_t n_records;        /* of the HEADER open, or 0 */
+  uint32_t n_cols;
+  uint64_t *hashes;          /* of each part's message, to find one named twice */
+  uint64_t cap;
+  uint8_t *chunk_named;      /* n_records * n_cols, capped: a checksum part for the cell */
+  uint64_t n_cells;          /* cells chunk_named covers */
+  char first[CS_ERR_MSG_BYTES];
+} report_acc;
+
+static void report_part(void *ctx, const cs_damage *d) {
+  report_acc *a = ctx;
+  FZ_CHECK(strcmp(d->path, g_path) == 0 && strncmp(d->msg, g_path, strlen(g_path)) == 0, "part '%s' does not name the file", d->msg);
+  FZ_CHECK(d->kind >= CS_DAMAGE_FILE && d->kind <= CS_DAMAGE_PATCH, "part '%s' has kind %d", d->msg, (int)d->kind);
+  bool whole = d->kind == CS_DAMAGE_FILE;
+  FZ_CHECK(a->n_file == 0, "part '%s' after one that ends the file's checks", d->msg);
+  a->n_file += whole;
+  a->n_open += d->kind != CS_DAMAGE_RECORD && d->kind != CS_DAMAGE_CHUNK;
+  FZ_CHECK(whole == (d->record == CS_DAMAGE_NO_RECORD) || d->kind == CS_DAMAGE_DELETIONS, "part '%s': record %" PRIu64, d->msg,
+           d->record);
+  if (a->n_records) FZ_CHECK(d->record == CS_DAMAGE_NO_RECORD || d->record < a->n_records, "part '%s': record out of range", d->msg);
+  if (a->sh && d->record != CS_DAMAGE_NO_RECORD)
+    FZ_CHECK(d->first_row == cs_store_record_first_row(a->sh, d->record) && d->n_rows == cs_store_record_rows(a->sh, d->record),
+             "part '%s': rows [%" PRIu64 ", +%" PRIu64 ")", d->msg, d->first_row, d->n_rows);
+  FZ_CHECK((d->record == CS_DAMAGE_NO_RECORD) == (d->n_rows == 0), "part '%s': %" PRIu64 " rows", d->msg, d->n_rows);
+  if (a->n_cols) FZ_CHECK(d->column == CS_DAMAGE_NO_COLUMN || d->column < a->n_cols, "part '%s': column out of range", d->msg);
+  FZ_CHECK((d->kind == CS_DAMAGE_CHUNK || d->kind == CS_DAMAGE_DESCRIPTOR) == (d->column != CS_DAMAGE_NO_COLUMN),
+           "part '%s' (kind %d) and its column %u", d->msg, (int)d->kind, d->column);
+  if (a->n == a->cap) {
+    a->cap = a->cap ? 2 * a->cap : 64;
+    a->hashes = realloc(a->hashes, a->cap * sizeof *a->hashes);
+    FZ_CHECK(a->hashes != NULL, "out of memory");
+  }
+  a->hashes[a->n] = fz_fnv(FZ_FNV_SEED, d->msg, strlen(d->msg));
+  if (a->n++ == 0) snprintf(a->first, sizeof a->first, "%s", d->msg);
+  if (d->kind == CS_DAMAGE_CHUNK && a->n_cols && d->record * a->n_cols + d->column < a->n_cells)
+    a->chunk_named[d->record * a->n_cols + d->column]++;
+}
+
+static int u64_cmp(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+static void run_verify_report(const cs_store *sh, cs_rc rh, cs_rc rf, const cs_err *ef) {
+  report_acc a = {0};
+  if (sh) {
+    a.sh = sh, a.n_records = cs_store_records(sh), a.n_cols = cs_store_schema(sh)->n_cols;
+    a.n_cells = a.n_records * a.n_cols < 4096 ? a.n_records * a.n_cols : 4096;
+    a.chunk_named = calloc(a.n_cells ? a.n_cells : 1, 1);
+    FZ_CHECK(a.chunk_named != NULL, "out of memory");
+  }
+  uint64_t n = 0;
+  cs_err e = {0};
+  cs_rc rc = cs_store_verify_source(g_path, report_part, &a, &n, &e);
+  FZ_CHECK(n == a.n, "verify_source counted %" PRIu64 " parts but reported %" PRIu64, n, a.n);
+  if (rf == CS_OK || rf == CS_ECORRUPT) {
+    FZ_CHECK(rc == CS_OK, "verify_source failed with %s (%s) where open(FULL) gave %s", cs_rc_name(rc), e.msg, cs_rc_name(rf));
+    FZ_CHECK((n > 0) == (rf == CS_ECORRUPT), "verify_source reported %" PRIu64 " parts where open(FULL) gave %s (%s)", n,
+             cs_rc_name(rf), ef->msg);
+    FZ_CHECK(n == 0 || strncmp(ef->msg + 10, a.first, strlen(a.first)) == 0, "first part '%s' is not the open's error '%s'", a.first,
+             ef->msg);
+  } else {
+    FZ_CHECK(rc == rf && n == 0 && starts_colstore(&e), "verify_source gave %s (%s, %" PRIu64 " parts) where open(FULL) gave %s", cs_rc_name(rc),
+             e.msg, n, cs_rc_name(rf));
+  }
+  FZ_CHECK(a.n_file <= 1, "%" PRIu64 " parts say the file cannot be read", a.n_file);
+  FZ_CHECK(rh != CS_OK || a.n_open == 0, "a file that opens was reported damaged where open checks: %s", a.first);
+  if (a.n > 1) qsort(a.hashes, a.n, sizeof *a.hashes, u64_cmp);
+  for (uint64_t i = 1; i < a.n; i++) FZ_CHECK(a.hashes[i] != a.hashes[i - 1], "a part is reported twice");
+  if (sh) {
+    /* Each chunk read on its own through verify=read: refused iff named. */
+    cs_store *sr = NULL;
+    cs_err er = {0};
+    FZ_CHECK(cs_store_open(g_path, CS_VERIFY_READ, &sr, &er) == CS_OK, "open(READ) failed where open(HEADER) passed: %s", er.msg);
+    uint8_t *col = calloc(a.n_cols, 1);
+    FZ_CHECK(col != NULL, "out of memory");
+    for (uint64_t i = 0; i < a.n_cells; i++) {
+      uint64_t r = i / a.n_cols;
+      uint32_t c = (uint32_t)(i % a.n_cols);
+      col[c] = 1;
+      bool refused = cs_store_check_chunks(sr, r, r + 1, col, &er) != CS_OK;
+      col[c] = 0;
+      FZ_CHECK(refused == (a.chunk_named[i] == 1), "record %" PRIu64 ", column %u: read %s, named %u times", r, c,
+               refused ? "refused" : "passed", a.chunk_named[i]);
+    }
+    free(col);
+    cs_store_close(sr);
+  }
+  free(a.chunk_named);
+  free(a.hashes);
+}
+
 /* ------------------------------------------------------------- one input */
 
 /* One row of neutral values (NULL where allowed), committed: appended, or
@@ -573,8 +681,10 @@ static void run_one(const uint8_t *data, size_t size) {
   if (rh != CS_OK) {
     FZ_CHECK(rf == rh && strcmp(ef.msg, eh.msg) == 0, "open(HEADER) failed with %s (%s) but open(FULL) gave %s (%s)", cs_rc_name(rh),
              eh.msg, cs_rc_name(rf), ef.msg);
+    run_verify_report(NULL, rh, rf, &ef);
     return;
   }
+  run_verify_report(sh, rh, rf, &ef);
   cs_err ev = {0};
   cs_rc rv = cs_store_verify(sh, &ev);
   FZ_CHECK(rv == rf && (rv == CS_OK || strcmp(ev.msg, ef.msg) == 0), "verify after open(HEADER) gave %s (%s), open(FULL) %s (%s)",

@@ -142,6 +142,31 @@ START_TEST(test_golden_directories_hold_exactly_the_listed_files) {
 }
 END_TEST
 
+/* What cs_store_verify_source (colstore_verify) reports of path: its first
+** part's message in first (the open's error less "colstore: " starts with
+** it), every part naming path; returns the number of parts. */
+typedef struct golden_parts {
+  const char *path;
+  uint64_t n;
+  char first[CS_ERR_MSG_BYTES];
+} golden_parts;
+
+static void golden_part(void *ctx, const cs_damage *d) {
+  golden_parts *g = ctx;
+  ck_assert_msg(strcmp(d->path, g->path) == 0 && strstr(d->msg, g->path) == d->msg, "part '%s' does not start with %s", d->msg, g->path);
+  if (g->n++ == 0) snprintf(g->first, sizeof g->first, "%s", d->msg);
+}
+
+static uint64_t golden_verify_parts(const char *path, cs_rc want_rc, golden_parts *g) {
+  *g = (golden_parts){path, 0, ""};
+  uint64_t n = 0;
+  cs_err err = {0};
+  cs_rc rc = cs_store_verify_source(path, golden_part, g, &n, &err);
+  ck_assert_msg(rc == want_rc, "%s: verify_source gave %s (%s), expected %s", path, cs_rc_name(rc), err.msg, cs_rc_name(want_rc));
+  ck_assert_uint_eq(n, g->n);
+  return n;
+}
+
 START_TEST(test_every_valid_golden_file_opens_with_full_verify_as_expected) {
   int n;
   expected_line *v = expected_read("valid", true, &n);
@@ -150,6 +175,8 @@ START_TEST(test_every_valid_golden_file_opens_with_full_verify_as_expected) {
     cs_store *s = ut_open_ok(p, CS_VERIFY_FULL, v[k].name);
     cs_err err = {0};
     ck_assert_msg(cs_store_verify(s, &err) == CS_OK, "%s: %s", v[k].name, err.msg);
+    golden_parts g;
+    ck_assert_msg(golden_verify_parts(p, CS_OK, &g) == 0, "%s: colstore_verify reports '%s'", v[k].name, g.first);
     ck_assert_msg(cs_store_rows(s) == v[k].rows, "%s: %" PRIu64 " rows, expected %" PRIu64, v[k].name, cs_store_rows(s), v[k].rows);
     ck_assert_msg(cs_store_records(s) == v[k].records, "%s: %" PRIu64 " records, expected %" PRIu64, v[k].name, cs_store_records(s),
                   v[k].records);
@@ -183,6 +210,13 @@ START_TEST(test_every_corrupt_golden_file_fails_with_its_expected_code) {
     ck_assert_msg(rc == want, "%s: open gave %s (%s), expected %s", c[k].name, cs_rc_name(rc), err.msg, c[k].code);
     ck_assert_msg(strncmp(err.msg, "colstore: ", 10) == 0 && strstr(err.msg, p) != NULL,
                   "%s: message '%s' should start with 'colstore: ' and name the file", c[k].name, err.msg);
+    /* colstore_verify reports damage where a full open finds it, the same
+    ** first; what is not damage is its error. */
+    golden_parts g;
+    uint64_t n_parts = golden_verify_parts(p, want == CS_ECORRUPT ? CS_OK : want, &g);
+    ck_assert_msg((n_parts > 0) == (want == CS_ECORRUPT), "%s: %" PRIu64 " damaged parts reported", c[k].name, n_parts);
+    ck_assert_msg(want != CS_ECORRUPT || strncmp(err.msg + 10, g.first, strlen(g.first)) == 0,
+                  "%s: first part '%s' is not the open's error '%s'", c[k].name, g.first, err.msg);
     /* A header-only open may succeed only if verify then finds the damage. */
     cs_store *s = NULL;
     if (cs_store_open(p, CS_VERIFY_HEADER, &s, &err) == CS_OK) {
