@@ -20,7 +20,7 @@
 ** exactly what it means there, with one difference: the colstore table
 ** leaves to SQLite what the core would compare otherwise (a literal of
 ** another class, a BLOB column), but here nothing can be left to SQLite,
-** so every operand of every class is taken (no_fallback) and compared by
+** so every operand of every class is taken (CSX_TAKE_AGG_FILTER) and compared by
 ** the core with SQLite's rules.  The danger is a condition SQLite cannot
 ** hand over (an OR across columns, a function of the column, a comparison
 ** of two columns): SQLite would then evaluate it on the output rows, by
@@ -431,8 +431,7 @@ static int agg_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
       if (c->op == SQLITE_INDEX_CONSTRAINT_LIMIT || c->op == SQLITE_INDEX_CONSTRAINT_OFFSET) continue;
       if (pInfo->aConstraintUsage[i].argvIndex > 0) continue;
       bool is_list = c->op == SQLITE_INDEX_CONSTRAINT_EQ && in_ok && sqlite3_vtab_in(pInfo, i, -1);
-      if (pass == 0 && i >= 16) continue;
-      if (pass == 1 && !(i >= 16 && is_list)) continue;
+      if ((pass == 0) != (i < 16) || (pass == 1 && !is_list) || (pass == 2 && is_list)) continue;
       const agg_col *col = &t->cols[c->iColumn];
       if (col->kind == AGG_ROWS || col->kind == AGG_MASK) {
         bool *done = col->kind == AGG_ROWS ? &rows_taken : &mask_taken;
@@ -454,7 +453,8 @@ static int agg_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
       bool room = argv_i < CSX_MAX_SLOTS;
       bool taken = c->usable && room &&
                    csx_plan_take_pred(pInfo, i, t->src_cols[col->src].type, (int)col->src, t->src_cols[col->src].name,
-                                      &argv_i, slots, words, any_pred, &rows, true, &why);
+                                      &argv_i, slots, words, any_pred, &rows,
+                                      col->kind == AGG_KEY ? CSX_TAKE_AGG_KEY : CSX_TAKE_AGG_FILTER, &why);
       if (taken) {
         if (may_recheck(i, pos, c->op)) sqlite3_str_appendall(slots, "C;");
         any_pred = true;

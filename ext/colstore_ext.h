@@ -231,19 +231,25 @@ const char *csx_affinity_name(cs_type t);
 /* colstore_plan.c */
 int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo);
 int csx_plan_decode(const char *idxStr, csx_plan *out);
+/* Who takes a comparison, which decides what may be left to SQLite. */
+typedef enum csx_take_mode {
+  CSX_TAKE_TABLE,      /* the colstore table: SQLite checks what it leaves */
+  CSX_TAKE_AGG_KEY,    /* a colstore_agg key: SQLite checks what it leaves, on the group's key */
+  CSX_TAKE_AGG_FILTER  /* a colstore_agg filter column: nothing can be left */
+} csx_take_mode;
 /* Takes constraint i (on a column of type t, the store's column src_col)
 ** as a predicate when the core can evaluate it exactly as SQLite would:
 ** its slot goes to slots (argv index ++*argv_i, omitted), its words to
 ** words (after a comma when more), *rows shrinks by its selectivity.
 ** False, with nothing changed, when it must be left to SQLite.  A TEXT
 ** comparison whose right-hand side SQLite does not know at planning (a
-** bound parameter, or a column of another table) is taken only with
-** no_fallback, as a parameter (TEXT affinity) would compare; no_fallback
-** (colstore_agg, which cannot leave a condition to SQLite) also takes
-** operands of every class on numeric and BLOB columns.  *why (when given)
-** gets the reason a condition was not taken (CSX_DECLINE_*). */
+** bound parameter, or a column of another table) is taken only for
+** colstore_agg, as a parameter (TEXT affinity) would compare; a filter
+** column of colstore_agg also takes operands of every class on numeric
+** and BLOB columns.  *why (when given) gets the reason a condition was not
+** taken (CSX_DECLINE_*). */
 bool csx_plan_take_pred(sqlite3_index_info *pInfo, int i, cs_type t, int src_col, const char *name, int *argv_i,
-                        sqlite3_str *slots, sqlite3_str *words, bool more, double *rows, bool no_fallback,
+                        sqlite3_str *slots, sqlite3_str *words, bool more, double *rows, csx_take_mode mode,
                         int *why);
 enum {
   CSX_DECLINE_INEXACT,     /* a right-hand side SQLite compares otherwise than the core would */

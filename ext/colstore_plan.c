@@ -129,18 +129,20 @@ static const char *op_text(int op) {
 }
 
 /* Can the right-hand side of constraint i be taken without changing the
-** comparison's meaning?  See the essay above.  A caller with no fallback
-** (colstore_agg) takes every class of operand on numeric and BLOB columns:
-** the core orders the classes as SQLite does and collation never applies
-** to them, and the LIKE bounds do no harm there (the LIKE itself is then
-** refused, or reads the column, which fails). */
-static int pred_exact(sqlite3_index_info *pInfo, int i, cs_type type, bool no_fallback, int *why) {
+** comparison's meaning?  See the essay above.  A colstore_agg filter
+** column, which has no fallback, takes every class of operand on numeric
+** and BLOB columns: the core orders the classes as SQLite does, collation
+** never applies to them, and a LIKE's bounds do no harm there (the LIKE
+** itself is refused, or reads the column, which fails).  A colstore_agg
+** key declines them as the table does: there SQLite checks the LIKE on
+** the group's key, which the bounds must not have filtered. */
+static int pred_exact(sqlite3_index_info *pInfo, int i, cs_type type, csx_take_mode mode, int *why) {
   int op = pInfo->aConstraint[i].op;
   if (op == SQLITE_INDEX_CONSTRAINT_ISNULL || op == SQLITE_INDEX_CONSTRAINT_ISNOTNULL) return 1;
   sqlite3_value *v = NULL;
   bool known = sqlite3_libversion_number() >= 3038000 && sqlite3_vtab_rhs_value(pInfo, i, &v) == SQLITE_OK && v;
   if (type != CS_TYPE_TEXT) {
-    if (no_fallback) return 1;
+    if (mode == CSX_TAKE_AGG_FILTER) return 1;
     if (type == CS_TYPE_BLOB) return 0;
     /* a literal TEXT/BLOB may be a LIKE's bound: see the essay */
     return !known || (sqlite3_value_type(v) != SQLITE_TEXT && sqlite3_value_type(v) != SQLITE_BLOB);
@@ -151,7 +153,7 @@ static int pred_exact(sqlite3_index_info *pInfo, int i, cs_type type, bool no_fa
     return 0;
   }
   /* A known constant (literal) has no affinity: TEXT affinity applies. */
-  return no_fallback || known;
+  return mode != CSX_TAKE_TABLE || known;
 }
 
 static double selectivity(int op);
@@ -168,7 +170,7 @@ const char *csx_decline_words(int why) {
 }
 
 bool csx_plan_take_pred(sqlite3_index_info *pInfo, int i, cs_type t, int src_col, const char *name, int *argv_i,
-                        sqlite3_str *slots, sqlite3_str *words, bool more, double *rows, bool no_fallback,
+                        sqlite3_str *slots, sqlite3_str *words, bool more, double *rows, csx_take_mode mode,
                         int *why) {
   int op = pInfo->aConstraint[i].op;
   bool in_ok = sqlite3_libversion_number() >= 3038000;
@@ -193,7 +195,7 @@ bool csx_plan_take_pred(sqlite3_index_info *pInfo, int i, cs_type t, int src_col
     if (why) *why = CSX_DECLINE_OPERATOR;
     return false;
   }
-  if (!pred_exact(pInfo, i, t, no_fallback, why)) return false;
+  if (!pred_exact(pInfo, i, t, mode, why)) return false;
   if (in_list) {
     sqlite3_vtab_in(pInfo, i, 1);
     sqlite3_str_appendf(slots, "Q%d;", src_col);
@@ -387,8 +389,8 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     /* argv slots are bounded (CSX_MAX_SLOTS); keep room for LIMIT/OFFSET */
     if (c->iColumn >= 0 && c->iColumn < n_cols && !positions && i_eq < 0 && argv_i < CSX_MAX_SLOTS - 4) {
       const cs_column *col = &schema->cols[c->iColumn];
-      if (csx_plan_take_pred(pInfo, i, col->type, c->iColumn, col->name, &argv_i, slots, words, any_pred, &rows, false,
-                             NULL)) {
+      if (csx_plan_take_pred(pInfo, i, col->type, c->iColumn, col->name, &argv_i, slots, words, any_pred, &rows,
+                             CSX_TAKE_TABLE, NULL)) {
         any_pred = true;
         taken = true;
       }
