@@ -142,6 +142,15 @@ static int pred_exact(sqlite3_index_info *pInfo, int i, cs_type type, csx_take_m
   sqlite3_value *v = NULL;
   bool known = sqlite3_libversion_number() >= 3038000 && sqlite3_vtab_rhs_value(pInfo, i, &v) == SQLITE_OK && v;
   if (type != CS_TYPE_TEXT) {
+    /* A case-insensitive LIKE's bounds come with NOCASE: SQLite drops the
+    ** LIKE (ESCAPE keeps it from being offered) once both are taken, and
+    ** its answer for infinity ('Inf' LIKE 'in%') is not theirs. */
+    const char *coll = sqlite3_vtab_collation(pInfo, i);
+    bool text = known && (sqlite3_value_type(v) == SQLITE_TEXT || sqlite3_value_type(v) == SQLITE_BLOB);
+    if (mode == CSX_TAKE_AGG_FILTER && text && coll && sqlite3_stricmp(coll, "BINARY") != 0) {
+      if (why) *why = CSX_DECLINE_COLLATION;
+      return 0;
+    }
     if (mode == CSX_TAKE_AGG_FILTER) return 1;
     if (type == CS_TYPE_BLOB) return 0;
     /* a literal TEXT/BLOB may be a LIKE's bound: see the essay */
