@@ -120,7 +120,7 @@ class Agg(cstest.StoreTest):
         con.execute("CREATE VIRTUAL TABLE temp.by_f USING colstore_agg(t, f)")
         con.execute("CREATE VIRTUAL TABLE temp.by_s USING colstore_agg(t, s, b)")
         con.execute("CREATE VIRTUAL TABLE temp.by_y USING colstore_agg(%r, y)" % self.path("t.cst"))
-        self.aggs = AGG_KEYS
+        self.aggs = {k: list(v) for k, v in AGG_KEYS.items()}
         self.rnd = rnd
         self.n_checked = 0
 
@@ -630,7 +630,9 @@ class RandomConditions:
                                 "{c} + 1 > 2", "{c} > {o}", "{c} LIKE 'in%' ESCAPE '!'"])
             conds.insert(rnd.randrange(len(conds) + 1), shape.format(c=col, o=other))
             reads = [c for c in ([col, other] if "{o}" in shape else [col]) if c in FILTERED[agg]]
-            refuse = "any" if reads else None
+            # beside a condition on the column SQLite may never read it
+            # (`j + 1 > 2 AND j = 2` is `3 > 2` to its constant propagation)
+            refuse = "any" if any(c not in used for c in reads) else "maybe_any" if reads else None
         return conds, params, refuse, long
 
     def one(self, q):
@@ -673,7 +675,8 @@ class RandomConditions:
                       native_params=native_params)
             self.counts["answered"] += 1
         except AssertionError as e:
-            if refuse == "maybe" and "colstore: the query reads" in str(e):
+            if (refuse == "maybe" and "colstore: the query reads" in str(e)) or \
+                    (refuse == "maybe_any" and "failed: colstore: " in str(e)):
                 self.counts["refused_or"] += 1
                 return
             # the one refusal the docs name for a WHERE the table can take:
