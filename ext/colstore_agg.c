@@ -882,14 +882,13 @@ static int agg_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, 
   if ((rc = source_snapshot(t, &c->snap, &verify)) != SQLITE_OK) return rc;
   sqlite3_free(c->zPlan);
   c->zPlan = sqlite3_mprintf("%s", idxStr ? idxStr : "");
-  if (!c->taken) {
-    c->taken = sqlite3_malloc(t->n_cols);
-    c->has_witness = sqlite3_malloc(t->n_cols);
-    c->witness = sqlite3_malloc64(sizeof *c->witness * (uint64_t)t->n_cols);
-    c->rechecks = sqlite3_malloc64(sizeof *c->rechecks * (uint64_t)t->n_cols);
-    c->reads = sqlite3_malloc64(sizeof *c->reads * (uint64_t)t->n_cols);
-    if (!c->taken || !c->has_witness || !c->witness || !c->rechecks || !c->reads) return SQLITE_NOMEM;
-  }
+  /* per table column, for the cursor's life (a failed one is tried again) */
+  if (!c->taken) c->taken = sqlite3_malloc(t->n_cols);
+  if (!c->has_witness) c->has_witness = sqlite3_malloc(t->n_cols);
+  if (!c->witness) c->witness = sqlite3_malloc64(sizeof *c->witness * (uint64_t)t->n_cols);
+  if (!c->rechecks) c->rechecks = sqlite3_malloc64(sizeof *c->rechecks * (uint64_t)t->n_cols);
+  if (!c->reads) c->reads = sqlite3_malloc64(sizeof *c->reads * (uint64_t)t->n_cols);
+  if (!c->taken || !c->has_witness || !c->witness || !c->rechecks || !c->reads) return SQLITE_NOMEM;
   memset(c->taken, TAKEN_NONE, (size_t)t->n_cols);
   memset(c->has_witness, 0, (size_t)t->n_cols);
   memset(c->rechecks, 0, sizeof *c->rechecks * (size_t)t->n_cols);
