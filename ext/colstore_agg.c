@@ -47,7 +47,9 @@
 ** 16-bit mask cannot hold, and, in 3.40, `X IS NOT NULL`).  The column
 ** then reads as a witness: a value that satisfies every such condition,
 ** found from the conditions themselves (the integer 1 for IS NOT NULL),
-** never data; a read beyond those re-checks is refused.
+** never data; a read beyond those re-checks is refused.  One that comes
+** first on a row and rejects it cannot be told from a re-check: the limit
+** docs/sql.md names (`NOT (s > 0) AND s IS NOT NULL`).
 **
 ** Conditions on a key column select source rows too (a group's key is its
 ** rows' value); one that cannot be taken is left to SQLite, which then
