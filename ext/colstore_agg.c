@@ -760,6 +760,9 @@ static bool witness_find(witness_search *w, cs_value *out) {
 ** it that SQLite may check again (slots marked C). */
 static int witnesses_build(csx_agg_cursor *c, const csx_agg_table *t, const csx_plan *plan, int argc, sqlite3_value **argv) {
   int rc = SQLITE_OK;
+  bool any = false;
+  for (int s = 0; s < plan->n_slots && !any; s++) any = plan->slots[s].recheck;
+  if (!any) return SQLITE_OK;
   cs_pred *preds = sqlite3_malloc64(sizeof *preds * (uint64_t)(plan->n_slots ? plan->n_slots : 1));
   void **held = sqlite3_malloc64(sizeof *held * (uint64_t)(plan->n_slots ? plan->n_slots : 1));
   uint64_t n_vals = 0;
