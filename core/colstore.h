@@ -699,6 +699,11 @@ typedef struct cs_pred_stats {
 ** stats may be NULL; with n_preds == 0 every row is selected. */
 void cs_pred_eval(const cs_store *s, const cs_pred *preds, uint32_t n_preds, uint64_t first, uint64_t n, uint8_t *mask,
                   cs_pred_stats *stats);
+/* Does the single value x satisfy pr (its operands already converted as for
+** cs_pred_eval)?  The same semantics on storage classes, for a caller that
+** must know what SQLite would answer for one value: colstore_agg, whose
+** filter columns SQLite may read back to check a condition again. */
+bool cs_pred_match_value(const cs_pred *pr, const cs_value *x);
 /* When column col is sorted (cs_column_stats.sorted), the row range [lo, hi)
 ** where a range predicate holds, by binary search; false if it cannot be
 ** answered that way (op not a range, column not sorted). */

@@ -53,6 +53,7 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cs_kernels_internal.h"
 
@@ -164,6 +165,50 @@ static bool op_const(cs_cmp op, int sign) {
     case CS_CMP_GT:
     case CS_CMP_GE: return sign > 0;
     default: return false; /* EQ */
+  }
+}
+
+/* ----------------------------------------------------------- one value */
+
+/* SQLite's order of two values of any class (neither NULL): numbers
+** exactly, TEXT and BLOB by memcmp then length. */
+static int value_cmp(const cs_value *a, const cs_value *b) {
+  int ca = value_class(a->kind), cb = value_class(b->kind);
+  if (ca != cb) return ca < cb ? -1 : 1;
+  if (ca == 1) {
+    if (a->kind == CS_VAL_INT && b->kind == CS_VAL_INT) return (a->i > b->i) - (a->i < b->i);
+    if (a->kind == CS_VAL_FLOAT && b->kind == CS_VAL_FLOAT) return (a->f > b->f) - (a->f < b->f);
+    return a->kind == CS_VAL_INT ? cmp_i64_f64(a->i, b->f) : -cmp_i64_f64(b->i, a->f);
+  }
+  uint64_t n = a->n < b->n ? a->n : b->n;
+  int c = n ? memcmp(a->p, b->p, n) : 0;
+  if (c) return c < 0 ? -1 : 1;
+  return (a->n > b->n) - (a->n < b->n);
+}
+
+bool cs_pred_match_value(const cs_pred *pr, const cs_value *x) {
+  bool null = value_is_null(x);
+  switch (pr->op) {
+    case CS_CMP_ISNULL: return null;
+    case CS_CMP_NOTNULL: return !null;
+    case CS_CMP_ISNOT: return value_is_null(&pr->a) ? !null : null || value_cmp(x, &pr->a) != 0;
+    case CS_CMP_IN:
+      for (uint64_t k = 0; k < pr->n_set && !null; k++)
+        if (!value_is_null(&pr->set[k]) && value_cmp(x, &pr->set[k]) == 0) return true;
+      return false;
+    default: break;
+  }
+  if (null || value_is_null(&pr->a)) return false;
+  int c = value_cmp(x, &pr->a);
+  switch (pr->op) {
+    case CS_CMP_EQ: return c == 0;
+    case CS_CMP_NE: return c != 0;
+    case CS_CMP_LT: return c < 0;
+    case CS_CMP_LE: return c <= 0;
+    case CS_CMP_GT: return c > 0;
+    case CS_CMP_GE: return c >= 0;
+    case CS_CMP_BETWEEN: return c >= 0 && !value_is_null(&pr->b) && value_cmp(x, &pr->b) <= 0;
+    default: return false;
   }
 }
 

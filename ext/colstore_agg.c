@@ -17,21 +17,39 @@
 ** on the source rows: xBestIndex must take every one of them, through the
 ** same slots and the same reading of the arguments as the colstore table
 ** (csx_plan_take_pred, csx_selection_build), so `energy > 10` means here
-** exactly what it means there.  The danger is a condition SQLite cannot
+** exactly what it means there, with one difference: the colstore table
+** leaves to SQLite what the core would compare otherwise (a literal of
+** another class, a BLOB column), but here nothing can be left to SQLite,
+** so every operand of every class is taken (CSX_TAKE_AGG_FILTER) and compared by
+** the core with SQLite's rules.  The danger is a condition SQLite cannot
 ** hand over (an OR across columns, a function of the column, a comparison
 ** of two columns): SQLite would then evaluate it on the output rows, by
 ** reading the filter column, and silently drop or keep whole groups.  So
-** every such shape fails loudly instead:
+** every such shape fails loudly instead, and the same way whatever the
+** data:
 **
-**   - offered but not takeable (an operator the core lacks, a right-hand
-**     side SQLite gives its own affinity, a join operand not yet known,
-**     more than CSX_AGG_MAX_CONDITIONS): the plan costs 1e18 and names the
-**     column (slot X), and xFilter refuses it if SQLite still picks it;
-**   - never offered (OR, functions): SQLite reads the column, and xColumn
-**     refuses.  One exception is forced by SQLite 3.40, which re-checks
-**     `X IS NOT NULL` on every output row even after the table took it
-**     with omit set: a filter column whose conditions were taken reads as
-**     the integer 1, never as data.
+**   - offered but not takeable (an operator the core lacks, TEXT under
+**     another collation, a join operand not yet known, an IN list past
+**     SQLite's 32-bit masks): the plan costs 1e18 and names the column
+**     and the reason (slot X<c>:<why>), and xFilter refuses it if SQLite
+**     still picks it;
+**   - never offered (OR, NOT, functions): SQLite reads the column, which
+**     colUsed shows at planning: a filter column read with no condition
+**     on it taken is refused the same way (X<c>:REFUSE_READ).  Where the
+**     column also has a condition the table took, colUsed cannot tell the
+**     two apart, and xColumn refuses the read (see agg_column);
+**   - SQLite answering an OR branch by branch (a MULTI-INDEX OR plan)
+**     would merge aggregates of the branches: such plans cost more than
+**     the refused scan, and xRowid, which they need, refuses.
+**
+** One more reading is SQLite's own: it checks some taken conditions again
+** on the output rows (those past the 16th constraint, whose omit bit its
+** 16-bit mask cannot hold, and, in 3.40, `X IS NOT NULL`).  The column
+** then reads as a witness: a value that satisfies every such condition,
+** found from the conditions themselves (the integer 1 for IS NOT NULL),
+** never data; a read beyond those re-checks is refused.  One that comes
+** first on a row and rejects it cannot be told from a re-check: the limit
+** docs/sql.md names (`NOT (s > 0) AND s IS NOT NULL`).
 **
 ** Conditions on a key column select source rows too (a group's key is its
 ** rows' value); one that cannot be taken is left to SQLite, which then
@@ -44,12 +62,11 @@
 ** kept; a source whose schema changed since is an error, never a silent
 ** shift of the columns.
 */
+#include <math.h>
 #include <string.h>
 
 #include "colstore_ext.h"
 
-/* Conditions on the source rows one aggregate table takes at most. */
-#define CSX_AGG_MAX_CONDITIONS 16
 #define CSX_AGG_MAX_KEYS 16
 
 typedef enum agg_kind {
@@ -87,7 +104,13 @@ typedef struct csx_agg_cursor {
   uint64_t g, n_groups;
   csx_selection sel;
   cs_selector *selector;
-  uint8_t *taken;            /* per table column: a filter whose conditions were taken */
+  uint8_t *taken;            /* per table column: TAKEN_* (filters and the hidden inputs) */
+  cs_value *witness;         /* per table column: what a TAKEN_RECHECK column reads as */
+  uint32_t *rechecks;        /* ... how many of its conditions SQLite may check again */
+  uint32_t *reads;           /* ... how many times SQLite read it on this row */
+  uint8_t *has_witness;      /* ... whether one was found */
+  void **witness_held;       /* the witnesses' bytes; sqlite3_free */
+  int n_witness_held;
   csx_scan_stats stats;
   char *zPlan;               /* idxStr words, for colstore_last_plan */
 } csx_agg_cursor;
@@ -133,12 +156,23 @@ static int add_col(csx_agg_table *t, agg_kind kind, uint32_t src, uint32_t key, 
   return SQLITE_OK;
 }
 
-/* The table's columns from the source schema and the keys. */
+/* The table's columns from the source schema and the keys.  The HIDDEN
+** inputs come first: colUsed names only columns 0..62 one by one, and the
+** planner must know exactly which filter columns a query reads (see
+** agg_best_index); HIDDEN columns are not in `SELECT *`, so the visible
+** columns keep the contract's order. */
 static int layout(csx_agg_table *t, char **pzErr) {
   uint32_t n = t->n_src;
   t->cols = sqlite3_malloc64(sizeof *t->cols * (7 * (uint64_t)n + 4));
   if (!t->cols) return SQLITE_NOMEM;
   int rc = SQLITE_OK;
+  for (uint32_t x = 0; x < n && rc == SQLITE_OK; x++) {
+    bool key = false;
+    for (uint32_t k = 0; k < t->n_keys; k++) key |= t->keys[k] == x;
+    if (!key) rc = add_col(t, AGG_FILTER, x, 0, sqlite3_mprintf("%s", t->src_cols[x].name));
+  }
+  if (rc == SQLITE_OK) rc = add_col(t, AGG_ROWS, 0, 0, sqlite3_mprintf("_rows"));
+  if (rc == SQLITE_OK) rc = add_col(t, AGG_MASK, 0, 0, sqlite3_mprintf("_mask"));
   for (uint32_t k = 0; k < t->n_keys && rc == SQLITE_OK; k++)
     rc = add_col(t, AGG_KEY, t->keys[k], k, sqlite3_mprintf("%s", t->src_cols[t->keys[k]].name));
   if (rc == SQLITE_OK) rc = add_col(t, AGG_COUNT, 0, 0, sqlite3_mprintf("count"));
@@ -152,13 +186,6 @@ static int layout(csx_agg_table *t, char **pzErr) {
     if (rc == SQLITE_OK) rc = add_col(t, AGG_MIN, x, 0, sqlite3_mprintf("min_%s", nm));
     if (rc == SQLITE_OK) rc = add_col(t, AGG_MAX, x, 0, sqlite3_mprintf("max_%s", nm));
   }
-  for (uint32_t x = 0; x < n && rc == SQLITE_OK; x++) {
-    bool key = false;
-    for (uint32_t k = 0; k < t->n_keys; k++) key |= t->keys[k] == x;
-    if (!key) rc = add_col(t, AGG_FILTER, x, 0, sqlite3_mprintf("%s", t->src_cols[x].name));
-  }
-  if (rc == SQLITE_OK) rc = add_col(t, AGG_ROWS, 0, 0, sqlite3_mprintf("_rows"));
-  if (rc == SQLITE_OK) rc = add_col(t, AGG_MASK, 0, 0, sqlite3_mprintf("_mask"));
   if (rc != SQLITE_OK) return rc;
   /* Two columns of one name: SQLite would take the first, silently. */
   for (int i = 0; i < t->n_cols; i++)
@@ -349,8 +376,30 @@ static int agg_disconnect(sqlite3_vtab *pVtab) {
 
 /* -------------------------------------------------------------- planning */
 
+/* Why a plan was refused: the code after X<c>: in idxStr, a CSX_DECLINE_*
+** for a condition offered on the column that could not be taken, or: */
+enum {
+  REFUSE_UNUSABLE = CSX_N_DECLINE, /* its operand is another table's column, not known in this join order */
+  REFUSE_READ,      /* the query reads the column, and no condition on it was taken */
+  REFUSE_INPUT,     /* _rows/_mask other than one `= ?` */
+  REFUSE_TOO_MANY,  /* more conditions than idxStr has slots for */
+  REFUSE_N_WHY
+};
+
+/* SQLite omits its own check of a taken condition only for the first 16
+** constraints and argv positions (where.c keeps a 16-bit omit mask), and
+** 3.40 checks `X IS NOT NULL` again whatever the mask says: such a
+** condition SQLite checks by reading the filter column (see agg_column). */
+static bool may_recheck(int i_cons, int argv_pos, int op) {
+  return i_cons >= 16 || argv_pos >= 16 || op == SQLITE_INDEX_CONSTRAINT_ISNOTNULL;
+}
+
 /* Every condition on a source column is taken (see the essay), else the
-** plan is refused: X<column> names the first column it could not take. */
+** plan is refused: X<c>:<why> names the first column it could not answer
+** for.  Three passes put argv positions where SQLite honours them: first
+** the constraints 0..15 (the only ones SQLite can omit), then the IN lists
+** of constraints 16..31 (still at argv positions below 32, where an IN
+** list is handed over whole), then the rest. */
 static int agg_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   csx_agg_table *t = (csx_agg_table *)pVtab;
   if (t->broken) {
@@ -365,49 +414,91 @@ static int agg_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     for (uint32_t k = 0; k < t->n_keys; k++) sqlite3_str_appendf(words, "%s%s", k ? "," : "", t->src_cols[t->keys[k]].name);
     sqlite3_str_appendall(words, ")");
   }
-  int argv_i = 0, n_taken = 0, refuse = -1;
+  int argv_i = 0, n_taken = 0, refuse = -1, refuse_why = 0;
   bool any_pred = false, rows_taken = false, mask_taken = false;
   double rows = 1;
-  for (int i = 0; i < pInfo->nConstraint; i++) {
-    const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
-    if (c->iColumn < 0 || c->iColumn >= t->n_cols) continue;
-    if (c->op == SQLITE_INDEX_CONSTRAINT_LIMIT || c->op == SQLITE_INDEX_CONSTRAINT_OFFSET) continue;
-    const agg_col *col = &t->cols[c->iColumn];
-    if (col->kind == AGG_ROWS || col->kind == AGG_MASK) {
-      bool *done = col->kind == AGG_ROWS ? &rows_taken : &mask_taken;
-      if (c->usable && c->op == SQLITE_INDEX_CONSTRAINT_EQ && !*done && !(in_ok && sqlite3_vtab_in(pInfo, i, -1))) {
-        pInfo->aConstraintUsage[i].argvIndex = ++argv_i;
-        pInfo->aConstraintUsage[i].omit = 1;
-        sqlite3_str_appendall(slots, col->kind == AGG_ROWS ? "R;" : "M;");
-        sqlite3_str_appendall(inputs, col->kind == AGG_ROWS ? " rows(_rows)" : " mask(_mask)");
-        *done = true;
-      } else if (refuse < 0) {
-        refuse = c->iColumn;
+  /* per table column: a condition on it was taken */
+  uint8_t *col_taken = sqlite3_malloc(t->n_cols ? t->n_cols : 1);
+  if (!col_taken) {
+    sqlite3_free(sqlite3_str_finish(words));
+    sqlite3_free(sqlite3_str_finish(slots));
+    sqlite3_free(sqlite3_str_finish(inputs));
+    return SQLITE_NOMEM;
+  }
+  memset(col_taken, 0, (size_t)(t->n_cols ? t->n_cols : 1));
+  for (int pass = 0; pass < 3; pass++) {
+    for (int i = 0; i < pInfo->nConstraint; i++) {
+      const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
+      if (c->iColumn < 0 || c->iColumn >= t->n_cols) continue;
+      if (c->op == SQLITE_INDEX_CONSTRAINT_LIMIT || c->op == SQLITE_INDEX_CONSTRAINT_OFFSET) continue;
+      if (pInfo->aConstraintUsage[i].argvIndex > 0) continue;
+      bool is_list = c->op == SQLITE_INDEX_CONSTRAINT_EQ && in_ok && sqlite3_vtab_in(pInfo, i, -1);
+      if ((pass == 0) != (i < 16) || (pass == 1 && !is_list) || (pass == 2 && is_list)) continue;
+      const agg_col *col = &t->cols[c->iColumn];
+      if (col->kind == AGG_ROWS || col->kind == AGG_MASK) {
+        bool *done = col->kind == AGG_ROWS ? &rows_taken : &mask_taken;
+        if (c->usable && c->op == SQLITE_INDEX_CONSTRAINT_EQ && !*done && !is_list && argv_i < CSX_MAX_SLOTS) {
+          pInfo->aConstraintUsage[i].argvIndex = ++argv_i;
+          pInfo->aConstraintUsage[i].omit = 1;
+          sqlite3_str_appendall(slots, col->kind == AGG_ROWS ? "R;" : "M;");
+          sqlite3_str_appendall(inputs, col->kind == AGG_ROWS ? " rows(_rows)" : " mask(_mask)");
+          *done = true;
+          col_taken[c->iColumn] = 1;
+        } else if (refuse < 0) {
+          refuse = c->iColumn, refuse_why = REFUSE_INPUT;
+        }
+        continue;
       }
-      continue;
-    }
-    if (col->kind != AGG_KEY && col->kind != AGG_FILTER) continue; /* an output: SQLite filters the result */
-    bool taken = c->usable && n_taken < CSX_AGG_MAX_CONDITIONS &&
-                 csx_plan_take_pred(pInfo, i, t->src_cols[col->src].type, (int)col->src, t->src_cols[col->src].name,
-                                    &argv_i, slots, words, any_pred, &rows, true);
-    if (taken) {
-      any_pred = true;
-      n_taken++;
-    } else if (col->kind == AGG_FILTER && refuse < 0) {
-      refuse = c->iColumn;
+      if (col->kind != AGG_KEY && col->kind != AGG_FILTER) continue; /* an output: SQLite filters the result */
+      int why = CSX_DECLINE_INEXACT;
+      int pos = argv_i;
+      bool room = argv_i < CSX_MAX_SLOTS;
+      bool taken = c->usable && room &&
+                   csx_plan_take_pred(pInfo, i, t->src_cols[col->src].type, (int)col->src, t->src_cols[col->src].name,
+                                      &argv_i, slots, words, any_pred, &rows,
+                                      col->kind == AGG_KEY ? CSX_TAKE_AGG_KEY : CSX_TAKE_AGG_FILTER, &why);
+      if (taken) {
+        if (may_recheck(i, pos, c->op)) sqlite3_str_appendall(slots, "C;");
+        any_pred = true;
+        n_taken++;
+        col_taken[c->iColumn] = 1;
+      } else if (col->kind == AGG_FILTER && refuse < 0) {
+        refuse = c->iColumn, refuse_why = !room ? REFUSE_TOO_MANY : !c->usable ? REFUSE_UNUSABLE : why;
+      }
     }
   }
+  /* A filter column (or input) the query reads with no condition on it
+  ** taken: SQLite would evaluate something on it over the output rows (an
+  ** OR, NOT, a function, another column, the SELECT list).  Known here
+  ** from colUsed, so the query fails the same way whatever the data. */
+  for (int ci = 0; ci < t->n_cols && ci < 63 && refuse < 0; ci++) {
+    agg_kind k = t->cols[ci].kind;
+    if ((k == AGG_FILTER || k == AGG_ROWS || k == AGG_MASK) && ((pInfo->colUsed >> ci) & 1) && !col_taken[ci])
+      refuse = ci, refuse_why = REFUSE_READ;
+  }
+  sqlite3_free(col_taken);
   if (any_pred) sqlite3_str_appendall(words, ")");
   char *zInputs = sqlite3_str_finish(inputs);
   if (zInputs) sqlite3_str_appendall(words, zInputs);
   sqlite3_free(zInputs);
   sqlite3_str_appendf(slots, "U%llu;", (unsigned long long)pInfo->colUsed);
   if (refuse >= 0) {
-    sqlite3_str_appendf(slots, "X%d;", refuse);
+    sqlite3_str_appendf(slots, "X%d:%d;", refuse, refuse_why);
     sqlite3_str_appendall(words, " refused");
   }
   pInfo->estimatedRows = t->n_keys ? 1000 : 1;
-  pInfo->estimatedCost = refuse >= 0 ? 1e18 : 1000.0 - (double)n_taken;
+  /* More conditions taken is cheaper, but never below 999.  A MULTI-INDEX
+  ** OR plan (one run per branch, its rows merged by rowid; aggregates of
+  ** the branches are not those of the OR) costs the sum of two or more
+  ** branches, each offered only its own terms.  So a plan refused because
+  ** the query reads a filter column costs 1500: more than any scan taken
+  ** whole (a branch offered without the terms ANDed beside the OR reads
+  ** them, and must not make the OR plan cheap), less than two branches
+  ** taken (`v = 1 OR v > 5` must meet the refused scan, not the OR plan).
+  ** A plan refused for a condition it cannot take costs most: SQLite
+  ** looks for another (a join order in which the operand is known). */
+  pInfo->estimatedCost =
+      refuse < 0 ? 1000.0 - (double)n_taken / (n_taken + 1.0) : refuse_why == REFUSE_READ ? 1500.0 : 1e18;
   int n_words = sqlite3_str_length(words), n_slots = sqlite3_str_length(slots);
   char *zWords = sqlite3_str_finish(words), *zSlots = sqlite3_str_finish(slots);
   char *z = (zWords && zSlots) ? sqlite3_malloc(n_words + n_slots + 2) : NULL;
@@ -442,6 +533,10 @@ static void cursor_reset(csx_agg_cursor *c) {
   csx_snapshot_release(c->snap);
   c->snap = NULL;
   c->g = c->n_groups = 0;
+  for (int i = 0; i < c->n_witness_held; i++) sqlite3_free(c->witness_held[i]);
+  sqlite3_free(c->witness_held);
+  c->witness_held = NULL;
+  c->n_witness_held = 0;
 }
 
 static int agg_close(sqlite3_vtab_cursor *cur) {
@@ -453,6 +548,10 @@ static int agg_close(sqlite3_vtab_cursor *cur) {
   }
   cursor_reset(c);
   sqlite3_free(c->taken);
+  sqlite3_free(c->has_witness);
+  sqlite3_free(c->witness);
+  sqlite3_free(c->rechecks);
+  sqlite3_free(c->reads);
   sqlite3_free(c->zPlan);
   sqlite3_free(c);
   return SQLITE_OK;
@@ -523,12 +622,15 @@ static int run(csx_agg_cursor *c, csx_agg_table *t, const uint8_t *check_cols) {
   cs_err err = {0};
   cs_rc crc = CS_OK;
   if (sel->n_preds && cs_selector_new(store, sel->preds, sel->n_preds, &c->selector, &err) != CS_OK) return SQLITE_NOMEM;
-  if (sel->never || sel->hi <= sel->lo) return SQLITE_OK;
+  /* _rows positions are checked whatever else selects nothing (a source
+  ** of 0 positions, x = NULL): the same error for the same arguments */
+  if (!sel->rows_blob && (sel->never || sel->hi <= sel->lo)) return SQLITE_OK;
   uint64_t t0 = csx_mono_ns();
   if (sel->rows_blob) {
     uint64_t *rows = sqlite3_malloc64(sel->user_rows_bytes + 8), n = 0;
     if (!rows) return SQLITE_NOMEM;
     int rc = csx_selection_rows(sel, &t->base, t->zName, cs_store_rows(store), NULL, 0, rows, &n);
+    if (sel->never) n = 0;
     if (rc == SQLITE_OK && sel->user_mask) {
       uint64_t k = 0;
       for (uint64_t i = 0; i < n; i++)
@@ -556,6 +658,221 @@ static int run(csx_agg_cursor *c, csx_agg_table *t, const uint8_t *check_cols) {
   return SQLITE_OK;
 }
 
+/* What the plan took, per table column (the cursor's taken[]). */
+enum {
+  TAKEN_NONE,    /* no condition taken: reading it is an error */
+  TAKEN,         /* conditions taken, none of which SQLite checks again: reading it is an error */
+  TAKEN_RECHECK  /* ... some of which SQLite may check again: it reads as the witness */
+};
+
+/* --------------------------------------------------------------- witness
+**
+** SQLite checks some taken conditions again on the output rows, reading
+** the filter column (may_recheck).  The value it reads must satisfy every
+** such condition, or SQLite drops the row; it must not be data, since a
+** group has no one value.  So it is found from the conditions themselves:
+** the integer 1 (which the contract promises where only IS NOT NULL is
+** checked again), NULL, each operand, and values just beside the operands
+** and between two of them, each tried with the core's own semantics
+** (cs_pred_match_value).  A group exists only when some row satisfied all
+** of them, so they can be satisfied and one of these is found; when none
+** is (the conditions contradict each other), reading the column is an
+** error rather than a silently dropped row. */
+
+typedef struct witness_search {
+  const cs_pred *preds;
+  int n_preds;
+  uint8_t *buf;       /* scratch bytes for an operand plus one byte */
+  uint64_t buf_cap;
+} witness_search;
+
+static bool witness_try(const witness_search *w, const cs_value *v) {
+  if (v->kind == CS_VAL_FLOAT && isnan(v->f)) return false;
+  for (int k = 0; k < w->n_preds; k++)
+    if (!cs_pred_match_value(&w->preds[k], v)) return false;
+  return true;
+}
+
+/* Tries operand o and the values beside it; true with *out set on success
+** (its bytes in w->buf). */
+static bool witness_near(witness_search *w, const cs_value *o, cs_value *out) {
+  cs_value v = *o;
+  if (o->kind == CS_VAL_NULL) return false;
+  if (witness_try(w, &v)) return *out = v, true;
+  if (o->kind == CS_VAL_INT || o->kind == CS_VAL_FLOAT) {
+    double d = o->kind == CS_VAL_INT ? (double)o->i : o->f;
+    if (o->kind == CS_VAL_INT) {
+      int64_t steps[2] = {o->i < INT64_MAX ? o->i + 1 : o->i, o->i > INT64_MIN ? o->i - 1 : o->i};
+      for (int k = 0; k < 2; k++) {
+        v = (cs_value){.kind = CS_VAL_INT, .i = steps[k]};
+        if (witness_try(w, &v)) return *out = v, true;
+      }
+    }
+    double near[6] = {d + 0.5, d - 0.5, d + 1, d - 1, nextafter(d, INFINITY), nextafter(d, -INFINITY)};
+    for (int k = 0; k < 6; k++) {
+      v = (cs_value){.kind = CS_VAL_FLOAT, .f = near[k]};
+      if (witness_try(w, &v)) return *out = v, true;
+    }
+    return false;
+  }
+  /* TEXT or BLOB: the empty value of its class, and the operand with one
+  ** more byte (just above it) */
+  v = (cs_value){.kind = o->kind, .p = (const uint8_t *)"", .n = 0};
+  if (witness_try(w, &v)) return *out = v, true;
+  if (o->n + 1 > w->buf_cap) {
+    uint8_t *b = sqlite3_realloc64(w->buf, o->n + 1);
+    if (!b) return false;
+    w->buf = b, w->buf_cap = o->n + 1;
+  }
+  if (o->n) memcpy(w->buf, o->p, o->n);
+  w->buf[o->n] = 1;
+  v = (cs_value){.kind = o->kind, .p = w->buf, .n = o->n + 1};
+  if (witness_try(w, &v)) return *out = v, true;
+  return false;
+}
+
+/* A value satisfying preds[0..n), or false. */
+static bool witness_find(witness_search *w, cs_value *out) {
+  cs_value v = {.kind = CS_VAL_INT, .i = 1};
+  if (witness_try(w, &v)) return *out = v, true;
+  v = (cs_value){.kind = CS_VAL_NULL};
+  if (witness_try(w, &v)) return *out = v, true;
+  for (int k = 0; k < w->n_preds; k++) {
+    const cs_pred *pr = &w->preds[k];
+    if (witness_near(w, &pr->a, out)) return true;
+    for (uint64_t m = 0; m < pr->n_set; m++)
+      if (witness_near(w, &pr->set[m], out)) return true;
+  }
+  /* between two numeric bounds */
+  for (int a = 0; a < w->n_preds; a++)
+    for (int b = a + 1; b < w->n_preds; b++) {
+      const cs_value *x = &w->preds[a].a, *y = &w->preds[b].a;
+      bool nx = x->kind == CS_VAL_INT || x->kind == CS_VAL_FLOAT, ny = y->kind == CS_VAL_INT || y->kind == CS_VAL_FLOAT;
+      if (!nx || !ny) continue;
+      double dx = x->kind == CS_VAL_INT ? (double)x->i : x->f, dy = y->kind == CS_VAL_INT ? (double)y->i : y->f;
+      v = (cs_value){.kind = CS_VAL_FLOAT, .f = dx / 2 + dy / 2};
+      if (witness_try(w, &v)) return *out = v, true;
+    }
+  return false;
+}
+
+/* The witness of each TAKEN_RECHECK filter column, from the conditions on
+** it that SQLite may check again (slots marked C). */
+static int witnesses_build(csx_agg_cursor *c, const csx_agg_table *t, const csx_plan *plan, int argc, sqlite3_value **argv) {
+  int rc = SQLITE_OK;
+  bool any = false;
+  for (int s = 0; s < plan->n_slots && !any; s++) any = plan->slots[s].recheck;
+  if (!any) return SQLITE_OK;
+  cs_pred *preds = sqlite3_malloc64(sizeof *preds * (uint64_t)(plan->n_slots ? plan->n_slots : 1));
+  void **held = sqlite3_malloc64(sizeof *held * (uint64_t)(plan->n_slots ? plan->n_slots : 1));
+  uint64_t n_vals = 0;
+  for (int s = 0; s < plan->n_slots && s < argc; s++)
+    if (plan->slots[s].kind == 'Q' && plan->slots[s].recheck) {
+      sqlite3_value *v = NULL;
+      for (int r = sqlite3_vtab_in_first(argv[s], &v); r == SQLITE_OK && v; r = sqlite3_vtab_in_next(argv[s], &v)) n_vals++;
+    }
+  cs_value *vals = sqlite3_malloc64(sizeof *vals * (n_vals ? n_vals : 1));
+  void **vals_held = sqlite3_malloc64(sizeof *vals_held * (n_vals ? n_vals : 1));
+  witness_search w = {0};
+  int n_held = 0;
+  uint64_t n_vals_held = 0;
+  if (!preds || !held || !vals || !vals_held) {
+    rc = SQLITE_NOMEM;
+    goto done;
+  }
+  for (int ci = 0; ci < t->n_cols && rc == SQLITE_OK; ci++) {
+    if (c->taken[ci] != TAKEN_RECHECK || t->cols[ci].kind != AGG_FILTER) continue;
+    cs_type type = t->src_cols[t->cols[ci].src].type;
+    int n = 0;
+    bool never = false;
+    uint64_t m = 0;
+    for (int s = 0; s < plan->n_slots && s < argc && rc == SQLITE_OK; s++) {
+      const csx_slot *sl = &plan->slots[s];
+      if (!sl->recheck || sl->col != (int)t->cols[ci].src || (sl->kind != 'P' && sl->kind != 'Q')) continue;
+      cs_pred *pr = &preds[n++];
+      memset(pr, 0, sizeof *pr);
+      if (sl->kind == 'P') {
+        bool nv = false;
+        held[n_held] = NULL;
+        rc = csx_pred_from_value(pr, sl->op, type, argv[s], &held[n_held], &nv);
+        if (held[n_held]) n_held++;
+        never |= nv;
+        continue;
+      }
+      pr->op = CS_CMP_IN;
+      pr->set = vals + m;
+      sqlite3_value *v = NULL;
+      for (int r = sqlite3_vtab_in_first(argv[s], &v); r == SQLITE_OK && v && rc == SQLITE_OK;
+           r = sqlite3_vtab_in_next(argv[s], &v)) {
+        void *h = NULL;
+        rc = csx_value_for_column(type, v, &vals[m++], &h);
+        if (h) vals_held[n_vals_held++] = h;
+        pr->n_set++;
+      }
+    }
+    w.preds = preds, w.n_preds = n;
+    cs_value found;
+    if (rc != SQLITE_OK || never || !witness_find(&w, &found)) continue;
+    /* the bytes must outlive the operands they may point into */
+    if (found.kind == CS_VAL_TEXT || found.kind == CS_VAL_BLOB) {
+      void **h = sqlite3_realloc64(c->witness_held, sizeof *h * (uint64_t)(c->n_witness_held + 1));
+      uint8_t *b = sqlite3_malloc64(found.n ? found.n : 1);
+      if (h) c->witness_held = h;
+      if (!h || !b) {
+        sqlite3_free(b);
+        rc = SQLITE_NOMEM;
+        continue;
+      }
+      if (found.n) memcpy(b, found.p, found.n);
+      c->witness_held[c->n_witness_held++] = b;
+      found.p = b;
+    }
+    c->witness[ci] = found;
+    c->has_witness[ci] = 1;
+  }
+done:
+  for (int k = 0; k < n_held; k++) sqlite3_free(held[k]);
+  for (uint64_t k = 0; k < n_vals_held; k++) sqlite3_free(vals_held[k]);
+  sqlite3_free(held);
+  sqlite3_free(vals_held);
+  sqlite3_free(preds);
+  sqlite3_free(vals);
+  sqlite3_free(w.buf);
+  return rc;
+}
+
+/* The refusal of a plan, in words that name the cause and the rewrite. */
+static int refuse_plan(csx_agg_table *t, const csx_plan *plan) {
+  const agg_col *col = &t->cols[plan->refuse - 1];
+  const char *ops = "=, !=, <, <=, >, >=, IS, IS NOT, IS NULL, IS NOT NULL, IN or BETWEEN";
+  if (col->kind == AGG_ROWS || col->kind == AGG_MASK)
+    return csx_vtab_error(&t->base, SQLITE_ERROR, "colstore: %s of aggregate table %s is an input: use it only as `%s = ?` "
+                          "(given once), ANDed with the rest of the WHERE clause; it cannot be read, compared otherwise "
+                          "or used under OR", col->name, t->zName, col->name);
+  switch (plan->refuse_why) {
+    case REFUSE_READ:
+      return csx_vtab_error(&t->base, SQLITE_ERROR, "colstore: the query reads %s of aggregate table %s, which only selects "
+                            "source rows: an aggregate table's rows are groups, so a condition on %s under OR, NOT, in a "
+                            "function, against another column, or %s in the SELECT list cannot be answered; write each "
+                            "condition on %s as `%s OP value` (%s) ANDed with the rest of the WHERE clause (an OR of "
+                            "values of one column as IN)", col->name, t->zName, col->name, col->name, col->name, col->name,
+                            ops);
+    case REFUSE_TOO_MANY:
+      return csx_vtab_error(&t->base, SQLITE_ERROR, "colstore: aggregate table %s takes at most %d conditions, and the "
+                            "condition on %s is past them; combine conditions (an IN list, a BETWEEN) or pass the "
+                            "selection as `_rows = ?`", t->zName, CSX_MAX_SLOTS - 2, col->name);
+    case REFUSE_UNUSABLE:
+      return csx_vtab_error(&t->base, SQLITE_ERROR, "colstore: a condition on %s of aggregate table %s compares it with "
+                            "a value SQLite does not know when it reads the table (another table's column in this join "
+                            "order, or another column of the table); compare it with a value or a parameter, `%s OP "
+                            "value` (%s), or join the aggregate table last", col->name, t->zName, col->name, ops);
+    default:
+      return csx_vtab_error(&t->base, SQLITE_ERROR, "colstore: a condition on %s of aggregate table %s cannot be handed to "
+                            "colstore_agg: %s; rewrite it as `%s OP value` (%s), ANDed with the rest of the WHERE "
+                            "clause", col->name, t->zName, csx_decline_words(plan->refuse_why), col->name, ops);
+  }
+}
+
 static int agg_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc, sqlite3_value **argv) {
   csx_agg_cursor *c = (csx_agg_cursor *)cur;
   csx_agg_table *t = (csx_agg_table *)cur->pVtab;
@@ -565,24 +882,22 @@ static int agg_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, 
   csx_plan plan;
   int rc = csx_plan_decode(idxStr, &plan);
   if (rc != SQLITE_OK) return rc;
-  if (plan.refuse) {
-    const agg_col *col = &t->cols[plan.refuse - 1];
-    if (col->kind == AGG_ROWS || col->kind == AGG_MASK)
-      return csx_vtab_error(&t->base, SQLITE_ERROR, "colstore: %s of aggregate table %s selects rows only as `%s = ?` ANDed "
-                            "with the rest of the WHERE clause (given once)", col->name, t->zName, col->name);
-    return csx_vtab_error(&t->base, SQLITE_ERROR,
-                          "colstore: a condition on %s of aggregate table %s cannot be handed to colstore_agg (an OR across "
-                          "columns, a function of the column, a comparison of two columns, an operator it does not take, "
-                          "or more than %d conditions); rewrite it as `%s OP value` with =, !=, <, <=, >, >=, IS, IS NOT, "
-                          "IS NULL, IS NOT NULL, IN or BETWEEN, ANDed with the rest of the WHERE clause",
-                          col->name, t->zName, CSX_AGG_MAX_CONDITIONS, col->name);
-  }
+  if (plan.refuse) return refuse_plan(t, &plan);
   cs_verify verify = CS_VERIFY_READ;
   if ((rc = source_snapshot(t, &c->snap, &verify)) != SQLITE_OK) return rc;
   sqlite3_free(c->zPlan);
   c->zPlan = sqlite3_mprintf("%s", idxStr ? idxStr : "");
-  if (!c->taken && !(c->taken = sqlite3_malloc(t->n_cols))) return SQLITE_NOMEM;
-  memset(c->taken, 0, (size_t)t->n_cols);
+  /* per table column, for the cursor's life (a failed one is tried again) */
+  if (!c->taken) c->taken = sqlite3_malloc(t->n_cols);
+  if (!c->has_witness) c->has_witness = sqlite3_malloc(t->n_cols);
+  if (!c->witness) c->witness = sqlite3_malloc64(sizeof *c->witness * (uint64_t)t->n_cols);
+  if (!c->rechecks) c->rechecks = sqlite3_malloc64(sizeof *c->rechecks * (uint64_t)t->n_cols);
+  if (!c->reads) c->reads = sqlite3_malloc64(sizeof *c->reads * (uint64_t)t->n_cols);
+  if (!c->taken || !c->has_witness || !c->witness || !c->rechecks || !c->reads) return SQLITE_NOMEM;
+  memset(c->taken, TAKEN_NONE, (size_t)t->n_cols);
+  memset(c->has_witness, 0, (size_t)t->n_cols);
+  memset(c->rechecks, 0, sizeof *c->rechecks * (size_t)t->n_cols);
+  memset(c->reads, 0, sizeof *c->reads * (size_t)t->n_cols);
   /* what the plan took, per table column: filters and the hidden inputs */
   uint8_t *check_cols = sqlite3_malloc(t->n_src ? (int)t->n_src : 1);
   unsigned *what = sqlite3_malloc64(sizeof *what * (t->n_src ? t->n_src : 1));
@@ -598,13 +913,19 @@ static int agg_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, 
     const csx_slot *sl = &plan.slots[s];
     for (int i = 0; i < t->n_cols; i++) {
       const agg_col *col = &t->cols[i];
-      if ((sl->kind == 'P' || sl->kind == 'Q') && col->kind == AGG_FILTER && (int)col->src == sl->col) c->taken[i] = 1;
-      if ((sl->kind == 'R' && col->kind == AGG_ROWS) || (sl->kind == 'M' && col->kind == AGG_MASK)) c->taken[i] = 1;
+      if ((sl->kind == 'P' || sl->kind == 'Q') && col->kind == AGG_FILTER && (int)col->src == sl->col &&
+          c->taken[i] != TAKEN_RECHECK)
+        c->taken[i] = sl->recheck ? TAKEN_RECHECK : TAKEN;
+      if ((sl->kind == 'P' || sl->kind == 'Q') && col->kind == AGG_FILTER && (int)col->src == sl->col && sl->recheck)
+        c->rechecks[i]++;
+      /* an input reads back as the BLOB it was given: a re-check holds */
+      if ((sl->kind == 'R' && col->kind == AGG_ROWS) || (sl->kind == 'M' && col->kind == AGG_MASK)) c->taken[i] = TAKEN_RECHECK;
     }
     if (sl->kind == 'P' || sl->kind == 'Q') check_cols[sl->col] = 1;
   }
   rc = csx_selection_build(&c->sel, &t->base, t->zName, c->snap, &plan, argc, argv,
                            verify != CS_VERIFY_HEADER ? check_cols : NULL);
+  if (rc == SQLITE_OK) rc = witnesses_build(c, t, &plan, argc, argv);
   if (rc == SQLITE_OK) {
     cs_err err = {0};
     cs_agg_spec spec = {.keys = t->keys, .n_keys = t->n_keys, .what = what, .max_threads = 0};
@@ -631,7 +952,10 @@ static int agg_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, 
 }
 
 static int agg_next(sqlite3_vtab_cursor *cur) {
-  ((csx_agg_cursor *)cur)->g++;
+  csx_agg_cursor *c = (csx_agg_cursor *)cur;
+  const csx_agg_table *t = (const csx_agg_table *)cur->pVtab;
+  c->g++;
+  if (c->reads) memset(c->reads, 0, sizeof *c->reads * (size_t)t->n_cols);
   return SQLITE_OK;
 }
 
@@ -652,14 +976,26 @@ static void result_value(sqlite3_context *ctx, const cs_value *v) {
 
 static int refuse_read(sqlite3_context *ctx, const csx_agg_table *t, const agg_col *col) {
   char *z = col->kind == AGG_FILTER
-                ? sqlite3_mprintf("colstore: %s of aggregate table %s only selects source rows: use it as `%s OP value` "
-                                  "(=, !=, <, <=, >, >=, IS, IS NOT, IS NULL, IS NOT NULL, IN, BETWEEN) ANDed with the rest "
-                                  "of the WHERE clause; it cannot be read, and a condition on it under OR, in a function or "
-                                  "against another column must be rewritten that way",
-                                  col->name, t->zName, col->name)
+                ? sqlite3_mprintf("colstore: the query reads %s of aggregate table %s, which only selects source rows "
+                                  "(a condition on it under OR, NOT, in a function or against another column, beside "
+                                  "one the table took): write each condition on %s as `%s OP value` (=, !=, <, <=, >, "
+                                  ">=, IS, IS NOT, IS NULL, IS NOT NULL, IN, BETWEEN) ANDed with the rest of the WHERE "
+                                  "clause (an OR of values of one column as IN)",
+                                  col->name, t->zName, col->name, col->name)
                 : sqlite3_mprintf("colstore: %s of aggregate table %s is an input, not a value: use it only as `%s = ?` "
                                   "ANDed with the rest of the WHERE clause", col->name, t->zName, col->name);
   sqlite3_result_error(ctx, z ? z : "colstore: a filter column cannot be read", -1);
+  sqlite3_free(z);
+  return SQLITE_ERROR;
+}
+
+static int refuse_contradiction(sqlite3_context *ctx, const csx_agg_table *t, const agg_col *col) {
+  char *z = sqlite3_mprintf("colstore: SQLite checks conditions on %s of aggregate table %s again itself, on the output "
+                            "rows (those past the 16th condition of the WHERE clause, and IS NOT NULL), and no value "
+                            "satisfies them all, so it would drop the row that says no source row matched; remove the "
+                            "conditions on %s that contradict each other, or give at most 16 conditions",
+                            col->name, t->zName, col->name);
+  sqlite3_result_error(ctx, z ? z : "colstore: contradictory conditions", -1);
   sqlite3_free(z);
   return SQLITE_ERROR;
 }
@@ -677,9 +1013,14 @@ static int agg_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
       return SQLITE_OK;
     case AGG_COUNT: sqlite3_result_int64(ctx, (sqlite3_int64)cs_agg_count(c->agg, c->g)); return SQLITE_OK;
     case AGG_FILTER:
-      /* SQLite 3.40 re-checks `X IS NOT NULL` after the table took it */
-      if (c->taken[i]) sqlite3_result_int(ctx, 1);
-      return c->taken[i] ? SQLITE_OK : refuse_read(ctx, t, col);
+      /* SQLite checks a taken condition again (may_recheck): the witness,
+      ** once per such condition and row; a read beyond them is for
+      ** something else (an OR, a function) and fails before the row is
+      ** given out */
+      if (c->taken[i] != TAKEN_RECHECK || ++c->reads[i] > c->rechecks[i]) return refuse_read(ctx, t, col);
+      if (!c->has_witness[i]) return refuse_contradiction(ctx, t, col);
+      result_value(ctx, &c->witness[i]);
+      return SQLITE_OK;
     case AGG_ROWS: case AGG_MASK: {
       const uint8_t *p = col->kind == AGG_ROWS ? c->sel.user_rows : c->sel.user_mask;
       uint64_t n = col->kind == AGG_ROWS ? c->sel.user_rows_bytes : c->sel.user_mask_bytes;
@@ -713,9 +1054,17 @@ static int agg_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
   return SQLITE_OK;
 }
 
+/* SQLite asks for the rowid of a row when it answers an OR branch by
+** branch (a MULTI-INDEX OR plan merges the branches' rows by rowid); the
+** planner keeps such plans dearer than the one refused scan, and this
+** refuses what remains: aggregates of the branches are not those of the
+** OR.  The group number is no rowid a query could use anyway. */
 static int agg_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *pRowid) {
-  *pRowid = (sqlite3_int64)((csx_agg_cursor *)cur)->g;
-  return SQLITE_OK;
+  csx_agg_table *t = (csx_agg_table *)cur->pVtab;
+  (void)pRowid;
+  return csx_vtab_error(&t->base, SQLITE_ERROR, "colstore: aggregate table %s has no rowid (its rows are groups), and "
+                        "an OR of conditions on its filter columns cannot be answered branch by branch; write the "
+                        "conditions as `column OP value` ANDed together (an OR of values of one column as IN)", t->zName);
 }
 
 static int agg_rename(sqlite3_vtab *pVtab, const char *zNew) {

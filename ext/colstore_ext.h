@@ -101,13 +101,14 @@ struct csx_table {
 };
 
 /* The plan xBestIndex encodes in idxStr (colstore_plan.c explains it). */
-#define CSX_MAX_SLOTS 64
+#define CSX_MAX_SLOTS 256
 /* ORDER BY / GROUP BY / DISTINCT columns colstore takes at most. */
 #define CSX_MAX_ORDER_KEYS 16
 typedef struct csx_slot {
   char kind;   /* E G g L l I P Q R M T O (colstore_plan.c) */
   int col;     /* P, Q: the column */
   int op;      /* P: the SQLITE_INDEX_CONSTRAINT_* op */
+  int recheck; /* C: SQLite may check the condition again itself (colstore_agg) */
 } csx_slot;
 typedef struct csx_plan {
   int n_slots;
@@ -127,7 +128,8 @@ typedef struct csx_plan {
   int group_by;                   /* Z: the order serves a GROUP BY (LIMIT counts groups) */
   int distinct_watch;             /* W: DISTINCT de-duplicated until SQLite asks for a rowid */
   uint64_t limit_hint;            /* K<n>: SQLite stops after n rows unless it filters (0 = unknown) */
-  int refuse;                     /* X<c>: colstore_agg could not take a condition on column c (c + 1; 0 = none) */
+  int refuse;                     /* X<c>: colstore_agg cannot answer for its column c (c + 1; 0 = none) */
+  int refuse_why;                 /* ... X<c>:<why>: colstore_agg's reason code */
 } csx_plan;
 
 /* A selection's inputs, read from xFilter's arguments once for every
@@ -229,16 +231,35 @@ const char *csx_affinity_name(cs_type t);
 /* colstore_plan.c */
 int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo);
 int csx_plan_decode(const char *idxStr, csx_plan *out);
+/* Who takes a comparison, which decides what may be left to SQLite. */
+typedef enum csx_take_mode {
+  CSX_TAKE_TABLE,      /* the colstore table: SQLite checks what it leaves */
+  CSX_TAKE_AGG_KEY,    /* a colstore_agg key: SQLite checks what it leaves, on the group's key */
+  CSX_TAKE_AGG_FILTER  /* a colstore_agg filter column: nothing can be left */
+} csx_take_mode;
 /* Takes constraint i (on a column of type t, the store's column src_col)
 ** as a predicate when the core can evaluate it exactly as SQLite would:
 ** its slot goes to slots (argv index ++*argv_i, omitted), its words to
 ** words (after a comma when more), *rows shrinks by its selectivity.
 ** False, with nothing changed, when it must be left to SQLite.  A TEXT
 ** comparison whose right-hand side SQLite does not know at planning (a
-** bound parameter, or a column of another table) is taken only with
-** text_unknown_ok, as a parameter (TEXT affinity) would compare. */
+** bound parameter, or a column of another table) is taken only for
+** colstore_agg, as a parameter (TEXT affinity) would compare; a filter
+** column of colstore_agg also takes operands of every class on numeric
+** and BLOB columns.  *why (when given) gets the reason a condition was not
+** taken (CSX_DECLINE_*). */
 bool csx_plan_take_pred(sqlite3_index_info *pInfo, int i, cs_type t, int src_col, const char *name, int *argv_i,
-                        sqlite3_str *slots, sqlite3_str *words, bool more, double *rows, bool text_unknown_ok);
+                        sqlite3_str *slots, sqlite3_str *words, bool more, double *rows, csx_take_mode mode,
+                        int *why);
+enum {
+  CSX_DECLINE_INEXACT,     /* a right-hand side SQLite compares otherwise than the core would */
+  CSX_DECLINE_OPERATOR,    /* LIKE, GLOB, MATCH, REGEXP, a function */
+  CSX_DECLINE_COLLATION,   /* TEXT under a collation other than BINARY */
+  CSX_DECLINE_IN_UNKNOWN,  /* an IN list or `= ?` past SQLite's 32-bit IN masks */
+  CSX_N_DECLINE
+};
+/* The reason, in words, for an error message. */
+const char *csx_decline_words(int why);
 
 /* colstore_cursor.c */
 int csx_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor);

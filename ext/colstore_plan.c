@@ -18,8 +18,9 @@
 **   T / O     LIMIT ? / OFFSET ?              the count
 **
 ** (colstore_agg.c plans with the same P, Q, R and M slots, over the source
-** table's columns, and adds X<c>: a condition on its column c that it
-** could not take, which xFilter refuses.)
+** table's columns, and adds X<c>:<why>: its column c that it could not
+** answer for, which xFilter refuses, and C after a slot that SQLite may
+** check again itself by reading the column.)
 **
 ** followed by flags: A (ORDER BY rowid ASC consumed), D (DESC consumed),
 ** and U<colUsed> (the columns the query reads, for the cursor's prefetch).
@@ -136,33 +137,91 @@ static const char *op_text(int op) {
 }
 
 /* Can the right-hand side of constraint i be taken without changing the
-** comparison's meaning?  See the essay above. */
-static int pred_exact(sqlite3_index_info *pInfo, int i, cs_type type, bool text_unknown_ok) {
+** comparison's meaning?  See the essay above.  A colstore_agg filter
+** column, which has no fallback, takes every class of operand on numeric
+** and BLOB columns: the core orders the classes as SQLite does, collation
+** never applies to them, and a LIKE's bounds do no harm there (the LIKE
+** itself is refused, or reads the column, which fails).  A colstore_agg
+** key declines them as the table does: there SQLite checks the LIKE on
+** the group's key, which the bounds must not have filtered. */
+static int pred_exact(sqlite3_index_info *pInfo, int i, cs_type type, csx_take_mode mode, int *why) {
   int op = pInfo->aConstraint[i].op;
   if (op == SQLITE_INDEX_CONSTRAINT_ISNULL || op == SQLITE_INDEX_CONSTRAINT_ISNOTNULL) return 1;
-  if (type == CS_TYPE_BLOB) return 0;
   sqlite3_value *v = NULL;
   bool known = sqlite3_libversion_number() >= 3038000 && sqlite3_vtab_rhs_value(pInfo, i, &v) == SQLITE_OK && v;
-  if (type != CS_TYPE_TEXT) /* a literal TEXT/BLOB may be a LIKE's bound: see the essay */
+  if (type != CS_TYPE_TEXT) {
+    /* A case-insensitive LIKE's bounds come with NOCASE: SQLite drops the
+    ** LIKE (ESCAPE keeps it from being offered) once both are taken, and
+    ** its answer for infinity ('Inf' LIKE 'in%') is not theirs. */
+    const char *coll = sqlite3_vtab_collation(pInfo, i);
+    bool text = known && (sqlite3_value_type(v) == SQLITE_TEXT || sqlite3_value_type(v) == SQLITE_BLOB);
+    if (mode == CSX_TAKE_AGG_FILTER && text && coll && sqlite3_stricmp(coll, "BINARY") != 0) {
+      if (why) *why = CSX_DECLINE_COLLATION;
+      return 0;
+    }
+    if (mode == CSX_TAKE_AGG_FILTER) return 1;
+    if (type == CS_TYPE_BLOB) return 0;
+    /* a literal TEXT/BLOB may be a LIKE's bound: see the essay */
     return !known || (sqlite3_value_type(v) != SQLITE_TEXT && sqlite3_value_type(v) != SQLITE_BLOB);
+  }
   const char *coll = sqlite3_vtab_collation(pInfo, i);
-  if (coll && sqlite3_stricmp(coll, "BINARY") != 0) return 0;
-  /* A known constant (literal) has no affinity: TEXT affinity applies. */
-  return text_unknown_ok || known;
+  if (coll && sqlite3_stricmp(coll, "BINARY") != 0) {
+    if (why) *why = CSX_DECLINE_COLLATION;
+    return 0;
+  }
+  /* May the `=` constraint i be an IN list that SQLite would walk value by
+** value, calling xFilter once per value?  sqlite3_vtab_in tells only for
+** constraints 0..31 from SQLite 3.38 on (it keeps IN in a 32-bit mask);
+** past them, or before 3.38, only a known right-hand side (a literal) is
+** surely not a list: an IN term has none. */
+static bool eq_may_be_list(sqlite3_index_info *pInfo, int i) {
+  if (sqlite3_libversion_number() < 3038000) return true;
+  sqlite3_value *rhs = NULL;
+  return i >= 32 && !(sqlite3_vtab_rhs_value(pInfo, i, &rhs) == SQLITE_OK && rhs);
+}
+
+/* A known constant (literal) has no affinity: TEXT affinity applies. */
+  return mode != CSX_TAKE_TABLE || known;
 }
 
 static double selectivity(int op);
 
+const char *csx_decline_words(int why) {
+  switch (why) {
+    case CSX_DECLINE_OPERATOR: return "an operator it does not take (LIKE, GLOB, REGEXP, MATCH, a function's)";
+    case CSX_DECLINE_COLLATION: return "a TEXT comparison under another collation than BINARY (COLLATE NOCASE, RTRIM)";
+    case CSX_DECLINE_IN_UNKNOWN:
+      return "an IN list or `= ?` past the 32nd condition of the WHERE clause, where SQLite cannot tell an IN list "
+             "from `= ?` nor hand the list over whole (put IN lists and `= ?` among the first 32 conditions)";
+    default: return "a right-hand side it cannot compare as SQLite would";
+  }
+}
+
 bool csx_plan_take_pred(sqlite3_index_info *pInfo, int i, cs_type t, int src_col, const char *name, int *argv_i,
-                        sqlite3_str *slots, sqlite3_str *words, bool more, double *rows, bool text_unknown_ok) {
+                        sqlite3_str *slots, sqlite3_str *words, bool more, double *rows, csx_take_mode mode,
+                        int *why) {
   int op = pInfo->aConstraint[i].op;
   bool in_ok = sqlite3_libversion_number() >= 3038000;
   bool in_list = op == SQLITE_INDEX_CONSTRAINT_EQ && in_ok && sqlite3_vtab_in(pInfo, i, -1);
+  /* Past constraint 31 sqlite3_vtab_in cannot tell an IN list from `=`
+  ** (SQLite keeps IN in a 32-bit mask): taking it as `=` would make
+  ** SQLite call xFilter once per member, nested for several lists.  So
+  ** there only an `=` with a known right-hand side (a literal) is taken. */
+  bool in_unknown = i >= 32 && op == SQLITE_INDEX_CONSTRAINT_EQ && eq_may_be_list(pInfo, i);
   /* SQLite hands an IN over as a list only at argv positions 0..31 (a
   ** 32-bit mask by argv position); later it would pass one member at a
   ** time, so a list there is left to SQLite. */
   bool in_fits = !in_list || *argv_i < 32;
-  if (!(pred_op_supported(op) || in_list) || !in_fits || !pred_exact(pInfo, i, t, text_unknown_ok)) return false;
+  if (why) *why = CSX_DECLINE_INEXACT;
+  if (in_unknown || !in_fits) {
+    if (why) *why = CSX_DECLINE_IN_UNKNOWN;
+    return false;
+  }
+  if (!(pred_op_supported(op) || in_list)) {
+    if (why) *why = CSX_DECLINE_OPERATOR;
+    return false;
+  }
+  if (!pred_exact(pInfo, i, t, mode, why)) return false;
   if (in_list) {
     sqlite3_vtab_in(pInfo, i, 1);
     sqlite3_str_appendf(slots, "Q%d;", src_col);
@@ -179,16 +238,6 @@ bool csx_plan_take_pred(sqlite3_index_info *pInfo, int i, cs_type t, int src_col
   return true;
 }
 
-/* May the `=` constraint i be an IN list that SQLite would walk value by
-** value, calling xFilter once per value?  sqlite3_vtab_in tells only for
-** constraints 0..31 from SQLite 3.38 on (it keeps IN in a 32-bit mask);
-** past them, or before 3.38, only a known right-hand side (a literal) is
-** surely not a list: an IN term has none. */
-static bool eq_may_be_list(sqlite3_index_info *pInfo, int i) {
-  if (sqlite3_libversion_number() < 3038000) return true;
-  sqlite3_value *rhs = NULL;
-  return i >= 32 && !(sqlite3_vtab_rhs_value(pInfo, i, &rhs) == SQLITE_OK && rhs);
-}
 
 /* Does colUsed name column c?  Past 62 it only says "some column from 63
 ** on"; *exact tells whether the answer is certain. */
@@ -370,14 +419,10 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     }
     bool taken = false;
     /* argv slots are bounded (CSX_MAX_SLOTS); keep room for LIMIT/OFFSET */
-    /* Past constraint 31 sqlite3_vtab_in cannot tell an IN list from `=`:
-    ** taking it as `=` would make SQLite call xFilter once per member,
-    ** nested for several lists.  So there only an `=` with a known
-    ** right-hand side (a literal) is taken. */
-    bool in_unknown = i >= 32 && c->op == SQLITE_INDEX_CONSTRAINT_EQ && eq_may_be_list(pInfo, i);
-    if (c->iColumn >= 0 && c->iColumn < n_cols && !positions && i_eq < 0 && argv_i < CSX_MAX_SLOTS - 4 && !in_unknown) {
+    if (c->iColumn >= 0 && c->iColumn < n_cols && !positions && i_eq < 0 && argv_i < CSX_MAX_SLOTS - 4) {
       const cs_column *col = &schema->cols[c->iColumn];
-      if (csx_plan_take_pred(pInfo, i, col->type, c->iColumn, col->name, &argv_i, slots, words, any_pred, &rows, false)) {
+      if (csx_plan_take_pred(pInfo, i, col->type, c->iColumn, col->name, &argv_i, slots, words, any_pred, &rows,
+                             CSX_TAKE_TABLE, NULL)) {
         any_pred = true;
         taken = true;
       }
@@ -541,7 +586,11 @@ int csx_plan_decode(const char *idxStr, csx_plan *out) {
       case 'U': out->col_used = strtoull(p, (char **)&p, 10); break;
       case 'Y': out->order_mode = (int)strtol(p, (char **)&p, 10); break;
       case 'K': out->limit_hint = strtoull(p, (char **)&p, 10); break; /* "K;": 0, unknown */
-      case 'X': out->refuse = (int)strtol(p, (char **)&p, 10) + 1; break;
+      case 'X':
+        out->refuse = (int)strtol(p, (char **)&p, 10) + 1;
+        if (*p == ':') out->refuse_why = (int)strtol(p + 1, (char **)&p, 10);
+        break;
+      case 'C': if (out->n_slots) out->slots[out->n_slots - 1].recheck = 1; break;
       case 'S':
         if (out->n_keys >= CSX_MAX_ORDER_KEYS) return SQLITE_INTERNAL;
         out->key_col[out->n_keys] = (int)strtol(p, (char **)&p, 10);
@@ -552,7 +601,7 @@ int csx_plan_decode(const char *idxStr, csx_plan *out) {
     }
     if (*p == ';') p++;
     switch (s.kind) {
-      case 'U': case 'Y': case 'S': case 'X': break;
+      case 'U': case 'Y': case 'S': case 'X': case 'C': break;
       case 'K': out->may_stop_early = 1; break;
       case 'A': out->ordered = 1; break;
       case 'D': out->ordered = out->desc = 1; break;

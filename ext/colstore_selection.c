@@ -210,6 +210,9 @@ int csx_selection_rows(const csx_selection *s, sqlite3_vtab *tab, const char *zT
     int64_t x;
     memcpy(&x, p + 8 * i, 8);
     int64_t r = x < 0 ? x + (int64_t)n_rows : x;
+    if ((r < 0 || (uint64_t)r >= n_rows) && n_rows == 0)
+      return csx_vtab_error(tab, SQLITE_RANGE, "colstore: _rows position %lld (at index %llu) is out of range for table %s, "
+                            "which has no row positions; pass an empty BLOB", (long long)x, (unsigned long long)i, zTable);
     if (r < 0 || (uint64_t)r >= n_rows)
       return csx_vtab_error(tab, SQLITE_RANGE, "colstore: _rows position %lld (at index %llu) is out of range for table %s of %llu row positions (valid: -%llu to %llu)",
                             (long long)x, (unsigned long long)i, zTable, (unsigned long long)n_rows,

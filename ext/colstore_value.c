@@ -286,6 +286,12 @@ int csx_value_for_column(cs_type t, sqlite3_value *v, cs_value *out, void **held
     out->n = (uint64_t)sqlite3_value_bytes(v);
     return bytes_hold(sqlite3_value_blob(v), out->n, held, &out->p);
   }
+  if (t == CS_TYPE_BLOB && vt == SQLITE_TEXT) {
+    /* BLOB affinity converts nothing: the text stays text (below a BLOB) */
+    out->kind = CS_VAL_TEXT;
+    out->n = (uint64_t)sqlite3_value_bytes(v);
+    return bytes_hold(sqlite3_value_text(v), out->n, held, &out->p);
+  }
   if (t == CS_TYPE_TEXT) {
     /* Only a right-hand side without affinity is taken for TEXT columns:
     ** TEXT affinity turns a number into its SQLite text. */

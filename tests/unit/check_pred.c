@@ -1,6 +1,6 @@
 /*
-** check_pred.c - predicate evaluation (cs_pred_eval) and sorted ranges
-** (cs_pred_sorted_range).
+** check_pred.c - predicate evaluation (cs_pred_eval), one value against a
+** predicate (cs_pred_match_value) and sorted ranges (cs_pred_sorted_range).
 **
 ** The reference here implements SQLite's comparison rules directly and
 ** simply, one row at a time, from the reference table's cells: a NULL or
@@ -146,6 +146,19 @@ static void check_preds(const cs_store *s, const ut_table *t, const cs_pred *pre
     for (uint32_t k = 0; k < np && want; k++)
       want = ref_pred(&preds[k], t->cols[preds[k].col].type, ut_table_cell(t, first + i, preds[k].col));
     selected += want;
+    /* the same answer for the cell's value alone (cs_pred_match_value,
+    ** which colstore_agg uses to find the value SQLite re-checks) */
+    for (uint32_t k = 0; k < np; k++) {
+      cs_type ty = t->cols[preds[k].col].type;
+      const ut_cell *c = ut_table_cell(t, first + i, preds[k].col);
+      cs_value x = cell_is_null(ty, c) ? (cs_value){.kind = CS_VAL_NULL} : cell_value(ty, c);
+      if (cs_pred_match_value(&preds[k], &x) != ref_pred(&preds[k], ty, c)) {
+        char line[300], cell[160];
+        describe_pred(&preds[k], t, line, sizeof line);
+        ut_cell_describe(ty, c, cell, sizeof cell);
+        ck_abort_msg("%s: cs_pred_match_value(%s) of %s is %d", ctx, line, cell, !ref_pred(&preds[k], ty, c));
+      }
+    }
     if (mask[i] != (uint8_t)want) {
       /* Name the predicate that failed for this row (or the first one). */
       uint32_t bad = 0;
