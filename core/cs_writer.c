@@ -46,6 +46,7 @@
 */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,6 +242,69 @@ bool cs__writer_is_temp_name(const char *name) {
   return true;
 }
 
+/* The file a new store replaces lends it its mode, owner and group
+** (docs/security.md 5, docs/format.md 10.1): a compaction or a 'replace'
+** must not turn a private store into a world-readable one, nor hand it to
+** whoever ran it.  fchown asks only for what differs, so a user replacing
+** their own file changes nothing (chown to one's own uid is a no-op) and a
+** group change is tried only when the group differs (permitted for a
+** member of the group, else EPERM); what cannot be kept is an error here,
+** before anything is renamed, never a wider file.  Run at create, on the
+** empty temporary file, and again just before the rename, so a chmod or
+** chown of the original in between is not undone. */
+static cs_rc perms_take(cs_writer *w, cs_err *err) {
+  struct stat orig, mine;
+  if (!w->replace || stat(w->path, &orig) != 0 || !S_ISREG(orig.st_mode)) return CS_OK;
+  if (fstat(w->fd, &mine) != 0) return cs_err_set(err, CS_EIO, "colstore: %s: fstat failed: %s", w->tmp_path, strerror(errno));
+  if (mine.st_uid != orig.st_uid || mine.st_gid != orig.st_gid) {
+    uid_t uid = mine.st_uid != orig.st_uid ? orig.st_uid : (uid_t)-1;
+    gid_t gid = mine.st_gid != orig.st_gid ? orig.st_gid : (gid_t)-1;
+    if (fchown(w->fd, uid, gid) != 0)
+      return cs_err_set(err, CS_EIO,
+                        "colstore: cannot give the new %s the owner and group of the file it replaces (uid %u, gid %u): %s; "
+                        "run this as the file's owner and a member of its group, or as root",
+                        w->path, (unsigned)orig.st_uid, (unsigned)orig.st_gid, strerror(errno));
+  }
+  /* After fchown, which may clear set-id bits. */
+  if ((mine.st_mode & 07777) != (orig.st_mode & 07777) || mine.st_uid != orig.st_uid || mine.st_gid != orig.st_gid)
+    if (fchmod(w->fd, orig.st_mode & 07777) != 0)
+      return cs_err_set(err, CS_EIO, "colstore: cannot give the new %s the mode %04o of the file it replaces: %s", w->path,
+                        (unsigned)(orig.st_mode & 07777), strerror(errno));
+  return CS_OK;
+}
+
+/* Creates w->tmp_path (its last six characters replaced) with O_EXCL.  Not
+** mkstemp: its mode is always 0600, and a new store with no file to take
+** its mode from gets 0644 less the umask, as any file the process creates
+** (the kernel applies the umask; reading it would race with other threads).
+** A file to be replaced starts at 0600, no more than owner permissions,
+** and takes the original's in perms_take. */
+static cs_rc temp_open(cs_writer *w, cs_err *err) {
+  static const char alnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  static _Atomic uint64_t counter;
+  struct stat orig;
+  bool has_orig = w->replace && stat(w->path, &orig) == 0 && S_ISREG(orig.st_mode);
+  char *x = w->tmp_path + strlen(w->tmp_path) - WRITER_TEMP_RANDOM;
+  for (int attempt = 0; attempt < 100; attempt++) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t seed[3] = {(uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30), (uint64_t)getpid(), atomic_fetch_add(&counter, 1)};
+    uint64_t h = cs__hash(seed, sizeof seed);
+    for (int i = 0; i < WRITER_TEMP_RANDOM; i++, h /= 62) x[i] = alnum[h % 62];
+    w->fd = open(w->tmp_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, has_orig ? 0600 : 0644);
+    if (w->fd >= 0) break;
+    if (errno != EEXIST)
+      return cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot create a file beside %s: %s", w->path, strerror(errno));
+  }
+  if (w->fd < 0) return cs_err_set(err, CS_EIO, "colstore: cannot create a file beside %s: 100 names taken; remove stale %s.tmp.* files", w->path, w->path);
+  cs_rc rc = perms_take(w, err);
+  if (rc) {
+    close(w->fd), w->fd = -1;
+    unlink(w->tmp_path);
+  }
+  return rc;
+}
+
 cs_rc cs_writer_create(const char *path, const cs_schema *schema, const cs_writer_options *opt, cs_writer **out, cs_err *err) {
   *out = NULL;
   cs_rc rc = schema_check(schema, err);
@@ -255,13 +319,10 @@ cs_rc cs_writer_create(const char *path, const cs_schema *schema, const cs_write
   size_t tl = strlen(path) + sizeof WRITER_TEMP_SUFFIX;
   if (!(w->tmp_path = cs__mem_malloc(tl))) { rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory"); goto fail; }
   snprintf(w->tmp_path, tl, "%s" WRITER_TEMP_SUFFIX, path);
-  w->fd = mkstemp(w->tmp_path);
-  if (w->fd < 0) {
-    rc = cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot create a file beside %s: %s", path, strerror(errno));
+  if ((rc = temp_open(w, err))) {
     cs__mem_free(w->tmp_path), w->tmp_path = NULL;
     goto fail;
   }
-  (void)fchmod(w->fd, 0644);
   if ((rc = cs__schema_encode(schema, &schema_block, &schema_bytes, err))) goto fail;
   uint64_t data_offset = cs__align64(CS_SCHEMA_OFFSET + schema_bytes);
   if (!(head = cs__mem_calloc(1, data_offset))) { rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory"); goto fail; }
@@ -1040,6 +1101,8 @@ cs_rc cs_writer_commit(cs_writer *w, cs_err *err) {
         goto fail;
       }
       unlink(w->tmp_path);
+    } else if ((rc = perms_take(w, err))) {
+      goto fail;
     } else if (rename(w->tmp_path, w->path) != 0) {
       rc = cs_err_set(err, CS_EIO, "colstore: cannot rename into %s: %s", w->path, strerror(errno));
       goto fail;

@@ -19,6 +19,7 @@
 ** and a writer that opened the file before the rename and waited for the
 ** lock ends up appending to the new file, not the unlinked old one.
 */
+#include <dirent.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -363,6 +364,72 @@ START_TEST(test_compact_crash_at_every_step_leaves_old_or_new) {
 }
 END_TEST
 
+/* ------------------------------------------------ mode, owner and group */
+
+/* A compaction keeps the store's mode, owner and group (docs/security.md 5),
+** and its temporary file is never wider than the store on the way: the
+** step hook stats it once it holds every row ("written"), which is the
+** longest a temporary file lives.  The owner part needs root (CI runs as
+** root); elsewhere it says SKIP and the mode part runs. */
+typedef struct temp_seen {
+  const char *dir;
+  int files;          /* temporary files found at "written" */
+  struct stat st;     /* the one found */
+} temp_seen;
+
+static void stat_temp(void *ctx, const char *step) {
+  temp_seen *ts = ctx;
+  if (strcmp(step, "written") != 0) return;
+  DIR *d = opendir(ts->dir);
+  ck_assert(d != NULL);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (!strstr(e->d_name, ".tmp.")) continue;
+    char *p = ut_join(ts->dir, e->d_name);
+    ck_assert(stat(p, &ts->st) == 0);
+    ts->files++;
+    free(p);
+  }
+  closedir(d);
+}
+
+START_TEST(test_compact_keeps_mode_owner_and_group_and_its_temp_is_never_wider) {
+  static const mode_t modes[] = {0600, 0640, 0400, 0644};
+  bool root = geteuid() == 0;
+  if (!root) fprintf(stderr, "SKIP (not root): compaction keeps owner nobody:nogroup; the mode part runs\n");
+  for (int k = 0; k < 4; k++) {
+    ut_scratch sc = ut_scratch_new();
+    ut_table *t = ut_random_table(&schema, 120, 100, 31 + (uint64_t)k);
+    ut_table_create_store(t, sc.path, 60, 16, 0);
+    ut_table_append_store(t, sc.path, 60, 60);
+    ck_assert(chmod(sc.path, modes[k]) == 0);
+    if (root) ck_assert(chown(sc.path, 65534, 65534) == 0);
+    struct stat before;
+    ck_assert(stat(sc.path, &before) == 0);
+    temp_seen ts = {.dir = sc.dir};
+    cs_compact_report rep;
+    cs_err err = {0};
+    ck_assert_msg(cs_compact(sc.path, &(cs_compact_options){.on_step = stat_temp, .step_ctx = &ts}, &rep, &err) == CS_OK, "%s", err.msg);
+    ck_assert_int_eq(ts.files, 1);
+    ck_assert_msg((ts.st.st_mode & 07777 & ~before.st_mode) == 0, "mode %o: the temporary file had %o", modes[k], ts.st.st_mode & 07777);
+    ck_assert_uint_eq(ts.st.st_uid, before.st_uid);
+    ck_assert_uint_eq(ts.st.st_gid, before.st_gid);
+    struct stat after;
+    ck_assert(stat(sc.path, &after) == 0);
+    ck_assert_uint_ne(after.st_ino, before.st_ino);
+    ck_assert_uint_eq(after.st_mode & 07777, modes[k]);
+    ck_assert_uint_eq(after.st_uid, before.st_uid);
+    ck_assert_uint_eq(after.st_gid, before.st_gid);
+    ck_assert_uint_eq(rep.after.records, 1);
+    cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "compacted");
+    ut_assert_store_equals(s, t, 120, "compacted");
+    cs_store_close(s);
+    ut_table_free(t);
+    ut_scratch_free(&sc);
+  }
+}
+END_TEST
+
 /* ----------------------------------------------------------------- readers */
 
 START_TEST(test_compact_readers_keep_their_snapshot) {
@@ -425,6 +492,7 @@ static Suite *compact_suite(void) {
   tcase_add_test(tc, test_compact_a_waiting_writer_appends_to_the_new_file);
   tcase_add_test(tc, test_compact_crash_at_every_step_leaves_old_or_new);
   tcase_add_test(tc, test_compact_readers_keep_their_snapshot);
+  tcase_add_test(tc, test_compact_keeps_mode_owner_and_group_and_its_temp_is_never_wider);
   tcase_add_test(tc, test_compact_through_a_symlink_rewrites_the_file);
   suite_add_tcase(s, tc);
   return s;
