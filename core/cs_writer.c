@@ -65,6 +65,7 @@ struct cs_writer {
   char *tmp_path;             /* create: the temporary file; owned; else NULL */
   int fd;                     /* read-write descriptor */
   bool replace;               /* create: may overwrite path */
+  uint32_t auto_compact;      /* append: cs_writer_options.auto_compact */
   bool locked;                /* append: holds the flock */
   bool touched;               /* append: bytes past old_data_end were written */
   bool prepared;              /* footer written and synced */
@@ -209,6 +210,7 @@ static cs_writer *writer_new(const char *path, const cs_writer_options *opt) {
   ** largest values to 0 (a write would then loop forever). */
   w->record_rows = rr > UINT64_MAX - 7 ? ~(uint64_t)7 : (rr + 7) & ~(uint64_t)7;
   w->replace = opt && opt->replace;
+  w->auto_compact = opt ? opt->auto_compact : 0;
   if (!w->path) {
     cs__mem_free(w);
     return NULL;
@@ -1090,6 +1092,26 @@ static cs_rc dir_sync(const char *path, cs_err *err) {
   return rc;
 }
 
+/* After a durable commit, still holding the lock: compacts the store when
+** its small records make that worth it (cs__compact_due).  The commit
+** stands whatever happens here; a compaction that fails (a full disk, an
+** owner the process cannot give the new file) leaves the file as it was
+** and notes why. */
+static void auto_compact(cs_writer *w) {
+  cs_compact_tail t = {.free_bytes = w->free_bytes, .file_bytes = w->slot.footer_offset + w->slot.footer_bytes + sizeof w->slot};
+  uint64_t eb = w->slot.footer_bytes / (w->n_records ? w->n_records : 1);
+  for (uint64_t r = 0; r < w->n_records; r++)
+    if (w->entries[r].n_rows < CS_AUTO_COMPACT_SMALL_ROWS) t.n_small++, t.small_bytes += w->entries[r].record_bytes + eb;
+  if (!cs__compact_due(&t, w->auto_compact)) return;
+  cs_compact_report rep;
+  cs_err err = {0};
+  if (cs__compact_held(w, w->path, &rep, &err) != CS_OK) {
+    char note[sizeof err.msg + 64];
+    snprintf(note, sizeof note, "automatic compaction skipped: %s", err.msg);
+    cs__diag_note(note);
+  }
+}
+
 cs_rc cs_writer_commit(cs_writer *w, cs_err *err) {
   cs_rc rc = cs_writer_prepare(w, err);
   if (rc) goto fail;
@@ -1127,6 +1149,7 @@ cs_rc cs_writer_commit(cs_writer *w, cs_err *err) {
     ** failed fsync must not restore the old tail under it: the file stays
     ** consistent either way, and the error says durability is unknown. */
     rc = sync_fd(w, err);
+    if (rc == CS_OK && w->auto_compact) auto_compact(w);
   }
   writer_free(w);
   return rc;

@@ -29,12 +29,20 @@ static const char *const binding_names[] = {"off", "close", "spread"};
 ** through sorted positions. */
 #define CSX_DEFAULT_SCATTER_BYTES (256u << 20)
 
+/* Automatic compaction (docs/performance.md, "Small transactions"): a
+** commit that leaves many small records rewrites the store when that costs
+** at most this many times the bytes it wins back; 0 turns it off. */
+#define CSX_DEFAULT_AUTO_COMPACT 4u
+#define CSX_MAX_AUTO_COMPACT 1000000u
+
 static _Atomic uint64_t batch_bytes = CSX_DEFAULT_BATCH_BYTES;
+static _Atomic uint32_t auto_compact = CSX_DEFAULT_AUTO_COMPACT;
 static _Atomic uint64_t scatter_bytes = CSX_DEFAULT_SCATTER_BYTES;
 static _Atomic int64_t mask_gate_millis = -1; /* -1 = auto, else 0..1000 */
 
 uint64_t csx_config_batch_bytes(void) { return atomic_load(&batch_bytes); }
 uint64_t csx_config_scatter_bytes(void) { return atomic_load(&scatter_bytes); }
+uint32_t csx_config_auto_compact(void) { return atomic_load(&auto_compact); }
 
 /* The mask gate in effect: an explicit colstore_config value wins over the
 ** calibrated density, which wins over the compiled default 0 (seeds/003:
@@ -91,11 +99,11 @@ void csx_config_json(sqlite3_str *s) {
   sqlite3_str_appendf(s,
                       "\"numa\":{\"requested\":\"%s\",\"effective\":\"%s\"},"
                       "\"binding\":{\"requested\":\"%s\",\"effective\":\"%s\"},"
-                      "\"batch_bytes\":%llu,\"scatter_bytes\":%llu,\"cache_limit\":%llu,"
+                      "\"batch_bytes\":%llu,\"scatter_bytes\":%llu,\"cache_limit\":%llu,\"auto_compact\":%u,"
                       "\"keep_bytes\":{\"limit\":%llu,\"kept\":%llu,\"blocks\":%llu,\"reused\":%llu}}",
                       cs_numa_policy_name(cs_numa_get()), numa_eff, cs_binding_name(cs_binding_get()), bind_eff,
                       (unsigned long long)atomic_load(&batch_bytes), (unsigned long long)atomic_load(&scatter_bytes),
-                      (unsigned long long)cs_cache_limit(), (unsigned long long)keep.limit, (unsigned long long)keep.bytes,
+                      (unsigned long long)cs_cache_limit(), (unsigned)atomic_load(&auto_compact), (unsigned long long)keep.limit, (unsigned long long)keep.bytes,
                       (unsigned long long)keep.blocks, (unsigned long long)keep.reused);
 }
 
@@ -204,8 +212,16 @@ static void fn_config(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
       atomic_store(&scatter_bytes, (uint64_t)n);
     }
     sqlite3_result_int64(ctx, (sqlite3_int64)atomic_load(&scatter_bytes));
+  } else if (name && sqlite3_stricmp(name, "auto_compact") == 0) {
+    sqlite3_int64 n;
+    if (v) {
+      if (zv && sqlite3_stricmp(zv, "off") == 0) n = 0;
+      else if (!value_uint(v, &n) || n > CSX_MAX_AUTO_COMPACT) { bad_value(ctx, "auto_compact", "0 or 'off', or a cost ratio from 1 to 1000000 (default 4)"); return; }
+      atomic_store(&auto_compact, (uint32_t)n);
+    }
+    sqlite3_result_int64(ctx, (sqlite3_int64)atomic_load(&auto_compact));
   } else {
-    char *z = sqlite3_mprintf("colstore: unknown setting '%s'; the settings are threads, prefetch, mask_gate, numa, binding, batch_bytes, scatter_bytes, keep_bytes, cache_limit",
+    char *z = sqlite3_mprintf("colstore: unknown setting '%s'; the settings are threads, prefetch, mask_gate, numa, binding, batch_bytes, scatter_bytes, keep_bytes, cache_limit, auto_compact",
                               name ? name : "");
     sqlite3_result_error(ctx, z ? z : "colstore: out of memory", -1);
     sqlite3_free(z);
