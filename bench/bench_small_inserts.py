@@ -20,7 +20,10 @@ against the alternatives (0: off, today's behaviour) from one run:
 HOW.  Table (a INT64, b FLOAT64): 16 bytes of data a row, a = i, b = i / 2.
 For each setting, the one-transaction store and the autocommit store are
 written afresh in build/bench-data/small-inserts; every INSERT is timed
-(median, min, max, p99; the max is where an automatic compaction falls).
+(median, min, max, p99; the max is where an automatic compaction falls),
+each paired with a floor INSERT timed right after it: the compaction off,
+into a store of at most 300 records (its footer still small), so that both
+see the host as it is at that moment and the difference is the compaction's.
 Both stores must hold the same rows (rowid, a, b) before anything is timed;
 then `SELECT sum(a), sum(b) FROM t` runs on each, interleaved, --rounds
 times, and the medians (with min/max) give the ratio.  --big R adds the
@@ -59,19 +62,41 @@ def one_transaction(con, path, lo, n, create=True):
     con.execute("DROP TABLE one")
 
 
-def autocommit(con, path, lo, n, create=True):
-    """n single-row autocommit INSERTs; returns each one's seconds."""
+def autocommit(con, path, lo, n, create=True, floor_dir=None, setting=None):
+    """n single-row autocommit INSERTs; returns each one's seconds.  With
+    floor_dir, each is paired with an INSERT into a floor store there: the
+    compaction off, a fresh store every 300 rows (its footer small), timed
+    right after, so both see the host as it is at that moment; returns
+    (times, floor times)."""
     if create:
         con.execute("CREATE VIRTUAL TABLE ac USING colstore('%s', a INT64, b FLOAT64)" % path)
     else:
         con.execute("CREATE VIRTUAL TABLE ac USING colstore('%s')" % path)
-    times = []
+    times, floor = [], []
     for i in range(lo, lo + n):
+        if floor_dir is not None:
+            con.execute("SELECT colstore_config('auto_compact', ?)", (setting,))
         t0 = time.perf_counter()
         con.execute("INSERT INTO ac VALUES (?, ?)", (i, i / 2.0))
         times.append(time.perf_counter() - t0)
+        if floor_dir is None:
+            continue
+        con.execute("SELECT colstore_config('auto_compact', 0)")
+        if (i - lo) % 300 == 0:
+            fp = os.path.join(floor_dir, "floor.cst")
+            con.execute("DROP TABLE IF EXISTS fl")
+            if os.path.exists(fp):
+                os.unlink(fp)
+            con.execute("CREATE VIRTUAL TABLE fl USING colstore('%s', a INT64, b FLOAT64)" % fp)
+        t0 = time.perf_counter()
+        con.execute("INSERT INTO fl VALUES (?, ?)", (i, i / 2.0))
+        floor.append(time.perf_counter() - t0)
     con.execute("DROP TABLE ac")
-    return times
+    if floor_dir is None:
+        return times
+    con.execute("DROP TABLE fl")
+    con.execute("SELECT colstore_config('auto_compact', ?)", (setting,))
+    return times, floor
 
 
 def info(con, path):
@@ -127,8 +152,10 @@ def small(a, con, work):
         con.execute("SELECT colstore_config('auto_compact', ?)", (setting,))
         one, ac = os.path.join(d, "one.cst"), os.path.join(d, "ac.cst")
         one_transaction(con, one, 0, a.rows)
-        times = autocommit(con, ac, 0, a.rows)
+        times, floor = autocommit(con, ac, 0, a.rows, floor_dir=d, setting=setting)
         report(con, setting, one, ac, times, a.rounds, " (target <= 2)", " (target <= 1.5)", " (target median < 2)")
+        # The difference from the floor is what the compactions add.
+        print("  floor, paired (auto_compact 0, a store of at most 300 records): INSERT %s" % lat(floor))
 
 
 def big(a, con, work):
