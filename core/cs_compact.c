@@ -34,6 +34,13 @@
 ** the new file, which gives each record with deletions one vector; memory
 ** holds one record's chunks, one batch and one record's deleted positions,
 ** never a list over the whole store.
+**
+** The same compaction runs automatically after a commit that leaves many
+** small records (cs__compact_held, docs/format.md 12.1): the committing
+** writer still holds the lock, so it is the lock here, and the commit is
+** already durable, so a crash anywhere in the compaction loses nothing.
+** Whether to run is cs__compact_due's amortized rule, which keeps a large
+** store from being rewritten for a few small INSERTs.
 */
 #include <errno.h>
 #include <stdio.h>
@@ -255,16 +262,22 @@ done:
   return rc;
 }
 
+/* The file itself, not a symbolic link to it: the new file is made beside
+** the old one and renamed over it, which over a link would replace the
+** link and leave the file it named as it was. */
+static cs_rc real_path(const char *given, char **out, cs_err *err) {
+  if ((*out = realpath(given, NULL))) return CS_OK;
+  return cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot compact %s: %s", given, strerror(errno));
+}
+
 cs_rc cs_compact(const char *given, const cs_compact_options *opt, cs_compact_report *out, cs_err *err) {
   memset(out, 0, sizeof *out);
   cs_writer_options lock_opt = {.lock_timeout_ms = opt ? opt->lock_timeout_ms : 0};
   cs_writer *lock = NULL;
-  /* The file itself, not a symbolic link to it: the new file is made
-  ** beside the old one and renamed over it, which over a link would
-  ** replace the link and leave the file it named as it was. */
-  char *path = realpath(given, NULL);
-  if (!path) return cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot compact %s: %s", given, strerror(errno));
-  cs_rc rc = cs_writer_append(path, &lock_opt, &lock, err);
+  char *path;
+  cs_rc rc = real_path(given, &path, err);
+  if (rc) return rc;
+  rc = cs_writer_append(path, &lock_opt, &lock, err);
   if (rc == CS_OK) rc = compact_locked(path, lock, opt, out, err);
   cs_writer_abort(lock); /* wrote nothing: only lets go of the old file and its lock */
   free(path);
@@ -284,10 +297,11 @@ bool cs__compact_due(const cs_compact_tail *t, uint32_t ratio) {
 void (*cs__compact_auto_step)(void *ctx, const char *step);
 
 cs_rc cs__compact_held(cs_writer *lock, const char *given, cs_compact_report *out, cs_err *err) {
-  char *path = realpath(given, NULL);
-  if (!path) return cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot compact %s: %s", given, strerror(errno));
+  char *path;
+  cs_rc rc = real_path(given, &path, err);
+  if (rc) return rc;
   cs_compact_options opt = {.on_step = cs__compact_auto_step};
-  cs_rc rc = compact_locked(path, lock, &opt, out, err);
+  rc = compact_locked(path, lock, &opt, out, err);
   free(path);
   return rc;
 }

@@ -43,6 +43,13 @@
 ** (cs__chunk_lay) by cs_chunk.c, the code that lays out a record's chunks
 ** and the chunks a view shows for pending updates, so the bytes of a
 ** patched chunk are those a fresh record of the same values would hold.
+**
+** A new file that replaces another (compaction, 'replace') takes the
+** old one's mode, owner and group before it holds a byte and again before
+** the rename, or fails (perms_take): a rewrite must never widen who may
+** read a store.  And an append committed with auto_compact set compacts the
+** store right after its commit, under the lock it still holds, when its
+** small records make that worth it (auto_compact; cs_compact.c).
 */
 #include <errno.h>
 #include <fcntl.h>
