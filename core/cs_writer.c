@@ -382,14 +382,22 @@ static cs_rc lock_take(cs_writer *w, int timeout_ms, cs_err *err) {
 ** file over the path while it holds the old file's lock; a writer that
 ** opened the old file before the rename and waited for the lock would
 ** otherwise append to an unlinked inode and lose its commit.  Such a
-** writer lets go and opens the path again (a few times at most: each
-** retry means a whole compaction finished meanwhile). */
+** writer lets go and opens the path again.  Each retry means a whole
+** compaction finished meanwhile, which the automatic compaction after
+** small commits makes common on a small store with several writers: so
+** the retries go on for as long as the lock wait may (timeout_ms in all),
+** and at least 8 times. */
 static cs_rc open_locked(cs_writer *w, int timeout_ms, cs_err *err) {
+  struct timespec t0, now;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   for (int attempt = 0;; attempt++) {
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t spent = (int64_t)(now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+    int left = spent >= timeout_ms ? 0 : (int)(timeout_ms - spent);
     w->fd = open(w->path, O_RDWR | O_CLOEXEC);
     if (w->fd < 0)
       return cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot open %s for appending: %s", w->path, strerror(errno));
-    cs_rc rc = lock_take(w, timeout_ms, err);
+    cs_rc rc = lock_take(w, left, err);
     if (rc) return rc;
     struct stat held, named;
     if (fstat(w->fd, &held) != 0) return cs_err_set(err, CS_EIO, "colstore: %s: fstat failed: %s", w->path, strerror(errno));
@@ -397,8 +405,8 @@ static cs_rc open_locked(cs_writer *w, int timeout_ms, cs_err *err) {
     close(w->fd); /* drops the lock on the replaced file */
     w->fd = -1;
     w->locked = false;
-    if (attempt == 8)
-      return cs_err_set(err, CS_EBUSY, "colstore: %s keeps being replaced while waiting to write it; retry", w->path);
+    if (attempt >= 8 && left == 0)
+      return cs_err_set(err, CS_EBUSY, "colstore: %s keeps being replaced while waiting to write it; retry, or raise the busy timeout", w->path);
   }
 }
 
