@@ -207,7 +207,7 @@ static int write_store_main(const char *path, uint64_t rows, uint32_t cols, uint
     colv[c] = (cs_column){names[c], CS_TYPE_FLOAT64, false};
   }
   cs_schema schema = {cols, colv};
-  cs_writer_options wo = {0, true, 0};
+  cs_writer_options wo = {.replace = true};
   cs_writer *w;
   cs_batch *b;
   cs_err err = {0};

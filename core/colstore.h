@@ -497,6 +497,12 @@ typedef struct cs_writer_options {
   uint64_t record_rows;   /* rows per record; 0 = CS_DEFAULT_RECORD_ROWS */
   bool replace;           /* create: overwrite an existing file */
   int lock_timeout_ms;    /* append: wait this long for the lock, then CS_EBUSY */
+  /* append: after a commit that leaves the store with many small records,
+  ** compact it (positions kept) under the lock still held, when that
+  ** rewrite costs at most this many times the bytes it wins back; 0 = never
+  ** (docs/performance.md, "Small transactions").  A failed compaction
+  ** leaves the commit as it is and notes why (cs_diag_notes). */
+  uint32_t auto_compact;
 } cs_writer_options;
 
 #define CS_DEFAULT_RECORD_ROWS 65536u

@@ -167,7 +167,7 @@ static cs_rc calib_store_make(const char *dir, const char *tag, uint64_t n_rows,
   if ((size_t)snprintf(path, sizeof path, "%s/colstore-calibrate-%ld-%s.cst", dir, (long)getpid(), tag) >=
       sizeof path)
     return cs_err_set(err, CS_EINVAL, "%s: scratch directory path is too long", dir);
-  cs_writer_options wo = {0, true, 0};
+  cs_writer_options wo = {.replace = true};
   cs_writer *w = NULL;
   cs_batch *b = NULL;
   cs_rc rc = cs_writer_create(path, &schema, &wo, &w, err);

@@ -34,6 +34,13 @@
 ** the new file, which gives each record with deletions one vector; memory
 ** holds one record's chunks, one batch and one record's deleted positions,
 ** never a list over the whole store.
+**
+** The same compaction runs automatically after a commit that leaves many
+** small records (cs__compact_held, docs/format.md 12.1): the committing
+** writer still holds the lock, so it is the lock here, and the commit is
+** already durable, so a crash anywhere in the compaction loses nothing.
+** Whether to run is cs__compact_due's amortized rule, which keeps a large
+** store from being rewritten for a few small INSERTs.
 */
 #include <errno.h>
 #include <stdio.h>
@@ -205,23 +212,14 @@ static cs_rc copy_all(compact_copy *cp, bool renumber, cs_err *err) {
   return renumber ? CS_OK : deletions_copy(cp, err);
 }
 
-cs_rc cs_compact(const char *given, const cs_compact_options *opt, cs_compact_report *out, cs_err *err) {
+/* Compacts path (no symbolic link) while lock, a writer on it, holds its
+** flock; lets go of nothing. */
+static cs_rc compact_locked(const char *path, cs_writer *lock, const cs_compact_options *opt, cs_compact_report *out, cs_err *err) {
   memset(out, 0, sizeof *out);
   bool renumber = opt && opt->renumber;
-  cs_writer_options lock_opt = {.lock_timeout_ms = opt ? opt->lock_timeout_ms : 0};
-  cs_writer *lock = NULL;
   cs_store *s = NULL;
   compact_copy cp = {0};
-  /* The file itself, not a symbolic link to it: the new file is made
-  ** beside the old one and renamed over it, which over a link would
-  ** replace the link and leave the file it named as it was. */
-  char *path = realpath(given, NULL);
-  if (!path) return cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot compact %s: %s", given, strerror(errno));
-  cs_rc rc = cs_writer_append(path, &lock_opt, &lock, err);
-  if (rc) {
-    free(path);
-    return rc;
-  }
+  cs_rc rc;
   uint64_t t0 = now_ns();
   step(opt, "locked");
   if ((rc = cs_store_open(path, CS_VERIFY_HEADER, &s, err))) goto done;
@@ -261,7 +259,49 @@ done:
   cs__mem_free(cp.chunks);
   cs__mem_free(cp.buf);
   cs_store_close(s);
+  return rc;
+}
+
+/* The file itself, not a symbolic link to it: the new file is made beside
+** the old one and renamed over it, which over a link would replace the
+** link and leave the file it named as it was. */
+static cs_rc real_path(const char *given, char **out, cs_err *err) {
+  if ((*out = realpath(given, NULL))) return CS_OK;
+  return cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot compact %s: %s", given, strerror(errno));
+}
+
+cs_rc cs_compact(const char *given, const cs_compact_options *opt, cs_compact_report *out, cs_err *err) {
+  memset(out, 0, sizeof *out);
+  cs_writer_options lock_opt = {.lock_timeout_ms = opt ? opt->lock_timeout_ms : 0};
+  cs_writer *lock = NULL;
+  char *path;
+  cs_rc rc = real_path(given, &path, err);
+  if (rc) return rc;
+  rc = cs_writer_append(path, &lock_opt, &lock, err);
+  if (rc == CS_OK) rc = compact_locked(path, lock, opt, out, err);
   cs_writer_abort(lock); /* wrote nothing: only lets go of the old file and its lock */
+  free(path);
+  return rc;
+}
+
+/* ------------------------------------------------- automatic compaction */
+
+bool cs__compact_due(const cs_compact_tail *t, uint32_t ratio) {
+  if (ratio == 0 || t->n_small < CS_AUTO_COMPACT_MIN_RECORDS) return false;
+  /* Amortized: the rewrite (file_bytes) costs at most ratio times the
+  ** bytes it wins back, which the small commits themselves wrote. */
+  uint64_t fixed = t->small_bytes + t->free_bytes;
+  return fixed >= t->file_bytes / ratio;
+}
+
+void (*cs__compact_auto_step)(void *ctx, const char *step);
+
+cs_rc cs__compact_held(cs_writer *lock, const char *given, cs_compact_report *out, cs_err *err) {
+  char *path;
+  cs_rc rc = real_path(given, &path, err);
+  if (rc) return rc;
+  cs_compact_options opt = {.on_step = cs__compact_auto_step};
+  rc = compact_locked(path, lock, &opt, out, err);
   free(path);
   return rc;
 }

@@ -272,6 +272,26 @@ void cs__writer_set_generation(cs_writer *w, uint64_t generation);
 ** chunks, checked by the caller, are in body back to back in column order
 ** (patched ones are rebased into the record; cs_writer.c). */
 cs_rc cs__writer_copy_record(cs_writer *w, const cs_store *s, uint64_t rec, const uint8_t *body, cs_err *err);
+/* Automatic compaction after a commit (cs_compact.c; docs/performance.md,
+** "Small transactions").  A record of fewer than SMALL_ROWS rows is small;
+** a commit that leaves at least MIN_RECORDS small records compacts when
+** the bytes a compaction wins back (the small records, their footer
+** entries, the superseded blocks) are at least 1/ratio of the file. */
+#define CS_AUTO_COMPACT_SMALL_ROWS 1024u
+#define CS_AUTO_COMPACT_MIN_RECORDS 8u
+typedef struct cs_compact_tail {
+  uint64_t n_small;     /* records of fewer than CS_AUTO_COMPACT_SMALL_ROWS rows */
+  uint64_t small_bytes; /* their record bytes and footer entries */
+  uint64_t free_bytes;  /* superseded deletion vectors and patch blocks */
+  uint64_t file_bytes;  /* the file as the commit left it */
+} cs_compact_tail;
+bool cs__compact_due(const cs_compact_tail *t, uint32_t ratio);
+/* Compacts the store at path (keeping positions) while lock, a committed
+** writer on it, still holds its flock; lets go of nothing. */
+cs_rc cs__compact_held(cs_writer *lock, const char *path, cs_compact_report *out, cs_err *err);
+/* Tests only: the step hook of automatic compactions (cs_compact_options
+** on_step, with ctx NULL); NULL, the default, calls nothing. */
+extern void (*cs__compact_auto_step)(void *ctx, const char *step);
 /* Checked chunks (cs_verified.c): the per-snapshot bits, allocated once
 ** the directory is resolved and freed by cs_store_close; every chunk
 ** marked checked (after a full verify); one chunk hashed and its offsets

@@ -43,9 +43,17 @@
 ** (cs__chunk_lay) by cs_chunk.c, the code that lays out a record's chunks
 ** and the chunks a view shows for pending updates, so the bytes of a
 ** patched chunk are those a fresh record of the same values would hold.
+**
+** A new file that replaces another (compaction, 'replace') takes the
+** old one's mode, owner and group before it holds a byte and again before
+** the rename, or fails (perms_take): a rewrite must never widen who may
+** read a store.  And an append committed with auto_compact set compacts the
+** store right after its commit, under the lock it still holds, when its
+** small records make that worth it (auto_compact; cs_compact.c).
 */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +72,7 @@ struct cs_writer {
   char *tmp_path;             /* create: the temporary file; owned; else NULL */
   int fd;                     /* read-write descriptor */
   bool replace;               /* create: may overwrite path */
+  uint32_t auto_compact;      /* append: cs_writer_options.auto_compact */
   bool locked;                /* append: holds the flock */
   bool touched;               /* append: bytes past old_data_end were written */
   bool prepared;              /* footer written and synced */
@@ -208,6 +217,7 @@ static cs_writer *writer_new(const char *path, const cs_writer_options *opt) {
   ** largest values to 0 (a write would then loop forever). */
   w->record_rows = rr > UINT64_MAX - 7 ? ~(uint64_t)7 : (rr + 7) & ~(uint64_t)7;
   w->replace = opt && opt->replace;
+  w->auto_compact = opt ? opt->auto_compact : 0;
   if (!w->path) {
     cs__mem_free(w);
     return NULL;
@@ -241,6 +251,69 @@ bool cs__writer_is_temp_name(const char *name) {
   return true;
 }
 
+/* The file a new store replaces lends it its mode, owner and group
+** (docs/security.md 5, docs/format.md 10.1): a compaction or a 'replace'
+** must not turn a private store into a world-readable one, nor hand it to
+** whoever ran it.  fchown asks only for what differs, so a user replacing
+** their own file changes nothing (chown to one's own uid is a no-op) and a
+** group change is tried only when the group differs (permitted for a
+** member of the group, else EPERM); what cannot be kept is an error here,
+** before anything is renamed, never a wider file.  Run at create, on the
+** empty temporary file, and again just before the rename, so a chmod or
+** chown of the original in between is not undone. */
+static cs_rc perms_take(cs_writer *w, cs_err *err) {
+  struct stat orig, mine;
+  if (!w->replace || stat(w->path, &orig) != 0 || !S_ISREG(orig.st_mode)) return CS_OK;
+  if (fstat(w->fd, &mine) != 0) return cs_err_set(err, CS_EIO, "colstore: %s: fstat failed: %s", w->tmp_path, strerror(errno));
+  if (mine.st_uid != orig.st_uid || mine.st_gid != orig.st_gid) {
+    uid_t uid = mine.st_uid != orig.st_uid ? orig.st_uid : (uid_t)-1;
+    gid_t gid = mine.st_gid != orig.st_gid ? orig.st_gid : (gid_t)-1;
+    if (fchown(w->fd, uid, gid) != 0)
+      return cs_err_set(err, CS_EIO,
+                        "colstore: cannot give the new %s the owner and group of the file it replaces (uid %u, gid %u): %s; "
+                        "run this as the file's owner and a member of its group, or as root",
+                        w->path, (unsigned)orig.st_uid, (unsigned)orig.st_gid, strerror(errno));
+  }
+  /* After fchown, which may clear set-id bits. */
+  if ((mine.st_mode & 07777) != (orig.st_mode & 07777) || mine.st_uid != orig.st_uid || mine.st_gid != orig.st_gid)
+    if (fchmod(w->fd, orig.st_mode & 07777) != 0)
+      return cs_err_set(err, CS_EIO, "colstore: cannot give the new %s the mode %04o of the file it replaces: %s", w->path,
+                        (unsigned)(orig.st_mode & 07777), strerror(errno));
+  return CS_OK;
+}
+
+/* Creates w->tmp_path (its last six characters replaced) with O_EXCL.  Not
+** mkstemp: its mode is always 0600, and a new store with no file to take
+** its mode from gets 0644 less the umask, as any file the process creates
+** (the kernel applies the umask; reading it would race with other threads).
+** A file to be replaced starts at 0600, no more than owner permissions,
+** and takes the original's in perms_take. */
+static cs_rc temp_open(cs_writer *w, cs_err *err) {
+  static const char alnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  static _Atomic uint64_t counter;
+  struct stat orig;
+  bool has_orig = w->replace && stat(w->path, &orig) == 0 && S_ISREG(orig.st_mode);
+  char *x = w->tmp_path + strlen(w->tmp_path) - WRITER_TEMP_RANDOM;
+  for (int attempt = 0; attempt < 100; attempt++) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t seed[3] = {(uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30), (uint64_t)getpid(), atomic_fetch_add(&counter, 1)};
+    uint64_t h = cs__hash(seed, sizeof seed);
+    for (int i = 0; i < WRITER_TEMP_RANDOM; i++, h /= 62) x[i] = alnum[h % 62];
+    w->fd = open(w->tmp_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, has_orig ? 0600 : 0644);
+    if (w->fd >= 0) break;
+    if (errno != EEXIST)
+      return cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot create a file beside %s: %s", w->path, strerror(errno));
+  }
+  if (w->fd < 0) return cs_err_set(err, CS_EIO, "colstore: cannot create a file beside %s: 100 names taken; remove stale %s.tmp.* files", w->path, w->path);
+  cs_rc rc = perms_take(w, err);
+  if (rc) {
+    close(w->fd), w->fd = -1;
+    unlink(w->tmp_path);
+  }
+  return rc;
+}
+
 cs_rc cs_writer_create(const char *path, const cs_schema *schema, const cs_writer_options *opt, cs_writer **out, cs_err *err) {
   *out = NULL;
   cs_rc rc = schema_check(schema, err);
@@ -255,13 +328,10 @@ cs_rc cs_writer_create(const char *path, const cs_schema *schema, const cs_write
   size_t tl = strlen(path) + sizeof WRITER_TEMP_SUFFIX;
   if (!(w->tmp_path = cs__mem_malloc(tl))) { rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory"); goto fail; }
   snprintf(w->tmp_path, tl, "%s" WRITER_TEMP_SUFFIX, path);
-  w->fd = mkstemp(w->tmp_path);
-  if (w->fd < 0) {
-    rc = cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot create a file beside %s: %s", path, strerror(errno));
+  if ((rc = temp_open(w, err))) {
     cs__mem_free(w->tmp_path), w->tmp_path = NULL;
     goto fail;
   }
-  (void)fchmod(w->fd, 0644);
   if ((rc = cs__schema_encode(schema, &schema_block, &schema_bytes, err))) goto fail;
   uint64_t data_offset = cs__align64(CS_SCHEMA_OFFSET + schema_bytes);
   if (!(head = cs__mem_calloc(1, data_offset))) { rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory"); goto fail; }
@@ -312,10 +382,18 @@ static cs_rc lock_take(cs_writer *w, int timeout_ms, cs_err *err) {
 ** file over the path while it holds the old file's lock; a writer that
 ** opened the old file before the rename and waited for the lock would
 ** otherwise append to an unlinked inode and lose its commit.  Such a
-** writer lets go and opens the path again (a few times at most: each
-** retry means a whole compaction finished meanwhile). */
+** writer lets go and opens the path again.  Each retry means a whole
+** compaction finished meanwhile, which the automatic compaction after
+** small commits makes common on a small store with several writers: so
+** the retries go on for as long as the lock wait may (timeout_ms in all),
+** and at least 8 times. */
 static cs_rc open_locked(cs_writer *w, int timeout_ms, cs_err *err) {
+  struct timespec t0, now;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   for (int attempt = 0;; attempt++) {
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t spent = (int64_t)(now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+    int left = spent >= timeout_ms ? 0 : (int)(timeout_ms - spent);
     w->fd = open(w->path, O_RDWR | O_CLOEXEC);
     if (w->fd < 0) {
       int e = errno;
@@ -326,7 +404,7 @@ static cs_rc open_locked(cs_writer *w, int timeout_ms, cs_err *err) {
                           w->path, strerror(e));
       return cs_err_set(err, e == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot open %s for writing: %s", w->path, strerror(e));
     }
-    cs_rc rc = lock_take(w, timeout_ms, err);
+    cs_rc rc = lock_take(w, left, err);
     if (rc) return rc;
     struct stat held, named;
     if (fstat(w->fd, &held) != 0) return cs_err_set(err, CS_EIO, "colstore: %s: fstat failed: %s", w->path, strerror(errno));
@@ -334,8 +412,8 @@ static cs_rc open_locked(cs_writer *w, int timeout_ms, cs_err *err) {
     close(w->fd); /* drops the lock on the replaced file */
     w->fd = -1;
     w->locked = false;
-    if (attempt == 8)
-      return cs_err_set(err, CS_EBUSY, "colstore: %s keeps being replaced while waiting to write it; retry", w->path);
+    if (attempt >= 8 && left == 0)
+      return cs_err_set(err, CS_EBUSY, "colstore: %s keeps being replaced while waiting to write it; retry, or raise the busy timeout", w->path);
   }
 }
 
@@ -1036,6 +1114,26 @@ static cs_rc dir_sync(const char *path, cs_err *err) {
   return rc;
 }
 
+/* After a durable commit, still holding the lock: compacts the store when
+** its small records make that worth it (cs__compact_due).  The commit
+** stands whatever happens here; a compaction that fails (a full disk, an
+** owner the process cannot give the new file) leaves the file as it was
+** and notes why. */
+static void auto_compact(cs_writer *w) {
+  cs_compact_tail t = {.free_bytes = w->free_bytes, .file_bytes = w->slot.footer_offset + w->slot.footer_bytes + sizeof w->slot};
+  uint64_t eb = w->slot.footer_bytes / (w->n_records ? w->n_records : 1);
+  for (uint64_t r = 0; r < w->n_records; r++)
+    if (w->entries[r].n_rows < CS_AUTO_COMPACT_SMALL_ROWS) t.n_small++, t.small_bytes += w->entries[r].record_bytes + eb;
+  if (!cs__compact_due(&t, w->auto_compact)) return;
+  cs_compact_report rep;
+  cs_err err = {0};
+  if (cs__compact_held(w, w->path, &rep, &err) != CS_OK) {
+    char note[sizeof err.msg + 64];
+    snprintf(note, sizeof note, "automatic compaction skipped: %s", err.msg);
+    cs__diag_note(note);
+  }
+}
+
 cs_rc cs_writer_commit(cs_writer *w, cs_err *err) {
   cs_rc rc = cs_writer_prepare(w, err);
   if (rc) goto fail;
@@ -1047,6 +1145,8 @@ cs_rc cs_writer_commit(cs_writer *w, cs_err *err) {
         goto fail;
       }
       unlink(w->tmp_path);
+    } else if ((rc = perms_take(w, err))) {
+      goto fail;
     } else if (rename(w->tmp_path, w->path) != 0) {
       rc = cs_err_set(err, CS_EIO, "colstore: cannot rename into %s: %s", w->path, strerror(errno));
       goto fail;
@@ -1071,6 +1171,7 @@ cs_rc cs_writer_commit(cs_writer *w, cs_err *err) {
     ** failed fsync must not restore the old tail under it: the file stays
     ** consistent either way, and the error says durability is unknown. */
     rc = sync_fd(w, err);
+    if (rc == CS_OK && w->auto_compact) auto_compact(w);
   }
   writer_free(w);
   return rc;

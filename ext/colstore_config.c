@@ -29,12 +29,20 @@ static const char *const binding_names[] = {"off", "close", "spread"};
 ** through sorted positions. */
 #define CSX_DEFAULT_SCATTER_BYTES (256u << 20)
 
+/* Automatic compaction (docs/performance.md, "Small transactions"): a
+** commit that leaves many small records rewrites the store when that costs
+** at most this many times the bytes it wins back; 0 turns it off. */
+#define CSX_DEFAULT_AUTO_COMPACT 4u
+#define CSX_MAX_AUTO_COMPACT 1000000u
+
 static _Atomic uint64_t batch_bytes = CSX_DEFAULT_BATCH_BYTES;
+static _Atomic uint32_t auto_compact = CSX_DEFAULT_AUTO_COMPACT;
 static _Atomic uint64_t scatter_bytes = CSX_DEFAULT_SCATTER_BYTES;
 static _Atomic int64_t mask_gate_millis = -1; /* -1 = auto, else 0..1000 */
 
 uint64_t csx_config_batch_bytes(void) { return atomic_load(&batch_bytes); }
 uint64_t csx_config_scatter_bytes(void) { return atomic_load(&scatter_bytes); }
+uint32_t csx_config_auto_compact(void) { return atomic_load(&auto_compact); }
 
 /* The mask gate in effect: an explicit colstore_config value wins over the
 ** calibrated density, which wins over the compiled default 0 (seeds/003:
@@ -91,11 +99,11 @@ void csx_config_json(sqlite3_str *s) {
   sqlite3_str_appendf(s,
                       "\"numa\":{\"requested\":\"%s\",\"effective\":\"%s\"},"
                       "\"binding\":{\"requested\":\"%s\",\"effective\":\"%s\"},"
-                      "\"batch_bytes\":%llu,\"scatter_bytes\":%llu,\"cache_limit\":%llu,"
+                      "\"batch_bytes\":%llu,\"scatter_bytes\":%llu,\"cache_limit\":%llu,\"auto_compact\":%u,"
                       "\"keep_bytes\":{\"limit\":%llu,\"kept\":%llu,\"blocks\":%llu,\"reused\":%llu}}",
                       cs_numa_policy_name(cs_numa_get()), numa_eff, cs_binding_name(cs_binding_get()), bind_eff,
                       (unsigned long long)atomic_load(&batch_bytes), (unsigned long long)atomic_load(&scatter_bytes),
-                      (unsigned long long)cs_cache_limit(), (unsigned long long)keep.limit, (unsigned long long)keep.bytes,
+                      (unsigned long long)cs_cache_limit(), (unsigned)atomic_load(&auto_compact), (unsigned long long)keep.limit, (unsigned long long)keep.bytes,
                       (unsigned long long)keep.blocks, (unsigned long long)keep.reused);
 }
 
@@ -234,6 +242,18 @@ static bool set_cache_limit(sqlite3_value *v) {
 }
 static setting_value get_cache_limit(void) { return sv_int((sqlite3_int64)cs_cache_limit()); }
 
+/* Automatic compaction after small commits (core/cs_compact.c): a
+** rewrite may cost this many bytes per byte the small commits wrote. */
+static bool set_auto_compact(sqlite3_value *v) {
+  const char *z = (const char *)sqlite3_value_text(v);
+  sqlite3_int64 n;
+  if (z && sqlite3_stricmp(z, "off") == 0) n = 0;
+  else if (!value_uint(v, &n) || n > CSX_MAX_AUTO_COMPACT) return false;
+  atomic_store(&auto_compact, (uint32_t)n);
+  return true;
+}
+static setting_value get_auto_compact(void) { return sv_int((sqlite3_int64)atomic_load(&auto_compact)); }
+
 typedef struct setting {
   const char *name;
   const char *allowed;
@@ -251,6 +271,7 @@ static const setting settings[] = {
     {"scatter_bytes", "0 (off), or a byte count (default 268435456)", set_scatter_bytes, get_scatter_bytes},
     {"keep_bytes", "0 (keep none), or a byte count (default 1073741824)", set_keep_bytes, get_keep_bytes},
     {"cache_limit", "'auto' (half the physical memory), or a byte count above 0", set_cache_limit, get_cache_limit},
+    {"auto_compact", "0 or 'off', or a cost ratio from 1 to 1000000 (default 4)", set_auto_compact, get_auto_compact},
 };
 #define N_SETTINGS ((int)(sizeof settings / sizeof settings[0]))
 

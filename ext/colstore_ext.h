@@ -320,6 +320,7 @@ uint64_t csx_config_batch_bytes(void);
 ** materialization of the selection may take (larger ones take the
 ** gather). */
 uint64_t csx_config_scatter_bytes(void);
+uint32_t csx_config_auto_compact(void); /* colstore_config('auto_compact'): 0 = off */
 /* Appends the settings, requested and effective, as JSON members. */
 void csx_config_json(sqlite3_str *s);
 int csx_register_config(sqlite3 *db);

@@ -335,7 +335,7 @@ int csx_sync(sqlite3_vtab *pVtab) {
   uint64_t rows = inserts_pending(pTab);
   if (rows == 0 && pTab->n_dels == 0 && updates_pending(pTab) == 0) return SQLITE_OK;
   cs_err err = {0};
-  cs_writer_options opt = {.lock_timeout_ms = CSX_LOCK_TIMEOUT_MS};
+  cs_writer_options opt = {.lock_timeout_ms = CSX_LOCK_TIMEOUT_MS, .auto_compact = csx_config_auto_compact()};
   cs_writer *w = NULL;
   cs_batch *updated = NULL;
   cs_update *upd = NULL;

@@ -310,5 +310,99 @@ class Concurrency(cstest.StoreTest):
             fresh.close()
 
 
+
+NOBODY = 65534  # nobody and nogroup on Debian
+
+CHILD_AS_NOBODY = r"""
+import os, sys, sqlite3, cstest
+os.setgroups([]); os.setgid(%d); os.setuid(%d)
+con = cstest.connect()
+try:
+    con.execute(sys.argv[2], (sys.argv[1],)).fetchone()
+    print("ok")
+except sqlite3.Error as e:
+    print(str(e))
+""" % (NOBODY, NOBODY)
+
+
+class Permissions(cstest.StoreTest):
+    """docs/security.md 5: a compaction or a colstore_create 'replace' keeps
+    the store's mode, owner and group, or fails before the rename.  CI runs
+    as root, which can chown a store to nobody:nogroup; elsewhere the owner
+    parts print SKIP and the mode parts run."""
+
+    def make(self, name, mode, owner):
+        con = self.connect()
+        p = self.path(name)
+        con.execute("CREATE VIRTUAL TABLE t USING colstore('%s', g INT64)" % p)
+        for k in range(6):
+            con.execute("INSERT INTO t VALUES (?)", (k,))
+        os.chmod(p, mode)
+        if owner is not None:
+            os.chown(p, owner[0], owner[1])
+        return con, p
+
+    def root_or_skip(self, what):
+        if os.geteuid() != 0:
+            print("SKIP (not root): " + what, file=sys.stderr)
+            return False
+        return True
+
+    def test_compact_and_replace_keep_mode_owner_and_group(self):
+        root = self.root_or_skip("owner nobody:nogroup kept by compact and replace; the mode part runs")
+        for mode in (0o600, 0o640, 0o444):
+            for how in ("compact", "renumber", "replace"):
+                con, p = self.make("%s-%o.cst" % (how, mode), mode, (NOBODY, NOBODY) if root else None)
+                before = os.stat(p)
+                if how == "replace":
+                    con.execute("SELECT colstore_create(?, 'SELECT 1 AS x', 'replace')", (p,))
+                else:
+                    compact(con, p, renumber=how == "renumber")
+                after = os.stat(p)
+                ctx = "%s of a %o store" % (how, mode)
+                self.assertNotEqual(after.st_ino, before.st_ino, ctx)
+                self.assertEqual(oct(after.st_mode & 0o7777), oct(mode), ctx)
+                self.assertEqual((after.st_uid, after.st_gid), (before.st_uid, before.st_gid), ctx)
+                self.assertEqual(sorted(os.listdir(self.dir)), sorted(x for x in os.listdir(self.dir) if ".tmp." not in x))
+
+    def test_new_store_mode_is_0644_less_the_umask(self):
+        con = self.connect()
+        for mask in (0o022, 0o077):
+            p = self.path("u%o.cst" % mask)
+            was = os.umask(mask)
+            try:
+                con.execute("SELECT colstore_create(?, 'SELECT 1 AS x')", (p,))
+            finally:
+                os.umask(was)
+            self.assertEqual(oct(os.stat(p).st_mode & 0o7777), oct(0o644 & ~mask))
+
+    def test_a_user_who_cannot_keep_the_owner_is_refused_before_the_rename(self):
+        if not self.root_or_skip("a non-root user refused a compaction that would change the owner"):
+            return
+        import subprocess
+        os.chmod(self.dir, 0o777)
+        # root:nogroup at 0660 lets nobody write it (as a member of nogroup) but not own it
+        for owner, ok in (((0, NOBODY), False), ((NOBODY, 0), False), ((NOBODY, NOBODY), True)):
+            for sql in ("SELECT colstore_compact(?)", "SELECT colstore_create(?, 'SELECT 1 AS x', 'replace')"):
+                con, p = self.make("o%d-%d-%d.cst" % (owner + (len(sql),)), 0o660, owner)
+                con.close()
+                before = os.stat(p)
+                data = cstest.read_bytes(p)
+                out = subprocess.run([cstest.PYTHON, "-c", CHILD_AS_NOBODY, p, sql], capture_output=True, text=True,
+                                     env=cstest.child_env(), timeout=120)
+                ctx = "%s on a store owned by %s: %s" % (sql, owner, out.stderr)
+                msg = out.stdout.strip()
+                after = os.stat(p)
+                self.assertEqual((after.st_uid, after.st_gid, after.st_mode & 0o7777), owner + (0o660,), ctx)
+                if ok:
+                    self.assertEqual(msg, "ok", ctx)
+                    self.assertNotEqual(after.st_ino, before.st_ino, ctx)
+                else:
+                    self.assertTrue(msg.startswith("colstore: cannot give the new"), ctx + " said " + msg)
+                    self.assertEqual(after.st_ino, before.st_ino, ctx)
+                    self.assertTrue(cstest.read_bytes(p) == data, ctx)
+                self.assertFalse([x for x in os.listdir(self.dir) if ".tmp." in x], ctx)
+
+
 if __name__ == "__main__":
     cstest.main()

@@ -64,7 +64,10 @@ class Pushdown(unittest.TestCase):
         # A second store written with small records so zone maps have work.
         # z is written in 20 commits, so it has 20 records with disjoint v;
         # the commits go from the top down, so v is not sorted as a whole
-        # (a sorted column would be answered by binary search instead).
+        # (a sorted column would be answered by binary search instead).  The
+        # automatic compaction would merge 20 records of 300 rows: off while
+        # they are written.
+        con.execute("SELECT colstore_config('auto_compact', 0)")
         con.execute("CREATE TABLE zn(pos INTEGER, v INT64, w FLOAT64)")
         con.executemany("INSERT INTO zn VALUES (?,?,?)", [(k, k, k / 10) for k in range(N_ROWS)])
         zpath = os.path.join(cls.dir, "z.cst")
@@ -73,6 +76,7 @@ class Pushdown(unittest.TestCase):
         for a in reversed(range(0, N_ROWS, step)):
             con.execute("INSERT INTO z SELECT * FROM zn WHERE pos >= ? AND pos < ?", (a, a + step))
             con.commit()
+        con.execute("SELECT colstore_config('auto_compact', 4)")
 
     @classmethod
     def tearDownClass(cls):

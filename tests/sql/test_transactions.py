@@ -250,6 +250,9 @@ CHILD_WRITER = r"""
 import sys, sqlite3, cstest
 path, wid, n_batches, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 con = cstest.connect()
+# One record per transaction is what the test reads interleaving from; the
+# automatic compaction (test_auto_compact.py) would merge them.
+con.execute("SELECT colstore_config('auto_compact', 0)")
 con.execute("CREATE VIRTUAL TABLE t USING colstore('%s')" % path)
 con.execute("SELECT count(*) FROM t").fetchone()
 print("ready", flush=True)

@@ -19,6 +19,7 @@
 ** and a writer that opened the file before the rename and waited for the
 ** lock ends up appending to the new file, not the unlinked old one.
 */
+#include <dirent.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cs_internal.h"
 #include "unit_util.h"
 
 static const cs_column cols[] = {
@@ -310,6 +312,16 @@ END_TEST
 
 /* ---------------------------------------------------------------- crashes */
 
+/* The directory read as a dataset has one member: a temporary file a
+** crash left is none. */
+static void assert_one_member(const char *dir, const char *ctx) {
+  cs_store *ds = NULL;
+  cs_err err = {0};
+  ck_assert_msg(cs_store_open_source(dir, CS_VERIFY_HEADER, &ds, &err) == CS_OK, "%s: %s", ctx, err.msg);
+  ck_assert_uint_eq(cs_store_files(ds), 1);
+  cs_store_close(ds);
+}
+
 static const char *crash_step;
 static void crash_at(void *ctx, const char *step) {
   (void)ctx;
@@ -349,15 +361,77 @@ START_TEST(test_compact_crash_at_every_step_leaves_old_or_new) {
     }
     cs_store_close(s);
     /* A temporary file left by the crash is no member of the directory. */
-    cs_store *ds = NULL;
-    cs_err err = {0};
-    ck_assert_msg(cs_store_open_source(sc.dir, CS_VERIFY_HEADER, &ds, &err) == CS_OK, "%s: %s", steps[k], err.msg);
-    ck_assert_uint_eq(cs_store_files(ds), 1);
-    cs_store_close(ds);
+    assert_one_member(sc.dir, steps[k]);
     /* And the store compacts again from there. */
     compact_ok(sc.path, false, 0, steps[k]);
     ut_table_free(t);
     free(del);
+    ut_scratch_free(&sc);
+  }
+}
+END_TEST
+
+/* ------------------------------------------------ mode, owner and group */
+
+/* A compaction keeps the store's mode, owner and group (docs/security.md 5),
+** and its temporary file is never wider than the store on the way: the
+** step hook stats it once it holds every row ("written"), which is the
+** longest a temporary file lives.  The owner part needs root (CI runs as
+** root); elsewhere it says SKIP and the mode part runs. */
+typedef struct temp_seen {
+  const char *dir;
+  int files;          /* temporary files found at "written" */
+  struct stat st;     /* the one found */
+} temp_seen;
+
+static void stat_temp(void *ctx, const char *step) {
+  temp_seen *ts = ctx;
+  if (strcmp(step, "written") != 0) return;
+  DIR *d = opendir(ts->dir);
+  ck_assert(d != NULL);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (!strstr(e->d_name, ".tmp.")) continue;
+    char *p = ut_join(ts->dir, e->d_name);
+    ck_assert(stat(p, &ts->st) == 0);
+    ts->files++;
+    free(p);
+  }
+  closedir(d);
+}
+
+START_TEST(test_compact_keeps_mode_owner_and_group_and_its_temp_is_never_wider) {
+  static const mode_t modes[] = {0600, 0640, 0400, 0644};
+  bool root = geteuid() == 0;
+  if (!root) fprintf(stderr, "SKIP (not root): compaction keeps owner nobody:nogroup; the mode part runs\n");
+  for (int k = 0; k < 4; k++) {
+    ut_scratch sc = ut_scratch_new();
+    ut_table *t = ut_random_table(&schema, 120, 100, 31 + (uint64_t)k);
+    ut_table_create_store(t, sc.path, 60, 16, 0);
+    ut_table_append_store(t, sc.path, 60, 60);
+    ck_assert(chmod(sc.path, modes[k]) == 0);
+    if (root) ck_assert(chown(sc.path, 65534, 65534) == 0);
+    struct stat before;
+    ck_assert(stat(sc.path, &before) == 0);
+    temp_seen ts = {.dir = sc.dir};
+    cs_compact_report rep;
+    cs_err err = {0};
+    ck_assert_msg(cs_compact(sc.path, &(cs_compact_options){.on_step = stat_temp, .step_ctx = &ts}, &rep, &err) == CS_OK, "%s", err.msg);
+    ck_assert_int_eq(ts.files, 1);
+    ck_assert_msg((ts.st.st_mode & 07777 & ~before.st_mode) == 0, "mode %o: the temporary file had %o", modes[k], ts.st.st_mode & 07777);
+    ck_assert_uint_eq(ts.st.st_uid, before.st_uid);
+    ck_assert_uint_eq(ts.st.st_gid, before.st_gid);
+    struct stat after;
+    ck_assert(stat(sc.path, &after) == 0);
+    ck_assert_uint_ne(after.st_ino, before.st_ino);
+    ck_assert_uint_eq(after.st_mode & 07777, modes[k]);
+    ck_assert_uint_eq(after.st_uid, before.st_uid);
+    ck_assert_uint_eq(after.st_gid, before.st_gid);
+    ck_assert_uint_eq(rep.after.records, 1);
+    cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "compacted");
+    ut_assert_store_equals(s, t, 120, "compacted");
+    cs_store_close(s);
+    ut_table_free(t);
     ut_scratch_free(&sc);
   }
 }
@@ -414,6 +488,148 @@ START_TEST(test_compact_through_a_symlink_rewrites_the_file) {
 }
 END_TEST
 
+/* ------------------------------------------------- automatic compaction */
+
+/* cs_writer_options.auto_compact (docs/performance.md, "Small
+** transactions"): after a commit that leaves many small records, the
+** writer compacts under the lock it still holds, positions kept.  The
+** model is the same ut_table with its deletions; the crash test exits a
+** child at each step of the first automatic compaction, through the test
+** hook cs__compact_auto_step, and the commit that triggered it must be
+** there whatever step the crash hit, since it was durable before the
+** compaction began. */
+
+START_TEST(test_auto_compact_policy) {
+  cs_compact_tail t = {.n_small = CS_AUTO_COMPACT_MIN_RECORDS, .small_bytes = 250, .free_bytes = 0, .file_bytes = 1000};
+  ck_assert(cs__compact_due(&t, 4));  /* wins back a quarter: rewrite at most 4x */
+  ck_assert(!cs__compact_due(&t, 3)); /* 333 needed */
+  ck_assert(!cs__compact_due(&t, 0)); /* off */
+  t.n_small--;
+  ck_assert(!cs__compact_due(&t, 1000)); /* too few small records, whatever the ratio */
+  t.n_small++, t.small_bytes = 100, t.free_bytes = 150;
+  ck_assert(cs__compact_due(&t, 4)); /* superseded blocks count too */
+  t = (cs_compact_tail){.n_small = 2000, .small_bytes = 1200000, .file_bytes = 161000000};
+  ck_assert(!cs__compact_due(&t, 4)); /* 2,000 tiny records on a 161 MB store: not worth a rewrite yet */
+}
+END_TEST
+
+/* Commits k rows [first, first + k) of t with auto_compact, and deletes
+** the positions dels[0, n_dels) in the same transaction. */
+static void auto_commit(const char *path, const ut_table *t, uint64_t first, uint64_t k, const uint64_t *dels, uint64_t n_dels, uint32_t ratio) {
+  cs_writer *w;
+  cs_err err = {0};
+  ck_assert_msg(cs_writer_append(path, &(cs_writer_options){.auto_compact = ratio}, &w, &err) == CS_OK, "%s", err.msg);
+  if (k) {
+    cs_batch *b = ut_table_batch(t, first, k);
+    ck_assert_msg(cs_writer_write(w, b, &err) == CS_OK, "%s", err.msg);
+    cs_batch_free(b);
+  }
+  if (n_dels) ck_assert_msg(cs_writer_delete(w, dels, n_dels, NULL, &err) == CS_OK, "%s", err.msg);
+  ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "%s", err.msg);
+}
+
+START_TEST(test_auto_compact_keeps_every_value_and_position) {
+  static const uint32_t ratios[] = {4, 1000000};
+  for (int k = 0; k < 2; k++) {
+    ut_scratch sc = ut_scratch_new();
+    ut_rng r = ut_rng_seed(500 + (uint64_t)k);
+    ut_table *t = ut_random_table(&schema, 600, 150, 600 + (uint64_t)k);
+    bool *del = calloc(t->n_rows, sizeof *del);
+    ut_table_create_store(t, sc.path, 0, 0, 0);
+    struct stat st;
+    ck_assert(stat(sc.path, &st) == 0);
+    ino_t ino = st.st_ino;
+    int renames = 0;
+    uint64_t rows = 0, commits = 0, most_records = 0;
+    while (rows < t->n_rows) {
+      uint64_t n = 1 + ut_rng_below(&r, 3);
+      if (n > t->n_rows - rows) n = t->n_rows - rows;
+      uint64_t d = rows && ut_rng_below(&r, 5) == 0 ? ut_rng_below(&r, rows) : UINT64_MAX;
+      auto_commit(sc.path, t, rows, n, &d, d != UINT64_MAX, ratios[k]);
+      if (d != UINT64_MAX) del[d] = true;
+      rows += n, commits++;
+      ck_assert(stat(sc.path, &st) == 0);
+      if (st.st_ino != ino) renames++, ino = st.st_ino;
+      cs_store *s = ut_open_ok(sc.path, CS_VERIFY_HEADER, "auto");
+      ck_assert_uint_eq(cs_store_rows(s), rows); /* no renumber, ever */
+      if (cs_store_records(s) > most_records) most_records = cs_store_records(s);
+      cs_store_close(s);
+    }
+    cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "auto");
+    ut_assert_store_equals(s, t, t->n_rows, "auto");
+    ut_assert_deleted(s, del, t->n_rows, "auto");
+    cs_store_close(s);
+    ck_assert_msg(renames > 0, "ratio %u: %" PRIu64 " commits and no automatic compaction", ratios[k], commits);
+    ck_assert_msg(most_records < commits / 4, "ratio %u: %" PRIu64 " records after %" PRIu64 " commits", ratios[k], most_records, commits);
+    ck_assert_int_eq(ut_dir_entries(sc.dir), 1);
+    free(del);
+    ut_table_free(t);
+    ut_scratch_free(&sc);
+  }
+}
+END_TEST
+
+START_TEST(test_auto_compact_off_leaves_a_record_per_commit) {
+  ut_scratch sc = ut_scratch_new();
+  ut_table *t = ut_random_table(&schema, 40, 100, 41);
+  ut_table_create_store(t, sc.path, 0, 0, 0);
+  for (uint64_t i = 0; i < 40; i++) auto_commit(sc.path, t, i, 1, NULL, 0, 0);
+  cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "off");
+  ck_assert_uint_eq(cs_store_records(s), 40);
+  ut_assert_store_equals(s, t, 40, "off");
+  cs_store_close(s);
+  ut_table_free(t);
+  ut_scratch_free(&sc);
+}
+END_TEST
+
+START_TEST(test_auto_compact_crash_at_every_step_keeps_every_commit) {
+  static const char *steps[] = {"locked", "written", "synced", "renamed"};
+  for (int k = 0; k < 4; k++) {
+    ut_scratch sc = ut_scratch_new();
+    ut_table *t = ut_random_table(&schema, 200, 100, 70 + (uint64_t)k);
+    ut_table_create_store(t, sc.path, 0, 0, 0);
+    int fds[2];
+    ck_assert(pipe(fds) == 0);
+    crash_step = steps[k];
+    pid_t pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+      close(fds[0]);
+      cs__compact_auto_step = crash_at;
+      for (uint64_t i = 0; i < t->n_rows; i++) {
+        if (write(fds[1], &i, sizeof i) != sizeof i) _exit(2); /* about to commit row i */
+        auto_commit(sc.path, t, i, 1, NULL, 0, 1000000);
+      }
+      _exit(1); /* never compacted */
+    }
+    close(fds[1]);
+    uint64_t last = UINT64_MAX, i;
+    while (read(fds[0], &i, sizeof i) == sizeof i) last = i;
+    close(fds[0]);
+    int status;
+    ck_assert(waitpid(pid, &status, 0) == pid && WIFEXITED(status));
+    ck_assert_msg(WEXITSTATUS(status) == 0, "%s: child exit %d", steps[k], WEXITSTATUS(status));
+    ck_assert_uint_ge(last, CS_AUTO_COMPACT_MIN_RECORDS - 1);
+    cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, steps[k]);
+    ck_assert_uint_eq(cs_store_rows(s), last + 1); /* the commit that started the compaction is there */
+    ut_assert_store_equals(s, t, last + 1, steps[k]);
+    ck_assert_uint_eq(cs_store_records(s), k == 3 ? 1 : last + 1);
+    cs_store_close(s);
+    /* A temporary file left by the crash is no member of the directory,
+    ** and the next commits (and their compactions) go on from there. */
+    assert_one_member(sc.dir, steps[k]);
+    for (uint64_t j = last + 1; j < last + 1 + 2 * CS_AUTO_COMPACT_MIN_RECORDS; j++) auto_commit(sc.path, t, j, 1, NULL, 0, 1000000);
+    s = ut_open_ok(sc.path, CS_VERIFY_FULL, steps[k]);
+    ut_assert_store_equals(s, t, last + 1 + 2 * CS_AUTO_COMPACT_MIN_RECORDS, steps[k]);
+    ck_assert_uint_lt(cs_store_records(s), CS_AUTO_COMPACT_MIN_RECORDS);
+    cs_store_close(s);
+    ut_table_free(t);
+    ut_scratch_free(&sc);
+  }
+}
+END_TEST
+
 static Suite *compact_suite(void) {
   Suite *s = suite_create("compact");
   TCase *tc = tcase_create("compact");
@@ -425,7 +641,15 @@ static Suite *compact_suite(void) {
   tcase_add_test(tc, test_compact_a_waiting_writer_appends_to_the_new_file);
   tcase_add_test(tc, test_compact_crash_at_every_step_leaves_old_or_new);
   tcase_add_test(tc, test_compact_readers_keep_their_snapshot);
+  tcase_add_test(tc, test_compact_keeps_mode_owner_and_group_and_its_temp_is_never_wider);
   tcase_add_test(tc, test_compact_through_a_symlink_rewrites_the_file);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("auto");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_auto_compact_policy);
+  tcase_add_test(tc, test_auto_compact_keeps_every_value_and_position);
+  tcase_add_test(tc, test_auto_compact_off_leaves_a_record_per_commit);
+  tcase_add_test(tc, test_auto_compact_crash_at_every_step_keeps_every_commit);
   suite_add_tcase(s, tc);
   return s;
 }

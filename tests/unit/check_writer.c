@@ -27,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -355,6 +357,124 @@ START_TEST(test_create_with_replace_replaces_an_existing_store) {
   ut_table_free(t);
   ut_table_free(old);
   ut_scratch_free(&sc);
+}
+END_TEST
+
+/* ------------------------------------------------ mode, owner and group */
+
+/* docs/security.md 5: a new store's mode is 0644 less the umask; a store
+** that replaces a file takes that file's mode, owner and group, and its
+** temporary file never has more than owner permissions on the way.  The
+** owner parts need root (CI runs as root); elsewhere they say SKIP. */
+#define UT_NOBODY 65534u /* nobody and nogroup on Debian */
+
+static struct stat stat_ok(const char *path) {
+  struct stat st;
+  ck_assert_msg(stat(path, &st) == 0, "stat(%s): %s", path, strerror(errno));
+  return st;
+}
+
+static void replace_with_rows(const char *path, uint64_t n) {
+  ut_table *t = numbered_table(n, 7);
+  cs_writer *w;
+  cs_err err = {0};
+  ck_assert_msg(cs_writer_create(path, &two_schema, &(cs_writer_options){.replace = true}, &w, &err) == CS_OK, "%s", err.msg);
+  write_rows(w, t, 0, n);
+  ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "%s", err.msg);
+  assert_store(path, CS_VERIFY_FULL, t, n, "replaced");
+  ut_table_free(t);
+}
+
+START_TEST(test_new_store_mode_is_0644_less_the_umask) {
+  static const mode_t masks[] = {022, 027, 077, 0};
+  for (int k = 0; k < 4; k++) {
+    ut_scratch sc = ut_scratch_new();
+    mode_t was = umask(masks[k]);
+    replace_with_rows(sc.path, 3); /* replace, but nothing to replace */
+    umask(was);
+    ck_assert_uint_eq(stat_ok(sc.path).st_mode & 07777, 0644 & ~masks[k]);
+    ut_scratch_free(&sc);
+  }
+}
+END_TEST
+
+START_TEST(test_replace_keeps_the_mode_owner_and_group_of_the_file_it_replaces) {
+  static const mode_t modes[] = {0600, 0640, 0444, 0664};
+  bool root = geteuid() == 0;
+  if (!root) fprintf(stderr, "SKIP (not root): replace keeps owner nobody:nogroup; the mode part runs\n");
+  for (int k = 0; k < 4; k++) {
+    ut_scratch sc = ut_scratch_new();
+    replace_with_rows(sc.path, 5);
+    ck_assert(chmod(sc.path, modes[k]) == 0);
+    if (root) ck_assert(chown(sc.path, UT_NOBODY, UT_NOBODY) == 0);
+    struct stat before = stat_ok(sc.path);
+    replace_with_rows(sc.path, 9);
+    struct stat after = stat_ok(sc.path);
+    ck_assert_uint_ne(after.st_ino, before.st_ino); /* really replaced */
+    ck_assert_uint_eq(after.st_mode & 07777, modes[k]);
+    ck_assert_uint_eq(after.st_uid, before.st_uid);
+    ck_assert_uint_eq(after.st_gid, before.st_gid);
+    ck_assert_int_eq(ut_dir_entries(sc.dir), 1);
+    ut_scratch_free(&sc);
+  }
+}
+END_TEST
+
+/* A user who may not give the new file the old one's owner or group is
+** refused before the rename: the old file stays as it was, byte for byte,
+** with no temporary file left.  Run as root, by a child that drops to
+** nobody:nogroup in a directory everyone may write: replacing root's file,
+** and its own file whose group (root's) it is no member of, both fail;
+** its own file with its own group succeeds and keeps the mode. */
+START_TEST(test_replace_that_cannot_keep_the_owner_fails_before_the_rename) {
+  if (geteuid() != 0) {
+    fprintf(stderr, "SKIP (not root): a non-root user refused a replace that would change the owner\n");
+    return;
+  }
+  static const struct { uid_t uid; gid_t gid; bool ok; } cases[] = {{0, 0, false}, {UT_NOBODY, 0, false}, {UT_NOBODY, UT_NOBODY, true}};
+  for (int k = 0; k < 3; k++) {
+    ut_scratch sc = ut_scratch_new();
+    ck_assert(chmod(sc.dir, 0777) == 0);
+    replace_with_rows(sc.path, 5);
+    ck_assert(chmod(sc.path, 0640) == 0 && chown(sc.path, cases[k].uid, cases[k].gid) == 0);
+    size_t n_before;
+    uint8_t *bytes_before = ut_read_all(sc.path, &n_before);
+    struct stat before = stat_ok(sc.path);
+    pid_t pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+      if (setgroups(0, NULL) != 0 || setgid(UT_NOBODY) != 0 || setuid(UT_NOBODY) != 0) _exit(3);
+      ut_table *t = numbered_table(9, 7);
+      cs_writer *w;
+      cs_err err = {0};
+      cs_rc rc = cs_writer_create(sc.path, &two_schema, &(cs_writer_options){.replace = true}, &w, &err);
+      if (rc == CS_OK) {
+        write_rows(w, t, 0, 9);
+        rc = cs_writer_commit(w, &err);
+      }
+      if (rc != CS_OK && strncmp(err.msg, "colstore: cannot give the new", 29) != 0) _exit(4);
+      _exit(rc == CS_OK ? 0 : 1);
+    }
+    int status;
+    ck_assert(waitpid(pid, &status, 0) == pid && WIFEXITED(status));
+    ck_assert_msg(WEXITSTATUS(status) == (cases[k].ok ? 0 : 1), "case %d: child exit %d", k, WEXITSTATUS(status));
+    struct stat after = stat_ok(sc.path);
+    ck_assert_uint_eq(after.st_uid, cases[k].uid);
+    ck_assert_uint_eq(after.st_gid, cases[k].gid);
+    ck_assert_uint_eq(after.st_mode & 07777, 0640);
+    if (!cases[k].ok) {
+      ck_assert_uint_eq(after.st_ino, before.st_ino);
+      size_t n_after;
+      uint8_t *bytes_after = ut_read_all(sc.path, &n_after);
+      ck_assert(n_after == n_before && memcmp(bytes_after, bytes_before, n_before) == 0);
+      free(bytes_after);
+    } else {
+      ck_assert_uint_ne(after.st_ino, before.st_ino);
+    }
+    ck_assert_int_eq(ut_dir_entries(sc.dir), 1);
+    free(bytes_before);
+    ut_scratch_free(&sc);
+  }
 }
 END_TEST
 
@@ -889,6 +1009,9 @@ static Suite *writer_suite(void) {
   tcase_add_test(tc, test_create_refuses_an_existing_path_without_replace);
   tcase_add_test(tc, test_create_with_replace_replaces_an_existing_store);
   tcase_add_test(tc, test_create_fails_with_eexist_when_the_path_appears_before_commit);
+  tcase_add_test(tc, test_new_store_mode_is_0644_less_the_umask);
+  tcase_add_test(tc, test_replace_keeps_the_mode_owner_and_group_of_the_file_it_replaces);
+  tcase_add_test(tc, test_replace_that_cannot_keep_the_owner_fails_before_the_rename);
   tcase_add_test(tc, test_missing_paths_and_non_stores_are_refused_for_append);
   tcase_add_test(tc, test_write_refuses_a_batch_of_another_schema_and_after_prepare);
   suite_add_tcase(s, tc);
