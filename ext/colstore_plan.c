@@ -169,7 +169,11 @@ static int pred_exact(sqlite3_index_info *pInfo, int i, cs_type type, csx_take_m
     if (why) *why = CSX_DECLINE_COLLATION;
     return 0;
   }
-  /* May the `=` constraint i be an IN list that SQLite would walk value by
+  /* A known constant (literal) has no affinity: TEXT affinity applies. */
+  return mode != CSX_TAKE_TABLE || known;
+}
+
+/* May the `=` constraint i be an IN list that SQLite would walk value by
 ** value, calling xFilter once per value?  sqlite3_vtab_in tells only for
 ** constraints 0..31 from SQLite 3.38 on (it keeps IN in a 32-bit mask);
 ** past them, or before 3.38, only a known right-hand side (a literal) is
@@ -178,10 +182,6 @@ static bool eq_may_be_list(sqlite3_index_info *pInfo, int i) {
   if (sqlite3_libversion_number() < 3038000) return true;
   sqlite3_value *rhs = NULL;
   return i >= 32 && !(sqlite3_vtab_rhs_value(pInfo, i, &rhs) == SQLITE_OK && rhs);
-}
-
-/* A known constant (literal) has no affinity: TEXT affinity applies. */
-  return mode != CSX_TAKE_TABLE || known;
 }
 
 static double selectivity(int op);
