@@ -1,6 +1,6 @@
 /*
 ** bench_kernels.c - the core kernels against the limits they are meant to
-** approach, in one run, with the targets DESIGN.md and seeds/003 set.
+** approach, in one run, with the targets docs/performance.md records.
 **
 ** HOW IT WORKS
 **
@@ -30,7 +30,7 @@
 ** and not the thread count; the rows marked "threaded" repeat a comparison
 ** with the kernel's own thread count and an OpenMP loop given the same
 ** count, because a kernel that only wins single-threaded has not won
-** (seeds/003, "vet a kernel change on the real multi-threaded path").
+** (a kernel change is vetted on the real multi-threaded path).
 **
 ** The exit status is 0 whether or not targets are met, and even when the
 ** two sides of a comparison disagree (that comparison is then reported as

@@ -1273,7 +1273,7 @@ static void part_sweep(const bench_opts *o, const bench_data *d, sqlite3 *db, do
 
 /* colstore_config('threads') is process-wide, and so is the OpenMP thread
 ** pool behind it, so each setting is measured in a fresh process
-** (DESIGN.md, "How we measure"): this bench re-executes itself with
+** (bench/README.md, the rules): this bench re-executes itself with
 ** --child-threads; the child opens the store on a :memory: connection,
 ** sets the thread cap, runs each push-down query once to warm up (that
 ** run also faults the mapping's pages into the new process), then

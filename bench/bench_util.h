@@ -10,7 +10,7 @@
 ** Why medians with min/max and not means: on a shared, noisy machine one
 ** stalled round drags a mean arbitrarily far, while the median of
 ** interleaved rounds moves only when most rounds move; min and max beside
-** it show how far apart the replicates were (DESIGN.md "How we measure").
+** it show how far apart the replicates were (bench/README.md, the rules).
 */
 #ifndef BENCH_UTIL_H
 #define BENCH_UTIL_H

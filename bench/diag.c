@@ -22,7 +22,7 @@
 **                 set before exec, setenv before the first parallel region,
 **                 setenv after it, and a runtime pin from inside a region.
 **
-** METHODOLOGY (DESIGN.md "How we measure"; each rule silently corrupts the
+** METHODOLOGY (bench/README.md; each rule silently corrupts the
 ** result when dropped):
 **   - every measurement runs in a fresh process: this program fork+execs
 **     itself with --child and the configuration in argv/env, because the

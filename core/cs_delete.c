@@ -13,7 +13,7 @@
 ** touch the output only at set bits, so a record without deletions costs a
 ** NULL test and a sparse vector costs little more than reading it; the
 ** one-test-per-record shape keeps the no-deletion path exactly as fast as
-** before (DESIGN.md: "a record with no deletions pays nothing").
+** before (the rule: a record with no deletions pays nothing).
 **
 ** Why the vectors are checked at open, in full: a reader uses them in every
 ** scan, and a damaged bit would silently show a deleted row or hide a live

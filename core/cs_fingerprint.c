@@ -4,7 +4,8 @@
 **
 ** A calibration is true of one kind of host.  On clusters $HOME is often
 ** shared between login and compute nodes, so a cache written on one would
-** silently tune the other (seeds/003 Stage 3).  The cache therefore records
+** silently tune the other (a loaded login node and a quiet compute node
+** want different prefetch distances).  The cache therefore records
 ** the fingerprint of the host that measured it: the CPU model string, the
 ** online cores, the sockets, the NUMA nodes, the last-level cache and the
 ** page size, all read from /proc and /sys (no libnuma), and a reader

@@ -5,7 +5,7 @@
 ** A store is a list of records, each holding every column as one array
 ** (s->chunks[rec * n_cols + col].data), and s->first_rows[] is the segment
 ** table that maps a row to its record.  Each selection shape gets the
-** kernel seeds/003 measured best for it:
+** kernel the kernel study measured best for it:
 **
 **   cs_gather_range     rows [first, first + n): one memcpy per record,
 **                       serial, because memcpy is already bandwidth-bound.
@@ -420,7 +420,7 @@ CS__INLINE void rows_loop(seg_table t, size_t W, bool V, bool U, int pf, const u
   uint64_t local;
   for (; i < split; i++) {
     /* Prefetch costs a second search per element; off by default
-    ** (seeds/003 Stage 3: it measured 20-29% slower on unsorted input). */
+    ** (the kernel study measured it 20-29% slower on unsorted input). */
     __builtin_prefetch(rows_addr(t, W, U, rows[i + (uint64_t)pf], &vb, &local));
     memcpy(out + i * W, rows_addr(t, W, U, rows[i], &vb, &local), W);
     if (V) ov[i] = cs__valid_bit(vb, local);

@@ -59,7 +59,7 @@ struct cs_store {
   uint64_t free_bytes;        /* from the footer extension (a scan: recounted) */
   bool recovered;             /* directory rebuilt by a forward scan */
   bool slot_damaged;          /* the other commit slot is torn or damaged */
-  /* Uniform layout (seeds/003 Stage 9), set by cs__uniform_init at open:
+  /* Uniform layout (a uniform record layout turns a row into its record by division), set by cs__uniform_init at open:
   ** when every record but the last has uniform_rows rows and the last no
   ** more, the record of a row is row / uniform_rows, computed as the high
   ** word of row * uniform_magic shifted right by uniform_shift.  0 = irregular. */

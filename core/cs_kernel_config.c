@@ -7,7 +7,7 @@
 ** the prefetch distance of another, and no lock is taken on a kernel's hot
 ** path.  Kernels read the word once per call.
 **
-** Thread policy (seeds/003, "Threshold fix"): a kernel over n elements runs
+** Thread policy (the kernel study behind the gathers, docs/tuning.md): a kernel over n elements runs
 ** on one thread below CS_PARALLEL_MIN_ELEMENTS, because below ~256K elements
 ** the fork/join costs more than it saves; above, the count is proportional
 ** to the work, ceil(n / CS_PARALLEL_MIN_ELEMENTS), at least 2 (the earlier
@@ -21,7 +21,7 @@
 ** (cs_calibrate.c, applied with cs_calibration_apply) refines it when the
 ** explicit cap is 0; uncalibrated, the host's cores are the honest
 ** default, and threads are never bound to cores (binding measured 24-51%
-** slower for scattered gathers, seeds/003 Round 3).
+** slower for scattered gathers in the kernel study).
 **
 ** Load awareness (docs/tuning.md, "Threads on a busy host").  An automatic
 ** cap is further limited to the processors no other thread is running on:
@@ -266,7 +266,7 @@ static const char *const regime_names[CS_REGIME_COUNT] = {"resident_unsorted", "
 
 const char *cs_regime_name(cs_regime r) { return (unsigned)r < CS_REGIME_COUNT ? regime_names[r] : NULL; }
 
-/* seeds/003 Stage 3 classifies by the two cheap signals a gather has at
+/* The kernel study classifies by the two cheap signals a gather has at
 ** hand: the source column's size against the LLC, and sortedness. */
 cs_regime cs_regime_of(bool sorted, uint64_t source_bytes) {
   bool resident = source_bytes <= cs_fingerprint_llc_bytes();

@@ -4,7 +4,7 @@
 **
 ** The pieces here sit in every kernel's inner loop, so they are static
 ** inline and branch-free: the record search is the conditional-move form
-** (seeds/003 Stage 2 measured std-style upper_bound ~5x slower), uniform
+** (a std-style upper_bound measured ~5x slower in the kernel study), uniform
 ** stores divide by a precomputed reciprocal instead of searching (Stage 9),
 ** and mask bytes are classified eight at a time (Stage 12).
 **
@@ -47,7 +47,7 @@ __extension__ typedef unsigned __int128 cs__u128;
   } while (0)
 
 /* Default prefetch distances for prefetch = -1 ("auto"), in elements.
-** seeds/003 Stage 3: software prefetch is a pessimisation for unsorted
+** The kernel study: software prefetch is a pessimisation for unsorted
 ** gathers (the out-of-order core already saturates memory-level
 ** parallelism; measured here too: distance 8 or 64 doubled cs_gather_rows'
 ** time on an irregular store).  The sorted walk gains: a lookahead cursor

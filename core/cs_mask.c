@@ -16,7 +16,7 @@
 **                output cursor and the cursor advances by the lane's 0/1,
 **                so there is no per-element branch to mispredict.
 **
-** seeds/003 Stage 12 measured the per-element test this replaces at
+** The kernel study measured the per-element test this replaces at
 ** 0.2-0.6x at mid densities, and Round 7 kept the all-ones memcpy because
 ** long runs regress 0.81x without it.
 **

@@ -1,7 +1,7 @@
 /*
 ** cs_numa.c - NUMA placement of the mappings and thread binding.
 **
-** seeds/000 (the gather diagnostics on a multi-node host) decides both
+** The gather diagnostics of an earlier colstore on a multi-node host decide both
 ** defaults: interleaving the mappings over all nodes is the win for the
 ** realized, unbound path (at least as fast as local for contiguous, sorted
 ** and scattered reads, never slower), so numa=auto interleaves on a

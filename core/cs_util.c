@@ -64,7 +64,7 @@ static const struct {
     {"INT64", CS_TYPE_INT64},     {"UINT8", CS_TYPE_UINT8},     {"UINT16", CS_TYPE_UINT16},
     {"UINT32", CS_TYPE_UINT32},   {"FLOAT32", CS_TYPE_FLOAT32}, {"FLOAT64", CS_TYPE_FLOAT64},
     {"BOOL", CS_TYPE_BOOL},       {"TEXT", CS_TYPE_TEXT},       {"BLOB", CS_TYPE_BLOB},
-    /* aliases, per SQL-CONTRACT.md */
+    /* aliases, as docs/sql.md lists them */
     {"INTEGER", CS_TYPE_INT64},   {"INT", CS_TYPE_INT64},       {"BIGINT", CS_TYPE_INT64},
     {"REAL", CS_TYPE_FLOAT64},    {"DOUBLE", CS_TYPE_FLOAT64},  {"FLOAT", CS_TYPE_FLOAT64},
     {"BOOLEAN", CS_TYPE_BOOL},    {"STRING", CS_TYPE_TEXT},     {"VARCHAR", CS_TYPE_TEXT},

@@ -2,7 +2,7 @@
 ** cs_view.c - a snapshot seen through deletions and updates not yet
 ** committed.
 **
-** SQL-CONTRACT: a connection's own DELETE and UPDATE read as done from its
+** docs/sql.md ("Writing"): a connection's own DELETE and UPDATE read as done from its
 ** next statement on, although the store changes only at COMMIT.  Every
 ** read path already drops the positions a store's deletion vectors name
 ** (cs_delete.c) and reads values through the resolved chunk table

@@ -12,7 +12,7 @@
 ** Each record goes out with pwritev: the header and descriptors from one
 ** buffer, then every column buffer straight from the batch, with shared
 ** zero padding in between, so a record costs one system call per IOV_MAX
-** pieces however many columns it has (seeds/003, Stage 4).
+** pieces however many columns it has.
 **
 ** Abort must leave the file byte-identical, yet an append overwrites the
 ** old footer; so the bytes from data_end to the old end of file are saved

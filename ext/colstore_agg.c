@@ -5,7 +5,7 @@
 **
 ** SQLite never hands an aggregate to a virtual table: `SELECT sum(a) FROM
 ** t` steps every row through xColumn.  So the aggregates are made the rows
-** of a second table (SQL-CONTRACT.md, "Aggregate tables"):
+** of a second table (docs/sql.md, "Aggregate tables"):
 **
 **   CREATE VIRTUAL TABLE temp.ev_kind USING colstore_agg(ev, kind);
 **   SELECT kind, count, sum_energy FROM ev_kind WHERE energy > 10;

@@ -45,7 +45,7 @@ uint64_t csx_config_scatter_bytes(void) { return atomic_load(&scatter_bytes); }
 uint32_t csx_config_auto_compact(void) { return atomic_load(&auto_compact); }
 
 /* The mask gate in effect: an explicit colstore_config value wins over the
-** calibrated density, which wins over the compiled default 0 (seeds/003:
+** calibrated density, which wins over the compiled default 0 (the kernel study:
 ** the mask-native route measured faster at every density). */
 double csx_config_mask_gate(const char **out_from) {
   int64_t g = atomic_load(&mask_gate_millis);

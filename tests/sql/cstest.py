@@ -2,7 +2,7 @@
 
 The SQL suites (tests/sql/test_*.py) load the real build/colstore.so into
 /usr/bin/python3's sqlite3 module, the way a user does, and check it against
-the contract (../shared/SQL-CONTRACT.md).  This module holds the plumbing they
+the SQL reference (docs/sql.md).  This module holds the plumbing they
 all need, so that each test file reads as a list of behaviours:
 
 * where the module is (COLSTORE_MODULE, without the .so suffix, as ctest sets
@@ -396,7 +396,7 @@ class MutationMirror:
         self.tc.assertEqual(a, b, "seed %d: %s %r" % (self.seed, sql, params))
 
     # -- selections: _rows and _mask address positions for reads and writes
-    # alike (SQL-CONTRACT "Writing"), so a write through one must change
+    # alike (docs/sql.md "Writing"), so a write through one must change
     # what `rowid IN` of the same positions changes on the native table.
 
     def positions(self):

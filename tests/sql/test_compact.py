@@ -1,4 +1,4 @@
-"""colstore_compact (SQL-CONTRACT "Writing" and the functions table; issue 11).
+"""colstore_compact (docs/sql.md "Writing" and "Functions").
 
 A compaction must be invisible except where the contract says it shows:
 without 'renumber' every query gives what it gave before, rowids included;

@@ -1,4 +1,4 @@
-"""DELETE on colstore tables (SQL-CONTRACT "Writing"; issue 11).
+"""DELETE on colstore tables (docs/sql.md "Writing").
 
 What a user of a native rowid table expects, checked against one: a deleted
 row is in no result (scans, counts, rowid =, IN, _rows, _mask, ordered and

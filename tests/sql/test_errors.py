@@ -1,4 +1,4 @@
-"""Errors and conversions, as SQL-CONTRACT.md fixes them.
+"""Errors and conversions, as docs/sql.md ("Errors") gives them.
 
 Every failure must be an SQLite error whose message starts `colstore:` and
 says what was wrong; where the contract names an error code, the code is

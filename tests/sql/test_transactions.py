@@ -283,7 +283,7 @@ def rows_blob(rows):
 class OwnInserts(cstest.StoreTest):
     """A connection reads the rows it inserted in its open transaction from
     its next statement on, on every read path, and deletes and updates them,
-    exactly as a native table given the same statements (SQL-CONTRACT
+    exactly as a native table given the same statements (docs/sql.md
     "Writing")."""
 
     def setUp(self):

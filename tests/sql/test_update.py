@@ -1,4 +1,4 @@
-"""UPDATE on colstore tables (SQL-CONTRACT "Writing"; issue 11).
+"""UPDATE on colstore tables (docs/sql.md "Writing").
 
 A row keeps its rowid and position; values convert exactly as INSERT
 converts them and the same errors stop the statement; SET rowid is an
@@ -273,7 +273,7 @@ class ThroughSelections(Mirror):
 
 
 class ReadOwnUpdates(Mirror):
-    """A transaction reads its own pending UPDATEs (SQL-CONTRACT "Writing")."""
+    """A transaction reads its own pending UPDATEs (docs/sql.md "Writing")."""
 
     def read_all(self, what):
         """Every read path on both tables, inside or outside a transaction."""
