@@ -26,10 +26,13 @@ It is named without the test_ prefix so ctest does not run it by itself.
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import struct
+import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -483,6 +486,30 @@ def child_env():
 
 
 SKIP_EXIT = 77  # ctest's SKIP_RETURN_CODE for these tests (CMakeLists.txt)
+
+
+class CommitReporter:
+    """A child python process running script with args that prints "ready",
+    then one integer a line, each once its COMMIT returned; a thread collects
+    them into `values` as they come.  `ready` is its first line."""
+
+    def __init__(self, script, *args):
+        self.proc = subprocess.Popen([PYTHON, "-c", script] + [str(a) for a in args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, env=child_env())
+        self.ready = self.proc.stdout.readline().strip()
+        self.values = []
+        self.thread = threading.Thread(target=lambda: self.values.extend(int(x) for x in self.proc.stdout), daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        """Kills the child (SIGKILL), collects what it printed; returns its stderr."""
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=60)
+        self.thread.join(timeout=60)
+        err = self.proc.stderr.read()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        return err
 
 
 def main():

@@ -23,10 +23,7 @@ setting belongs to the process.
 import json
 import os
 import random
-import signal
-import subprocess
 import sys
-import threading
 import time
 
 sys.dont_write_bytecode = True  # keep the source tree clean
@@ -183,24 +180,16 @@ class Interactions(AutoTest):
         self.set(EAGER)
         p = self.path("w.cst")
         self.con.execute("CREATE VIRTUAL TABLE t USING colstore('%s', g INT64)" % p)
-        child = subprocess.Popen([cstest.PYTHON, "-c", CHILD_APPENDER, p, str(EAGER)], stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, env=cstest.child_env())
-        self.assertEqual(child.stdout.readline().strip(), "ready")
-        committed = []
-        reader = threading.Thread(target=lambda: committed.extend(int(x) for x in child.stdout), daemon=True)
-        reader.start()
+        child = cstest.CommitReporter(CHILD_APPENDER, p, EAGER)
+        self.assertEqual(child.ready, "ready")
+        committed = child.values
         deadline = time.monotonic() + 60
         mine, inodes = 0, set()
         while (mine < cstest.scaled(300, 100) or len(committed) < 100) and time.monotonic() < deadline:
             self.con.execute("INSERT INTO t VALUES (?)", (-1 - mine,))
             inodes.add(self.ino(p))
             mine += 1
-        child.kill()
-        child.wait(timeout=60)
-        reader.join(timeout=60)
-        err = child.stderr.read()
-        child.stdout.close()
-        child.stderr.close()
+        err = child.stop()
         self.assertGreater(len(committed), 0, "the child committed nothing: " + err)
         self.assertGreater(len(inodes), 2, "no automatic compactions ran")
         got = {g for (g,) in self.con.execute("SELECT g FROM t")}
@@ -216,21 +205,14 @@ class Interactions(AutoTest):
         rng = random.Random(2020)
         temps = 0
         for attempt in range(cstest.scaled(8, 4)):
-            child = subprocess.Popen([cstest.PYTHON, "-c", CHILD_APPENDER, p, str(EAGER), str(100000 * (attempt + 1))],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cstest.child_env())
-            self.assertEqual(child.stdout.readline().strip(), "ready")
-            acked = []
-            reader = threading.Thread(target=lambda: acked.extend(int(x) for x in child.stdout), daemon=True)
-            reader.start()
+            child = cstest.CommitReporter(CHILD_APPENDER, p, EAGER, 100000 * (attempt + 1))
+            self.assertEqual(child.ready, "ready")
+            acked = child.values
             deadline = time.monotonic() + 60
             while len(acked) < 10 and time.monotonic() < deadline:
                 time.sleep(0.002)
             time.sleep(rng.uniform(0, 0.3))
-            child.send_signal(signal.SIGKILL)
-            child.wait(60)
-            reader.join(timeout=60)
-            child.stdout.close()
-            child.stderr.close()
+            child.stop()
             temps += len([x for x in os.listdir(self.dir) if ".tmp." in x])
             fresh = self.connect()
             fresh.execute("CREATE VIRTUAL TABLE t USING colstore('%s')" % p)

@@ -21,7 +21,6 @@ import json
 import os
 import random
 import sys
-import threading
 import time
 
 sys.dont_write_bytecode = True  # keep the source tree clean
@@ -249,39 +248,30 @@ while True:
 class Concurrency(cstest.StoreTest):
 
     def test_no_committed_row_is_lost_to_a_compaction(self):
-        import subprocess
         con = self.connect()
         p = self.path("w.cst")
         con.execute("CREATE VIRTUAL TABLE t USING colstore('%s', g INT64)" % p)
         con.execute("INSERT INTO t SELECT value FROM " + series(999))
         con.execute("DELETE FROM t WHERE g % 3 = 0")  # something to renumber
-        child = subprocess.Popen([cstest.PYTHON, "-c", CHILD_APPENDER, p], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 text=True, env=cstest.child_env())
-        self.assertEqual(child.stdout.readline().strip(), "ready")
+        child = cstest.CommitReporter(CHILD_APPENDER, p)
+        self.assertEqual(child.ready, "ready")
         # The child's appends must overlap the compactions, whatever the
         # host's speed: a reader thread collects each committed k; the
         # compactions start after the first commit and go on until the child
         # has committed more rows while they ran (a fixed count of compactions
         # once finished before a slow child's first INSERT, and proved nothing).
-        committed = []
-        reader = threading.Thread(target=lambda: committed.extend(int(x) for x in child.stdout), daemon=True)
-        reader.start()
+        committed = child.values
         deadline = time.monotonic() + 60
-        while not committed and time.monotonic() < deadline and child.poll() is None:
+        while not committed and time.monotonic() < deadline and child.proc.poll() is None:
             time.sleep(0.005)
         self.assertGreater(len(committed), 0, "the appender committed nothing in 60 s")
         reports = []
         seen_at_start = len(committed)
         while (len(reports) < cstest.scaled(12, 5) or len(committed) < seen_at_start + 20) and time.monotonic() < deadline:
             reports.append(compact(con, "t", renumber=bool(len(reports) % 2)))
-        rc = child.poll()
-        self.assertIsNone(rc, "the appender exited (%s): %s" % (rc, child.stderr.read() if rc is not None else ""))
-        child.kill()
-        child.wait(timeout=60)
-        reader.join(timeout=60)
-        err = child.stderr.read()
-        child.stdout.close()
-        child.stderr.close()
+        rc = child.proc.poll()
+        self.assertIsNone(rc, "the appender exited (%s): %s" % (rc, child.proc.stderr.read() if rc is not None else ""))
+        err = child.stop()
         self.assertGreater(len(committed), seen_at_start, "no append committed during the compactions " + err)
         got = {g for (g,) in con.execute("SELECT g FROM t WHERE rowid >= 0 AND g < 1000000")}
         original = {g for g in range(1000) if g % 3}
