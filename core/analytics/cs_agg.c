@@ -141,7 +141,7 @@
 ** reads as NULL (the writer's zone maps skip NaN).  So the exact count,
 ** sum, min and max of every record of a column are computed here, the
 ** first time an aggregate needs them, with the same piece kernels, and
-** cached on the store object (s->agg_cache, set by compare-and-swap: two
+** cached on the store object (its derived-data slot, set by compare-and-swap: two
 ** racing aggregates may both compute, one keeps its copy).  A store is an
 ** immutable snapshot, so the cache never goes stale: a deletion commits a
 ** new snapshot, with a cache of its own, and the statistics of a record
@@ -399,6 +399,7 @@ struct cs_agg {
 /* The per-store cache of per-record statistics and dictionary codes (see
 ** the essay). */
 typedef struct agg_cache {
+  cs__derived derived;           /* first: the store's derived-data slot holds it, and frees it with agg_cache_free */
   uint32_t n_cols;
   cs__agg_codes *_Atomic *codes; /* [n_cols] after cols: a TEXT/BLOB column's codes, or NULL; in this block */
   agg_cell *_Atomic cols[];      /* [n_cols]: n_records cells, or NULL */
@@ -445,17 +446,11 @@ static inline void kbn(double *s, double *c, double v) {
   *s = t;
 }
 
-CS__INLINE int bytes_cmp(const uint8_t *a, uint64_t na, const uint8_t *b, uint64_t nb) {
-  uint64_t m = na < nb ? na : nb;
-  int c = m ? memcmp(a, b, m) : 0;
-  if (c) return c;
-  return (na > nb) - (na < nb);
-}
 
 /* A TEXT/BLOB value into a cell's min/max; call before cnt counts it. */
 static inline void cell_bytes_minmax(agg_cell *c, const uint8_t *p, uint64_t n) {
-  if (c->cnt == 0 || bytes_cmp(p, n, c->min.p, c->u.n.min_n) < 0) c->min.p = p, c->u.n.min_n = n;
-  if (c->cnt == 0 || bytes_cmp(p, n, c->max.p, c->u.n.max_n) > 0) c->max.p = p, c->u.n.max_n = n;
+  if (c->cnt == 0 || cs__bytes_cmp(p, n, c->min.p, c->u.n.min_n) < 0) c->min.p = p, c->u.n.min_n = n;
+  if (c->cnt == 0 || cs__bytes_cmp(p, n, c->max.p, c->u.n.max_n) > 0) c->max.p = p, c->u.n.max_n = n;
 }
 
 /* dst += src, in that order (float sums are not associative). */
@@ -474,9 +469,9 @@ static void cell_merge(int dom, agg_cell *dst, const agg_cell *src) {
       if (src->max.f > dst->max.f) dst->max.f = src->max.f;
       break;
     default:
-      if (dst->cnt == 0 || bytes_cmp(src->min.p, src->u.n.min_n, dst->min.p, dst->u.n.min_n) < 0)
+      if (dst->cnt == 0 || cs__bytes_cmp(src->min.p, src->u.n.min_n, dst->min.p, dst->u.n.min_n) < 0)
         dst->min.p = src->min.p, dst->u.n.min_n = src->u.n.min_n;
-      if (dst->cnt == 0 || bytes_cmp(src->max.p, src->u.n.max_n, dst->max.p, dst->u.n.max_n) > 0)
+      if (dst->cnt == 0 || cs__bytes_cmp(src->max.p, src->u.n.max_n, dst->max.p, dst->u.n.max_n) > 0)
         dst->max.p = src->max.p, dst->u.n.max_n = src->u.n.max_n;
       break;
   }
@@ -842,7 +837,7 @@ static void view_range(const cs_store *s, const agg_col *uc, uint64_t r, uint64_
   v->end = NULL;
   v->off = NULL;
   if (ch->validity) {
-    cs__bits_to_bytes(ch->validity, local, n, vbuf);
+    cs__mask_from_bits(ch->validity, local, n, vbuf);
     v->valid = vbuf;
   }
   if (uc->width) {
@@ -1478,9 +1473,8 @@ static void piece_ungrouped(const cs_agg *a, agg_scratch *sc, const uint8_t *m, 
 
 /* ------------------------------------------------- per-record statistics */
 
-void cs__agg_cache_free(void *cache) {
-  agg_cache *c = cache;
-  if (!c) return;
+static void agg_cache_free(cs__derived *d) {
+  agg_cache *c = (agg_cache *)d;
   for (uint32_t k = 0; k < c->n_cols; k++) {
     cs__mem_free(atomic_load(&c->cols[k]));
     cs__agg_codes_free(atomic_load(&c->codes[k]));
@@ -1489,7 +1483,7 @@ void cs__agg_cache_free(void *cache) {
 }
 
 long cs__agg_cache_blocks(const cs_store *s) {
-  agg_cache *c = atomic_load(&((cs_store *)s)->agg_cache);
+  agg_cache *c = (agg_cache *)cs__store_derived(s);
   if (!c) return 0;
   long n = 1;
   for (uint32_t k = 0; k < c->n_cols; k++) {
@@ -1502,20 +1496,17 @@ long cs__agg_cache_blocks(const cs_store *s) {
 
 /* The store's cache, made empty the first time (NULL when out of memory). */
 static agg_cache *cache_of(const cs_store *s) {
-  /* The cache is logically part of the immutable snapshot (like a lazily
-  ** filled field), hence the cast: only its atomic pointers change. */
-  cs_store *ms = (cs_store *)s;
-  agg_cache *c = atomic_load(&ms->agg_cache);
+  agg_cache *c = (agg_cache *)cs__store_derived(s);
   if (c) return c;
   uint32_t nc = s->schema.n_cols;
   agg_cache *fresh = cs__mem_calloc(1, sizeof *fresh + nc * (sizeof fresh->cols[0] + sizeof fresh->codes[0]));
   if (!fresh) return NULL;
+  fresh->derived.free = agg_cache_free;
   fresh->n_cols = nc;
   fresh->codes = (cs__agg_codes *_Atomic *)(void *)(fresh->cols + nc);
-  void *expected = NULL;
-  if (atomic_compare_exchange_strong(&ms->agg_cache, &expected, fresh)) return fresh;
-  cs__mem_free(fresh);
-  return expected;
+  agg_cache *won = (agg_cache *)cs__store_derived_install(s, &fresh->derived);
+  if (won != fresh) cs__mem_free(fresh);
+  return won;
 }
 
 /* TEXT/BLOB column col's dictionary codes on the store, made empty the

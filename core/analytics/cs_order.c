@@ -309,12 +309,6 @@ CS__INLINE const uint8_t *bytes_at(const cs_chunk *ch, uint64_t local, uint64_t 
   return (const uint8_t *)ch->data + a;
 }
 
-/* BINARY collation: memcmp over the shorter length, then the shorter first. */
-static int bytes_cmp(const uint8_t *a, uint64_t na, const uint8_t *b, uint64_t nb) {
-  uint64_t m = na < nb ? na : nb;
-  int c = m ? memcmp(a, b, m) : 0;
-  return c ? c : (na > nb) - (na < nb);
-}
 
 /* ------------------------------------------------------------------ keys */
 
@@ -795,7 +789,7 @@ typedef struct dict_ents {
 
 static int dict_cmp(uint32_t a, uint32_t b, const void *ctx) {
   const oref *v = ((const dict_ents *)ctx)->v;
-  return bytes_cmp(v[a].p, v[a].len, v[b].p, v[b].len);
+  return cs__bytes_cmp(v[a].p, v[a].len, v[b].p, v[b].len);
 }
 
 /* Dictionary-encodes TEXT/BLOB key k: ids per input position and the rank
@@ -1014,7 +1008,7 @@ typedef struct wide_ctx {
 
 static int wide_cmp(uint32_t a, uint32_t b, const void *ctx) {
   const wide_ctx *w = ctx;
-  int r = bytes_cmp(w->refs[a].p, w->refs[a].len, w->refs[b].p, w->refs[b].len);
+  int r = cs__bytes_cmp(w->refs[a].p, w->refs[a].len, w->refs[b].p, w->refs[b].len);
   return w->desc ? -r : r;
 }
 

@@ -51,7 +51,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "cs_internal.h"
+#include "cs_base_internal.h"
 
 static atomic_long mem_count;   /* allocations counted since the last arming */
 static atomic_long mem_fail_at; /* the count that fails; 0 = disarmed */

@@ -1,18 +1,23 @@
 /*
-** cs_util.c - errors, type names, checksums, bit counts and diagnostic notes.
+** cs_util.c - errors, type names, checksums, bit counts, diagnostic notes
+** and whole reads.
 **
-** Small pieces every other core file needs.  xxhash.h is included with
+** Small pieces every other core file needs, none of which knows the file
+** format or a store: they sit at the bottom of core/ (base/) so that any
+** layer may use them without a call running upward.  xxhash.h is included with
 ** XXH_INLINE_ALL here and only here, so no XXH symbol leaks out of the
 ** loadable module and the hash is inlined into its two callers.
 */
 #include <ctype.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
-#include "cs_internal.h"
+#include "cs_base_internal.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -135,4 +140,18 @@ uint64_t cs__hash_iov(const struct iovec *iov, int n) {
   XXH3_64bits_reset(&state);
   for (int i = 0; i < n; i++) XXH3_64bits_update(&state, iov[i].iov_base, iov[i].iov_len);
   return XXH3_64bits_digest(&state);
+}
+
+/* ----------------------------------------------------------- whole reads */
+
+cs_rc cs__pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, cs_err *err) {
+  uint8_t *p = buf;
+  while (n > 0) {
+    ssize_t got = pread(fd, p, n, (off_t)off);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return cs_err_set(err, CS_EIO, "colstore: %s: read failed at offset %llu: %s", path, (unsigned long long)off, strerror(errno));
+    if (got == 0) return cs_err_set(err, CS_ECORRUPT, "colstore: %s: file ends at offset %llu, inside a structure that should be there", path, (unsigned long long)off);
+    p += got, n -= (size_t)got, off += (uint64_t)got;
+  }
+  return CS_OK;
 }

@@ -20,7 +20,7 @@
 ** each changing some columns of some positions; a position named twice,
 ** in one call or in several, takes its last value in each column the
 ** later call changes.  Sorting the items (row, call, index) puts every
-** position's changes in order and groups them by record; cs__upd_winners
+** position's changes in order and groups them by record; cs__chunk_upd_winners
 ** then picks, per column, the last item of each position whose call
 ** changes that column.
 **
@@ -34,8 +34,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "cs_batch_internal.h"
-#include "cs_internal.h"
+#include "cs_format_internal.h"
 
 static const uint8_t zero_pad[CS_ALIGN];
 
@@ -140,36 +139,9 @@ uint64_t cs__chunk_lay(cs_type type, uint64_t n, const uint8_t *bitmap, const in
   return at;
 }
 
-uint64_t cs__chunk_lay_rows(const cs_batch_column *col, uint64_t first, uint64_t n, uint8_t *scratch, uint64_t at,
-                           struct iovec *iov, int *n_iov, cs_disk_chunk *dc) {
-  uint64_t bitmap_bytes = (n + 7) / 8;
-  const uint8_t *validity = col->validity + first / 8;
-  uint64_t nulls = col->n_nulls ? cs__bits_zeros(validity, 0, n) : 0; /* else every bit is set */
-  if (nulls) {
-    memcpy(scratch, validity, bitmap_bytes);
-    if (n & 7) scratch[bitmap_bytes - 1] &= (uint8_t)((1u << (n & 7)) - 1);
-  }
-  const uint8_t *data;
-  const int64_t *offs = NULL;
-  uint64_t data_bytes;
-  if (col->width) {
-    data = col->data + first * col->width;
-    data_bytes = n * col->width;
-  } else {
-    int64_t base = col->offsets[first];
-    int64_t *rebased = (int64_t *)(void *)(scratch + cs__align64(bitmap_bytes));
-    for (uint64_t i = 0; i <= n; i++) rebased[i] = col->offsets[first + i] - base;
-    offs = rebased;
-    data_bytes = (uint64_t)(col->offsets[first + n] - base);
-    data = data_bytes ? col->data + base : NULL; /* only '' and NULLs: the batch may hold no buffer */
-  }
-  dc->null_count = nulls;
-  return cs__chunk_lay(col->type, n, nulls ? scratch : NULL, offs, data, data_bytes, at, iov, n_iov, dc);
-}
-
 /* --------------------------------------------------------------- updates */
 
-int cs__upd_item_cmp(const void *pa, const void *pb) {
+int cs__chunk_upd_cmp(const void *pa, const void *pb) {
   const cs__upd_item *a = pa, *b = pb;
   if (a->row != b->row) return a->row < b->row ? -1 : 1;
   if (a->call != b->call) return a->call < b->call ? -1 : 1;
@@ -187,7 +159,7 @@ static const cs__upd_values *call_values(const cs__upd_call *call, uint32_t col)
   return lo < call->n_sel && call->sel[lo] == col ? &call->vals[lo] : NULL;
 }
 
-uint64_t cs__upd_winners(const cs__upd_call *const *calls, uint64_t first_row, const cs__upd_item *it, uint64_t n, uint32_t col,
+uint64_t cs__chunk_upd_winners(const cs__upd_call *const *calls, uint64_t first_row, const cs__upd_item *it, uint64_t n, uint32_t col,
                          cs__upd_win *out) {
   uint64_t k = 0;
   for (uint64_t a = 0, b; a < n; a = b) {
@@ -208,7 +180,7 @@ static void bit_put(uint8_t *bits, uint64_t i, bool v) {
   bits[i >> 3] = (uint8_t)((bits[i >> 3] & ~(1u << (i & 7))) | ((unsigned)v << (i & 7)));
 }
 
-void cs__merged_free(cs__merged *m) {
+void cs__chunk_merged_free(cs__merged *m) {
   cs__mem_free(m->bits), cs__mem_free(m->offsets), cs__mem_free(m->data);
   memset(m, 0, sizeof *m);
 }
@@ -234,7 +206,7 @@ cs_rc cs__chunk_merge(const cs_column *column, uint64_t n, const cs_chunk *old, 
     bool ok = oo[0] == 0 && (uint64_t)oo[n] == old->data_bytes;
     for (uint64_t i = 0; ok && i < n; i++) ok = oo[i + 1] >= oo[i];
     if (!ok) {
-      cs__merged_free(out);
+      cs__chunk_merged_free(out);
       return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu, column %s: TEXT/BLOB offsets are damaged", path,
                         (unsigned long long)rec, column->name);
     }
@@ -270,6 +242,42 @@ cs_rc cs__chunk_merge(const cs_column *column, uint64_t n, const cs_chunk *old, 
   out->null_count = n - valid;
   return CS_OK;
 nomem:
-  cs__merged_free(out);
+  cs__chunk_merged_free(out);
   return cs_err_set(err, CS_ENOMEM, "colstore: out of memory updating a chunk of %llu rows", (unsigned long long)n);
+}
+
+/* ------------------------------------------------------------- checked */
+
+cs_rc cs__chunk_check(const cs_disk_chunk *dc, const cs_column *col, uint64_t n_rows, uint64_t lo_bound, uint64_t hi_bound,
+                      bool absolute, const char *path, uint64_t rec, cs_err *err) {
+  const char *why = NULL;
+  size_t width = cs_type_width(col->type);
+  uint64_t lo = dc->chunk_offset, hi;
+  if (!cs__span_in(dc->chunk_offset, dc->chunk_bytes, lo_bound, hi_bound) || (lo % CS_ALIGN) != 0) {
+    why = absolute ? "chunk lies outside its patch block" : "chunk lies outside its record";
+    goto bad;
+  }
+  hi = lo + dc->chunk_bytes;
+  if (dc->null_count > n_rows || (dc->null_count > 0 && !col->nullable)) { why = "null count is impossible"; goto bad; }
+  if ((dc->null_count > 0) != (dc->validity_offset != 0)) { why = "validity bitmap and null count disagree"; goto bad; }
+  if (dc->validity_offset && (!cs__span_in(dc->validity_offset, (n_rows + 7) / 8, lo, hi) || dc->validity_offset % CS_ALIGN)) {
+    why = "validity bitmap lies outside its chunk";
+    goto bad;
+  }
+  if (!cs__span_in(dc->data_offset, dc->data_bytes, lo, hi) || dc->data_offset % CS_ALIGN) { why = "data lies outside its chunk"; goto bad; }
+  if (width) {
+    if (dc->offsets_offset != 0 || n_rows > UINT64_MAX / width || dc->data_bytes != n_rows * width) { why = "data size does not match the row count"; goto bad; }
+  } else {
+    if (dc->offsets_offset == 0 || n_rows >= UINT64_MAX / 8 || !cs__span_in(dc->offsets_offset, (n_rows + 1) * 8, lo, hi) ||
+        dc->offsets_offset % CS_ALIGN) {
+      why = "offsets lie outside their chunk";
+      goto bad;
+    }
+  }
+  /* CS_CHUNK_ABSOLUTE exactly where the caller expects a patch's chunk. */
+  uint32_t known = CS_CHUNK_SORTED | CS_CHUNK_HAS_MINMAX | (absolute ? CS_CHUNK_ABSOLUTE : 0);
+  if ((dc->flags & ~known) || absolute != ((dc->flags & CS_CHUNK_ABSOLUTE) != 0)) { why = "unknown chunk flags"; goto bad; }
+  return CS_OK;
+bad:
+  return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu, column %s: %s", path, (unsigned long long)rec, col->name, why);
 }

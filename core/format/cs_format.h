@@ -79,6 +79,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cs_base_internal.h" /* cs__hash, the format's checksum */
+
 #define CS_ALIGN 64u
 #define CS_MAGIC_FILE "\x89" "CST\r\n\x1a\n" /* PNG-style: catches text-mode damage */
 #define CS_MAGIC_SLOT "CSCOMMIT"
@@ -238,6 +240,9 @@ static inline uint64_t cs__delvec_block_bytes(uint64_t n_rows) {
   return sizeof(cs_disk_delvec) + ((((n_rows + 7) / 8) + 63) & ~(uint64_t)63);
 }
 
+/* The bitmap of such a block: the bytes after its header, n_rows bits
+** padded to 64 bytes.  One definition for the writer and the view. */
+static inline uint64_t cs__delvec_bitmap_bytes(uint64_t n_rows) { return cs__delvec_block_bytes(n_rows) - sizeof(cs_disk_delvec); }
 _Static_assert(sizeof(cs_disk_delvec) == 64, "deletion vector header is 64 bytes");
 _Static_assert(sizeof(cs_disk_patch) == 64, "patch block header is 64 bytes");
 _Static_assert(sizeof(cs_disk_patch_item) == 96, "patch item is 96 bytes");
@@ -279,11 +284,5 @@ static inline uint64_t cs__footer_entry_bytes_v2(uint32_t n_cols) {
   return sizeof(cs_disk_entry) + sizeof(cs_disk_entry_ext) + (uint64_t)n_cols * sizeof(cs_disk_chunk);
 }
 #define CS_FOOTER_HEAD_BYTES_V2 (sizeof(cs_disk_footer) + sizeof(cs_disk_footer_ext))
-
-/* Checksum helpers (cs_checksum.c): XXH3-64, the only hash in the format. */
-uint64_t cs__hash(const void *p, size_t n);
-uint64_t cs__hash_seeded(const void *p, size_t n, uint64_t seed);
-struct iovec;
-uint64_t cs__hash_iov(const struct iovec *iov, int n);
 
 #endif /* CS_FORMAT_H */

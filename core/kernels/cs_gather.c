@@ -17,7 +17,7 @@
 **                       speed hint, never a safety condition.
 **   cs_gather_rows      any order: each row located by the branchless search
 **                       over first_rows, or by a multiply-high when the
-**                       records are uniform (cs__uniform_init).
+**                       records are uniform (cs__store_uniform_init, store/cs_store.c).
 **   cs_bins_compute +   the record of each row found once and reused by
 **   cs_gather_rows_binned  every column of a multi-column read.
 **
@@ -55,44 +55,6 @@
 ** M * d - 2^p < d <= 2^(p - N).  Taking p >= 64 makes the quotient the high
 ** word of one 64x64-bit multiply, shifted right by p - 64; the layout is
 ** used only when M fits in 64 bits (not for d = 1, which no writer makes). */
-void cs__uniform_init(cs_store *s) {
-  s->uniform_rows = 0;
-  s->uniform_magic = 0;
-  s->uniform_shift = 0;
-  uint64_t R = s->n_records;
-  if (R == 0) return;
-  uint64_t per = s->first_rows[1] - s->first_rows[0];
-  for (uint64_t r = 1; r + 1 < R; r++)
-    if (s->first_rows[r + 1] - s->first_rows[r] != per) return;
-  if (R > 1 && s->first_rows[R] - s->first_rows[R - 1] > per) return;
-  uint32_t N = 1;
-  while (N < 64 && (s->n_rows - 1) >> N) N++;
-  uint32_t l = 0;
-  while (l < 64 && ((uint64_t)1 << l) < per) l++;
-  uint32_t p = N + l < 64 ? 64 : N + l;
-  if (N > 62 || p > 127) return;
-  cs__u128 m = (((cs__u128)1 << p) + per - 1) / per;
-  if (m >> 64) return;
-  s->uniform_rows = per;
-  s->uniform_magic = (uint64_t)m;
-  s->uniform_shift = p - 64;
-}
-
-void cs__bits_to_bytes(const uint8_t *bits, uint64_t off, uint64_t n, uint8_t *out) {
-  if (!bits) {
-    memset(out, 1, n);
-    return;
-  }
-  uint64_t i = 0;
-  for (; i < n && ((off + i) & 7); i++) out[i] = (uint8_t)((bits[(off + i) >> 3] >> ((off + i) & 7)) & 1);
-  const uint8_t *b = bits + ((off + i) >> 3);
-  for (; i + 8 <= n; i += 8, b++) {
-    uint64_t y = cs__spread8(*b);
-    memcpy(out + i, &y, 8);
-  }
-  for (; i < n; i++) out[i] = (uint8_t)((bits[(off + i) >> 3] >> ((off + i) & 7)) & 1);
-}
-
 /* The store's segment table, copied into locals once per call so the inner
 ** loops keep it in registers (stores through uint8_t pointers may alias
 ** anything, so fields read through s would be reloaded every element). */
@@ -268,7 +230,7 @@ void cs_gather_range(const cs_store *s, uint32_t col, uint64_t first, uint64_t n
     uint64_t local = row - t.first_rows[r], take = t.first_rows[r + 1] - row;
     if (take > n - done) take = n - done;
     memcpy(o + done * w, (const uint8_t *)ch->data + local * w, take * w);
-    if (out_valid) cs__bits_to_bytes(ch->validity, local, take, out_valid + done);
+    if (out_valid) cs__mask_from_bits(ch->validity, local, take, out_valid + done);
     done += take, row += take, r++;
   }
 }

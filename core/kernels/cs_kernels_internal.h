@@ -1,12 +1,16 @@
 /*
-** cs_kernels_internal.h - what the kernel files (cs_gather.c, cs_mask.c,
-** cs_pred.c, cs_kernel_config.c) share, and nobody else.
+** cs_kernels_internal.h - what the kernels (kernels/: cs_gather.c,
+** cs_mask.c, cs_pred.c, cs_select.c) share with each other and with the
+** analytics above them (analytics/: ordering, scattering, aggregation):
+** the inline pieces of every inner loop, the span bodies of the public
+** kernels, and compiled predicates.
 **
 ** The pieces here sit in every kernel's inner loop, so they are static
 ** inline and branch-free: the record search is the conditional-move form
 ** (a std-style upper_bound measured ~5x slower in the kernel study), uniform
 ** stores divide by a precomputed reciprocal instead of searching (Stage 9),
-** and mask bytes are classified eight at a time (Stage 12).
+** and mask bytes are classified eight at a time (Stage 12).  The record
+** search itself is format/'s cs__find_record, the one the store uses.
 **
 ** Width stamping: a kernel body is written once as an always_inline
 ** function whose element width W is a parameter, and CS__WIDTH_SWITCH calls
@@ -21,19 +25,11 @@
 
 #include <string.h>
 
-#include "cs_internal.h"
+#include "cs_store_internal.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the kernels read mask words and bitmaps as little-endian integers"
 #endif
-
-#define CS__INLINE static inline __attribute__((always_inline))
-
-/* Upper bound on the threads one kernel uses (and one more than the
-** kernels' helpers, cs_team.c); cs_kernel_threads() never returns more. */
-#define CS__MAX_THREADS 1024
-
-__extension__ typedef unsigned __int128 cs__u128;
 
 /* Calls CALL(W) with the literal width matching w (1, 2, 4 or 8). */
 #define CS__WIDTH_SWITCH(w, CALL) \
@@ -45,40 +41,6 @@ __extension__ typedef unsigned __int128 cs__u128;
       default: CALL(8); break;    \
     }                             \
   } while (0)
-
-/* Default prefetch distances for prefetch = -1 ("auto"), in elements.
-** The kernel study: software prefetch is a pessimisation for unsorted
-** gathers (the out-of-order core already saturates memory-level
-** parallelism; measured here too: distance 8 or 64 doubled cs_gather_rows'
-** time on an irregular store).  The sorted walk gains: a lookahead cursor
-** prefetches the exact value pf elements ahead across record boundaries.
-** Measured on a 4-column FLOAT64 store, 4M rows, 2M sorted rows, one
-** thread (ns per element at distance 0 / 64 / 128 / 256 / 512): records of
-** 16-48 rows 6.9 / 4.9 / 4.8 / 4.8 / 5.0; of 50-250 rows 4.5 / 3.4 / 3.2 /
-** 3.2 / 3.4.  bench/bench_kernels.c re-measures it on the host at hand. */
-#define CS__PREFETCH_AUTO_ROWS 0
-#define CS__PREFETCH_AUTO_SORTED 128
-
-/* The prefetch distance a kernel uses: the configured value when it is set
-** (>= 0), else auto_default. */
-int cs__kernel_prefetch(int auto_default);
-/* Overrides the kernel settings for the calling thread only (NULL ends the
-** override); cs_calibrate() times its candidates with it. */
-void cs__kernel_config_override(const cs_kernel_config *cfg);
-
-/* The last record whose first row is <= row, over first_rows[0, n_records)
-** (first_rows[0] <= row).  Branchless: the compiler turns the select into a
-** cmov, so the loop runs exactly ceil(log2 n) steps with no mispredictions. */
-CS__INLINE uint64_t cs__find_record(const uint64_t *first_rows, uint64_t n_records, uint64_t row) {
-  const uint64_t *base = first_rows;
-  uint64_t n = n_records;
-  while (n > 1) {
-    uint64_t half = n / 2;
-    base = (base[half] <= row) ? base + half : base;
-    n -= half;
-  }
-  return (uint64_t)(base - first_rows);
-}
 
 /* row / uniform_rows for a uniform store (s->uniform_rows != 0), as a
 ** multiply-high and a shift; exact for every row < cs_store_rows(). */
@@ -132,8 +94,8 @@ CS__INLINE uint64_t cs__load64(const void *p) {
 }
 
 /* out[i] = bit (off + i) of bits, as 0/1 bytes, for i < n; bits == NULL
-** means all valid. */
-void cs__bits_to_bytes(const uint8_t *bits, uint64_t off, uint64_t n, uint8_t *out);
+** means all valid (cs_mask.c: a validity bitmap as a mask). */
+void cs__mask_from_bits(const uint8_t *bits, uint64_t off, uint64_t n, uint8_t *out);
 
 /* ------------------------------------------------------------ span bodies
 ** The serial bodies of the public kernels over one span of their input,
@@ -190,26 +152,5 @@ bool cs__pred_set_row(const cs__pred_set *set, uint64_t rec, uint64_t local);
 ** (cs_select.c). */
 const cs__pred_set *cs__selector_preds(const cs_selector *sel);
 const cs_store *cs__selector_store(const cs_selector *sel);
-
-/* The kernels' parallel loop (cs_team.c): fn(ctx, chunk, member) for every
-** chunk in [0, n_chunks), on the calling thread (member 0) and up to
-** threads - 1 helpers (members 1, 2, ...) that join while chunks are left.
-** Which member runs which chunk is timing, so what fn writes must depend on
-** the chunk alone.  Returns the members that ran chunks (1 = the caller
-** alone).  Never waits for a helper that has not started. */
-typedef void (*cs__team_fn)(void *ctx, uint64_t chunk, int member);
-int cs__team_run(int threads, uint64_t n_chunks, cs__team_fn fn, void *ctx);
-/* The chunk size for n elements on threads: about eight chunks a thread,
-** at least min_chunk, at most max_chunks chunks (0 = no limit), a multiple
-** of align (a power of two).  A function of its arguments only. */
-uint64_t cs__team_chunk(uint64_t n, int threads, uint64_t min_chunk, uint64_t align, uint64_t max_chunks);
-/* The elements [i0, i1) of chunk c of size chunk over n elements. */
-CS__INLINE void cs__team_span(uint64_t c, uint64_t chunk, uint64_t n, uint64_t *i0, uint64_t *i1) {
-  *i0 = c * chunk;
-  *i1 = *i0 + chunk < n ? *i0 + chunk : n;
-}
-/* Since the process started: team runs with helpers asked for, chunks
-** helpers ran, runs no helper joined in time (the caller ran all). */
-void cs__team_stats(uint64_t *runs, uint64_t *helped_chunks, uint64_t *alone);
 
 #endif /* CS_KERNELS_INTERNAL_H */

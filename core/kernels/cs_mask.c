@@ -223,7 +223,7 @@ CS__INLINE void mask_segment(size_t W, bool V, const uint8_t *mask, uint64_t a, 
       uint64_t e = i + 8;
       while (b - e >= 8 && cs__mask_norm(cs__load64(mask + e)) == CS__ONES8) e += 8;
       memcpy(out + k * W, p, (e - i) * W);
-      if (V) cs__bits_to_bytes(validity, lb, e - i, ov + k);
+      if (V) cs__mask_from_bits(validity, lb, e - i, ov + k);
       k += e - i;
       i = e;
     } else if (len == 8 && cap - k >= 8) {
@@ -316,4 +316,21 @@ void cs__mask_rows_span(const uint8_t *mask, uint64_t i0, uint64_t i1, uint64_t 
 void cs__mask_gather_span(const cs_store *s, uint32_t col, const uint8_t *mask, uint64_t first, uint64_t i0,
                           uint64_t i1, void *out, uint8_t *ov, uint64_t cap) {
   mask_part(s, col, cs_type_width(s->cols[col].type), ov != NULL, mask, first, i0, i1, out, ov, cap);
+}
+
+/* ------------------------------------------------------ bitmap as mask */
+
+void cs__mask_from_bits(const uint8_t *bits, uint64_t off, uint64_t n, uint8_t *out) {
+  if (!bits) {
+    memset(out, 1, n);
+    return;
+  }
+  uint64_t i = 0;
+  for (; i < n && ((off + i) & 7); i++) out[i] = (uint8_t)((bits[(off + i) >> 3] >> ((off + i) & 7)) & 1);
+  const uint8_t *b = bits + ((off + i) >> 3);
+  for (; i + 8 <= n; i += 8, b++) {
+    uint64_t y = cs__spread8(*b);
+    memcpy(out + i, &y, 8);
+  }
+  for (; i < n; i++) out[i] = (uint8_t)((bits[(off + i) >> 3] >> ((off + i) & 7)) & 1);
 }

@@ -314,12 +314,6 @@ none:
   *empty = true;
 }
 
-CS__INLINE int bytes_cmp(const uint8_t *a, uint64_t na, const uint8_t *b, uint64_t nb) {
-  uint64_t m = na < nb ? na : nb;
-  int c = m ? memcmp(a, b, m) : 0;
-  if (c) return c;
-  return (na > nb) - (na < nb);
-}
 
 /* Narrows the byte-string bounds by `x op v` for a column of class col_kind. */
 static void bytes_apply(cs_value_kind col_kind, cs_cmp op, const cs_value *v, bbound *lo, bbound *hi,
@@ -331,11 +325,11 @@ static void bytes_apply(cs_value_kind col_kind, cs_cmp op, const cs_value *v, bb
   }
   bbound b = {v->p, v->n, true, op != CS_CMP_LT && op != CS_CMP_GT};
   if (op == CS_CMP_EQ || op == CS_CMP_GT || op == CS_CMP_GE) {
-    int c = lo->on ? bytes_cmp(b.p, b.n, lo->p, lo->n) : 1;
+    int c = lo->on ? cs__bytes_cmp(b.p, b.n, lo->p, lo->n) : 1;
     if (c > 0 || (c == 0 && !b.incl)) *lo = b;
   }
   if (op == CS_CMP_EQ || op == CS_CMP_LT || op == CS_CMP_LE) {
-    int c = hi->on ? bytes_cmp(b.p, b.n, hi->p, hi->n) : -1;
+    int c = hi->on ? cs__bytes_cmp(b.p, b.n, hi->p, hi->n) : -1;
     if (c < 0 || (c == 0 && !b.incl)) *hi = b;
   }
 }
@@ -377,7 +371,7 @@ static void compile_range(pcomp *p, cs_cmp op, const cs_value *a, const cs_value
     bytes_apply(p->bkind, op1, a, &lo, &hi, &empty);
     if (op == CS_CMP_BETWEEN) bytes_apply(p->bkind, CS_CMP_LE, b, &lo, &hi, &empty);
     if (!empty && lo.on && hi.on) {
-      int c = bytes_cmp(lo.p, lo.n, hi.p, hi.n);
+      int c = cs__bytes_cmp(lo.p, lo.n, hi.p, hi.n);
       empty = c > 0 || (c == 0 && !(lo.incl && hi.incl));
     }
     if (empty)
@@ -702,20 +696,20 @@ static void bytes_piece(const pcomp *p, const cs_chunk *ch, uint64_t a, uint64_t
     if (p->kind == PK_RANGE) {
       ok = true;
       if (p->blo.on) {
-        int c = bytes_cmp(x, nx, p->blo.p, p->blo.n);
+        int c = cs__bytes_cmp(x, nx, p->blo.p, p->blo.n);
         ok = p->blo.incl ? c >= 0 : c > 0;
       }
       if (ok && p->bhi.on) {
-        int c = bytes_cmp(x, nx, p->bhi.p, p->bhi.n);
+        int c = cs__bytes_cmp(x, nx, p->bhi.p, p->bhi.n);
         ok = p->bhi.incl ? c <= 0 : c < 0;
       }
     } else if (p->kind == PK_NE) {
-      ok = bytes_cmp(x, nx, p->blo.p, p->blo.n) != 0;
+      ok = cs__bytes_cmp(x, nx, p->blo.p, p->blo.n) != 0;
     } else { /* IN */
       ok = false;
       for (uint64_t k = 0; k < p->n_set && !ok; k++) {
         const cs_value *m = &p->set[k];
-        ok = m->kind == p->bkind && bytes_cmp(x, nx, m->p, m->n) == 0;
+        ok = m->kind == p->bkind && cs__bytes_cmp(x, nx, m->p, m->n) == 0;
       }
     }
     d[i] = ok;

@@ -48,7 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cs_kernels_internal.h"
+#include "cs_runtime_internal.h"
 
 /* Low 32 bits: thread cap (0 = auto); high 32 bits: prefetch as int32
 ** (0 = off, -1 = auto).  The initial value is {0, -1}. */

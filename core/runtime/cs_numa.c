@@ -35,7 +35,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cs_internal.h"
+#include "cs_runtime_internal.h"
 
 #ifdef COLSTORE_HAVE_NUMA
 #include <numa.h>

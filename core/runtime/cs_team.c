@@ -51,7 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cs_kernels_internal.h"
+#include "cs_runtime_internal.h"
 
 /* Jobs that may have helpers at once; more concurrent callers run alone. */
 #define CS__TEAM_JOBS 8

@@ -40,7 +40,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "cs_internal.h"
+#include "cs_runtime_internal.h"
 
 struct cs_worker {
   pthread_mutex_t mu;

@@ -62,7 +62,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cs_internal.h"
+#include "cs_store_internal.h"
 
 #define CACHE_PIECE_BYTES ((uint64_t)16 << 20) /* one pread; large enough to be bandwidth-bound */
 

@@ -17,7 +17,7 @@
 ** excluded, as a glob would); a pattern means the regular files glob(3)
 ** matches.  Either way a writer's temporary file is never a member: the
 ** writer creates a store as <path>.tmp.XXXXXX and renames it at commit
-** (cs_writer.c, cs__writer_is_temp_name), so a pattern matching every name
+** (format/cs_format.c, cs__format_is_temp_name), so a pattern matching every name
 ** in a directory would otherwise catch a file mid-create: half written, or
 ** a complete copy that doubles the rows of the store it is about to become.
 ** The rule is by name only, because the writer may link the finished file
@@ -51,7 +51,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cs_internal.h"
+#include "cs_store_internal.h"
 
 /* ------------------------------------------------------------ expansion */
 
@@ -126,7 +126,7 @@ cs_rc cs_dataset_expand(const char *source, char ***out_paths, uint32_t *out_n, 
     bool slash = dl > 0 && source[dl - 1] == '/';
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-      if (e->d_name[0] == '.' || !has_cst_suffix(e->d_name) || cs__writer_is_temp_name(e->d_name)) continue;
+      if (e->d_name[0] == '.' || !has_cst_suffix(e->d_name) || cs__format_is_temp_name(e->d_name)) continue;
       size_t n = dl + 1 + strlen(e->d_name) + 1;
       char *p = cs__mem_malloc(n);
       if (p) snprintf(p, n, "%s%s%s", source, slash ? "" : "/", e->d_name);
@@ -153,7 +153,7 @@ cs_rc cs_dataset_expand(const char *source, char ***out_paths, uint32_t *out_n, 
     }
     if (grc == 0) {
       for (size_t i = 0; i < g.gl_pathc; i++) {
-        if (cs__writer_is_temp_name(base_name(g.gl_pathv[i])) || !is_regular(g.gl_pathv[i])) continue;
+        if (cs__format_is_temp_name(base_name(g.gl_pathv[i])) || !is_regular(g.gl_pathv[i])) continue;
         if (!list_add(&l, cs__mem_strdup(g.gl_pathv[i]))) {
           globfree(&g);
           cs_paths_free(l.v, l.n);
@@ -290,6 +290,7 @@ static cs_rc dataset_open(const char *const *paths, uint32_t n_paths, const char
     rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory opening a dataset");
     goto fail;
   }
+  s->ops = &cs__dataset_ops;
   atomic_init(&s->n_refs, 1);
   s->fd = -1;
   s->cache_req = cache;
@@ -343,7 +344,7 @@ static cs_rc dataset_open(const char *const *paths, uint32_t n_paths, const char
     base += p->n_rows;
   }
   s->first_rows[n_records] = n_rows;
-  cs__uniform_init(s);
+  cs__store_uniform_init(s);
   *out = s;
   return CS_OK;
 fail:
@@ -374,7 +375,7 @@ cs_rc cs_store_open_source_with(const char *source, cs_verify verify, cs_cache c
   return rc;
 }
 
-void cs__dataset_free(cs_store *s) {
+void cs__dataset_release(cs_store *s) {
   for (uint32_t i = 0; i < s->n_parts; i++) cs_store_close(s->parts[i]);
   cs__mem_free(s->parts);
   cs__mem_free(s->part_first_record);
@@ -439,6 +440,37 @@ cs_rc cs__dataset_verify(const cs_store *s, cs_err *err) {
     if (rc) return rc;
   }
   return CS_OK;
+}
+
+const cs__store_ops cs__dataset_ops = {"dataset", cs__dataset_release, cs__dataset_is_current, cs__dataset_reopen,
+                                       cs__dataset_verify};
+
+/* ---------------------------------------------------------- verify source */
+
+/* A file is verified as one (cs_store.c); a dataset file by file, then as
+** a whole. */
+cs_rc cs_store_verify_source(const char *source, cs_damage_fn fn, void *ctx, uint64_t *out_n_damaged, cs_err *err) {
+  cs__damage_sink sink = {fn, ctx, 0, NULL};
+  *out_n_damaged = 0;
+  if (!cs_source_is_dataset(source)) {
+    cs_rc rc = cs__store_verify_file(source, &sink, err);
+    *out_n_damaged = sink.n;
+    return rc;
+  }
+  char **paths = NULL;
+  uint32_t n = 0;
+  cs_rc rc = cs_dataset_expand(source, &paths, &n, err);
+  for (uint32_t i = 0; i < n && rc == CS_OK; i++) rc = cs__store_verify_file(paths[i], &sink, err);
+  cs_paths_free(paths, n);
+  /* Every file intact: what makes them one dataset (files to read, one
+  ** schema) is checked as an open checks it. */
+  if (rc == CS_OK && sink.n == 0) {
+    cs_store *d = NULL;
+    rc = cs_store_open_source(source, CS_VERIFY_HEADER, &d, err);
+    cs_store_close(d);
+  }
+  *out_n_damaged = sink.n;
+  return rc;
 }
 
 /* ------------------------------------------------------------ accessors */

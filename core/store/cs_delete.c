@@ -31,33 +31,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "cs_internal.h"
-
-/* ------------------------------------------------------------- preamble */
-
-void cs__preamble_with_version(const cs_disk_preamble *p, uint32_t v, cs_disk_preamble *out) {
-  *out = *p;
-  out->version = v;
-  out->checksum = cs__hash(out, 56);
-}
-
-bool cs__preamble_version(const cs_disk_preamble *p, uint32_t *out_version, bool *out_torn) {
-  *out_torn = false;
-  *out_version = p->version;
-  if (p->checksum == cs__hash(p, 56)) return true;
-  if (p->version != 1 && p->version != 2) return false;
-  /* A torn upgrade (or a torn abort of one): every byte is the version-1
-  ** form's or the version-2 form's, and nothing else differs. */
-  cs_disk_preamble a, b;
-  cs__preamble_with_version(p, 1, &a);
-  cs__preamble_with_version(p, 2, &b);
-  const uint8_t *x = (const uint8_t *)p, *pa = (const uint8_t *)&a, *pb = (const uint8_t *)&b;
-  for (size_t i = 0; i < sizeof *p; i++)
-    if (x[i] != pa[i] && x[i] != pb[i]) return false;
-  *out_torn = true;
-  *out_version = 2;
-  return true;
-}
+#include "cs_store_internal.h"
 
 /* --------------------------------------------------------------- checks */
 
@@ -151,7 +125,7 @@ const uint8_t *cs_store_record_deletions(const cs_store *s, uint64_t rec) { retu
 
 bool cs_store_row_deleted(const cs_store *s, uint64_t row) {
   if (!s->dels) return false;
-  uint64_t rec = cs_store_find_record(s, row);
+  uint64_t rec = cs__find_record(s->first_rows, s->n_records, row);
   const uint8_t *bits = s->dels[rec].bits;
   uint64_t local = row - s->first_rows[rec];
   return bits && ((bits[local >> 3] >> (local & 7)) & 1);
@@ -197,7 +171,7 @@ uint64_t cs_store_mask_deleted(const cs_store *s, uint64_t first, uint64_t n, ui
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, spread_init);
   uint64_t cleared = 0, end = first + n;
-  for (uint64_t rec = cs_store_find_record(s, first); rec < s->n_records && s->first_rows[rec] < end; rec++) {
+  for (uint64_t rec = cs__find_record(s->first_rows, s->n_records, first); rec < s->n_records && s->first_rows[rec] < end; rec++) {
     const uint8_t *bits = s->dels[rec].bits;
     if (!bits) continue;
     uint64_t base = s->first_rows[rec];
@@ -234,7 +208,7 @@ uint64_t cs_store_mask_deleted(const cs_store *s, uint64_t first, uint64_t n, ui
 uint64_t cs_store_deleted_in(const cs_store *s, uint64_t first, uint64_t n) {
   if (!s->dels || n == 0) return 0;
   uint64_t count = 0, end = first + n;
-  for (uint64_t rec = cs_store_find_record(s, first); rec < s->n_records && s->first_rows[rec] < end; rec++) {
+  for (uint64_t rec = cs__find_record(s->first_rows, s->n_records, first); rec < s->n_records && s->first_rows[rec] < end; rec++) {
     const uint8_t *bits = s->dels[rec].bits;
     if (!bits) continue;
     uint64_t base = s->first_rows[rec], rec_end = s->first_rows[rec + 1];
@@ -254,7 +228,7 @@ uint64_t cs_store_filter_deleted(const cs_store *s, uint64_t *rows, uint64_t n) 
   for (uint64_t i = 0; i < n; i++) {
     uint64_t row = rows[i];
     /* Ascending lists stay in the record they were in: no search. */
-    if (row < s->first_rows[rec] || row >= s->first_rows[rec + 1]) rec = cs_store_find_record(s, row);
+    if (row < s->first_rows[rec] || row >= s->first_rows[rec + 1]) rec = cs__find_record(s->first_rows, s->n_records, row);
     const uint8_t *bits = s->dels[rec].bits;
     uint64_t local = row - s->first_rows[rec];
     rows[kept] = row;

@@ -26,7 +26,7 @@
 */
 #include <string.h>
 
-#include "cs_internal.h"
+#include "cs_store_internal.h"
 
 cs_rc cs__patch_check(const cs_store *s, uint64_t off, uint64_t limit, const cs_disk_entry *e, uint64_t rec, cs_err *err) {
   uint32_t nc = s->schema.n_cols;

@@ -52,21 +52,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cs_internal.h"
+#include "cs_store_internal.h"
 
-/* ----------------------------------------------------------- small reads */
-
-cs_rc cs__pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, cs_err *err) {
-  uint8_t *p = buf;
-  while (n > 0) {
-    ssize_t got = pread(fd, p, n, (off_t)off);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return cs_err_set(err, CS_EIO, "colstore: %s: read failed at offset %llu: %s", path, (unsigned long long)off, strerror(errno));
-    if (got == 0) return cs_err_set(err, CS_ECORRUPT, "colstore: %s: file ends at offset %llu, inside a structure that should be there", path, (unsigned long long)off);
-    p += got, n -= (size_t)got, off += (uint64_t)got;
-  }
-  return CS_OK;
-}
+static const cs__store_ops file_ops; /* a single file's operations, at the end of the file */
 
 static bool slot_valid(const cs_disk_slot *s) {
   return memcmp(s->magic, CS_MAGIC_SLOT, CS_MAGIC_BYTES) == 0 && s->checksum == cs__hash(s, 56) &&
@@ -155,42 +143,6 @@ static cs_rc schema_decode(cs_store *s, const uint8_t *p, uint64_t n, cs_err *er
   return CS_OK;
 bad:
   return cs_err_set(err, CS_ECORRUPT, "colstore: %s: schema block is malformed", s->path);
-}
-
-/* ---------------------------------------------------------------- chunks */
-
-cs_rc cs__chunk_check(const cs_disk_chunk *dc, const cs_column *col, uint64_t n_rows, uint64_t lo_bound, uint64_t hi_bound,
-                      bool absolute, const char *path, uint64_t rec, cs_err *err) {
-  const char *why = NULL;
-  size_t width = cs_type_width(col->type);
-  uint64_t lo = dc->chunk_offset, hi;
-  if (!cs__span_in(dc->chunk_offset, dc->chunk_bytes, lo_bound, hi_bound) || (lo % CS_ALIGN) != 0) {
-    why = absolute ? "chunk lies outside its patch block" : "chunk lies outside its record";
-    goto bad;
-  }
-  hi = lo + dc->chunk_bytes;
-  if (dc->null_count > n_rows || (dc->null_count > 0 && !col->nullable)) { why = "null count is impossible"; goto bad; }
-  if ((dc->null_count > 0) != (dc->validity_offset != 0)) { why = "validity bitmap and null count disagree"; goto bad; }
-  if (dc->validity_offset && (!cs__span_in(dc->validity_offset, (n_rows + 7) / 8, lo, hi) || dc->validity_offset % CS_ALIGN)) {
-    why = "validity bitmap lies outside its chunk";
-    goto bad;
-  }
-  if (!cs__span_in(dc->data_offset, dc->data_bytes, lo, hi) || dc->data_offset % CS_ALIGN) { why = "data lies outside its chunk"; goto bad; }
-  if (width) {
-    if (dc->offsets_offset != 0 || n_rows > UINT64_MAX / width || dc->data_bytes != n_rows * width) { why = "data size does not match the row count"; goto bad; }
-  } else {
-    if (dc->offsets_offset == 0 || n_rows >= UINT64_MAX / 8 || !cs__span_in(dc->offsets_offset, (n_rows + 1) * 8, lo, hi) ||
-        dc->offsets_offset % CS_ALIGN) {
-      why = "offsets lie outside their chunk";
-      goto bad;
-    }
-  }
-  /* CS_CHUNK_ABSOLUTE exactly where the caller expects a patch's chunk. */
-  uint32_t known = CS_CHUNK_SORTED | CS_CHUNK_HAS_MINMAX | (absolute ? CS_CHUNK_ABSOLUTE : 0);
-  if ((dc->flags & ~known) || absolute != ((dc->flags & CS_CHUNK_ABSOLUTE) != 0)) { why = "unknown chunk flags"; goto bad; }
-  return CS_OK;
-bad:
-  return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu, column %s: %s", path, (unsigned long long)rec, col->name, why);
 }
 
 /* Checks a record header at off (inside [data_offset, limit)) against the
@@ -289,7 +241,7 @@ static cs_rc directory_resolve(cs_store *s, uint64_t limit, cs_err *err) {
   if (rc) return rc;
   s->first_rows[s->n_records] = rows;
   s->n_rows = rows;
-  cs__uniform_init(s);
+  cs__store_uniform_init(s);
   return cs__dels_resolve(s, limit, err);
 }
 
@@ -549,6 +501,7 @@ static cs_rc store_load(int fd, const char *path, cs_verify verify, cs_cache cac
     close(fd);
     return cs_err_set(err, CS_ENOMEM, "colstore: out of memory opening %s", path);
   }
+  s->ops = &file_ops;
   atomic_init(&s->n_refs, 1);
   s->damage = sink;
   s->fd = fd;
@@ -680,7 +633,7 @@ cs_rc cs_store_open_with(const char *path, cs_verify verify, cs_cache cache, cs_
 
 void cs_store_close(cs_store *s) {
   if (!s || atomic_fetch_sub(&s->n_refs, 1) != 1) return;
-  cs__dataset_free(s);
+  s->ops->release(s);
   cs__cache_release(s);
   if (s->fd >= 0) close(s->fd);
   cs__mem_free(s->first_rows);
@@ -693,7 +646,8 @@ void cs_store_close(cs_store *s) {
   cs__mem_free(s->disk_chunks);
   cs__mem_free(s->chunks);
   cs__verified_free(s);
-  cs__agg_cache_free(atomic_load(&s->agg_cache));
+  cs__derived *derived = cs__store_derived(s);
+  if (derived) derived->free(derived);
   cs__mem_free(s->cols);
   cs__mem_free(s->names);
   cs__mem_free(s->path);
@@ -716,18 +670,34 @@ const cs_chunk *cs_store_chunk(const cs_store *s, uint64_t rec, uint32_t col) {
   return &s->chunks[rec * s->schema.n_cols + col];
 }
 
-/* Branchless lower search: the last of first_rows[0, n) that is <= row. */
-uint64_t cs__first_rows_find(const uint64_t *first_rows, uint64_t n, uint64_t row) {
-  const uint64_t *base = first_rows;
-  while (n > 1) {
-    uint64_t half = n / 2;
-    base = (base[half] <= row) ? base + half : base;
-    n -= half;
-  }
-  return (uint64_t)(base - first_rows);
+/* The uniform layout (cs_store_internal.h): every record but the last has
+** per rows and the last no more, so row / per is the record, computed as
+** the high word of row * magic shifted right.  Set for every variant (a
+** file, a dataset, a view) when its directory is complete. */
+void cs__store_uniform_init(cs_store *s) {
+  s->uniform_rows = 0;
+  s->uniform_magic = 0;
+  s->uniform_shift = 0;
+  uint64_t R = s->n_records;
+  if (R == 0) return;
+  uint64_t per = s->first_rows[1] - s->first_rows[0];
+  for (uint64_t r = 1; r + 1 < R; r++)
+    if (s->first_rows[r + 1] - s->first_rows[r] != per) return;
+  if (R > 1 && s->first_rows[R] - s->first_rows[R - 1] > per) return;
+  uint32_t N = 1;
+  while (N < 64 && (s->n_rows - 1) >> N) N++;
+  uint32_t l = 0;
+  while (l < 64 && ((uint64_t)1 << l) < per) l++;
+  uint32_t p = N + l < 64 ? 64 : N + l;
+  if (N > 62 || p > 127) return;
+  cs__u128 m = (((cs__u128)1 << p) + per - 1) / per;
+  if (m >> 64) return;
+  s->uniform_rows = per;
+  s->uniform_magic = (uint64_t)m;
+  s->uniform_shift = p - 64;
 }
 
-uint64_t cs_store_find_record(const cs_store *s, uint64_t row) { return cs__first_rows_find(s->first_rows, s->n_records, row); }
+uint64_t cs_store_find_record(const cs_store *s, uint64_t row) { return cs__find_record(s->first_rows, s->n_records, row); }
 
 void cs_store_column_stats(const cs_store *s, uint32_t col, cs_column_stats *out) {
   memset(out, 0, sizeof *out);
@@ -752,8 +722,9 @@ void cs_store_column_stats(const cs_store *s, uint32_t col, cs_column_stats *out
   out->sorted = sorted && out->null_count == 0;
 }
 
-cs_rc cs_store_is_current(const cs_store *s, bool *out_current, cs_err *err) {
-  if (s->parts) return cs__dataset_is_current(s, out_current, err);
+cs_rc cs_store_is_current(const cs_store *s, bool *out_current, cs_err *err) { return s->ops->is_current(s, out_current, err); }
+
+static cs_rc file_is_current(const cs_store *s, bool *out_current, cs_err *err) {
   /* A store replaced by rename (colstore_create 'replace') is a new inode. */
   struct stat now;
   if (stat(s->path, &now) != 0 || (uint64_t)now.st_ino != s->file_ino || (uint64_t)now.st_dev != s->file_dev) {
@@ -779,7 +750,10 @@ cs_rc cs_store_is_current(const cs_store *s, bool *out_current, cs_err *err) {
 
 cs_rc cs_store_reopen(cs_store *s, cs_verify verify, cs_store **out, cs_err *err) {
   *out = NULL;
-  if (s->parts) return cs__dataset_reopen(s, verify, out, err);
+  return s->ops->reopen(s, verify, out, err);
+}
+
+static cs_rc file_reopen(cs_store *s, cs_verify verify, cs_store **out, cs_err *err) {
   bool current = false;
   cs_rc rc = cs_store_is_current(s, &current, err);
   if (rc) return rc;
@@ -835,17 +809,21 @@ static cs_rc store_check_all(const cs_store *s, cs__damage_sink *sink, cs_err *e
   return CS_OK;
 }
 
-cs_rc cs_store_verify(const cs_store *s, cs_err *err) {
-  if (s->parts) return cs__dataset_verify(s, err);
-  return store_check_all(s, NULL, err);
-}
+cs_rc cs_store_verify(const cs_store *s, cs_err *err) { return s->ops->verify(s, err); }
+
+static cs_rc file_verify(const cs_store *s, cs_err *err) { return store_check_all(s, NULL, err); }
+
+/* A single file owns nothing beyond the common fields. */
+static void file_release(cs_store *s) { (void)s; }
+
+static const cs__store_ops file_ops = {"file", file_release, file_is_current, file_reopen, file_verify};
 
 /* One file of cs_store_verify_source.  A verify=full load with the sink
 ** reports each part and goes on; damage that stops the load (the
 ** preamble, the schema, the slots and footer when no scan recovers the
 ** records, a directory entry) is then the file's last part, after any that
 ** directory resolution found in the records before it. */
-static cs_rc file_verify_each(const char *path, cs__damage_sink *sink, cs_err *err) {
+cs_rc cs__store_verify_file(const char *path, cs__damage_sink *sink, cs_err *err) {
   cs_store *s = NULL;
   cs_err e = {0};
   cs_rc rc = path_load(path, CS_VERIFY_FULL, CS_CACHE_MAP, NULL, sink, &s, &e);
@@ -857,28 +835,4 @@ static cs_rc file_verify_each(const char *path, cs__damage_sink *sink, cs_err *e
     return CS_OK;
   }
   return rc ? cs_err_set(err, rc, "%s", e.msg) : CS_OK;
-}
-
-cs_rc cs_store_verify_source(const char *source, cs_damage_fn fn, void *ctx, uint64_t *out_n_damaged, cs_err *err) {
-  cs__damage_sink sink = {fn, ctx, 0, NULL};
-  *out_n_damaged = 0;
-  if (!cs_source_is_dataset(source)) {
-    cs_rc rc = file_verify_each(source, &sink, err);
-    *out_n_damaged = sink.n;
-    return rc;
-  }
-  char **paths = NULL;
-  uint32_t n = 0;
-  cs_rc rc = cs_dataset_expand(source, &paths, &n, err);
-  for (uint32_t i = 0; i < n && rc == CS_OK; i++) rc = file_verify_each(paths[i], &sink, err);
-  cs_paths_free(paths, n);
-  /* Every file intact: what makes them one dataset (files to read, one
-  ** schema) is checked as an open checks it. */
-  if (rc == CS_OK && sink.n == 0) {
-    cs_store *d = NULL;
-    rc = cs_store_open_source(source, CS_VERIFY_HEADER, &d, err);
-    cs_store_close(d);
-  }
-  *out_n_damaged = sink.n;
-  return rc;
 }

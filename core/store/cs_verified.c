@@ -38,7 +38,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "cs_internal.h"
+#include "cs_store_internal.h"
 
 /* ------------------------------------------------ the process's files */
 
@@ -264,7 +264,7 @@ cs_rc cs_store_check_rows(const cs_store *s, const uint64_t *rows, uint64_t n, c
   uint64_t rec = UINT64_MAX; /* the record of the previous row */
   for (uint64_t i = 0; i < n; i++) {
     if (rec != UINT64_MAX && rows[i] >= s->first_rows[rec] && rows[i] < s->first_rows[rec + 1]) continue;
-    rec = cs_store_find_record(s, rows[i]);
+    rec = cs__find_record(s->first_rows, s->n_records, rows[i]);
     cs_rc rc = cs_store_check_chunks(s, rec, rec + 1, cols, err);
     if (rc) return rc;
   }

@@ -8,12 +8,17 @@
 ** TEXT/BLOB), which lets the writer emit slices of them with writev without
 ** another copy.  Truncation is O(columns): a savepoint rollback only moves
 ** the counters back.
+**
+** Rows of a batch column become one chunk here (cs__batch_lay_rows), for
+** the writer's records and the view's pending rows alike, through
+** format/'s cs__chunk_lay: the batch knows its buffers, the format the
+** layout.
 */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
-#include "cs_batch_internal.h"
-#include "cs_internal.h"
+#include "cs_write_internal.h"
 
 static cs_rc grow(void **p, uint64_t *cap, uint64_t need, size_t unit, cs_err *err) {
   if (need <= *cap) return CS_OK;
@@ -253,4 +258,33 @@ void cs_batch_column_reset(cs_batch *b, uint32_t col, cs_type type) {
   c->n_values = 0;
   c->data_bytes = 0;
   c->n_nulls = 0;
+}
+
+/* ------------------------------------------------------- rows as a chunk */
+
+uint64_t cs__batch_lay_rows(const cs_batch_column *col, uint64_t first, uint64_t n, uint8_t *scratch, uint64_t at,
+                            struct iovec *iov, int *n_iov, cs_disk_chunk *dc) {
+  uint64_t bitmap_bytes = (n + 7) / 8;
+  const uint8_t *validity = col->validity + first / 8;
+  uint64_t nulls = col->n_nulls ? cs__bits_zeros(validity, 0, n) : 0; /* else every bit is set */
+  if (nulls) {
+    memcpy(scratch, validity, bitmap_bytes);
+    if (n & 7) scratch[bitmap_bytes - 1] &= (uint8_t)((1u << (n & 7)) - 1);
+  }
+  const uint8_t *data;
+  const int64_t *offs = NULL;
+  uint64_t data_bytes;
+  if (col->width) {
+    data = col->data + first * col->width;
+    data_bytes = n * col->width;
+  } else {
+    int64_t base = col->offsets[first];
+    int64_t *rebased = (int64_t *)(void *)(scratch + cs__align64(bitmap_bytes));
+    for (uint64_t i = 0; i <= n; i++) rebased[i] = col->offsets[first + i] - base;
+    offs = rebased;
+    data_bytes = (uint64_t)(col->offsets[first + n] - base);
+    data = data_bytes ? col->data + base : NULL; /* only '' and NULLs: the batch may hold no buffer */
+  }
+  dc->null_count = nulls;
+  return cs__chunk_lay(col->type, n, nulls ? scratch : NULL, offs, data, data_bytes, at, iov, n_iov, dc);
 }

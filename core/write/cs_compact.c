@@ -48,8 +48,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cs_batch_internal.h"
-#include "cs_internal.h"
+#include "cs_write_internal.h"
 
 static uint64_t now_ns(void) {
   struct timespec ts;

@@ -34,7 +34,7 @@
 **
 ** A transaction's inserted rows (cs_store_with_pending) become records of
 ** the view after base's last one, laid out in blocks of their own by the
-** function that lays out the writer's records (cs__chunk_lay_rows), so
+** function that lays out the writer's records (cs__batch_lay_rows), so
 ** they read exactly as they will once written.  Updates of them are
 ** applied to a copy of their batch first (cs_batch_with_updates, the same
 ** call the SQL layer makes before writing them), and deletions set bits in
@@ -57,8 +57,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "cs_batch_internal.h"
-#include "cs_internal.h"
+#include "cs_write_internal.h"
 
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -67,7 +66,6 @@ static int cmp_u64(const void *a, const void *b) {
 
 /* Bytes of a record's bitmap as readers expect it (docs/format.md 14.3:
 ** whole 64-byte lines, zero past the rows): a vector block less its header. */
-static uint64_t bitmap_bytes(uint64_t n_rows) { return cs__delvec_block_bytes(n_rows) - sizeof(cs_disk_delvec); }
 
 /* ------------------------------------------------------------ deletions */
 
@@ -86,16 +84,16 @@ static cs_rc view_delete(cs_store *v, const cs_store *base, const uint64_t *rows
   if (base->dels) memcpy(v->dels, base->dels, base->n_records * sizeof *v->dels);
   uint64_t block = 0;
   for (uint64_t i = 0, rec = 0; i < n;) {
-    rec = cs__first_rows_find(first_rows + rec, nr - rec, sorted[i]) + rec;
-    block += bitmap_bytes(first_rows[rec + 1] - first_rows[rec]);
+    rec = cs__find_record(first_rows + rec, nr - rec, sorted[i]) + rec;
+    block += cs__delvec_bitmap_bytes(first_rows[rec + 1] - first_rows[rec]);
     while (i < n && sorted[i] < first_rows[rec + 1]) i++;
   }
   if (block) {
     if (!(v->dels_block = cs__mem_calloc(1, block + 64))) goto nomem;
     uint8_t *at = (uint8_t *)(((uintptr_t)v->dels_block + 63) & ~(uintptr_t)63);
     for (uint64_t i = 0, rec = 0; i < n;) {
-      rec = cs__first_rows_find(first_rows + rec, nr - rec, sorted[i]) + rec;
-      uint64_t first = first_rows[rec], rec_rows = first_rows[rec + 1] - first, bytes = bitmap_bytes(rec_rows);
+      rec = cs__find_record(first_rows + rec, nr - rec, sorted[i]) + rec;
+      uint64_t first = first_rows[rec], rec_rows = first_rows[rec + 1] - first, bytes = cs__delvec_bitmap_bytes(rec_rows);
       if (v->dels[rec].bits) memcpy(at, v->dels[rec].bits, bytes);
       uint64_t added = 0;
       for (; i < n && sorted[i] < first + rec_rows; i++) {
@@ -173,7 +171,7 @@ static cs_rc view_chunk(cs_store *v, const cs_store *base, uint64_t rec, uint32_
                                  &dc) - CS_ALIGN;
   uint8_t *raw = cs__mem_malloc(bytes + 63);
   if (!raw) {
-    cs__merged_free(&m);
+    cs__chunk_merged_free(&m);
     return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a view of %s: a chunk of %llu bytes", base->path,
                       (unsigned long long)bytes);
   }
@@ -182,7 +180,7 @@ static cs_rc view_chunk(cs_store *v, const cs_store *base, uint64_t rec, uint32_
     memcpy(at, iov[i].iov_base, iov[i].iov_len);
     at += iov[i].iov_len;
   }
-  cs__merged_free(&m);
+  cs__chunk_merged_free(&m);
   v->own_chunks[v->n_own_chunks++] = raw;
   cs__chunk_resolve(start, &dc, &v->chunks[rec * nc + col]);
   return CS_OK;
@@ -259,7 +257,7 @@ static bool plan_make(const cs_update *upd, uint64_t n_upd, uint32_t nc, uint64_
       if (u->rows[i] >= lo && u->rows[i] < hi) p->items[m++] = (cs__upd_item){u->rows[i], k, i};
   }
   p->n_items = m;
-  qsort(p->items, m, sizeof *p->items, cs__upd_item_cmp);
+  qsort(p->items, m, sizeof *p->items, cs__chunk_upd_cmp);
   return true;
 }
 
@@ -287,7 +285,7 @@ static cs_rc view_update(cs_store *v, const cs_store *base, const cs_update *upd
     touched_cols(p.calls, p.items + a, b - a, nc, touched);
     for (uint32_t c = 0; rc == CS_OK && c < nc; c++) {
       if (!touched[c]) continue;
-      uint64_t n_win = cs__upd_winners(p.callp, base->first_rows[rec], p.items + a, b - a, c, win);
+      uint64_t n_win = cs__chunk_upd_winners(p.callp, base->first_rows[rec], p.items + a, b - a, c, win);
       rc = view_chunk(v, base, rec, c, win, n_win, err);
     }
   }
@@ -321,7 +319,7 @@ cs_rc cs_batch_with_updates(const cs_batch *b, const cs_schema *schema, uint64_t
   for (uint32_t c = 0; rc == CS_OK && c < nc; c++) {
     const cs_batch_column *bc = &b->cols[c];
     cs_chunk old = {.validity = bc->validity, .offsets = bc->offsets, .data = bc->data, .data_bytes = bc->data_bytes};
-    uint64_t n_win = cs__upd_winners(p.callp, first, p.items, p.n_items, c, win);
+    uint64_t n_win = cs__chunk_upd_winners(p.callp, first, p.items, p.n_items, c, win);
     if (n_win == 0) {
       rc = cs__batch_put_run(nb, c, &old, 0, n, err);
       continue;
@@ -330,7 +328,7 @@ cs_rc cs_batch_with_updates(const cs_batch *b, const cs_schema *schema, uint64_t
     if ((rc = cs__chunk_merge(&schema->cols[c], n, &old, win, n_win, "a transaction's rows", 0, &m, err)) != CS_OK) break;
     cs_chunk merged = {.validity = m.bits, .offsets = m.offsets, .data = m.data, .data_bytes = m.data_bytes};
     rc = cs__batch_put_run(nb, c, &merged, 0, n, err);
-    cs__merged_free(&m);
+    cs__chunk_merged_free(&m);
   }
   plan_free(&p);
   cs__mem_free(win);
@@ -359,7 +357,7 @@ static cs_rc view_insert(cs_store *v, const cs_store *base, const cs_batch *ins,
   uint32_t nc = base->schema.n_cols;
   uint64_t nr = base->n_records, n = ins ? ins->n_rows : 0, n_recs = insert_records(ins);
   if (n == 0) return CS_OK;
-  uint64_t per_col = cs__chunk_rows_scratch(n < VIEW_RECORD_ROWS ? n : VIEW_RECORD_ROWS);
+  uint64_t per_col = cs__batch_lay_scratch(n < VIEW_RECORD_ROWS ? n : VIEW_RECORD_ROWS);
   uint8_t *scratch = cs__mem_malloc(per_col * (nc ? nc : 1));
   struct iovec *iov = cs__mem_malloc((size_t)CS__CHUNK_MAX_IOV * (nc ? nc : 1) * sizeof *iov);
   cs_disk_chunk *dcs = cs__mem_malloc((nc ? nc : 1) * sizeof *dcs);
@@ -371,7 +369,7 @@ static cs_rc view_insert(cs_store *v, const cs_store *base, const cs_batch *ins,
     uint64_t at = CS_ALIGN;
     int n_iov = 0;
     memset(dcs, 0, (nc ? nc : 1) * sizeof *dcs);
-    for (uint32_t c = 0; c < nc; c++) at = cs__chunk_lay_rows(&ins->cols[c], a, m, scratch + per_col * c, at, iov, &n_iov, &dcs[c]);
+    for (uint32_t c = 0; c < nc; c++) at = cs__batch_lay_rows(&ins->cols[c], a, m, scratch + per_col * c, at, iov, &n_iov, &dcs[c]);
     uint8_t *raw = cs__mem_malloc(at - CS_ALIGN + 63);
     if (!raw) goto nomem;
     uint8_t *start = (uint8_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63), *put = start;
@@ -393,6 +391,11 @@ done:
 }
 
 /* ----------------------------------------------------------------- view */
+
+/* A view holds its snapshot as its one part: freed, kept current,
+** reopened and verified as a dataset of that part is. */
+static const cs__store_ops view_ops = {"view", cs__dataset_release, cs__dataset_is_current, cs__dataset_reopen,
+                                       cs__dataset_verify};
 
 cs_rc cs_store_with_pending(const cs_store *base, const cs_batch *ins, const uint64_t *del_rows, uint64_t n_del,
                             const cs_update *upd, uint64_t n_upd, cs_store **out, cs_err *err) {
@@ -422,6 +425,7 @@ cs_rc cs_store_with_pending(const cs_store *base, const cs_batch *ins, const uin
     cs_batch_free(updated);
     return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a view of %s", base->path);
   }
+  v->ops = &view_ops;
   atomic_init(&v->n_refs, 1);
   v->fd = -1;
   v->view = true;
@@ -453,7 +457,7 @@ cs_rc cs_store_with_pending(const cs_store *base, const cs_batch *ins, const uin
   if ((rc = view_insert(v, base, ins, err)) != CS_OK) goto fail;
   if ((rc = view_delete(v, base, del_rows, n_del, err)) != CS_OK) goto fail;
   cs_batch_free(updated);
-  cs__uniform_init(v);
+  cs__store_uniform_init(v);
   *out = v;
   return CS_OK;
 nomem:

@@ -64,8 +64,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cs_batch_internal.h"
-#include "cs_internal.h"
+#include "cs_write_internal.h"
 
 struct cs_writer {
   char *path;                 /* destination; owned */
@@ -227,30 +226,6 @@ static cs_writer *writer_new(const char *path, const cs_writer_options *opt) {
 
 /* ---------------------------------------------------------------- create */
 
-/* A new store is written as <path>.tmp.XXXXXX, the Xs replaced by mkstemp
-** with six letters or digits, and renamed (or linked) to <path> at commit.
-** Datasets read whole directories and patterns, so they must be able to
-** tell such a file from a member: cs__writer_is_temp_name is the one
-** definition of the name, kept beside the code that makes it. */
-#define WRITER_TEMP_SUFFIX ".tmp.XXXXXX"
-#define WRITER_TEMP_RANDOM 6 /* the Xs: mkstemp(3) needs exactly six */
-_Static_assert(sizeof WRITER_TEMP_SUFFIX - 1 > WRITER_TEMP_RANDOM, "the suffix ends in the random part");
-
-bool cs__writer_is_temp_name(const char *name) {
-  const size_t fixed = sizeof WRITER_TEMP_SUFFIX - 1 - WRITER_TEMP_RANDOM; /* ".tmp." */
-  size_t n = strlen(name);
-  if (n < fixed + WRITER_TEMP_RANDOM + 1) return false; /* a destination name precedes it */
-  const char *tail = name + n - WRITER_TEMP_RANDOM;
-  if (memcmp(tail - fixed, WRITER_TEMP_SUFFIX, fixed) != 0) return false;
-  /* glibc and musl draw from [A-Za-z0-9]; checking it keeps names such as
-  ** "x.tmp.ab-cde" members. */
-  for (size_t i = 0; i < WRITER_TEMP_RANDOM; i++) {
-    char c = tail[i];
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) return false;
-  }
-  return true;
-}
-
 /* The file a new store replaces lends it its mode, owner and group
 ** (docs/security.md 5, docs/format.md 10.1): a compaction or a 'replace'
 ** must not turn a private store into a world-readable one, nor hand it to
@@ -293,13 +268,13 @@ static cs_rc temp_open(cs_writer *w, cs_err *err) {
   static _Atomic uint64_t counter;
   struct stat orig;
   bool has_orig = w->replace && stat(w->path, &orig) == 0 && S_ISREG(orig.st_mode);
-  char *x = w->tmp_path + strlen(w->tmp_path) - WRITER_TEMP_RANDOM;
+  char *x = w->tmp_path + strlen(w->tmp_path) - CS__TEMP_RANDOM;
   for (int attempt = 0; attempt < 100; attempt++) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t seed[3] = {(uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30), (uint64_t)getpid(), atomic_fetch_add(&counter, 1)};
     uint64_t h = cs__hash(seed, sizeof seed);
-    for (int i = 0; i < WRITER_TEMP_RANDOM; i++, h /= 62) x[i] = alnum[h % 62];
+    for (int i = 0; i < CS__TEMP_RANDOM; i++, h /= 62) x[i] = alnum[h % 62];
     w->fd = open(w->tmp_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, has_orig ? 0600 : 0644);
     if (w->fd >= 0) break;
     if (errno != EEXIST)
@@ -325,9 +300,9 @@ cs_rc cs_writer_create(const char *path, const cs_schema *schema, const cs_write
   uint8_t *schema_block = NULL, *head = NULL;
   uint64_t schema_bytes = 0;
   if ((rc = schema_copy(w, schema, err))) goto fail;
-  size_t tl = strlen(path) + sizeof WRITER_TEMP_SUFFIX;
+  size_t tl = strlen(path) + sizeof CS__TEMP_SUFFIX;
   if (!(w->tmp_path = cs__mem_malloc(tl))) { rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory"); goto fail; }
-  snprintf(w->tmp_path, tl, "%s" WRITER_TEMP_SUFFIX, path);
+  snprintf(w->tmp_path, tl, "%s" CS__TEMP_SUFFIX, path);
   if ((rc = temp_open(w, err))) {
     cs__mem_free(w->tmp_path), w->tmp_path = NULL;
     goto fail;
@@ -573,7 +548,7 @@ static cs_rc record_write(cs_writer *w, const cs_batch *b, uint64_t first, uint6
   cs_rc rc = directory_push(w, err);
   if (rc) return rc;
   /* Scratch: per column a masked bitmap copy and rebased offsets. */
-  uint64_t per_col = cs__chunk_rows_scratch(n);
+  uint64_t per_col = cs__batch_lay_scratch(n);
   if ((rc = scratch_reserve(w, per_col * nc, err))) return rc;
   int max_iov = 1 + CS__CHUNK_MAX_IOV * (int)nc, n_iov = 0;
   struct iovec *iov = cs__mem_malloc((size_t)max_iov * sizeof *iov);
@@ -584,7 +559,7 @@ static cs_rc record_write(cs_writer *w, const cs_batch *b, uint64_t first, uint6
   iov[n_iov++] = (struct iovec){w->header, hb};
   uint64_t at = hb;
   for (uint32_t c = 0; c < nc; c++)
-    at = cs__chunk_lay_rows(&b->cols[c], first, n, w->scratch + per_col * c, at, iov, &n_iov, &dcs[c]);
+    at = cs__batch_lay_rows(&b->cols[c], first, n, w->scratch + per_col * c, at, iov, &n_iov, &dcs[c]);
   rc = record_emit(w, n, at, iov, n_iov, err);
   cs__mem_free(iov);
   return rc;
@@ -650,7 +625,6 @@ cs_rc cs__writer_copy_record(cs_writer *w, const cs_store *s, uint64_t rec, cons
 
 uint64_t cs_writer_live_rows(const cs_writer *w) { return w->n_rows - w->n_deleted; }
 
-static uint64_t dv_bitmap_bytes(uint64_t n_rows) { return cs__delvec_block_bytes(n_rows) - sizeof(cs_disk_delvec); }
 
 /* first_rows over every record written so far, for the record search. */
 static cs_rc delete_index(cs_writer *w, cs_err *err) {
@@ -678,7 +652,7 @@ static uint64_t delete_find(const cs_writer *w, uint64_t row, uint64_t hint) {
     if (row < f[hint + 1]) return hint;
     if (hint + 1 < w->n_records && row < f[hint + 2]) return hint + 1;
   }
-  return cs__first_rows_find(f, w->n_records, row);
+  return cs__find_record(f, w->n_records, row);
 }
 
 /* The in-memory bitmap of record r, started from its committed vector
@@ -686,7 +660,7 @@ static uint64_t delete_find(const cs_writer *w, uint64_t row, uint64_t hint) {
 ** the committed data end, never rewritten). */
 static cs_rc delete_bitmap(cs_writer *w, uint64_t r, cs_err *err) {
   if (w->dv[r]) return CS_OK;
-  uint64_t bytes = dv_bitmap_bytes(w->entries[r].n_rows);
+  uint64_t bytes = cs__delvec_bitmap_bytes(w->entries[r].n_rows);
   uint8_t *b = cs__mem_calloc(1, bytes);
   if (!b) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a deletion vector");
   if (w->ext[r].dv_offset) {
@@ -737,7 +711,7 @@ static cs_rc delete_write(cs_writer *w, cs_err *err) {
   for (uint64_t r = 0; w->deleted && r < w->n_records; r++) {
     const uint8_t *b = w->dv[r];
     if (!b) continue;
-    uint64_t n_rows = w->entries[r].n_rows, bytes = dv_bitmap_bytes(n_rows), count = 0;
+    uint64_t n_rows = w->entries[r].n_rows, bytes = cs__delvec_bitmap_bytes(n_rows), count = 0;
     for (uint64_t i = 0; i < bytes; i++) count += (uint64_t)__builtin_popcount(b[i]);
     if (count == w->ext[r].n_deleted) continue; /* nothing new in this record */
     cs_disk_delvec h = {.generation = w->generation, .record_offset = w->entries[r].record_offset, .n_rows = n_rows,
@@ -915,7 +889,7 @@ static cs_rc patch_chunk(cs_writer *w, uint64_t r, uint32_t col, const cs__upd_w
   rc = write_iov(w, iov, n_iov, at, err);
 done:
   cs__mem_free(old);
-  cs__merged_free(&m);
+  cs__chunk_merged_free(&m);
   return rc;
 }
 
@@ -947,7 +921,7 @@ static cs_rc patch_write(cs_writer *w, uint64_t r, const cs__upd_item *it, uint6
   cs_rc rc = tail_save(w, err);
   for (uint32_t c = 0, k = 0; rc == CS_OK && c < nc; c++) {
     if (!sc->touched[c]) continue;
-    uint64_t n_win = cs__upd_winners((const cs__upd_call *const *)w->calls, w->first_rows[r], it, n, c, sc->win);
+    uint64_t n_win = cs__chunk_upd_winners((const cs__upd_call *const *)w->calls, w->first_rows[r], it, n, c, sc->win);
     items[k].column = c;
     rc = patch_chunk(w, r, c, sc->win, n_win, block, at, &items[k].chunk, err);
     if (rc) break;
@@ -992,7 +966,7 @@ static cs_rc update_write(cs_writer *w, cs_err *err) {
   uint32_t nc = w->schema.n_cols;
   cs_rc rc = delete_index(w, err);
   if (rc) return rc;
-  qsort(w->items, w->n_items, sizeof *w->items, cs__upd_item_cmp);
+  qsort(w->items, w->n_items, sizeof *w->items, cs__chunk_upd_cmp);
   uint64_t most = 0;
   for (uint64_t a = 0, b; a < w->n_items; a = b) {
     uint64_t end = w->first_rows[delete_find(w, w->items[a].row, 0) + 1];

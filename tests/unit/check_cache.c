@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cs_internal.h"
+#include "cs_write_internal.h"
 #include "unit_util.h"
 
 /* Every fixed-width type, TEXT (in ut_fixed_cols) and a nullable BLOB. */

@@ -29,7 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cs_internal.h"
+#include "cs_write_internal.h"
 #include "unit_util.h"
 
 static const cs_column cols[] = {

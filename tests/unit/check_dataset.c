@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cs_internal.h"
+#include "cs_write_internal.h"
 #include "unit_util.h"
 
 /* ------------------------------------------------------------- datasets */
@@ -556,13 +556,13 @@ START_TEST(t_writer_temp_files_are_not_members) {
     ck_assert(current(s));
     cs_store_close(s);
   }
-  ck_assert(cs__writer_is_temp_name("x.cst.tmp.AZaz09"));
-  ck_assert(cs__writer_is_temp_name("x.tmp.000000"));
-  ck_assert(!cs__writer_is_temp_name("x.tmp.00000"));
-  ck_assert(!cs__writer_is_temp_name("x.tmp.0000000"));
-  ck_assert(!cs__writer_is_temp_name("x.tmp.abc-12"));
-  ck_assert(!cs__writer_is_temp_name("x.tmp.abc.cst"));
-  ck_assert(!cs__writer_is_temp_name("x.tmpXabcdef"));
+  ck_assert(cs__format_is_temp_name("x.cst.tmp.AZaz09"));
+  ck_assert(cs__format_is_temp_name("x.tmp.000000"));
+  ck_assert(!cs__format_is_temp_name("x.tmp.00000"));
+  ck_assert(!cs__format_is_temp_name("x.tmp.0000000"));
+  ck_assert(!cs__format_is_temp_name("x.tmp.abc-12"));
+  ck_assert(!cs__format_is_temp_name("x.tmp.abc.cst"));
+  ck_assert(!cs__format_is_temp_name("x.tmpXabcdef"));
   cs_writer_abort(w);
   free(copy), free(junk), free(late), free(like), free(all), free(cst);
   ds_free(&d);

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cs_internal.h"
+#include "cs_write_internal.h"
 #include "unit_util.h"
 
 #define MIB ((uint64_t)1 << 20)
