@@ -1,5 +1,5 @@
 /*
-** check_checksum.c - damage is found, named, and never read past.
+** check_verified.c - store/cs_verified.c: damage is found, named, and never read past.
 **
 ** The format trusts nothing it has not checked: the preamble, schema, slots
 ** and footer by their checksums at every open; each chunk descriptor by
@@ -565,7 +565,7 @@ END_TEST
 /* ------------------------------------------------------------------ main */
 
 static Suite *checksum_suite(void) {
-  Suite *s = suite_create("checksum");
+  Suite *s = suite_create("verified");
   TCase *tc = tcase_create("chunks");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_flipped_data_byte_opens_with_header_verify_and_verify_names_record_and_column);
