@@ -813,9 +813,8 @@ typedef struct cs_numa_topology {
 
 /* This host's topology (read once), or the injected one. */
 void cs_numa_topology_get(cs_numa_topology *out);
-/* Injects a topology for tests (decisions and binding use it); NULL
-** restores the host's. */
-void cs_numa_topology_override(const cs_numa_topology *t);
+/* (cs_numa_topology_override, which injects a topology, is a testing hook:
+** see the end of this header.) */
 
 /* Pure decisions.  The effective NUMA placement for a request on topology
 ** t: "interleave", "local", "off", "none (single node)", "none (built
@@ -1166,17 +1165,8 @@ void cs_agg_result_get(const cs_agg *a, uint64_t g, uint32_t col, cs_agg_result 
 ** Each distinct note is recorded once.  Returns "" when there is none. */
 const char *cs_diag_notes(void);
 
-/* ------------------------------------------------- allocation (testing) */
+/* ------------------------------------------------------------ allocation */
 
-/* Every core allocation goes through one place (core/cs_alloc.c), which can
-** be told to fail on purpose so tests can prove each failure is handled.
-** cs_mem_fail_after(k, sticky): the k-th allocation from now fails (k = 1:
-** the next one), and with sticky every later one too; k < 1 (use -1)
-** disarms.  Either way the count restarts at 0.  cs_mem_count: allocations
-** counted since then.  cs_mem_live: blocks allocated and not yet freed.
-** cs_mem_tick: counts one allocation made by another allocator (a test's
-** SQLite allocator) on the same countdown and says whether it must fail.
-** Thread-safe; for tests, never armed in production. */
 /* A block for a large array (positions, batch buffers): from 2 MiB up it
 ** starts on a 2 MiB boundary and is advised MADV_HUGEPAGE, so its first
 ** touch faults once per 2 MiB instead of once per 4 KiB.  Contents are
@@ -1197,10 +1187,32 @@ typedef struct cs_mem_keep {
 void cs_mem_keep_bytes(uint64_t bytes);
 void cs_mem_keep_state(cs_mem_keep *out);
 
+/* ------------------------------------------------------- testing hooks */
+
+/* Declared only where COLSTORE_TESTING is defined: the tests (and the core
+** that defines them; CMakeLists.txt) see them, the module's glue and the
+** benchmarks do not.  They are compiled into the core either way, inert
+** until a test arms them, so a test build runs the very same code. */
+#ifdef COLSTORE_TESTING
+/* Every core allocation goes through one place (core/base/cs_alloc.c),
+** which can be told to fail on purpose so tests can prove each failure is
+** handled.
+** cs_mem_fail_after(k, sticky): the k-th allocation from now fails (k = 1:
+** the next one), and with sticky every later one too; k < 1 (use -1)
+** disarms.  Either way the count restarts at 0.  cs_mem_count: allocations
+** counted since then.  cs_mem_live: blocks allocated and not yet freed.
+** cs_mem_tick: counts one allocation made by another allocator (a test's
+** SQLite allocator) on the same countdown and says whether it must fail.
+** Thread-safe; for tests, never armed in production. */
 void cs_mem_fail_after(long k, bool sticky);
 long cs_mem_count(void);
 long cs_mem_live(void);
 bool cs_mem_tick(void);
+
+/* Injects a NUMA topology (decisions and binding use it); NULL restores
+** the host's. */
+void cs_numa_topology_override(const cs_numa_topology *t);
+#endif /* COLSTORE_TESTING */
 
 #ifdef __cplusplus
 }

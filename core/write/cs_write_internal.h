@@ -81,9 +81,11 @@ bool cs__compact_due(const cs_compact_tail *t, uint32_t ratio);
 /* Compacts the store at path (keeping positions) while lock, a committed
 ** writer on it, still holds its flock; lets go of nothing. */
 cs_rc cs__compact_held(cs_writer *lock, const char *path, cs_compact_report *out, cs_err *err);
+#ifdef COLSTORE_TESTING
 /* Tests only: the step hook of automatic compactions (cs_compact_options
 ** on_step, with ctx NULL); NULL, the default, calls nothing. */
 extern void (*cs__compact_auto_step)(void *ctx, const char *step);
+#endif
 
 
 #endif /* CS_WRITE_INTERNAL_H */
