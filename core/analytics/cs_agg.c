@@ -51,7 +51,7 @@
 **     of a record.  Its bound is 1,024 keys a record; a record with more
 **     stops adding, and once it misses more rows than it finds, the rest of
 **     it goes to the table row by row, as before (bounded memory, no
-**     quadratic case; the high-cardinality numbers are below).
+**     quadratic case; docs/performance.md has the high-cardinality numbers).
 **     In front of both, over ranges, the dictionary codes of the key
 **     column, cached on the snapshot (cs_agg_codes.c): a record with at
 **     most 256 distinct values (NULL one of them) has a code per row and
@@ -94,39 +94,11 @@
 ** a plain scatter makes through one group's cells in memory.  A group that
 ** takes most rows (d's 90% zeros) keeps the passes: there the lanes lost.
 **
-** THE NUMBERS (bench/bench_agg.c --cpu, 10M rows, one thread, process CPU
-** time, medians of 5-7 rounds on the 2-core host at load 3-4; the spread is
-** wide, so only gaps of 1.5x and more are read as results):
-**
-**   before -> after this kernel set (one run each, same bench binary):
-**     GROUP BY d WHERE a > 0.5, avg(c)   246 -> 173 ms (float lanes in
-**                                        registers: ug_f64 was 36% of it)
-**     GROUP BY kind (TEXT, 5 values)     550 -> 282 ms (bytes hash)
-**     GROUP BY b, d                      387 -> 168 ms (packed, direct)
-**     GROUP BY b                          49 ->  41 ms (within the noise)
-**   direct index against the packed hash (--direct-max 0), same run:
-**     1,001 codes (b) 28 vs 56 ms; 3,003 codes (b, d) 106 vs 210 ms.
-**   masked pass per group against the scatter (--few-groups 0), same run:
-**     d (3 slots) 108 vs 257 ms; kind (5 groups) 224 vs 289 ms.
-**   Not measured yet: the range where the packed hash overtakes the direct
-**   index (AGG_DIRECT_MAX is still the first author's 2^16, unswept), and
-**   the group count where the scatter overtakes the masked passes (8).
-**   The dictionary and the lanes (bench_agg --rows 4000000, wall time,
-**   11 interleaved rounds, medians, load 2.2-3.1; "before" is the same
-**   binary with --alt-dict-max 0 --alt-lane-groups 0; after the length
-**   compare, 15 rotated rounds at load 0.2: kind 49.9 -> 27.0 ms, b 11.2):
-**     GROUP BY kind (5 words)                47.0 -> 22.3 ms (b: 10.1)
-**     GROUP BY flag (90%/10% TEXT), a > 0.5  43.8 -> 26.4 ms (d: 13.7)
-**     GROUP BY b, GROUP BY d                 unchanged (not on this path)
-**   five even TEXT groups in lanes vs masked passes: 24.1 vs 33.7 ms;
-**   90%/10% groups in lanes vs passes: TEXT 58.5 vs 34.2, integer d 29.8
-**   vs 13.5 ms (8 lanes no better: 30.4), hence lanes_pay.
-**   The dictionary codes (bench_agg --rows 4000000 --alt-codes-bytes 0,
-**   interleaved, 1 thread, medians; docs/performance.md has the runs):
-**     GROUP BY kind (5 words)                25.4 -> 13.2 ms (b: 10.5)
-**     GROUP BY flag (90%/10% TEXT), a > 0.5  28.1 -> 15.1 ms
-**   and the first query on a fresh snapshot, which builds them, 50.2 ms
-**   against 47.6 without codes (both pay the snapshot's first touch).
+** THE NUMBERS.  Every switch point above (direct index against packed
+** hash, masked passes against scatter, the dictionary per record, the
+** lanes, the dictionary codes) was chosen by bench/bench_agg.c; the
+** measurements are in docs/performance.md, "Aggregation: the measurements
+** behind cs_agg.c's switch points".
 **
 ** SUMS.  Integer sums are exact in 128 bits.  The ungrouped loops stay
 ** vectorisable by summing 64-bit lanes: narrow types directly (a piece of

@@ -8,7 +8,7 @@
 ** packed integer keys, a hash of the packed code, a hash of one TEXT/BLOB
 ** key fronted by a dictionary per record, a hash of key tuples) and, per
 ** piece of rows, a masked pass per group or a scatter.  Each switch point was chosen by measurement (the
-** numbers are in cs_agg.c's essay) and is a constant in production.  The
+** numbers are in docs/performance.md) and is a constant in production.  The
 ** tests move them to reach every path with a few thousand rows, and the
 ** benchmark to time one path against another on the same input.
 ** Process-wide and unsynchronised: set them only while no aggregate runs.

@@ -28,57 +28,49 @@
 ** TEXT and BLOB keys are first tried as a dictionary: one hashing pass gives
 ** each row the id of its distinct value, the distinct values are sorted
 ** (memcmp, then the shorter first), and the key becomes the rank, a small
-** fixed-width field like any other (1,000 words, 10M rows: 29 ns/row against
-** 150 for the byte sort below and 407 for qsort).  Past ORDER_DICT_CAP
+** fixed-width field like any other (several times faster than the byte sort
+** below, and than qsort).  Past ORDER_DICT_CAP
 ** distinct values the key is "wide": a stable sort by its first eight bytes
 ** (big-endian, range-compressed, radix), then runs of equal prefixes refined
 ** by a stable merge sort on the full bytes.
 **
-** Then, by the shape of the key.  The numbers are bench/bench_order.c on the
-** 2-core development host (a paravirtualised AMD EPYC guest, noisy: ratios
-** inside one run are what count), one thread, fresh scratch memory each run,
-** 10M rows unless said otherwise:
+** Then, by the shape of the key.  Each switch point was set by measuring
+** bench/bench_order.c; the numbers are in docs/performance.md, "Ordering
+** kernels: the measurements behind cs_order.c's switch points":
 **
 **   one segment of <= ORDER_COUNT_BITS (20) bits with 2^bits <= 2n: a
 **     counting sort of the positions themselves (one histogram pass, one
 **     scatter, no final gather); DISTINCT: the first position of each code.
-**     Against the radix sort: 1.2-3.2x at 10 bits, 1.4-2.3x at 16, 1.1x at
-**     20, 0.68-0.96x at 24 (0.46x at 1M rows; the 64 MB count array misses
-**     cache).
+**     It beats the radix sort up to about 20 bits and loses past them (the
+**     count array stops fitting in cache).
 **   one segment, SORT with limit * ORDER_TOPK_RATIO (32) <= n: top-k in one
 **     pass: rows below a threshold go to a buffer of 2k; a full buffer is
 **     cut back to the k best by quickselect and the k-th becomes the
 **     threshold.  O(n) even when every row beats the threshold (input in
 **     ascending key order, DESC: equal to a full sort), unlike a heap's
-**     n log k.  Against the full sort: 4.4-6.2x at k = n/1000, 1.7-2.2x at
-**     n/32 (1.4x at 1M rows); at n/16 it loses at 1M (0.72x) though it wins
-**     to n/8 at 10M (1.3x), and at n/4 it loses at both.
+**     n log k.  It beats the full sort by a wide margin for small k and
+**     still at k = n/32; from about n/16 it starts to lose.
 **   the same top-k over a whole range (cs_order_range: ORDER BY with a
 **     LIMIT on a table or a rowid range): codes are made record by record
 **     straight from each chunk's array and the range's positions are never
-**     written (80 MB at 10M rows).  `SELECT * FROM t ORDER BY a DESC LIMIT
-**     10`, 10M rows, kernel time min of 7 on a loaded host: 94 ms through
-**     written positions, 26 ms over the range.  DISTINCT over a range with
-**     a countable key likewise keeps only the first row of each code
-**     (`SELECT DISTINCT b`, b in 0..999: 68.6 ms -> 19.5 ms wall).
+**     written (80 MB at 10M rows), several times faster than through
+**     written positions.  DISTINCT over a range with a countable key
+**     likewise keeps only the first row of each code.
 **   one segment, GROUP or DISTINCT, wider: a hash table from code to group
-**     (first appearance), then a counting sort by group id.  Against the
-**     radix sort: 2.2-2.6x (GROUP) and 2.7-2.9x (DISTINCT) for ~900 distinct
-**     doubles, 1.5x and 1.6-1.9x for 60,000; for all-distinct keys hashing is
-**     3.4-8.9x slower, so it gives up past ORDER_HASH_CAP groups, or when
-**     after n/64 rows most rows began a group (then the radix sort; the
-**     attempt is within the noise at 10M rows and ~5% at 1M).
+**     (first appearance), then a counting sort by group id.  It beats the
+**     radix sort for hundreds to tens of thousands of groups and is several
+**     times slower for all-distinct keys, so it gives up past
+**     ORDER_HASH_CAP groups, or when after n/64 rows most rows began a
+**     group (then the radix sort; the attempt costs little).
 **   otherwise: a radix sort of (field, position).  When the field and the
 **     position's bit width fit in 64 bits they are packed into one word (the
 **     position in the low bits makes the sort stable for free), else key
 **     and position are two arrays.  From ORDER_MSD_MIN elements the first
 **     pass is MSD on the top digit, and each bucket is finished by LSD in
 **     cache once it holds at most ORDER_CACHE_N elements (recursing while it
-**     is larger): 1.03-1.35x over LSD alone in three 10M-row runs, 1.43x
-**     at 1M.
+**     is larger), faster than LSD alone.
 **     Digits of at most ORDER_DIGIT_BITS (11) bits, balanced over the
-**     field's width: LSD alone at 1M rows, 8 / 10 / 11 / 13 bits cost 1.39 /
-**     1.06 / 1.00 / 1.06; at 10M 1.09 / 0.99 / 1.00 / 1.16.  Every digit's
+**     field's width (the fastest of the widths tried).  Every digit's
 **     histogram comes from one read pass, and a digit in which all keys
 **     agree is skipped.  Several segments (wide keys, keys over 64 bits
 **     together) are sorted one at a time from the last to the first, each
@@ -89,9 +81,8 @@
 ** GROUP keeps each group's rows in input order.
 **
 ** Scratch comes from ord_alloc: blocks of 2 MiB and more start on a 2 MiB
-** boundary and are advised MADV_HUGEPAGE.  On this host the first touch of
-** fresh memory costs ~16 us per 4 KiB page, so in 4 KiB pages a 10M-row sort
-** spent more time faulting than sorting (1.4-2.8x slower than advised).
+** boundary and are advised MADV_HUGEPAGE: in 4 KiB pages a large sort spent
+** more time faulting fresh memory than sorting.
 **
 ** MEMORY (peak scratch beyond the caller's rows, per selected row; huge
 ** pages round each block up by at most 2 MiB): counting sort 12 B (4 B code
@@ -123,8 +114,8 @@
 ** cs_order_count: for a counting-sortable key it stops before the scatter
 ** and hands over each row's code and each code's first output index, so
 ** that cs_scatter.c can move the values themselves to their places in one
-** sequential pass (GROUP BY b: the gather through the positions read two
-** 80 MB columns at random); the order is the same by construction.
+** sequential pass (rather than gathering the columns through the
+** positions at random); the order is the same by construction.
 */
 #include <assert.h>
 #include <stdatomic.h>

@@ -28,7 +28,7 @@
 ** highest only if a valid footer of that generation follows it.
 **
 ** colstore_verify (cs_store_verify_source, at the end): the same load
-** and checks with a damage sink (cs_internal.h), through which each check
+** and checks with a damage sink (cs_store_internal.h), through which each check
 ** that fails reports its part and goes on instead of failing the open;
 ** a descriptor or patch block that fails marks its chunks skipped, so the
 ** hashing that follows never follows a pointer that was not checked.  The

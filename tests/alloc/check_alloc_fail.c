@@ -2,7 +2,7 @@
 ** check_alloc_fail.c - every allocation a statement makes fails in turn, and
 ** colstore survives each one.
 **
-** HOW IT WORKS.  One countdown (core/cs_alloc.c, cs_mem_fail_after) decides
+** HOW IT WORKS.  One countdown (core/base/cs_alloc.c, cs_mem_fail_after) decides
 ** which allocation fails.  The core's allocations go through it directly;
 ** SQLite's go through it because this program installs its own SQLite
 ** allocator (SQLITE_CONFIG_MALLOC, before sqlite3_initialize) whose malloc and

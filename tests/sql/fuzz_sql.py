@@ -183,7 +183,7 @@ ALIASES = {"INT64": ["INTEGER", "INT", "BIGINT"], "FLOAT64": ["REAL", "DOUBLE", 
 F32_MAX = 3.4028234663852886e38
 # Kernels stay on one thread below this many elements (docs/sql.md, threads).
 KERNEL_SERIAL_MAX = 262144
-# core/cs_pred.c: IN sets above this size are sorted and binary-searched;
+# core/kernels/cs_pred.c: IN sets above this size are sorted and binary-searched;
 # more predicates than PRED_STACK are compiled into an allocation.
 PRED_IN_LINEAR = 16
 PRED_STACK = 16

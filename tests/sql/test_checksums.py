@@ -2,7 +2,7 @@
 """Damaged data is never returned as data.
 
 Every chunk is checked against its XXH3 checksum the first time the
-process reads it (core/cs_verified.c), so a changed byte inside a column
+process reads it (core/store/cs_verified.c), so a changed byte inside a column
 chunk fails the first query that reads it, on every read path, with
 SQLITE_CORRUPT and a `colstore:` message naming the file, the record and
 the column, while queries that do not read that chunk still answer.  The

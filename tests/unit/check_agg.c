@@ -1,5 +1,5 @@
 /*
-** check_agg.c - aggregation (core/cs_agg.c): counts, sums, averages, minima
+** check_agg.c - aggregation (core/analytics/cs_agg.c): counts, sums, averages, minima
 ** and maxima, grouped or not, over ranges with predicates and masks and over
 ** lists of rows.
 **

@@ -1,5 +1,5 @@
 /*
-** check_numa.c - NUMA placement and thread binding (core/cs_numa.c).
+** check_numa.c - NUMA placement and thread binding (core/runtime/cs_numa.c).
 **
 ** The decisions are pure functions of a topology, so they are checked on
 ** injected topologies of 1, 2 and 4 nodes, with and without libnuma, for

@@ -1,5 +1,5 @@
 /*
-** check_order.c - cs_order_rows (core/cs_order.c): ORDER BY with LIMIT,
+** check_order.c - cs_order_rows (core/analytics/cs_order.c): ORDER BY with LIMIT,
 ** GROUP BY and DISTINCT over a list of positions, in SQLite's order.
 **
 ** The reference is the obvious program: read every key cell through the

@@ -1,6 +1,6 @@
 /*
 ** check_scatter.c - delivery by scatter (cs_order_count + cs_scatter_rows,
-** core/cs_scatter.c) against the delivery it replaces: cs_order_rows'
+** core/analytics/cs_scatter.c) against the delivery it replaces: cs_order_rows'
 ** order gathered with cs_select_rows.
 **
 ** The reference is the old path itself, because the promise is byte

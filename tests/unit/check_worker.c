@@ -1,5 +1,5 @@
 /*
-** check_worker.c - the background worker and its pool (core/cs_worker.c).
+** check_worker.c - the background worker and its pool (core/runtime/cs_worker.c).
 **
 ** The protocol is small, so every rule of it is checked directly: a job
 ** submitted runs exactly once, on another thread, and everything it wrote
