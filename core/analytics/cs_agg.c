@@ -756,18 +756,6 @@ typedef struct agg_bkey {
 
 #define AGG_NULL_HASH 0x9E3779B97F4A7C15ull
 
-/* The bytes of the first and second word a key of n bytes keeps, by
-** min(n, 16): a table, because computing them branched on n (GCC 12), and
-** that branch mispredicts on every row when the keys' lengths vary.
-** Shared with cs_agg_codes.c (cs_agg_internal.h). */
-#define AGG_KEEP0(n) ((n) >= 8 ? ~0ull : (1ull << (8 * ((n) & 7))) - 1)
-#define AGG_KEEP1(n) ((n) >= 16 ? ~0ull : (n) <= 8 ? 0ull : (1ull << (8 * (((n) - 8) & 7))) - 1)
-#define AGG_KEEP(n) {AGG_KEEP0(n), AGG_KEEP1(n)}
-const uint64_t cs__agg_keep[17][2] = {
-    AGG_KEEP(0),  AGG_KEEP(1),  AGG_KEEP(2),  AGG_KEEP(3),  AGG_KEEP(4),  AGG_KEEP(5),  AGG_KEEP(6),  AGG_KEEP(7),
-    AGG_KEEP(8),  AGG_KEEP(9),  AGG_KEEP(10), AGG_KEEP(11), AGG_KEEP(12), AGG_KEEP(13), AGG_KEEP(14), AGG_KEEP(15),
-    AGG_KEEP(16)};
-
 /* Key of the n bytes at p; reads up to end are safe (end NULL: only the
 ** n bytes are read). */
 CS__INLINE void bytes_key(const uint8_t *p, uint64_t n, const uint8_t *end, agg_bkey *k) {

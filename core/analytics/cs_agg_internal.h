@@ -38,7 +38,7 @@ void cs__agg_tuning_get(cs__agg_tuning *out);
 ** record and cs_agg_codes.c's per-record build share them) */
 
 /* The bytes of the first and second word a key of n bytes keeps, by
-** min(n, 16) (cs_agg.c): a table, because computing them branched on n. */
+** min(n, 16) (cs_agg_codes.c): a table, because computing them branched on n. */
 extern const uint64_t cs__agg_keep[17][2];
 
 /* A key below 16 bytes keeps its length in the last byte of its second

@@ -802,7 +802,7 @@ static cs_rc store_check_all(const cs_store *s, cs__damage_sink *sink, cs_err *e
     if (rc) cs__damage_note(sink, s, CS_DAMAGE_RECORD, r, CS_DAMAGE_NO_COLUMN, err);
     for (uint32_t c = 0; c < nc; c++) {
       if (sink && sink->skip[r * nc + c]) continue;
-      if ((rc = cs__chunk_verify(s, r, c, !sink, err)) && !sink) return rc;
+      if ((rc = cs__verified_check_chunk(s, r, c, !sink, err)) && !sink) return rc;
       if (rc) cs__damage_note(sink, s, CS_DAMAGE_CHUNK, r, c, err);
     }
   }

@@ -224,10 +224,10 @@ cs_rc cs__dataset_reopen(cs_store *s, cs_verify verify, cs_store **out, cs_err *
 cs_rc cs__verified_init(cs_store *s);
 void cs__verified_free(cs_store *s);
 void cs__verified_mark_all(const cs_store *s);
-cs_rc cs__chunk_verify(const cs_store *s, uint64_t rec, uint32_t col, bool advise, cs_err *err);
+cs_rc cs__verified_check_chunk(const cs_store *s, uint64_t rec, uint32_t col, bool advise, cs_err *err);
 /* The same checks on a copy of the chunk's bytes at span (compaction reads
 ** chunks with pread rather than through the mapping). */
-cs_rc cs__chunk_bytes_verify(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t *span, cs_err *err);
+cs_rc cs__verified_check_bytes(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t *span, cs_err *err);
 /* A verify that reports every damaged part (cs_store_verify_source).  A
 ** check that finds damage with a sink to report to notes the part and goes
 ** on; without one (every other caller) the damage is the error. */

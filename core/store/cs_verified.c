@@ -177,11 +177,11 @@ static cs_rc chunk_bytes_check(const cs_store *s, uint64_t rec, uint32_t col, co
   return CS_OK;
 }
 
-cs_rc cs__chunk_bytes_verify(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t *span, cs_err *err) {
+cs_rc cs__verified_check_bytes(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t *span, cs_err *err) {
   return chunk_bytes_check(s, rec, col, span, true, err);
 }
 
-cs_rc cs__chunk_verify(const cs_store *s, uint64_t rec, uint32_t col, bool advise, cs_err *err) {
+cs_rc cs__verified_check_chunk(const cs_store *s, uint64_t rec, uint32_t col, bool advise, cs_err *err) {
   const cs_disk_chunk *dc = &s->disk_chunks[rec * s->schema.n_cols + col];
   return chunk_bytes_check(s, rec, col, s->map + cs__chunk_base(&s->entries[rec], dc) + dc->chunk_offset, advise, err);
 }
@@ -228,7 +228,7 @@ static cs_rc file_check(const cs_store *s, uint64_t rec_first, uint64_t rec_end,
       if ((cols && !cols[c]) || atomic_load_explicit(&s->chunk_checked[r * nc + c], memory_order_relaxed)) continue;
       chunk_key k = key_of(s, r, c);
       if (!set_has(s->checks, &k)) {
-        cs_rc rc = cs__chunk_verify(s, r, c, true, err);
+        cs_rc rc = cs__verified_check_chunk(s, r, c, true, err);
         if (rc) return rc;
         set_add(s->checks, &k);
       }

@@ -113,7 +113,7 @@ static cs_rc record_read(compact_copy *cp, uint64_t rec, cs_err *err) {
     uint8_t *span = cp->buf + at;
     cs_rc rc = cs__pread_full(s->fd, span, (size_t)dc->chunk_bytes, cs__chunk_base(e, dc) + dc->chunk_offset, s->path, err);
     /* Damage must fail here, not be sealed under a fresh checksum. */
-    if (rc == CS_OK) rc = cs__chunk_bytes_verify(s, rec, c, span, err);
+    if (rc == CS_OK) rc = cs__verified_check_bytes(s, rec, c, span, err);
     if (rc) return rc;
     cs__chunk_resolve(span, dc, &cp->chunks[c]);
     at += dc->chunk_bytes;
