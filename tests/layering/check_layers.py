@@ -10,15 +10,32 @@ define and what they leave undefined, and a folder fails when one of its
 undefined symbols is defined by a folder later in the order.  Calls inside a
 folder, and to libc, are free.
 
-Usage: check_layers.py NM LAYER=OBJ[:OBJ...]... (bottom first), the object
+Usage: check_layers.py [--src CORE_DIR] NM LAYER=OBJ[:OBJ...]... (bottom first), the object
 files of each layer as CMake lists them ($<TARGET_OBJECTS>), so a stale
 object of a file moved away is never read.  Exit 0 when every call runs
 downward, 1 with one line per upward call otherwise, 2 when a layer has no
 objects (the check would pass vacuously).
 """
 import os
+import re
 import subprocess
 import sys
+
+
+def upward_includes(core, layers):
+    """(file, header, header's layer) for every include of a higher layer's header."""
+    home = {}
+    for layer in layers:
+        for name in os.listdir(os.path.join(core, layer)):
+            home[name] = layer
+    found = []
+    for i, layer in enumerate(layers):
+        for name in sorted(os.listdir(os.path.join(core, layer))):
+            with open(os.path.join(core, layer, name), encoding="utf-8") as f:
+                for header in re.findall(r'^\s*#\s*include\s+"([^"]+)"', f.read(), re.M):
+                    if header in home and layers.index(home[header]) > i:
+                        found.append((f"{layer}/{name}", header, home[header]))
+    return found
 
 
 def symbols(nm, objs):
@@ -35,6 +52,9 @@ def symbols(nm, objs):
 
 
 def main(argv):
+    src = None
+    if len(argv) > 2 and argv[1] == "--src":
+        src, argv = argv[2], argv[:1] + argv[3:]
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2
@@ -58,10 +78,13 @@ def main(argv):
             if sym in rank and rank[sym][0] > i:
                 print(f"check_layers: {layer} calls {sym}, defined by {rank[sym][1]} above it")
                 bad += 1
+    for name, header, where in upward_includes(src, layers) if src else []:
+        print(f"check_layers: {name} includes {header}, of {where} above it")
+        bad += 1
     if bad:
-        print(f"check_layers: {bad} upward call(s); order (bottom first): {' '.join(layers)}")
+        print(f"check_layers: {bad} upward call(s) or include(s); order (bottom first): {' '.join(layers)}")
         return 1
-    print(f"check_layers: {len(layers)} layers, every call runs downward: {' < '.join(layers)}")
+    print(f"check_layers: {len(layers)} layers, every call{' and include' if src else ''} runs downward: {' < '.join(layers)}")
     return 0
 
 
