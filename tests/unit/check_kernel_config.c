@@ -1,7 +1,7 @@
 /*
-** check_threads.c - the kernel thread policy: work-proportional threads
-** under a cap, and an automatic cap limited to the processors other
-** processes leave idle (docs/tuning.md, "Threads on a busy host").
+** check_kernel_config.c - runtime/cs_kernel_config.c's thread policy:
+** work-proportional threads under a cap, and an automatic cap limited to
+** the processors other processes leave idle (docs/tuning.md, "Threads on a busy host").
 **
 ** The policy is a pure function (cs__threads_policy) of the element count,
 ** the cap, the online processors and the runnable threads of others, so
