@@ -42,6 +42,12 @@
 ** than one dataset, and freed with its last reference (n_refs), so a cursor
 ** still reading the old dataset is unaffected.  Only the merged directory
 ** (O(records)) is rebuilt, which costs far less than the opens it replaces.
+**
+** A dataset is a variant of cs_store with its own operations
+** (cs__dataset_ops: release, is current, reopen, verify), which
+** cs_store.c calls through s->ops; the calls run one way, from here to
+** the single-file store.  A source (a file, a directory or a pattern) is
+** verified here too, since only this file knows how to expand one.
 */
 #include <dirent.h>
 #include <errno.h>

@@ -27,7 +27,14 @@
 ** (a transaction starts only after the previous one committed), and the
 ** highest only if a valid footer of that generation follows it.
 **
-** colstore_verify (cs_store_verify_source, at the end): the same load
+** A single file is one of a store's variants: its is-current, reopen and
+** verify are file_ops, at the end, and cs_store_is_current/reopen/verify
+** and cs_store_close dispatch through s->ops, so this file never names a
+** dataset's or a view's functions (cs_dataset.c, write/cs_view.c bring
+** their own tables).
+**
+** colstore_verify (cs__store_verify_file, for cs_store_verify_source in
+** cs_dataset.c, which expands a dataset into its files): the same load
 ** and checks with a damage sink (cs_store_internal.h), through which each check
 ** that fails reports its part and goes on instead of failing the open;
 ** a descriptor or patch block that fails marks its chunks skipped, so the
