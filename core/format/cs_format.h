@@ -240,8 +240,9 @@ static inline uint64_t cs__delvec_block_bytes(uint64_t n_rows) {
   return sizeof(cs_disk_delvec) + ((((n_rows + 7) / 8) + 63) & ~(uint64_t)63);
 }
 
-/* The bitmap of such a block: the bytes after its header, n_rows bits
-** padded to 64 bytes.  One definition for the writer and the view. */
+/* The bitmap of such a block as readers expect it (docs/format.md 14.3:
+** whole 64-byte lines, zero past the rows): the block less its header.
+** One definition for the writer and the view. */
 static inline uint64_t cs__delvec_bitmap_bytes(uint64_t n_rows) { return cs__delvec_block_bytes(n_rows) - sizeof(cs_disk_delvec); }
 _Static_assert(sizeof(cs_disk_delvec) == 64, "deletion vector header is 64 bytes");
 _Static_assert(sizeof(cs_disk_patch) == 64, "patch block header is 64 bytes");

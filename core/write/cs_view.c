@@ -64,9 +64,6 @@ static int cmp_u64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* Bytes of a record's bitmap as readers expect it (docs/format.md 14.3:
-** whole 64-byte lines, zero past the rows): a vector block less its header. */
-
 /* ------------------------------------------------------------ deletions */
 
 /* ORs rows[0, n) into v's bitmaps (v's dels start as base's; v's
