@@ -1,0 +1,685 @@
+/*
+** cs_import.c - delimited text files into one store, atomically.
+**
+** The import reads its input twice when it has to infer the column types,
+** and once when it does not (columns= gives them, or mode=append takes the
+** store's).  Two passes are the price of a rule users can rely on: the
+** whole input decides a column's type, so a value on the last line never
+** fails an import that a sample typed too narrowly, and the typing costs
+** no memory: pass one keeps three flags and a count per column, not the
+** rows.  Pass two (or the only pass) converts each field and streams the
+** rows into a writer in batches of one record's rows.  Memory is a read
+** block, one record's fields and one batch, whatever the input's size.
+**
+** Atomicity is the writer's (cs_writer.c): a new store is written beside
+** its path and renamed into place only at commit; an append writes past the
+** committed footer and abort puts the file back byte for byte.  This file
+** owns the writer from creation to commit, so every way out that is not the
+** commit (an error, a rejected line under on_error=fail, the progress
+** callback asking to stop) goes through cs_writer_abort.
+**
+** Rejects: a ragged line, invalid UTF-8, a value that does not fit its
+** column, a NULL for a NOT NULL column.  Under on_error=fail the first is
+** the error (naming the file, the line, the value and the type expected);
+** under skip the line is left out and the first few are reported.  When
+** there are two passes the lines pass one rejected are found again in pass
+** two (the checks are the same and cheap) and skipped without being counted
+** twice, so no list of rejected lines has to be kept.
+**
+** Several files (a directory, a glob) are one input read in name order;
+** each must have the first one's column count, and when the first had a
+** header each must start with the same header.
+*/
+#include <dirent.h>
+#include <errno.h>
+#include <glob.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cs_import_internal.h"
+
+#define BLOCK_BYTES (1u << 20)
+#define DEFAULT_MAX_REJECTS 10u
+
+typedef struct column_guess {
+  bool may_int, may_float;
+  uint64_t non_null;
+} column_guess;
+
+typedef struct importer {
+  const char *path;
+  const cs_import_options *opt;
+  cs_import_result *res;
+  cs_err *err;
+  uint8_t delim, quote;
+  bool header;
+  uint32_t n_cols;
+  cs_column *cols;        /* names owned by res->cols once built */
+  cs_record header_rec;   /* the first file's header, when there is one */
+  column_guess *guess;
+  int pass, passes;
+  bool interrupted;
+  uint8_t *block;
+  cs_record rec;
+  cs_batch *batch;
+  cs_writer *writer;
+  uint64_t bytes_total, pass_bytes_done, pass_rows;
+  uint32_t max_rejects;
+} importer;
+
+/* ------------------------------------------------------------- messages */
+
+static cs_rc fail(importer *imp, cs_rc code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static cs_rc fail(importer *imp, cs_rc code, const char *fmt, ...) {
+  if (imp->err->code != CS_OK) return imp->err->code; /* keep the first */
+  va_list ap;
+  va_start(ap, fmt);
+  char msg[CS_ERR_MSG_BYTES];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return cs_err_set(imp->err, code, "%s", msg);
+}
+
+/* A value for a message: at most 60 bytes, cut at a character boundary. */
+static void quote_value(char *out, size_t cap, const uint8_t *s, size_t n) {
+  size_t keep = n;
+  bool cut = false;
+  if (keep > 60) {
+    keep = 60;
+    while (keep > 0 && (s[keep] & 0xC0) == 0x80) keep--;
+    cut = true;
+  }
+  snprintf(out, cap, "'%.*s'%s", (int)keep, (const char *)s, cut ? "..." : "");
+}
+
+/* A rejected line: the error under on_error=fail, else counted (once) and
+** the first few kept.  Returns CS_OK to go on with the next line. */
+static cs_rc reject(importer *imp, const char *file, uint64_t line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static cs_rc reject(importer *imp, const char *file, uint64_t line, const char *fmt, ...) {
+  char reason[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(reason, sizeof reason, fmt, ap);
+  va_end(ap);
+  if (!imp->opt->skip_errors) return fail(imp, CS_EINVAL, "colstore: %s line %llu: %s", file, (unsigned long long)line, reason);
+  if (imp->passes == 2 && imp->pass == 2) return CS_OK; /* counted in pass one */
+  cs_import_result *res = imp->res;
+  res->rejected++;
+  if (res->n_rejects < imp->max_rejects) {
+    if (!res->rejects && !(res->rejects = calloc(imp->max_rejects, sizeof *res->rejects)))
+      return fail(imp, CS_ENOMEM, "colstore: out of memory");
+    cs_import_reject *r = &res->rejects[res->n_rejects];
+    r->file = strdup(file);
+    r->reason = strdup(reason);
+    r->line = line;
+    res->n_rejects++;
+    if (!r->file || !r->reason) return fail(imp, CS_ENOMEM, "colstore: out of memory");
+  }
+  return CS_OK;
+}
+
+/* ------------------------------------------------------------ the files */
+
+static int compare_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static cs_rc add_file(importer *imp, const char *name, size_t *cap) {
+  cs_import_result *res = imp->res;
+  if (res->n_files == *cap) {
+    size_t c = *cap ? *cap * 2 : 8;
+    char **f = realloc(res->files, c * sizeof *f);
+    if (!f) return fail(imp, CS_ENOMEM, "colstore: out of memory");
+    res->files = f;
+    *cap = c;
+  }
+  if (!(res->files[res->n_files] = strdup(name))) return fail(imp, CS_ENOMEM, "colstore: out of memory");
+  res->n_files++;
+  return CS_OK;
+}
+
+/* source: a file, a directory (its regular files not starting with '.'),
+** or a pattern with * ? [; several files in name (byte) order. */
+static cs_rc list_files(importer *imp, const char *source) {
+  size_t cap = 0;
+  struct stat st;
+  if (strpbrk(source, "*?[")) {
+    glob_t g;
+    int grc = glob(source, 0, NULL, &g);
+    if (grc == GLOB_NOMATCH) return fail(imp, CS_ENOENT, "colstore: no file matches %s", source);
+    if (grc != 0) return fail(imp, CS_EIO, "colstore: cannot list the files matching %s", source);
+    cs_rc rc = CS_OK;
+    for (size_t i = 0; i < g.gl_pathc && rc == CS_OK; i++)
+      if (stat(g.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode)) rc = add_file(imp, g.gl_pathv[i], &cap);
+    globfree(&g);
+    if (rc != CS_OK) return rc;
+    if (imp->res->n_files == 0) return fail(imp, CS_ENOENT, "colstore: no file matches %s", source);
+  } else if (stat(source, &st) != 0) {
+    return fail(imp, CS_ENOENT, "colstore: cannot read %s: %s", source, strerror(errno));
+  } else if (S_ISDIR(st.st_mode)) {
+    DIR *d = opendir(source);
+    if (!d) return fail(imp, CS_EIO, "colstore: cannot list the directory %s: %s", source, strerror(errno));
+    struct dirent *e;
+    size_t slen = strlen(source);
+    bool slash = slen > 0 && source[slen - 1] == '/';
+    cs_rc rc = CS_OK;
+    while (rc == CS_OK && (e = readdir(d)) != NULL) {
+      if (e->d_name[0] == '.') continue;
+      char *full = malloc(slen + strlen(e->d_name) + 2);
+      if (!full) {
+        rc = fail(imp, CS_ENOMEM, "colstore: out of memory");
+        break;
+      }
+      sprintf(full, "%s%s%s", source, slash ? "" : "/", e->d_name);
+      if (stat(full, &st) == 0 && S_ISREG(st.st_mode)) rc = add_file(imp, full, &cap);
+      free(full);
+    }
+    closedir(d);
+    if (rc != CS_OK) return rc;
+    if (imp->res->n_files == 0) return fail(imp, CS_ENOENT, "colstore: the directory %s holds no files", source);
+  } else {
+    cs_rc rc = add_file(imp, source, &cap);
+    if (rc != CS_OK) return rc;
+  }
+  qsort(imp->res->files, imp->res->n_files, sizeof *imp->res->files, compare_names);
+  for (size_t i = 0; i < imp->res->n_files; i++)
+    if (stat(imp->res->files[i], &st) == 0) imp->bytes_total += (uint64_t)st.st_size;
+  imp->res->bytes_read = imp->bytes_total;
+  return CS_OK;
+}
+
+/* Reads until buf is full or the file ends. */
+static long fill_block(importer *imp, cs_reader *r, uint8_t *buf, size_t cap) {
+  size_t have = 0;
+  while (have < cap) {
+    long got = cs_reader_read(r, buf + have, cap - have, imp->err);
+    if (got < 0) return -1;
+    if (got == 0) break;
+    have += (size_t)got;
+  }
+  return (long)have;
+}
+
+static size_t bom_bytes(const uint8_t *buf, size_t n) {
+  return n >= 3 && buf[0] == 0xEF && buf[1] == 0xBB && buf[2] == 0xBF ? 3 : 0;
+}
+
+/* The tokenizer's "colstore: line N: ..." with the file's name put in. */
+static cs_rc name_the_file(importer *imp, const char *file) {
+  const char *prefix = "colstore: ";
+  size_t k = strlen(prefix);
+  if (strncmp(imp->err->msg, prefix, k) != 0) return imp->err->code;
+  char msg[CS_ERR_MSG_BYTES];
+  snprintf(msg, sizeof msg, "colstore: %s %s", file, imp->err->msg + k);
+  cs_rc code = imp->err->code;
+  return cs_err_set(imp->err, code, "%s", msg);
+}
+
+/* ----------------------------------------------------- the first record */
+
+static bool is_null_field(const importer *imp, const cs_record *rec, uint32_t i) {
+  if (rec->quoted[i]) return false;
+  size_t n;
+  const uint8_t *p = cs_record_field(rec, i, &n);
+  if (!imp->opt->has_nulls) return n == 0;
+  for (size_t k = 0; k < imp->opt->n_nulls; k++)
+    if (strlen(imp->opt->nulls[k]) == n && memcmp(imp->opt->nulls[k], p, n) == 0) return true;
+  return false;
+}
+
+/* Reads the first file's first record into imp->header_rec, detecting the
+** delimiter from its first block. */
+static cs_rc read_first_record(importer *imp) {
+  const char *file = imp->res->files[0];
+  cs_reader *r = NULL;
+  cs_rc rc = cs_reader_open(file, &r, imp->err);
+  if (rc != CS_OK) return rc;
+  long n = fill_block(imp, r, imp->block, BLOCK_BYTES);
+  if (n < 0) {
+    cs_reader_close(r);
+    return imp->err->code;
+  }
+  size_t pos = bom_bytes(imp->block, (size_t)n);
+  imp->delim = imp->opt->delim ? (uint8_t)imp->opt->delim : cs_csv_detect_delim(imp->block + pos, (size_t)n - pos, imp->quote);
+  cs_csv c;
+  cs_csv_init(&c, imp->delim, imp->quote);
+  int got = 0;
+  while (n > 0) {
+    got = cs_csv_feed(&c, imp->block, (size_t)n, &pos, &imp->header_rec, imp->err);
+    if (got != 0) break;
+    pos = 0;
+    n = fill_block(imp, r, imp->block, BLOCK_BYTES);
+  }
+  if (n == 0 && got == 0) got = cs_csv_finish(&c, &imp->header_rec, imp->err);
+  cs_reader_close(r);
+  if (n < 0) return imp->err->code;
+  if (got < 0) return name_the_file(imp, file);
+  if (got == 0) return fail(imp, CS_EINVAL, "colstore: %s is empty: there are no columns to import", file);
+  return CS_OK;
+}
+
+/* header=auto: the first line is a header when each of its fields is
+** non-empty, valid UTF-8, not a number, and no two are the same name. */
+static bool looks_like_header(const cs_record *rec) {
+  for (uint32_t i = 0; i < rec->n_fields; i++) {
+    size_t n;
+    const uint8_t *p = cs_record_field(rec, i, &n);
+    int64_t iv;
+    double fv;
+    if (n == 0 || n > CS_NAME_MAX_BYTES || !cs_utf8_valid(p, n) || cs_parse_number(p, n, &iv, &fv) != CS_NUM_NONE) return false;
+    for (uint32_t k = 0; k < i; k++) {
+      size_t m;
+      const uint8_t *q = cs_record_field(rec, k, &m);
+      if (m == n && strncasecmp((const char *)p, (const char *)q, n) == 0) return false;
+    }
+  }
+  return true;
+}
+
+/* --------------------------------------------------------- the columns */
+
+static cs_rc set_column(importer *imp, uint32_t i, const char *name, size_t n, cs_type type, bool nullable) {
+  if (n == 0 || n > CS_NAME_MAX_BYTES) return fail(imp, CS_EINVAL, "colstore: column %u: a name must have 1 to %d bytes", i + 1, CS_NAME_MAX_BYTES);
+  for (uint32_t k = 0; k < i; k++)
+    if (strlen(imp->cols[k].name) == n && strncasecmp(imp->cols[k].name, name, n) == 0)
+      return fail(imp, CS_EINVAL, "colstore: two columns are named %.*s", (int)n, name);
+  char *copy = strndup(name, n);
+  if (!copy) return fail(imp, CS_ENOMEM, "colstore: out of memory");
+  imp->cols[i] = (cs_column){copy, type, nullable};
+  return CS_OK;
+}
+
+static cs_rc alloc_columns(importer *imp, uint32_t n) {
+  if (n > CS_MAX_COLUMNS) return fail(imp, CS_EINVAL, "colstore: %u columns; a store holds at most %d", n, CS_MAX_COLUMNS);
+  imp->n_cols = n;
+  imp->cols = calloc(n, sizeof *imp->cols);
+  imp->guess = calloc(n, sizeof *imp->guess);
+  imp->res->cols = imp->cols;
+  imp->res->n_cols = n;
+  if (!imp->cols || !imp->guess) return fail(imp, CS_ENOMEM, "colstore: out of memory");
+  return CS_OK;
+}
+
+static const char *skip_space(const char *s, const char *end) {
+  while (s < end && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')) s++;
+  return s;
+}
+
+static const char *trim_end(const char *s, const char *end) {
+  while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n' || end[-1] == '\r')) end--;
+  return end;
+}
+
+/* columns='name TYPE [NOT NULL], ...': one item per field of the input. */
+static cs_rc parse_columns(importer *imp, const char *spec) {
+  uint32_t n = 1;
+  for (const char *p = spec; *p; p++) n += *p == ',';
+  cs_rc rc = alloc_columns(imp, n);
+  if (rc != CS_OK) return rc;
+  const char *item = spec;
+  for (uint32_t i = 0; i < n; i++) {
+    const char *comma = strchr(item, ',');
+    const char *end = comma ? comma : item + strlen(item);
+    const char *s = skip_space(item, end), *e = trim_end(s, end);
+    const char *name_end = s;
+    while (name_end < e && *name_end != ' ' && *name_end != '\t') name_end++;
+    if (name_end == s) return fail(imp, CS_EINVAL, "colstore: columns=: item %u is empty; write 'name TYPE [NOT NULL], ...'", i + 1);
+    const char *type = skip_space(name_end, e);
+    bool nullable = true;
+    if (e - type >= 8 && strncasecmp(e - 8, "NOT NULL", 8) == 0 && (e - type == 8 || e[-9] == ' ' || e[-9] == '\t')) {
+      nullable = false;
+      e = trim_end(type, e - 8);
+    }
+    if (type == e)
+      return fail(imp, CS_EINVAL, "colstore: columns=: column %.*s has no type; write 'name TYPE [NOT NULL], ...'", (int)(name_end - s), s);
+    cs_type t = cs_type_parse(type, (size_t)(e - type));
+    if (t == 0)
+      return fail(imp, CS_EINVAL, "colstore: columns=: column %.*s: unknown type '%.*s'", (int)(name_end - s), s, (int)(e - type), type);
+    if ((rc = set_column(imp, i, s, (size_t)(name_end - s), t, nullable)) != CS_OK) return rc;
+    item = end + 1;
+  }
+  return CS_OK;
+}
+
+/* The columns: from columns=, the store (append) or the first record. */
+static cs_rc plan_columns(importer *imp, const cs_schema *store_schema) {
+  const cs_record *first = &imp->header_rec;
+  const char *file0 = imp->res->files[0];
+  switch (imp->opt->header) {
+    case CS_HEADER_YES: imp->header = true; break;
+    case CS_HEADER_NO: imp->header = false; break;
+    default: imp->header = looks_like_header(first); break;
+  }
+  imp->res->header = imp->header;
+  cs_rc rc;
+  if (imp->opt->columns) {
+    if ((rc = parse_columns(imp, imp->opt->columns)) != CS_OK) return rc;
+    if (imp->n_cols != first->n_fields)
+      return fail(imp, CS_EINVAL, "colstore: columns= names %u columns but %s line %llu has %u fields", imp->n_cols, file0,
+                  (unsigned long long)first->line, first->n_fields);
+  } else if (store_schema) {
+    if ((rc = alloc_columns(imp, store_schema->n_cols)) != CS_OK) return rc;
+    for (uint32_t i = 0; i < imp->n_cols; i++) {
+      const cs_column *c = &store_schema->cols[i];
+      if ((rc = set_column(imp, i, c->name, strlen(c->name), c->type, c->nullable)) != CS_OK) return rc;
+    }
+    if (imp->n_cols != first->n_fields)
+      return fail(imp, CS_EINVAL, "colstore: mode=append: the store has %u columns but %s line %llu has %u fields", imp->n_cols,
+                  file0, (unsigned long long)first->line, first->n_fields);
+  } else {
+    if ((rc = alloc_columns(imp, first->n_fields)) != CS_OK) return rc;
+    for (uint32_t i = 0; i < imp->n_cols; i++) {
+      char fallback[16];
+      size_t n;
+      const char *name = (const char *)cs_record_field(first, i, &n);
+      if (!imp->header) n = (size_t)snprintf(fallback, sizeof fallback, "c%u", i), name = fallback;
+      else if (!cs_utf8_valid((const uint8_t *)name, n))
+        return fail(imp, CS_EINVAL, "colstore: %s line %llu: the header's field %u is not valid UTF-8", file0,
+                    (unsigned long long)first->line, i + 1);
+      if ((rc = set_column(imp, i, name, n, CS_TYPE_TEXT, true)) != CS_OK) return rc;
+      imp->guess[i] = (column_guess){true, true, 0};
+    }
+    imp->passes = 2;
+  }
+  if (store_schema) {
+    /* append: names (when the file has a header or columns= gives them),
+    ** types and nullability must be the store's. */
+    for (uint32_t i = 0; i < imp->n_cols; i++) {
+      const cs_column *want = &store_schema->cols[i];
+      const cs_column *have = &imp->cols[i];
+      size_t n = strlen(want->name);
+      const char *name = have->name;
+      size_t hn = strlen(name);
+      if (!imp->opt->columns && imp->header) name = (const char *)cs_record_field(first, i, &hn);
+      if ((imp->opt->columns || imp->header) && (hn != n || strncasecmp(name, want->name, n) != 0))
+        return fail(imp, CS_ESCHEMA, "colstore: mode=append: column %u is %s in the store but %.*s in %s", i + 1, want->name,
+                    (int)hn, name, imp->opt->columns ? "columns=" : file0);
+      if (have->type != want->type)
+        return fail(imp, CS_ESCHEMA, "colstore: mode=append: column %s is %s in the store but %s in columns=", want->name,
+                    cs_type_name(want->type), cs_type_name(have->type));
+      if (have->nullable != want->nullable)
+        return fail(imp, CS_ESCHEMA, "colstore: mode=append: column %s is %s in the store but %s in columns=", want->name,
+                    want->nullable ? "nullable" : "NOT NULL", have->nullable ? "nullable" : "NOT NULL");
+    }
+  }
+  return CS_OK;
+}
+
+/* --------------------------------------------------------- the records */
+
+static void guess_field(column_guess *g, const uint8_t *p, size_t n) {
+  g->non_null++;
+  if (!g->may_float) return;
+  int64_t iv;
+  double fv;
+  cs_num_kind k = cs_parse_number(p, n, &iv, &fv);
+  if (k == CS_NUM_NONE) g->may_int = g->may_float = false;
+  else if (k == CS_NUM_FLOAT) g->may_int = false;
+}
+
+static bool int_fits(cs_type t, int64_t v) {
+  switch (t) {
+    case CS_TYPE_INT8: return v >= INT8_MIN && v <= INT8_MAX;
+    case CS_TYPE_INT16: return v >= INT16_MIN && v <= INT16_MAX;
+    case CS_TYPE_INT32: return v >= INT32_MIN && v <= INT32_MAX;
+    case CS_TYPE_UINT8: return v >= 0 && v <= UINT8_MAX;
+    case CS_TYPE_UINT16: return v >= 0 && v <= UINT16_MAX;
+    case CS_TYPE_UINT32: return v >= 0 && v <= UINT32_MAX;
+    case CS_TYPE_BOOL: return v == 0 || v == 1;
+    default: return true;
+  }
+}
+
+/* Puts field i into the batch; returns a reason (into why) when the value
+** does not fit its column, "" otherwise; CS_ENOMEM is returned. */
+static cs_rc put_field(importer *imp, uint32_t i, const uint8_t *p, size_t n, char *why, size_t why_cap) {
+  const cs_column *col = &imp->cols[i];
+  cs_err e;
+  why[0] = 0;
+  if (cs_type_is_varlen(col->type)) return cs_batch_put_bytes(imp->batch, i, p, n, &e);
+  int64_t iv = 0;
+  double fv = 0;
+  cs_num_kind k = cs_parse_number(p, n, &iv, &fv);
+  char shown[80];
+  if (k == CS_NUM_NONE) {
+    quote_value(shown, sizeof shown, p, n);
+    snprintf(why, why_cap, "cannot store %s in column %s of type %s: it is not a number", shown, col->name, cs_type_name(col->type));
+    return CS_OK;
+  }
+  if (cs_type_is_float(col->type)) {
+    double d = k == CS_NUM_INT ? (double)iv : fv;
+    if (col->type == CS_TYPE_FLOAT32 && d - d == 0 && (d > 3.4028234663852886e38 || d < -3.4028234663852886e38 || (d != 0 && (float)d == 0))) {
+      quote_value(shown, sizeof shown, p, n);
+      snprintf(why, why_cap, "cannot store %s in column %s of type FLOAT32: it is out of FLOAT32's range", shown, col->name);
+      return CS_OK;
+    }
+    return cs_batch_put_f64(imp->batch, i, d, &e);
+  }
+  if (k == CS_NUM_FLOAT) {
+    if (!(fv >= -9223372036854775808.0 && fv < 9223372036854775808.0) || fv != (double)(int64_t)fv) {
+      quote_value(shown, sizeof shown, p, n);
+      snprintf(why, why_cap, "cannot store %s in column %s of type %s: it is not an integer", shown, col->name, cs_type_name(col->type));
+      return CS_OK;
+    }
+    iv = (int64_t)fv;
+  }
+  if (!int_fits(col->type, iv)) {
+    quote_value(shown, sizeof shown, p, n);
+    snprintf(why, why_cap, "cannot store %s in column %s of type %s: %s", shown, col->name, cs_type_name(col->type),
+             col->type == CS_TYPE_BOOL ? "a BOOL holds 0 or 1" : "it is out of the type's range");
+    return CS_OK;
+  }
+  return cs_batch_put_i64(imp->batch, i, iv, &e);
+}
+
+static cs_rc flush_batch(importer *imp) {
+  if (cs_batch_rows(imp->batch) == 0) return CS_OK;
+  cs_rc rc = cs_writer_write(imp->writer, imp->batch, imp->err);
+  cs_batch_clear(imp->batch);
+  return rc;
+}
+
+static cs_rc handle_record(importer *imp, size_t file_index, bool first_in_file) {
+  const cs_record *rec = &imp->rec;
+  const char *file = imp->res->files[file_index];
+  if (first_in_file && imp->header) {
+    const cs_record *h = &imp->header_rec;
+    if (file_index == 0) return CS_OK;
+    bool same = rec->n_fields == h->n_fields && rec->n_bytes == h->n_bytes && memcmp(rec->bytes, h->bytes, rec->n_bytes) == 0;
+    for (uint32_t i = 0; same && i < rec->n_fields; i++) same = rec->ends[i] == h->ends[i];
+    if (!same)
+      return fail(imp, CS_EINVAL, "colstore: %s line %llu: the header differs from %s's; files imported together must share it", file,
+                  (unsigned long long)rec->line, imp->res->files[0]);
+    return CS_OK;
+  }
+  imp->pass_rows++;
+  if (rec->n_fields != imp->n_cols)
+    return reject(imp, file, rec->line, "%u fields where %s has %u", rec->n_fields, imp->header ? "the header" : "the first line",
+                  imp->n_cols);
+  for (uint32_t i = 0; i < rec->n_fields; i++) {
+    size_t n;
+    const uint8_t *p = cs_record_field(rec, i, &n);
+    if (!cs_utf8_valid(p, n)) return reject(imp, file, rec->line, "field %u (column %s) is not valid UTF-8", i + 1, imp->cols[i].name);
+  }
+  if (imp->passes == 2 && imp->pass == 1) {
+    for (uint32_t i = 0; i < rec->n_fields; i++) {
+      if (is_null_field(imp, rec, i)) continue;
+      size_t n;
+      const uint8_t *p = cs_record_field(rec, i, &n);
+      guess_field(&imp->guess[i], p, n);
+    }
+    return CS_OK;
+  }
+  char why[400];
+  for (uint32_t i = 0; i < rec->n_fields; i++) {
+    cs_rc rc;
+    if (is_null_field(imp, rec, i)) {
+      if (!imp->cols[i].nullable) {
+        cs_batch_cancel_row(imp->batch);
+        return reject(imp, file, rec->line, "NOT NULL column %s has no value", imp->cols[i].name);
+      }
+      cs_err e;
+      rc = cs_batch_put_null(imp->batch, i, &e);
+    } else {
+      size_t n;
+      const uint8_t *p = cs_record_field(rec, i, &n);
+      rc = put_field(imp, i, p, n, why, sizeof why);
+    }
+    if (rc != CS_OK) return fail(imp, rc, "colstore: out of memory");
+    if (why[0]) {
+      cs_batch_cancel_row(imp->batch);
+      return reject(imp, file, rec->line, "%s", why);
+    }
+  }
+  cs_batch_end_row(imp->batch);
+  imp->res->rows++;
+  if (cs_batch_rows(imp->batch) >= CS_DEFAULT_RECORD_ROWS) return flush_batch(imp);
+  return CS_OK;
+}
+
+static bool report(importer *imp, bool finished) {
+  if (!imp->opt->progress) return true;
+  cs_import_progress p = {imp->pass, imp->passes, imp->pass_bytes_done, imp->bytes_total, imp->pass_rows, finished};
+  if (imp->opt->progress(imp->opt->progress_ctx, &p) != 0) {
+    imp->interrupted = imp->res->interrupted = true;
+    fail(imp, CS_EINVAL, "colstore: interrupted");
+    return false;
+  }
+  return true;
+}
+
+/* One pass over every file. */
+static cs_rc run_pass(importer *imp, int pass) {
+  imp->pass = pass;
+  imp->pass_bytes_done = 0;
+  imp->pass_rows = 0;
+  for (size_t f = 0; f < imp->res->n_files; f++) {
+    const char *file = imp->res->files[f];
+    cs_reader *r = NULL;
+    cs_rc rc = cs_reader_open(file, &r, imp->err);
+    if (rc != CS_OK) return rc;
+    cs_csv c;
+    cs_csv_init(&c, imp->delim, imp->quote);
+    cs_record_reset(&imp->rec);
+    bool first = true, at_start = true;
+    uint64_t raw_before = imp->pass_bytes_done;
+    for (;;) {
+      long n = fill_block(imp, r, imp->block, BLOCK_BYTES);
+      if (n < 0) {
+        rc = imp->err->code;
+        break;
+      }
+      size_t pos = at_start ? bom_bytes(imp->block, (size_t)n) : 0;
+      at_start = false;
+      int got;
+      if (n == 0) {
+        got = cs_csv_finish(&c, &imp->rec, imp->err);
+        if (got == 1) {
+          rc = handle_record(imp, f, first);
+          cs_record_reset(&imp->rec);
+        } else if (got < 0) {
+          rc = name_the_file(imp, file);
+        }
+        break;
+      }
+      while ((got = cs_csv_feed(&c, imp->block, (size_t)n, &pos, &imp->rec, imp->err)) == 1) {
+        rc = handle_record(imp, f, first);
+        first = false;
+        cs_record_reset(&imp->rec);
+        if (rc != CS_OK) break;
+      }
+      if (got < 0) rc = name_the_file(imp, file);
+      if (rc != CS_OK) break;
+      imp->pass_bytes_done = raw_before + cs_reader_raw_offset(r);
+      if (!report(imp, false)) {
+        rc = imp->err->code;
+        break;
+      }
+    }
+    if (rc == CS_OK && imp->err->code != CS_OK) rc = imp->err->code;
+    imp->pass_bytes_done = raw_before + cs_reader_raw_offset(r);
+    cs_reader_close(r);
+    if (rc != CS_OK) return rc;
+  }
+  return CS_OK;
+}
+
+/* ------------------------------------------------------------ the whole */
+
+cs_rc cs_import_text(const char *path, const char *source, const cs_import_options *opt, cs_import_result *res, cs_err *err) {
+  memset(res, 0, sizeof *res);
+  *err = (cs_err){0};
+  cs_import_options defaults = {0};
+  if (!opt) opt = &defaults;
+  importer imp = {.path = path, .opt = opt, .res = res, .err = err, .passes = 1};
+  imp.quote = opt->quote ? (uint8_t)opt->quote : '"';
+  imp.max_rejects = opt->max_rejects ? opt->max_rejects : DEFAULT_MAX_REJECTS;
+  cs_rc rc = CS_OK;
+  if (opt->delim && (opt->delim == imp.quote || opt->delim == '\n' || opt->delim == '\r'))
+    return fail(&imp, CS_EINVAL, "colstore: the delimiter must differ from the quote and from CR and LF");
+  if (imp.quote == '\n' || imp.quote == '\r') return fail(&imp, CS_EINVAL, "colstore: the quote must not be CR or LF");
+  if (opt->mode == CS_IMPORT_CREATE && access(path, F_OK) == 0)
+    return fail(&imp, CS_EEXIST, "colstore: %s already exists; use mode=replace to overwrite it or mode=append to add to it", path);
+  if ((rc = list_files(&imp, source)) != CS_OK) goto done;
+  if (!(imp.block = malloc(BLOCK_BYTES))) {
+    rc = fail(&imp, CS_ENOMEM, "colstore: out of memory");
+    goto done;
+  }
+  cs_writer_options wopt = {.replace = opt->mode == CS_IMPORT_REPLACE, .lock_timeout_ms = 10000};
+  if (opt->mode == CS_IMPORT_APPEND) {
+    if ((rc = cs_writer_append(path, &wopt, &imp.writer, err)) != CS_OK) goto done;
+  }
+  if ((rc = read_first_record(&imp)) != CS_OK) goto done;
+  res->delim = (char)imp.delim;
+  if ((rc = plan_columns(&imp, imp.writer ? cs_writer_schema(imp.writer) : NULL)) != CS_OK) goto done;
+  if (imp.passes == 2) {
+    if ((rc = run_pass(&imp, 1)) != CS_OK) goto done;
+    for (uint32_t i = 0; i < imp.n_cols; i++) {
+      const column_guess *g = &imp.guess[i];
+      imp.cols[i].type = g->non_null == 0 ? CS_TYPE_TEXT : g->may_int ? CS_TYPE_INT64 : g->may_float ? CS_TYPE_FLOAT64 : CS_TYPE_TEXT;
+    }
+  }
+  cs_schema schema = {imp.n_cols, imp.cols};
+  if (!imp.writer && (rc = cs_writer_create(path, &schema, &wopt, &imp.writer, err)) != CS_OK) {
+    if (rc == CS_EEXIST) {
+      *err = (cs_err){0};
+      rc = fail(&imp, CS_EEXIST, "colstore: %s already exists; use mode=replace to overwrite it or mode=append to add to it", path);
+    }
+    goto done;
+  }
+  if ((rc = cs_batch_new(&schema, &imp.batch, err)) != CS_OK) goto done;
+  if ((rc = run_pass(&imp, imp.passes)) != CS_OK) goto done;
+  if ((rc = flush_batch(&imp)) != CS_OK) goto done;
+  if (!report(&imp, true)) {
+    rc = err->code;
+    goto done;
+  }
+  rc = cs_writer_commit(imp.writer, err);
+  imp.writer = NULL;
+done:
+  if (imp.writer) cs_writer_abort(imp.writer);
+  cs_batch_free(imp.batch);
+  cs_record_free(&imp.rec);
+  cs_record_free(&imp.header_rec);
+  free(imp.guess);
+  free(imp.block);
+  if (rc != CS_OK && err->code == CS_OK) cs_err_set(err, rc, "colstore: import failed (%s)", cs_rc_name(rc));
+  return rc;
+}
+
+void cs_import_result_free(cs_import_result *res) {
+  if (!res) return;
+  for (uint32_t i = 0; i < res->n_cols; i++) free((char *)res->cols[i].name);
+  free(res->cols);
+  for (size_t i = 0; i < res->n_files; i++) free(res->files[i]);
+  free(res->files);
+  for (size_t i = 0; i < res->n_rejects; i++) {
+    free(res->rejects[i].file);
+    free(res->rejects[i].reason);
+  }
+  free(res->rejects);
+  memset(res, 0, sizeof *res);
+}
