@@ -60,7 +60,8 @@ typedef struct importer {
   bool header;
   uint32_t n_cols;
   cs_column *cols;        /* names owned by res->cols once built */
-  cs_record header_rec;   /* the first file's header, when there is one */
+  cs_record header_rec;   /* the input's first record: the header, when there is one */
+  size_t first_file;      /* the first file that is not empty */
   column_guess *guess;
   int pass, passes;
   bool interrupted;
@@ -230,35 +231,42 @@ static bool is_null_field(const importer *imp, const cs_record *rec, uint32_t i)
   return false;
 }
 
-/* Reads the first file's first record into imp->header_rec, detecting the
-** delimiter from its first block. */
+/* Reads the first record of the input (of the first file that has one)
+** into imp->header_rec, detecting the delimiter from that file's first
+** block. */
 static cs_rc read_first_record(importer *imp) {
-  const char *file = imp->res->files[0];
-  cs_reader *r = NULL;
-  cs_rc rc = cs_reader_open(file, &r, imp->err);
-  if (rc != CS_OK) return rc;
-  long n = fill_block(imp, r, imp->block, BLOCK_BYTES);
-  if (n < 0) {
+  for (size_t f = 0; f < imp->res->n_files; f++) {
+    const char *file = imp->res->files[f];
+    cs_reader *r = NULL;
+    cs_rc rc = cs_reader_open(file, &r, imp->err);
+    if (rc != CS_OK) return rc;
+    long n = fill_block(imp, r, imp->block, BLOCK_BYTES);
+    if (n < 0) {
+      cs_reader_close(r);
+      return imp->err->code;
+    }
+    size_t pos = bom_bytes(imp->block, (size_t)n);
+    imp->delim = imp->opt->delim ? (uint8_t)imp->opt->delim : cs_csv_detect_delim(imp->block + pos, (size_t)n - pos, imp->quote);
+    cs_csv c;
+    cs_csv_init(&c, imp->delim, imp->quote);
+    int got = 0;
+    while (n > 0) {
+      got = cs_csv_feed(&c, imp->block, (size_t)n, &pos, &imp->header_rec, imp->err);
+      if (got != 0) break;
+      pos = 0;
+      n = fill_block(imp, r, imp->block, BLOCK_BYTES);
+    }
+    if (n == 0 && got == 0) got = cs_csv_finish(&c, &imp->header_rec, imp->err);
     cs_reader_close(r);
-    return imp->err->code;
+    if (n < 0) return imp->err->code;
+    if (got < 0) return name_the_file(imp, file);
+    if (got == 1) {
+      imp->first_file = f;
+      return CS_OK;
+    }
   }
-  size_t pos = bom_bytes(imp->block, (size_t)n);
-  imp->delim = imp->opt->delim ? (uint8_t)imp->opt->delim : cs_csv_detect_delim(imp->block + pos, (size_t)n - pos, imp->quote);
-  cs_csv c;
-  cs_csv_init(&c, imp->delim, imp->quote);
-  int got = 0;
-  while (n > 0) {
-    got = cs_csv_feed(&c, imp->block, (size_t)n, &pos, &imp->header_rec, imp->err);
-    if (got != 0) break;
-    pos = 0;
-    n = fill_block(imp, r, imp->block, BLOCK_BYTES);
-  }
-  if (n == 0 && got == 0) got = cs_csv_finish(&c, &imp->header_rec, imp->err);
-  cs_reader_close(r);
-  if (n < 0) return imp->err->code;
-  if (got < 0) return name_the_file(imp, file);
-  if (got == 0) return fail(imp, CS_EINVAL, "colstore: %s is empty: there are no columns to import", file);
-  return CS_OK;
+  if (imp->res->n_files == 1) return fail(imp, CS_EINVAL, "colstore: %s is empty: there are no columns to import", imp->res->files[0]);
+  return fail(imp, CS_EINVAL, "colstore: the %zu files are all empty: there are no columns to import", imp->res->n_files);
 }
 
 /* header=auto: the first line is a header when each of its fields is
@@ -347,7 +355,7 @@ static cs_rc parse_columns(importer *imp, const char *spec) {
 /* The columns: from columns=, the store (append) or the first record. */
 static cs_rc plan_columns(importer *imp, const cs_schema *store_schema) {
   const cs_record *first = &imp->header_rec;
-  const char *file0 = imp->res->files[0];
+  const char *file0 = imp->res->files[imp->first_file];
   switch (imp->opt->header) {
     case CS_HEADER_YES: imp->header = true; break;
     case CS_HEADER_NO: imp->header = false; break;
@@ -487,12 +495,12 @@ static cs_rc handle_record(importer *imp, size_t file_index, bool first_in_file)
   const char *file = imp->res->files[file_index];
   if (first_in_file && imp->header) {
     const cs_record *h = &imp->header_rec;
-    if (file_index == 0) return CS_OK;
+    if (file_index == imp->first_file) return CS_OK;
     bool same = rec->n_fields == h->n_fields && rec->n_bytes == h->n_bytes && memcmp(rec->bytes, h->bytes, rec->n_bytes) == 0;
     for (uint32_t i = 0; same && i < rec->n_fields; i++) same = rec->ends[i] == h->ends[i];
     if (!same)
       return fail(imp, CS_EINVAL, "colstore: %s line %llu: the header differs from %s's; files imported together must share it", file,
-                  (unsigned long long)rec->line, imp->res->files[0]);
+                  (unsigned long long)rec->line, imp->res->files[imp->first_file]);
     return CS_OK;
   }
   imp->pass_rows++;
@@ -516,6 +524,7 @@ static cs_rc handle_record(importer *imp, size_t file_index, bool first_in_file)
   char why[400];
   for (uint32_t i = 0; i < rec->n_fields; i++) {
     cs_rc rc;
+    why[0] = 0;
     if (is_null_field(imp, rec, i)) {
       if (!imp->cols[i].nullable) {
         cs_batch_cancel_row(imp->batch);
