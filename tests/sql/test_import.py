@@ -348,9 +348,12 @@ class Errors(cstest.StoreTest):
         src = self.write("v.csv", "a\n1\n2.5\n")
         self.fails([self.path("t.cst"), src, "columns=a INT32"],
                    "colstore: %s line 3: cannot store '2.5' in column a of type INT32: it is not an integer" % src)
-        self.fails([self.path("t.cst"), src, "columns=a BOOL"],
-                   "colstore: %s line 2: cannot store '1' in column a of type BOOL: a BOOL holds 0 or 1" % src
-                   if False else "colstore: %s line 3: cannot store '2.5' in column a of type BOOL: it is not an integer" % src)
+        flags = self.write("b.csv", "a\n1\n0\n2\n")
+        self.fails([self.path("t.cst"), flags, "columns=a BOOL"],
+                   "colstore: %s line 4: cannot store '2' in column a of type BOOL: a BOOL holds 0 or 1" % flags)
+        small = self.write("s.csv", "a\n-129\n")
+        self.fails([self.path("t.cst"), small, "columns=a INT8"],
+                   "colstore: %s line 2: cannot store '-129' in column a of type INT8: it is out of the type's range" % small)
 
     def test_bad_columns(self):
         src = self.write("c.csv", "a,b\n1,2\n")
