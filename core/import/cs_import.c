@@ -221,7 +221,7 @@ static cs_rc name_the_file(importer *imp, const char *file) {
 
 /* ----------------------------------------------------- the first record */
 
-static bool is_null_field(const importer *imp, const cs_record *rec, uint32_t i) {
+static inline bool is_null_field(const importer *imp, const cs_record *rec, uint32_t i) {
   if (rec->quoted[i]) return false;
   size_t n;
   const uint8_t *p = cs_record_field(rec, i, &n);
@@ -421,9 +421,7 @@ static cs_rc plan_columns(importer *imp, const cs_schema *store_schema) {
 static void guess_field(column_guess *g, const uint8_t *p, size_t n) {
   g->non_null++;
   if (!g->may_float) return;
-  int64_t iv;
-  double fv;
-  cs_num_kind k = cs_parse_number(p, n, &iv, &fv);
+  cs_num_kind k = cs_number_kind(p, n);
   if (k == CS_NUM_NONE) g->may_int = g->may_float = false;
   else if (k == CS_NUM_FLOAT) g->may_int = false;
 }
@@ -490,6 +488,16 @@ static cs_rc flush_batch(importer *imp) {
   return rc;
 }
 
+/* Every field valid UTF-8, checked in one pass over the record's bytes:
+** the concatenation is valid and no field starts with a continuation byte
+** (which would be the tail of a character the field before cut). */
+static bool record_utf8_valid(const cs_record *rec) {
+  if (!cs_utf8_valid(rec->bytes, rec->n_bytes)) return false;
+  for (uint32_t i = 0; i + 1 < rec->n_fields; i++)
+    if (rec->ends[i] < rec->n_bytes && (rec->bytes[rec->ends[i]] & 0xC0) == 0x80) return false;
+  return true;
+}
+
 static cs_rc handle_record(importer *imp, size_t file_index, bool first_in_file) {
   const cs_record *rec = &imp->rec;
   const char *file = imp->res->files[file_index];
@@ -507,11 +515,12 @@ static cs_rc handle_record(importer *imp, size_t file_index, bool first_in_file)
   if (rec->n_fields != imp->n_cols)
     return reject(imp, file, rec->line, "%u fields where %s has %u", rec->n_fields, imp->header ? "the header" : "the first line",
                   imp->n_cols);
-  for (uint32_t i = 0; i < rec->n_fields; i++) {
-    size_t n;
-    const uint8_t *p = cs_record_field(rec, i, &n);
-    if (!cs_utf8_valid(p, n)) return reject(imp, file, rec->line, "field %u (column %s) is not valid UTF-8", i + 1, imp->cols[i].name);
-  }
+  if (!record_utf8_valid(rec))
+    for (uint32_t i = 0; i < rec->n_fields; i++) {
+      size_t n;
+      const uint8_t *p = cs_record_field(rec, i, &n);
+      if (!cs_utf8_valid(p, n)) return reject(imp, file, rec->line, "field %u (column %s) is not valid UTF-8", i + 1, imp->cols[i].name);
+    }
   if (imp->passes == 2 && imp->pass == 1) {
     for (uint32_t i = 0; i < rec->n_fields; i++) {
       if (is_null_field(imp, rec, i)) continue;

@@ -93,6 +93,8 @@ typedef enum cs_num_kind { CS_NUM_NONE = 0, CS_NUM_INT, CS_NUM_FLOAT } cs_num_ki
 ** any other number CS_NUM_FLOAT (correctly rounded; -0.0 becomes 0.0 as
 ** INSERT stores it), anything else CS_NUM_NONE. */
 cs_num_kind cs_parse_number(const uint8_t *s, size_t n, int64_t *i, double *f);
+/* cs_parse_number's kind alone, without the value (cheaper). */
+cs_num_kind cs_number_kind(const uint8_t *s, size_t n);
 bool cs_utf8_valid(const uint8_t *s, size_t n);
 
 #endif

@@ -135,6 +135,41 @@ cs_num_kind cs_parse_number(const uint8_t *s, size_t n, int64_t *out_i, double *
   return CS_NUM_FLOAT;
 }
 
+cs_num_kind cs_number_kind(const uint8_t *s, size_t n) {
+  /* The grammar of cs_parse_number without computing the value: what pass
+  ** one of an import needs.  An integer literal with at most 18
+  ** significant digits always fits INT64; longer ones are decided by
+  ** cs_parse_number, which is rare enough not to matter. */
+  size_t i = 0;
+  if (i < n && (s[i] == '+' || s[i] == '-')) i++;
+  size_t digits_start = i;
+  while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+  size_t int_digits = i - digits_start;
+  if (i == n) {
+    if (int_digits == 0) return CS_NUM_NONE;
+    if (int_digits <= 18) return CS_NUM_INT;
+    int64_t iv;
+    double fv;
+    return cs_parse_number(s, n, &iv, &fv);
+  }
+  size_t frac_digits = 0;
+  if (s[i] == '.') {
+    i++;
+    size_t f0 = i;
+    while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+    frac_digits = i - f0;
+  }
+  if (int_digits + frac_digits == 0) return CS_NUM_NONE;
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    i++;
+    if (i < n && (s[i] == '+' || s[i] == '-')) i++;
+    size_t e0 = i;
+    while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+    if (i == e0) return CS_NUM_NONE;
+  }
+  return i == n ? CS_NUM_FLOAT : CS_NUM_NONE;
+}
+
 /* Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing past
 ** U+10FFFF.  ASCII runs go eight bytes at a time. */
 bool cs_utf8_valid(const uint8_t *s, size_t n) {

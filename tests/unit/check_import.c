@@ -329,6 +329,22 @@ START_TEST(numbers_round_like_strtod) {
 }
 END_TEST
 
+START_TEST(number_kind_agrees_with_parse) {
+  static const char alphabet[] = "0123456789+-.eE x9";
+  uint64_t seed = 0x5eed;
+  ut_rng r = ut_rng_seed(seed);
+  for (int round = 0; round < 300000; round++) {
+    char buf[32];
+    size_t n = ut_rng_below(&r, 24);
+    for (size_t i = 0; i < n; i++) buf[i] = alphabet[ut_rng_below(&r, sizeof alphabet - 1)];
+    int64_t iv;
+    double fv;
+    cs_num_kind want = cs_parse_number((const uint8_t *)buf, n, &iv, &fv);
+    ck_assert_msg(cs_number_kind((const uint8_t *)buf, n) == want, "seed %llx: '%.*s'", (unsigned long long)seed, (int)n, buf);
+  }
+}
+END_TEST
+
 START_TEST(utf8_check) {
   const char *valid[] = {"", "plain", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xed\x9f\xbf", "\xf4\x8f\xbf\xbf",
                          "12345678\xc3\xa9"};
@@ -410,6 +426,7 @@ static Suite *import_suite(void) {
   tcase_add_test(tc, delimiter_detection);
   tcase_add_test(tc, number_grammar);
   tcase_add_test(tc, numbers_round_like_strtod);
+  tcase_add_test(tc, number_kind_agrees_with_parse);
   tcase_add_test(tc, utf8_check);
   tcase_add_test(tc, import_infers_and_writes);
   tcase_add_test(tc, import_stopped_leaves_nothing);
