@@ -504,7 +504,7 @@ static cs_rc handle_record(importer *imp, size_t file_index, bool first_in_file)
   if (first_in_file && imp->header) {
     const cs_record *h = &imp->header_rec;
     if (file_index == imp->first_file) return CS_OK;
-    bool same = rec->n_fields == h->n_fields && rec->n_bytes == h->n_bytes && memcmp(rec->bytes, h->bytes, rec->n_bytes) == 0;
+    bool same = rec->n_fields == h->n_fields && rec->n_bytes == h->n_bytes && (rec->n_bytes == 0 || memcmp(rec->bytes, h->bytes, rec->n_bytes) == 0);
     for (uint32_t i = 0; same && i < rec->n_fields; i++) same = rec->ends[i] == h->ends[i];
     if (!same)
       return fail(imp, CS_EINVAL, "colstore: %s line %llu: the header differs from %s's; files imported together must share it", file,

@@ -76,7 +76,8 @@ static ref_parse ref_tokenize(const char *s, size_t n, char delim, char quote) {
           if (in_quotes) {
             out.failed = true;
             out.fail_line = open_line;
-            free(rec.fields); /* leaks the bytes; a test helper */
+            for (uint32_t k = 0; k < rec.n_fields; k++) free(rec.fields[k].bytes);
+            free(rec.fields);
             return out;
           }
           record_done = true;
@@ -147,7 +148,7 @@ static void check_streamed(const char *s, size_t n, size_t split, const ref_pars
       for (uint32_t f = 0; f < rec.n_fields; f++) {
         size_t fn;
         const uint8_t *p = cs_record_field(&rec, f, &fn);
-        ck_assert_msg(fn == want->fields[f].n && memcmp(p, want->fields[f].bytes, fn) == 0 && rec.quoted[f] == want->fields[f].quoted,
+        ck_assert_msg(fn == want->fields[f].n && (fn == 0 || memcmp(p, want->fields[f].bytes, fn) == 0) && rec.quoted[f] == want->fields[f].quoted,
                       "%s split %zu record %zu field %u differs", what, split, got_records, f);
       }
       got_records++;
