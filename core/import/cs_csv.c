@@ -53,41 +53,49 @@ void cs_record_free(cs_record *rec) {
   memset(rec, 0, sizeof *rec);
 }
 
-static bool push_bytes(cs_record *rec, const uint8_t *p, size_t n, cs_err *err) {
-  if (n == 0) return true;
+/* Growth, out of the hot path: push_bytes and end_field below only check
+** the capacity and store. */
+static bool grow_bytes(cs_record *rec, size_t n, cs_err *err) {
   if (rec->n_bytes + n > UINT32_MAX) {
     cs_err_set(err, CS_ERANGE, "colstore: line %llu: a record longer than 4 GiB", (unsigned long long)rec->line);
     return false;
   }
-  if (rec->n_bytes + n > rec->cap_bytes) {
-    size_t cap = rec->cap_bytes ? rec->cap_bytes * 2 : 4096;
-    while (cap < rec->n_bytes + n) cap *= 2;
-    uint8_t *b = realloc(rec->bytes, cap);
-    if (!b) {
-      cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
-      return false;
-    }
-    rec->bytes = b;
-    rec->cap_bytes = cap;
+  size_t cap = rec->cap_bytes ? rec->cap_bytes * 2 : 4096;
+  while (cap < rec->n_bytes + n) cap *= 2;
+  uint8_t *b = realloc(rec->bytes, cap);
+  if (!b) {
+    cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
+    return false;
   }
+  rec->bytes = b;
+  rec->cap_bytes = cap;
+  return true;
+}
+
+static bool grow_fields(cs_record *rec, cs_err *err) {
+  uint32_t cap = rec->cap_fields ? rec->cap_fields * 2 : 64;
+  uint32_t *e = realloc(rec->ends, cap * sizeof *e);
+  if (e) rec->ends = e;
+  uint8_t *q = realloc(rec->quoted, cap);
+  if (q) rec->quoted = q;
+  if (!e || !q) {
+    cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
+    return false;
+  }
+  rec->cap_fields = cap;
+  return true;
+}
+
+static inline bool push_bytes(cs_record *rec, const uint8_t *p, size_t n, cs_err *err) {
+  if (n == 0) return true;
+  if (rec->n_bytes + n > rec->cap_bytes && !grow_bytes(rec, n, err)) return false;
   memcpy(rec->bytes + rec->n_bytes, p, n);
   rec->n_bytes += n;
   return true;
 }
 
-static bool end_field(cs_record *rec, bool quoted, cs_err *err) {
-  if (rec->n_fields == rec->cap_fields) {
-    uint32_t cap = rec->cap_fields ? rec->cap_fields * 2 : 64;
-    uint32_t *e = realloc(rec->ends, cap * sizeof *e);
-    if (e) rec->ends = e;
-    uint8_t *q = realloc(rec->quoted, cap);
-    if (q) rec->quoted = q;
-    if (!e || !q) {
-      cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
-      return false;
-    }
-    rec->cap_fields = cap;
-  }
+static inline bool end_field(cs_record *rec, bool quoted, cs_err *err) {
+  if (rec->n_fields == rec->cap_fields && !grow_fields(rec, err)) return false;
   rec->ends[rec->n_fields] = (uint32_t)rec->n_bytes;
   rec->quoted[rec->n_fields] = quoted;
   rec->n_fields++;
