@@ -32,6 +32,7 @@
 */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -45,11 +46,15 @@
 
 #define BLOCK_BYTES (1u << 20)
 #define DEFAULT_MAX_REJECTS 10u
+#define CHUNK_BYTES (8u << 20)
+#define MAX_THREADS 64u
 
 typedef struct column_guess {
   bool may_int, may_float;
   uint64_t non_null;
 } column_guess;
+
+typedef struct sink sink;
 
 typedef struct importer {
   const char *path;
@@ -67,7 +72,9 @@ typedef struct importer {
   bool interrupted;
   uint8_t *block;
   cs_record rec;
-  cs_batch *batch;
+  sink *sinks;            /* threads of them; the serial path uses the first */
+  uint32_t threads;
+  size_t chunk_bytes;     /* threads: bytes per chunk of a wave */
   cs_writer *writer;
   uint64_t bytes_total, pass_bytes_done, pass_rows;
   uint32_t max_rejects;
@@ -98,30 +105,98 @@ static void quote_value(char *out, size_t cap, const uint8_t *s, size_t n) {
   snprintf(out, cap, "'%.*s'%s", (int)keep, (const char *)s, cut ? "..." : "");
 }
 
-/* A rejected line: the error under on_error=fail, else counted (once) and
-** the first few kept.  Returns CS_OK to go on with the next line. */
-static cs_rc reject(importer *imp, const char *file, uint64_t line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static cs_rc reject(importer *imp, const char *file, uint64_t line, const char *fmt, ...) {
+/* Where records go: a batch (the writing pass) or per-column guesses
+** (pass one), with the rejects met and the first failure.  The serial path
+** has one; a parallel pass one per chunk, merged in chunk order, so the
+** rejects, rows and the failure reported are those of the serial order.
+** Lines in a sink are relative to its chunk's first line (0 for serial). */
+typedef struct sink_reject {
+  uint64_t line;
+  char *reason;
+} sink_reject;
+
+struct sink {
+  cs_batch *batch;
+  column_guess *guess;
+  uint64_t seen;          /* records handled (progress) */
+  uint64_t rows;          /* rows put into batch */
+  uint64_t rejected;
+  sink_reject *rejects;   /* the first max_rejects */
+  size_t n_rejects;
+  cs_rc fail_code;        /* the first failure, CS_OK while none */
+  uint64_t fail_line;     /* 0: a failure not about a line */
+  char fail_reason[400];
+};
+
+static cs_rc sink_fail(sink *s, cs_rc code, uint64_t line, const char *reason) {
+  s->fail_code = code;
+  s->fail_line = line;
+  snprintf(s->fail_reason, sizeof s->fail_reason, "%s", reason);
+  return code;
+}
+
+/* A rejected line: the failure under on_error=fail, else counted (once)
+** and the first few kept.  Returns CS_OK to go on with the next line. */
+static cs_rc reject(const importer *imp, sink *s, uint64_t line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static cs_rc reject(const importer *imp, sink *s, uint64_t line, const char *fmt, ...) {
   char reason[400];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(reason, sizeof reason, fmt, ap);
   va_end(ap);
-  if (!imp->opt->skip_errors) return fail(imp, CS_EINVAL, "colstore: %s line %llu: %s", file, (unsigned long long)line, reason);
+  if (!imp->opt->skip_errors) return sink_fail(s, CS_EINVAL, line, reason);
   if (imp->passes == 2 && imp->pass == 2) return CS_OK; /* counted in pass one */
-  cs_import_result *res = imp->res;
-  res->rejected++;
-  if (res->n_rejects < imp->max_rejects) {
-    if (!res->rejects && !(res->rejects = calloc(imp->max_rejects, sizeof *res->rejects)))
-      return fail(imp, CS_ENOMEM, "colstore: out of memory");
-    cs_import_reject *r = &res->rejects[res->n_rejects];
-    r->file = strdup(file);
-    r->reason = strdup(reason);
-    r->line = line;
-    res->n_rejects++;
-    if (!r->file || !r->reason) return fail(imp, CS_ENOMEM, "colstore: out of memory");
+  s->rejected++;
+  if (s->n_rejects < imp->max_rejects) {
+    if (!s->rejects && !(s->rejects = calloc(imp->max_rejects, sizeof *s->rejects)))
+      return sink_fail(s, CS_ENOMEM, 0, "out of memory");
+    if (!(s->rejects[s->n_rejects].reason = strdup(reason))) return sink_fail(s, CS_ENOMEM, 0, "out of memory");
+    s->rejects[s->n_rejects++].line = line;
   }
   return CS_OK;
+}
+
+/* Moves what s collected into the result; its failure becomes the error,
+** its lines offset by line_base. */
+static cs_rc merge_sink(importer *imp, sink *s, const char *file, uint64_t line_base) {
+  cs_import_result *res = imp->res;
+  res->rows += s->rows;
+  res->rejected += s->rejected;
+  imp->pass_rows += s->seen;
+  s->rows = s->rejected = s->seen = 0;
+  cs_rc rc = CS_OK;
+  for (size_t i = 0; i < s->n_rejects; i++) {
+    char *reason = s->rejects[i].reason;
+    if (rc == CS_OK && res->n_rejects < imp->max_rejects) {
+      if (!res->rejects && !(res->rejects = calloc(imp->max_rejects, sizeof *res->rejects))) {
+        rc = fail(imp, CS_ENOMEM, "colstore: out of memory");
+      } else {
+        cs_import_reject *r = &res->rejects[res->n_rejects++];
+        r->file = strdup(file);
+        r->line = s->rejects[i].line + line_base;
+        r->reason = reason;
+        reason = NULL;
+        if (!r->file) rc = fail(imp, CS_ENOMEM, "colstore: out of memory");
+      }
+    }
+    free(reason);
+  }
+  s->n_rejects = 0;
+  if (rc != CS_OK) return rc;
+  if (s->fail_code != CS_OK) {
+    if (s->fail_line)
+      return fail(imp, s->fail_code, "colstore: %s line %llu: %s", file, (unsigned long long)(s->fail_line + line_base), s->fail_reason);
+    return fail(imp, s->fail_code, "colstore: %s", s->fail_reason);
+  }
+  return CS_OK;
+}
+
+static void sink_free(sink *s) {
+  for (size_t i = 0; i < s->n_rejects; i++) free(s->rejects[i].reason);
+  free(s->rejects);
+  cs_batch_free(s->batch);
+  free(s->guess);
+  memset(s, 0, sizeof *s);
 }
 
 /* ------------------------------------------------------------ the files */
@@ -441,11 +516,11 @@ static bool int_fits(cs_type t, int64_t v) {
 
 /* Puts field i into the batch; returns a reason (into why) when the value
 ** does not fit its column, "" otherwise; CS_ENOMEM is returned. */
-static cs_rc put_field(importer *imp, uint32_t i, const uint8_t *p, size_t n, char *why, size_t why_cap) {
+static cs_rc put_field(const importer *imp, cs_batch *batch, uint32_t i, const uint8_t *p, size_t n, char *why, size_t why_cap) {
   const cs_column *col = &imp->cols[i];
   cs_err e;
   why[0] = 0;
-  if (cs_type_is_varlen(col->type)) return cs_batch_put_bytes(imp->batch, i, p, n, &e);
+  if (cs_type_is_varlen(col->type)) return cs_batch_put_bytes(batch, i, p, n, &e);
   int64_t iv = 0;
   double fv = 0;
   cs_num_kind k = cs_parse_number(p, n, &iv, &fv);
@@ -462,7 +537,7 @@ static cs_rc put_field(importer *imp, uint32_t i, const uint8_t *p, size_t n, ch
       snprintf(why, why_cap, "cannot store %s in column %s of type FLOAT32: it is out of FLOAT32's range", shown, col->name);
       return CS_OK;
     }
-    return cs_batch_put_f64(imp->batch, i, d, &e);
+    return cs_batch_put_f64(batch, i, d, &e);
   }
   if (k == CS_NUM_FLOAT) {
     if (!(fv >= -9223372036854775808.0 && fv < 9223372036854775808.0) || fv != (double)(int64_t)fv) {
@@ -478,13 +553,13 @@ static cs_rc put_field(importer *imp, uint32_t i, const uint8_t *p, size_t n, ch
              col->type == CS_TYPE_BOOL ? "a BOOL holds 0 or 1" : "it is out of the type's range");
     return CS_OK;
   }
-  return cs_batch_put_i64(imp->batch, i, iv, &e);
+  return cs_batch_put_i64(batch, i, iv, &e);
 }
 
-static cs_rc flush_batch(importer *imp) {
-  if (cs_batch_rows(imp->batch) == 0) return CS_OK;
-  cs_rc rc = cs_writer_write(imp->writer, imp->batch, imp->err);
-  cs_batch_clear(imp->batch);
+static cs_rc write_batch(importer *imp, cs_batch *batch) {
+  if (cs_batch_rows(batch) == 0) return CS_OK;
+  cs_rc rc = cs_writer_write(imp->writer, batch, imp->err);
+  cs_batch_clear(batch);
   return rc;
 }
 
@@ -498,35 +573,40 @@ static bool record_utf8_valid(const cs_record *rec) {
   return true;
 }
 
-static cs_rc handle_record(importer *imp, size_t file_index, bool first_in_file) {
-  const cs_record *rec = &imp->rec;
-  const char *file = imp->res->files[file_index];
-  if (first_in_file && imp->header) {
-    const cs_record *h = &imp->header_rec;
-    if (file_index == imp->first_file) return CS_OK;
-    bool same = rec->n_fields == h->n_fields && rec->n_bytes == h->n_bytes && (rec->n_bytes == 0 || memcmp(rec->bytes, h->bytes, rec->n_bytes) == 0);
-    for (uint32_t i = 0; same && i < rec->n_fields; i++) same = rec->ends[i] == h->ends[i];
-    if (!same)
-      return fail(imp, CS_EINVAL, "colstore: %s line %llu: the header differs from %s's; files imported together must share it", file,
-                  (unsigned long long)rec->line, imp->res->files[imp->first_file]);
-    return CS_OK;
-  }
-  imp->pass_rows++;
+/* A file's first record when the input has a header: the first file's was
+** read already; every other must be the same. */
+static cs_rc check_header(importer *imp, size_t file_index, const cs_record *rec) {
+  const cs_record *h = &imp->header_rec;
+  if (file_index == imp->first_file) return CS_OK;
+  bool same = rec->n_fields == h->n_fields && rec->n_bytes == h->n_bytes &&
+              (rec->n_bytes == 0 || memcmp(rec->bytes, h->bytes, rec->n_bytes) == 0);
+  for (uint32_t i = 0; same && i < rec->n_fields; i++) same = rec->ends[i] == h->ends[i];
+  if (!same)
+    return fail(imp, CS_EINVAL, "colstore: %s line %llu: the header differs from %s's; files imported together must share it",
+                imp->res->files[file_index], (unsigned long long)rec->line, imp->res->files[imp->first_file]);
+  return CS_OK;
+}
+
+/* One record into s: checked, then typed (pass one of two) or converted
+** into s->batch.  Touches only s and what imp holds read-only, so chunks
+** can run it in parallel. */
+static cs_rc handle_record(const importer *imp, sink *s, const cs_record *rec) {
+  s->seen++;
   if (rec->n_fields != imp->n_cols)
-    return reject(imp, file, rec->line, "%u fields where %s has %u", rec->n_fields, imp->header ? "the header" : "the first line",
+    return reject(imp, s, rec->line, "%u fields where %s has %u", rec->n_fields, imp->header ? "the header" : "the first line",
                   imp->n_cols);
   if (!record_utf8_valid(rec))
     for (uint32_t i = 0; i < rec->n_fields; i++) {
       size_t n;
       const uint8_t *p = cs_record_field(rec, i, &n);
-      if (!cs_utf8_valid(p, n)) return reject(imp, file, rec->line, "field %u (column %s) is not valid UTF-8", i + 1, imp->cols[i].name);
+      if (!cs_utf8_valid(p, n)) return reject(imp, s, rec->line, "field %u (column %s) is not valid UTF-8", i + 1, imp->cols[i].name);
     }
   if (imp->passes == 2 && imp->pass == 1) {
     for (uint32_t i = 0; i < rec->n_fields; i++) {
       if (is_null_field(imp, rec, i)) continue;
       size_t n;
       const uint8_t *p = cs_record_field(rec, i, &n);
-      guess_field(&imp->guess[i], p, n);
+      guess_field(&s->guess[i], p, n);
     }
     return CS_OK;
   }
@@ -536,27 +616,39 @@ static cs_rc handle_record(importer *imp, size_t file_index, bool first_in_file)
     why[0] = 0;
     if (is_null_field(imp, rec, i)) {
       if (!imp->cols[i].nullable) {
-        cs_batch_cancel_row(imp->batch);
-        return reject(imp, file, rec->line, "NOT NULL column %s has no value", imp->cols[i].name);
+        cs_batch_cancel_row(s->batch);
+        return reject(imp, s, rec->line, "NOT NULL column %s has no value", imp->cols[i].name);
       }
       cs_err e;
-      rc = cs_batch_put_null(imp->batch, i, &e);
+      rc = cs_batch_put_null(s->batch, i, &e);
     } else {
       size_t n;
       const uint8_t *p = cs_record_field(rec, i, &n);
-      rc = put_field(imp, i, p, n, why, sizeof why);
+      rc = put_field(imp, s->batch, i, p, n, why, sizeof why);
     }
-    if (rc != CS_OK) return fail(imp, rc, "colstore: out of memory");
+    if (rc != CS_OK) return sink_fail(s, rc, 0, "out of memory");
     if (why[0]) {
-      cs_batch_cancel_row(imp->batch);
-      return reject(imp, file, rec->line, "%s", why);
+      cs_batch_cancel_row(s->batch);
+      return reject(imp, s, rec->line, "%s", why);
     }
   }
-  cs_batch_end_row(imp->batch);
-  imp->res->rows++;
-  if (cs_batch_rows(imp->batch) >= CS_DEFAULT_RECORD_ROWS) return flush_batch(imp);
+  cs_batch_end_row(s->batch);
+  s->rows++;
   return CS_OK;
 }
+
+/* A sink's pass-one guesses into the importer's, the sink's made fresh. */
+static void fold_guesses(importer *imp, sink *s) {
+  if (!s->guess) return;
+  for (uint32_t c = 0; c < imp->n_cols; c++) {
+    imp->guess[c].may_int &= s->guess[c].may_int;
+    imp->guess[c].may_float &= s->guess[c].may_float;
+    imp->guess[c].non_null += s->guess[c].non_null;
+    s->guess[c] = (column_guess){true, true, 0};
+  }
+}
+
+static bool writing(const importer *imp) { return !(imp->passes == 2 && imp->pass == 1); }
 
 static bool report(importer *imp, bool finished) {
   if (!imp->opt->progress) return true;
@@ -569,6 +661,312 @@ static bool report(importer *imp, bool finished) {
   return true;
 }
 
+/* A record the serial path read: the header check, or into the sink, and
+** the batch written when it holds a record's rows. */
+static cs_rc serial_record(importer *imp, size_t f, bool first) {
+  sink *s = &imp->sinks[0];
+  if (first && imp->header) return check_header(imp, f, &imp->rec);
+  cs_rc rc = handle_record(imp, s, &imp->rec);
+  if (rc != CS_OK || s->n_rejects) rc = merge_sink(imp, s, imp->res->files[f], 0);
+  if (rc == CS_OK && writing(imp) && cs_batch_rows(s->batch) >= CS_DEFAULT_RECORD_ROWS) rc = write_batch(imp, s->batch);
+  return rc;
+}
+
+/* One file, one block at a time, by one tokenizer. */
+static cs_rc run_file_serial(importer *imp, size_t f) {
+  const char *file = imp->res->files[f];
+  cs_reader *r = NULL;
+  cs_rc rc = cs_reader_open(file, &r, imp->err);
+  if (rc != CS_OK) return rc;
+  cs_csv c;
+  cs_csv_init(&c, imp->delim, imp->quote);
+  cs_record_reset(&imp->rec);
+  bool first = true, at_start = true;
+  uint64_t raw_before = imp->pass_bytes_done;
+  for (;;) {
+    long n = fill_block(imp, r, imp->block, BLOCK_BYTES);
+    if (n < 0) {
+      rc = imp->err->code;
+      break;
+    }
+    size_t pos = at_start ? bom_bytes(imp->block, (size_t)n) : 0;
+    at_start = false;
+    int got;
+    if (n == 0) {
+      got = cs_csv_finish(&c, &imp->rec, imp->err);
+      if (got == 1) {
+        rc = serial_record(imp, f, first);
+        cs_record_reset(&imp->rec);
+      } else if (got < 0) {
+        rc = name_the_file(imp, file);
+      }
+      break;
+    }
+    while ((got = cs_csv_feed(&c, imp->block, (size_t)n, &pos, &imp->rec, imp->err)) == 1) {
+      rc = serial_record(imp, f, first);
+      first = false;
+      cs_record_reset(&imp->rec);
+      if (rc != CS_OK) break;
+    }
+    if (got < 0) rc = name_the_file(imp, file);
+    if (rc != CS_OK) break;
+    rc = merge_sink(imp, &imp->sinks[0], file, 0);
+    if (rc != CS_OK) break;
+    imp->pass_bytes_done = raw_before + cs_reader_raw_offset(r);
+    if (!report(imp, false)) {
+      rc = imp->err->code;
+      break;
+    }
+  }
+  if (rc == CS_OK) rc = merge_sink(imp, &imp->sinks[0], file, 0);
+  /* A file's rows are written before the next file's, which a parallel
+  ** pass may write from other sinks. */
+  if (rc == CS_OK && writing(imp)) rc = write_batch(imp, imp->sinks[0].batch);
+  fold_guesses(imp, &imp->sinks[0]);
+  if (rc == CS_OK && imp->err->code != CS_OK) rc = imp->err->code;
+  imp->pass_bytes_done = raw_before + cs_reader_raw_offset(r);
+  cs_reader_close(r);
+  return rc;
+}
+
+/* ------------------------------------------------------ parallel chunks
+**
+** threads=N splits a plain file into waves of N chunks read into memory
+** (chunk_bytes each, so memory stays at N chunks whatever the file's size).
+** A chunk must start at a record boundary, and a byte offset's quote state
+** is not known without reading everything before it.  The choice here is
+** the quote-parity pass: a wave starts at a known boundary (outside
+** quotes), so the parity of the quote bytes from there to a split point is
+** the quote state at that point for RFC 4180 text (a doubled quote counts
+** two and keeps the parity); the chunk then starts after the first line
+** end outside quotes.  Counting quotes runs at memchr speed, far cheaper
+** than parsing each chunk twice (speculatively in both states).
+**
+** Lenient input breaks the parity rule: a stray quote inside an unquoted
+** field (ab"c) flips it.  So no guess is trusted: every chunk but the last
+** of a wave must end, under its own tokenizer, exactly at a record boundary
+** where the next chunk starts.  Since the first chunk starts at a true
+** boundary, that proves each next one does, and the chunks' records are
+** exactly the serial reading's.  A wave where a chunk fails the check is
+** parsed again as one chunk, which is the serial reading.  The last chunk
+** of a wave stops after its last complete record, where the next wave
+** starts. */
+
+typedef struct chunk_job {
+  size_t begin, end;       /* buf offsets */
+  size_t stop;             /* after the last complete record */
+  uint64_t lines;          /* line ends before stop */
+  bool clean;              /* ended at a record boundary, nothing pending */
+  cs_rc rc;
+  cs_err err;
+  cs_record rec;
+} chunk_job;
+
+static size_t record_start_after(const uint8_t *buf, size_t from, size_t to, uint8_t quote, bool in_quotes) {
+  for (size_t i = from; i < to; i++) {
+    uint8_t b = buf[i];
+    if (b == quote) in_quotes = !in_quotes;
+    else if (!in_quotes && (b == '\n' || b == '\r')) {
+      if (b == '\r' && i + 1 < to && buf[i + 1] == '\n') i++;
+      return i + 1;
+    }
+  }
+  return to;
+}
+
+static void run_chunk(const importer *imp, sink *s, chunk_job *job, const uint8_t *buf, bool last, bool at_eof) {
+  cs_csv c;
+  cs_csv_init(&c, imp->delim, imp->quote);
+  cs_record_reset(&job->rec);
+  size_t pos = job->begin;
+  job->stop = job->begin;
+  job->lines = 0;
+  job->rc = CS_OK;
+  job->clean = false;
+  int got;
+  while ((got = cs_csv_feed(&c, buf, job->end, &pos, &job->rec, &job->err)) == 1) {
+    job->rc = handle_record(imp, s, &job->rec);
+    cs_record_reset(&job->rec);
+    job->stop = pos;
+    job->lines = c.line - 1;
+    if (job->rc != CS_OK) return;
+  }
+  if (got < 0) {
+    job->rc = job->err.code;
+    return;
+  }
+  if (last && at_eof) {
+    got = cs_csv_finish(&c, &job->rec, &job->err);
+    if (got < 0) {
+      job->rc = job->err.code;
+      return;
+    }
+    if (got == 1) job->rc = handle_record(imp, s, &job->rec);
+    cs_record_reset(&job->rec);
+    job->stop = job->end;
+    job->lines = c.line - 1;
+  }
+  job->clean = !c.in_record && (c.state == CS_CSV_FIELD_START || c.state == CS_CSV_AFTER_CR);
+  if (job->clean && !last) job->stop = job->end, job->lines = c.line - 1;
+}
+
+static bool read_at(int fd, uint8_t *buf, size_t n, uint64_t off) {
+  size_t have = 0;
+  while (have < n) {
+    ssize_t got = pread(fd, buf + have, n - have, (off_t)(off + have));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    have += (size_t)got;
+  }
+  return true;
+}
+
+static cs_rc run_file_parallel(importer *imp, size_t f, uint64_t size) {
+  const char *file = imp->res->files[f];
+  uint32_t threads = imp->threads;
+  size_t region_cap = (size_t)threads * imp->chunk_bytes;
+  uint8_t *buf = malloc(region_cap);
+  chunk_job *jobs = calloc(threads, sizeof *jobs);
+  size_t *bounds = malloc((threads + 1) * sizeof *bounds);
+  int fd = open(file, O_RDONLY | O_CLOEXEC);
+  cs_rc rc = CS_OK;
+  if (!buf || !jobs || !bounds) rc = fail(imp, CS_ENOMEM, "colstore: out of memory");
+  else if (fd < 0) rc = fail(imp, CS_EIO, "colstore: cannot open %s: %s", file, strerror(errno));
+  uint64_t off = 0, line_base = 0, raw_before = imp->pass_bytes_done;
+  bool first = true, after_cr = false;
+  while (rc == CS_OK && off < size) {
+    size_t n = size - off < region_cap ? (size_t)(size - off) : region_cap;
+    if (!read_at(fd, buf, n, off)) {
+      rc = fail(imp, CS_EIO, "colstore: cannot read %s: %s", file, errno ? strerror(errno) : "it shrank while read");
+      break;
+    }
+    bool at_eof = off + n == size;
+    /* A record that ended at CR before this wave: its LF is here, and is
+    ** not a line of its own (the tokenizer's AFTER_CR state). */
+    size_t start = after_cr && n > 0 && buf[0] == '\n' ? 1 : 0;
+    if (first) {
+      start = bom_bytes(buf, n);
+      if (imp->header) {
+        /* The header, serially: compared with the first file's. */
+        cs_csv c;
+        cs_csv_init(&c, imp->delim, imp->quote);
+        cs_record_reset(&imp->rec);
+        size_t pos = start;
+        int got = cs_csv_feed(&c, buf, n, &pos, &imp->rec, imp->err);
+        if (got == 0 && at_eof) got = cs_csv_finish(&c, &imp->rec, imp->err), pos = n;
+        if (got < 0) {
+          rc = name_the_file(imp, file);
+          break;
+        }
+        if (got == 0) goto grow;
+        if ((rc = check_header(imp, f, &imp->rec)) != CS_OK) break;
+        line_base = c.line - 1;
+        start = pos < n && pos > 0 && buf[pos - 1] == '\r' && buf[pos] == '\n' ? pos + 1 : pos;
+      }
+    }
+    /* Split points, each moved to the next line end outside quotes. */
+    uint32_t k_chunks = threads;
+    bounds[0] = start;
+    bool in_quotes = false;
+    size_t counted = start;
+    for (uint32_t k = 1; k < threads; k++) {
+      size_t guess = start + (size_t)((uint64_t)(n - start) * k / threads);
+      if (guess < bounds[k - 1]) guess = bounds[k - 1];
+      for (const uint8_t *q = buf + counted; (q = memchr(q, imp->quote, (size_t)(buf + guess - q))) != NULL; q++) in_quotes = !in_quotes;
+      counted = guess;
+      size_t b = record_start_after(buf, guess, n, imp->quote, in_quotes);
+      for (const uint8_t *q = buf + counted; (q = memchr(q, imp->quote, (size_t)(buf + b - q))) != NULL; q++) in_quotes = !in_quotes;
+      counted = b;
+      bounds[k] = b;
+    }
+    bounds[k_chunks] = n;
+    for (bool serial_retry = false;; serial_retry = true) {
+      if (serial_retry) k_chunks = 1, bounds[1] = n;
+      for (uint32_t k = 0; k < k_chunks; k++) jobs[k].begin = bounds[k], jobs[k].end = bounds[k + 1];
+#pragma omp parallel for num_threads(k_chunks) schedule(static, 1)
+      for (uint32_t k = 0; k < k_chunks; k++) run_chunk(imp, &imp->sinks[k], &jobs[k], buf, k + 1 == k_chunks, at_eof);
+      /* Every chunk before one that failed, and before the last, must have
+      ** ended where the next begins. */
+      uint32_t trusted = 0;
+      while (trusted + 1 < k_chunks && jobs[trusted].rc == CS_OK && jobs[trusted].clean) trusted++;
+      bool ok = trusted + 1 >= k_chunks || jobs[trusted].rc != CS_OK;
+      if (ok) break;
+      /* A wrong guess: nothing of this try is kept. */
+      for (uint32_t k = 0; k < k_chunks; k++) {
+        sink *s = &imp->sinks[k];
+        for (size_t i = 0; i < s->n_rejects; i++) free(s->rejects[i].reason);
+        s->n_rejects = 0;
+        s->rows = s->rejected = s->seen = 0;
+        s->fail_code = CS_OK;
+        if (s->batch) cs_batch_clear(s->batch);
+        if (s->guess)
+          for (uint32_t c = 0; c < imp->n_cols; c++) s->guess[c] = (column_guess){true, true, 0};
+      }
+      if (serial_retry) break; /* cannot happen: one chunk is always clean */
+    }
+    /* Merge in order: rejects, rows, guesses, the first failure. */
+    for (uint32_t k = 0; k < k_chunks && rc == CS_OK; k++) {
+      chunk_job *job = &jobs[k];
+      sink *s = &imp->sinks[k];
+      if (job->rc != CS_OK && s->fail_code == CS_OK) {
+        /* a tokenizer error: "colstore: line N: ..." relative to the chunk */
+        *imp->err = job->err;
+        unsigned long long rel;
+        const char *rest = strstr(job->err.msg, ": ");
+        if (sscanf(job->err.msg, "colstore: line %llu:", &rel) == 1 && rest && (rest = strstr(rest + 2, ": ")) != NULL) {
+          char msg[CS_ERR_MSG_BYTES];
+          snprintf(msg, sizeof msg, "colstore: %s line %llu: %s", file, rel + line_base, rest + 2);
+          cs_err_set(imp->err, job->err.code, "%s", msg);
+        }
+        rc = imp->err->code;
+        break;
+      }
+      fold_guesses(imp, s);
+      if ((rc = merge_sink(imp, s, file, line_base)) != CS_OK) break;
+      if (writing(imp) && (rc = write_batch(imp, s->batch)) != CS_OK) break;
+      line_base += job->lines;
+      if (job->stop < job->end) break; /* the last chunk's partial record: the next wave's */
+    }
+    if (rc != CS_OK) break;
+    size_t consumed = jobs[k_chunks - 1].stop;
+    if (consumed == 0 || (consumed == start && !at_eof && !first)) {
+    grow:
+      /* No whole record in the wave: a record longer than it.  Read
+      ** twice as much, with the same offset. */
+      if (at_eof) break;
+      region_cap *= 2;
+      uint8_t *bigger = realloc(buf, region_cap);
+      if (!bigger) {
+        rc = fail(imp, CS_ENOMEM, "colstore: out of memory");
+        break;
+      }
+      buf = bigger;
+      continue;
+    }
+    first = false;
+    after_cr = buf[consumed - 1] == '\r';
+    off += consumed;
+    imp->pass_bytes_done = raw_before + off;
+    if (!report(imp, false)) {
+      rc = imp->err->code;
+      break;
+    }
+  }
+  if (rc == CS_OK && imp->err->code != CS_OK) rc = imp->err->code;
+  imp->pass_bytes_done = raw_before + size;
+  if (fd >= 0) close(fd);
+  for (uint32_t k = 0; jobs && k < threads; k++) cs_record_free(&jobs[k].rec);
+  free(jobs);
+  free(bounds);
+  free(buf);
+  return rc;
+}
+
+static bool splittable(const char *file) {
+  size_t n = strlen(file);
+  return !(n >= 3 && strcmp(file + n - 3, ".gz") == 0) && !(n >= 4 && strcmp(file + n - 4, ".zst") == 0);
+}
+
 /* One pass over every file. */
 static cs_rc run_pass(importer *imp, int pass) {
   imp->pass = pass;
@@ -576,50 +974,12 @@ static cs_rc run_pass(importer *imp, int pass) {
   imp->pass_rows = 0;
   for (size_t f = 0; f < imp->res->n_files; f++) {
     const char *file = imp->res->files[f];
-    cs_reader *r = NULL;
-    cs_rc rc = cs_reader_open(file, &r, imp->err);
-    if (rc != CS_OK) return rc;
-    cs_csv c;
-    cs_csv_init(&c, imp->delim, imp->quote);
-    cs_record_reset(&imp->rec);
-    bool first = true, at_start = true;
-    uint64_t raw_before = imp->pass_bytes_done;
-    for (;;) {
-      long n = fill_block(imp, r, imp->block, BLOCK_BYTES);
-      if (n < 0) {
-        rc = imp->err->code;
-        break;
-      }
-      size_t pos = at_start ? bom_bytes(imp->block, (size_t)n) : 0;
-      at_start = false;
-      int got;
-      if (n == 0) {
-        got = cs_csv_finish(&c, &imp->rec, imp->err);
-        if (got == 1) {
-          rc = handle_record(imp, f, first);
-          cs_record_reset(&imp->rec);
-        } else if (got < 0) {
-          rc = name_the_file(imp, file);
-        }
-        break;
-      }
-      while ((got = cs_csv_feed(&c, imp->block, (size_t)n, &pos, &imp->rec, imp->err)) == 1) {
-        rc = handle_record(imp, f, first);
-        first = false;
-        cs_record_reset(&imp->rec);
-        if (rc != CS_OK) break;
-      }
-      if (got < 0) rc = name_the_file(imp, file);
-      if (rc != CS_OK) break;
-      imp->pass_bytes_done = raw_before + cs_reader_raw_offset(r);
-      if (!report(imp, false)) {
-        rc = imp->err->code;
-        break;
-      }
-    }
-    if (rc == CS_OK && imp->err->code != CS_OK) rc = imp->err->code;
-    imp->pass_bytes_done = raw_before + cs_reader_raw_offset(r);
-    cs_reader_close(r);
+    struct stat st;
+    cs_rc rc;
+    if (imp->threads > 1 && splittable(file) && stat(file, &st) == 0 && (uint64_t)st.st_size >= 2 * imp->chunk_bytes)
+      rc = run_file_parallel(imp, f, (uint64_t)st.st_size);
+    else
+      rc = run_file_serial(imp, f);
     if (rc != CS_OK) return rc;
   }
   return CS_OK;
@@ -653,7 +1013,20 @@ cs_rc cs_import_text(const char *path, const char *source, const cs_import_optio
   if ((rc = read_first_record(&imp)) != CS_OK) goto done;
   res->delim = (char)imp.delim;
   if ((rc = plan_columns(&imp, imp.writer ? cs_writer_schema(imp.writer) : NULL)) != CS_OK) goto done;
+  imp.threads = opt->threads > 1 ? (opt->threads < MAX_THREADS ? opt->threads : MAX_THREADS) : 1;
+  imp.chunk_bytes = opt->chunk_bytes ? opt->chunk_bytes : CHUNK_BYTES;
+  if (!(imp.sinks = calloc(imp.threads, sizeof *imp.sinks))) {
+    rc = fail(&imp, CS_ENOMEM, "colstore: out of memory");
+    goto done;
+  }
   if (imp.passes == 2) {
+    for (uint32_t k = 0; k < imp.threads; k++) {
+      if (!(imp.sinks[k].guess = calloc(imp.n_cols ? imp.n_cols : 1, sizeof *imp.sinks[k].guess))) {
+        rc = fail(&imp, CS_ENOMEM, "colstore: out of memory");
+        goto done;
+      }
+      for (uint32_t i = 0; i < imp.n_cols; i++) imp.sinks[k].guess[i] = (column_guess){true, true, 0};
+    }
     if ((rc = run_pass(&imp, 1)) != CS_OK) goto done;
     for (uint32_t i = 0; i < imp.n_cols; i++) {
       const column_guess *g = &imp.guess[i];
@@ -668,9 +1041,9 @@ cs_rc cs_import_text(const char *path, const char *source, const cs_import_optio
     }
     goto done;
   }
-  if ((rc = cs_batch_new(&schema, &imp.batch, err)) != CS_OK) goto done;
+  for (uint32_t k = 0; k < imp.threads; k++)
+    if ((rc = cs_batch_new(&schema, &imp.sinks[k].batch, err)) != CS_OK) goto done;
   if ((rc = run_pass(&imp, imp.passes)) != CS_OK) goto done;
-  if ((rc = flush_batch(&imp)) != CS_OK) goto done;
   if (!report(&imp, true)) {
     rc = err->code;
     goto done;
@@ -679,7 +1052,8 @@ cs_rc cs_import_text(const char *path, const char *source, const cs_import_optio
   imp.writer = NULL;
 done:
   if (imp.writer) cs_writer_abort(imp.writer);
-  cs_batch_free(imp.batch);
+  for (uint32_t k = 0; imp.sinks && k < imp.threads; k++) sink_free(&imp.sinks[k]);
+  free(imp.sinks);
   cs_record_free(&imp.rec);
   cs_record_free(&imp.header_rec);
   free(imp.guess);

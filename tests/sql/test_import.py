@@ -312,6 +312,38 @@ class Options(cstest.StoreTest):
         self.assertEqual(r["rows"], 2)
 
 
+class Threads(cstest.StoreTest):
+    """threads=N reads plain files in chunks of 8 MiB: a file of several
+    chunks with quoted newlines and CRLF gives the serial store (the unit
+    test check_import tries every split point on small inputs)."""
+
+    def test_threads_give_the_serial_store(self):
+        rng = random.Random(7)
+        n = cstest.scaled(1200000, 300000)
+        parts = ["id,x,note\r\n"]
+        for i in range(n):
+            note = rng.choice(["", "plain", '"two\nlines"', '"a ""quote"""', '"cr\r\nlf"', "é"])
+            parts.append("%d,%s,%s\r\n" % (i, rng.choice(["", "%.3f" % rng.random()]), note))
+        p = self.path("t.csv")
+        with open(p, "w", newline="") as f:
+            f.write("".join(parts))
+        if os.path.getsize(p) < 2 * (8 << 20) and not cstest.ASAN:
+            self.fail("the file must span several chunks")
+        con = self.connect()
+        one = json.loads(con.execute("SELECT colstore_import(?, ?)", (self.path("1.cst"), p)).fetchone()[0])
+        three = json.loads(con.execute("SELECT colstore_import(?, ?, 'threads=3')", (self.path("3.cst"), p)).fetchone()[0])
+        self.assertEqual(one["rows"], n)
+        self.assertEqual((three["rows"], three["columns"]), (one["rows"], one["columns"]))
+        con.execute("CREATE VIRTUAL TABLE a USING colstore('%s')" % self.path("1.cst"))
+        con.execute("CREATE VIRTUAL TABLE b USING colstore('%s')" % self.path("3.cst"))
+        self.assertEqual(con.execute("SELECT count(*) FROM (SELECT rowid, * FROM a EXCEPT SELECT rowid, * FROM b)").fetchone()[0], 0)
+        with open(p, "a", newline="") as f:
+            f.write("%d,1.0\r\n" % n)
+        msg = self.assertSqlError(con, "SELECT colstore_import(?, ?, 'threads=3')", (self.path("x.cst"), p))
+        self.assertEqual(msg, "colstore: %s line %d: 2 fields where the header has 3" % (p, n + 2 + sum(
+            part.count("\n") - 1 for part in parts[1:])))
+
+
 class Errors(cstest.StoreTest):
     """Each error: the exact message, and nothing written."""
 
