@@ -20,6 +20,7 @@ Variants, each run in a fresh sqlite3 shell process (`sqlite3 -batch`), so
 every one pays its own start and module load, as a user does:
 
   import        SELECT colstore_import('x.cst', 'f.csv')   (types inferred: two passes)
+  import_t2     ... 'threads=2' (plain files split in chunks parsed in parallel)
   import_typed  ... 'columns=a INT64, b FLOAT64, c INT64, d FLOAT64'    (one pass)
   native        CREATE TABLE raw(a INTEGER, b REAL, c INTEGER, d REAL);
                 .import --csv --skip 1 f.csv raw
@@ -28,7 +29,9 @@ every one pays its own start and module load, as a user does:
 
 Before anything is timed, every variant runs once and the stores must agree:
 the same schema and, per column, count, sum, min and max, and the same
-values at 1,000 random positions.  Then the variants run interleaved
+values at 1,000 random positions; against the native route floats may be
+one ulp apart, because SQLite 3.40 rounds some decimal texts one ulp off
+(the count of such sampled values is printed).  Then the variants run interleaved
 (round r runs each once, in an order rotated by r), so a burst of load on
 the host falls on all of them; each reports the median wall time with min
 and max, and the median CPU time of the child (user + system), which a busy
@@ -38,6 +41,7 @@ the median wall time.
     bench/bench_import.py [--rows N] [--rounds R] [--dir D] [--module build/colstore]
 """
 import argparse
+import math
 import os
 import random
 import resource
@@ -69,6 +73,9 @@ def variant_sql(name, module, csv, store, native_db):
     load = ".load %s\n" % module
     if name == "import":
         return load + "SELECT colstore_import('%s', '%s', 'progress=off') ->> '$.rows';\n" % (store, csv)
+    if name.startswith("import_t") and name[len("import_t"):].isdigit():
+        return load + "SELECT colstore_import('%s', '%s', 'progress=off', 'threads=%s') ->> '$.rows';\n" % (
+            store, csv, name[len("import_t"):])
     if name == "import_typed":
         return load + ("SELECT colstore_import('%s', '%s', 'columns=a INT64, b FLOAT64, c INT64, d FLOAT64', "
                        "'progress=off') ->> '$.rows';\n" % (store, csv))
@@ -115,6 +122,33 @@ def fingerprint(module, store, rows, seed):
     return info, aggs, sample
 
 
+def same_value(a, b, loose):
+    if isinstance(a, float) and isinstance(b, float) and loose:
+        return abs(a - b) <= math.ulp(a), a != b
+    return a == b, False
+
+
+def same_stores(x, y, loose):
+    """Fingerprints equal: exactly, or (loose) floats within an ulp and
+    float sums within 1e-12 relative."""
+    if x[0] != y[0]:
+        return False, 0
+    for i, (a, b) in enumerate(zip(x[1], y[1])):
+        if i % 4 == 1 and isinstance(a, float) and loose:  # sum(...) of a float column
+            if abs(a - b) > 1e-12 * max(abs(a), 1.0):
+                return False, 0
+        elif not same_value(a, b, loose)[0]:
+            return False, 0
+    ulps = 0
+    for ra, rb in zip(x[2], y[2]):
+        for a, b in zip(ra, rb):
+            ok, off = same_value(a, b, loose)
+            if not ok:
+                return False, 0
+            ulps += off
+    return True, ulps
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=10000000)
@@ -122,7 +156,7 @@ def main():
     ap.add_argument("--seed", type=int, default=23)
     ap.add_argument("--dir", default=os.path.join(ROOT, "build", "bench-import"))
     ap.add_argument("--module", default=os.path.join(ROOT, "build", "colstore"))
-    ap.add_argument("--variants", default="import,import_typed,native")
+    ap.add_argument("--variants", default="import,import_t2,import_typed,native")
     args = ap.parse_args()
     if not shutil.which("sqlite3"):
         sys.exit("bench_import: needs the sqlite3 shell")
@@ -144,9 +178,17 @@ def main():
     first = variants[0]
     for v in variants[1:]:
         # The native route types columns from the declared affinities: the
-        # same INT64/FLOAT64 schema as the import's inference.
-        if prints[v] != prints[first]:
+        # same INT64/FLOAT64 schema as the import's inference.  Its REAL
+        # values are SQLite 3.40's text-to-double conversion, which is one
+        # ulp off the correctly rounded double for some texts (about 1 in
+        # 4,000 of %.8g here; colstore_import is correctly rounded), so a
+        # float from it may differ by one ulp and its sums in the last bits.
+        loose = "native" in (v, first)
+        same, ulps = same_stores(prints[first], prints[v], loose)
+        if not same:
             sys.exit("bench_import: %s and %s stores differ:\n%r\n%r" % (first, v, prints[first][:2], prints[v][:2]))
+        if ulps:
+            print("%s vs %s: %d of the sampled floats one ulp apart (SQLite's rounding)" % (first, v, ulps))
     print("stores identical (schema %s; aggregates and 1,000 sampled rows)" % prints[first][0], flush=True)
 
     walls = {v: [] for v in variants}
