@@ -26,6 +26,11 @@
 ** two (the checks are the same and cheap) and skipped without being counted
 ** twice, so no list of rejected lines has to be kept.
 **
+** threads=N: a plain file is read in waves of N chunks parsed in parallel,
+** each into its own sink (a batch or guesses, its rejects, its first
+** failure), merged in chunk order; "parallel chunks" below says how a
+** chunk's start is found and proven.
+**
 ** Several files (a directory, a glob) are one input read in name order;
 ** each must have the first one's column count, and when the first had a
 ** header each must start with the same header.
