@@ -12,6 +12,13 @@
 ** cut in two.  The inputs are hand-written edge cases plus random strings
 ** over the alphabet that matters (a, the delimiter, the quote, CR, LF).
 **
+** threads=N is checked the same way one level up: small inputs with
+** quoted newlines (LF and CRLF), doubled and stray quotes, ragged lines and
+** CR line ends are imported serially and with 2, 3 and 4 threads at every
+** chunk size that splits them, so a chunk boundary falls on every byte;
+** rows, rejects (lines and reasons), errors and every cell must be the
+** serial import's.
+**
 ** Numbers are compared with strtod on random decimal literals of every
 ** length and exponent (glibc's strtod is correctly rounded, so the fast
 ** path must give the same bits), and the grammar's documented cases
