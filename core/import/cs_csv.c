@@ -142,22 +142,31 @@ int cs_csv_feed(cs_csv *c, const uint8_t *buf, size_t n, size_t *pos, cs_record 
         break;
       }
       case CS_CSV_UNQUOTED: {
-        size_t j = i;
-        while (j < n && !c->special[buf[j]]) j++;
-        if (!push_bytes(rec, buf + i, j - i, err)) return -1;
-        i = j;
-        if (i == n) break;
-        uint8_t b = buf[i++];
-        if (!end_field(rec, c->quoted_field, err)) return -1;
-        if (b == delim) {
-          c->state = CS_CSV_FIELD_START;
-          break;
+        /* A run of unquoted fields stays in this loop: the next field
+        ** starts here too unless it opens with a quote or is empty. */
+        for (;;) {
+          size_t j = i;
+          while (j < n && !c->special[buf[j]]) j++;
+          if (!push_bytes(rec, buf + i, j - i, err)) return -1;
+          i = j;
+          if (i == n) break;
+          uint8_t b = buf[i++];
+          if (!end_field(rec, c->quoted_field, err)) return -1;
+          if (b == delim) {
+            if (i < n && buf[i] != quote && !c->special[buf[i]]) {
+              c->quoted_field = false;
+              continue;
+            }
+            c->state = CS_CSV_FIELD_START;
+            break;
+          }
+          c->line++;
+          c->state = b == '\r' ? CS_CSV_AFTER_CR : CS_CSV_FIELD_START;
+          c->in_record = false;
+          *pos = i;
+          return 1;
         }
-        c->line++;
-        c->state = b == '\r' ? CS_CSV_AFTER_CR : CS_CSV_FIELD_START;
-        c->in_record = false;
-        *pos = i;
-        return 1;
+        break;
       }
       case CS_CSV_QUOTED: {
         const uint8_t *q = memchr(buf + i, quote, n - i);
