@@ -38,9 +38,15 @@ and max, and the median CPU time of the child (user + system), which a busy
 host does not inflate.  MB/s and rows/s are the file's bytes and rows over
 the median wall time.
 
-    bench/bench_import.py [--rows N] [--rounds R] [--dir D] [--module build/colstore]
+  duckdb_t1/t2  (--duckdb) DuckDB from npm (@duckdb/node-api, bench/duckdb_import.mjs):
+                CREATE TABLE t AS SELECT * FROM read_csv('f.csv') into a database
+                file, threads 1 and 2; its row count and detected types are checked
+                against the import's, and the statement's own time is printed too
+
+    bench/bench_import.py [--rows N] [--rounds R] [--dir D] [--module build/colstore] [--duckdb]
 """
 import argparse
+import json
 import math
 import os
 import random
@@ -84,7 +90,49 @@ def variant_sql(name, module, csv, store, native_db):
             "SELECT colstore_create('%s', 'SELECT * FROM nat.raw');\n" % (native_db, csv, store))
 
 
+DUCK_CLIENT = os.path.join(ROOT, "build", "duckdb_client")
+DUCK_TYPES = {"BIGINT": "INT64", "DOUBLE": "FLOAT64", "VARCHAR": "TEXT"}
+
+
+def duck_ready():
+    """Installs @duckdb/node-api into build/duckdb_client (as bench_agg_sql.py
+    does) and copies the script there; the reason when it cannot."""
+    if not shutil.which("node") or not shutil.which("npm"):
+        return "node or npm is not installed"
+    os.makedirs(DUCK_CLIENT, exist_ok=True)
+    if not os.path.isdir(os.path.join(DUCK_CLIENT, "node_modules", "@duckdb", "node-api")):
+        if not os.path.exists(os.path.join(DUCK_CLIENT, "package.json")):
+            with open(os.path.join(DUCK_CLIENT, "package.json"), "w") as f:
+                f.write('{"name": "colstore-duckdb-bench", "private": true, "type": "module"}\n')
+        r = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "@duckdb/node-api"],
+                           cwd=DUCK_CLIENT, capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            return "npm install @duckdb/node-api failed"
+    shutil.copyfile(os.path.join(ROOT, "bench", "duckdb_import.mjs"), os.path.join(DUCK_CLIENT, "duckdb_import.mjs"))
+    return None
+
+
+def run_duck(name, csv, workdir):
+    db = os.path.join(workdir, name + ".duckdb")
+    if os.path.exists(db):
+        os.remove(db)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    p = subprocess.run(["node", "duckdb_import.mjs", csv, db, name[len("duckdb_t"):]], cwd=DUCK_CLIENT,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        sys.exit("bench_import: variant %s failed:\n%s" % (name, p.stdout))
+    secs, rows, types = p.stdout.strip().split("\t")
+    os.remove(db)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return (int(rows), [(n, DUCK_TYPES.get(t, t)) for n, t in json.loads(types)], float(secs)), wall, cpu
+
+
 def run_variant(name, module, csv, workdir):
+    if name.startswith("duckdb_t"):
+        return run_duck(name, csv, workdir)
     store = os.path.join(workdir, name + ".cst")
     native_db = os.path.join(workdir, name + ".db")
     for p in (store, native_db):
@@ -157,6 +205,7 @@ def main():
     ap.add_argument("--dir", default=os.path.join(ROOT, "build", "bench-import"))
     ap.add_argument("--module", default=os.path.join(ROOT, "build", "colstore"))
     ap.add_argument("--variants", default="import,import_t2,import_typed,native")
+    ap.add_argument("--duckdb", action="store_true", help="add DuckDB's read_csv into a database file at 1 and 2 threads")
     args = ap.parse_args()
     if not shutil.which("sqlite3"):
         sys.exit("bench_import: needs the sqlite3 shell")
@@ -170,13 +219,29 @@ def main():
     variants = args.variants.split(",")
     print("file: %s, %d rows, %.1f MB; %d rounds, interleaved" % (csv, args.rows, size / 1e6, args.rounds), flush=True)
 
+    if args.duckdb:
+        why = duck_ready()
+        if why:
+            print("no DuckDB variants: %s" % why)
+        else:
+            variants += ["duckdb_t1", "duckdb_t2"]
+
     # Identical results first.
-    prints = {}
+    prints, ducks = {}, {}
     for v in variants:
-        store, _, _ = run_variant(v, module, csv, args.dir)
-        prints[v] = fingerprint(module, store, args.rows, args.seed)
+        out, _, _ = run_variant(v, module, csv, args.dir)
+        if v.startswith("duckdb_t"):
+            ducks[v] = out
+        else:
+            prints[v] = fingerprint(module, out, args.rows, args.seed)
     first = variants[0]
-    for v in variants[1:]:
+    for v, (rows, types, _) in ducks.items():
+        # DuckDB's table is not read back value by value: its row count and
+        # detected types must be colstore's.
+        if rows != prints[first][1][0] or types != prints[first][0]:
+            sys.exit("bench_import: %s made %d rows typed %r; %s %d typed %r" % (v, rows, types, first, prints[first][1][0],
+                                                                               prints[first][0]))
+    for v in [v for v in variants if v in prints][1:]:
         # The native route types columns from the declared affinities: the
         # same INT64/FLOAT64 schema as the import's inference.  Its REAL
         # values are SQLite 3.40's text-to-double conversion, which is one
@@ -193,10 +258,13 @@ def main():
 
     walls = {v: [] for v in variants}
     cpus = {v: [] for v in variants}
+    duck_secs = {v: [] for v in ducks}
     for r in range(args.rounds):
         order = variants[r % len(variants):] + variants[:r % len(variants)]
         for v in order:
-            _, wall, cpu = run_variant(v, module, csv, args.dir)
+            out, wall, cpu = run_variant(v, module, csv, args.dir)
+            if v in duck_secs:
+                duck_secs[v].append(out[2])
             walls[v].append(wall)
             cpus[v].append(cpu)
         print("round %d: %s" % (r + 1, "  ".join("%s %.2fs" % (v, walls[v][-1]) for v in variants)), flush=True)
@@ -212,6 +280,9 @@ def main():
             if v != "native":
                 print("%s: %.1fx the native route (wall), %.1fx (cpu)" % (
                     v, base / statistics.median(walls[v]), statistics.median(cpus["native"]) / statistics.median(cpus[v])))
+    for v, secs in duck_secs.items():
+        print("%s: its CREATE TABLE AS statement alone, median %.2f s (the wall time above adds node's start)" % (
+            v, statistics.median(secs)))
     for v in variants:
         for ext in (".cst", ".db"):
             p = os.path.join(args.dir, v + ext)
