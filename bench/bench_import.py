@@ -38,7 +38,8 @@ and max, and the median CPU time of the child (user + system), which a busy
 host does not inflate.  MB/s and rows/s are the file's bytes and rows over
 the median wall time.
 
-  duckdb_t1/t2  (--duckdb) DuckDB from npm (@duckdb/node-api, bench/duckdb_import.mjs):
+  duckdb_t1/t2  (--duckdb) DuckDB from npm (@duckdb/node-api in build/duckdb_client, as
+                bench_agg_sql.py installs it; bench/duckdb_import.mjs):
                 CREATE TABLE t AS SELECT * FROM read_csv('f.csv') into a database
                 file, threads 1 and 2; its row count and detected types are checked
                 against the import's, and the statement's own time is printed too
@@ -95,19 +96,14 @@ DUCK_TYPES = {"BIGINT": "INT64", "DOUBLE": "FLOAT64", "VARCHAR": "TEXT"}
 
 
 def duck_ready():
-    """Installs @duckdb/node-api into build/duckdb_client (as bench_agg_sql.py
-    does) and copies the script there; the reason when it cannot."""
-    if not shutil.which("node") or not shutil.which("npm"):
-        return "node or npm is not installed"
-    os.makedirs(DUCK_CLIENT, exist_ok=True)
+    """The reason the DuckDB variants cannot run, or None.  The client is
+    the one bench_agg_sql.py installs into build/duckdb_client (npm
+    @duckdb/node-api); this bench does not install it a second way."""
+    if not shutil.which("node"):
+        return "node is not installed"
     if not os.path.isdir(os.path.join(DUCK_CLIENT, "node_modules", "@duckdb", "node-api")):
-        if not os.path.exists(os.path.join(DUCK_CLIENT, "package.json")):
-            with open(os.path.join(DUCK_CLIENT, "package.json"), "w") as f:
-                f.write('{"name": "colstore-duckdb-bench", "private": true, "type": "module"}\n')
-        r = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "@duckdb/node-api"],
-                           cwd=DUCK_CLIENT, capture_output=True, text=True, timeout=600)
-        if r.returncode != 0:
-            return "npm install @duckdb/node-api failed"
+        return ("@duckdb/node-api is not in %s: run bench/bench_agg_sql.py once (it installs it), "
+                "or npm install @duckdb/node-api there" % DUCK_CLIENT)
     shutil.copyfile(os.path.join(ROOT, "bench", "duckdb_import.mjs"), os.path.join(DUCK_CLIENT, "duckdb_import.mjs"))
     return None
 
