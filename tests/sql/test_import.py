@@ -25,10 +25,12 @@ import math
 import os
 import random
 import re
+import resource
 import shutil
 import sqlite3
 import subprocess
 import sys
+import unittest
 
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -342,6 +344,33 @@ class Threads(cstest.StoreTest):
         msg = self.assertSqlError(con, "SELECT colstore_import(?, ?, 'threads=3')", (self.path("x.cst"), p))
         self.assertEqual(msg, "colstore: %s line %d: 2 fields where the header has 3" % (p, n + 2 + sum(
             part.count("\n") - 1 for part in parts[1:])))
+
+
+class Memory(cstest.StoreTest):
+    """Bounded memory: a file four times larger than a limit imports in a
+    process whose peak resident memory stays under that limit (the sqlite3
+    shell, measured by the kernel's maximum RSS of the child)."""
+
+    @unittest.skipIf(cstest.ASAN, "the sanitizers' shadow memory is not the importer's")
+    @unittest.skipIf(not shutil.which("sqlite3"), "no sqlite3 shell")
+    def test_peak_memory_stays_under_a_quarter_of_the_file(self):
+        limit = 24 << 20
+        p = self.path("big.csv")
+        line = "%d,%d.25,\"text, with a comma\",%d\n"
+        with open(p, "w") as f:
+            f.write("a,b,c,d\n")
+            i = 0
+            while f.tell() < 4 * limit:
+                f.write("".join(line % (k, k, k) for k in range(i, i + 10000)))
+                i += 10000
+        sql = ".load %s\nSELECT colstore_import('%s', '%s') ->> '$.rows';\n" % (cstest.MODULE, self.path("big.cst"), p)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        out = subprocess.run(["sqlite3", "-batch", "-bail", ":memory:"], input=sql, capture_output=True, text=True,
+                             check=True).stdout
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+        self.assertEqual(int(out.strip()), i)
+        self.assertGreater(peak, before * 1024 - 1, "the child's peak is measured")
+        self.assertLess(peak, limit, "peak RSS %d bytes importing %d bytes" % (peak, os.path.getsize(p)))
 
 
 class Errors(cstest.StoreTest):
