@@ -487,6 +487,43 @@ class Errors(cstest.StoreTest):
         con.execute("SELECT colstore_import(?, ?, 'mode=replace')", (p, src)).fetchone()
         self.assertGreater(len(calls), 0, "the progress handler is called while an import runs")
 
+    def test_sqlite3_interrupt_leaves_nothing(self):
+        """sqlite3_interrupt (the shell's Ctrl-C) while the import runs: here
+        called from the progress handler, which itself returns 0, so the
+        stop comes from the interrupt flag alone."""
+        con = self.connect()
+        src = self.write("big.csv", "a,b\n" + "".join("%d,%d\n" % (i, i) for i in range(200000)))
+        before = sorted(os.listdir(self.dir))
+        calls = []
+
+        def handler():
+            calls.append(1)
+            if len(calls) == 3:
+                con.interrupt()
+            return 0
+
+        con.set_progress_handler(handler, 50)
+        self.assertSqlError(con, "SELECT colstore_import(?, ?)", (self.path("t.cst"), src), code="SQLITE_INTERRUPT",
+                            contains=("colstore: interrupted",))
+        self.assertEqual(sorted(os.listdir(self.dir)), before)
+
+    def test_progress_line_on_stderr(self):
+        if not shutil.which("sqlite3"):
+            self.skipTest("no sqlite3 shell")
+        src = self.write("p.csv", "a,b\n" + "".join("%d,x%d\n" % (i, i) for i in range(50000)))
+        sql = ".load %s\nSELECT colstore_import('%s', '%s', 'progress=on') ->> '$.rows';\n" % (
+            cstest.MODULE, self.path("p.cst"), src)
+        # bytes: text mode would turn the CRs that rewrite the line into LFs
+        r = subprocess.run(["sqlite3", "-batch", "-bail", ":memory:"], input=sql.encode(), capture_output=True, check=True)
+        self.assertEqual(r.stdout.decode().strip(), "50000")
+        self.assertTrue(r.stderr.startswith(b"\rcolstore_import: pass 1/2 "), r.stderr[:80])
+        self.assertEqual(r.stderr.count(b"\n"), 1, "one line, rewritten in place")
+        last = r.stderr.decode().split("\r")[-1]
+        self.assertRegex(last, r"^colstore_import: pass 2/2  [0-9.]+ of [0-9.]+ MB  50000 rows  [0-9.]+ MB/s  0s left +\n$")
+        sql = sql.replace("progress=on", "progress=auto").replace("p.cst", "q.cst")
+        r = subprocess.run(["sqlite3", "-batch", "-bail", ":memory:"], input=sql.encode(), capture_output=True, check=True)
+        self.assertEqual(r.stderr, b"", "progress=auto prints nothing when stderr is not a terminal")
+
     def test_directonly(self):
         con = self.connect()
         src = self.write("a.csv", "a\n1\n")
