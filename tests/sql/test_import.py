@@ -345,6 +345,43 @@ class Threads(cstest.StoreTest):
             part.count("\n") - 1 for part in parts[1:])))
 
 
+CHILD_IMPORTER = r"""
+import sys
+sys.path.insert(0, %r)
+import cstest
+path, csv, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+con = cstest.connect()
+con.execute("SELECT colstore_import(?, ?)", (path, csv)).fetchone()
+print("ready", flush=True)
+while True:
+    con.execute("SELECT colstore_import(?, ?, ?)", (path, csv, "mode=" + mode)).fetchone()
+""" % os.path.dirname(os.path.abspath(__file__))
+
+
+class Killed(cstest.StoreTest):
+    """A SIGKILL in the middle of an import: the store at the path is a
+    whole one (replace) or holds whole imports (append), and verifies."""
+
+    def test_sigkill_during_replace_and_append(self):
+        rng = random.Random(11)
+        n = cstest.scaled(100000, 20000)
+        csv_path = self.path("k.csv")
+        with open(csv_path, "w") as f:
+            f.write("a,b,c\n" + "".join("%d,%d.5,\"t\nx%d\"\n" % (i, i, i) for i in range(n)))
+        for mode in ("replace", "append", "replace", "append"):
+            p = self.path("k_%s_%d.cst" % (mode, rng.randrange(1 << 30)))
+            script = CHILD_IMPORTER.replace("path, csv, mode = sys.argv[1], sys.argv[2], sys.argv[3]",
+                                            "path, csv, mode = sys.argv[1], %r, %r" % (csv_path, mode))
+            fresh = self.after_sigkill(script, p, rng.uniform(0.05, 0.6))
+            rows = fresh.execute("SELECT count(*) FROM t").fetchone()[0]
+            if mode == "replace":
+                self.assertEqual(rows, n)
+            else:
+                self.assertEqual(rows % n, 0, "an append is whole or absent")
+                self.assertGreaterEqual(rows, n)
+            self.assertEqual(fresh.execute("SELECT sum(a) FROM t").fetchone()[0], rows // n * (n * (n - 1) // 2))
+
+
 class Memory(cstest.StoreTest):
     """Bounded memory: a file four times larger than a limit imports in a
     process whose peak resident memory stays under that limit (the sqlite3
