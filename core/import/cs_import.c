@@ -80,7 +80,8 @@ typedef struct importer {
   cs_record rec;
   sink *sinks;            /* threads of them; the serial path uses the first */
   uint32_t threads;
-  size_t chunk_bytes;     /* threads: bytes per chunk of a wave */
+  size_t chunk_bytes;
+  bool utf8_known_valid;  /* pass two after a pass one that rejected nothing */     /* threads: bytes per chunk of a wave */
   cs_writer *writer;
   uint64_t bytes_total, pass_bytes_done, pass_rows;
   uint32_t max_rejects;
@@ -522,13 +523,21 @@ static bool int_fits(cs_type t, int64_t v) {
 
 /* Puts field i into the batch; returns a reason (into why) when the value
 ** does not fit its column, "" otherwise; CS_ENOMEM is returned. */
-static cs_rc put_field(const importer *imp, cs_batch *batch, uint32_t i, const uint8_t *p, size_t n, char *why, size_t why_cap) {
-  const cs_column *col = &imp->cols[i];
+static cs_rc put_field(const importer *imp, cs_batch *batch, uint32_t col_index, const uint8_t *p, size_t n, char *why, size_t why_cap) {
+  const cs_column *col = &imp->cols[col_index];
   cs_err e;
   why[0] = 0;
-  if (cs_type_is_varlen(col->type)) return cs_batch_put_bytes(batch, i, p, n, &e);
+  if (cs_type_is_varlen(col->type)) return cs_batch_put_bytes(batch, col_index, p, n, &e);
   int64_t iv = 0;
   double fv = 0;
+  if (col->type == CS_TYPE_INT64 && n > 0 && n <= 18) {
+    /* The common case: at most 18 digits, optional sign, always fits. */
+    size_t i = p[0] == '-' || p[0] == '+';
+    uint64_t v = 0;
+    size_t d = i;
+    while (d < n && (unsigned)(p[d] - '0') <= 9) v = v * 10 + (unsigned)(p[d++] - '0');
+    if (d == n && d > i) return cs_batch_put_i64(batch, col_index, p[0] == '-' ? -(int64_t)v : (int64_t)v, &e);
+  }
   cs_num_kind k = cs_parse_number(p, n, &iv, &fv);
   char shown[80];
   if (k == CS_NUM_NONE) {
@@ -543,7 +552,7 @@ static cs_rc put_field(const importer *imp, cs_batch *batch, uint32_t i, const u
       snprintf(why, why_cap, "cannot store %s in column %s of type FLOAT32: it is out of FLOAT32's range", shown, col->name);
       return CS_OK;
     }
-    return cs_batch_put_f64(batch, i, d, &e);
+    return cs_batch_put_f64(batch, col_index, d, &e);
   }
   if (k == CS_NUM_FLOAT) {
     if (!(fv >= -9223372036854775808.0 && fv < 9223372036854775808.0) || fv != (double)(int64_t)fv) {
@@ -559,7 +568,7 @@ static cs_rc put_field(const importer *imp, cs_batch *batch, uint32_t i, const u
              col->type == CS_TYPE_BOOL ? "a BOOL holds 0 or 1" : "it is out of the type's range");
     return CS_OK;
   }
-  return cs_batch_put_i64(batch, i, iv, &e);
+  return cs_batch_put_i64(batch, col_index, iv, &e);
 }
 
 static cs_rc write_batch(importer *imp, cs_batch *batch) {
@@ -601,7 +610,7 @@ static cs_rc handle_record(const importer *imp, sink *s, const cs_record *rec) {
   if (rec->n_fields != imp->n_cols)
     return reject(imp, s, rec->line, "%u fields where %s has %u", rec->n_fields, imp->header ? "the header" : "the first line",
                   imp->n_cols);
-  if (!record_utf8_valid(rec))
+  if (!imp->utf8_known_valid && !record_utf8_valid(rec))
     for (uint32_t i = 0; i < rec->n_fields; i++) {
       size_t n;
       const uint8_t *p = cs_record_field(rec, i, &n);
@@ -1080,6 +1089,10 @@ cs_rc cs_import_text(const char *path, const char *source, const cs_import_optio
   }
   for (uint32_t k = 0; k < imp.threads; k++)
     if ((rc = cs_batch_new(&schema, &imp.sinks[k].batch, err)) != CS_OK) goto done;
+  /* Pass one checked every record's UTF-8 and rejected none: pass two
+  ** reads the same bytes.  (The field counts are checked again: cheap, and
+  ** a file rewritten between the passes then fails instead of misfiling.) */
+  imp.utf8_known_valid = imp.passes == 2 && res->rejected == 0;
   if ((rc = run_pass(&imp, imp.passes)) != CS_OK) goto done;
   if (!report(&imp, true)) {
     rc = err->code;
