@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "colstore_ext.h"
+#include "colstore_import.h"
 
 static void result_cs_error(sqlite3_context *ctx, cs_rc rc, const cs_err *err) {
   sqlite3_result_error(ctx, err->msg, -1);
@@ -565,5 +566,5 @@ int csx_register_functions(sqlite3 *db, csx_conn *conn) {
     int rc = sqlite3_create_function_v2(db, fns[i].zName, fns[i].nArg, SQLITE_UTF8 | fns[i].flags, conn, fns[i].xFunc, NULL, NULL, NULL);
     if (rc != SQLITE_OK) return rc;
   }
-  return SQLITE_OK;
+  return csx_register_import(db);
 }

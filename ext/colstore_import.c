@@ -1,0 +1,275 @@
+/*
+** colstore_import.c - colstore_import(path, source [, 'option=value' ...]):
+** delimited text files into a new store, or appended to one.
+**
+** The work is core's (core/import/cs_import.c); this file turns the SQL
+** arguments into cs_import_options, the result into the contract's JSON
+** (docs/sql.md, "Getting data in"), and gives SQLite a way to stop it.
+**
+** Stopping is the part SQLite does not make easy from inside a function.
+** sqlite3_interrupt (the shell's Ctrl-C) and a progress handler returning
+** nonzero both act on the VDBE, and a function runs inside one VDBE
+** instruction.  sqlite3_is_interrupted, which would let a function ask,
+** only exists from SQLite 3.41 (Debian 12 ships 3.40).  What works on every
+** version is a statement of our own: a function may run statements on its
+** connection (colstore_create does), and a statement that is stepped while
+** the connection is interrupted returns SQLITE_INTERRUPT at once; stepping
+** it also runs the VDBE's progress-handler check, so the user's handler is
+** called while an import runs, and returning nonzero from it makes the
+** step return SQLITE_INTERRUPT too.  So once per input block (1 MiB) the
+** importer's callback steps a small prepared probe, a recursive count of
+** PROBE_STEPS rows (a few hundred VDBE instructions), which calls a
+** handler registered with N up to a few hundred at least once a block.
+** Where sqlite3_is_interrupted exists it is asked as well.  Either way the
+** import then aborts its writer: no partial store, or the store as it was.
+**
+** progress=on (or auto with stderr a terminal) prints one line, rewritten
+** in place with CR, at most five times a second: the bytes read of the
+** whole work (both passes when types are inferred), rows, rate and the
+** time left at that rate.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "colstore_import.h"
+#include "cs_import.h"
+
+#define PROBE_STEPS 100
+#define MAX_OPTION_NULLS 64
+
+typedef struct import_call {
+  sqlite3 *db;
+  sqlite3_stmt *probe;
+  bool show_progress;
+  uint64_t started_ns, last_print_ns;
+  bool printed;
+} import_call;
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void print_progress(import_call *call, const cs_import_progress *p) {
+  uint64_t now = now_ns();
+  if (!p->finished && call->printed && now - call->last_print_ns < 200000000u) return;
+  call->last_print_ns = now;
+  call->printed = true;
+  double total = (double)p->bytes_total * p->passes;
+  double done = (double)p->bytes_total * (p->pass - 1) + (double)p->bytes_done;
+  double secs = (double)(now - call->started_ns) / 1e9;
+  double rate = secs > 0 ? done / secs : 0;
+  char eta[32] = "?";
+  if (rate > 0) snprintf(eta, sizeof eta, "%.0fs", (total - done) / rate);
+  fprintf(stderr, "\rcolstore_import: pass %d/%d  %.1f of %.1f MB  %llu rows  %.1f MB/s  %s left   ", p->pass, p->passes,
+          done / 1e6, total / 1e6, (unsigned long long)p->rows, rate / 1e6, p->finished ? "0s" : eta);
+  if (p->finished) fputc('\n', stderr);
+  fflush(stderr);
+}
+
+static int on_progress(void *ctx, const cs_import_progress *p) {
+  import_call *call = ctx;
+  if (call->show_progress) print_progress(call, p);
+#if SQLITE_VERSION_NUMBER >= 3041000
+  if (sqlite3_libversion_number() >= 3041000 && sqlite3_is_interrupted(call->db)) return 1;
+#endif
+  int rc;
+  while ((rc = sqlite3_step(call->probe)) == SQLITE_ROW) {
+  }
+  sqlite3_reset(call->probe);
+  return rc == SQLITE_INTERRUPT;
+}
+
+/* --------------------------------------------------------------- options */
+
+typedef struct parsed_options {
+  cs_import_options opt;
+  char *nulls_text;                 /* nulls= split in place */
+  const char *nulls[MAX_OPTION_NULLS];
+  int progress;                     /* 0 off, 1 on, 2 auto */
+} parsed_options;
+
+static bool has_suffix(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && sqlite3_stricmp(s + n - k, suffix) == 0;
+}
+
+static char *option_error(const char *fmt, const char *a) { return sqlite3_mprintf(fmt, a); }
+
+/* One 'name=value' argument; an error message (sqlite3_malloc'd) or NULL. */
+static char *parse_option(parsed_options *po, const char *arg) {
+  const char *eq = strchr(arg, '=');
+  if (!eq) return option_error("colstore: colstore_import option '%s' is not name=value", arg);
+  size_t klen = (size_t)(eq - arg);
+  const char *v = eq + 1;
+#define IS(name) (klen == strlen(name) && sqlite3_strnicmp(arg, name, (int)klen) == 0)
+  cs_import_options *o = &po->opt;
+  if (IS("mode")) {
+    if (sqlite3_stricmp(v, "create") == 0) o->mode = CS_IMPORT_CREATE;
+    else if (sqlite3_stricmp(v, "replace") == 0) o->mode = CS_IMPORT_REPLACE;
+    else if (sqlite3_stricmp(v, "append") == 0) o->mode = CS_IMPORT_APPEND;
+    else return option_error("colstore: mode=%s: mode is create, replace or append", v);
+  } else if (IS("header")) {
+    if (sqlite3_stricmp(v, "auto") == 0) o->header = CS_HEADER_AUTO;
+    else if (sqlite3_stricmp(v, "true") == 0 || strcmp(v, "1") == 0 || sqlite3_stricmp(v, "on") == 0) o->header = CS_HEADER_YES;
+    else if (sqlite3_stricmp(v, "false") == 0 || strcmp(v, "0") == 0 || sqlite3_stricmp(v, "off") == 0) o->header = CS_HEADER_NO;
+    else return option_error("colstore: header=%s: header is auto, true or false", v);
+  } else if (IS("delim")) {
+    if (strcmp(v, "\\t") == 0 || sqlite3_stricmp(v, "tab") == 0) o->delim = '\t';
+    else if (strlen(v) == 1 && v[0] != '\n' && v[0] != '\r') o->delim = v[0];
+    else return option_error("colstore: delim=%s: the delimiter is one character (or tab)", v);
+  } else if (IS("quote")) {
+    if (strlen(v) != 1 || v[0] == '\n' || v[0] == '\r') return option_error("colstore: quote=%s: the quote is one character", v);
+    o->quote = v[0];
+  } else if (IS("nulls")) {
+    sqlite3_free(po->nulls_text);
+    if (!(po->nulls_text = sqlite3_mprintf("%s", v))) return NULL;
+    o->has_nulls = true;
+    o->n_nulls = 0;
+    for (char *s = po->nulls_text;;) {
+      if (o->n_nulls == MAX_OPTION_NULLS) return option_error("colstore: nulls=%s: at most 64 spellings", v);
+      po->nulls[o->n_nulls++] = s;
+      char *comma = strchr(s, ',');
+      if (!comma) break;
+      *comma = 0;
+      s = comma + 1;
+    }
+    o->nulls = po->nulls;
+  } else if (IS("columns")) {
+    o->columns = v;
+  } else if (IS("on_error")) {
+    if (sqlite3_stricmp(v, "fail") == 0) o->skip_errors = false;
+    else if (sqlite3_stricmp(v, "skip") == 0) o->skip_errors = true;
+    else return option_error("colstore: on_error=%s: on_error is fail or skip", v);
+  } else if (IS("threads")) {
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*v == 0 || *end || n < 1 || n > 1024) return option_error("colstore: threads=%s: threads is a number from 1 to 1024", v);
+    o->threads = (uint32_t)n;
+  } else if (IS("progress")) {
+    if (sqlite3_stricmp(v, "on") == 0) po->progress = 1;
+    else if (sqlite3_stricmp(v, "off") == 0) po->progress = 0;
+    else if (sqlite3_stricmp(v, "auto") == 0) po->progress = 2;
+    else return option_error("colstore: progress=%s: progress is auto, on or off", v);
+  } else if (IS("format")) {
+    if (sqlite3_stricmp(v, "csv") != 0)
+      return option_error("colstore: format=%s: this build imports delimited text only (format=csv)", v);
+  } else {
+    return sqlite3_mprintf("colstore: unknown colstore_import option '%.*s' (mode, columns, header, delim, quote, nulls, "
+                           "on_error, threads, progress, format)",
+                           (int)klen, arg);
+  }
+#undef IS
+  return NULL;
+}
+
+/* ------------------------------------------------------------------ JSON */
+
+static void append_json_text(sqlite3_str *s, const char *z) {
+  sqlite3_str_appendchar(s, 1, '"');
+  for (; *z; z++) {
+    unsigned char c = (unsigned char)*z;
+    if (c == '"' || c == '\\') sqlite3_str_appendf(s, "\\%c", c);
+    else if (c < 0x20) sqlite3_str_appendf(s, "\\u%04x", c);
+    else sqlite3_str_appendchar(s, 1, (char)c);
+  }
+  sqlite3_str_appendchar(s, 1, '"');
+}
+
+static char *result_json(sqlite3 *db, const cs_import_result *res, double ms) {
+  sqlite3_str *s = sqlite3_str_new(db);
+  sqlite3_str_appendf(s, "{\"rows\":%llu,\"rejected\":%llu,\"columns\":[", (unsigned long long)res->rows,
+                      (unsigned long long)res->rejected);
+  for (uint32_t i = 0; i < res->n_cols; i++) {
+    sqlite3_str_appendall(s, i ? ",{\"name\":" : "{\"name\":");
+    append_json_text(s, res->cols[i].name);
+    sqlite3_str_appendf(s, ",\"type\":\"%s\",\"nullable\":%s}", cs_type_name(res->cols[i].type),
+                        res->cols[i].nullable ? "true" : "false");
+  }
+  sqlite3_str_appendall(s, "],\"files\":[");
+  for (size_t i = 0; i < res->n_files; i++) {
+    if (i) sqlite3_str_appendchar(s, 1, ',');
+    append_json_text(s, res->files[i]);
+  }
+  double mb_per_s = ms > 0 ? (double)res->bytes_read / 1e6 / (ms / 1000.0) : 0;
+  sqlite3_str_appendf(s, "],\"bytes_read\":%llu,\"ms\":%.1f,\"mb_per_s\":%.1f,\"rejects\":[", (unsigned long long)res->bytes_read,
+                      ms, mb_per_s);
+  for (size_t i = 0; i < res->n_rejects; i++) {
+    sqlite3_str_appendall(s, i ? ",{\"file\":" : "{\"file\":");
+    append_json_text(s, res->rejects[i].file);
+    sqlite3_str_appendf(s, ",\"line\":%llu,\"reason\":", (unsigned long long)res->rejects[i].line);
+    append_json_text(s, res->rejects[i].reason);
+    sqlite3_str_appendchar(s, 1, '}');
+  }
+  char delim[2] = {res->delim, 0};
+  sqlite3_str_appendall(s, "],\"delim\":");
+  append_json_text(s, delim);
+  sqlite3_str_appendf(s, ",\"header\":%s}", res->header ? "true" : "false");
+  return sqlite3_str_finish(s);
+}
+
+/* -------------------------------------------------------------- function */
+
+static void fn_import(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  const char *zPath = (const char *)sqlite3_value_text(argv[0]);
+  const char *zSource = argc > 1 ? (const char *)sqlite3_value_text(argv[1]) : NULL;
+  if (argc < 2 || !zPath || !*zPath || !zSource || !*zSource) {
+    sqlite3_result_error(ctx, "colstore: usage: colstore_import(path, source [, 'option=value' ...])", -1);
+    sqlite3_result_error_code(ctx, SQLITE_MISUSE);
+    return;
+  }
+  if (has_suffix(zSource, ".parquet") || has_suffix(zSource, ".arrow") || has_suffix(zSource, ".feather") ||
+      has_suffix(zSource, ".arrows")) {
+    sqlite3_result_error(ctx, "colstore: this build imports delimited text only; Parquet and Arrow input is not built yet", -1);
+    return;
+  }
+  parsed_options po = {.progress = 2};
+  for (int i = 2; i < argc; i++) {
+    const char *arg = (const char *)sqlite3_value_text(argv[i]);
+    char *zErr = arg ? parse_option(&po, arg) : sqlite3_mprintf("colstore: colstore_import options are 'name=value' text");
+    if (zErr || (arg && po.opt.has_nulls && !po.nulls_text)) {
+      if (zErr) sqlite3_result_error(ctx, zErr, -1);
+      else sqlite3_result_error_nomem(ctx);
+      sqlite3_free(zErr);
+      sqlite3_free(po.nulls_text);
+      return;
+    }
+  }
+  import_call call = {.db = sqlite3_context_db_handle(ctx)};
+  call.show_progress = po.progress == 1 || (po.progress == 2 && isatty(2));
+  static const char probe_sql[] =
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) SELECT count(*) FROM n";
+  _Static_assert(PROBE_STEPS == 100, "probe_sql counts PROBE_STEPS rows");
+  if (sqlite3_prepare_v2(call.db, probe_sql, -1, &call.probe, NULL) != SQLITE_OK) {
+    sqlite3_result_error(ctx, "colstore: cannot prepare the interrupt probe", -1);
+    sqlite3_free(po.nulls_text);
+    return;
+  }
+  po.opt.progress = on_progress;
+  po.opt.progress_ctx = &call;
+  call.started_ns = now_ns();
+  cs_import_result res;
+  cs_err err;
+  cs_rc rc = cs_import_text(zPath, zSource, &po.opt, &res, &err);
+  double ms = (double)(now_ns() - call.started_ns) / 1e6;
+  if (call.show_progress && call.printed && rc != CS_OK) fputc('\n', stderr);
+  sqlite3_finalize(call.probe);
+  sqlite3_free(po.nulls_text);
+  if (rc != CS_OK) {
+    sqlite3_result_error(ctx, err.msg, -1);
+    sqlite3_result_error_code(ctx, res.interrupted ? SQLITE_INTERRUPT : csx_rc_to_sqlite(rc));
+  } else {
+    char *z = result_json(call.db, &res, ms);
+    if (z) sqlite3_result_text(ctx, z, -1, sqlite3_free);
+    else sqlite3_result_error_nomem(ctx);
+  }
+  cs_import_result_free(&res);
+}
+
+int csx_register_import(sqlite3 *db) {
+  return sqlite3_create_function_v2(db, "colstore_import", -1, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL, fn_import, NULL, NULL, NULL);
+}
