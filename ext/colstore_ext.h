@@ -2,11 +2,24 @@
 ** colstore_ext.h - what the files of the SQLite glue share.
 **
 ** ext/ is only glue: it turns SQL into calls on core/colstore.h and core
-** results into SQLite values and errors.  The pieces are split by role:
-** colstore_ext.c registers everything, colstore_vtab.c is the table (plan,
-** cursor), colstore_write.c is INSERT, DELETE and the transaction hooks,
-** colstore_value.c converts SQLite values into column values, and
-** colstore_func.c holds the SQL functions.
+** results into SQLite values and errors.  The pieces are split by role,
+** and calls run only downward, from the entry point at the top to the
+** shared helpers at the bottom (no file calls one above it):
+**
+**   colstore_ext.c        the entry point: registers everything below
+**   colstore_agg.c        the colstore_agg table (its plan policy, cursor)
+**   colstore_vtab.c       the colstore table: create, connect, module
+**   colstore_cursor.c     its cursor: xFilter, xNext, xColumn
+**   colstore_func.c       the SQL functions; colstore_calibrate.c
+**   colstore_write.c      INSERT, DELETE, UPDATE and the transaction hooks
+**   colstore_selection.c  a selection's inputs, read from xFilter's
+**                         arguments, and the list both cursors walk
+**   colstore_plan.c       the plan builder both xBestIndex use, the
+**                         colstore table's policy, the idxStr decoder
+**   colstore_snapshot.c   snapshots of a store, shared and refreshed
+**   colstore_config.c     process-wide settings; colstore_probe.c
+**   colstore_value.c      SQLite values as column values and operands
+**   colstore_util.c       what all of them share (errors, arrays, clock)
 */
 #ifndef COLSTORE_EXT_H
 #define COLSTORE_EXT_H
@@ -27,7 +40,7 @@ typedef struct csx_snapshot {
 } csx_snapshot;
 
 /* Whether column col of the snapshot is non-decreasing with no NULLs
-** (computed once per snapshot from the zone maps). */
+** (computed once per snapshot from the zone maps; colstore_snapshot.c). */
 bool csx_snapshot_sorted(csx_snapshot *snap, uint32_t col);
 
 typedef struct csx_table csx_table;
@@ -190,8 +203,10 @@ int csx_selection_rows(const csx_selection *s, sqlite3_vtab *tab, const char *zT
                        const uint64_t *in_rows, uint64_t n_in, uint64_t *out, uint64_t *n_out);
 void csx_selection_clear(csx_selection *s);
 
-/* colstore_ext.c */
+/* colstore_ext.c: the entry point */
 int sqlite3_colstore_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi);
+
+/* colstore_util.c */
 int csx_rc_to_sqlite(cs_rc rc);
 /* CLOCK_MONOTONIC in nanoseconds: kernel times for colstore_last_plan. */
 uint64_t csx_mono_ns(void);
@@ -212,6 +227,8 @@ void csx_conn_record_scan(csx_conn *conn, const char *zTable, const char *zPath,
 extern sqlite3_module csx_module;
 /* colstore_agg.c */
 extern sqlite3_module csx_agg_module;
+
+/* colstore_snapshot.c */
 void csx_snapshot_release(csx_snapshot *snap);
 bool csx_schema_equal(const cs_schema *a, const cs_schema *b);
 /* Makes pTab->snap the newest committed state if no cursor is open. */
@@ -221,6 +238,8 @@ csx_snapshot *csx_snapshot_new(cs_store *store);
 /* Replaces *pSnap with the store's last committed state when another
 ** connection committed since; errors go to tab naming zPath and zName. */
 int csx_snapshot_refresh(csx_snapshot **pSnap, sqlite3_vtab *tab, const char *zPath, const char *zName);
+
+/* colstore_vtab.c: helpers colstore_agg declares its table with too. */
 /* One level of SQL quotes stripped ('x', "x", `x`, [x]) into a new string. */
 char *csx_unquote(const char *z, int n);
 /* SOURCE unquoted and made absolute (a new string). */
