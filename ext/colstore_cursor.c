@@ -1037,11 +1037,9 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
     if (!pCur->check_cols && !(pCur->check_cols = sqlite3_malloc64(pCur->n_cols ? pCur->n_cols : 1))) return SQLITE_NOMEM;
     for (uint32_t c = 0; c < pCur->n_cols; c++) pCur->check_cols[c] = (plan.col_used >> (c < 63 ? c : 63)) & 1;
   }
-  if (plan.hidden_unusable)
-    return csx_vtab_error(&pTab->base, SQLITE_ERROR,
-                          "colstore: _rows and _mask of table %s select rows only as `_rows = ?` or `_mask = ?` "
-                          "ANDed with the rest of the WHERE clause; they cannot be read, or used under OR, NOT, IN "
-                          "or another operator (filter the BLOB before binding it instead)", pTab->zName);
+  /* a _rows/_mask term the plan could not take (colstore_plan.c) */
+  if (plan.refuse)
+    return csx_plan_refuse_input(&pTab->base, "table", pTab->zName);
   memset(&pCur->stats, 0, sizeof pCur->stats);
   csx_selection *sel = &pCur->sel;
   rc = csx_selection_build(sel, &pTab->base, pTab->zName, pCur->snap, &plan, argc, argv, pCur->check ? pCur->check_cols : NULL);

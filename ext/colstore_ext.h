@@ -127,7 +127,6 @@ typedef struct csx_plan {
   int n_slots;
   csx_slot slots[CSX_MAX_SLOTS];  /* in argv order */
   int ordered;                    /* ORDER BY rowid consumed */
-  int hidden_unusable;            /* reads _rows/_mask without taking it: refuse */
   int may_stop_early;             /* a LIMIT SQLite applies itself: grow batches from small */
   int desc;                       /* ... descending */
   uint64_t col_used;              /* sqlite3_index_info.colUsed */
@@ -141,8 +140,8 @@ typedef struct csx_plan {
   int group_by;                   /* Z: the order serves a GROUP BY (LIMIT counts groups) */
   int distinct_watch;             /* W: DISTINCT de-duplicated until SQLite asks for a rowid */
   uint64_t limit_hint;            /* K<n>: SQLite stops after n rows unless it filters (0 = unknown) */
-  int refuse;                     /* X<c>: colstore_agg cannot answer for its column c (c + 1; 0 = none) */
-  int refuse_why;                 /* ... X<c>:<why>: colstore_agg's reason code */
+  int refuse;                     /* X<c>: the plan cannot answer for the table's column c (c + 1; 0 = none) */
+  int refuse_why;                 /* ... X<c>:<why>: CSX_DECLINE_*, CSX_REFUSE_INPUT or colstore_agg's own */
 } csx_plan;
 
 /* A selection's inputs, read from xFilter's arguments once for every
@@ -247,38 +246,103 @@ char *csx_path_absolute(const char *zArg);
 /* The declared type that gives a column of type t its affinity. */
 const char *csx_affinity_name(cs_type t);
 
-/* colstore_plan.c */
+/* colstore_plan.c: the plan builder both xBestIndex functions use, each
+** with its own policy; the colstore table's xBestIndex; the decoder. */
 int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo);
 int csx_plan_decode(const char *idxStr, csx_plan *out);
+
+/* Why a condition was not taken (csx_plan_take_pred), and why a plan was
+** refused: the <why> of slot X<c>:<why>.  colstore_agg
+** numbers its own reasons from CSX_N_WHY on. */
+enum {
+  CSX_DECLINE_INEXACT,     /* a right-hand side SQLite compares otherwise than the core would */
+  CSX_DECLINE_OPERATOR,    /* LIKE, GLOB, MATCH, REGEXP, a function */
+  CSX_DECLINE_COLLATION,   /* TEXT under a collation other than BINARY */
+  CSX_DECLINE_IN_UNKNOWN,  /* an IN list or `= ?` past SQLite's 32-bit IN masks */
+  CSX_REFUSE_INPUT,        /* _rows/_mask used otherwise than as `= ?` ANDed to the WHERE clause */
+  CSX_N_WHY
+};
+/* The reason a condition was not taken, in words, for an error message. */
+const char *csx_decline_words(int why);
+
 /* Who takes a comparison, which decides what may be left to SQLite. */
 typedef enum csx_take_mode {
   CSX_TAKE_TABLE,      /* the colstore table: SQLite checks what it leaves */
   CSX_TAKE_AGG_KEY,    /* a colstore_agg key: SQLite checks what it leaves, on the group's key */
   CSX_TAKE_AGG_FILTER  /* a colstore_agg filter column: nothing can be left */
 } csx_take_mode;
+
+/* A plan being built.  An xBestIndex begins one, takes constraints into
+** it (each gets the next argv position and its slot), may refuse the plan
+** (the first refusal is kept), says its own words around the terms, and
+** finishes it into idxStr.  Which constraints to take, in what order, and
+** what the plan costs is the caller's policy. */
+typedef struct csx_plan_builder {
+  sqlite3_index_info *info;
+  sqlite3_str *words;       /* the caller's words, with the terms where it says them */
+  sqlite3_str *sel_words;   /* the selection taken: eq(rowid) ... rows(_rows) mask(_mask) */
+  sqlite3_str *pred_words;  /* the predicates taken, for pred(...) */
+  sqlite3_str *slots;       /* the machine part, in argv order */
+  int argv_i;               /* argv positions handed out */
+  unsigned inputs_said;     /* bit h: the words name hidden column h */
+  int refuse_col, refuse_why; /* the first refusal (X slot); refuse_col -1: none */
+  double rows;              /* rows the plan selects, estimated; the predicates shrink it */
+} csx_plan_builder;
+
+void csx_plan_begin(csx_plan_builder *b, sqlite3_index_info *info, double rows);
+/* Appends words (printf format) to the caller's words, after a space. */
+void csx_plan_say(csx_plan_builder *b, const char *fmt, ...);
+/* Appends words to the selection's words, after a space. */
+void csx_plan_say_selection(csx_plan_builder *b, const char *word);
+/* Appends the terms taken so far: the selection's words, then pred(...). */
+void csx_plan_say_terms(csx_plan_builder *b);
+/* Takes constraint i as the next argv entry, omitted by SQLite, with slot
+** text `slot` ("E;", "R;"). */
+void csx_plan_take(csx_plan_builder *b, int i, const char *slot);
+/* Whether constraint i is an IN list SQLite can hand over whole. */
+bool csx_plan_is_list(sqlite3_index_info *info, int i);
+/* Takes the IN list constraint i whole (sqlite3_vtab_in) with slot text
+** `slot`; false, with nothing taken, past argv position 31, where SQLite
+** would hand over one member at a time. */
+bool csx_plan_take_list(csx_plan_builder *b, int i, const char *slot);
+/* Whether constraint i is an `=` whose right-hand side surely arrives as
+** one value: not an IN list, and not one SQLite may walk member by
+** member unseen (past constraint 31, see eq_may_be_list). */
+bool csx_plan_eq_is_value(sqlite3_index_info *info, int i);
+/* Whether constraint i is an `=` past constraint 31 that SQLite cannot
+** tell from an IN list (it would then call xFilter once per member). */
+bool csx_plan_eq_unknown(sqlite3_index_info *info, int i);
+/* Whether constraint i (on _rows or _mask) can be taken as a selection:
+** a usable `=` that is not an IN list (past constraint 31 too, for the
+** colstore table: see the essay of colstore_plan.c).  Anything else on
+** them is refused (CSX_REFUSE_INPUT). */
+bool csx_plan_input_ok(sqlite3_index_info *info, int i);
+/* Takes `_rows = ?` (hidden CSX_HIDDEN_ROWS) or `_mask = ?` (constraint
+** i; csx_plan_input_ok said yes): slot R or M, words rows(_rows) or
+** mask(_mask) once however often it is taken (xFilter refuses two). */
+void csx_plan_take_input(csx_plan_builder *b, int i, int hidden);
 /* Takes constraint i (on a column of type t, the store's column src_col)
 ** as a predicate when the core can evaluate it exactly as SQLite would:
-** its slot goes to slots (argv index ++*argv_i, omitted), its words to
-** words (after a comma when more), *rows shrinks by its selectivity.
-** False, with nothing changed, when it must be left to SQLite.  A TEXT
-** comparison whose right-hand side SQLite does not know at planning (a
-** bound parameter, or a column of another table) is taken only for
-** colstore_agg, as a parameter (TEXT affinity) would compare; a filter
-** column of colstore_agg also takes operands of every class on numeric
-** and BLOB columns.  *why (when given) gets the reason a condition was not
-** taken (CSX_DECLINE_*). */
-bool csx_plan_take_pred(sqlite3_index_info *pInfo, int i, cs_type t, int src_col, const char *name, int *argv_i,
-                        sqlite3_str *slots, sqlite3_str *words, bool more, double *rows, csx_take_mode mode,
+** slot P or Q, its words inside pred(...), b->rows shrunk by its
+** selectivity.  False, with nothing changed, when it must be left to
+** SQLite.  A TEXT comparison whose right-hand side SQLite does not know at
+** planning (a bound parameter, or a column of another table) is taken
+** only for colstore_agg, as a parameter (TEXT affinity) would compare; a
+** filter column of colstore_agg also takes operands of every class on
+** numeric and BLOB columns.  *why (when given) gets the reason a
+** condition was not taken (CSX_DECLINE_*). */
+bool csx_plan_take_pred(csx_plan_builder *b, int i, cs_type t, int src_col, const char *name, csx_take_mode mode,
                         int *why);
-enum {
-  CSX_DECLINE_INEXACT,     /* a right-hand side SQLite compares otherwise than the core would */
-  CSX_DECLINE_OPERATOR,    /* LIKE, GLOB, MATCH, REGEXP, a function */
-  CSX_DECLINE_COLLATION,   /* TEXT under a collation other than BINARY */
-  CSX_DECLINE_IN_UNKNOWN,  /* an IN list or `= ?` past SQLite's 32-bit IN masks */
-  CSX_N_DECLINE
-};
-/* The reason, in words, for an error message. */
-const char *csx_decline_words(int why);
+/* Refuses the plan for the caller's column col (X<col>:<why>), unless it
+** was refused already: xFilter fails with the first reason. */
+void csx_plan_refuse(csx_plan_builder *b, int col, int why);
+/* Writes idxStr (words, NUL, slots, U<colUsed>, X when refused; the words
+** end in " refused" then), idxNum (the argv entries) and frees the rest;
+** SQLITE_NOMEM when out of memory. */
+int csx_plan_finish(csx_plan_builder *b);
+/* xFilter's error for a plan refused for _rows or _mask of zKind zTable
+** ("table", "aggregate table"): CSX_REFUSE_INPUT, the same words for both. */
+int csx_plan_refuse_input(sqlite3_vtab *tab, const char *zKind, const char *zTable);
 
 /* colstore_cursor.c */
 int csx_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor);
