@@ -14,9 +14,9 @@
 ** max_X per source column X; behind them HIDDEN filter columns, one per
 ** source column that is not a key, plus _rows and _mask.  A WHERE
 ** condition on a filter column is not a condition on the output rows but
-** on the source rows: xBestIndex must take every one of them, through the
-** same slots and the same reading of the arguments as the colstore table
-** (csx_plan_take_pred, csx_selection_build), so `energy > 10` means here
+** on the source rows: xBestIndex must take every one of them, with the
+** same plan builder, slots and reading of the arguments as the colstore
+** table (colstore_plan.c, csx_selection_build), so `energy > 10` means here
 ** exactly what it means there, with one difference: the colstore table
 ** leaves to SQLite what the core would compare otherwise (a literal of
 ** another class, a BLOB column), but here nothing can be left to SQLite,
@@ -448,8 +448,10 @@ static int agg_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   csx_plan_builder b;
   csx_plan_begin(&b, pInfo, 1);
   csx_plan_say(&b, "aggregate");
-  for (uint32_t k = 0; k < t->n_keys; k++)
-    sqlite3_str_appendf(b.words, "%s%s%s", k ? "," : " by(", t->src_cols[t->keys[k]].name, k + 1 == t->n_keys ? ")" : "");
+  for (uint32_t k = 0; k < t->n_keys; k++) {
+    if (k == 0) csx_plan_say(&b, "by(");
+    sqlite3_str_appendf(b.words, "%s%s%s", k ? "," : "", t->src_cols[t->keys[k]].name, k + 1 == t->n_keys ? ")" : "");
+  }
   int n_taken = 0;
   for (int pass = 0; pass < 3; pass++) {
     for (int i = 0; i < pInfo->nConstraint; i++) {
@@ -609,14 +611,7 @@ static int run(csx_agg_cursor *c, csx_agg_table *t, const uint8_t *check_cols) {
   if (sel->rows_blob) {
     uint64_t *rows = sqlite3_malloc64(sel->user_rows_bytes + 8), n = 0;
     if (!rows) return SQLITE_NOMEM;
-    int rc = csx_selection_rows(sel, &t->base, t->zName, cs_store_rows(store), NULL, 0, rows, &n);
-    if (sel->never) n = 0;
-    if (rc == SQLITE_OK && sel->user_mask) {
-      uint64_t k = 0;
-      for (uint64_t i = 0; i < n; i++)
-        if (sel->user_mask[rows[i]]) rows[k++] = rows[i];
-      n = k;
-    }
+    int rc = csx_selection_list(sel, &t->base, t->zName, cs_store_rows(store), rows, &n);
     if (rc == SQLITE_OK && check_cols) crc = cs_store_check_rows(store, rows, n, check_cols, &err);
     if (rc == SQLITE_OK && crc == CS_OK) crc = cs_agg_add_rows(c->agg, c->selector, rows, n, &err);
     sqlite3_free(rows);
@@ -958,15 +953,16 @@ static void result_value(sqlite3_context *ctx, const cs_value *v) {
 }
 
 static int refuse_read(sqlite3_context *ctx, const csx_agg_table *t, const agg_col *col) {
-  char *z = col->kind == AGG_FILTER
-                ? sqlite3_mprintf("colstore: the query reads %s of aggregate table %s, which only selects source rows "
-                                  "(a condition on it under OR, NOT, in a function or against another column, beside "
-                                  "one the table took): write each condition on %s as `%s OP value` (=, !=, <, <=, >, "
-                                  ">=, IS, IS NOT, IS NULL, IS NOT NULL, IN, BETWEEN) ANDed with the rest of the WHERE "
-                                  "clause (an OR of values of one column as IN)",
-                                  col->name, t->zName, col->name, col->name)
-                : sqlite3_mprintf("colstore: %s of aggregate table %s is an input, not a value: use it only as `%s = ?` "
-                                  "ANDed with the rest of the WHERE clause", col->name, t->zName, col->name);
+  if (col->kind != AGG_FILTER) {
+    csx_selection_input_read_error(ctx, "aggregate table", t->zName, col->name);
+    return SQLITE_ERROR;
+  }
+  char *z = sqlite3_mprintf("colstore: the query reads %s of aggregate table %s, which only selects source rows "
+                            "(a condition on it under OR, NOT, in a function or against another column, beside "
+                            "one the table took): write each condition on %s as `%s OP value` (=, !=, <, <=, >, "
+                            ">=, IS, IS NOT, IS NULL, IS NOT NULL, IN, BETWEEN) ANDed with the rest of the WHERE "
+                            "clause (an OR of values of one column as IN)",
+                            col->name, t->zName, col->name, col->name);
   sqlite3_result_error(ctx, z ? z : "colstore: a filter column cannot be read", -1);
   sqlite3_free(z);
   return SQLITE_ERROR;

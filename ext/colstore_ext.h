@@ -195,12 +195,18 @@ struct csx_scan_stats {
 ** chunks its binary search read are checked (when check_cols is given). */
 int csx_selection_build(csx_selection *s, sqlite3_vtab *tab, const char *zTable, csx_snapshot *snap,
                         const csx_plan *plan, int argc, sqlite3_value **argv, const uint8_t *check_cols);
-/* The _rows positions in BLOB order (negatives from the end), keeping those
-** in [lo, hi) and, when in_rows is given, in it (sorted; must not overlap
-** out); out has room for user_rows_bytes / 8. */
-int csx_selection_rows(const csx_selection *s, sqlite3_vtab *tab, const char *zTable, uint64_t n_rows,
-                       const uint64_t *in_rows, uint64_t n_in, uint64_t *out, uint64_t *n_out);
+/* The positions of a selection given as a list, in the order they are
+** walked: the _rows positions in BLOB order (negatives from the end; each
+** checked), kept in [lo, hi) and, when there is a rowid IN list, in it;
+** else the rowid IN list itself; then those the _mask selects.  On entry
+** pos[0, *n_pos) holds the rowid IN list's positions (sorted, distinct),
+** if any, and pos has room for user_rows_bytes / 8 more than that. */
+int csx_selection_list(const csx_selection *s, sqlite3_vtab *tab, const char *zTable, uint64_t n_rows, uint64_t *pos,
+                       uint64_t *n_pos);
 void csx_selection_clear(csx_selection *s);
+/* xColumn's error for a read of _rows or _mask (zHidden) of zKind zTable
+** ("table", "aggregate table") that no `= ?` gave a value. */
+void csx_selection_input_read_error(sqlite3_context *ctx, const char *zKind, const char *zTable, const char *zHidden);
 
 /* colstore_ext.c: the entry point */
 int sqlite3_colstore_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi);

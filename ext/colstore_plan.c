@@ -599,18 +599,16 @@ static bool take_order_keys(csx_plan_builder *b, const cs_schema *schema, order_
   o->by_rows = mode == CS_ORDER_SORT && !group;
   o->keys = o->ok = true;
   pInfo->orderByConsumed = 1;
-  sqlite3_str *w = sqlite3_str_new(NULL);
+  csx_plan_say(b, "%s(", mode == CS_ORDER_DISTINCT ? "distinct" : group ? "group" : "order");
   for (int k = 0; k < pInfo->nOrderBy; k++) {
     int c = pInfo->aOrderBy[k].iColumn;
     /* Kept for GROUP BY too: SQLite hands over GROUP BY x ORDER BY x DESC
     ** as one descending key and relies on the order for both. */
     bool desc = pInfo->aOrderBy[k].desc;
     sqlite3_str_appendf(b->slots, "S%d:%d;", c, desc ? 1 : 0);
-    sqlite3_str_appendf(w, "%s%s%s", k ? "," : "", schema->cols[c].name, desc ? " DESC" : "");
+    sqlite3_str_appendf(b->words, "%s%s%s", k ? "," : "", schema->cols[c].name, desc ? " DESC" : "");
   }
-  char *zKeys = sqlite3_str_finish(w);
-  csx_plan_say(b, "%s(%s)", mode == CS_ORDER_DISTINCT ? "distinct" : group ? "group" : "order", zKeys ? zKeys : "");
-  sqlite3_free(zKeys);
+  sqlite3_str_appendall(b->words, ")");
   sqlite3_str_appendf(b->slots, "Y%d;", (int)mode);
   if (mode == CS_ORDER_DISTINCT && watch) sqlite3_str_appendall(b->slots, "W;");
   if (group) sqlite3_str_appendall(b->slots, "Z;");
@@ -679,15 +677,13 @@ static void take_limit(csx_plan_builder *b, const table_terms *t, bool all_taken
 /* The columns read, in words; how many. */
 static int say_columns(csx_plan_builder *b, const cs_schema *schema) {
   int n_used = 0;
-  sqlite3_str *w = sqlite3_str_new(NULL);
+  csx_plan_say(b, "cols(");
   for (int c = 0; c < (int)schema->n_cols; c++)
     if ((b->info->colUsed >> (c < 63 ? c : 63)) & 1) {
-      sqlite3_str_appendf(w, "%s%s", n_used ? "," : "", schema->cols[c].name);
+      sqlite3_str_appendf(b->words, "%s%s", n_used ? "," : "", schema->cols[c].name);
       n_used++;
     }
-  char *z = sqlite3_str_finish(w);
-  csx_plan_say(b, "cols(%s)", z ? z : "");
-  sqlite3_free(z);
+  sqlite3_str_appendall(b->words, ")");
   return n_used;
 }
 
