@@ -1,5 +1,5 @@
 /*
-** colstore_vtab.c - the colstore virtual table: create, connect, snapshots,
+** colstore_vtab.c - the colstore virtual table: create, connect, rename,
 ** and the module's slot table.
 **
 ** A table is a path plus a snapshot of the store's last committed state.
