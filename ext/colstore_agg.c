@@ -14,9 +14,9 @@
 ** max_X per source column X; behind them HIDDEN filter columns, one per
 ** source column that is not a key, plus _rows and _mask.  A WHERE
 ** condition on a filter column is not a condition on the output rows but
-** on the source rows: xBestIndex must take every one of them, through the
-** same slots and the same reading of the arguments as the colstore table
-** (csx_plan_take_pred, csx_selection_build), so `energy > 10` means here
+** on the source rows: xBestIndex must take every one of them, with the
+** same plan builder, slots and reading of the arguments as the colstore
+** table (colstore_plan.c, csx_selection_build), so `energy > 10` means here
 ** exactly what it means there, with one difference: the colstore table
 ** leaves to SQLite what the core would compare otherwise (a literal of
 ** another class, a BLOB column), but here nothing can be left to SQLite,
@@ -377,11 +377,11 @@ static int agg_disconnect(sqlite3_vtab *pVtab) {
 /* -------------------------------------------------------------- planning */
 
 /* Why a plan was refused: the code after X<c>: in idxStr, a CSX_DECLINE_*
-** for a condition offered on the column that could not be taken, or: */
+** for a condition offered on the column that could not be taken,
+** CSX_REFUSE_INPUT for _rows/_mask other than `= ?`, or: */
 enum {
-  REFUSE_UNUSABLE = CSX_N_DECLINE, /* its operand is another table's column, not known in this join order */
+  REFUSE_UNUSABLE = CSX_N_WHY, /* its operand is another table's column, not known in this join order */
   REFUSE_READ,      /* the query reads the column, and no condition on it was taken */
-  REFUSE_INPUT,     /* _rows/_mask other than one `= ?` */
   REFUSE_TOO_MANY,  /* more conditions than idxStr has slots for */
   REFUSE_N_WHY
 };
@@ -392,6 +392,41 @@ enum {
 ** condition SQLite checks by reading the filter column (see agg_column). */
 static bool may_recheck(int i_cons, int argv_pos, int op) {
   return i_cons >= 16 || argv_pos >= 16 || op == SQLITE_INDEX_CONSTRAINT_ISNOTNULL;
+}
+
+/* Takes `_rows = ?` or `_mask = ?` (constraint i on input column ci), or
+** refuses the plan: an input has no other meaning here, and one that may
+** be an IN list (past constraint 31) would be aggregated BLOB by BLOB. */
+static void plan_input(csx_plan_builder *b, const csx_agg_table *t, int i, int ci, uint8_t *col_taken) {
+  if (b->argv_i < CSX_MAX_SLOTS && csx_plan_input_ok(b->info, i) && csx_plan_eq_unknown(b->info, i)) {
+    csx_plan_refuse(b, ci, CSX_DECLINE_IN_UNKNOWN);
+  } else if (b->argv_i < CSX_MAX_SLOTS && csx_plan_input_ok(b->info, i)) {
+    csx_plan_take_input(b, i, t->cols[ci].kind == AGG_ROWS ? CSX_HIDDEN_ROWS : CSX_HIDDEN_MASK);
+    col_taken[ci] = 1;
+  } else {
+    csx_plan_refuse(b, ci, CSX_REFUSE_INPUT);
+  }
+}
+
+/* Takes a condition on a key or filter column ci as a predicate; one on a
+** filter column that cannot be taken refuses the plan (one on a key is
+** left to SQLite, which checks it on the group's key).  True when taken. */
+static bool plan_condition(csx_plan_builder *b, const csx_agg_table *t, int i, int ci, uint8_t *col_taken) {
+  const struct sqlite3_index_constraint *c = &b->info->aConstraint[i];
+  const agg_col *col = &t->cols[ci];
+  int why = CSX_DECLINE_INEXACT;
+  int pos = b->argv_i;
+  bool room = b->argv_i < CSX_MAX_SLOTS;
+  bool taken = c->usable && room &&
+               csx_plan_take_pred(b, i, t->src_cols[col->src].type, (int)col->src, t->src_cols[col->src].name,
+                                  col->kind == AGG_KEY ? CSX_TAKE_AGG_KEY : CSX_TAKE_AGG_FILTER, &why);
+  if (taken) {
+    if (may_recheck(i, pos, c->op)) sqlite3_str_appendall(b->slots, "C;");
+    col_taken[ci] = 1;
+  } else if (col->kind == AGG_FILTER) {
+    csx_plan_refuse(b, ci, !room ? REFUSE_TOO_MANY : !c->usable ? REFUSE_UNUSABLE : why);
+  }
+  return taken;
 }
 
 /* Every condition on a source column is taken (see the essay), else the
@@ -406,86 +441,43 @@ static int agg_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     pInfo->estimatedCost = 1e18;
     return SQLITE_OK;
   }
-  bool in_ok = sqlite3_libversion_number() >= 3038000;
-  sqlite3_str *words = sqlite3_str_new(NULL), *slots = sqlite3_str_new(NULL), *inputs = sqlite3_str_new(NULL);
-  sqlite3_str_appendall(words, "aggregate");
-  if (t->n_keys) {
-    sqlite3_str_appendall(words, " by(");
-    for (uint32_t k = 0; k < t->n_keys; k++) sqlite3_str_appendf(words, "%s%s", k ? "," : "", t->src_cols[t->keys[k]].name);
-    sqlite3_str_appendall(words, ")");
-  }
-  int argv_i = 0, n_taken = 0, refuse = -1, refuse_why = 0;
-  bool any_pred = false, rows_taken = false, mask_taken = false;
-  double rows = 1;
   /* per table column: a condition on it was taken */
   uint8_t *col_taken = sqlite3_malloc(t->n_cols ? t->n_cols : 1);
-  if (!col_taken) {
-    sqlite3_free(sqlite3_str_finish(words));
-    sqlite3_free(sqlite3_str_finish(slots));
-    sqlite3_free(sqlite3_str_finish(inputs));
-    return SQLITE_NOMEM;
-  }
+  if (!col_taken) return SQLITE_NOMEM;
   memset(col_taken, 0, (size_t)(t->n_cols ? t->n_cols : 1));
+  csx_plan_builder b;
+  csx_plan_begin(&b, pInfo, 1);
+  csx_plan_say(&b, "aggregate");
+  for (uint32_t k = 0; k < t->n_keys; k++) {
+    if (k == 0) csx_plan_say(&b, "by(");
+    sqlite3_str_appendf(b.words, "%s%s%s", k ? "," : "", t->src_cols[t->keys[k]].name, k + 1 == t->n_keys ? ")" : "");
+  }
+  int n_taken = 0;
   for (int pass = 0; pass < 3; pass++) {
     for (int i = 0; i < pInfo->nConstraint; i++) {
       const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
       if (c->iColumn < 0 || c->iColumn >= t->n_cols) continue;
       if (c->op == SQLITE_INDEX_CONSTRAINT_LIMIT || c->op == SQLITE_INDEX_CONSTRAINT_OFFSET) continue;
       if (pInfo->aConstraintUsage[i].argvIndex > 0) continue;
-      bool is_list = c->op == SQLITE_INDEX_CONSTRAINT_EQ && in_ok && sqlite3_vtab_in(pInfo, i, -1);
+      bool is_list = csx_plan_is_list(pInfo, i);
       if ((pass == 0) != (i < 16) || (pass == 1 && !is_list) || (pass == 2 && is_list)) continue;
-      const agg_col *col = &t->cols[c->iColumn];
-      if (col->kind == AGG_ROWS || col->kind == AGG_MASK) {
-        bool *done = col->kind == AGG_ROWS ? &rows_taken : &mask_taken;
-        if (c->usable && c->op == SQLITE_INDEX_CONSTRAINT_EQ && !*done && !is_list && argv_i < CSX_MAX_SLOTS) {
-          pInfo->aConstraintUsage[i].argvIndex = ++argv_i;
-          pInfo->aConstraintUsage[i].omit = 1;
-          sqlite3_str_appendall(slots, col->kind == AGG_ROWS ? "R;" : "M;");
-          sqlite3_str_appendall(inputs, col->kind == AGG_ROWS ? " rows(_rows)" : " mask(_mask)");
-          *done = true;
-          col_taken[c->iColumn] = 1;
-        } else if (refuse < 0) {
-          refuse = c->iColumn, refuse_why = REFUSE_INPUT;
-        }
-        continue;
-      }
-      if (col->kind != AGG_KEY && col->kind != AGG_FILTER) continue; /* an output: SQLite filters the result */
-      int why = CSX_DECLINE_INEXACT;
-      int pos = argv_i;
-      bool room = argv_i < CSX_MAX_SLOTS;
-      bool taken = c->usable && room &&
-                   csx_plan_take_pred(pInfo, i, t->src_cols[col->src].type, (int)col->src, t->src_cols[col->src].name,
-                                      &argv_i, slots, words, any_pred, &rows,
-                                      col->kind == AGG_KEY ? CSX_TAKE_AGG_KEY : CSX_TAKE_AGG_FILTER, &why);
-      if (taken) {
-        if (may_recheck(i, pos, c->op)) sqlite3_str_appendall(slots, "C;");
-        any_pred = true;
-        n_taken++;
-        col_taken[c->iColumn] = 1;
-      } else if (col->kind == AGG_FILTER && refuse < 0) {
-        refuse = c->iColumn, refuse_why = !room ? REFUSE_TOO_MANY : !c->usable ? REFUSE_UNUSABLE : why;
-      }
+      agg_kind kind = t->cols[c->iColumn].kind;
+      if (kind == AGG_ROWS || kind == AGG_MASK) plan_input(&b, t, i, c->iColumn, col_taken);
+      else if (kind == AGG_KEY || kind == AGG_FILTER) n_taken += plan_condition(&b, t, i, c->iColumn, col_taken);
+      /* else an output: SQLite filters the result */
     }
   }
   /* A filter column (or input) the query reads with no condition on it
   ** taken: SQLite would evaluate something on it over the output rows (an
   ** OR, NOT, a function, another column, the SELECT list).  Known here
   ** from colUsed, so the query fails the same way whatever the data. */
-  for (int ci = 0; ci < t->n_cols && ci < 63 && refuse < 0; ci++) {
+  for (int ci = 0; ci < t->n_cols && ci < 63; ci++) {
     agg_kind k = t->cols[ci].kind;
     if ((k == AGG_FILTER || k == AGG_ROWS || k == AGG_MASK) && ((pInfo->colUsed >> ci) & 1) && !col_taken[ci])
-      refuse = ci, refuse_why = REFUSE_READ;
+      csx_plan_refuse(&b, ci, REFUSE_READ);
   }
   sqlite3_free(col_taken);
-  if (any_pred) sqlite3_str_appendall(words, ")");
-  char *zInputs = sqlite3_str_finish(inputs);
-  if (zInputs) sqlite3_str_appendall(words, zInputs);
-  sqlite3_free(zInputs);
-  sqlite3_str_appendf(slots, "U%llu;", (unsigned long long)pInfo->colUsed);
-  if (refuse >= 0) {
-    sqlite3_str_appendf(slots, "X%d:%d;", refuse, refuse_why);
-    sqlite3_str_appendall(words, " refused");
-  }
+  csx_plan_say_terms(&b);
   pInfo->estimatedRows = t->n_keys ? 1000 : 1;
   /* More conditions taken is cheaper, but never below 999.  A MULTI-INDEX
   ** OR plan (one run per branch, its rows merged by rowid; aggregates of
@@ -497,20 +489,10 @@ static int agg_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   ** taken (`v = 1 OR v > 5` must meet the refused scan, not the OR plan).
   ** A plan refused for a condition it cannot take costs most: SQLite
   ** looks for another (a join order in which the operand is known). */
-  pInfo->estimatedCost =
-      refuse < 0 ? 1000.0 - (double)n_taken / (n_taken + 1.0) : refuse_why == REFUSE_READ ? 1500.0 : 1e18;
-  int n_words = sqlite3_str_length(words), n_slots = sqlite3_str_length(slots);
-  char *zWords = sqlite3_str_finish(words), *zSlots = sqlite3_str_finish(slots);
-  char *z = (zWords && zSlots) ? sqlite3_malloc(n_words + n_slots + 2) : NULL;
-  if (z) {
-    memcpy(z, zWords, (size_t)n_words + 1);
-    memcpy(z + n_words + 1, zSlots, (size_t)n_slots + 1);
-  }
-  sqlite3_free(zWords);
-  sqlite3_free(zSlots);
-  pInfo->idxStr = z;
-  pInfo->needToFreeIdxStr = 1;
-  return z ? SQLITE_OK : SQLITE_NOMEM;
+  pInfo->estimatedCost = b.refuse_col < 0              ? 1000.0 - (double)n_taken / (n_taken + 1.0)
+                         : b.refuse_why == REFUSE_READ ? 1500.0
+                                                       : 1e18;
+  return csx_plan_finish(&b);
 }
 
 /* ---------------------------------------------------------------- cursor */
@@ -629,14 +611,7 @@ static int run(csx_agg_cursor *c, csx_agg_table *t, const uint8_t *check_cols) {
   if (sel->rows_blob) {
     uint64_t *rows = sqlite3_malloc64(sel->user_rows_bytes + 8), n = 0;
     if (!rows) return SQLITE_NOMEM;
-    int rc = csx_selection_rows(sel, &t->base, t->zName, cs_store_rows(store), NULL, 0, rows, &n);
-    if (sel->never) n = 0;
-    if (rc == SQLITE_OK && sel->user_mask) {
-      uint64_t k = 0;
-      for (uint64_t i = 0; i < n; i++)
-        if (sel->user_mask[rows[i]]) rows[k++] = rows[i];
-      n = k;
-    }
+    int rc = csx_selection_list(sel, &t->base, t->zName, cs_store_rows(store), rows, &n);
     if (rc == SQLITE_OK && check_cols) crc = cs_store_check_rows(store, rows, n, check_cols, &err);
     if (rc == SQLITE_OK && crc == CS_OK) crc = cs_agg_add_rows(c->agg, c->selector, rows, n, &err);
     sqlite3_free(rows);
@@ -845,10 +820,13 @@ done:
 static int refuse_plan(csx_agg_table *t, const csx_plan *plan) {
   const agg_col *col = &t->cols[plan->refuse - 1];
   const char *ops = "=, !=, <, <=, >, >=, IS, IS NOT, IS NULL, IS NOT NULL, IN or BETWEEN";
+  if ((col->kind == AGG_ROWS || col->kind == AGG_MASK) && plan->refuse_why == CSX_DECLINE_IN_UNKNOWN)
+    return csx_vtab_error(&t->base, SQLITE_ERROR, "colstore: `%s = ?` of aggregate table %s is past the 32nd condition "
+                          "of the WHERE clause, where SQLite cannot tell it from an IN list, whose BLOBs it would hand "
+                          "over one at a time (each aggregated apart); put it among the first 32 conditions",
+                          col->name, t->zName);
   if (col->kind == AGG_ROWS || col->kind == AGG_MASK)
-    return csx_vtab_error(&t->base, SQLITE_ERROR, "colstore: %s of aggregate table %s is an input: use it only as `%s = ?` "
-                          "(given once), ANDed with the rest of the WHERE clause; it cannot be read, compared otherwise "
-                          "or used under OR", col->name, t->zName, col->name);
+    return csx_plan_refuse_input(&t->base, "aggregate table", t->zName);
   switch (plan->refuse_why) {
     case REFUSE_READ:
       return csx_vtab_error(&t->base, SQLITE_ERROR, "colstore: the query reads %s of aggregate table %s, which only selects "
@@ -975,15 +953,16 @@ static void result_value(sqlite3_context *ctx, const cs_value *v) {
 }
 
 static int refuse_read(sqlite3_context *ctx, const csx_agg_table *t, const agg_col *col) {
-  char *z = col->kind == AGG_FILTER
-                ? sqlite3_mprintf("colstore: the query reads %s of aggregate table %s, which only selects source rows "
-                                  "(a condition on it under OR, NOT, in a function or against another column, beside "
-                                  "one the table took): write each condition on %s as `%s OP value` (=, !=, <, <=, >, "
-                                  ">=, IS, IS NOT, IS NULL, IS NOT NULL, IN, BETWEEN) ANDed with the rest of the WHERE "
-                                  "clause (an OR of values of one column as IN)",
-                                  col->name, t->zName, col->name, col->name)
-                : sqlite3_mprintf("colstore: %s of aggregate table %s is an input, not a value: use it only as `%s = ?` "
-                                  "ANDed with the rest of the WHERE clause", col->name, t->zName, col->name);
+  if (col->kind != AGG_FILTER) {
+    csx_selection_input_read_error(ctx, "aggregate table", t->zName, col->name);
+    return SQLITE_ERROR;
+  }
+  char *z = sqlite3_mprintf("colstore: the query reads %s of aggregate table %s, which only selects source rows "
+                            "(a condition on it under OR, NOT, in a function or against another column, beside "
+                            "one the table took): write each condition on %s as `%s OP value` (=, !=, <, <=, >, "
+                            ">=, IS, IS NOT, IS NULL, IS NOT NULL, IN, BETWEEN) ANDed with the rest of the WHERE "
+                            "clause (an OR of values of one column as IN)",
+                            col->name, t->zName, col->name, col->name);
   sqlite3_result_error(ctx, z ? z : "colstore: a filter column cannot be read", -1);
   sqlite3_free(z);
   return SQLITE_ERROR;

@@ -1011,17 +1011,104 @@ static int distinct_fall_back(csx_cursor *pCur) {
   return SQLITE_OK;
 }
 
-int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc, sqlite3_value **argv) {
-  csx_cursor *pCur = (csx_cursor *)cur;
-  csx_table *pTab = (csx_table *)cur->pVtab;
-  (void)idxNum;
-  csx_plan plan;
-  int rc = csx_plan_decode(idxStr, &plan);
+/* LIST: a rowid IN list or a _rows BLOB (under rowid bounds and _mask),
+** ordered when the plan has keys. */
+static int select_list(csx_cursor *pCur, const csx_plan *plan, bool ordered) {
+  csx_table *pTab = (csx_table *)pCur->base.pVtab;
+  const csx_selection *sel = &pCur->sel;
+  int rc;
+  pCur->shape = SEL_LIST;
+  if (sel->in_list && (rc = collect_in_rows(pCur, sel->in_list, sel->lo, sel->hi)) != SQLITE_OK) return rc;
+  if (sel->rows_blob && (rc = pos_reserve(pCur, pCur->n_pos + sel->user_rows_bytes / 8 + 1)) != SQLITE_OK) return rc;
+  rc = csx_selection_list(sel, &pTab->base, pTab->zName, cs_store_rows(pCur->store), pCur->pos, &pCur->n_pos);
   if (rc != SQLITE_OK) return rc;
+  /* a deleted position yields no row (a NULL test without deletions) */
+  pCur->n_pos = cs_store_filter_deleted(pCur->store, pCur->pos, pCur->n_pos);
+  pCur->rows_list = sel->rows_blob && !ordered;
+  pCur->stats.rows_scanned = pCur->n_pos;
+  if (ordered && (rc = order_positions(pCur, plan, true)) != SQLITE_OK) return rc;
+  return list_ready(pCur, plan->col_used, ordered);
+}
+
+/* The selector for the predicates (and _mask), and the mask gate. */
+static int selector_ready(csx_cursor *pCur) {
+  cs_err err;
+  if (cs_selector_new(pCur->store, pCur->sel.preds, pCur->sel.n_preds, &pCur->selector, &err) != CS_OK) return SQLITE_NOMEM;
+  pCur->mask_gate = csx_config_mask_gate(NULL);
+  return SQLITE_OK;
+}
+
+/* ORDER BY, GROUP BY, DISTINCT over [lo, hi): the whole selection as
+** positions, ordered, then delivered as a list. */
+static int select_ordered(csx_cursor *pCur, const csx_plan *plan, uint64_t lo, uint64_t hi) {
+  int rc;
+  if (pCur->sel.n_preds || pCur->sel.user_mask) {
+    if ((rc = selector_ready(pCur)) != SQLITE_OK) return rc;
+    if ((rc = filtered_positions(pCur, lo, hi)) != SQLITE_OK) return rc;
+  } else {
+    if (hi > lo && pCur->check &&
+        !records_ok(pCur, cs_store_find_record(pCur->store, lo), cs_store_find_record(pCur->store, hi - 1) + 1))
+      return pCur->check_rc;
+    if (hi - lo > pCur->pos_cap && (rc = pos_reserve(pCur, hi - lo)) != SQLITE_OK) return rc;
+    pCur->order_range = true; /* the positions are lo..hi-1, not written (order_run) */
+    pCur->n_pos = hi - lo;
+    pCur->stats.rows_scanned = hi - lo;
+  }
+  pCur->shape = SEL_LIST;
+  pCur->order_lo = lo, pCur->order_hi = hi;
+  if ((rc = order_positions(pCur, plan, false)) != SQLITE_OK) return rc;
+  return list_ready(pCur, plan->col_used, true);
+}
+
+/* FILTERED: [lo, hi) in batches under the predicates and _mask. */
+static int select_filtered(csx_cursor *pCur, const csx_plan *plan, uint64_t lo, uint64_t hi) {
+  int rc;
+  pCur->shape = SEL_FILTERED;
+  pCur->lo = pCur->range_lo = lo, pCur->hi = hi;
+  if ((rc = selector_ready(pCur)) != SQLITE_OK) return rc;
+  if ((rc = batches_prepare(pCur, plan->col_used, hi - lo)) != SQLITE_OK) return rc;
+  pCur->batch_next = plan->may_stop_early ? CSX_MIN_BATCH_ROWS : pCur->batch_rows;
+  /* A column named by a consumed predicate is in colUsed whether or not
+  ** the query reads it: gather it only when xColumn asks. */
+  for (int i = 0; i < plan->n_slots; i++)
+    if (plan->slots[i].kind == 'P' || plan->slots[i].kind == 'Q') pCur->col_lazy[plan->slots[i].col] = 1;
+  pCur->stats.kernels = pCur->sel.n_preds ? "zone maps, predicate masks" : "mask";
+  return SQLITE_OK;
+}
+
+/* RANGE: rows [lo, hi), walked in place. */
+static void select_range(csx_cursor *pCur, uint64_t lo, uint64_t hi) {
+  pCur->shape = SEL_RANGE;
+  pCur->lo = lo, pCur->hi = hi;
+  /* the rows the walk will visit: OFFSET + LIMIT of them at most */
+  pCur->stats.rows_scanned = hi - lo;
+  if (pCur->left != UINT64_MAX && pCur->skip + pCur->left < hi - lo) pCur->stats.rows_scanned = pCur->skip + pCur->left;
+  pCur->stats.kernels = pCur->desc ? "reverse range walk (zero-copy)" : "range walk (zero-copy)";
+}
+
+/* The LIMIT and OFFSET the plan took (T and O slots). */
+static void limit_offset(csx_cursor *pCur, const csx_plan *plan, int argc, sqlite3_value **argv) {
+  pCur->skip = 0;
+  pCur->left = UINT64_MAX;
+  for (int i = 0; i < plan->n_slots && i < argc; i++) {
+    if (plan->slots[i].kind == 'T') {
+      sqlite3_int64 l = sqlite3_value_int64(argv[i]);
+      if (l >= 0) pCur->left = (uint64_t)l;
+    } else if (plan->slots[i].kind == 'O') {
+      sqlite3_int64 o = sqlite3_value_int64(argv[i]);
+      if (o > 0) pCur->skip = (uint64_t)o;
+    }
+  }
+}
+
+/* The snapshot (kept across re-filters), no batch in flight, the filter's
+** state cleared, and which columns to check. */
+static int filter_reset(csx_cursor *pCur, csx_table *pTab, const csx_plan *plan) {
   /* A cursor keeps its first snapshot across re-filters (the inner loop of
   ** a join filters once per outer row), so one statement sees one state. */
   if (!pCur->snap) {
-    if ((rc = csx_table_read_snapshot(pTab, &pCur->snap)) != SQLITE_OK) return rc;
+    int rc = csx_table_read_snapshot(pTab, &pCur->snap);
+    if (rc != SQLITE_OK) return rc;
     pTab->n_open_cursors++;
     pCur->store = pCur->snap->store;
     pCur->cols = cs_store_schema(pCur->store)->cols;
@@ -1035,108 +1122,39 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
   pCur->check = pTab->verify != CS_VERIFY_HEADER;
   if (pCur->check) {
     if (!pCur->check_cols && !(pCur->check_cols = sqlite3_malloc64(pCur->n_cols ? pCur->n_cols : 1))) return SQLITE_NOMEM;
-    for (uint32_t c = 0; c < pCur->n_cols; c++) pCur->check_cols[c] = (plan.col_used >> (c < 63 ? c : 63)) & 1;
+    for (uint32_t c = 0; c < pCur->n_cols; c++) pCur->check_cols[c] = (plan->col_used >> (c < 63 ? c : 63)) & 1;
   }
-  if (plan.hidden_unusable)
-    return csx_vtab_error(&pTab->base, SQLITE_ERROR,
-                          "colstore: _rows and _mask of table %s select rows only as `_rows = ?` or `_mask = ?` "
-                          "ANDed with the rest of the WHERE clause; they cannot be read, or used under OR, NOT, IN "
-                          "or another operator (filter the BLOB before binding it instead)", pTab->zName);
+  return SQLITE_OK;
+}
+
+int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc, sqlite3_value **argv) {
+  csx_cursor *pCur = (csx_cursor *)cur;
+  csx_table *pTab = (csx_table *)cur->pVtab;
+  (void)idxNum;
+  csx_plan plan;
+  int rc = csx_plan_decode(idxStr, &plan);
+  if (rc == SQLITE_OK) rc = filter_reset(pCur, pTab, &plan);
+  if (rc != SQLITE_OK) return rc;
+  /* a _rows/_mask term the plan could not take (colstore_plan.c) */
+  if (plan.refuse) return csx_plan_refuse_input(&pTab->base, "table", pTab->zName);
   memset(&pCur->stats, 0, sizeof pCur->stats);
   csx_selection *sel = &pCur->sel;
   rc = csx_selection_build(sel, &pTab->base, pTab->zName, pCur->snap, &plan, argc, argv, pCur->check ? pCur->check_cols : NULL);
   if (rc != SQLITE_OK) return rc;
   pCur->stats.sorted_ranges = sel->sorted_ranges;
-  uint64_t lo = sel->lo, hi = sel->hi;
-  pCur->skip = 0;
-  pCur->left = UINT64_MAX;
+  limit_offset(pCur, &plan, argc, argv);
   pCur->desc = plan.desc;
   pCur->n_pos = 0;
   pCur->used_mask_route = pCur->used_rows_route = false;
-  for (int i = 0; i < plan.n_slots && i < argc; i++) {
-    if (plan.slots[i].kind == 'T') {
-      sqlite3_int64 l = sqlite3_value_int64(argv[i]);
-      if (l >= 0) pCur->left = (uint64_t)l;
-    } else if (plan.slots[i].kind == 'O') {
-      sqlite3_int64 o = sqlite3_value_int64(argv[i]);
-      if (o > 0) pCur->skip = (uint64_t)o;
-    }
-  }
   /* The selection's shape. */
   bool ordered = plan.n_keys > 0;
-  if (sel->in_list || sel->rows_blob) {
-    pCur->shape = SEL_LIST;
-    if (sel->in_list && (rc = collect_in_rows(pCur, sel->in_list, lo, hi)) != SQLITE_OK) return rc;
-    if (sel->rows_blob) {
-      uint64_t *in_rows = NULL, n_in = 0;
-      if (sel->in_list) {
-        n_in = pCur->n_pos;
-        in_rows = sqlite3_malloc64(n_in ? n_in * sizeof *in_rows : 1);
-        if (!in_rows) return SQLITE_NOMEM;
-        if (n_in) memcpy(in_rows, pCur->pos, n_in * sizeof *in_rows);
-      }
-      rc = pos_reserve(pCur, sel->user_rows_bytes / 8 + 1);
-      if (rc == SQLITE_OK)
-        rc = csx_selection_rows(sel, &pTab->base, pTab->zName, cs_store_rows(pCur->store), in_rows, n_in, pCur->pos, &pCur->n_pos);
-      sqlite3_free(in_rows);
-      if (rc != SQLITE_OK) return rc;
-    }
-    if (pCur->sel.user_mask) {
-      uint64_t k = 0;
-      for (uint64_t i = 0; i < pCur->n_pos; i++)
-        if (pCur->sel.user_mask[pCur->pos[i]]) pCur->pos[k++] = pCur->pos[i];
-      pCur->n_pos = k;
-    }
-    /* a deleted position yields no row (a NULL test without deletions) */
-    pCur->n_pos = cs_store_filter_deleted(pCur->store, pCur->pos, pCur->n_pos);
-    pCur->rows_list = sel->rows_blob && !ordered;
-    pCur->stats.rows_scanned = pCur->n_pos;
-    if (ordered && (rc = order_positions(pCur, &plan, true)) != SQLITE_OK) return rc;
-    if ((rc = list_ready(pCur, plan.col_used, ordered)) != SQLITE_OK) return rc;
-  } else if (ordered) {
-    /* ORDER BY, GROUP BY, DISTINCT: the whole selection as positions,
-    ** ordered, then delivered as a list. */
-    if (pCur->sel.n_preds || pCur->sel.user_mask) {
-      cs_err err;
-      if (cs_selector_new(pCur->store, pCur->sel.preds, pCur->sel.n_preds, &pCur->selector, &err) != CS_OK) return SQLITE_NOMEM;
-      pCur->mask_gate = csx_config_mask_gate(NULL);
-      if ((rc = filtered_positions(pCur, lo, hi)) != SQLITE_OK) return rc;
-    } else {
-      if (hi > lo && pCur->check &&
-          !records_ok(pCur, cs_store_find_record(pCur->store, lo), cs_store_find_record(pCur->store, hi - 1) + 1))
-        return pCur->check_rc;
-      if (hi - lo > pCur->pos_cap && (rc = pos_reserve(pCur, hi - lo)) != SQLITE_OK) return rc;
-      pCur->order_range = true; /* the positions are lo..hi-1, not written (order_run) */
-      pCur->n_pos = hi - lo;
-      pCur->stats.rows_scanned = hi - lo;
-    }
-    pCur->shape = SEL_LIST;
-    pCur->order_lo = lo, pCur->order_hi = hi;
-    if ((rc = order_positions(pCur, &plan, false)) != SQLITE_OK) return rc;
-    if ((rc = list_ready(pCur, plan.col_used, true)) != SQLITE_OK) return rc;
-  } else if (pCur->sel.n_preds || pCur->sel.user_mask) {
-    pCur->shape = SEL_FILTERED;
-    pCur->lo = pCur->range_lo = lo, pCur->hi = hi;
-    cs_err err;
-    if (cs_selector_new(pCur->store, pCur->sel.preds, pCur->sel.n_preds, &pCur->selector, &err) != CS_OK) return SQLITE_NOMEM;
-    pCur->mask_gate = csx_config_mask_gate(NULL);
-    if ((rc = batches_prepare(pCur, plan.col_used, hi - lo)) != SQLITE_OK) return rc;
-    pCur->batch_next = plan.may_stop_early ? CSX_MIN_BATCH_ROWS : pCur->batch_rows;
-    /* A column named by a consumed predicate is in colUsed whether or not
-    ** the query reads it: gather it only when xColumn asks. */
-    for (int i = 0; i < plan.n_slots; i++)
-      if (plan.slots[i].kind == 'P' || plan.slots[i].kind == 'Q') pCur->col_lazy[plan.slots[i].col] = 1;
-    pCur->stats.kernels = pCur->sel.n_preds ? "zone maps, predicate masks" : "mask";
-  } else {
-    pCur->shape = SEL_RANGE;
-    pCur->lo = lo, pCur->hi = hi;
-    /* the rows the walk will visit: OFFSET + LIMIT of them at most */
-    pCur->stats.rows_scanned = hi - lo;
-    if (pCur->left != UINT64_MAX && pCur->skip + pCur->left < hi - lo) pCur->stats.rows_scanned = pCur->skip + pCur->left;
-    pCur->stats.kernels = pCur->desc ? "reverse range walk (zero-copy)" : "range walk (zero-copy)";
-  }
+  if (sel->in_list || sel->rows_blob) rc = select_list(pCur, &plan, ordered);
+  else if (ordered) rc = select_ordered(pCur, &plan, sel->lo, sel->hi);
+  else if (sel->n_preds || sel->user_mask) rc = select_filtered(pCur, &plan, sel->lo, sel->hi);
+  else select_range(pCur, sel->lo, sel->hi);
+  if (rc != SQLITE_OK) return rc;
   pCur->stats.shape = pCur->shape == SEL_RANGE ? "range" : pCur->shape == SEL_FILTERED ? "filtered" : "list";
-  pCur->stats.n_preds = pCur->sel.n_preds;
+  pCur->stats.n_preds = sel->n_preds;
   pCur->stats.idx = idxStr;
   if (pCur->left == 0) {
     pCur->eof = true;
@@ -1262,12 +1280,8 @@ static int hidden_column(csx_cursor *pCur, sqlite3_context *ctx, int h) {
     sqlite3_result_blob64(ctx, p, n, SQLITE_STATIC);
     return SQLITE_OK;
   }
-  char *z = sqlite3_mprintf("colstore: %s of table %s is an input, not a value: use it only as `%s = ?` ANDed with the "
-                            "rest of the WHERE clause",
-                            h == CSX_HIDDEN_ROWS ? "_rows" : "_mask", ((csx_table *)pCur->base.pVtab)->zName,
-                            h == CSX_HIDDEN_ROWS ? "_rows" : "_mask");
-  sqlite3_result_error(ctx, z ? z : "colstore: _rows and _mask are inputs, not values", -1);
-  sqlite3_free(z);
+  csx_selection_input_read_error(ctx, "table", ((csx_table *)pCur->base.pVtab)->zName,
+                                 h == CSX_HIDDEN_ROWS ? "_rows" : "_mask");
   return SQLITE_ERROR;
 }
 

@@ -2,11 +2,24 @@
 ** colstore_ext.h - what the files of the SQLite glue share.
 **
 ** ext/ is only glue: it turns SQL into calls on core/colstore.h and core
-** results into SQLite values and errors.  The pieces are split by role:
-** colstore_ext.c registers everything, colstore_vtab.c is the table (plan,
-** cursor), colstore_write.c is INSERT, DELETE and the transaction hooks,
-** colstore_value.c converts SQLite values into column values, and
-** colstore_func.c holds the SQL functions.
+** results into SQLite values and errors.  The pieces are split by role,
+** and calls run only downward, from the entry point at the top to the
+** shared helpers at the bottom (no file calls one above it):
+**
+**   colstore_ext.c        the entry point: registers everything below
+**   colstore_agg.c        the colstore_agg table (its plan policy, cursor)
+**   colstore_vtab.c       the colstore table: create, connect, module
+**   colstore_cursor.c     its cursor: xFilter, xNext, xColumn
+**   colstore_func.c       the SQL functions; colstore_calibrate.c
+**   colstore_write.c      INSERT, DELETE, UPDATE and the transaction hooks
+**   colstore_selection.c  a selection's inputs, read from xFilter's
+**                         arguments, and the list both cursors walk
+**   colstore_plan.c       the plan builder both xBestIndex use, the
+**                         colstore table's policy, the idxStr decoder
+**   colstore_snapshot.c   snapshots of a store, shared and refreshed
+**   colstore_config.c     process-wide settings; colstore_probe.c
+**   colstore_value.c      SQLite values as column values and operands
+**   colstore_util.c       what all of them share (errors, arrays, clock)
 */
 #ifndef COLSTORE_EXT_H
 #define COLSTORE_EXT_H
@@ -27,7 +40,7 @@ typedef struct csx_snapshot {
 } csx_snapshot;
 
 /* Whether column col of the snapshot is non-decreasing with no NULLs
-** (computed once per snapshot from the zone maps). */
+** (computed once per snapshot from the zone maps; colstore_snapshot.c). */
 bool csx_snapshot_sorted(csx_snapshot *snap, uint32_t col);
 
 typedef struct csx_table csx_table;
@@ -114,7 +127,6 @@ typedef struct csx_plan {
   int n_slots;
   csx_slot slots[CSX_MAX_SLOTS];  /* in argv order */
   int ordered;                    /* ORDER BY rowid consumed */
-  int hidden_unusable;            /* reads _rows/_mask without taking it: refuse */
   int may_stop_early;             /* a LIMIT SQLite applies itself: grow batches from small */
   int desc;                       /* ... descending */
   uint64_t col_used;              /* sqlite3_index_info.colUsed */
@@ -128,8 +140,8 @@ typedef struct csx_plan {
   int group_by;                   /* Z: the order serves a GROUP BY (LIMIT counts groups) */
   int distinct_watch;             /* W: DISTINCT de-duplicated until SQLite asks for a rowid */
   uint64_t limit_hint;            /* K<n>: SQLite stops after n rows unless it filters (0 = unknown) */
-  int refuse;                     /* X<c>: colstore_agg cannot answer for its column c (c + 1; 0 = none) */
-  int refuse_why;                 /* ... X<c>:<why>: colstore_agg's reason code */
+  int refuse;                     /* X<c>: the plan cannot answer for the table's column c (c + 1; 0 = none) */
+  int refuse_why;                 /* ... X<c>:<why>: CSX_DECLINE_*, CSX_REFUSE_INPUT or colstore_agg's own */
 } csx_plan;
 
 /* A selection's inputs, read from xFilter's arguments once for every
@@ -183,15 +195,23 @@ struct csx_scan_stats {
 ** chunks its binary search read are checked (when check_cols is given). */
 int csx_selection_build(csx_selection *s, sqlite3_vtab *tab, const char *zTable, csx_snapshot *snap,
                         const csx_plan *plan, int argc, sqlite3_value **argv, const uint8_t *check_cols);
-/* The _rows positions in BLOB order (negatives from the end), keeping those
-** in [lo, hi) and, when in_rows is given, in it (sorted; must not overlap
-** out); out has room for user_rows_bytes / 8. */
-int csx_selection_rows(const csx_selection *s, sqlite3_vtab *tab, const char *zTable, uint64_t n_rows,
-                       const uint64_t *in_rows, uint64_t n_in, uint64_t *out, uint64_t *n_out);
+/* The positions of a selection given as a list, in the order they are
+** walked: the _rows positions in BLOB order (negatives from the end; each
+** checked), kept in [lo, hi) and, when there is a rowid IN list, in it;
+** else the rowid IN list itself; then those the _mask selects.  On entry
+** pos[0, *n_pos) holds the rowid IN list's positions (sorted, distinct),
+** if any, and pos has room for user_rows_bytes / 8 more than that. */
+int csx_selection_list(const csx_selection *s, sqlite3_vtab *tab, const char *zTable, uint64_t n_rows, uint64_t *pos,
+                       uint64_t *n_pos);
 void csx_selection_clear(csx_selection *s);
+/* xColumn's error for a read of _rows or _mask (zHidden) of zKind zTable
+** ("table", "aggregate table") that no `= ?` gave a value. */
+void csx_selection_input_read_error(sqlite3_context *ctx, const char *zKind, const char *zTable, const char *zHidden);
 
-/* colstore_ext.c */
+/* colstore_ext.c: the entry point */
 int sqlite3_colstore_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi);
+
+/* colstore_util.c */
 int csx_rc_to_sqlite(cs_rc rc);
 /* CLOCK_MONOTONIC in nanoseconds: kernel times for colstore_last_plan. */
 uint64_t csx_mono_ns(void);
@@ -212,6 +232,8 @@ void csx_conn_record_scan(csx_conn *conn, const char *zTable, const char *zPath,
 extern sqlite3_module csx_module;
 /* colstore_agg.c */
 extern sqlite3_module csx_agg_module;
+
+/* colstore_snapshot.c */
 void csx_snapshot_release(csx_snapshot *snap);
 bool csx_schema_equal(const cs_schema *a, const cs_schema *b);
 /* Makes pTab->snap the newest committed state if no cursor is open. */
@@ -221,6 +243,8 @@ csx_snapshot *csx_snapshot_new(cs_store *store);
 /* Replaces *pSnap with the store's last committed state when another
 ** connection committed since; errors go to tab naming zPath and zName. */
 int csx_snapshot_refresh(csx_snapshot **pSnap, sqlite3_vtab *tab, const char *zPath, const char *zName);
+
+/* colstore_vtab.c: helpers colstore_agg declares its table with too. */
 /* One level of SQL quotes stripped ('x', "x", `x`, [x]) into a new string. */
 char *csx_unquote(const char *z, int n);
 /* SOURCE unquoted and made absolute (a new string). */
@@ -228,38 +252,103 @@ char *csx_path_absolute(const char *zArg);
 /* The declared type that gives a column of type t its affinity. */
 const char *csx_affinity_name(cs_type t);
 
-/* colstore_plan.c */
+/* colstore_plan.c: the plan builder both xBestIndex functions use, each
+** with its own policy; the colstore table's xBestIndex; the decoder. */
 int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo);
 int csx_plan_decode(const char *idxStr, csx_plan *out);
+
+/* Why a condition was not taken (csx_plan_take_pred), and why a plan was
+** refused: the <why> of slot X<c>:<why>.  colstore_agg
+** numbers its own reasons from CSX_N_WHY on. */
+enum {
+  CSX_DECLINE_INEXACT,     /* a right-hand side SQLite compares otherwise than the core would */
+  CSX_DECLINE_OPERATOR,    /* LIKE, GLOB, MATCH, REGEXP, a function */
+  CSX_DECLINE_COLLATION,   /* TEXT under a collation other than BINARY */
+  CSX_DECLINE_IN_UNKNOWN,  /* an IN list or `= ?` past SQLite's 32-bit IN masks */
+  CSX_REFUSE_INPUT,        /* _rows/_mask used otherwise than as `= ?` ANDed to the WHERE clause */
+  CSX_N_WHY
+};
+/* The reason a condition was not taken, in words, for an error message. */
+const char *csx_decline_words(int why);
+
 /* Who takes a comparison, which decides what may be left to SQLite. */
 typedef enum csx_take_mode {
   CSX_TAKE_TABLE,      /* the colstore table: SQLite checks what it leaves */
   CSX_TAKE_AGG_KEY,    /* a colstore_agg key: SQLite checks what it leaves, on the group's key */
   CSX_TAKE_AGG_FILTER  /* a colstore_agg filter column: nothing can be left */
 } csx_take_mode;
+
+/* A plan being built.  An xBestIndex begins one, takes constraints into
+** it (each gets the next argv position and its slot), may refuse the plan
+** (the first refusal is kept), says its own words around the terms, and
+** finishes it into idxStr.  Which constraints to take, in what order, and
+** what the plan costs is the caller's policy. */
+typedef struct csx_plan_builder {
+  sqlite3_index_info *info;
+  sqlite3_str *words;       /* the caller's words, with the terms where it says them */
+  sqlite3_str *sel_words;   /* the selection taken: eq(rowid) ... rows(_rows) mask(_mask) */
+  sqlite3_str *pred_words;  /* the predicates taken, for pred(...) */
+  sqlite3_str *slots;       /* the machine part, in argv order */
+  int argv_i;               /* argv positions handed out */
+  unsigned inputs_said;     /* bit h: the words name hidden column h */
+  int refuse_col, refuse_why; /* the first refusal (X slot); refuse_col -1: none */
+  double rows;              /* rows the plan selects, estimated; the predicates shrink it */
+} csx_plan_builder;
+
+void csx_plan_begin(csx_plan_builder *b, sqlite3_index_info *info, double rows);
+/* Appends words (printf format) to the caller's words, after a space. */
+void csx_plan_say(csx_plan_builder *b, const char *fmt, ...);
+/* Appends words to the selection's words, after a space. */
+void csx_plan_say_selection(csx_plan_builder *b, const char *word);
+/* Appends the terms taken so far: the selection's words, then pred(...). */
+void csx_plan_say_terms(csx_plan_builder *b);
+/* Takes constraint i as the next argv entry, omitted by SQLite, with slot
+** text `slot` ("E;", "R;"). */
+void csx_plan_take(csx_plan_builder *b, int i, const char *slot);
+/* Whether constraint i is an IN list SQLite can hand over whole. */
+bool csx_plan_is_list(sqlite3_index_info *info, int i);
+/* Takes the IN list constraint i whole (sqlite3_vtab_in) with slot text
+** `slot`; false, with nothing taken, past argv position 31, where SQLite
+** would hand over one member at a time. */
+bool csx_plan_take_list(csx_plan_builder *b, int i, const char *slot);
+/* Whether constraint i is an `=` whose right-hand side surely arrives as
+** one value: not an IN list, and not one SQLite may walk member by
+** member unseen (past constraint 31, see eq_may_be_list). */
+bool csx_plan_eq_is_value(sqlite3_index_info *info, int i);
+/* Whether constraint i is an `=` past constraint 31 that SQLite cannot
+** tell from an IN list (it would then call xFilter once per member). */
+bool csx_plan_eq_unknown(sqlite3_index_info *info, int i);
+/* Whether constraint i (on _rows or _mask) can be taken as a selection:
+** a usable `=` that is not an IN list (past constraint 31 too, for the
+** colstore table: see the essay of colstore_plan.c).  Anything else on
+** them is refused (CSX_REFUSE_INPUT). */
+bool csx_plan_input_ok(sqlite3_index_info *info, int i);
+/* Takes `_rows = ?` (hidden CSX_HIDDEN_ROWS) or `_mask = ?` (constraint
+** i; csx_plan_input_ok said yes): slot R or M, words rows(_rows) or
+** mask(_mask) once however often it is taken (xFilter refuses two). */
+void csx_plan_take_input(csx_plan_builder *b, int i, int hidden);
 /* Takes constraint i (on a column of type t, the store's column src_col)
 ** as a predicate when the core can evaluate it exactly as SQLite would:
-** its slot goes to slots (argv index ++*argv_i, omitted), its words to
-** words (after a comma when more), *rows shrinks by its selectivity.
-** False, with nothing changed, when it must be left to SQLite.  A TEXT
-** comparison whose right-hand side SQLite does not know at planning (a
-** bound parameter, or a column of another table) is taken only for
-** colstore_agg, as a parameter (TEXT affinity) would compare; a filter
-** column of colstore_agg also takes operands of every class on numeric
-** and BLOB columns.  *why (when given) gets the reason a condition was not
-** taken (CSX_DECLINE_*). */
-bool csx_plan_take_pred(sqlite3_index_info *pInfo, int i, cs_type t, int src_col, const char *name, int *argv_i,
-                        sqlite3_str *slots, sqlite3_str *words, bool more, double *rows, csx_take_mode mode,
+** slot P or Q, its words inside pred(...), b->rows shrunk by its
+** selectivity.  False, with nothing changed, when it must be left to
+** SQLite.  A TEXT comparison whose right-hand side SQLite does not know at
+** planning (a bound parameter, or a column of another table) is taken
+** only for colstore_agg, as a parameter (TEXT affinity) would compare; a
+** filter column of colstore_agg also takes operands of every class on
+** numeric and BLOB columns.  *why (when given) gets the reason a
+** condition was not taken (CSX_DECLINE_*). */
+bool csx_plan_take_pred(csx_plan_builder *b, int i, cs_type t, int src_col, const char *name, csx_take_mode mode,
                         int *why);
-enum {
-  CSX_DECLINE_INEXACT,     /* a right-hand side SQLite compares otherwise than the core would */
-  CSX_DECLINE_OPERATOR,    /* LIKE, GLOB, MATCH, REGEXP, a function */
-  CSX_DECLINE_COLLATION,   /* TEXT under a collation other than BINARY */
-  CSX_DECLINE_IN_UNKNOWN,  /* an IN list or `= ?` past SQLite's 32-bit IN masks */
-  CSX_N_DECLINE
-};
-/* The reason, in words, for an error message. */
-const char *csx_decline_words(int why);
+/* Refuses the plan for the caller's column col (X<col>:<why>), unless it
+** was refused already: xFilter fails with the first reason. */
+void csx_plan_refuse(csx_plan_builder *b, int col, int why);
+/* Writes idxStr (words, NUL, slots, U<colUsed>, X when refused; the words
+** end in " refused" then), idxNum (the argv entries) and frees the rest;
+** SQLITE_NOMEM when out of memory. */
+int csx_plan_finish(csx_plan_builder *b);
+/* xFilter's error for a plan refused for _rows or _mask of zKind zTable
+** ("table", "aggregate table"): CSX_REFUSE_INPUT, the same words for both. */
+int csx_plan_refuse_input(sqlite3_vtab *tab, const char *zKind, const char *zTable);
 
 /* colstore_cursor.c */
 int csx_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor);

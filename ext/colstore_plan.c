@@ -2,6 +2,19 @@
 ** colstore_plan.c - xBestIndex: which constraints colstore takes, and the
 ** plan it hands to xFilter.
 **
+** One planner serves both modules.  The builder below (csx_plan_begin,
+** _take, _take_list, _take_input, _take_pred, _refuse, _finish) is what a
+** plan is made of: it hands out argv positions, writes each slot and the
+** words, knows which `=` may secretly be an IN list and where SQLite hands
+** a list over whole, and writes idxStr.  Each xBestIndex keeps only its
+** policy: the colstore table (csx_best_index, at the end of this file)
+** takes what it can and leaves the rest to SQLite; colstore_agg
+** (colstore_agg.c) must take every condition on a filter column or refuse
+** the plan.  csx_best_index runs in phases, as SQLite's own planner
+** analyses the WHERE clause, costs the plans and then generates code:
+** analysis (which constraint is which term), taking the selection, the
+** predicates, the order and the LIMIT, costing, and writing idxStr.
+**
 ** The plan travels in idxStr, in two parts separated by a NUL byte: first
 ** the words EXPLAIN QUERY PLAN shows (SQLite prints up to the NUL), then
 ** the machine part xFilter decodes, one slot per argv entry in argv order:
@@ -18,12 +31,16 @@
 **   T / O     LIMIT ? / OFFSET ?              the count
 **
 ** (colstore_agg.c plans with the same P, Q, R and M slots, over the source
-** table's columns, and adds X<c>:<why>: its column c that it could not
-** answer for, which xFilter refuses, and C after a slot that SQLite may
-** check again itself by reading the column.)
+** table's columns, and adds C after a slot that SQLite may check again
+** itself by reading the column.)
 **
 ** followed by flags: A (ORDER BY rowid ASC consumed), D (DESC consumed),
-** and U<colUsed> (the columns the query reads, for the cursor's prefetch).
+** S<c>:<desc> and Y<mode> (ORDER BY, GROUP BY or DISTINCT on columns
+** consumed: the keys and cs_order_mode), W (DISTINCT watched, see
+** dedupe_is_safe), Z (the order serves a GROUP BY), K<n> (a LIMIT SQLite
+** applies itself), U<colUsed> (the columns the query reads, for the
+** cursor's prefetch) and X<c>:<why> (the plan cannot answer for the
+** table's column c, for reason `why`: xFilter refuses it).
 ** The IN slots are recorded here because asking sqlite3_vtab_in_first about
 ** an argument that was not opted in is undefined on SQLite 3.40.
 **
@@ -67,9 +84,10 @@
 **   - a `_rows`/`_mask` term offered but not takeable here (another
 **     operator, an IN list, which is also what SQLite makes of
 **     `_rows = ?1 OR _rows = ?2`, or a join operand not yet available):
-**     the term is ANDed
-**     to the table's WHERE and SQLite would re-check it, so the plan
-**     costs 1e18 and xFilter refuses it (flag H);
+**     the term is ANDed to the table's WHERE and SQLite would re-check
+**     it, so the plan costs 1e18 and xFilter refuses it (X<c>:<why>,
+**     the one refusal both modules write: colstore_agg refuses the same
+**     terms the same way, with the same message);
 **   - colUsed names the column but no term on it is offered: either a
 **     branch of a MULTI-INDEX OR whose own terms do not involve it (fine:
 **     nothing re-checks it) or a scan that must evaluate it under OR, NOT
@@ -93,13 +111,22 @@
 ** eq_may_be_list) makes SQLite call xFilter once per list value, and the
 ** rows then come in the list's order, each value's rows together.  Beside
 ** _rows such a term is left to SQLite's per-row check; elsewhere it is
-** taken (the answer is a set, and one seek per value is cheap).
+** taken (the answer is a set, and one seek per value is cheap).  The
+** `_rows = ?` and `_mask = ?` themselves are taken past constraint 31 as
+** well by the colstore table, where SQLite cannot say whether they are IN
+** lists (tests/sql/test_plan_shapes.py): walked member by member, an IN
+** list there gives each BLOB's rows in turn.  colstore_agg cannot: it
+** would aggregate each BLOB apart, so it refuses them there as it refuses
+** any condition that may be such a list (csx_plan_eq_unknown).
 */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "colstore_ext.h"
+
+/* ---------------------------------------------------- comparisons taken */
 
 /* Which SQLite ops a column comparison can take, and their kernel op. */
 static int pred_op_supported(int op) {
@@ -133,6 +160,18 @@ static const char *op_text(int op) {
     case SQLITE_INDEX_CONSTRAINT_ISNULL: return " IS NULL";
     case SQLITE_INDEX_CONSTRAINT_ISNOTNULL: return " IS NOT NULL";
     default: return "?";
+  }
+}
+
+static double selectivity(int op) {
+  switch (op) {
+    case SQLITE_INDEX_CONSTRAINT_EQ:
+    case SQLITE_INDEX_CONSTRAINT_IS: return 0.01;
+    case SQLITE_INDEX_CONSTRAINT_ISNULL: return 0.1;
+    case SQLITE_INDEX_CONSTRAINT_NE:
+    case SQLITE_INDEX_CONSTRAINT_ISNOT:
+    case SQLITE_INDEX_CONSTRAINT_ISNOTNULL: return 0.9;
+    default: return 0.33;
   }
 }
 
@@ -184,7 +223,13 @@ static bool eq_may_be_list(sqlite3_index_info *pInfo, int i) {
   return i >= 32 && !(sqlite3_vtab_rhs_value(pInfo, i, &rhs) == SQLITE_OK && rhs);
 }
 
-static double selectivity(int op);
+/* Past constraint 31 sqlite3_vtab_in cannot tell an IN list from `=`
+** (SQLite keeps IN in a 32-bit mask): taking it as `=` would make SQLite
+** call xFilter once per member, nested for several lists.  So there only
+** an `=` with a known right-hand side (a literal) is surely one value. */
+bool csx_plan_eq_unknown(sqlite3_index_info *info, int i) {
+  return i >= 32 && info->aConstraint[i].op == SQLITE_INDEX_CONSTRAINT_EQ && eq_may_be_list(info, i);
+}
 
 const char *csx_decline_words(int why) {
   switch (why) {
@@ -197,23 +242,94 @@ const char *csx_decline_words(int why) {
   }
 }
 
-bool csx_plan_take_pred(sqlite3_index_info *pInfo, int i, cs_type t, int src_col, const char *name, int *argv_i,
-                        sqlite3_str *slots, sqlite3_str *words, bool more, double *rows, csx_take_mode mode,
+/* ---------------------------------------------------------- the builder */
+
+void csx_plan_begin(csx_plan_builder *b, sqlite3_index_info *info, double rows) {
+  memset(b, 0, sizeof *b);
+  b->info = info;
+  b->words = sqlite3_str_new(NULL);
+  b->sel_words = sqlite3_str_new(NULL);
+  b->pred_words = sqlite3_str_new(NULL);
+  b->slots = sqlite3_str_new(NULL);
+  b->refuse_col = -1;
+  b->rows = rows;
+}
+
+/* A space before the next word, unless it is the first. */
+static void word_space(sqlite3_str *s) {
+  if (sqlite3_str_length(s)) sqlite3_str_appendchar(s, 1, ' ');
+}
+
+void csx_plan_say(csx_plan_builder *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  word_space(b->words);
+  sqlite3_str_vappendf(b->words, fmt, ap);
+  va_end(ap);
+}
+
+void csx_plan_say_selection(csx_plan_builder *b, const char *word) {
+  word_space(b->sel_words);
+  sqlite3_str_appendall(b->sel_words, word);
+}
+
+void csx_plan_say_terms(csx_plan_builder *b) {
+  if (sqlite3_str_length(b->sel_words)) {
+    word_space(b->words);
+    sqlite3_str_appendall(b->words, sqlite3_str_value(b->sel_words));
+    sqlite3_str_reset(b->sel_words);
+  }
+  if (sqlite3_str_length(b->pred_words)) {
+    csx_plan_say(b, "pred(%s)", sqlite3_str_value(b->pred_words));
+    sqlite3_str_reset(b->pred_words);
+  }
+}
+
+void csx_plan_take(csx_plan_builder *b, int i, const char *slot) {
+  b->info->aConstraintUsage[i].argvIndex = ++b->argv_i;
+  b->info->aConstraintUsage[i].omit = 1;
+  sqlite3_str_appendall(b->slots, slot);
+}
+
+bool csx_plan_is_list(sqlite3_index_info *info, int i) {
+  return info->aConstraint[i].op == SQLITE_INDEX_CONSTRAINT_EQ && sqlite3_libversion_number() >= 3038000 &&
+         sqlite3_vtab_in(info, i, -1);
+}
+
+/* SQLite hands an IN over as a list only at argv positions 0..31 (a
+** 32-bit mask by argv position); later it would pass one member at a
+** time, so a list there is left to the caller's policy. */
+bool csx_plan_take_list(csx_plan_builder *b, int i, const char *slot) {
+  if (b->argv_i >= 32) return false;
+  sqlite3_vtab_in(b->info, i, 1);
+  csx_plan_take(b, i, slot);
+  return true;
+}
+
+bool csx_plan_eq_is_value(sqlite3_index_info *info, int i) {
+  return info->aConstraint[i].op == SQLITE_INDEX_CONSTRAINT_EQ && !csx_plan_is_list(info, i) && !eq_may_be_list(info, i);
+}
+
+bool csx_plan_input_ok(sqlite3_index_info *info, int i) {
+  return info->aConstraint[i].usable && info->aConstraint[i].op == SQLITE_INDEX_CONSTRAINT_EQ &&
+         !csx_plan_is_list(info, i);
+}
+
+void csx_plan_take_input(csx_plan_builder *b, int i, int hidden) {
+  csx_plan_take(b, i, hidden == CSX_HIDDEN_ROWS ? "R;" : "M;");
+  if (b->inputs_said & (1u << hidden)) return;
+  b->inputs_said |= 1u << hidden;
+  csx_plan_say_selection(b, hidden == CSX_HIDDEN_ROWS ? "rows(_rows)" : "mask(_mask)");
+}
+
+bool csx_plan_take_pred(csx_plan_builder *b, int i, cs_type t, int src_col, const char *name, csx_take_mode mode,
                         int *why) {
+  sqlite3_index_info *pInfo = b->info;
   int op = pInfo->aConstraint[i].op;
-  bool in_ok = sqlite3_libversion_number() >= 3038000;
-  bool in_list = op == SQLITE_INDEX_CONSTRAINT_EQ && in_ok && sqlite3_vtab_in(pInfo, i, -1);
-  /* Past constraint 31 sqlite3_vtab_in cannot tell an IN list from `=`
-  ** (SQLite keeps IN in a 32-bit mask): taking it as `=` would make
-  ** SQLite call xFilter once per member, nested for several lists.  So
-  ** there only an `=` with a known right-hand side (a literal) is taken. */
-  bool in_unknown = i >= 32 && op == SQLITE_INDEX_CONSTRAINT_EQ && eq_may_be_list(pInfo, i);
-  /* SQLite hands an IN over as a list only at argv positions 0..31 (a
-  ** 32-bit mask by argv position); later it would pass one member at a
-  ** time, so a list there is left to SQLite. */
-  bool in_fits = !in_list || *argv_i < 32;
+  bool in_list = csx_plan_is_list(pInfo, i);
   if (why) *why = CSX_DECLINE_INEXACT;
-  if (in_unknown || !in_fits) {
+  /* a list SQLite would hand over one member at a time (see take_list) */
+  if (csx_plan_eq_unknown(pInfo, i) || (in_list && b->argv_i >= 32)) {
     if (why) *why = CSX_DECLINE_IN_UNKNOWN;
     return false;
   }
@@ -222,22 +338,66 @@ bool csx_plan_take_pred(sqlite3_index_info *pInfo, int i, cs_type t, int src_col
     return false;
   }
   if (!pred_exact(pInfo, i, t, mode, why)) return false;
+  char slot[32];
   if (in_list) {
-    sqlite3_vtab_in(pInfo, i, 1);
-    sqlite3_str_appendf(slots, "Q%d;", src_col);
+    snprintf(slot, sizeof slot, "Q%d;", src_col);
+    csx_plan_take_list(b, i, slot);
   } else {
-    sqlite3_str_appendf(slots, "P%d:%d;", src_col, op);
+    snprintf(slot, sizeof slot, "P%d:%d;", src_col, op);
+    csx_plan_take(b, i, slot);
   }
-  pInfo->aConstraintUsage[i].argvIndex = ++*argv_i;
-  pInfo->aConstraintUsage[i].omit = 1;
-  sqlite3_str_appendf(words, "%s%s", more ? "," : (sqlite3_str_length(words) ? " pred(" : "pred("), name);
-  if (in_list) sqlite3_str_appendall(words, " IN ?");
-  else sqlite3_str_appendf(words, "%s%s", op_text(op),
+  sqlite3_str_appendf(b->pred_words, "%s%s", sqlite3_str_length(b->pred_words) ? "," : "", name);
+  if (in_list) sqlite3_str_appendall(b->pred_words, " IN ?");
+  else sqlite3_str_appendf(b->pred_words, "%s%s", op_text(op),
                            op == SQLITE_INDEX_CONSTRAINT_ISNULL || op == SQLITE_INDEX_CONSTRAINT_ISNOTNULL ? "" : "?");
-  *rows *= in_list ? 0.05 : selectivity(op);
+  b->rows *= in_list ? 0.05 : selectivity(op);
   return true;
 }
 
+void csx_plan_refuse(csx_plan_builder *b, int col, int why) {
+  if (b->refuse_col >= 0) return;
+  b->refuse_col = col;
+  b->refuse_why = why;
+}
+
+int csx_plan_finish(csx_plan_builder *b) {
+  sqlite3_index_info *pInfo = b->info;
+  csx_plan_say_terms(b); /* any the caller did not say */
+  sqlite3_str_appendf(b->slots, "U%llu;", (unsigned long long)pInfo->colUsed);
+  if (b->refuse_col >= 0) {
+    sqlite3_str_appendf(b->slots, "X%d:%d;", b->refuse_col, b->refuse_why);
+    csx_plan_say(b, "refused");
+  }
+  /* Both strings or neither: slots always holds at least "U...;", and
+  ** without it xFilter would ignore constraints marked omitted. */
+  bool ok = !sqlite3_str_errcode(b->words) && !sqlite3_str_errcode(b->slots) && !sqlite3_str_errcode(b->sel_words) &&
+            !sqlite3_str_errcode(b->pred_words);
+  int n_words = sqlite3_str_length(b->words), n_slots = sqlite3_str_length(b->slots);
+  char *zWords = sqlite3_str_finish(b->words), *zSlots = sqlite3_str_finish(b->slots);
+  sqlite3_free(sqlite3_str_finish(b->sel_words));
+  sqlite3_free(sqlite3_str_finish(b->pred_words));
+  char *z = ok && zSlots ? sqlite3_malloc(n_words + n_slots + 2) : NULL;
+  if (z) {
+    if (n_words) memcpy(z, zWords, (size_t)n_words);
+    z[n_words] = 0;
+    memcpy(z + n_words + 1, zSlots, (size_t)n_slots + 1);
+  }
+  sqlite3_free(zWords);
+  sqlite3_free(zSlots);
+  pInfo->idxStr = z;
+  pInfo->needToFreeIdxStr = 1;
+  pInfo->idxNum = b->argv_i;
+  return z ? SQLITE_OK : SQLITE_NOMEM;
+}
+
+int csx_plan_refuse_input(sqlite3_vtab *tab, const char *zKind, const char *zTable) {
+  return csx_vtab_error(tab, SQLITE_ERROR,
+                        "colstore: _rows and _mask of %s %s select rows only as `_rows = ?` or `_mask = ?` "
+                        "ANDed with the rest of the WHERE clause; they cannot be read, or used under OR, NOT, IN "
+                        "or another operator (filter the BLOB before binding it instead)", zKind, zTable);
+}
+
+/* ------------------------------------------- the colstore table's policy */
 
 /* Does colUsed name column c?  Past 62 it only says "some column from 63
 ** on"; *exact tells whether the answer is certain. */
@@ -256,24 +416,12 @@ static bool col_used(sqlite3_uint64 col_used_mask, int c, bool *exact) {
 ** stops reading after LIMIT rows itself, and steps over OFFSET rows. */
 static bool limit_offer_is_whole(void) { return sqlite3_libversion_number() >= 3046000; }
 
-static double selectivity(int op) {
-  switch (op) {
-    case SQLITE_INDEX_CONSTRAINT_EQ:
-    case SQLITE_INDEX_CONSTRAINT_IS: return 0.01;
-    case SQLITE_INDEX_CONSTRAINT_ISNULL: return 0.1;
-    case SQLITE_INDEX_CONSTRAINT_NE:
-    case SQLITE_INDEX_CONSTRAINT_ISNOT:
-    case SQLITE_INDEX_CONSTRAINT_ISNOTNULL: return 0.9;
-    default: return 0.33;
-  }
-}
-
 /* Can the ORDER BY (or GROUP BY, or DISTINCT list) SQLite hands over be
 ** delivered here?  Only columns of the table reach aOrderBy, each with
 ** its own collation (BINARY here), and only when no term asks for NULLS
 ** FIRST/LAST against the default (SQLite's allocateIndexInfo); the rowid
 ** and the hidden columns are declined (the rowid alone is the ORDER BY
-** rowid case above). */
+** rowid case of take_order). */
 static bool order_keys_ok(const sqlite3_index_info *pInfo, int n_cols) {
   if (pInfo->nOrderBy < 1 || pInfo->nOrderBy > CSX_MAX_ORDER_KEYS) return false;
   for (int k = 0; k < pInfo->nOrderBy; k++)
@@ -299,275 +447,294 @@ static bool dedupe_is_safe(const sqlite3_index_info *pInfo, int n_cols, bool *wa
   return (pInfo->colUsed & ~keys) == 0;
 }
 
-int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
-  csx_table *pTab = (csx_table *)pVtab;
-  const cs_schema *schema = cs_store_schema(pTab->snap->store);
-  int n_cols = (int)schema->n_cols;
-  int n_cons = pInfo->nConstraint;
-  double n = (double)cs_store_rows(pTab->snap->store);
-  int i_eq = -1, i_lo = -1, i_hi = -1, i_in = -1, i_rows = -1, i_mask = -1, i_limit = -1, i_offset = -1;
-  int i_rows2 = -1, i_mask2 = -1, i_eq_list = -1;
-  bool all_taken = true;
-  bool in_ok = sqlite3_libversion_number() >= 3038000;
+/* Analysis: which constraint is which term of the plan (-1: none). */
+typedef struct table_terms {
+  int eq;        /* rowid = value */
+  int eq_list;   /* rowid = that is, or may be, a list SQLite walks (a second rowid IN) */
+  int lo, hi;    /* rowid > / >=, rowid < / <= */
+  int in;        /* rowid IN (...), handed over whole */
+  int input[CSX_N_HIDDEN][2]; /* _rows = ?, _mask = ?: the first two of each */
+  bool offered[CSX_N_HIDDEN]; /* a term on _rows / _mask was offered, usable or not */
+  int limit, offset;
+} table_terms;
 
-  /* Pass 1: the selection constraints (rowid, _rows, _mask). */
-  bool hidden_offered[CSX_N_HIDDEN] = {false, false};
-  for (int i = 0; i < n_cons; i++) {
+static void analyse_terms(sqlite3_index_info *pInfo, int n_cols, table_terms *t) {
+  memset(t, -1, sizeof *t);
+  for (int h = 0; h < CSX_N_HIDDEN; h++) t->offered[h] = false;
+  for (int i = 0; i < pInfo->nConstraint; i++) {
     const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
-    if (c->iColumn >= n_cols && c->iColumn < n_cols + CSX_N_HIDDEN) hidden_offered[c->iColumn - n_cols] = true;
+    int h = c->iColumn - n_cols; /* a hidden column's number, when it is one */
+    bool hidden = c->iColumn >= n_cols && h < CSX_N_HIDDEN;
+    if (hidden) t->offered[h] = true;
     if (!c->usable) continue;
     int op = c->op;
     if (c->iColumn == -1) {
-      bool in_list = op == SQLITE_INDEX_CONSTRAINT_EQ && in_ok && sqlite3_vtab_in(pInfo, i, -1);
-      if (in_list && i_in < 0) i_in = i;
-      else if (op == SQLITE_INDEX_CONSTRAINT_EQ && !in_list && !eq_may_be_list(pInfo, i) && i_eq < 0) i_eq = i;
-      else if (op == SQLITE_INDEX_CONSTRAINT_EQ && i_eq_list < 0) i_eq_list = i;
-      else if ((op == SQLITE_INDEX_CONSTRAINT_GT || op == SQLITE_INDEX_CONSTRAINT_GE) && i_lo < 0) i_lo = i;
-      else if ((op == SQLITE_INDEX_CONSTRAINT_LT || op == SQLITE_INDEX_CONSTRAINT_LE) && i_hi < 0) i_hi = i;
-    } else if (c->iColumn >= n_cols && c->iColumn < n_cols + CSX_N_HIDDEN) {
+      bool in_list = csx_plan_is_list(pInfo, i);
+      if (in_list && t->in < 0) t->in = i;
+      else if (csx_plan_eq_is_value(pInfo, i) && t->eq < 0) t->eq = i;
+      else if (op == SQLITE_INDEX_CONSTRAINT_EQ && t->eq_list < 0) t->eq_list = i;
+      else if ((op == SQLITE_INDEX_CONSTRAINT_GT || op == SQLITE_INDEX_CONSTRAINT_GE) && t->lo < 0) t->lo = i;
+      else if ((op == SQLITE_INDEX_CONSTRAINT_LT || op == SQLITE_INDEX_CONSTRAINT_LE) && t->hi < 0) t->hi = i;
+    } else if (hidden) {
       /* `_rows IN (...)`, which is also what SQLite makes of
-      ** `_rows = ?1 OR _rows = ?2`, is not taken: refused below */
-      if (op != SQLITE_INDEX_CONSTRAINT_EQ || (in_ok && sqlite3_vtab_in(pInfo, i, -1))) continue;
-      int *first = c->iColumn == n_cols + CSX_HIDDEN_ROWS ? &i_rows : &i_mask;
-      int *second = c->iColumn == n_cols + CSX_HIDDEN_ROWS ? &i_rows2 : &i_mask2;
-      if (*first < 0) *first = i;
-      else if (*second < 0) *second = i;
-    } else if (op == SQLITE_INDEX_CONSTRAINT_LIMIT && i_limit < 0) {
-      i_limit = i;
-    } else if (op == SQLITE_INDEX_CONSTRAINT_OFFSET && i_offset < 0) {
-      i_offset = i;
+      ** `_rows = ?1 OR _rows = ?2`, is not taken: refused (take_cost) */
+      if (!csx_plan_input_ok(pInfo, i)) continue;
+      int *slot = t->input[h][0] < 0 ? &t->input[h][0] : &t->input[h][1];
+      if (*slot < 0) *slot = i;
+    } else if (op == SQLITE_INDEX_CONSTRAINT_LIMIT && t->limit < 0) {
+      t->limit = i;
+    } else if (op == SQLITE_INDEX_CONSTRAINT_OFFSET && t->offset < 0) {
+      t->offset = i;
     }
   }
   /* An `=` that is, or may be, a list SQLite walks value by value (a
   ** second rowid IN): taken only when no _rows order is at stake. */
-  if (i_eq < 0 && i_rows < 0) i_eq = i_eq_list;
+  if (t->eq < 0 && t->input[CSX_HIDDEN_ROWS][0] < 0) t->eq = t->eq_list;
   /* A rowid = beats a rowid IN; one exact row needs nothing else. */
-  if (i_eq >= 0) i_in = -1;
-  bool positions = i_in >= 0 || i_rows >= 0;
+  if (t->eq >= 0) t->in = -1;
+}
 
-  sqlite3_str *words = sqlite3_str_new(NULL);
-  sqlite3_str *slots = sqlite3_str_new(NULL);
-  int argv_i = 0;
-  double rows = n;
-#define TAKE(i, letter)                                     \
-  do {                                                      \
-    pInfo->aConstraintUsage[i].argvIndex = ++argv_i;        \
-    pInfo->aConstraintUsage[i].omit = 1;                    \
-    sqlite3_str_appendall(slots, letter);                   \
-  } while (0)
+/* A rowid bound: its slot, and the range [*lo, *hi) of n it leaves. */
+static void take_bound(csx_plan_builder *b, int i, const char *slot, uint64_t n, uint64_t *lo, uint64_t *hi) {
+  int op = b->info->aConstraint[i].op;
+  csx_plan_take(b, i, slot);
+  sqlite3_value *v = NULL;
+  bool lower = op == SQLITE_INDEX_CONSTRAINT_GT || op == SQLITE_INDEX_CONSTRAINT_GE;
+  if (sqlite3_libversion_number() >= 3038000 && sqlite3_vtab_rhs_value(b->info, i, &v) == SQLITE_OK && v)
+    csx_bound_apply(v, op, n, lo, hi);
+  else if (lower) *lo = *hi - (*hi - *lo) / 3;
+  else *hi = *lo + (*hi - *lo) / 3;
+}
 
-  if (i_eq >= 0) {
-    TAKE(i_eq, "E;");
+/* Takes the selection: rowid =, bounds, IN; _rows; _mask.  b->rows
+** becomes the rows selected; the result is what a _rows or _mask plan
+** costs whatever else it takes (see the essay), or -1. */
+static double take_selection(csx_plan_builder *b, const table_terms *t, double n) {
+  sqlite3_index_info *pInfo = b->info;
+  if (t->eq >= 0) {
+    csx_plan_take(b, t->eq, "E;");
     pInfo->idxFlags |= SQLITE_INDEX_SCAN_UNIQUE;
-    sqlite3_str_appendall(words, "eq(rowid)");
-    rows = 1;
+    csx_plan_say_selection(b, "eq(rowid)");
+    b->rows = 1;
   }
   uint64_t est_lo = 0, est_hi = (uint64_t)n;
-  if (i_lo >= 0) {
-    int op = pInfo->aConstraint[i_lo].op;
-    TAKE(i_lo, op == SQLITE_INDEX_CONSTRAINT_GE ? "g;" : "G;");
-    sqlite3_value *v = NULL;
-    if (in_ok && sqlite3_vtab_rhs_value(pInfo, i_lo, &v) == SQLITE_OK && v) csx_bound_apply(v, op, (uint64_t)n, &est_lo, &est_hi);
-    else est_lo = est_hi - (est_hi - est_lo) / 3;
+  if (t->lo >= 0)
+    take_bound(b, t->lo, pInfo->aConstraint[t->lo].op == SQLITE_INDEX_CONSTRAINT_GE ? "g;" : "G;", (uint64_t)n, &est_lo,
+               &est_hi);
+  if (t->hi >= 0)
+    take_bound(b, t->hi, pInfo->aConstraint[t->hi].op == SQLITE_INDEX_CONSTRAINT_LE ? "l;" : "L;", (uint64_t)n, &est_lo,
+               &est_hi);
+  if (t->eq < 0) {
+    b->rows = est_hi > est_lo ? (double)(est_hi - est_lo) : 0;
+    if (t->lo >= 0 || t->hi >= 0) csx_plan_say_selection(b, "range(rowid)");
   }
-  if (i_hi >= 0) {
-    int op = pInfo->aConstraint[i_hi].op;
-    TAKE(i_hi, op == SQLITE_INDEX_CONSTRAINT_LE ? "l;" : "L;");
-    sqlite3_value *v = NULL;
-    if (in_ok && sqlite3_vtab_rhs_value(pInfo, i_hi, &v) == SQLITE_OK && v) csx_bound_apply(v, op, (uint64_t)n, &est_lo, &est_hi);
-    else est_hi = est_lo + (est_hi - est_lo) / 3;
+  if (t->in >= 0 && csx_plan_take_list(b, t->in, "I;")) {
+    csx_plan_say_selection(b, "in(rowid)");
+    if (b->rows > 10) b->rows = 10;
   }
-  if (i_eq < 0) {
-    rows = est_hi > est_lo ? (double)(est_hi - est_lo) : 0;
-    if (i_lo >= 0 || i_hi >= 0) sqlite3_str_appendall(words, "range(rowid)");
-  }
-  if (i_in >= 0) {
-    sqlite3_vtab_in(pInfo, i_in, 1);
-    TAKE(i_in, "I;");
-    sqlite3_str_appendall(words, sqlite3_str_length(words) ? " in(rowid)" : "in(rowid)");
-    if (rows > 10) rows = 10;
-  }
-  if (i_rows >= 0) {
-    TAKE(i_rows, "R;");
-    if (i_rows2 >= 0) TAKE(i_rows2, "R;"); /* refused by xFilter, see above */
-    sqlite3_str_appendall(words, sqlite3_str_length(words) ? " rows(_rows)" : "rows(_rows)");
-    if (rows > 1000) rows = 1000;
-  }
-  if (i_mask >= 0) {
-    TAKE(i_mask, "M;");
-    if (i_mask2 >= 0) TAKE(i_mask2, "M;");
-    sqlite3_str_appendall(words, sqlite3_str_length(words) ? " mask(_mask)" : "mask(_mask)");
-    rows *= 0.5;
-  }
-  /* What a _rows or _mask plan costs, whatever else it takes (see above). */
-  double selection_rows = i_rows >= 0 ? (n < 1000 ? n : 1000) : i_mask >= 0 ? n * 0.5 : -1;
-  /* The scan itself: what a full or ranged pass costs before filtering. */
-  double scanned = rows;
+  /* a second `_rows = ?` (or `_mask = ?`) too: refused by xFilter, see above */
+  for (int k = 0; k < 2; k++)
+    if (t->input[CSX_HIDDEN_ROWS][k] >= 0) csx_plan_take_input(b, t->input[CSX_HIDDEN_ROWS][k], CSX_HIDDEN_ROWS);
+  if (t->input[CSX_HIDDEN_ROWS][0] >= 0 && b->rows > 1000) b->rows = 1000;
+  for (int k = 0; k < 2; k++)
+    if (t->input[CSX_HIDDEN_MASK][k] >= 0) csx_plan_take_input(b, t->input[CSX_HIDDEN_MASK][k], CSX_HIDDEN_MASK);
+  if (t->input[CSX_HIDDEN_MASK][0] >= 0) b->rows *= 0.5;
+  return t->input[CSX_HIDDEN_ROWS][0] >= 0   ? (n < 1000 ? n : 1000)
+         : t->input[CSX_HIDDEN_MASK][0] >= 0 ? n * 0.5
+                                             : -1;
+}
 
-  /* Pass 2: column comparisons. */
-  bool any_pred = false;
-  for (int i = 0; i < n_cons; i++) {
+/* Takes the column comparisons the core evaluates exactly, unless a list
+** of positions is given (see the essay) or the plan is one row; true when
+** every constraint but LIMIT/OFFSET was taken.  *any: some predicate was. */
+static bool take_preds(csx_plan_builder *b, const cs_schema *schema, bool positions, bool *any) {
+  sqlite3_index_info *pInfo = b->info;
+  int n_cols = (int)schema->n_cols;
+  bool all_taken = true;
+  *any = false;
+  for (int i = 0; i < pInfo->nConstraint; i++) {
     const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
     if (pInfo->aConstraintUsage[i].argvIndex > 0) continue;
     if (c->op == SQLITE_INDEX_CONSTRAINT_LIMIT || c->op == SQLITE_INDEX_CONSTRAINT_OFFSET) continue;
     /* An unusable constraint is still a condition SQLite applies after us
     ** (a = b of this same table is offered only as unusable), so LIMIT and
     ** OFFSET cannot be taken beside it. */
-    if (!c->usable) {
-      all_taken = false;
-      continue;
-    }
     bool taken = false;
     /* argv slots are bounded (CSX_MAX_SLOTS); keep room for LIMIT/OFFSET */
-    if (c->iColumn >= 0 && c->iColumn < n_cols && !positions && i_eq < 0 && argv_i < CSX_MAX_SLOTS - 4) {
+    if (c->usable && c->iColumn >= 0 && c->iColumn < n_cols && !positions && b->argv_i < CSX_MAX_SLOTS - 4) {
       const cs_column *col = &schema->cols[c->iColumn];
-      if (csx_plan_take_pred(pInfo, i, col->type, c->iColumn, col->name, &argv_i, slots, words, any_pred, &rows,
-                             CSX_TAKE_TABLE, NULL)) {
-        any_pred = true;
-        taken = true;
-      }
+      taken = csx_plan_take_pred(b, i, col->type, c->iColumn, col->name, CSX_TAKE_TABLE, NULL);
+      *any |= taken;
     }
     if (!taken) all_taken = false;
   }
-  if (any_pred) sqlite3_str_appendall(words, ")");
+  return all_taken;
+}
 
-  /* ORDER BY rowid, either direction, when nothing else orders. */
-  bool order_ok = pInfo->nOrderBy == 0;
-  double order_cost = 0;
-  bool order_by_rows = true; /* LIMIT counts rows of the order (not groups) */
-  bool keys_taken = false;   /* ORDER BY columns taken: a LIMIT makes it a top-k */
-  if (pInfo->nOrderBy == 1 && pInfo->aOrderBy[0].iColumn == -1 && i_rows < 0) {
+/* What taking the ORDER BY decided. */
+typedef struct order_taken {
+  bool ok;       /* no order left for SQLite to make */
+  bool by_rows;  /* LIMIT counts rows of the order (not groups) */
+  bool keys;     /* ORDER BY columns taken: a LIMIT makes it a top-k */
+  double cost;
+} order_taken;
+
+/* ORDER BY, GROUP BY or DISTINCT on columns: sorted, grouped or
+** de-duplicated here (see dedupe_is_safe); false when not taken. */
+static bool take_order_keys(csx_plan_builder *b, const cs_schema *schema, order_taken *o) {
+  sqlite3_index_info *pInfo = b->info;
+  int distinct = sqlite3_libversion_number() >= 3038000 ? sqlite3_vtab_distinct(pInfo) : 0;
+  bool watch = false;
+  bool dedupe = (distinct == 2 || distinct == 3) && dedupe_is_safe(pInfo, (int)schema->n_cols, &watch);
+  /* A DISTINCT without ORDER BY that may not be de-duplicated here (a
+  ** column beyond the DISTINCT ones is read) is not taken: SQLite keeps
+  ** its own B-tree for it whatever order the rows come in, so sorting
+  ** them would gain nothing. */
+  if (distinct == 2 && !dedupe) return false;
+  /* GROUP BY gets the rows sorted, not only grouped: SQLite's own GROUP BY
+  ** sorts, and users read its groups in key order; for a small key range
+  ** (GROUP BY b) the sort is one counting pass. */
+  bool group = distinct == 1;
+  cs_order_mode mode = dedupe ? CS_ORDER_DISTINCT : CS_ORDER_SORT;
+  o->by_rows = mode == CS_ORDER_SORT && !group;
+  o->keys = o->ok = true;
+  pInfo->orderByConsumed = 1;
+  csx_plan_say(b, "%s(", mode == CS_ORDER_DISTINCT ? "distinct" : group ? "group" : "order");
+  for (int k = 0; k < pInfo->nOrderBy; k++) {
+    int c = pInfo->aOrderBy[k].iColumn;
+    /* Kept for GROUP BY too: SQLite hands over GROUP BY x ORDER BY x DESC
+    ** as one descending key and relies on the order for both. */
+    bool desc = pInfo->aOrderBy[k].desc;
+    sqlite3_str_appendf(b->slots, "S%d:%d;", c, desc ? 1 : 0);
+    sqlite3_str_appendf(b->words, "%s%s%s", k ? "," : "", schema->cols[c].name, desc ? " DESC" : "");
+  }
+  sqlite3_str_appendall(b->words, ")");
+  sqlite3_str_appendf(b->slots, "Y%d;", (int)mode);
+  if (mode == CS_ORDER_DISTINCT && watch) sqlite3_str_appendall(b->slots, "W;");
+  if (group) sqlite3_str_appendall(b->slots, "Z;");
+  /* Reading the keys and sorting them: a little per selected row, always
+  ** less than SQLite's sorter, which costs more than a row's delivery. */
+  o->cost = b->rows * 0.2;
+  if (mode == CS_ORDER_DISTINCT) b->rows = b->rows > 1000 ? b->rows / 100 : b->rows;
+  return true;
+}
+
+/* ORDER BY rowid, either direction, when nothing else orders; or the
+** ORDER BY, GROUP BY or DISTINCT columns. */
+static order_taken take_order(csx_plan_builder *b, const cs_schema *schema, const table_terms *t) {
+  sqlite3_index_info *pInfo = b->info;
+  order_taken o = {.ok = pInfo->nOrderBy == 0, .by_rows = true, .keys = false, .cost = 0};
+  if (pInfo->nOrderBy == 1 && pInfo->aOrderBy[0].iColumn == -1 && t->input[CSX_HIDDEN_ROWS][0] < 0) {
     pInfo->orderByConsumed = 1;
-    order_ok = true;
-    sqlite3_str_appendall(slots, pInfo->aOrderBy[0].desc ? "D;" : "A;");
-    sqlite3_str_appendall(words, pInfo->aOrderBy[0].desc ? " order(rowid desc)" : " order(rowid)");
-  } else if (order_keys_ok(pInfo, n_cols)) {
-    /* ORDER BY, GROUP BY or DISTINCT on columns: sorted, grouped or
-    ** de-duplicated here (see the essay above). */
-    int distinct = sqlite3_libversion_number() >= 3038000 ? sqlite3_vtab_distinct(pInfo) : 0;
-    bool watch = false;
-    bool dedupe = (distinct == 2 || distinct == 3) && dedupe_is_safe(pInfo, n_cols, &watch);
-    /* A DISTINCT without ORDER BY that may not be de-duplicated here (a
-    ** column beyond the DISTINCT ones is read) is not taken: SQLite keeps
-    ** its own B-tree for it whatever order the rows come in, so sorting
-    ** them would gain nothing. */
-    if (distinct != 2 || dedupe) {
-      /* GROUP BY gets the rows sorted, not only grouped: SQLite's own
-      ** GROUP BY sorts, and users read its groups in key order; for a
-      ** small key range (GROUP BY b) the sort is one counting pass. */
-      bool group = distinct == 1;
-      cs_order_mode mode = dedupe ? CS_ORDER_DISTINCT : CS_ORDER_SORT;
-      order_by_rows = mode == CS_ORDER_SORT && !group;
-      keys_taken = true;
-      pInfo->orderByConsumed = 1;
-      order_ok = true;
-      sqlite3_str_appendall(words, mode == CS_ORDER_DISTINCT ? " distinct(" : group ? " group(" : " order(");
-      for (int k = 0; k < pInfo->nOrderBy; k++) {
-        int c = pInfo->aOrderBy[k].iColumn;
-        /* Kept for GROUP BY too: SQLite hands over GROUP BY x ORDER BY x
-        ** DESC as one descending key and relies on the order for both. */
-        bool desc = pInfo->aOrderBy[k].desc;
-        sqlite3_str_appendf(slots, "S%d:%d;", c, desc ? 1 : 0);
-        sqlite3_str_appendf(words, "%s%s%s", k ? "," : "", schema->cols[c].name, desc ? " DESC" : "");
-      }
-      sqlite3_str_appendall(words, ")");
-      sqlite3_str_appendf(slots, "Y%d;", (int)mode);
-      if (mode == CS_ORDER_DISTINCT && watch) sqlite3_str_appendall(slots, "W;");
-      if (group) sqlite3_str_appendall(slots, "Z;");
-      /* Reading the keys and sorting them: a little per selected row,
-      ** always less than SQLite's sorter, which costs more than a row's
-      ** delivery. */
-      order_cost = rows * 0.2;
-      if (mode == CS_ORDER_DISTINCT) rows = rows > 1000 ? rows / 100 : rows;
-    }
+    o.ok = true;
+    sqlite3_str_appendall(b->slots, pInfo->aOrderBy[0].desc ? "D;" : "A;");
+    csx_plan_say(b, pInfo->aOrderBy[0].desc ? "order(rowid desc)" : "order(rowid)");
+  } else if (order_keys_ok(pInfo, (int)schema->n_cols)) {
+    take_order_keys(b, schema, &o);
   }
-  /* SQLite stops after LIMIT rows unless it filters them after us: the
-  ** cursor may select the first LIMIT (+ OFFSET) in order first (K<n>). */
-  uint64_t limit_hint = 0;
-  if (i_limit >= 0 && in_ok) {
-    sqlite3_value *lv = NULL, *ov = NULL;
-    if (sqlite3_vtab_rhs_value(pInfo, i_limit, &lv) == SQLITE_OK && lv && sqlite3_value_type(lv) == SQLITE_INTEGER &&
-        sqlite3_value_int64(lv) >= 0) {
-      limit_hint = (uint64_t)sqlite3_value_int64(lv);
-      if (i_offset >= 0) {
-        if (sqlite3_vtab_rhs_value(pInfo, i_offset, &ov) == SQLITE_OK && ov && sqlite3_value_type(ov) == SQLITE_INTEGER)
-          limit_hint += sqlite3_value_int64(ov) > 0 ? (uint64_t)sqlite3_value_int64(ov) : 0;
-        else
-          limit_hint = 0;
-      }
+  return o;
+}
+
+/* LIMIT + OFFSET when both are known integers (0: unknown). */
+static uint64_t limit_hint(sqlite3_index_info *pInfo, const table_terms *t) {
+  sqlite3_value *lv = NULL, *ov = NULL;
+  if (t->limit < 0 || sqlite3_libversion_number() < 3038000) return 0;
+  if (!(sqlite3_vtab_rhs_value(pInfo, t->limit, &lv) == SQLITE_OK && lv && sqlite3_value_type(lv) == SQLITE_INTEGER &&
+        sqlite3_value_int64(lv) >= 0))
+    return 0;
+  uint64_t hint = (uint64_t)sqlite3_value_int64(lv);
+  if (t->offset < 0) return hint;
+  if (!(sqlite3_vtab_rhs_value(pInfo, t->offset, &ov) == SQLITE_OK && ov && sqlite3_value_type(ov) == SQLITE_INTEGER))
+    return 0;
+  return hint + (sqlite3_value_int64(ov) > 0 ? (uint64_t)sqlite3_value_int64(ov) : 0);
+}
+
+/* LIMIT and OFFSET: taken only when SQLite neither filters nor sorts after
+** us; else SQLite may stop early all the same, and the cursor selects the
+** first LIMIT (+ OFFSET) in order first (K<n>). */
+static void take_limit(csx_plan_builder *b, const table_terms *t, bool all_taken, const order_taken *o) {
+  if (all_taken && o->ok && o->by_rows && limit_offer_is_whole()) {
+    if (t->limit >= 0) {
+      csx_plan_take(b, t->limit, "T;");
+      csx_plan_say(b, "limit");
     }
-  }
-  if (all_taken && order_ok && order_by_rows && limit_offer_is_whole()) {
-    if (i_limit >= 0) {
-      TAKE(i_limit, "T;");
-      sqlite3_str_appendall(words, " limit");
+    if (t->offset >= 0) {
+      csx_plan_take(b, t->offset, "O;");
+      csx_plan_say(b, "offset");
     }
-    if (i_offset >= 0) {
-      TAKE(i_offset, "O;");
-      sqlite3_str_appendall(words, " offset");
-    }
-  } else if (i_limit >= 0) {
+  } else if (t->limit >= 0) {
     /* Not taken, but SQLite may stop early: the cursor starts with small
     ** batches and doubles them, so `WHERE a > 0.5 LIMIT 10` does not
     ** select a whole batch of millions of rows for ten (flag K), and
     ** ordered delivery selects the first LIMIT + OFFSET rows first. */
-    if (limit_hint > 0) sqlite3_str_appendf(slots, "K%llu;", (unsigned long long)limit_hint);
-    else sqlite3_str_appendall(slots, "K;");
-    if (keys_taken && order_by_rows && limit_hint > 0) sqlite3_str_appendall(words, " limit");
+    uint64_t hint = limit_hint(b->info, t);
+    if (hint > 0) sqlite3_str_appendf(b->slots, "K%llu;", (unsigned long long)hint);
+    else sqlite3_str_appendall(b->slots, "K;");
+    if (o->keys && o->by_rows && hint > 0) csx_plan_say(b, "limit");
   }
-#undef TAKE
-  if (sqlite3_str_length(words) == 0) sqlite3_str_appendall(words, "scan");
+}
 
+/* The columns read, in words; how many. */
+static int say_columns(csx_plan_builder *b, const cs_schema *schema) {
   int n_used = 0;
-  sqlite3_str_appendall(words, " cols(");
-  for (int c = 0; c < n_cols; c++)
-    if ((pInfo->colUsed >> (c < 63 ? c : 63)) & 1) {
-      sqlite3_str_appendf(words, "%s%s", n_used ? "," : "", schema->cols[c].name);
+  csx_plan_say(b, "cols(");
+  for (int c = 0; c < (int)schema->n_cols; c++)
+    if ((b->info->colUsed >> (c < 63 ? c : 63)) & 1) {
+      sqlite3_str_appendf(b->words, "%s%s", n_used ? "," : "", schema->cols[c].name);
       n_used++;
     }
-  sqlite3_str_appendall(words, ")");
-  sqlite3_str_appendf(slots, "U%llu;", (unsigned long long)pInfo->colUsed);
+  sqlite3_str_appendall(b->words, ")");
+  return n_used;
+}
 
-  /* Cost: a fixed start-up, a vectorised pass over the scanned rows when
-  ** predicates are evaluated, and SQLite's per-row cost for the rows
-  ** returned, growing with the columns read. */
-  if (rows < 1 && i_eq >= 0) rows = 1;
+/* Cost: a fixed start-up, a vectorised pass over the scanned rows when
+** predicates are evaluated, and SQLite's per-row cost for the rows
+** returned, growing with the columns read; a _rows or _mask plan costs
+** its selection.  A plan that reads _rows or _mask without taking it (see
+** the essay) is refused, or costs 1000 times more. */
+static void take_cost(csx_plan_builder *b, const table_terms *t, int n_cols, double scanned, bool any_pred,
+                      double selection_rows, double order_cost, int n_used) {
+  sqlite3_index_info *pInfo = b->info;
+  double rows = b->rows;
+  if (rows < 1 && t->eq >= 0) rows = 1;
   pInfo->estimatedRows = (sqlite3_int64)rows;
   pInfo->estimatedCost = 10.0 + (any_pred ? scanned * 0.05 : 0) + rows * (1.0 + 0.1 * n_used) + order_cost;
   if (selection_rows >= 0) pInfo->estimatedCost = 10.0 + selection_rows * (1.0 + 0.1 * n_used);
-  /* A plan that reads _rows or _mask without taking it (see above). */
-  bool exact_rows, exact_mask;
-  bool reads_rows = col_used(pInfo->colUsed, n_cols + CSX_HIDDEN_ROWS, &exact_rows) && exact_rows && i_rows < 0;
-  bool reads_mask = col_used(pInfo->colUsed, n_cols + CSX_HIDDEN_MASK, &exact_mask) && exact_mask && i_mask < 0;
-  if ((i_rows < 0 && hidden_offered[CSX_HIDDEN_ROWS]) || (i_mask < 0 && hidden_offered[CSX_HIDDEN_MASK])) {
+  bool reads = false;
+  for (int h = 0; h < CSX_N_HIDDEN; h++) {
+    bool exact, used = col_used(pInfo->colUsed, n_cols + h, &exact) && exact;
+    if (t->input[h][0] >= 0) continue;
     /* the term is ANDed to this table's WHERE and cannot be taken here */
-    sqlite3_str_appendall(slots, "H;");
-    sqlite3_str_appendall(words, " unusable(_rows/_mask)");
-    pInfo->estimatedCost = 1e18;
-  } else if (reads_rows || reads_mask) {
+    if (t->offered[h]) csx_plan_refuse(b, n_cols + h, CSX_REFUSE_INPUT);
     /* a branch of an OR that never needs the column, or a scan that does */
-    pInfo->estimatedCost *= 1000;
+    reads |= used;
   }
-
-  int n_words = sqlite3_str_length(words), n_slots = sqlite3_str_length(slots);
-  char *zWords = sqlite3_str_finish(words), *zSlots = sqlite3_str_finish(slots);
-  /* Both strings or neither: slots always holds at least "U...;", and
-  ** without it xFilter would ignore constraints marked omitted above. */
-  char *z = (zWords && zSlots) ? sqlite3_malloc(n_words + n_slots + 2) : NULL;
-  /* Words are appended with a leading space; the first one needs none. */
-  int skip = (zWords && zWords[0] == ' ') ? 1 : 0;
-  if (z) {
-    memcpy(z, zWords + skip, (size_t)(n_words - skip) + 1);
-    n_words -= skip;
-    memcpy(z + n_words + 1, zSlots, (size_t)n_slots + 1);
-  }
-  sqlite3_free(zWords);
-  sqlite3_free(zSlots);
-  pInfo->idxStr = z;
-  pInfo->needToFreeIdxStr = 1;
-  pInfo->idxNum = argv_i;
-  return z ? SQLITE_OK : SQLITE_NOMEM;
+  if (b->refuse_col >= 0) pInfo->estimatedCost = 1e18;
+  else if (reads) pInfo->estimatedCost *= 1000;
 }
+
+int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
+  csx_table *pTab = (csx_table *)pVtab;
+  const cs_schema *schema = cs_store_schema(pTab->snap->store);
+  double n = (double)cs_store_rows(pTab->snap->store);
+  table_terms t;
+  analyse_terms(pInfo, (int)schema->n_cols, &t);
+  csx_plan_builder b;
+  csx_plan_begin(&b, pInfo, n);
+  double selection_rows = take_selection(&b, &t, n);
+  double scanned = b.rows; /* what a full or ranged pass reads before filtering */
+  bool positions = t.in >= 0 || t.input[CSX_HIDDEN_ROWS][0] >= 0, any_pred;
+  bool all_taken = take_preds(&b, schema, positions || t.eq >= 0, &any_pred);
+  csx_plan_say_terms(&b);
+  order_taken o = take_order(&b, schema, &t);
+  take_limit(&b, &t, all_taken, &o);
+  if (sqlite3_str_length(b.words) == 0) csx_plan_say(&b, "scan");
+  int n_used = say_columns(&b, schema);
+  take_cost(&b, &t, (int)schema->n_cols, scanned, any_pred, selection_rows, o.cost, n_used);
+  return csx_plan_finish(&b);
+}
+
+/* ------------------------------------------------------------- decoding */
 
 int csx_plan_decode(const char *idxStr, csx_plan *out) {
   memset(out, 0, sizeof *out);
@@ -605,7 +772,6 @@ int csx_plan_decode(const char *idxStr, csx_plan *out) {
       case 'K': out->may_stop_early = 1; break;
       case 'A': out->ordered = 1; break;
       case 'D': out->ordered = out->desc = 1; break;
-      case 'H': out->hidden_unusable = 1; break;
       case 'W': out->distinct_watch = 1; break;
       case 'Z': out->group_by = 1; break;
       default:

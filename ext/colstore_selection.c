@@ -1,7 +1,8 @@
 /*
 ** colstore_selection.c - a selection's inputs, read from xFilter's
 ** arguments: rowid bounds, a rowid IN list, the _rows and _mask BLOBs and
-** the column predicates.
+** the column predicates; and the list of positions both cursors walk when
+** the rows are given as a list (csx_selection_list).
 **
 ** Two cursors select rows of a store the same way: the colstore table's
 ** (which then delivers the rows) and the colstore_agg table's (which
@@ -9,8 +10,9 @@
 ** slots) and argv; what the arguments mean must not differ between them,
 ** so it is read here once: the same affinity for operands, the same errors
 ** for a bad _rows or _mask, the same turning of a range predicate on a
-** sorted column into a row range.  What each cursor then does with the
-** selection (batches and lists, or aggregation) stays in its own file.
+** sorted column into a row range, the same stepping through a _rows BLOB
+** and _mask over a list.  What each cursor then does with the selection
+** (batches, or aggregation) stays in its own file.
 **
 ** Everything the selection points into (copies of the BLOBs, TEXT
 ** operands) is held in `held` and freed by csx_selection_clear, so the
@@ -193,8 +195,11 @@ static int cmp_u64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-int csx_selection_rows(const csx_selection *s, sqlite3_vtab *tab, const char *zTable, uint64_t n_rows,
-                       const uint64_t *in_rows, uint64_t n_in, uint64_t *out, uint64_t *n_out) {
+/* The _rows positions in BLOB order (negatives from the end), keeping those
+** in [lo, hi) and, when in_rows is given, in it (sorted; must not overlap
+** out); out has room for user_rows_bytes / 8. */
+static int rows_step(const csx_selection *s, sqlite3_vtab *tab, const char *zTable, uint64_t n_rows,
+                     const uint64_t *in_rows, uint64_t n_in, uint64_t *out, uint64_t *n_out) {
   sqlite3_value *v = s->rows_blob;
   *n_out = 0;
   if (sqlite3_value_type(v) != SQLITE_BLOB && sqlite3_value_type(v) != SQLITE_NULL)
@@ -224,4 +229,36 @@ int csx_selection_rows(const csx_selection *s, sqlite3_vtab *tab, const char *zT
   }
   *n_out = m;
   return SQLITE_OK;
+}
+
+int csx_selection_list(const csx_selection *s, sqlite3_vtab *tab, const char *zTable, uint64_t n_rows, uint64_t *pos,
+                       uint64_t *n_pos) {
+  if (s->rows_blob) {
+    /* the rowid IN list's positions, which the _rows ones are kept in,
+    ** are overwritten by them: a copy */
+    uint64_t *in_rows = NULL, n_in = s->in_list ? *n_pos : 0;
+    if (s->in_list) {
+      if (!(in_rows = sqlite3_malloc64(n_in ? n_in * sizeof *in_rows : 1))) return SQLITE_NOMEM;
+      if (n_in) memcpy(in_rows, pos, n_in * sizeof *in_rows);
+    }
+    int rc = rows_step(s, tab, zTable, n_rows, in_rows, n_in, pos, n_pos);
+    sqlite3_free(in_rows);
+    if (rc != SQLITE_OK) return rc;
+  }
+  if (s->never) *n_pos = 0;
+  if (s->user_mask) {
+    uint64_t k = 0;
+    for (uint64_t i = 0; i < *n_pos; i++)
+      if (s->user_mask[pos[i]]) pos[k++] = pos[i];
+    *n_pos = k;
+  }
+  return SQLITE_OK;
+}
+
+void csx_selection_input_read_error(sqlite3_context *ctx, const char *zKind, const char *zTable, const char *zHidden) {
+  char *z = sqlite3_mprintf("colstore: %s of %s %s is an input, not a value: use it only as `%s = ?` ANDed with the "
+                            "rest of the WHERE clause",
+                            zHidden, zKind, zTable, zHidden);
+  sqlite3_result_error(ctx, z ? z : "colstore: _rows and _mask are inputs, not values", -1);
+  sqlite3_free(z);
 }

@@ -388,6 +388,37 @@ class Agg(cstest.StoreTest):
         self.assertSqlError(con, "SELECT count FROM tot WHERE _mask = ?", (b"\x01",), code="SQLITE_MISMATCH")
         self.assertSqlError(con, "SELECT count FROM tot WHERE _rows = ?", (rows_blob([N_ROWS]),), code="SQLITE_RANGE")
 
+    def test_selection_inputs_refused_as_the_table_refuses_them(self):
+        # One planner (colstore_plan.c) for both modules: a _rows/_mask term
+        # that is not one `= ?` fails with the table's words, and one given
+        # twice with the selection's, on the aggregate table as on its source.
+        con, blob, mask = self.con, rows_blob([1, 2, 2]), b"\x01" * N_ROWS
+        for table, count in (("tot", "count"), ("t", "count(*)")):
+            for where, params in (("_rows IN (?, ?)", (blob, blob)), ("_rows IS ?", (blob,)), ("_mask > ?", (mask,))):
+                with self.subTest(table=table, where=where):
+                    self.assertSqlError(con, "SELECT %s FROM %s WHERE %s" % (count, table, where), params,
+                                        contains=("_rows and _mask of", "select rows only as `_rows = ?`"))
+            for where, params in (("_rows = ?1 AND _rows = ?1", (blob,)), ("_mask = ?1 AND _mask = ?1", (mask,))):
+                with self.subTest(table=table, where=where):
+                    self.assertSqlError(con, "SELECT %s FROM %s WHERE %s" % (count, table, where), params,
+                                        contains=("given twice", table))
+
+    def test_selection_input_past_the_32nd_condition(self):
+        # Past constraint 31 SQLite cannot tell `_rows = ?` from `_rows IN
+        # (?, ?)`, which it would walk BLOB by BLOB: the aggregate table gave
+        # one row of counts per BLOB.  It refuses there, as it refuses a
+        # column's `= ?` there; among the first 32 conditions it answers.
+        con, blob, other = self.con, rows_blob([1, 2, 2, 7]), rows_blob([3, 4])
+        pad = " AND ".join("j > %d" % (-10**9 - v) for v in range(34))
+        for where, params in (("%s AND _rows IN (?, ?)" % pad, (blob, other)), ("%s AND _rows = ?" % pad, (blob,)),
+                              ("%s AND _mask = ?" % pad, (b"\x01" * N_ROWS,))):
+            with self.subTest(where=where[-20:]):
+                self.assertSqlError(con, "SELECT count FROM tot WHERE " + where, params, contains=("32nd", "_"))
+        con.execute("CREATE TEMP TABLE sel32(ord INTEGER PRIMARY KEY, pos INTEGER)")
+        con.executemany("INSERT INTO sel32(pos) VALUES (?)", [(1,), (2,), (2,), (7,)])
+        self.compare("tot", "_rows = ? AND " + pad, (blob,), native_from="sel32 JOIN n ON n.pos = sel32.pos",
+                     native_where=pad, native_params=())
+
     def test_or_refused_whatever_the_data(self):
         # issue 20: `k = 5 OR v = 0` answered while k = 5 held for every
         # group SQLite checked (v never read) and failed on other data
