@@ -25,8 +25,14 @@ default settings (threads 0 = auto).  Thread sweep: on the largest size,
 the colstore side at each --threads cap (colstore_config('threads', N)),
 beside auto.  Before timing, every variant's answer must agree with
 native's (exactly; floating sums within 1e-9 relative; DISTINCT as sets).
-Then the rounds: each round runs every variant of a query back to back,
-the order rotated from round to round, so the host's drift hits all alike.
+Then the rounds: each round runs every variant of a query, the order
+rotated from round to round, so the host's drift hits all alike; each
+colstore variant is timed right after an untimed run of itself (bench_busy's
+mode A, back to back).  Not after native: on the development VM a mapped
+page left untouched for ~0.2 s costs microseconds on its next touch, so a
+variant timed right after a native query of a second pays that and the
+others do not (bench_busy's mode B measures that case; the families figure
+quotes it).
 Reported: median [min, max] ms per variant and native / colstore of the
 medians.  The exit status is 0 whatever the numbers.
 
@@ -96,6 +102,8 @@ def sweep(con, queries, variants, rounds):
         for key, _, cs_sql, nat_sql in queries:
             k = r % len(variants)
             for name, th in variants[k:] + variants[:k]:
+                if th is not None:
+                    run(con, cs_sql, th)  # untimed: back to back, as every colstore variant is timed
                 t, _ = run(con, nat_sql if th is None else cs_sql, th)
                 times[key][name].append(t)
     con.execute("SELECT colstore_config('threads', 0)").fetchall()
