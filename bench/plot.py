@@ -105,18 +105,23 @@ def spread(vals):
 
 # ------------------------------------------------------------ the numbers
 
-def busy_rows(docs):
-    """{label: {native: [per-run median ms], colstore: [...], ratio: [per-run]}} from mode B."""
+def busy_rows(docs, cache="map"):
+    """{key: {native: [per-run median ms], colstore: [...], ratio: [per-run]}}
+    from mode B, for the colstore tables with this cache setting."""
     out = {}
     for d in docs:
         for q in d["queries"]:
-            if q["cache"] != "map" or "B" not in q["modes"] or q["key"] == "floor":
+            if q["cache"] != cache or "B" not in q["modes"] or q["key"] == "floor":
                 continue
             m = q["modes"]["B"]
-            e = out.setdefault(q["key"], dict(label=q["label"], native=[], colstore=[], ratio=[]))
+            e = out.setdefault(q["key"], dict(label=q["label"], native=[], colstore=[], ratio=[], colstore_a=[],
+                                              ratio_a=[]))
             e["native"].append(med(m["native_ms"]))
             e["colstore"].append(med(m["colstore_ms"]))
             e["ratio"].append(q["ratio_native_over_colstore_B"])
+            # the same query repeated (mode A, back to back), against native of mode B in the same run
+            e["colstore_a"].append(med(q["modes"]["A"]["colstore_ms"]))
+            e["ratio_a"].append(med(m["native_ms"]) / med(q["modes"]["A"]["colstore_ms"]))
     return out
 
 
@@ -233,7 +238,7 @@ def fig_families(plt, a, busy, analytic, agg):
                    (key == "duckdb" and not any(g[2].get("duckdb") for g in groups[:i])) else None,
                    yerr=[[m - lo], [hi - m]], error_kw=dict(elinewidth=0.8, capsize=2, ecolor="#333333"))
         r = spread([n / c for n, c in zip(e["native"], e["colstore"])])[0]
-        ax.annotate("%.0f×" % r if r >= 10 else "%.1f×" % r, (xs[i], max(e["native"])),
+        ax.annotate("{:,.0f}×".format(r) if r >= 10 else "%.1f×" % r, (xs[i], max(e["native"])),
                     xytext=(0, 6), textcoords="offset points", ha="center", fontsize=8.5, fontweight="bold",
                     color=COLORS["colstore"])
     ax.set_yscale("log")
@@ -248,8 +253,8 @@ def fig_families(plt, a, busy, analytic, agg):
         ix = [xs[i] for i, g in enumerate(groups) if g[0] == fam]
         ax.text((min(ix) + max(ix)) / 2, 1.0, fam, transform=ax.get_xaxis_transform(), ha="center", va="bottom",
                 fontsize=9, style="italic")
-    ax.set_ylim(top=ax.get_ylim()[1] * 3)
-    ax.legend(loc="upper right", fontsize=8, frameon=False, ncol=3, bbox_to_anchor=(1.0, 0.96))
+    ax.set_ylim(top=ax.get_ylim()[1] * 30)  # room for the legend above every bar and label
+    ax.legend(loc="upper left", fontsize=8, frameon=False, ncol=3, bbox_to_anchor=(0.0, 0.95))
     rows = {d["meta"]["rows"] for d in busy + analytic + agg}
     ax.set_title("%s rows, %d-CPU host: native SQLite vs colstore (bold: native / colstore) vs DuckDB in memory"
                  % ("/".join("{:,}".format(r) for r in sorted(rows)), (busy + analytic + agg)[0]["meta"]["host"]["cpus"]),
@@ -348,9 +353,11 @@ def fig_threads(plt, a, docs):
 
 # ---------------------------------------------------------------- summary
 
-def summary(busy, analytic, agg, sweep):
+def summary(a, busy, analytic, agg, sweep):
+    busy_cache, analytic_mem = runs_of(a.results, "busy_cache"), runs_of(a.results, "analytic_mem")
     print("\nSUMMARY: median [min, max] across runs of each run's own ratio (native / colstore unless said)")
-    for name, docs in (("busy", busy), ("analytic", analytic), ("agg_sql", agg), ("sweep", sweep)):
+    for name, docs in (("busy", busy), ("analytic", analytic), ("agg_sql", agg), ("sweep", sweep),
+                       ("busy_cache", busy_cache), ("analytic_mem", analytic_mem)):
         for d in docs:
             m = d["meta"]
             print("  %s %s: %s .. %s, load %s -> %s; %s" % (name, d["_file"], m["started_utc"], m.get("finished_utc"),
@@ -364,12 +371,20 @@ def summary(busy, analytic, agg, sweep):
     for key, e in busy_rows(busy).items():
         line("busy B: " + e["label"], e["ratio"], "  colstore %.2f ms, native %.1f ms" %
              (med(e["colstore"]), med(e["native"])))
+        line("busy A (repeated): " + e["label"], e["ratio_a"], "  colstore %.2f ms" % med(e["colstore_a"]))
     for key, e in analytic_rows(analytic).items():
         x = ""
         if e["duckdb"]:
             x = "; DuckDB/colstore %.2fx" % med([dk / c for dk, c in zip(e["duckdb"], e["colstore"])])
         line("analytic: " + e["label"], e["ratio"], "  colstore %.2f ms, native %.1f ms%s" %
              (med(e["colstore"]), med(e["native"]), x))
+    for cache in ("map", "memory"):
+        for key, e in busy_rows(busy_cache, cache).items():
+            line("busy --cache both, %s B: %s" % (cache, e["label"]), e["ratio"],
+                 "  colstore %.2f ms, native %.1f ms" % (med(e["colstore"]), med(e["native"])))
+    for key, e in analytic_rows(analytic_mem).items():
+        line("analytic --cache memory: " + e["label"], e["ratio"], "  colstore %.2f ms, native %.1f ms" %
+             (med(e["colstore"]), med(e["native"])))
     for key, e in agg_rows(agg).items():
         x = ""
         if e["duckdb"]:
@@ -416,7 +431,7 @@ def main():
         fig_families(plt, a, busy, analytic, agg)
         fig_sizes(plt, a, sweep)
         fig_threads(plt, a, sweep)
-    summary(busy, analytic, agg, sweep)
+    summary(a, busy, analytic, agg, sweep)
 
 
 if __name__ == "__main__":
