@@ -132,6 +132,7 @@ import multiprocessing
 import os
 import random
 import resource
+import shlex
 import signal
 import sqlite3
 import statistics
@@ -530,7 +531,7 @@ def json_meta(bench, a):
                                 text=True, timeout=10).stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         commit = None
-    return dict(bench=bench, command="/usr/bin/python3 " + " ".join(sys.argv),
+    return dict(bench=bench, command="/usr/bin/python3 " + shlex.join(sys.argv),
                 started_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), commit=commit,
                 host=dict(cpus=os.cpu_count(), cpu=cpu_model()), sqlite=sqlite3.sqlite_version,
                 python=sys.version.split()[0], rows=a.rows, rounds=a.rounds, seed=a.seed,

@@ -353,6 +353,69 @@ def fig_threads(plt, a, docs):
 
 # ---------------------------------------------------------------- summary
 
+def claims_markdown(a, busy, analytic, agg):
+    """The README's claims as a Markdown table (docs/performance.md quotes it):
+    each the median [min-max] across runs of each run's own ratio."""
+    busy_cache, analytic_mem = runs_of(a.results, "busy_cache"), runs_of(a.results, "analytic_mem")
+    b, bm = busy_rows(busy), busy_rows(busy_cache, "memory")
+    an, anm, ag = analytic_rows(analytic), analytic_rows(analytic_mem), agg_rows(agg)
+
+    def r(vals):
+        if not vals:
+            return "-"
+        m, lo, hi = spread(vals)
+        f = (lambda v: "{:,.0f}".format(v)) if m >= 20 else (lambda v: "%.1f" % v)
+        return "**%s×** [%s–%s]" % (f(m), f(lo), f(hi))
+
+    def ms_(vals):
+        m = med(vals)
+        return "%.0f" % m if m >= 100 else "%.1f" % m if m >= 1 else "%.2f" % m
+
+    rows = []
+    for key, claim, was in (("count99", "`count(*) WHERE a > 0.99`", "~70×"), ("sumb90", "`sum(b) WHERE a > 0.9`", "~11×"),
+                            ("rows", "10,000 rows by `_rows = ?` vs native `rowid IN`", "~11×")):
+        if key in b:
+            e = b[key]
+            rows.append((claim, was, r(e["ratio"]), "%s / %s" % (ms_(e["colstore"]), ms_(e["native"])),
+                         r(e["ratio_a"]), r(bm[key + "@memory"]["ratio"]) if key + "@memory" in bm else "-",
+                         "bench_busy (B)"))
+    for name, claim, was in (("ORDER BY a DESC LIMIT 10", "`ORDER BY a DESC LIMIT 10`", "~32×"),
+                             ("DISTINCT b", "`SELECT DISTINCT b`", "~85×")):
+        if name in an:
+            e = an[name]
+            rows.append((claim, was, r(e["ratio"]), "%s / %s" % (ms_(e["colstore"]), ms_(e["native"])), "-",
+                         r(anm[name]["ratio"]) if name in anm else "-", "bench_analytic"))
+    if "by b: sum_a" in ag:
+        e = ag["by b: sum_a"]
+        rows.append(("`GROUP BY b` `sum(a)`, aggregate table, 1 thread", "~146×", r(e["ratio1"]),
+                     "%s / %s" % (ms_(e["colstore1"]), ms_(e["native"])), "-", "-", "bench_agg_sql"))
+        rows.append(("the same, 2 threads", "", r(e["ratio"]), "%s / %s" % (ms_(e["colstore"]), ms_(e["native"])),
+                     "-", "-", "bench_agg_sql"))
+        if e["duckdb"]:
+            rows.append(("DuckDB / aggregate table, 1 thread", "faster than DuckDB",
+                         r([dk / c for dk, c in zip(e["duckdb1"], e["colstore1"])]),
+                         "%s / %s (DuckDB)" % (ms_(e["colstore1"]), ms_(e["duckdb1"])), "-", "-", "bench_agg_sql"))
+            rows.append(("DuckDB / aggregate table, 2 threads", "faster than DuckDB",
+                         r([dk / c for dk, c in zip(e["duckdb"], e["colstore"])]),
+                         "%s / %s (DuckDB)" % (ms_(e["colstore"]), ms_(e["duckdb"])), "-", "-", "bench_agg_sql"))
+    print("\n| claim (10M rows) | README said | measured, default settings: median [min–max] of the runs' ratios | "
+          "colstore / native ms (medians) | the query repeated (back to back) | with `cache=memory` | bench |")
+    print("|---|---|---|---|---|---|---|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print("\n| run | started (UTC) | load average at start → end | command |")
+    print("|---|---|---|---|")
+    for name in ("busy", "analytic", "agg_sql", "sweep", "busy_cache", "analytic_mem"):
+        for d in runs_of(a.results, name):
+            m = d["meta"]
+            print("| %s | %s | %s → %s | `%s` |" % (os.path.basename(d["_file"])[:-5], m["started_utc"][11:16],
+                                                 " ".join(m["load_start"].split()[:3]),
+                                                 " ".join(m.get("load_end", "?").split()[:3]),
+                                                 m["command"].replace("--skip full ORDER BY c",
+                                                                      "--skip 'full ORDER BY c'").replace(" --json bench/results/%s.json" %
+                                                                      os.path.basename(d["_file"])[:-5], "")))
+
+
 def summary(a, busy, analytic, agg, sweep):
     busy_cache, analytic_mem = runs_of(a.results, "busy_cache"), runs_of(a.results, "analytic_mem")
     print("\nSUMMARY: median [min, max] across runs of each run's own ratio (native / colstore unless said)")
@@ -407,6 +470,7 @@ def main():
     ap.add_argument("--only", default="", help="with --rerun: only these benches (%s)" % ",".join(BENCHES))
     ap.add_argument("--quiet", action="store_true", help="the benches' own output not shown")
     ap.add_argument("--summary", action="store_true", help="print the summary only, no figures")
+    ap.add_argument("--markdown", action="store_true", help="also print the README claims and the runs as Markdown tables")
     ap.add_argument("--png", action="store_true", help="also a PNG beside each SVG (a preview; not committed)")
     ap.add_argument("--no-run", action="store_true", help="never run a bench: draw what the JSON files hold")
     a = ap.parse_args()
@@ -432,6 +496,8 @@ def main():
         fig_sizes(plt, a, sweep)
         fig_threads(plt, a, sweep)
     summary(a, busy, analytic, agg, sweep)
+    if a.markdown:
+        claims_markdown(a, busy, analytic, agg)
 
 
 if __name__ == "__main__":
