@@ -190,8 +190,8 @@ def when(docs):
     if not docs:
         return "not run"
     days = sorted({d["meta"]["started_utc"][:10] for d in docs})
-    commits = sorted({d["meta"].get("commit") or "?" for d in docs})
-    return "%d runs, %s, commit %s" % (len(docs), ", ".join(days), ", ".join(commits))
+    loads = [float(d["meta"][k].split()[0]) for d in docs for k in ("load_start", "load_end") if k in d["meta"]]
+    return "%d runs, %s, load average %.1f-%.1f" % (len(docs), ", ".join(days), min(loads), max(loads))
 
 
 def fig_families(plt, a, busy, analytic, agg):
