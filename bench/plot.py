@@ -16,6 +16,9 @@ bench/results/<name>-run<N>.json:
             native SQLite's GROUP BY and DuckDB in memory, 1 and 2 threads
   sweep     bench_sweep.py: the size sweep (100K, 1M, 10M rows) and the
             thread sweep (caps 1, 2, 4 and auto at 10M rows)
+  busy_cache, analytic_mem  bench_busy.py --cache both and bench_analytic.py
+            --cache memory: not drawn; the cache=memory figures of the
+            summary, quoted beside the defaults
 
 Without --rerun the files present are read as they are and only a bench
 with no file at all is run (--runs times); --rerun runs every bench again
@@ -60,6 +63,9 @@ BENCHES = {
     "analytic": ["bench/bench_analytic.py", "--skip", "full ORDER BY c", "--duckdb"],
     "agg_sql": ["bench/bench_agg_sql.py"],
     "sweep": ["bench/bench_sweep.py"],
+    # not drawn: the cache=memory column of the README's claims (--summary --markdown)
+    "busy_cache": ["bench/bench_busy.py", "--cache", "both"],
+    "analytic_mem": ["bench/bench_analytic.py", "--skip", "full ORDER BY c", "--cache", "memory"],
 }
 
 PREVIEW_PNG = False  # --png: a PNG beside each SVG, to look at them where no SVG viewer is
@@ -77,8 +83,10 @@ def runs_of(results, name):
 
 
 def run_benches(a, names):
-    for name in names:
-        for k in range(1, a.runs + 1):
+    """a.runs runs of each bench, interleaved (run 1 of every bench, then run
+    2, ...) so the host's drift over the hour spreads over all of them."""
+    for k in range(1, a.runs + 1):
+        for name in names:
             out = os.path.join(a.results, "%s-run%d.json" % (name, k))
             cmd = ["/usr/bin/python3"] + BENCHES[name] + ["--module", a.module, "--json", out]
             print("plot.py: run %d/%d of %s (load %s): %s" % (k, a.runs, name, load(), " ".join(cmd)), flush=True)
