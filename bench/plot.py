@@ -297,7 +297,7 @@ def fig_sizes(plt, a, docs):
     if not e:
         print("plot.py: sizes.svg: no data")
         return
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.6, 3.8))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10.0, 4.2))
     cmap = plt.get_cmap("tab10")
     for i, (key, q) in enumerate(e.items()):
         rows = sorted(q["sizes"])
@@ -318,8 +318,9 @@ def fig_sizes(plt, a, docs):
     ax1.set_title("time: colstore (solid) and native SQLite (dashed)")
     ax2.set_ylabel("native / colstore")
     ax2.set_title("speed-up over native")
-    ax2.legend(fontsize=7, frameon=False, loc="upper left")
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    h, l = ax2.get_legend_handles_labels()
+    fig.legend(h, l, fontsize=7.5, frameon=False, loc="lower center", ncol=len(l), bbox_to_anchor=(0.5, 0.045))
+    fig.tight_layout(rect=(0, 0.11, 1, 1))
     save(plt, fig, os.path.join(a.out, "sizes.svg"),
          "bench_sweep.py (%s); default settings; whiskers: min-max of run medians" % when(docs))
 
