@@ -13,9 +13,11 @@ FUZZ_TARGETS ?= fuzz_store fuzz_filter fuzz_writer
 # clang, its sanitizer and libFuzzer runtimes, and its OpenMP runtime: only
 # `make fuzz` and `make fuzz-build` need them.
 FUZZ_PACKAGES := clang libclang-rt-dev libomp-dev
+# matplotlib: only `make plots` needs it (make test does not).
+PLOT_PACKAGES := python3-matplotlib
 
 .PHONY: all deps fuzz-deps build module test test-asan demo bench bench-quick fuzz fuzz-build clean fuzz-sql \
-        install uninstall
+        install uninstall plot-deps plots
 
 # make install: the module goes to $(DESTDIR)$(LIBDIR) as libcolstore.so, whose
 # SONAME is colstore.so, with the link colstore.so beside it.  ldconfig (which
@@ -119,6 +121,18 @@ bench: build
 # (bench/bench_busy.py; its data is made once in $(BUILD)/bench-data).
 bench-quick: build
 	/usr/bin/python3 bench/bench_busy.py --module $(BUILD)/colstore --dir $(BUILD)/bench-data --rounds 5
+
+# The figures of docs/performance.md (docs/figures/*.svg), drawn by
+# bench/plot.py from the benches' JSON in bench/results/.  It reads the JSON
+# files present (about 20 s with the module built) and runs a bench only when
+# it has none; with PLOTS_RERUN=1 it first runs again every bench feeding the
+# figures and the two cache=memory benches of the README's claims, 3 runs
+# each, interleaved (about an hour on the shared 2-core development host).
+plot-deps:
+	$(call ensure_packages,$(PLOT_PACKAGES))
+
+plots: plot-deps module
+	/usr/bin/python3 bench/plot.py --module $(BUILD)/colstore $(if $(PLOTS_RERUN),--rerun)
 
 # libFuzzer targets (tests/fuzz/): clang with ASan and UBSan, in their own
 # build directory.  `make fuzz` runs each for FUZZ_SECONDS from its corpus

@@ -28,7 +28,10 @@ variants rotates each round.  Targets (issue 10): totals <= 1 ms; filtered
 sum and the two GROUP BYs faster than DuckDB at 1 and 2 threads; the TEXT
 and 2-column keys within 2x of the integer key.  Exits 0 either way.
 
-    /usr/bin/python3 bench/bench_agg_sql.py [--rounds 5] [--native-rounds 1] [--no-duckdb]
+    /usr/bin/python3 bench/bench_agg_sql.py [--rounds 5] [--native-rounds 1] [--no-duckdb] [--json FILE]
+
+--json writes every run's times (ms), the medians and the DuckDB version to
+FILE for bench/plot.py.
 """
 import argparse
 import json
@@ -110,7 +113,12 @@ class Duck:
             self.proc = None
             return
         self.rows = int(ready[1])
-        self.version = "DuckDB (@duckdb/node-api)"
+        try:
+            with open(os.path.join(client, "node_modules", "@duckdb", "node-api", "package.json")) as f:
+                api = json.load(f).get("version", "?")
+        except (OSError, ValueError):
+            api = "?"
+        self.version = "DuckDB %s (@duckdb/node-api %s)" % (self.run("SELECT version()", 1)[1][0][0], api)
 
     def run(self, sql, threads):
         self.proc.stdin.write("%d\t%s\n" % (threads, sql.replace("\n", " ")))
@@ -136,7 +144,9 @@ def main():
     bench_busy.data_arguments(ap, rounds=5)
     ap.add_argument("--native-rounds", type=int, default=1)
     ap.add_argument("--no-duckdb", action="store_true")
+    ap.add_argument("--json", metavar="FILE", help="also write the runs and medians to FILE")
     a = ap.parse_args()
+    doc = dict(meta=bench_busy.json_meta("bench_agg_sql", a), queries=[]) if a.json else None
     base, native, store = bench_busy.data_files(a)
     kstore, csv = base + "-kind.cst", base + ".csv"
     con = bench_busy.connect(a.module, native)
@@ -235,6 +245,14 @@ def main():
         eqp, kernels, kus, threads = plans[name]
         print("  " + "; ".join(notes))
         print("  plan: %s | kernel: %s | kernel %.2f ms at 1 thread" % (eqp, kernels, (kus or 0) / 1e3))
+        if doc is not None:
+            doc["queries"].append(dict(name=name, sql=agg_sql, target=target, notes=notes,
+                                       variants={v: bench_busy.ms_list(xs) for v, xs in t.items() if xs}))
+    if doc is not None:
+        doc["meta"]["native_rounds"] = a.native_rounds
+        doc["meta"]["duckdb"] = duck.version if duck else None
+        doc["meta"]["duckdb_skipped"] = None if duck else why
+        bench_busy.write_json(a.json, doc)
 
 
 if __name__ == "__main__":

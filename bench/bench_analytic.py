@@ -24,6 +24,18 @@ with `LIMIT -1`, which keeps SQLite's sort (a LIMIT) without shipping 10M
 rows to Python.  Exit 0 whether or not a target is met.
 
     /usr/bin/python3 bench/bench_analytic.py [--module build/colstore] [--rounds 3] [--cache memory]
+        [--skip "full ORDER BY c"] [--json FILE]
+
+--skip leaves out queries by name (comma-separated; the full sort's native
+side takes ~100 s a run, so a run for the README's figures skips it);
+--json writes every run's times, the medians and the ratios to FILE for
+bench/plot.py.  --duckdb adds DuckDB in memory on the same rows as a third
+variant (bench_agg_sql.py's child process, bench/duckdb_agg.mjs, at its
+default of as many threads as CPUs; `SELECT *` becomes `SELECT a, b, c, d`
+there, its table having bench_agg_sql's extra `kind` column), checked
+against native to 1e-6 relative (it loads the rows from text) and rotated
+into the rounds with the other two; skipped with the reason printed when
+node, npm or the package is missing.
 """
 import argparse
 import json
@@ -74,8 +86,31 @@ def main():
     ap.add_argument("--cache", choices=("map", "memory"), default="map",
                     help="the colstore table's cache option (memory: immune to this VM's aging of mapped pages "
                          "while the native queries run; docs/tuning.md)")
+    ap.add_argument("--skip", default="", help="leave out these queries (names, comma-separated)")
+    ap.add_argument("--json", metavar="FILE", help="also write the runs, medians and ratios to FILE")
+    ap.add_argument("--duckdb", action="store_true", help="DuckDB in memory as a third variant")
     a = ap.parse_args()
-    _, native, store = bench_busy.data_files(a)
+    skip = [w.strip() for w in a.skip.split(",") if w.strip()]
+    names = [q[0] for q in QUERIES]
+    for w in skip:
+        if w not in names:
+            sys.exit("bench_analytic: --skip %r: no such query (%s)" % (w, "; ".join(names)))
+    queries = [q for q in QUERIES if q[0] not in skip]
+    doc = dict(meta=bench_busy.json_meta("bench_analytic", a), queries=[]) if a.json else None
+    if doc:
+        doc["meta"]["cache"] = a.cache
+    base, native, store = bench_busy.data_files(a)
+    duck = None
+    if a.duckdb:
+        import bench_agg_sql
+        bench_agg_sql.write_csv(native, base + ".csv")
+        duck = bench_agg_sql.Duck(base + ".csv", os.path.join(bench_agg_sql.ROOT, "build", "duckdb_client"))
+        print("DuckDB: %s" % ("in memory, %d rows loaded" % duck.rows if duck.proc else "skipped (%s)" % duck.why))
+        if doc is not None:
+            doc["meta"]["duckdb"] = duck.version if duck.proc else None
+            doc["meta"]["duckdb_skipped"] = None if duck.proc else duck.why
+        if duck.proc is None:
+            duck = None
     for p in (native, store):
         bench_busy.warm_file(p)
     con = bench_busy.connect(a.module, native)
@@ -91,8 +126,21 @@ def main():
         skip_us.append(json.loads(con.execute("SELECT colstore_last_plan()").fetchone()[0])["kernel_us"])
     print("count(*) WHERE a > 2 (every record skipped by the zone maps): kernel %.3f ms median [%.3f, %.3f]; "
           "target < 0.2 ms" % (statistics.median(skip_us) / 1e3, min(skip_us) / 1e3, max(skip_us) / 1e3))
+    def duck_sql(sql):
+        return sql.replace("SELECT * FROM t", "SELECT a, b, c, d FROM t")
+
+    def run_duck(sql):
+        t0 = time.perf_counter()
+        secs, rows = duck.run(duck_sql(sql), os.cpu_count())
+        return secs if secs > 0 else time.perf_counter() - t0, [tuple(r) for r in rows]
+
+    def close6(x, y):
+        if isinstance(x, float) or isinstance(y, float):
+            return x == y or abs(x - y) <= 1e-6 * max(abs(x), abs(y))
+        return x == y
+
     plans, answers = {}, {}
-    for name, sql, _ in QUERIES:
+    for name, sql, _ in queries:
         _, r_cs = run(con, sql)
         info = json.loads(con.execute("SELECT colstore_last_plan()").fetchone()[0])
         eqp = " / ".join(r[3] for r in con.execute("EXPLAIN QUERY PLAN " + sql))
@@ -100,21 +148,36 @@ def main():
         ok = same(r_cs, r_nat) if "DISTINCT b FROM" not in sql else sorted(r_cs) == sorted(r_nat)
         if not ok:
             sys.exit("bench_analytic: %s: colstore %r... native %r..." % (name, r_cs[:3], r_nat[:3]))
+        if duck:
+            _, r_d = run_duck(sql)
+            unordered = "ORDER BY" not in sql.split("FROM (")[0] or "GROUP BY" in sql
+            x, y = (sorted(r_d), sorted(r_nat)) if unordered else (r_d, r_nat)
+            if not (len(x) == len(y) and all(len(p) == len(q) and all(close6(u, v) for u, v in zip(p, q))
+                                             for p, q in zip(x, y))):
+                sys.exit("bench_analytic: %s: DuckDB %r... native %r..." % (name, r_d[:3], r_nat[:3]))
         plans[name] = (eqp, info.get("kernels"), info.get("kernel_us"))
         answers[name] = r_cs
-    times = {name: {"cs": [], "nat": [], "kernel": []} for name, _, _ in QUERIES}
+    times = {name: {"cs": [], "nat": [], "kernel": [], "duck": []} for name, _, _ in queries}
     for r in range(a.rounds):
-        for name, sql, _ in QUERIES:
-            order = ("cs", "nat") if r % 2 == 0 else ("nat", "cs")
+        for name, sql, _ in queries:
+            if duck:
+                vs = ("cs", "nat", "duck")
+                order = vs[r % 3:] + vs[:r % 3]
+            else:
+                order = ("cs", "nat") if r % 2 == 0 else ("nat", "cs")
             for v in order:
+                if v == "duck":
+                    times[name][v].append(run_duck(sql)[0])
+                    continue
                 t, rows = run(con, sql if v == "cs" else sql.replace("FROM t", "FROM native"))
                 times[name][v].append(t)
                 if v == "cs":
                     times[name]["kernel"].append(
                         json.loads(con.execute("SELECT colstore_last_plan()").fetchone()[0]).get("kernel_us") or 0)
-    floor = statistics.median(times["sum(a), sum(b) (floor)"]["cs"])
+    fl = times.get("sum(a), sum(b) (floor)")
+    floor = statistics.median(fl["cs"]) if fl else None
     print("\nmedian [min, max] ms over %d rounds; ratio = native / colstore (medians)" % a.rounds)
-    for name, sql, target in QUERIES:
+    for name, sql, target in queries:
         cs, nat = times[name]["cs"], times[name]["nat"]
         ratio = statistics.median(nat) / statistics.median(cs)
         verdict = "" if target == 0 else ("PASS" if ratio >= target else "FAIL") + " (target >= %gx)" % target
@@ -122,11 +185,24 @@ def main():
               (name, statistics.median(cs) * 1e3, min(cs) * 1e3, max(cs) * 1e3, statistics.median(nat) * 1e3,
                min(nat) * 1e3, max(nat) * 1e3, ratio, verdict))
         eqp, kernels, kus = plans[name]
+        dk = times[name]["duck"]
+        if dk:
+            print("    DuckDB (in memory, %d threads) %.2f [%.2f, %.2f] ms: DuckDB / colstore %.2fx" %
+                  (os.cpu_count(), statistics.median(dk) * 1e3, min(dk) * 1e3, max(dk) * 1e3,
+                   statistics.median(dk) / statistics.median(cs)))
         print("    plan: %s | kernels: %s | kernel %.1f ms first run, %.1f ms median of the rounds" %
               (eqp, kernels, (kus or 0) / 1e3, statistics.median(times[name]["kernel"]) / 1e3))
-    g = statistics.median(times["GROUP BY b sum(a)"]["cs"])
-    print("\nGROUP BY b sum(a) over SELECT sum(a), sum(b) on colstore: %.2fx (target <= 1.3x) %s" %
-          (g / floor, "PASS" if g / floor <= 1.3 else "FAIL"))
+        if doc is not None:
+            doc["queries"].append(dict(name=name, sql=sql, target=target, colstore_ms=bench_busy.ms_list(cs),
+                                       native_ms=bench_busy.ms_list(nat), duckdb_ms=bench_busy.ms_list(dk),
+                                       ratio_native_over_colstore=ratio, plan=eqp, kernels=kernels))
+    if "GROUP BY b sum(a)" in times and floor is not None:
+        g = statistics.median(times["GROUP BY b sum(a)"]["cs"])
+        print("\nGROUP BY b sum(a) over SELECT sum(a), sum(b) on colstore: %.2fx (target <= 1.3x) %s" %
+              (g / floor, "PASS" if g / floor <= 1.3 else "FAIL"))
+    if doc is not None:
+        doc["meta"]["skip_kernel_ms"] = [round(x / 1e3, 4) for x in skip_us]
+        bench_busy.write_json(a.json, doc)
 
 
 if __name__ == "__main__":

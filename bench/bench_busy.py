@@ -122,6 +122,7 @@ The choices a reader might question:
 
     /usr/bin/python3 bench/bench_busy.py [--module build/colstore] [--rows 10000000]
         [--rounds 7] [--dir build/bench-data] [--no-spinner] [--queries 1,3,5] [--cache map|memory|both]
+        [--json FILE]
     make bench-quick              # --rounds 5
 """
 import argparse
@@ -131,10 +132,12 @@ import multiprocessing
 import os
 import random
 import resource
+import shlex
 import signal
 import sqlite3
 import statistics
 import struct
+import subprocess
 import sys
 import time
 
@@ -517,6 +520,42 @@ def verdict(ok):
     return "PASS" if ok else "FAIL"
 
 
+# ------------------------------------------------------------------- JSON
+
+def json_meta(bench, a):
+    """What every bench's --json file starts with: which bench, the command
+    that reproduces it, when, on what, and the load average at the start
+    (the finish adds the load at the end)."""
+    try:
+        commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return dict(bench=bench, command="/usr/bin/python3 " + shlex.join(sys.argv),
+                started_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), commit=commit,
+                host=dict(cpus=os.cpu_count(), cpu=cpu_model()), sqlite=sqlite3.sqlite_version,
+                python=sys.version.split()[0], rows=a.rows, rounds=a.rounds, seed=a.seed,
+                load_start=loadavg())
+
+
+def write_json(path, doc):
+    """Writes doc to path (atomically: a reader never sees half a file), with
+    the load average at the end added to its meta."""
+    doc["meta"]["load_end"] = loadavg()
+    doc["meta"]["finished_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
+    print("wrote %s" % path)
+
+
+def ms_list(xs):
+    return [round(x * 1e3, 4) for x in xs]
+
+
 def main():
     ap = argparse.ArgumentParser(description="colstore push-down speed after native queries and with a busy core")
     ap.add_argument("--module", default=os.path.join(ROOT, "build", "colstore"),
@@ -530,10 +569,15 @@ def main():
     ap.add_argument("--queries", default="", help="a subset, e.g. 1,3 or count99,rows (default: all five)")
     ap.add_argument("--cache", default="map", choices=("map", "memory", "both"),
                     help="the colstore table's cache option; both: each query on a cache=map and a cache=memory table")
+    ap.add_argument("--json", metavar="FILE",
+                    help="also write every run's times (ms), the medians and ratios to FILE (bench/plot.py reads it)")
     a = ap.parse_args()
     if a.rows < 20 or a.rounds < 1:
         sys.exit("bench_busy: --rows must be >= 20 and --rounds >= 1")
     started = time.perf_counter()
+    doc = dict(meta=json_meta("bench_busy", a), queries=[]) if a.json else None
+    if doc:
+        doc["meta"]["cache"] = a.cache
     print("bench_busy: host %d cpus (%d in this process's affinity), %s; load average at start: %s"
           % (os.cpu_count(), len(os.sched_getaffinity(0)), cpu_model(), loadavg()))
 
@@ -677,6 +721,15 @@ def main():
                 line += ", D %.2fx %s" % (r_d, verdict(r_d >= q["target"]))
             line += "   (target >= %gx; native in B over colstore in A: %.2fx)" % (q["target"], ms(c["B"].native) / a_med)
         print(line)
+        if doc is not None:
+            doc["queries"].append(dict(
+                key=q["key"], n=q["n"], label=q["label"], cache=q["cache"], target=q["target"],
+                colstore=q["cs"][0][:200], native=q["nat"][0][:200],
+                modes={m: dict(colstore_ms=ms_list(c[m].wall), native_ms=ms_list(c[m].native), threads=c[m].threads,
+                               kernel_ms=[round(k, 4) for k in c[m].kernel])
+                       for m in ("A", "B", "C", "S", "Q", "DA", "QB", "DB") if c[m].wall},
+                ratio_native_over_colstore_B=r_b, ratio_native_over_colstore_D=r_d,
+                slowdown_C_over_A=s_c, slowdown_D_over_A=s_d, host_slowdown_D=host))
         summary.append((q, [ms(c[m].wall) if c[m].wall else None for m in ("A", "B", "C", "S", "Q", "DA")],
                         s_c, s_d, r_b, r_d, host))
 
@@ -705,6 +758,10 @@ def main():
             for m in ("A", "B", "C", "S", "DA"):
                 cols.append("%7.2fx" % (ms(cm[m].wall) / ms(cc[m].wall)) if cm[m].wall and cc[m].wall else "%8s" % "-")
             print("  %-40s %s" % ("%d %s" % (q["n"], q["base_label"]), " ".join(cols)))
+    if doc is not None:
+        doc["meta"]["load_with_spinner"] = load_d
+        doc["meta"]["seconds"] = round(time.perf_counter() - started, 1)
+        write_json(a.json, doc)
     print("\nload average at end: %s; total %.0f s (exit 0 whether or not a target is met)"
           % (loadavg(), time.perf_counter() - started))
 
