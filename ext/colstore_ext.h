@@ -10,7 +10,8 @@
 **   colstore_agg.c        the colstore_agg table (its plan policy, cursor)
 **   colstore_vtab.c       the colstore table: create, connect, module
 **   colstore_cursor.c     its cursor: xFilter, xNext, xColumn
-**   colstore_func.c       the SQL functions; colstore_calibrate.c
+**   colstore_func.c       the SQL functions; colstore_calibrate.c;
+**                         colstore_import.c (CSV into a store)
 **   colstore_write.c      INSERT, DELETE, UPDATE and the transaction hooks
 **   colstore_selection.c  a selection's inputs, read from xFilter's
 **                         arguments, and the list both cursors walk
