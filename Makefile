@@ -93,10 +93,12 @@ demo: module
 # DESTDIR stages the files for a package (no ldconfig then: the package's
 # own trigger runs it); without it ldconfig updates the cache when it can.
 install: module
-	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(DOCDIR)
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(DOCDIR)/docs/figures
 	install -m 0755 $(BUILD)/colstore.so $(DESTDIR)$(LIBDIR)/libcolstore.so
 	ln -sf libcolstore.so $(DESTDIR)$(LIBDIR)/colstore.so
-	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/docs/
+	install -m 0644 docs/figures/*.svg $(DESTDIR)$(DOCDIR)/docs/figures/
 	@if [ -z "$(DESTDIR)" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null 2>&1; then ldconfig; fi; \
 	  if (cd / && echo 'SELECT colstore_version();' | sqlite3 -batch -cmd '.load colstore' :memory:) >/dev/null 2>&1; then \

@@ -50,6 +50,11 @@ lib="$stage/usr/lib"
 soname=$(objdump -p "$lib/libcolstore.so" 2>/dev/null | awk '$1 == "SONAME" { print $2 }')
 [ "$soname" = colstore.so ] || fail "SONAME is '$soname', want colstore.so (ldconfig maps the bare name by it)"
 [ -f "$stage/usr/share/doc/colstore/README.md" ] || fail "README.md not installed in share/doc/colstore"
+# The README's links (docs/performance.md, docs/figures/families.svg) resolve
+# in the installed copy as they do in the repository.
+for link in $(grep -o '(docs/[A-Za-z0-9_./-]*\.\(md\|svg\))' "$ROOT/README.md" | tr -d '()' | sort -u); do
+  [ -f "$stage/usr/share/doc/colstore/$link" ] || fail "README links $link, which is not installed beside it"
+done
 got=$(load_bare LD_LIBRARY_PATH="$lib")
 [ "$got" = "$(printf '2\n3\ncolstore')" ] || fail "bare-name load through LD_LIBRARY_PATH" "$got"
 mk uninstall DESTDIR="$stage" PREFIX=/usr >"$tmp/uninstall.log" 2>&1 || fail "make uninstall failed" "$(cat "$tmp/uninstall.log")"
