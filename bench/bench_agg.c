@@ -90,7 +90,8 @@ typedef struct data {
 
 static void data_generate(data *D, uint64_t n) {
   D->n = n;
-  D->a = xmalloc(n * 8), D->c = xmalloc(n * 8), D->b = xmalloc(n * 8), D->d = xmalloc(n * 4), D->kind = xmalloc(n);
+  D->a = xmalloc(n * 8), D->c = xmalloc(n * 8), D->b = xmalloc(n * 8), D->d = xmalloc(n * 4),
+  D->kind = xmalloc(n);
   D->name = xmalloc(n * 4);
   uint64_t st = 42;
   const double two_pi = 6.283185307179586476925286766559;
@@ -156,12 +157,27 @@ typedef struct answer {
   bool have[MAX_GROUPS];
 } answer;
 
-enum { Q_TOTALS, Q_SUM_WHERE, Q_BY_B, Q_BY_D_WHERE, Q_BY_KIND, Q_BY_BD, Q_BY_TAG, Q_BY_NAME, Q_BY_FLAG_WHERE, N_CASES };
-static const char *const case_names[N_CASES] = {
-    "count, sum(a), min(c), max(c)",     "sum(b) WHERE a > 0.9",   "GROUP BY b: sum(a)",
-    "GROUP BY d WHERE a > 0.5: count, avg(c)", "GROUP BY kind: count, sum(a)", "GROUP BY b, d: sum(a)",
-    "GROUP BY tag (1,000 TEXT): sum(a)", "GROUP BY name (n/8 TEXT): sum(a)",
-    "GROUP BY flag (TEXT d) WHERE a > 0.5: count, avg(c)"};
+enum {
+  Q_TOTALS,
+  Q_SUM_WHERE,
+  Q_BY_B,
+  Q_BY_D_WHERE,
+  Q_BY_KIND,
+  Q_BY_BD,
+  Q_BY_TAG,
+  Q_BY_NAME,
+  Q_BY_FLAG_WHERE,
+  N_CASES
+};
+static const char *const case_names[N_CASES] = {"count, sum(a), min(c), max(c)",
+                                                "sum(b) WHERE a > 0.9",
+                                                "GROUP BY b: sum(a)",
+                                                "GROUP BY d WHERE a > 0.5: count, avg(c)",
+                                                "GROUP BY kind: count, sum(a)",
+                                                "GROUP BY b, d: sum(a)",
+                                                "GROUP BY tag (1,000 TEXT): sum(a)",
+                                                "GROUP BY name (n/8 TEXT): sum(a)",
+                                                "GROUP BY flag (TEXT d) WHERE a > 0.5: count, avg(c)"};
 
 static const cs_store *S;
 static const data *DD;
@@ -192,7 +208,9 @@ static void run_kernel(int q, int threads) {
     case Q_BY_KIND: what[COL_A] = CS_AGG_SUM, keys[nk++] = COL_KIND; break;
     case Q_BY_TAG: what[COL_A] = CS_AGG_SUM, keys[nk++] = COL_TAG; break;
     case Q_BY_NAME: what[COL_A] = CS_AGG_SUM, keys[nk++] = COL_NAME; break;
-    case Q_BY_FLAG_WHERE: what[COL_C] = CS_AGG_SUM, keys[nk++] = COL_FLAG, filtered = true, p.a.f = 0.5; break;
+    case Q_BY_FLAG_WHERE:
+      what[COL_C] = CS_AGG_SUM, keys[nk++] = COL_FLAG, filtered = true, p.a.f = 0.5;
+      break;
     default: what[COL_A] = CS_AGG_SUM, keys[nk++] = COL_B, keys[nk++] = COL_D; break;
   }
   cs_err err = {0};
@@ -374,7 +392,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
       dir = argv[++i];
     else
-      die("usage: bench_agg [--rows N] [--rounds R] [--dir D] [--only CASE[,CASE...]] [--cpu] [--direct-max N] [--few-groups N]"
+      die("usage: bench_agg [--rows N] [--rounds R] [--dir D] [--only CASE[,CASE...]] [--cpu] [--direct-max "
+          "N] [--few-groups N]"
           " [--dict-max N] [--lane-groups N] [--codes-bytes N] [--alt-direct-max N] [--alt-few-groups N]"
           " [--alt-dict-max N] [--alt-lane-groups N] [--alt-codes-bytes N] [--first]",
           NULL);
@@ -382,7 +401,8 @@ int main(int argc, char **argv) {
   if (rounds < 1 || rounds > MAX_ROUNDS) die("rounds: 1..51", NULL);
   cs__agg_tuning_set(&tune);
   char tmpl[512];
-  snprintf(tmpl, sizeof tmpl, "%s/bench_agg.XXXXXX", dir ? dir : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp"));
+  snprintf(tmpl, sizeof tmpl, "%s/bench_agg.XXXXXX",
+           dir ? dir : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp"));
   if (!mkdtemp(tmpl)) die("mkdtemp", NULL);
   char path[600];
   snprintf(path, sizeof path, "%s/agg.cst", tmpl);
@@ -410,8 +430,8 @@ int main(int argc, char **argv) {
       run_kernel(q, t == 3 ? 1 : t);
       cs__agg_tuning_set(&tune);
       if (!answers_agree(&ans, &ref)) {
-        fprintf(stderr, "bench_agg: %s at %d threads%s differs from the loop\n", case_names[q], t == 3 ? 1 : t,
-                t == 3 ? " (alt)" : "");
+        fprintf(stderr, "bench_agg: %s at %d threads%s differs from the loop\n", case_names[q],
+                t == 3 ? 1 : t, t == 3 ? " (alt)" : "");
         fails++;
       }
     }
@@ -425,7 +445,8 @@ int main(int argc, char **argv) {
   for (int r = 0; r < rounds; r++)
     for (int q = 0; q < N_CASES; q++)
       for (int k = 0; k < nvar && (only >> q & 1); k++) {
-        int v = (k + r) % nvar; /* the order rotates: no variant always follows the loop's sweep of the arrays */
+        int v =
+            (k + r) % nvar; /* the order rotates: no variant always follows the loop's sweep of the arrays */
         if (v == 3) cs__agg_tuning_set(&tune_alt);
         uint64_t t0 = cpu_time ? bench_process_cpu_ns() : bench_now_ns();
         if (v == 0)
@@ -442,8 +463,8 @@ int main(int argc, char **argv) {
     bench_stats base = bench_stats_of(ms[q][0], rounds);
     for (int v = 0; v < nvar; v++) {
       bench_stats st = bench_stats_of(ms[q][v], rounds);
-      printf("%-42s %-12s %10.3f %10.3f %10.3f %8.2f\n", v ? "" : case_names[q], vn[v], st.median, st.min, st.max,
-             base.median / st.median);
+      printf("%-42s %-12s %10.3f %10.3f %10.3f %8.2f\n", v ? "" : case_names[q], vn[v], st.median, st.min,
+             st.max, base.median / st.median);
     }
   }
   if (first) {
@@ -467,13 +488,15 @@ int main(int argc, char **argv) {
           cs_store_close(fresh);
           S = s;
         }
-    printf("\n%-42s %-12s %10s %10s %10s\n", "case (a fresh snapshot, 1 thread)", "query", "median ms", "min", "max");
+    printf("\n%-42s %-12s %10s %10s %10s\n", "case (a fresh snapshot, 1 thread)", "query", "median ms", "min",
+           "max");
     for (int q = 0; q < N_CASES; q++) {
       if (!(only >> q & 1)) continue;
       static const char *const fn[4] = {"first", "second", "first alt", "second alt"};
       for (int k = 0; k < 2 + 2 * alt; k++) {
         bench_stats st = bench_stats_of(fq[q][k], rounds);
-        printf("%-42s %-12s %10.3f %10.3f %10.3f\n", k ? "" : case_names[q], fn[k], st.median, st.min, st.max);
+        printf("%-42s %-12s %10.3f %10.3f %10.3f\n", k ? "" : case_names[q], fn[k], st.median, st.min,
+               st.max);
       }
     }
   }

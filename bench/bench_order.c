@@ -72,14 +72,15 @@ typedef struct data {
   double *a, *c, *e, *g;
   int64_t *b;
   int32_t *d, *u16, *u20, *u24;
-  uint16_t *t;            /* word index */
+  uint16_t *t;             /* word index */
   char words[N_WORDS][24]; /* distinct, NUL-terminated */
   uint8_t word_len[N_WORDS];
 } data;
 
 static void data_generate(data *D, uint64_t n, uint64_t seed) {
   D->n = n;
-  D->a = xmalloc(n * 8), D->c = xmalloc(n * 8), D->e = xmalloc(n * 8), D->b = xmalloc(n * 8), D->g = xmalloc(n * 8);
+  D->a = xmalloc(n * 8), D->c = xmalloc(n * 8), D->e = xmalloc(n * 8), D->b = xmalloc(n * 8),
+  D->g = xmalloc(n * 8);
   D->d = xmalloc(n * 4), D->u16 = xmalloc(n * 4), D->u20 = xmalloc(n * 4), D->u24 = xmalloc(n * 4);
   D->t = xmalloc(n * 2);
   uint64_t st = seed;
@@ -112,9 +113,9 @@ static void data_generate(data *D, uint64_t n, uint64_t seed) {
 }
 
 static cs_store *store_make(const char *path, const data *D) {
-  const cs_column cols[N_COLS] = {{"a", CS_TYPE_FLOAT64, true}, {"b", CS_TYPE_INT64, true},
-                                  {"c", CS_TYPE_FLOAT64, true}, {"d", CS_TYPE_INT32, true},
-                                  {"t", CS_TYPE_TEXT, true},    {"e", CS_TYPE_FLOAT64, true},
+  const cs_column cols[N_COLS] = {{"a", CS_TYPE_FLOAT64, true},  {"b", CS_TYPE_INT64, true},
+                                  {"c", CS_TYPE_FLOAT64, true},  {"d", CS_TYPE_INT32, true},
+                                  {"t", CS_TYPE_TEXT, true},     {"e", CS_TYPE_FLOAT64, true},
                                   {"u16", CS_TYPE_INT32, false}, {"u20", CS_TYPE_INT32, false},
                                   {"u24", CS_TYPE_INT32, false}, {"g", CS_TYPE_FLOAT64, true}};
   cs_schema schema = {N_COLS, cols};
@@ -132,8 +133,8 @@ static cs_store *store_make(const char *path, const data *D) {
                 cs_batch_put_f64(b, COL_C, D->c[r], &err) || cs_batch_put_i64(b, COL_D, D->d[r], &err) ||
                 cs_batch_put_bytes(b, COL_T, D->words[D->t[r]], D->word_len[D->t[r]], &err) ||
                 cs_batch_put_f64(b, COL_E, D->e[r], &err) || cs_batch_put_i64(b, COL_U16, D->u16[r], &err) ||
-                cs_batch_put_i64(b, COL_U20, D->u20[r], &err) || cs_batch_put_i64(b, COL_U24, D->u24[r], &err) ||
-                cs_batch_put_f64(b, COL_G, D->g[r], &err);
+                cs_batch_put_i64(b, COL_U20, D->u20[r], &err) ||
+                cs_batch_put_i64(b, COL_U24, D->u24[r], &err) || cs_batch_put_f64(b, COL_G, D->g[r], &err);
       if (bad) die("put", &err);
       cs_batch_end_row(b);
     }
@@ -212,7 +213,10 @@ static uint64_t ref_order(const data *D, uint32_t col, bool desc, cs_order_mode 
     }
   }
   ref_desc = desc;
-  qsort(ents, n, sizeof *ents, col == COL_T ? ref_cmp_s : (col == COL_A || col == COL_C || col == COL_E || col == COL_G) ? ref_cmp_f : ref_cmp_i);
+  qsort(ents, n, sizeof *ents,
+        col == COL_T                                                     ? ref_cmp_s
+        : (col == COL_A || col == COL_C || col == COL_E || col == COL_G) ? ref_cmp_f
+                                                                         : ref_cmp_i);
   uint64_t m = 0;
   if (mode == CS_ORDER_DISTINCT) {
     for (uint64_t t = 0; t < n && m < limit; t++)
@@ -337,7 +341,8 @@ static bool group_ok(ctx *x, const bcase *bc, const uint64_t *out, uint64_t m, u
   }
   /* each key once: the distinct count of the heads equals the run count */
   uint64_t *tmp = xmalloc(runs * 8 + 8);
-  uint64_t d = ref_order(x->D, bc->col, false, CS_ORDER_DISTINCT, CS_ORDER_NO_LIMIT, heads, runs, x->ents, tmp);
+  uint64_t d =
+      ref_order(x->D, bc->col, false, CS_ORDER_DISTINCT, CS_ORDER_NO_LIMIT, heads, runs, x->ents, tmp);
   free(heads), free(tmp);
   if (d != runs) return *why = "a key in two runs", false;
   if (runs != want_groups) return *why = "wrong number of groups", false;
@@ -356,7 +361,8 @@ static void run_case(ctx *x, const bcase *bc) {
   uint64_t want_groups = 0;
   if (bc->mode == CS_ORDER_GROUP) {
     uint64_t *tmp = xmalloc(n * 8 + 8);
-    want_groups = ref_order(x->D, bc->col, false, CS_ORDER_DISTINCT, CS_ORDER_NO_LIMIT, x->input, n, x->ents, tmp);
+    want_groups =
+        ref_order(x->D, bc->col, false, CS_ORDER_DISTINCT, CS_ORDER_NO_LIMIT, x->input, n, x->ents, tmp);
     free(tmp);
   }
   bool ok = true;
@@ -386,8 +392,8 @@ static void run_case(ctx *x, const bcase *bc) {
       bench_stats st = bench_stats_of(times[v], x->rounds), fs = bench_stats_of(faults[v], x->rounds);
       char t[64];
       snprintf(t, sizeof t, "%.1f (%.1f-%.1f)", st.median, st.min, st.max);
-      printf("  %-30s %-26s %-15s %-23s %6.1f ns/row %6.2fx %8.0f\n", v == 0 ? bc->name : "", bc->var[v].label,
-             paths[v], t, st.median * 1e6 / (double)n, st.median / first.median, fs.median);
+      printf("  %-30s %-26s %-15s %-23s %6.1f ns/row %6.2fx %8.0f\n", v == 0 ? bc->name : "",
+             bc->var[v].label, paths[v], t, st.median * 1e6 / (double)n, st.median / first.median, fs.median);
     }
   }
   fflush(stdout);
@@ -444,8 +450,8 @@ int main(int argc, char **argv) {
 
   char cpu[256];
   bench_cpu_model(cpu, sizeof cpu);
-  printf("bench_order: %s, %ld cpus, load %.2f; %" PRIu64 " rows, %d rounds%s; one thread\n", cpu, bench_nproc(),
-         bench_loadavg(), N, rounds, quick ? " (quick)" : "");
+  printf("bench_order: %s, %ld cpus, load %.2f; %" PRIu64 " rows, %d rounds%s; one thread\n", cpu,
+         bench_nproc(), bench_loadavg(), N, rounds, quick ? " (quick)" : "");
   /* Every large block mmap'd fresh and unmapped on free, as blocks over
   ** glibc's dynamic ceiling (32 MiB: 10M-row scratch) always are; left
   ** dynamic, whether a run re-faults its scratch depends on what earlier
@@ -459,8 +465,9 @@ int main(int argc, char **argv) {
   cs_store *s = store_make(path, D);
   printf("store: %" PRIu64 " records (%.1f s to generate and write)\n", cs_store_records(s),
          (double)(bench_now_ns() - t0) / 1e9);
-  printf("ratio = variant median / first variant median (below 1: faster than the first); faults = minor page\n"
-         "faults per run (fresh scratch touched for the first time), median\n\n");
+  printf(
+      "ratio = variant median / first variant median (below 1: faster than the first); faults = minor page\n"
+      "faults per run (fresh scratch touched for the first time), median\n\n");
 
   uint64_t *input = xmalloc(N * 8), *input_by_a = xmalloc(N * 8);
   for (uint64_t i = 0; i < N; i++) input[i] = input_by_a[i] = i;
@@ -469,20 +476,22 @@ int main(int argc, char **argv) {
     cs_order_key ka = {COL_A, false};
     uint64_t m = N;
     cs_err err = {0};
-    if (cs_order_rows(s, &ka, 1, CS_ORDER_SORT, input_by_a, &m, CS_ORDER_NO_LIMIT, &err) != CS_OK) die("sort", &err);
+    if (cs_order_rows(s, &ka, 1, CS_ORDER_SORT, input_by_a, &m, CS_ORDER_NO_LIMIT, &err) != CS_OK)
+      die("sort", &err);
   }
 
   cs__order_tuning def;
   cs__order_tuning_default(&def);
   const variant K = {"kernel", V_KERNEL, def}, R = {"qsort reference", V_REF, def};
 #define D_ -2 /* keep the default */
-#define T(label, tr, cb, hc, dc, dg) \
-  { label, V_TUNED, tuned(tr, cb, hc, dc, dg, D_, D_, D_, D_) }
+#define T(label, tr, cb, hc, dc, dg) {label, V_TUNED, tuned(tr, cb, hc, dc, dg, D_, D_, D_, D_)}
 #define M(label, msd, cache, dg) \
   { label, V_TUNED, tuned(D_, D_, D_, D_, dg, D_, msd, cache, D_) }
 #define H(label, cap, probe) \
   { label, V_TUNED, tuned(D_, D_, D_, D_, D_, D_, D_, D_, probe) }
   uint64_t k_big = 100000 + 10;
+  /* One case a line or two, read across as a table. */
+  /* clang-format off */
   bcase cases[] = {
       /* the cases, against the naive reference */
       {"sort a", false, COL_A, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 2, {K, R}},
@@ -535,21 +544,28 @@ int main(int argc, char **argv) {
       {"group b: 2 threads", false, COL_B, false, CS_ORDER_GROUP, CS_ORDER_NO_LIMIT, 2, {K, {"team, 2 threads", V_TEAM2, def}}},
       {"sort u16: 2 threads", false, COL_U16, false, CS_ORDER_SORT, CS_ORDER_NO_LIMIT, 2, {K, {"team, 2 threads", V_TEAM2, def}}},
   };
+  /* clang-format on */
   /* top-k against a full sort as k grows: where ORDER_TOPK_RATIO sits */
   static const uint64_t divs[] = {1000, 64, 32, 16, 8, 4};
   static char topk_names[6][48];
   bcase topk_cases[6];
   for (int i = 0; i < 6; i++) {
     snprintf(topk_names[i], sizeof topk_names[i], "top-k a, k = n/%" PRIu64, divs[i]);
-    topk_cases[i] = (bcase){topk_names[i], false, COL_A, false, CS_ORDER_SORT, N / divs[i], 2,
+    topk_cases[i] = (bcase){topk_names[i],
+                            false,
+                            COL_A,
+                            false,
+                            CS_ORDER_SORT,
+                            N / divs[i],
+                            2,
                             {T("top-k", 1, D_, D_, D_, D_), T("full sort", 0, D_, D_, D_, D_)}};
   }
 #undef T
 #undef M
 #undef H
 #undef D_
-  printf("  %-30s %-26s %-15s %-23s %13s %7s %8s\n", "case", "variant", "path", "ms median (min-max)", "", "ratio",
-         "faults");
+  printf("  %-30s %-26s %-15s %-23s %13s %7s %8s\n", "case", "variant", "path", "ms median (min-max)", "",
+         "ratio", "faults");
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     if (selected(only, cases[i].name)) run_case(&x, &cases[i]);
   for (int i = 0; i < 6; i++)
@@ -559,7 +575,8 @@ int main(int argc, char **argv) {
   cs_store_close(s);
   remove(path);
   rmdir(dir);
-  free(D->a), free(D->b), free(D->c), free(D->d), free(D->e), free(D->u16), free(D->u20), free(D->u24), free(D->g), free(D->t), free(D);
+  free(D->a), free(D->b), free(D->c), free(D->d), free(D->e), free(D->u16), free(D->u20), free(D->u24),
+      free(D->g), free(D->t), free(D);
   free(input), free(input_by_a), free(x.ents);
   return x.failures ? 1 : 0;
 }

@@ -157,10 +157,14 @@ int main(int argc, char **argv) {
   double busy_ms = 300, work_us = 200;
   bool load = true;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--busy-ms") && i + 1 < argc) busy_ms = atof(argv[++i]);
-    else if (!strcmp(argv[i], "--work-us") && i + 1 < argc) work_us = atof(argv[++i]);
-    else if (!strcmp(argv[i], "--no-load")) load = false;
+    if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+      rounds = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--busy-ms") && i + 1 < argc)
+      busy_ms = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--work-us") && i + 1 < argc)
+      work_us = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--no-load"))
+      load = false;
     else {
       fprintf(stderr, "usage: %s [--rounds N] [--busy-ms MS] [--work-us US] [--no-load]\n", argv[0]);
       return 2;
@@ -174,10 +178,11 @@ int main(int argc, char **argv) {
   (void)sink;
   g_work_iters = (uint64_t)(work_us * 1e3 / (ns_per_iter > 0 ? ns_per_iter : 1));
   const char *wp = getenv("OMP_WAIT_POLICY"), *sc = getenv("GOMP_SPINCOUNT");
-  printf("bench_wake: %ld cpus, %d rounds, busy phase %.0f ms, work %.0f us per half (%llu iters), "
-         "OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s, load average %.2f\n",
-         bench_nproc(), rounds, busy_ms, work_us, (unsigned long long)g_work_iters, wp ? wp : "(unset)",
-         sc ? sc : "(unset)", bench_loadavg());
+  printf(
+      "bench_wake: %ld cpus, %d rounds, busy phase %.0f ms, work %.0f us per half (%llu iters), "
+      "OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s, load average %.2f\n",
+      bench_nproc(), rounds, busy_ms, work_us, (unsigned long long)g_work_iters, wp ? wp : "(unset)",
+      sc ? sc : "(unset)", bench_loadavg());
 
   cs_worker *w = cs_worker_acquire();
   if (!w) {
@@ -215,23 +220,29 @@ int main(int argc, char **argv) {
       team_region(&tot, &st, &sum);
       team_total[k][r] = tot, team_start[k][r] = st < 0 ? tot : st;
       team_alone[k] += st < 0;
-      if (!have_team) want_team = sum, have_team = true;
-      else bad |= sum != want_team;
+      if (!have_team)
+        want_team = sum, have_team = true;
+      else
+        bad |= sum != want_team;
       /* omp: warm it up, then (AFTER) idle the helper */
       omp_region(&tot, &st, &sum);
       if (k == AFTER) spin_ms(busy_ms);
       omp_region(&tot, &st, &sum);
       omp_total[k][r] = tot, omp_start[k][r] = st;
-      if (!have_omp) want_omp = sum, have_omp = true;
-      else bad |= sum != want_omp;
+      if (!have_omp)
+        want_omp = sum, have_omp = true;
+      else
+        bad |= sum != want_omp;
       spin_ms(10); /* libgomp's spin window passes before the worker and the next team run */
       /* worker */
       worker_once(w, &wst, &wdn, &sum);
       if (k == AFTER) spin_ms(busy_ms);
       worker_once(w, &wst, &wdn, &sum);
       wk_start[k][r] = wst, wk_done[k][r] = wdn;
-      if (!have_wk) want_wk = sum, have_wk = true;
-      else bad |= sum != want_wk;
+      if (!have_wk)
+        want_wk = sum, have_wk = true;
+      else
+        bad |= sum != want_wk;
       load_stop(child);
     }
     /* the single-threaded anchor: the same work on one thread, both halves */
@@ -255,8 +266,8 @@ int main(int argc, char **argv) {
     if (k == LOADED && !load) continue;
     print_row("team, 2 threads", set_name[k], team_total[k], rounds);
     print_row("  helper's first chunk at", set_name[k], team_start[k], rounds);
-    printf("  %-26s %-7s %d of %d rounds (counted as the whole run above)\n", "  no helper joined", set_name[k],
-           team_alone[k], rounds);
+    printf("  %-26s %-7s %d of %d rounds (counted as the whole run above)\n", "  no helper joined",
+           set_name[k], team_alone[k], rounds);
   }
   for (int k = 0; k < N_SET; k++) {
     if (k == LOADED && !load) continue;
@@ -268,8 +279,8 @@ int main(int argc, char **argv) {
     if (k == LOADED && !load) continue;
     bench_stats two = bench_stats_of(omp_total[k], rounds);
     bench_stats team = bench_stats_of(team_total[k], rounds);
-    printf("ratio 2-thread region / 1 thread (%s): omp %.2fx, team %.2fx\n", set_name[k], two.median / one.median,
-           team.median / one.median);
+    printf("ratio 2-thread region / 1 thread (%s): omp %.2fx, team %.2fx\n", set_name[k],
+           two.median / one.median, team.median / one.median);
   }
   cs_worker_release(w);
   return 0;

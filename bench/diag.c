@@ -273,13 +273,13 @@ typedef struct child_opts {
 typedef struct op_state {
   int op;
   uint32_t cols;
-  uint64_t n_rows, n_in;      /* store rows; positions (rows/sorted) */
-  uint64_t *pos;              /* rows/sorted positions */
-  uint8_t *mask;              /* mask op input (n_rows) */
-  uint64_t mask_n;            /* selected rows of mask */
-  double **out;               /* per column */
-  uint8_t *pmask;             /* pred output (n_rows) */
-  uint64_t out_n;             /* elements per column written */
+  uint64_t n_rows, n_in; /* store rows; positions (rows/sorted) */
+  uint64_t *pos;         /* rows/sorted positions */
+  uint8_t *mask;         /* mask op input (n_rows) */
+  uint64_t mask_n;       /* selected rows of mask */
+  double **out;          /* per column */
+  uint8_t *pmask;        /* pred output (n_rows) */
+  uint64_t out_n;        /* elements per column written */
 } op_state;
 
 static void op_run(op_state *st, const cs_store *s) {
@@ -497,8 +497,8 @@ static char *spawn(char *const argv[], const char *const env[], int *status) {
     close(fd[0]);
     dup2(fd[1], 1);
     close(fd[1]);
-    static const char *const clean[] = {"OMP_PROC_BIND", "OMP_PLACES", "OMP_NUM_THREADS", "GOMP_CPU_AFFINITY",
-                                        "KMP_AFFINITY", "OMP_DYNAMIC"};
+    static const char *const clean[] = {"OMP_PROC_BIND",     "OMP_PLACES",   "OMP_NUM_THREADS",
+                                        "GOMP_CPU_AFFINITY", "KMP_AFFINITY", "OMP_DYNAMIC"};
     for (size_t i = 0; i < sizeof clean / sizeof clean[0]; i++) unsetenv(clean[i]);
     setenv("OPENBLAS_NUM_THREADS", "1", 1);
     setenv("MKL_NUM_THREADS", "1", 1);
@@ -690,10 +690,11 @@ static bool measure(const opts *o, const char *exp, int op, int threads, const c
   bool same = op_digest_seen[op] == r.digest;
   if (!same) failures++;
   stats s = stats_of(r.warm, r.nw);
-  printf("eff=%d cold=%.2fms warm med=%.2fms [%.2f, %.2f] n=%d %.0f Melem/s res=%.0f%% aff=%d/%d(width %d) "
-         "omp_bind=%s cs_binding=\"%s\" check=ok digest=%s write=%.1fs\n",
-         r.eff, r.cold, s.median, s.min, s.max, s.n, (double)r.elems / (s.median * 1e3), r.resident * 100,
-         r.aff_single, r.aff_n, r.width, r.bind, rtb, same ? "same" : "DIFFERENT", wsec);
+  printf(
+      "eff=%d cold=%.2fms warm med=%.2fms [%.2f, %.2f] n=%d %.0f Melem/s res=%.0f%% aff=%d/%d(width %d) "
+      "omp_bind=%s cs_binding=\"%s\" check=ok digest=%s write=%.1fs\n",
+      r.eff, r.cold, s.median, s.min, s.max, s.n, (double)r.elems / (s.median * 1e3), r.resident * 100,
+      r.aff_single, r.aff_n, r.width, r.bind, rtb, same ? "same" : "DIFFERENT", wsec);
   fflush(stdout);
   if (acc) {
     for (int i = 0; i < r.nw && acc->nw < MAX_SAMPLES; i++) acc->warm[acc->nw++] = r.warm[i];
@@ -724,11 +725,13 @@ static int compare_cells(const cell_acc *a, const cell_acc *b) {
 static int bind_threads(int knee, int cores) { return knee < 2 && cores >= 2 ? 2 : knee; }
 
 static void usage(void) {
-  printf("usage: diag [--quick] [--rows N] [--cols C] [--indices N] [--rounds R] [--passes P]\n"
-         "            [--threads \"1 2 4\"] [--ops rows,sorted,mask,pred]\n"
-         "            [--experiments knee,binding,placement,ompinit] [--outdir D] [--keep] [--evict] [--seed S]\n"
-         "Re-derives the thread knee, binding, placement and OpenMP-init answers on this host;\n"
-         "every measurement runs in a fresh process on its own store file (see bench/README.md).\n");
+  printf(
+      "usage: diag [--quick] [--rows N] [--cols C] [--indices N] [--rounds R] [--passes P]\n"
+      "            [--threads \"1 2 4\"] [--ops rows,sorted,mask,pred]\n"
+      "            [--experiments knee,binding,placement,ompinit] [--outdir D] [--keep] [--evict] [--seed "
+      "S]\n"
+      "Re-derives the thread knee, binding, placement and OpenMP-init answers on this host;\n"
+      "every measurement runs in a fresh process on its own store file (see bench/README.md).\n");
 }
 
 static bool list_has(const char *list, const char *word) {
@@ -753,14 +756,22 @@ int main(int argc, char **argv) {
       if (strcmp(argv[2], op_names[i]) == 0) c.op = i;
     for (int i = 3; i < argc; i++) {
       const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
-      if (!strcmp(a, "--store")) c.store = v, i++;
-      else if (!strcmp(a, "--threads")) c.threads = atoi(v), i++;
-      else if (!strcmp(a, "--rounds")) c.rounds = atoi(v), i++;
-      else if (!strcmp(a, "--indices")) c.indices = strtoull(v, NULL, 10), i++;
-      else if (!strcmp(a, "--seed")) c.seed = strtoull(v, NULL, 10), i++;
-      else if (!strcmp(a, "--evict")) c.evict = true;
+      if (!strcmp(a, "--store"))
+        c.store = v, i++;
+      else if (!strcmp(a, "--threads"))
+        c.threads = atoi(v), i++;
+      else if (!strcmp(a, "--rounds"))
+        c.rounds = atoi(v), i++;
+      else if (!strcmp(a, "--indices"))
+        c.indices = strtoull(v, NULL, 10), i++;
+      else if (!strcmp(a, "--seed"))
+        c.seed = strtoull(v, NULL, 10), i++;
+      else if (!strcmp(a, "--evict"))
+        c.evict = true;
       else if (!strcmp(a, "--rt-binding")) {
-        c.rt_binding = !strcmp(v, "close") ? CS_BINDING_CLOSE : !strcmp(v, "spread") ? CS_BINDING_SPREAD : CS_BINDING_OFF;
+        c.rt_binding = !strcmp(v, "close")    ? CS_BINDING_CLOSE
+                       : !strcmp(v, "spread") ? CS_BINDING_SPREAD
+                                              : CS_BINDING_OFF;
         i++;
       }
     }
@@ -782,19 +793,32 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool has = i + 1 < argc;
-    if (!strcmp(a, "--quick")) o.quick = true;
-    else if (!strcmp(a, "--keep")) o.keep = true;
-    else if (!strcmp(a, "--evict")) o.evict = true;
-    else if (!strcmp(a, "--rows") && has) rows = strtoull(argv[++i], NULL, 10);
-    else if (!strcmp(a, "--cols") && has) cols = (uint32_t)strtoul(argv[++i], NULL, 10);
-    else if (!strcmp(a, "--indices") && has) indices = strtoull(argv[++i], NULL, 10);
-    else if (!strcmp(a, "--rounds") && has) o.rounds = atoi(argv[++i]);
-    else if (!strcmp(a, "--passes") && has) o.passes = atoi(argv[++i]);
-    else if (!strcmp(a, "--seed") && has) o.seed = strtoull(argv[++i], NULL, 10);
-    else if (!strcmp(a, "--threads") && has) threads = argv[++i];
-    else if (!strcmp(a, "--ops") && has) ops = argv[++i];
-    else if (!strcmp(a, "--experiments") && has) exps = argv[++i];
-    else if (!strcmp(a, "--outdir") && has) snprintf(o.outdir, sizeof o.outdir, "%s", argv[++i]);
+    if (!strcmp(a, "--quick"))
+      o.quick = true;
+    else if (!strcmp(a, "--keep"))
+      o.keep = true;
+    else if (!strcmp(a, "--evict"))
+      o.evict = true;
+    else if (!strcmp(a, "--rows") && has)
+      rows = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(a, "--cols") && has)
+      cols = (uint32_t)strtoul(argv[++i], NULL, 10);
+    else if (!strcmp(a, "--indices") && has)
+      indices = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(a, "--rounds") && has)
+      o.rounds = atoi(argv[++i]);
+    else if (!strcmp(a, "--passes") && has)
+      o.passes = atoi(argv[++i]);
+    else if (!strcmp(a, "--seed") && has)
+      o.seed = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(a, "--threads") && has)
+      threads = argv[++i];
+    else if (!strcmp(a, "--ops") && has)
+      ops = argv[++i];
+    else if (!strcmp(a, "--experiments") && has)
+      exps = argv[++i];
+    else if (!strcmp(a, "--outdir") && has)
+      snprintf(o.outdir, sizeof o.outdir, "%s", argv[++i]);
     else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage();
       return 0;
@@ -832,7 +856,8 @@ int main(int argc, char **argv) {
   } else if (2 * cores <= 8) {
     for (int t = 1; t <= 2 * cores; t++) o.threads[o.n_threads++] = t;
   } else {
-    for (int t = 1; t < 2 * cores && o.n_threads < MAX_THREADS_SWEEP - 2; t *= 2) o.threads[o.n_threads++] = t;
+    for (int t = 1; t < 2 * cores && o.n_threads < MAX_THREADS_SWEEP - 2; t *= 2)
+      o.threads[o.n_threads++] = t;
     bool have = false;
     for (int i = 0; i < o.n_threads; i++) have |= o.threads[i] == cores;
     if (!have) o.threads[o.n_threads++] = cores;
@@ -856,13 +881,18 @@ int main(int argc, char **argv) {
   if (!o.outdir[0]) {
     const char *tmp = getenv("TMPDIR");
     struct stat st;
-    if (tmp && *tmp) snprintf(o.outdir, sizeof o.outdir, "%s/colstore-diag", tmp);
-    else if (stat("build", &st) == 0 && S_ISDIR(st.st_mode)) snprintf(o.outdir, sizeof o.outdir, "build/diag-data");
-    else snprintf(o.outdir, sizeof o.outdir, "/tmp/colstore-diag");
+    if (tmp && *tmp)
+      snprintf(o.outdir, sizeof o.outdir, "%s/colstore-diag", tmp);
+    else if (stat("build", &st) == 0 && S_ISDIR(st.st_mode))
+      snprintf(o.outdir, sizeof o.outdir, "build/diag-data");
+    else
+      snprintf(o.outdir, sizeof o.outdir, "/tmp/colstore-diag");
   }
   struct stat dst;
-  if (mkdir(o.outdir, 0755) == 0) made_dir = true;
-  else if (errno != EEXIST) die(o.outdir, NULL);
+  if (mkdir(o.outdir, 0755) == 0)
+    made_dir = true;
+  else if (errno != EEXIST)
+    die(o.outdir, NULL);
   if (stat(o.outdir, &dst) != 0 || !S_ISDIR(dst.st_mode)) {
     fprintf(stderr, "diag: --outdir %s is not a directory\n", o.outdir);
     return 2;
@@ -883,8 +913,9 @@ int main(int argc, char **argv) {
   printf("thread caps swept:");
   for (int i = 0; i < o.n_threads; i++) printf(" %d", o.threads[i]);
   printf("%s\n", o.threads[o.n_threads - 1] >= 2 * cores ? "" : "  (WARNING: does not reach 2 x cores)");
-  printf("cold = round 0, the first touch of a fresh mapping in a fresh process; warm = median [min, max] of "
-         "rounds 1..R\n\n");
+  printf(
+      "cold = round 0, the first touch of a fresh mapping in a fresh process; warm = median [min, max] of "
+      "rounds 1..R\n\n");
 
   int knee[OP_COUNT];
   for (int op = 0; op < OP_COUNT; op++) knee[op] = cores;
@@ -904,7 +935,8 @@ int main(int argc, char **argv) {
       int best = -1;
       for (int t = 0; t < o.n_threads; t++) {
         knee_stats[op][t] = stats_of(knee_acc[op][t].warm, knee_acc[op][t].nw);
-        if (knee_acc[op][t].nw && (best < 0 || knee_stats[op][t].median < knee_stats[op][best].median)) best = t;
+        if (knee_acc[op][t].nw && (best < 0 || knee_stats[op][t].median < knee_stats[op][best].median))
+          best = t;
       }
       if (best < 0) continue;
       int k = best;
@@ -918,8 +950,7 @@ int main(int argc, char **argv) {
       knee_measured[op] = true;
       knee_bracketed[op] = k < o.n_threads - 1; /* a cap above the knee was measured */
       printf("  %-6s pooled warm medians:", op_names[op]);
-      for (int t = 0; t < o.n_threads; t++)
-        printf("  %d:%.2f", o.threads[t], knee_stats[op][t].median);
+      for (int t = 0; t < o.n_threads; t++) printf("  %d:%.2f", o.threads[t], knee_stats[op][t].median);
       printf(" ms  -> knee %d (fastest %d)%s\n", knee[op], o.threads[best],
              knee_bracketed[op] ? "" : "  NOT BRACKETED");
     }
@@ -931,15 +962,18 @@ int main(int argc, char **argv) {
   stats bind_stats[OP_COUNT][5];
   bool bind_measured[OP_COUNT] = {false};
   if (o.exp_binding) {
-    printf("== 2. binding (OMP_PROC_BIND in the child's environment before exec; "
-           "OMP_PLACES=cores for close/spread)\n");
+    printf(
+        "== 2. binding (OMP_PROC_BIND in the child's environment before exec; "
+        "OMP_PLACES=cores for close/spread)\n");
     printf("   at max(knee, 2) threads: binding a single thread measures nothing about thread placement\n");
-    printf("   rt-close/rt-spread: colstore's runtime binding (cs_binding_set, the colstore_config 'binding' "
-           "setting), env unset\n");
+    printf(
+        "   rt-close/rt-spread: colstore's runtime binding (cs_binding_set, the colstore_config 'binding' "
+        "setting), env unset\n");
     for (int p = 0; p < o.passes; p++)
       for (int b = 0; b < 5; b++)
         for (int op = 0; op < OP_COUNT; op++)
-          if (o.ops[op]) measure(&o, "binding", op, bind_threads(knee[op], cores), binds[b], NULL, &bind_acc[op][b]);
+          if (o.ops[op])
+            measure(&o, "binding", op, bind_threads(knee[op], cores), binds[b], NULL, &bind_acc[op][b]);
     for (int op = 0; op < OP_COUNT; op++) {
       if (!o.ops[op]) continue;
       for (int b = 0; b < 5; b++) bind_stats[op][b] = stats_of(bind_acc[op][b].warm, bind_acc[op][b].nw);
@@ -977,7 +1011,9 @@ int main(int argc, char **argv) {
                                           "setenv-after-init", "runtime-pin-in-region"};
   int omp_single[5] = {-1, -1, -1, -1, -1}, omp_n = cores >= 2 ? cores : 2;
   if (o.exp_ompinit) {
-    printf("== 4. OpenMP initialisation: threads whose affinity mask is one CPU (sched_getaffinity in a region)\n");
+    printf(
+        "== 4. OpenMP initialisation: threads whose affinity mask is one CPU (sched_getaffinity in a "
+        "region)\n");
     for (int v = 0; v < 5; v++) {
       char nt[16];
       snprintf(nt, sizeof nt, "%d", omp_n);
@@ -1004,8 +1040,10 @@ int main(int argc, char **argv) {
 
   /* ---- CONCLUSIONS */
   printf("CONCLUSIONS (this host)\n");
-  if (o.passes < 2) printf("  (1 pass: one process per configuration; verdicts are indicative only, use the default run)\n");
-  printf("  host: %s, %d cores, %d socket(s), %d NUMA node(s); %" PRIu64 " rows x %u cols, %d warm rounds x %d "
+  if (o.passes < 2)
+    printf("  (1 pass: one process per configuration; verdicts are indicative only, use the default run)\n");
+  printf("  host: %s, %d cores, %d socket(s), %d NUMA node(s); %" PRIu64
+         " rows x %u cols, %d warm rounds x %d "
          "pass(es)\n",
          fp.cpu_model, cores, fp.sockets, fp.numa_nodes, o.rows, o.cols, o.rounds, o.passes);
   if (o.exp_knee) {
@@ -1018,22 +1056,27 @@ int main(int argc, char **argv) {
       stats one = knee_stats[op][0], kn = knee_stats[op][ki];
       int fi = 0;
       while (o.threads[fi] != knee_fastest[op]) fi++;
-      printf("     %-6s knee=%d  %.2f ms at the knee, %.2f ms at %d, fastest %d at %.2f ms  (%s)%s\n", op_names[op],
-             knee[op], kn.median, one.median, o.threads[0], knee_fastest[op], knee_stats[op][fi].median,
-             op_desc[op], knee_bracketed[op] ? "" : "; NOT BRACKETED: knee at the largest cap, extend --threads");
+      printf("     %-6s knee=%d  %.2f ms at the knee, %.2f ms at %d, fastest %d at %.2f ms  (%s)%s\n",
+             op_names[op], knee[op], kn.median, one.median, o.threads[0], knee_fastest[op],
+             knee_stats[op][fi].median, op_desc[op],
+             knee_bracketed[op] ? "" : "; NOT BRACKETED: knee at the largest cap, extend --threads");
     }
   } else {
     printf("  1. thread knee: not run\n");
   }
   if (o.exp_binding) {
-    printf("  2. binding (at max(knee, 2); vs unbound; close/spread = OMP_PROC_BIND before exec, rt-* = cs_binding_set):\n");
+    printf(
+        "  2. binding (at max(knee, 2); vs unbound; close/spread = OMP_PROC_BIND before exec, rt-* = "
+        "cs_binding_set):\n");
     for (int op = 0; op < OP_COUNT; op++) {
       if (!o.ops[op] || !bind_measured[op]) continue;
       printf("     %-6s", op_names[op]);
       for (int b = 1; b < 5; b++) {
         int c = compare_cells(&bind_acc[op][b], &bind_acc[op][0]);
         printf("  %s: %s (%.2fx)", binds[b],
-               c == 0 ? "no difference (within spread)" : c < 0 ? "faster" : "slower",
+               c == 0  ? "no difference (within spread)"
+               : c < 0 ? "faster"
+                       : "slower",
                bind_stats[op][0].median / bind_stats[op][b].median);
       }
       printf("  [at %d threads]\n", bind_threads(knee[op], cores));
@@ -1052,7 +1095,9 @@ int main(int argc, char **argv) {
       if (!o.ops[op] || !place_measured[op]) continue;
       int c = compare_cells(&place_acc[op][0], &place_acc[op][1]);
       printf("     %-6s interleave: %s (%.2fx vs one node)\n", op_names[op],
-             c == 0 ? "no difference (within spread)" : c < 0 ? "faster" : "slower",
+             c == 0  ? "no difference (within spread)"
+             : c < 0 ? "faster"
+                     : "slower",
              place_stats[op][1].median / place_stats[op][0].median);
     }
   }
@@ -1060,17 +1105,19 @@ int main(int argc, char **argv) {
     if (omp_single[0] < 0 || omp_single[1] < 0 || omp_single[3] < 0) {
       printf("  4. OpenMP init: inconclusive (a probe failed)\n");
     } else if (omp_single[1] == 0 || omp_single[0] == omp_n) {
-      printf("  4. OpenMP init: not measurable: OMP_PROC_BIND set before exec did not bind (%d/%d single-CPU "
-             "threads; control %d/%d)\n",
-             omp_single[1], omp_n, omp_single[0], omp_n);
+      printf(
+          "  4. OpenMP init: not measurable: OMP_PROC_BIND set before exec did not bind (%d/%d single-CPU "
+          "threads; control %d/%d)\n",
+          omp_single[1], omp_n, omp_single[0], omp_n);
     } else {
-      printf("  4. OpenMP init: env before exec binds (%d/%d threads on one CPU, control %d/%d); setenv "
-             "inside the process %s before the first parallel region (%d/%d) and %s after OpenMP init "
-             "(%d/%d); a pin from inside a region (sched_setaffinity) %s (%d/%d)\n",
-             omp_single[1], omp_n, omp_single[0], omp_n, omp_single[2] > omp_single[0] ? "HAS an effect" : "has NO effect",
-             omp_single[2], omp_n, omp_single[3] > omp_single[0] ? "HAS an effect" : "has NO effect",
-             omp_single[3], omp_n, omp_single[4] > omp_single[0] ? "persists" : "does not persist",
-             omp_single[4], omp_n);
+      printf(
+          "  4. OpenMP init: env before exec binds (%d/%d threads on one CPU, control %d/%d); setenv "
+          "inside the process %s before the first parallel region (%d/%d) and %s after OpenMP init "
+          "(%d/%d); a pin from inside a region (sched_setaffinity) %s (%d/%d)\n",
+          omp_single[1], omp_n, omp_single[0], omp_n,
+          omp_single[2] > omp_single[0] ? "HAS an effect" : "has NO effect", omp_single[2], omp_n,
+          omp_single[3] > omp_single[0] ? "HAS an effect" : "has NO effect", omp_single[3], omp_n,
+          omp_single[4] > omp_single[0] ? "persists" : "does not persist", omp_single[4], omp_n);
     }
   } else {
     printf("  4. OpenMP init: not run\n");
@@ -1080,7 +1127,8 @@ int main(int argc, char **argv) {
   ** the end includes this harness's own threads. */
   double load_end = loadavg();
   bool busy = load_start >= 0.5 * cores;
-  printf("  recommended on this host%s:\n", busy ? " (measured while the host was busy: not a basis for changing a default)" : "");
+  printf("  recommended on this host%s:\n",
+         busy ? " (measured while the host was busy: not a basis for changing a default)" : "");
   if (o.exp_knee) {
     int lo = 0, hi = 0;
     for (int op = 0; op < OP_COUNT; op++)
@@ -1089,12 +1137,16 @@ int main(int argc, char **argv) {
         hi = knee[op] > hi ? knee[op] : hi;
       }
     if (hi > cores)
-      printf("     threads: knees %d..%d, above the %d cores: oversubscription measured faster or within spread; "
-             "rerun on a quiet host before setting a cap above the cores (else keep 0 = auto)\n", lo, hi, cores);
+      printf(
+          "     threads: knees %d..%d, above the %d cores: oversubscription measured faster or within "
+          "spread; "
+          "rerun on a quiet host before setting a cap above the cores (else keep 0 = auto)\n",
+          lo, hi, cores);
     else if (hi == cores)
       printf("     threads: 0 (auto = the %d cores; knees %d..%d)\n", cores, lo, hi);
     else if (hi)
-      printf("     threads: %d (the largest knee; knees %d..%d; auto would use %d cores)\n", hi, lo, hi, cores);
+      printf("     threads: %d (the largest knee; knees %d..%d; auto would use %d cores)\n", hi, lo, hi,
+             cores);
   }
   if (o.exp_binding) {
     int faster = 0, slower = 0, measured = 0;
@@ -1107,26 +1159,32 @@ int main(int argc, char **argv) {
           slower += c > 0;
         }
     printf("     binding: %s (%d of %d bound cells faster, %d slower, rest within spread)\n",
-           faster && !slower  ? "close/spread were faster here; confirm on the target host before enabling"
-           : !faster          ? "off (no measured gain from binding)"
-                              : "off (mixed: no consistent gain from binding)",
+           faster && !slower ? "close/spread were faster here; confirm on the target host before enabling"
+           : !faster         ? "off (no measured gain from binding)"
+                             : "off (mixed: no consistent gain from binding)",
            faster, measured, slower);
   }
   if (o.exp_placement)
-    printf("     numa placement: %s\n",
-           placement_measurable ? "see 3 (interleave if faster, else no preference)"
-                                : "no evidence on this host (single node); keep auto");
+    printf("     numa placement: %s\n", placement_measurable
+                                            ? "see 3 (interleave if faster, else no preference)"
+                                            : "no evidence on this host (single node); keep auto");
   printf("  not measured on this host:");
   bool any = false;
-  if (fp.numa_nodes <= 1) printf(" placement (1 NUMA node);"), any = true;
-  else if (!have_numactl) printf(" placement (numactl absent);"), any = true;
-  if (cores <= 2) printf(" knees beyond %d threads (%d cores; caps above %d oversubscribe);", cores, cores, cores), any = true;
+  if (fp.numa_nodes <= 1)
+    printf(" placement (1 NUMA node);"), any = true;
+  else if (!have_numactl)
+    printf(" placement (numactl absent);"), any = true;
+  if (cores <= 2)
+    printf(" knees beyond %d threads (%d cores; caps above %d oversubscribe);", cores, cores, cores),
+        any = true;
   if (fp.sockets <= 1) printf(" cross-socket binding effects (1 socket);"), any = true;
   printf("%s\n", any ? "" : " nothing");
   if (busy)
-    printf("  WARNING: load average %.2f before the first measurement on %d cores: other work shared the CPUs, so "
-           "knees are biased low and spreads are wide; rerun on a quiet host before acting on them\n",
-           load_start, cores);
+    printf(
+        "  WARNING: load average %.2f before the first measurement on %d cores: other work shared the CPUs, "
+        "so "
+        "knees are biased low and spreads are wide; rerun on a quiet host before acting on them\n",
+        load_start, cores);
   if (failures) printf("  WARNING: %d measurement(s) failed or disagreed; see the lines above\n", failures);
   printf("  wall time: %.1f s; load average %.2f at start, %.2f at end (the end includes this harness)\n",
          (now_ms() - t_start) / 1e3, load_start, load_end);

@@ -41,33 +41,37 @@ extern "C" {
 /* ---------------------------------------------------------------- errors */
 
 /* One table yields the enum and its names (libuv's UV_ERRNO_MAP habit). */
-#define CS_RC_MAP(X)                                                          \
-  X(OK, "ok")                                                                 \
-  X(EIO, "I/O error")                                                         \
-  X(ENOMEM, "out of memory")                                                  \
-  X(ENOTSTORE, "not a colstore file")                                         \
-  X(EVERSION, "unsupported format version")                                   \
-  X(ECORRUPT, "corrupt store")                                                \
-  X(ESCHEMA, "schema mismatch")                                               \
-  X(EINVAL, "invalid argument")                                               \
-  X(EEXIST, "file exists")                                                    \
-  X(ENOENT, "no such file")                                                   \
-  X(EBUSY, "store is locked by another writer")                               \
+#define CS_RC_MAP(X)                            \
+  X(OK, "ok")                                   \
+  X(EIO, "I/O error")                           \
+  X(ENOMEM, "out of memory")                    \
+  X(ENOTSTORE, "not a colstore file")           \
+  X(EVERSION, "unsupported format version")     \
+  X(ECORRUPT, "corrupt store")                  \
+  X(ESCHEMA, "schema mismatch")                 \
+  X(EINVAL, "invalid argument")                 \
+  X(EEXIST, "file exists")                      \
+  X(ENOENT, "no such file")                     \
+  X(EBUSY, "store is locked by another writer") \
   X(ERANGE, "value out of range")
 
+/* clang-format would indent CS_RC_COUNT as a continuation of the macro
+** call before it. */
+/* clang-format off */
 typedef enum cs_rc {
 #define CS_RC_ENUM(name, text) CS_##name,
   CS_RC_MAP(CS_RC_ENUM)
 #undef CS_RC_ENUM
   CS_RC_COUNT
 } cs_rc;
+/* clang-format on */
 
 #define CS_ERR_MSG_BYTES 512
 
 /* A fixed-size error holder: no allocation on the failure path. */
 typedef struct cs_err {
-  cs_rc code;                     /* CS_OK until something fails */
-  char msg[CS_ERR_MSG_BYTES];     /* NUL-terminated; "" when code == CS_OK */
+  cs_rc code;                 /* CS_OK until something fails */
+  char msg[CS_ERR_MSG_BYTES]; /* NUL-terminated; "" when code == CS_OK */
 } cs_err;
 
 const char *cs_rc_name(cs_rc rc);
@@ -91,9 +95,9 @@ typedef enum cs_type {
   CS_TYPE_UINT32 = 7,
   CS_TYPE_FLOAT32 = 8,
   CS_TYPE_FLOAT64 = 9,
-  CS_TYPE_BOOL = 10,   /* one byte per row, 0 or 1 */
-  CS_TYPE_TEXT = 11,   /* int64 offsets (n_rows + 1) + UTF-8 bytes */
-  CS_TYPE_BLOB = 12    /* int64 offsets (n_rows + 1) + bytes */
+  CS_TYPE_BOOL = 10, /* one byte per row, 0 or 1 */
+  CS_TYPE_TEXT = 11, /* int64 offsets (n_rows + 1) + UTF-8 bytes */
+  CS_TYPE_BLOB = 12  /* int64 offsets (n_rows + 1) + bytes */
 } cs_type;
 
 #define CS_TYPE_MAX 12
@@ -109,18 +113,18 @@ static inline bool cs_type_is_varlen(cs_type t) { return t == CS_TYPE_TEXT || t 
 static inline bool cs_type_is_float(cs_type t) { return t == CS_TYPE_FLOAT32 || t == CS_TYPE_FLOAT64; }
 static inline bool cs_type_is_integer(cs_type t) { return !cs_type_is_varlen(t) && !cs_type_is_float(t); }
 
-#define CS_NAME_MAX_BYTES 255   /* longest column name, in bytes */
-#define CS_MAX_COLUMNS 2000     /* SQLite's default SQLITE_MAX_COLUMN */
+#define CS_NAME_MAX_BYTES 255 /* longest column name, in bytes */
+#define CS_MAX_COLUMNS 2000   /* SQLite's default SQLITE_MAX_COLUMN */
 
 typedef struct cs_column {
-  const char *name;   /* NUL-terminated; owned by whoever owns the schema */
+  const char *name; /* NUL-terminated; owned by whoever owns the schema */
   cs_type type;
   bool nullable;
 } cs_column;
 
 typedef struct cs_schema {
   uint32_t n_cols;
-  const cs_column *cols;   /* n_cols entries */
+  const cs_column *cols; /* n_cols entries */
 } cs_schema;
 
 /* ------------------------------------------------------------ statistics */
@@ -137,13 +141,13 @@ typedef union cs_stat {
 
 /* One column of one record, resolved to pointers into the mapping. */
 typedef struct cs_chunk {
-  const uint8_t *validity;  /* LSB-first bitmap, 1 = valid; NULL = no NULLs */
-  const int64_t *offsets;   /* TEXT/BLOB: n_rows + 1 byte offsets; else NULL */
-  const void *data;         /* values, or the bytes of TEXT/BLOB */
-  uint64_t data_bytes;      /* bytes at data */
+  const uint8_t *validity; /* LSB-first bitmap, 1 = valid; NULL = no NULLs */
+  const int64_t *offsets;  /* TEXT/BLOB: n_rows + 1 byte offsets; else NULL */
+  const void *data;        /* values, or the bytes of TEXT/BLOB */
+  uint64_t data_bytes;     /* bytes at data */
   uint64_t null_count;
-  cs_stat min, max;         /* valid when flags & CS_CHUNK_HAS_MINMAX */
-  uint32_t flags;           /* CS_CHUNK_* */
+  cs_stat min, max; /* valid when flags & CS_CHUNK_HAS_MINMAX */
+  uint32_t flags;   /* CS_CHUNK_* */
 } cs_chunk;
 
 /* ----------------------------------------------------------------- store */
@@ -152,9 +156,9 @@ typedef struct cs_chunk {
 ** readers check each chunk the first time the process reads it through
 ** cs_store_check_chunks (what the SQL table does unless verify=header). */
 typedef enum cs_verify {
-  CS_VERIFY_HEADER = 0,  /* check header, commit slot and footer checksums */
-  CS_VERIFY_FULL = 1,    /* also every record header and data checksum */
-  CS_VERIFY_READ = 2     /* open as HEADER; the reader checks chunks as it reads */
+  CS_VERIFY_HEADER = 0, /* check header, commit slot and footer checksums */
+  CS_VERIFY_FULL = 1,   /* also every record header and data checksum */
+  CS_VERIFY_READ = 2    /* open as HEADER; the reader checks chunks as it reads */
 } cs_verify;
 
 typedef struct cs_store cs_store;
@@ -169,10 +173,7 @@ typedef struct cs_store cs_store;
 ** after a pause").  A store whose committed bytes exceed cs_cache_limit()
 ** is read through the mapping even when MEMORY is asked for, and
 ** cs_store_cache_info says so and why. */
-typedef enum cs_cache {
-  CS_CACHE_MAP = 0,
-  CS_CACHE_MEMORY = 1
-} cs_cache;
+typedef enum cs_cache { CS_CACHE_MAP = 0, CS_CACHE_MEMORY = 1 } cs_cache;
 
 /* Opens the last committed state of the store at path.  CS_ENOENT when the
 ** path does not exist, CS_ENOTSTORE when its first bytes are not a store,
@@ -188,13 +189,13 @@ cs_rc cs_store_open_with(const char *path, cs_verify verify, cs_cache cache, cs_
 
 /* What a snapshot's cache is (for a dataset: over all its files). */
 typedef struct cs_cache_info {
-  cs_cache requested;   /* what the open asked for */
-  cs_cache effective;   /* MEMORY when every byte is read from a copy */
-  uint64_t bytes;       /* bytes held in copies (committed bytes of the files) */
-  uint64_t read_bytes;  /* of them read from the files when the copies were made; the
+  cs_cache requested;  /* what the open asked for */
+  cs_cache effective;  /* MEMORY when every byte is read from a copy */
+  uint64_t bytes;      /* bytes held in copies (committed bytes of the files) */
+  uint64_t read_bytes; /* of them read from the files when the copies were made; the
                         ** rest came from the previous snapshot's copy (cs_store_reopen) */
-  uint64_t copy_ns;     /* wall time the copies took, nanoseconds */
-  char why[192];        /* requested MEMORY but effective MAP: why; else "" */
+  uint64_t copy_ns;    /* wall time the copies took, nanoseconds */
+  char why[192];       /* requested MEMORY but effective MAP: why; else "" */
 } cs_cache_info;
 void cs_store_cache_info(const cs_store *store, cs_cache_info *out);
 /* The most committed bytes a store (a dataset: all its files together) may
@@ -277,7 +278,8 @@ uint64_t cs_store_deleted_in(const cs_store *store, uint64_t first, uint64_t n);
 ** reopened or written).  Close it with cs_store_close.  base is one file's
 ** snapshot (not a dataset or a view).  CS_EINVAL for a row out of range or
 ** another base, CS_ENOMEM.  It is cs_store_with_changes with no updates. */
-cs_rc cs_store_with_deletions(const cs_store *base, const uint64_t *rows, uint64_t n, cs_store **out, cs_err *err);
+cs_rc cs_store_with_deletions(const cs_store *base, const uint64_t *rows, uint64_t n, cs_store **out,
+                              cs_err *err);
 /* Pending updates, as cs_writer_update takes them: position rows[i] takes
 ** row i of values in every column c with cols[c] != 0 (cols NULL: every
 ** column). */
@@ -285,7 +287,7 @@ typedef struct cs_update {
   const uint64_t *rows;
   uint64_t n;
   const struct cs_batch *values; /* a batch of the store's schema with at least n rows */
-  const uint8_t *cols;      /* n_cols flags, or NULL */
+  const uint8_t *cols;           /* n_cols flags, or NULL */
 } cs_update;
 /* cs_store_with_deletions that also shows upd[0, n_upd) applied in order
 ** (a position given twice takes its last value in each column a later
@@ -301,8 +303,8 @@ typedef struct cs_update {
 ** damaged offsets; CS_ENOMEM.  Chunk checks (cs_store_check_chunks) of the
 ** view check base's chunks, including the ones an updated chunk was made
 ** from. */
-cs_rc cs_store_with_changes(const cs_store *base, const uint64_t *del_rows, uint64_t n_del, const cs_update *upd, uint64_t n_upd,
-                            cs_store **out, cs_err *err);
+cs_rc cs_store_with_changes(const cs_store *base, const uint64_t *del_rows, uint64_t n_del,
+                            const cs_update *upd, uint64_t n_upd, cs_store **out, cs_err *err);
 /* cs_store_with_changes of base and, after its last position, the rows of
 ** ins (NULL: none) as positions cs_store_rows(base) + i, for reading a
 ** transaction's inserted rows before they are written.  del_rows and upd
@@ -313,23 +315,24 @@ cs_rc cs_store_with_changes(const cs_store *base, const uint64_t *del_rows, uint
 ** so every reader treats them as committed records.  Nothing of ins or upd
 ** is kept.  CS_EINVAL / CS_ESCHEMA for a batch of another schema, as for a
 ** position past the inserted rows; CS_ENOMEM. */
-cs_rc cs_store_with_pending(const cs_store *base, const struct cs_batch *ins, const uint64_t *del_rows, uint64_t n_del,
-                            const cs_update *upd, uint64_t n_upd, cs_store **out, cs_err *err);
+cs_rc cs_store_with_pending(const cs_store *base, const struct cs_batch *ins, const uint64_t *del_rows,
+                            uint64_t n_del, const cs_update *upd, uint64_t n_upd, cs_store **out,
+                            cs_err *err);
 /* A new batch (*out) holding b's rows with upd[0, n_upd) applied to the
 ** positions [first, first + cs_batch_rows(b)) as cs_writer_update would
 ** apply them (row i of b is position first + i; positions outside are
 ** ignored), for writing rows a transaction inserted and then updated,
 ** which cs_writer_update cannot change.  *out is NULL when no update
 ** touches b.  Free it with cs_batch_free.  CS_EINVAL, CS_ENOMEM. */
-cs_rc cs_batch_with_updates(const struct cs_batch *b, const cs_schema *schema, uint64_t first, const cs_update *upd,
-                            uint64_t n_upd, struct cs_batch **out, cs_err *err);
+cs_rc cs_batch_with_updates(const struct cs_batch *b, const cs_schema *schema, uint64_t first,
+                            const cs_update *upd, uint64_t n_upd, struct cs_batch **out, cs_err *err);
 
 /* Whole-column summary derived from the chunks. */
 typedef struct cs_column_stats {
   uint64_t null_count;
   bool has_minmax;
   cs_stat min, max;
-  bool sorted;      /* non-decreasing across the whole column, no NULLs */
+  bool sorted; /* non-decreasing across the whole column, no NULLs */
 } cs_column_stats;
 void cs_store_column_stats(const cs_store *store, uint32_t col, cs_column_stats *out);
 
@@ -371,13 +374,13 @@ typedef enum cs_damage_kind {
 
 /* One damaged part; every pointer is valid only during the callback. */
 typedef struct cs_damage {
-  const char *path;     /* the file */
+  const char *path; /* the file */
   cs_damage_kind kind;
-  uint64_t record;      /* index within the file, or CS_DAMAGE_NO_RECORD */
-  uint32_t column;      /* schema index, or CS_DAMAGE_NO_COLUMN */
-  uint64_t first_row;   /* the record's positions in its file: [first_row, */
-  uint64_t n_rows;      /* first_row + n_rows); 0 and 0 without a record */
-  const char *msg;      /* "path: record 3, column x: checksum mismatch (...)", no "colstore: " */
+  uint64_t record;    /* index within the file, or CS_DAMAGE_NO_RECORD */
+  uint32_t column;    /* schema index, or CS_DAMAGE_NO_COLUMN */
+  uint64_t first_row; /* the record's positions in its file: [first_row, */
+  uint64_t n_rows;    /* first_row + n_rows); 0 and 0 without a record */
+  const char *msg;    /* "path: record 3, column x: checksum mismatch (...)", no "colstore: " */
 } cs_damage;
 typedef void (*cs_damage_fn)(void *ctx, const cs_damage *part);
 
@@ -391,7 +394,8 @@ typedef void (*cs_damage_fn)(void *ctx, const cs_damage *part);
 ** unreadable (CS_DAMAGE_FILE, then that file's last part) ends its checks.
 ** The return is an error other than damage (CS_ENOENT, CS_ENOTSTORE, CS_EVERSION, CS_EIO,
 ** CS_ENOMEM; CS_ESCHEMA when the intact files of a dataset differ). */
-cs_rc cs_store_verify_source(const char *source, cs_damage_fn fn, void *ctx, uint64_t *out_n_damaged, cs_err *err);
+cs_rc cs_store_verify_source(const char *source, cs_damage_fn fn, void *ctx, uint64_t *out_n_damaged,
+                             cs_err *err);
 
 /* Checks the chunks of records [rec_first, rec_end) in the columns cols
 ** flags (n_cols bytes; NULL = every column) against their checksums,
@@ -400,7 +404,8 @@ cs_rc cs_store_verify_source(const char *source, cs_damage_fn fn, void *ctx, uin
 ** cs_store_check_rows does the same for the records holding rows[0, n). */
 cs_rc cs_store_check_chunks(const cs_store *store, uint64_t rec_first, uint64_t rec_end, const uint8_t *cols,
                             cs_err *err);
-cs_rc cs_store_check_rows(const cs_store *store, const uint64_t *rows, uint64_t n, const uint8_t *cols, cs_err *err);
+cs_rc cs_store_check_rows(const cs_store *store, const uint64_t *rows, uint64_t n, const uint8_t *cols,
+                          cs_err *err);
 
 /* -------------------------------------------------------------- datasets */
 
@@ -433,7 +438,8 @@ void cs_paths_free(char **paths, uint32_t n);
 ** must equal the first's (names, types, nullability), else CS_ESCHEMA naming
 ** the first file that differs and its first differing column.  n_paths == 0
 ** is CS_ENOENT.  cs_store_path is paths[0]. */
-cs_rc cs_store_open_dataset(const char *const *paths, uint32_t n_paths, cs_verify verify, cs_store **out, cs_err *err);
+cs_rc cs_store_open_dataset(const char *const *paths, uint32_t n_paths, cs_verify verify, cs_store **out,
+                            cs_err *err);
 /* Opens source: a dataset (cs_source_is_dataset: expanded now, and again by
 ** cs_store_is_current) or else a single store (cs_store_open).  A dataset
 ** source that matches no file is CS_ENOENT "colstore: no store files match
@@ -441,7 +447,8 @@ cs_rc cs_store_open_dataset(const char *const *paths, uint32_t n_paths, cs_verif
 cs_rc cs_store_open_source(const char *source, cs_verify verify, cs_store **out, cs_err *err);
 /* cs_store_open_source with a cache (cs_store_open_with); a dataset copies
 ** every file when their committed bytes together are within the limit. */
-cs_rc cs_store_open_source_with(const char *source, cs_verify verify, cs_cache cache, cs_store **out, cs_err *err);
+cs_rc cs_store_open_source_with(const char *source, cs_verify verify, cs_cache cache, cs_store **out,
+                                cs_err *err);
 /* True for a store opened as a dataset (even one of a single file). */
 bool cs_store_is_dataset(const cs_store *store);
 /* The files of a store (1 for a single-file store), in row order. */
@@ -453,8 +460,8 @@ uint64_t cs_store_file_first_row(const cs_store *store, uint32_t i);
 
 /* Bounds-checked access to one TEXT/BLOB value: CS_ECORRUPT if the offsets
 ** are damaged.  local is the row within the record. */
-cs_rc cs_chunk_varlen(const cs_chunk *chunk, uint64_t local, const uint8_t **out_bytes,
-                      uint64_t *out_len, cs_err *err);
+cs_rc cs_chunk_varlen(const cs_chunk *chunk, uint64_t local, const uint8_t **out_bytes, uint64_t *out_len,
+                      cs_err *err);
 
 static inline bool cs_chunk_is_valid(const cs_chunk *chunk, uint64_t local) {
   return chunk->validity == NULL || ((chunk->validity[local >> 3] >> (local & 7)) & 1);
@@ -494,9 +501,9 @@ void cs_batch_column_reset(cs_batch *batch, uint32_t col, cs_type type);
 typedef struct cs_writer cs_writer;
 
 typedef struct cs_writer_options {
-  uint64_t record_rows;   /* rows per record; 0 = CS_DEFAULT_RECORD_ROWS */
-  bool replace;           /* create: overwrite an existing file */
-  int lock_timeout_ms;    /* append: wait this long for the lock, then CS_EBUSY */
+  uint64_t record_rows; /* rows per record; 0 = CS_DEFAULT_RECORD_ROWS */
+  bool replace;         /* create: overwrite an existing file */
+  int lock_timeout_ms;  /* append: wait this long for the lock, then CS_EBUSY */
   /* append: after a commit that leaves the store with many small records,
   ** compact it (positions kept) under the lock still held, when that
   ** rewrite costs at most this many times the bytes it wins back; 0 = never
@@ -514,8 +521,7 @@ cs_rc cs_writer_create(const char *path, const cs_schema *schema, const cs_write
                        cs_writer **out, cs_err *err);
 /* Opens an existing store for appending: takes an exclusive flock (waiting
 ** up to lock_timeout_ms) and reads the last committed state. */
-cs_rc cs_writer_append(const char *path, const cs_writer_options *opt, cs_writer **out,
-                       cs_err *err);
+cs_rc cs_writer_append(const char *path, const cs_writer_options *opt, cs_writer **out, cs_err *err);
 const cs_schema *cs_writer_schema(const cs_writer *w);
 /* Rows already committed plus rows written by this writer so far. */
 uint64_t cs_writer_rows(const cs_writer *w);
@@ -546,7 +552,8 @@ cs_rc cs_writer_delete(cs_writer *w, const uint64_t *rows, uint64_t n, uint64_t 
 ** checksums recomputed; the live chunk is read back and must pass its
 ** checksum, else CS_ECORRUPT), and upgrades a version-1 file to version 2
 ** as cs_writer_delete does.  Calls whose cols are all 0 write nothing. */
-cs_rc cs_writer_update(cs_writer *w, const uint64_t *rows, uint64_t n, const cs_batch *values, const uint8_t *cols, cs_err *err);
+cs_rc cs_writer_update(cs_writer *w, const uint64_t *rows, uint64_t n, const cs_batch *values,
+                       const uint8_t *cols, cs_err *err);
 /* Whether the writer's file is the file a snapshot was read from (same
 ** device and inode; a view or dataset: its first file).  Positions a caller
 ** took from the snapshot mean the same rows in the writer only then: a file
@@ -580,7 +587,7 @@ void cs_writer_abort(cs_writer *w);
 ** beside it, which readers ignore). */
 typedef struct cs_compact_options {
   bool renumber;
-  uint64_t record_rows;   /* 0: the larger of CS_DEFAULT_RECORD_ROWS and the store's largest record */
+  uint64_t record_rows; /* 0: the larger of CS_DEFAULT_RECORD_ROWS and the store's largest record */
   int lock_timeout_ms;
   /* Called at each step ("locked", "written", "synced", "renamed") with
   ** ctx; tests crash a child there.  NULL: none. */
@@ -589,18 +596,18 @@ typedef struct cs_compact_options {
 } cs_compact_options;
 
 typedef struct cs_compact_counts {
-  uint64_t rows;          /* live rows */
-  uint64_t positions;     /* rowids handed out (rows + deleted) */
+  uint64_t rows;      /* live rows */
+  uint64_t positions; /* rowids handed out (rows + deleted) */
   uint64_t records;
-  uint64_t bytes;         /* file size */
-  uint64_t free_bytes;    /* data-region bytes no record used */
+  uint64_t bytes;      /* file size */
+  uint64_t free_bytes; /* data-region bytes no record used */
 } cs_compact_counts;
 
 typedef struct cs_compact_report {
   cs_compact_counts before, after;
-  uint64_t generation;    /* the new file's commit generation */
+  uint64_t generation;     /* the new file's commit generation */
   uint64_t records_copied; /* records that went across whole, byte for byte (the rest were re-laid) */
-  uint64_t ns;            /* wall time, lock wait excluded */
+  uint64_t ns;             /* wall time, lock wait excluded */
 } cs_compact_report;
 
 cs_rc cs_compact(const char *path, const cs_compact_options *opt, cs_compact_report *out, cs_err *err);
@@ -619,8 +626,8 @@ cs_rc cs_compact(const char *path, const cs_compact_options *opt, cs_compact_rep
 
 /* Process-wide kernel settings (colstore_config). */
 typedef struct cs_kernel_config {
-  int threads;          /* thread cap; 0 = auto (the host's cores) */
-  int prefetch;         /* prefetch distance in elements; 0 = off; -1 = auto */
+  int threads;  /* thread cap; 0 = auto (the host's cores) */
+  int prefetch; /* prefetch distance in elements; 0 = off; -1 = auto */
 } cs_kernel_config;
 void cs_kernel_config_get(cs_kernel_config *out);
 void cs_kernel_config_set(const cs_kernel_config *cfg);
@@ -639,25 +646,28 @@ int cs_kernel_threads_cap(void);
 int cs_kernel_idle_cpus(void);
 
 /* Rows [first, first + n): one memcpy per overlapping record, serial. */
-void cs_gather_range(const cs_store *s, uint32_t col, uint64_t first, uint64_t n, void *out, uint8_t *out_valid);
+void cs_gather_range(const cs_store *s, uint32_t col, uint64_t first, uint64_t n, void *out,
+                     uint8_t *out_valid);
 /* Rows first, first + step, ... (n of them; step may be negative). */
 void cs_gather_strided(const cs_store *s, uint32_t col, uint64_t first, int64_t step, uint64_t n, void *out,
                        uint8_t *out_valid);
 /* Rows in any order, walked with a record cursor: O(n + records) when
 ** rows are non-decreasing; a backward step re-locates by binary search. */
-void cs_gather_sorted(const cs_store *s, uint32_t col, const uint64_t *rows, uint64_t n, void *out, uint8_t *out_valid);
+void cs_gather_sorted(const cs_store *s, uint32_t col, const uint64_t *rows, uint64_t n, void *out,
+                      uint8_t *out_valid);
 /* Rows in any order, each located by a branchless binary search over the
 ** record table (or a division when records are uniform). */
-void cs_gather_rows(const cs_store *s, uint32_t col, const uint64_t *rows, uint64_t n, void *out, uint8_t *out_valid);
+void cs_gather_rows(const cs_store *s, uint32_t col, const uint64_t *rows, uint64_t n, void *out,
+                    uint8_t *out_valid);
 /* The record of each row, found once and reused by every column. */
 void cs_bins_compute(const cs_store *s, const uint64_t *rows, uint64_t n, uint32_t *out_bins);
-void cs_gather_rows_binned(const cs_store *s, uint32_t col, const uint64_t *rows, const uint32_t *bins, uint64_t n,
-                           void *out, uint8_t *out_valid);
+void cs_gather_rows_binned(const cs_store *s, uint32_t col, const uint64_t *rows, const uint32_t *bins,
+                           uint64_t n, void *out, uint8_t *out_valid);
 /* Rows first + i where mask[i] != 0, i < n; returns the number written.
 ** out (and out_valid) need room for exactly cs_mask_count(mask, n)
 ** elements; nothing is written past them. */
-uint64_t cs_gather_mask(const cs_store *s, uint32_t col, const uint8_t *mask, uint64_t first, uint64_t n, void *out,
-                        uint8_t *out_valid);
+uint64_t cs_gather_mask(const cs_store *s, uint32_t col, const uint8_t *mask, uint64_t first, uint64_t n,
+                        void *out, uint8_t *out_valid);
 /* Mask helpers: count of nonzero bytes; positions base + i of nonzero bytes
 ** (out_rows needs room for cs_mask_count(mask, n) of them). */
 uint64_t cs_mask_count(const uint8_t *mask, uint64_t n);
@@ -668,34 +678,46 @@ uint64_t cs_mask_to_rows(const uint8_t *mask, uint64_t n, uint64_t base, uint64_
 /* A constant in SQLite's storage classes; they order NULL < numbers (INT and
 ** FLOAT compared exactly as numbers) < TEXT < BLOB, TEXT and BLOB by memcmp
 ** (BINARY collation).  The caller applies column affinity first. */
-typedef enum cs_value_kind { CS_VAL_NULL = 0, CS_VAL_INT, CS_VAL_FLOAT, CS_VAL_TEXT, CS_VAL_BLOB } cs_value_kind;
+typedef enum cs_value_kind {
+  CS_VAL_NULL = 0,
+  CS_VAL_INT,
+  CS_VAL_FLOAT,
+  CS_VAL_TEXT,
+  CS_VAL_BLOB
+} cs_value_kind;
 typedef struct cs_value {
   cs_value_kind kind;
-  int64_t i;            /* CS_VAL_INT */
-  double f;             /* CS_VAL_FLOAT */
-  const uint8_t *p;     /* CS_VAL_TEXT/BLOB bytes; not owned */
-  uint64_t n;           /* their length */
+  int64_t i;        /* CS_VAL_INT */
+  double f;         /* CS_VAL_FLOAT */
+  const uint8_t *p; /* CS_VAL_TEXT/BLOB bytes; not owned */
+  uint64_t n;       /* their length */
 } cs_value;
 
 typedef enum cs_cmp {
-  CS_CMP_EQ, CS_CMP_NE, CS_CMP_LT, CS_CMP_LE, CS_CMP_GT, CS_CMP_GE,
-  CS_CMP_ISNULL, CS_CMP_NOTNULL,
-  CS_CMP_IN,            /* set/n_set; NULL members never match */
-  CS_CMP_BETWEEN,       /* lo <= x AND x <= hi */
-  CS_CMP_ISNOT          /* x IS NOT a: NULL (and NaN) rows and values not equal to a; a NULL: IS NOT NULL */
+  CS_CMP_EQ,
+  CS_CMP_NE,
+  CS_CMP_LT,
+  CS_CMP_LE,
+  CS_CMP_GT,
+  CS_CMP_GE,
+  CS_CMP_ISNULL,
+  CS_CMP_NOTNULL,
+  CS_CMP_IN,      /* set/n_set; NULL members never match */
+  CS_CMP_BETWEEN, /* lo <= x AND x <= hi */
+  CS_CMP_ISNOT    /* x IS NOT a: NULL (and NaN) rows and values not equal to a; a NULL: IS NOT NULL */
 } cs_cmp;
 
 typedef struct cs_pred {
   uint32_t col;
   cs_cmp op;
-  cs_value a, b;        /* operand; BETWEEN: a = lo, b = hi */
-  const cs_value *set;  /* CS_CMP_IN members; not owned */
+  cs_value a, b;       /* operand; BETWEEN: a = lo, b = hi */
+  const cs_value *set; /* CS_CMP_IN members; not owned */
   uint64_t n_set;
 } cs_pred;
 
 typedef struct cs_pred_stats {
   uint64_t records_scanned;
-  uint64_t records_skipped;  /* by zone maps (min/max, null count) */
+  uint64_t records_skipped; /* by zone maps (min/max, null count) */
   uint64_t rows_selected;
 } cs_pred_stats;
 
@@ -703,8 +725,8 @@ typedef struct cs_pred_stats {
 ** i < n.  A NULL value (and a NaN, which SQLite reads as NULL) satisfies only
 ** ISNULL.  Whole records are decided from zone maps when they can be.
 ** stats may be NULL; with n_preds == 0 every row is selected. */
-void cs_pred_eval(const cs_store *s, const cs_pred *preds, uint32_t n_preds, uint64_t first, uint64_t n, uint8_t *mask,
-                  cs_pred_stats *stats);
+void cs_pred_eval(const cs_store *s, const cs_pred *preds, uint32_t n_preds, uint64_t first, uint64_t n,
+                  uint8_t *mask, cs_pred_stats *stats);
 /* Does the single value x satisfy pr (its operands already converted as for
 ** cs_pred_eval)?  The same semantics on storage classes, for a caller that
 ** must know what SQLite would answer for one value: colstore_agg, whose
@@ -731,25 +753,26 @@ typedef struct cs_gather_target {
 
 /* Predicates compiled once against a store, for every batch of a scan. */
 typedef struct cs_selector cs_selector;
-cs_rc cs_selector_new(const cs_store *s, const cs_pred *preds, uint32_t n_preds, cs_selector **out, cs_err *err);
+cs_rc cs_selector_new(const cs_store *s, const cs_pred *preds, uint32_t n_preds, cs_selector **out,
+                      cs_err *err);
 void cs_selector_free(cs_selector *sel);
 
 typedef struct cs_select_batch {
   /* in */
-  uint64_t first, n;          /* rows [first, first + n) */
-  const uint8_t *user_mask;   /* n bytes ANDed into the predicates (a _mask), or NULL */
-  uint8_t *mask;              /* n bytes of scratch; the batch's mask afterwards */
-  uint64_t *rows;             /* room for n positions */
-  bool want_rows;             /* fill rows even when gathering by mask */
+  uint64_t first, n;        /* rows [first, first + n) */
+  const uint8_t *user_mask; /* n bytes ANDed into the predicates (a _mask), or NULL */
+  uint8_t *mask;            /* n bytes of scratch; the batch's mask afterwards */
+  uint64_t *rows;           /* room for n positions */
+  bool want_rows;           /* fill rows even when gathering by mask */
   const cs_gather_target *targets;
   uint32_t n_targets;
-  double mask_gate;           /* density (selected / n) from which to gather by mask */
-  uint64_t count_from;        /* records starting before this row are counted at it */
-  int max_threads;            /* at most this many threads (0 = as cs_kernel_threads says) */
+  double mask_gate;    /* density (selected / n) from which to gather by mask */
+  uint64_t count_from; /* records starting before this row are counted at it */
+  int max_threads;     /* at most this many threads (0 = as cs_kernel_threads says) */
   /* out */
   uint64_t n_selected;
-  bool by_mask;               /* gathered by the mask, not through positions */
-  bool rows_filled;           /* rows[0, n_selected) hold the positions */
+  bool by_mask;     /* gathered by the mask, not through positions */
+  bool rows_filled; /* rows[0, n_selected) hold the positions */
   int threads;
   uint64_t records_scanned, records_skipped;
 } cs_select_batch;
@@ -794,7 +817,12 @@ void cs_worker_release(cs_worker *w);
 ** all nodes when the effective policy is interleave), the binding at the
 ** start of every threaded kernel region.  Each has a requested value and an
 ** effective one, which says what this host and build actually do. */
-typedef enum cs_numa_policy { CS_NUMA_AUTO = 0, CS_NUMA_INTERLEAVE, CS_NUMA_LOCAL, CS_NUMA_OFF } cs_numa_policy;
+typedef enum cs_numa_policy {
+  CS_NUMA_AUTO = 0,
+  CS_NUMA_INTERLEAVE,
+  CS_NUMA_LOCAL,
+  CS_NUMA_OFF
+} cs_numa_policy;
 typedef enum cs_binding { CS_BINDING_OFF = 0, CS_BINDING_CLOSE, CS_BINDING_SPREAD } cs_binding;
 
 #define CS_NUMA_MAX_NODES 64
@@ -803,12 +831,12 @@ typedef enum cs_binding { CS_BINDING_OFF = 0, CS_BINDING_CLOSE, CS_BINDING_SPREA
 ** run on.  Without libnuma (or when numa_available() < 0) it is one node
 ** holding the process's cpus. */
 typedef struct cs_numa_topology {
-  bool libnuma;                        /* built with libnuma */
-  bool available;                      /* numa_available() >= 0 */
-  int nodes;                           /* configured nodes, >= 1 */
-  int node_cpus[CS_NUMA_MAX_NODES];    /* cpus of node i (may be 0) */
-  int cpus;                            /* total, sum of node_cpus */
-  int cpu[CS_NUMA_MAX_CPUS];           /* cpu ids, node 0's first, then node 1's, ... */
+  bool libnuma;                     /* built with libnuma */
+  bool available;                   /* numa_available() >= 0 */
+  int nodes;                        /* configured nodes, >= 1 */
+  int node_cpus[CS_NUMA_MAX_NODES]; /* cpus of node i (may be 0) */
+  int cpus;                         /* total, sum of node_cpus */
+  int cpu[CS_NUMA_MAX_CPUS];        /* cpu ids, node 0's first, then node 1's, ... */
 } cs_numa_topology;
 
 /* This host's topology (read once), or the injected one. */
@@ -872,9 +900,9 @@ int cs_kernel_prefetch_for(cs_regime r);
 
 /* Calibrated values; a field that was not measured holds -1. */
 typedef struct cs_calibration {
-  int threads;                    /* thread cap, >= 1, or -1 */
-  int prefetch[CS_REGIME_COUNT];  /* distance in elements, >= 0, or -1 */
-  double mask_gate;               /* mask density 0..1 from which the mask-native
+  int threads;                   /* thread cap, >= 1, or -1 */
+  int prefetch[CS_REGIME_COUNT]; /* distance in elements, >= 0, or -1 */
+  double mask_gate;              /* mask density 0..1 from which the mask-native
                                   ** gather wins (0 = always, 1 = never), or -1 */
 } cs_calibration;
 /* All fields -1. */
@@ -887,12 +915,12 @@ void cs_calibration_current(cs_calibration *out);
 
 /* The hardware fingerprint a cache is keyed by. */
 typedef struct cs_fingerprint {
-  char cpu_model[128];   /* /proc/cpuinfo "model name" (or "unknown") */
-  int cores;             /* online processors */
-  int sockets;           /* distinct "physical id" values; 1 if none */
-  int numa_nodes;        /* /sys/devices/system/node/node*; 1 if none */
-  uint64_t llc_bytes;    /* largest cache of cpu0 (sysfs, else sysconf); 0 unknown */
-  uint64_t page_bytes;   /* sysconf(_SC_PAGESIZE) */
+  char cpu_model[128]; /* /proc/cpuinfo "model name" (or "unknown") */
+  int cores;           /* online processors */
+  int sockets;         /* distinct "physical id" values; 1 if none */
+  int numa_nodes;      /* /sys/devices/system/node/node*; 1 if none */
+  uint64_t llc_bytes;  /* largest cache of cpu0 (sysfs, else sysconf); 0 unknown */
+  uint64_t page_bytes; /* sysconf(_SC_PAGESIZE) */
 } cs_fingerprint;
 #define CS_FINGERPRINT_TEXT_BYTES 256
 void cs_fingerprint_get(cs_fingerprint *out);
@@ -912,8 +940,8 @@ cs_rc cs_calibration_save(const char *path, const char *fingerprint, const cs_ca
 /* Reads path: CS_ENOENT if absent, CS_ECORRUPT (the message naming the
 ** line) if it is not a complete cache file.  The fingerprint is returned,
 ** not checked: the caller compares it with this host's. */
-cs_rc cs_calibration_load(const char *path, char out_fingerprint[CS_FINGERPRINT_TEXT_BYTES], cs_calibration *out,
-                          cs_err *err);
+cs_rc cs_calibration_load(const char *path, char out_fingerprint[CS_FINGERPRINT_TEXT_BYTES],
+                          cs_calibration *out, cs_err *err);
 /* Removes path; *out_removed says whether there was one (may be NULL). */
 cs_rc cs_calibration_clear(const char *path, bool *out_removed, cs_err *err);
 
@@ -928,20 +956,21 @@ cs_rc cs_calibration_clear(const char *path, bool *out_removed, cs_err *err);
 #define CS_CALIB_TOLERANCE 0.05
 
 typedef struct cs_calib_sweep {
-  char name[32];                          /* family, regime or density */
+  char name[32]; /* family, regime or density */
   uint32_t n_cand;
-  double value[CS_CALIB_MAX_CAND];        /* threads, distance; mask: 0 positions, 1 mask-native */
-  double median_us[CS_CALIB_MAX_CAND];    /* per call, over all rounds */
+  double value[CS_CALIB_MAX_CAND];     /* threads, distance; mask: 0 positions, 1 mask-native */
+  double median_us[CS_CALIB_MAX_CAND]; /* per call, over all rounds */
   double min_us[CS_CALIB_MAX_CAND], max_us[CS_CALIB_MAX_CAND];
   double half_median_us[2][CS_CALIB_MAX_CAND]; /* first and second half of the rounds */
-  uint32_t pick;                          /* index: the first within tolerance of the best */
+  uint32_t pick;                               /* index: the first within tolerance of the best */
   uint32_t half_pick[2];
-  int halves_agree;                       /* 1 or 0; -1 with fewer than 2 rounds */
+  int halves_agree; /* 1 or 0; -1 with fewer than 2 rounds */
 } cs_calib_sweep;
 
 /* times[round * n_cand + cand], microseconds: fills out's statistics, pick
 ** and halves (the first n_rounds / 2 rounds against the rest).  Pure. */
-void cs_calib_summarize(const double *times, uint32_t n_rounds, uint32_t n_cand, double tol, cs_calib_sweep *out);
+void cs_calib_summarize(const double *times, uint32_t n_rounds, uint32_t n_cand, double tol,
+                        cs_calib_sweep *out);
 /* The first candidate whose median is within (1 + tol) of the smallest. */
 uint32_t cs_calib_pick(const double *medians, uint32_t n_cand, double tol);
 /* Median of n values (mean of the middle two when n is even); sorts a copy. */
@@ -951,8 +980,8 @@ double cs_calib_median(const double *v, uint32_t n);
 ** output (*out_bytes bytes, valid until the next call).  Outputs are
 ** compared before timing: CS_EINVAL names the first candidate that differs. */
 typedef const void *(*cs_calib_run_fn)(void *ctx, uint32_t cand, size_t *out_bytes);
-cs_rc cs_calib_sweep_run(cs_calib_run_fn run, void *ctx, uint32_t n_cand, uint32_t rounds, double per_call_div,
-                         cs_calib_sweep *out, cs_err *err);
+cs_rc cs_calib_sweep_run(cs_calib_run_fn run, void *ctx, uint32_t n_cand, uint32_t rounds,
+                         double per_call_div, cs_calib_sweep *out, cs_err *err);
 
 #define CS_CALIB_THREADS 1u
 #define CS_CALIB_PREFETCH 2u
@@ -960,12 +989,12 @@ cs_rc cs_calib_sweep_run(cs_calib_run_fn run, void *ctx, uint32_t n_cand, uint32
 #define CS_CALIB_ALL 7u
 
 typedef struct cs_calib_options {
-  uint32_t rounds;          /* 1..CS_CALIB_MAX_ROUNDS; 0 = default */
-  uint64_t dram_rows;       /* FLOAT64 rows of the DRAM store; 0 = max(64 MiB, 2 x LLC) up to 128 MiB */
-  uint64_t resident_rows;   /* rows of the cache-resident store; 0 = 1 MiB of them */
-  int max_threads;          /* thread candidates 1..max; 0 = the online cpus this process may use
+  uint32_t rounds;         /* 1..CS_CALIB_MAX_ROUNDS; 0 = default */
+  uint64_t dram_rows;      /* FLOAT64 rows of the DRAM store; 0 = max(64 MiB, 2 x LLC) up to 128 MiB */
+  uint64_t resident_rows;  /* rows of the cache-resident store; 0 = 1 MiB of them */
+  int max_threads;         /* thread candidates 1..max; 0 = the online cpus this process may use
                             ** (at most 8); never more than those */
-  const char *scratch_dir;  /* where the temporary stores go; NULL = $TMPDIR or /tmp */
+  const char *scratch_dir; /* where the temporary stores go; NULL = $TMPDIR or /tmp */
   /* Called before each sweep (step names the target and the family,
   ** regime or density; done of total sweeps), e.g. to show progress. */
   void (*progress)(void *arg, const char *step, int done, int total);
@@ -974,21 +1003,21 @@ typedef struct cs_calib_options {
 
 #define CS_CALIB_MASK_DENSITIES 7
 typedef struct cs_calib_report {
-  unsigned targets;                  /* CS_CALIB_* measured */
+  unsigned targets; /* CS_CALIB_* measured */
   uint32_t rounds;
   uint64_t dram_bytes, resident_bytes;
-  uint32_t n_threads;                /* thread sweeps: one per kernel family */
+  uint32_t n_threads; /* thread sweeps: one per kernel family */
   cs_calib_sweep threads[4];
-  int threads_pick;                  /* the cap: least total normalized time, ties to fewer */
-  int threads_halves_agree;          /* 0: result.threads is left -1 (the default stays) */
-  int cpus;                          /* online cpus this process may use: the most threads tried */
-  cs_calib_sweep prefetch[CS_REGIME_COUNT]; /* valid with CS_CALIB_PREFETCH */
+  int threads_pick;                             /* the cap: least total normalized time, ties to fewer */
+  int threads_halves_agree;                     /* 0: result.threads is left -1 (the default stays) */
+  int cpus;                                     /* online cpus this process may use: the most threads tried */
+  cs_calib_sweep prefetch[CS_REGIME_COUNT];     /* valid with CS_CALIB_PREFETCH */
   cs_calib_sweep mask[CS_CALIB_MASK_DENSITIES]; /* name = density */
-  double mask_gate;                  /* lowest density from which mask-native wins throughout; 1 = never */
-  int mask_halves_agree;             /* the gate from each half agrees */
-  cs_calibration result;             /* the picks; -1 where unmeasured or where the two halves
+  double mask_gate;      /* lowest density from which mask-native wins throughout; 1 = never */
+  int mask_halves_agree; /* the gate from each half agrees */
+  cs_calibration result; /* the picks; -1 where unmeasured or where the two halves
                                      ** of the rounds picked differently (too noisy to act on) */
-  double seconds;                    /* wall time of the run */
+  double seconds;        /* wall time of the run */
 } cs_calib_report;
 
 /* Measures targets (CS_CALIB_* bits) on this host.  Kernel settings are
@@ -1008,15 +1037,15 @@ cs_rc cs_calibrate(unsigned targets, const cs_calib_options *opt, cs_calib_repor
 ** shorter first (BINARY collation).  Keys compare left to right, each ASC
 ** or DESC; rows whose keys all compare equal are "ties". */
 typedef struct cs_order_key {
-  uint32_t col;   /* column index, < n_cols */
-  bool desc;      /* descending (NULLs last) */
+  uint32_t col; /* column index, < n_cols */
+  bool desc;    /* descending (NULLs last) */
 } cs_order_key;
 
 typedef enum cs_order_mode {
-  CS_ORDER_SORT = 0,     /* ORDER BY: sorted, ties in input order (stable) */
-  CS_ORDER_GROUP = 1,    /* GROUP BY: rows with equal keys adjacent, each group's rows in input
+  CS_ORDER_SORT = 0,    /* ORDER BY: sorted, ties in input order (stable) */
+  CS_ORDER_GROUP = 1,   /* GROUP BY: rows with equal keys adjacent, each group's rows in input
                          ** order; the order of the groups is unspecified (sorted or first seen) */
-  CS_ORDER_DISTINCT = 2  /* DISTINCT: one row per distinct key tuple, the first in input order,
+  CS_ORDER_DISTINCT = 2 /* DISTINCT: one row per distinct key tuple, the first in input order,
                          ** the groups sorted by key (so DISTINCT ... ORDER BY the keys holds too) */
 } cs_order_mode;
 
@@ -1036,8 +1065,8 @@ typedef enum cs_order_mode {
 ** UINT32_MAX rows; CS_ENOMEM with err set when scratch memory (at most 24
 ** bytes per row for fixed-width keys; see cs_order.c) cannot be had; rows
 ** and *n are then unchanged. */
-cs_rc cs_order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode, uint64_t *rows,
-                    uint64_t *n, uint64_t limit, cs_err *err);
+cs_rc cs_order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode,
+                    uint64_t *rows, uint64_t *n, uint64_t limit, cs_err *err);
 /* cs_order_rows over the rows [first, first + n) in ascending order, into
 ** rows (room for n; *n_out set to the rows delivered).  A SORT with a small
 ** limit (top-k), and a DISTINCT over fixed-width keys of a small range, read
@@ -1048,8 +1077,9 @@ cs_rc cs_order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_keys
 ** records without deletions pays one pointer test), the others filter the
 ** written range (cs_store_filter_deleted).  cs_order_rows orders the
 ** positions it is given: filter them first. */
-cs_rc cs_order_range(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode, uint64_t first,
-                     uint64_t n, uint64_t *rows, uint64_t *n_out, uint64_t limit, cs_err *err);
+cs_rc cs_order_range(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode,
+                     uint64_t first, uint64_t n, uint64_t *rows, uint64_t *n_out, uint64_t limit,
+                     cs_err *err);
 
 /* The counting sort's plan instead of its reorder, for delivery by scatter
 ** (cs_scatter.c): when cs_order_rows would order rows[0, n) (or, rows NULL,
@@ -1071,8 +1101,8 @@ typedef struct cs_order_counts {
   uint32_t n_codes;
 } cs_order_counts;
 cs_rc cs_order_count(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode,
-                     const uint64_t *rows, uint64_t first, uint64_t n, uint32_t min_codes, cs_order_counts *out,
-                     bool *done, cs_err *err);
+                     const uint64_t *rows, uint64_t first, uint64_t n, uint32_t min_codes,
+                     cs_order_counts *out, bool *done, cs_err *err);
 void cs_order_counts_free(cs_order_counts *c);
 /* Delivery by scatter (cs_scatter.c): the output window [j0, j0 + n_out)
 ** of the order counts describes over rows[0, n) (rows NULL: the rows first
@@ -1083,9 +1113,9 @@ void cs_order_counts_free(cs_order_counts *c);
 ** column read in position order); any order is correct.  scratch: room for
 ** counts->n_codes cursors.  On at most max_threads threads (0 = as
 ** cs_kernel_threads says); returns the threads used. */
-int cs_scatter_rows(const cs_store *s, const uint64_t *rows, uint64_t first, uint64_t n, const cs_order_counts *counts,
-                    uint64_t j0, uint64_t n_out, uint64_t *out_rows, const cs_gather_target *targets,
-                    uint32_t n_targets, uint32_t *scratch, int max_threads);
+int cs_scatter_rows(const cs_store *s, const uint64_t *rows, uint64_t first, uint64_t n,
+                    const cs_order_counts *counts, uint64_t j0, uint64_t n_out, uint64_t *out_rows,
+                    const cs_gather_target *targets, uint32_t n_targets, uint32_t *scratch, int max_threads);
 
 /* ----------------------------------------------------------- aggregation */
 
@@ -1098,17 +1128,17 @@ int cs_scatter_rows(const cs_store *s, const uint64_t *rows, uint64_t first, uin
 ** compensated (Neumaier), in an unspecified order.  Groups come in no
 ** particular order.  An aggregate is filled by any number of add calls and
 ** read when they are done; it is not safe to share between threads. */
-#define CS_AGG_COUNT 1u   /* non-NULL values of the column */
-#define CS_AGG_SUM   2u   /* numeric and BOOL columns: sum and avg */
-#define CS_AGG_MIN   4u
-#define CS_AGG_MAX   8u
+#define CS_AGG_COUNT 1u /* non-NULL values of the column */
+#define CS_AGG_SUM 2u   /* numeric and BOOL columns: sum and avg */
+#define CS_AGG_MIN 4u
+#define CS_AGG_MAX 8u
 #define CS_AGG_MAX_KEYS 16u
 
 typedef struct cs_agg_spec {
-  const uint32_t *keys;   /* group key columns, any type incl. TEXT/BLOB; n_keys 0 = exactly one group */
-  uint32_t n_keys;        /* at most CS_AGG_MAX_KEYS */
-  const unsigned *what;   /* n_cols entries (one per store column): CS_AGG_* bits wanted; NULL = none */
-  int max_threads;        /* 0 = as cs_kernel_threads says */
+  const uint32_t *keys; /* group key columns, any type incl. TEXT/BLOB; n_keys 0 = exactly one group */
+  uint32_t n_keys;      /* at most CS_AGG_MAX_KEYS */
+  const unsigned *what; /* n_cols entries (one per store column): CS_AGG_* bits wanted; NULL = none */
+  int max_threads;      /* 0 = as cs_kernel_threads says */
 } cs_agg_spec;
 
 typedef struct cs_agg cs_agg;
@@ -1125,35 +1155,39 @@ void cs_agg_free(cs_agg *a);
 ** been made for the aggregate's store; first + n <= cs_store_rows (else
 ** CS_EINVAL).  CS_ENOMEM with err set when group tables cannot grow; the
 ** aggregate then holds an unspecified part of the call's rows (free it). */
-cs_rc cs_agg_add_range(cs_agg *a, const cs_selector *sel, uint64_t first, uint64_t n, const uint8_t *user_mask, cs_err *err);
+cs_rc cs_agg_add_range(cs_agg *a, const cs_selector *sel, uint64_t first, uint64_t n,
+                       const uint8_t *user_mask, cs_err *err);
 /* Adds rows[0, n) (any order; a duplicate counts each time it appears) that satisfy sel's predicates (NULL: all).
 ** Deleted positions in the list are skipped (the caller need not filter).
 ** Every row < cs_store_rows (else CS_EINVAL, nothing added). */
 cs_rc cs_agg_add_rows(cs_agg *a, const cs_selector *sel, const uint64_t *rows, uint64_t n, cs_err *err);
 
 typedef struct cs_agg_stats {
-  uint64_t rows_selected;       /* rows aggregated */
-  uint64_t records_scanned;     /* records whose data was read */
-  uint64_t records_skipped;     /* ruled out by zone maps, or every row deleted */
-  uint64_t records_from_stats;  /* answered from per-record statistics, data untouched (never one with deletions) */
-  uint64_t records_coded;       /* one TEXT/BLOB key: records read through their dictionary codes (cached on the store) */
-  int threads;                  /* most threads used by one call */
-  const char *kernel;           /* static string: "ungrouped", "direct index", "hash" ("none" before any add) */
+  uint64_t rows_selected;   /* rows aggregated */
+  uint64_t records_scanned; /* records whose data was read */
+  uint64_t records_skipped; /* ruled out by zone maps, or every row deleted */
+  uint64_t
+      records_from_stats; /* answered from per-record statistics, data untouched (never one with deletions) */
+  uint64_t
+      records_coded; /* one TEXT/BLOB key: records read through their dictionary codes (cached on the store) */
+  int threads;       /* most threads used by one call */
+  const char *kernel; /* static string: "ungrouped", "direct index", "hash" ("none" before any add) */
 } cs_agg_stats;
 void cs_agg_stats_get(const cs_agg *a, cs_agg_stats *out);
 
-uint64_t cs_agg_groups(const cs_agg *a);   /* no keys: always 1, even when no row was added */
+uint64_t cs_agg_groups(const cs_agg *a); /* no keys: always 1, even when no row was added */
 /* Key k of group g: NULL, INT, FLOAT or TEXT/BLOB (bytes valid while a and its store live). */
 void cs_agg_key(const cs_agg *a, uint64_t g, uint32_t k, cs_value *out);
-uint64_t cs_agg_count(const cs_agg *a, uint64_t g);   /* rows in the group */
+uint64_t cs_agg_count(const cs_agg *a, uint64_t g); /* rows in the group */
 
 typedef struct cs_agg_result {
-  uint64_t count;     /* non-NULL values of the column in the group */
-  cs_value sum;       /* integer/BOOL column: CS_VAL_INT (exact); float column: CS_VAL_FLOAT; CS_VAL_NULL when count == 0;
+  uint64_t count; /* non-NULL values of the column in the group */
+  cs_value
+      sum; /* integer/BOOL column: CS_VAL_INT (exact); float column: CS_VAL_FLOAT; CS_VAL_NULL when count == 0;
                       ** with sum_overflow: CS_VAL_FLOAT, the exact total rounded to a double */
-  bool sum_overflow;  /* integer sum outside int64 (SQLite's sum raises "integer overflow") */
-  double avg;         /* sum / count as SQLite's avg gives it; valid when count > 0 */
-  cs_value min, max;  /* CS_VAL_NULL when count == 0; TEXT/BLOB: BINARY (memcmp, shorter first) order */
+  bool sum_overflow; /* integer sum outside int64 (SQLite's sum raises "integer overflow") */
+  double avg;        /* sum / count as SQLite's avg gives it; valid when count > 0 */
+  cs_value min, max; /* CS_VAL_NULL when count == 0; TEXT/BLOB: BINARY (memcmp, shorter first) order */
 } cs_agg_result;
 /* Only the bits asked for in spec.what[col] are defined. */
 void cs_agg_result_get(const cs_agg *a, uint64_t g, uint32_t col, cs_agg_result *out);

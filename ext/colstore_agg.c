@@ -70,19 +70,27 @@
 #define CSX_AGG_MAX_KEYS 16
 
 typedef enum agg_kind {
-  AGG_KEY, AGG_COUNT, AGG_COUNT_X, AGG_SUM, AGG_AVG, AGG_MIN, AGG_MAX, /* outputs */
-  AGG_FILTER, AGG_ROWS, AGG_MASK                                       /* HIDDEN inputs */
+  AGG_KEY,
+  AGG_COUNT,
+  AGG_COUNT_X,
+  AGG_SUM,
+  AGG_AVG,
+  AGG_MIN,
+  AGG_MAX, /* outputs */
+  AGG_FILTER,
+  AGG_ROWS,
+  AGG_MASK /* HIDDEN inputs */
 } agg_kind;
 
 typedef struct agg_col {
   agg_kind kind;
-  uint32_t src;   /* the source column (KEY, *_X, FILTER) */
-  uint32_t key;   /* KEY: its index among the keys */
-  char *name;     /* as declared */
+  uint32_t src; /* the source column (KEY, *_X, FILTER) */
+  uint32_t key; /* KEY: its index among the keys */
+  char *name;   /* as declared */
 } agg_col;
 
 typedef struct csx_agg_table {
-  sqlite3_vtab base;   /* must be first */
+  sqlite3_vtab base; /* must be first */
   csx_conn *conn;
   char *zName;
   char *zSource;       /* the colstore table's name, or NULL for a SOURCE */
@@ -98,21 +106,21 @@ typedef struct csx_agg_table {
 } csx_agg_table;
 
 typedef struct csx_agg_cursor {
-  sqlite3_vtab_cursor base;  /* must be first */
-  csx_snapshot *snap;        /* held while the results point into it */
+  sqlite3_vtab_cursor base; /* must be first */
+  csx_snapshot *snap;       /* held while the results point into it */
   cs_agg *agg;
   uint64_t g, n_groups;
   csx_selection sel;
   cs_selector *selector;
-  uint8_t *taken;            /* per table column: TAKEN_* (filters and the hidden inputs) */
-  cs_value *witness;         /* per table column: what a TAKEN_RECHECK column reads as */
-  uint32_t *rechecks;        /* ... how many of its conditions SQLite may check again */
-  uint32_t *reads;           /* ... how many times SQLite read it on this row */
-  uint8_t *has_witness;      /* ... whether one was found */
-  void **witness_held;       /* the witnesses' bytes; sqlite3_free */
+  uint8_t *taken;       /* per table column: TAKEN_* (filters and the hidden inputs) */
+  cs_value *witness;    /* per table column: what a TAKEN_RECHECK column reads as */
+  uint32_t *rechecks;   /* ... how many of its conditions SQLite may check again */
+  uint32_t *reads;      /* ... how many times SQLite read it on this row */
+  uint8_t *has_witness; /* ... whether one was found */
+  void **witness_held;  /* the witnesses' bytes; sqlite3_free */
   int n_witness_held;
   csx_scan_stats stats;
-  char *zPlan;               /* idxStr words, for colstore_last_plan */
+  char *zPlan; /* idxStr words, for colstore_last_plan */
 } csx_agg_cursor;
 
 /* ------------------------------------------------------------ the table */
@@ -192,9 +200,10 @@ static int layout(csx_agg_table *t, char **pzErr) {
     for (int j = i + 1; j < t->n_cols; j++)
       if (sqlite3_stricmp(t->cols[i].name, t->cols[j].name) == 0) {
         char *a = describe(t, i), *b = describe(t, j);
-        *pzErr = sqlite3_mprintf("colstore: aggregate table %s would have two columns named %s: %s and %s; rename the "
-                                 "store's column (colstore_create with AS) or group by other columns",
-                                 t->zName, t->cols[i].name, a ? a : "?", b ? b : "?");
+        *pzErr = sqlite3_mprintf(
+            "colstore: aggregate table %s would have two columns named %s: %s and %s; rename the "
+            "store's column (colstore_create with AS) or group by other columns",
+            t->zName, t->cols[i].name, a ? a : "?", b ? b : "?");
         sqlite3_free(a);
         sqlite3_free(b);
         return SQLITE_ERROR;
@@ -205,12 +214,17 @@ static int layout(csx_agg_table *t, char **pzErr) {
 static const char *out_type(const csx_agg_table *t, const agg_col *c) {
   cs_type st = t->src_cols[c->src].type;
   switch (c->kind) {
-    case AGG_COUNT: case AGG_COUNT_X: return "INTEGER";
+    case AGG_COUNT:
+    case AGG_COUNT_X: return "INTEGER";
     case AGG_SUM: return cs_type_is_float(st) ? "REAL" : "INTEGER";
     case AGG_AVG: return "REAL";
-    case AGG_ROWS: case AGG_MASK: return "BLOB HIDDEN";
+    case AGG_ROWS:
+    case AGG_MASK: return "BLOB HIDDEN";
     case AGG_FILTER:
-      return cs_type_is_float(st) ? "REAL HIDDEN" : st == CS_TYPE_TEXT ? "TEXT HIDDEN" : st == CS_TYPE_BLOB ? "BLOB HIDDEN" : "INTEGER HIDDEN";
+      return cs_type_is_float(st) ? "REAL HIDDEN"
+             : st == CS_TYPE_TEXT ? "TEXT HIDDEN"
+             : st == CS_TYPE_BLOB ? "BLOB HIDDEN"
+                                  : "INTEGER HIDDEN";
     default: return csx_affinity_name(st);
   }
 }
@@ -253,10 +267,11 @@ static int keep_schema(csx_agg_table *t, const cs_schema *schema) {
 }
 
 /* argv[3]: a colstore table's name or a SOURCE; argv[4...]: key columns. */
-static int agg_init(sqlite3 *db, void *pAux, int argc, const char *const *argv, sqlite3_vtab **ppVtab, char **pzErr,
-                    bool create) {
+static int agg_init(sqlite3 *db, void *pAux, int argc, const char *const *argv, sqlite3_vtab **ppVtab,
+                    char **pzErr, bool create) {
   if (argc < 4) {
-    *pzErr = sqlite3_mprintf("colstore: give the source: CREATE VIRTUAL TABLE t USING colstore_agg(table_or_source [, key, ...])");
+    *pzErr = sqlite3_mprintf(
+        "colstore: give the source: CREATE VIRTUAL TABLE t USING colstore_agg(table_or_source [, key, ...])");
     return SQLITE_ERROR;
   }
   if (argc - 4 > CSX_AGG_MAX_KEYS) {
@@ -294,8 +309,10 @@ static int agg_init(sqlite3 *db, void *pAux, int argc, const char *const *argv, 
     }
     cs_rc crc = t->zPath[0] ? cs_store_open_source(t->zPath, CS_VERIFY_READ, &store, &err) : CS_ENOENT;
     if (crc == CS_ENOENT && create) {
-      *pzErr = sqlite3_mprintf("colstore: %s is neither a colstore table of this connection nor a store (%s); "
-                               "give a table name or a SOURCE as colstore takes it", argv[3], err.msg[0] ? err.msg : "not found");
+      *pzErr = sqlite3_mprintf(
+          "colstore: %s is neither a colstore table of this connection nor a store (%s); "
+          "give a table name or a SOURCE as colstore takes it",
+          argv[3], err.msg[0] ? err.msg : "not found");
       rc = SQLITE_CANTOPEN;
       goto fail;
     }
@@ -355,17 +372,20 @@ static int agg_init(sqlite3 *db, void *pAux, int argc, const char *const *argv, 
   return SQLITE_OK;
 fail:
   if (rc == SQLITE_OK) rc = SQLITE_ERROR;
-  if (rc != SQLITE_NOMEM && !*pzErr) *pzErr = sqlite3_mprintf("colstore: cannot create aggregate table %s", argv[2]);
+  if (rc != SQLITE_NOMEM && !*pzErr)
+    *pzErr = sqlite3_mprintf("colstore: cannot create aggregate table %s", argv[2]);
   sqlite3_free(zArg);
   agg_table_free(t);
   return rc;
 }
 
-static int agg_create(sqlite3 *db, void *pAux, int argc, const char *const *argv, sqlite3_vtab **ppVtab, char **pzErr) {
+static int agg_create(sqlite3 *db, void *pAux, int argc, const char *const *argv, sqlite3_vtab **ppVtab,
+                      char **pzErr) {
   return agg_init(db, pAux, argc, argv, ppVtab, pzErr, true);
 }
 
-static int agg_connect(sqlite3 *db, void *pAux, int argc, const char *const *argv, sqlite3_vtab **ppVtab, char **pzErr) {
+static int agg_connect(sqlite3 *db, void *pAux, int argc, const char *const *argv, sqlite3_vtab **ppVtab,
+                       char **pzErr) {
   return agg_init(db, pAux, argc, argv, ppVtab, pzErr, false);
 }
 
@@ -381,8 +401,8 @@ static int agg_disconnect(sqlite3_vtab *pVtab) {
 ** CSX_REFUSE_INPUT for _rows/_mask other than `= ?`, or: */
 enum {
   REFUSE_UNUSABLE = CSX_N_WHY, /* its operand is another table's column, not known in this join order */
-  REFUSE_READ,      /* the query reads the column, and no condition on it was taken */
-  REFUSE_TOO_MANY,  /* more conditions than idxStr has slots for */
+  REFUSE_READ,                 /* the query reads the column, and no condition on it was taken */
+  REFUSE_TOO_MANY,             /* more conditions than idxStr has slots for */
   REFUSE_N_WHY
 };
 
@@ -450,7 +470,8 @@ static int agg_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   csx_plan_say(&b, "aggregate");
   for (uint32_t k = 0; k < t->n_keys; k++) {
     if (k == 0) csx_plan_say(&b, "by(");
-    sqlite3_str_appendf(b.words, "%s%s%s", k ? "," : "", t->src_cols[t->keys[k]].name, k + 1 == t->n_keys ? ")" : "");
+    sqlite3_str_appendf(b.words, "%s%s%s", k ? "," : "", t->src_cols[t->keys[k]].name,
+                        k + 1 == t->n_keys ? ")" : "");
   }
   int n_taken = 0;
   for (int pass = 0; pass < 3; pass++) {
@@ -462,8 +483,10 @@ static int agg_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
       bool is_list = csx_plan_is_list(pInfo, i);
       if ((pass == 0) != (i < 16) || (pass == 1 && !is_list) || (pass == 2 && is_list)) continue;
       agg_kind kind = t->cols[c->iColumn].kind;
-      if (kind == AGG_ROWS || kind == AGG_MASK) plan_input(&b, t, i, c->iColumn, col_taken);
-      else if (kind == AGG_KEY || kind == AGG_FILTER) n_taken += plan_condition(&b, t, i, c->iColumn, col_taken);
+      if (kind == AGG_ROWS || kind == AGG_MASK)
+        plan_input(&b, t, i, c->iColumn, col_taken);
+      else if (kind == AGG_KEY || kind == AGG_FILTER)
+        n_taken += plan_condition(&b, t, i, c->iColumn, col_taken);
       /* else an output: SQLite filters the result */
     }
   }
@@ -543,21 +566,26 @@ static int agg_close(sqlite3_vtab_cursor *cur) {
 ** table's own; *verify its chunk checking. */
 static int source_snapshot(csx_agg_table *t, csx_snapshot **out, cs_verify *verify) {
   if (t->broken)
-    return csx_vtab_error(&t->base, SQLITE_ERROR, "colstore: the source of aggregate table %s is neither a colstore table "
-                          "of this connection nor a store any more; create it again, or DROP TABLE %s", t->zName, t->zName);
+    return csx_vtab_error(&t->base, SQLITE_ERROR,
+                          "colstore: the source of aggregate table %s is neither a colstore table "
+                          "of this connection nor a store any more; create it again, or DROP TABLE %s",
+                          t->zName, t->zName);
   csx_snapshot *snap;
   if (t->zSource) {
     csx_table *src = csx_conn_find(t->conn, t->zSource);
     if (!src)
-      return csx_vtab_error(&t->base, SQLITE_ERROR, "colstore: table %s, the source of aggregate table %s, does not exist "
-                            "any more; create it again, or DROP TABLE %s", t->zSource, t->zName, t->zName);
+      return csx_vtab_error(&t->base, SQLITE_ERROR,
+                            "colstore: table %s, the source of aggregate table %s, does not exist "
+                            "any more; create it again, or DROP TABLE %s",
+                            t->zSource, t->zName, t->zName);
     /* the source's rows as its own cursors would read them now, this
     ** transaction's deletions included */
     int rc = csx_table_read_snapshot(src, &snap);
     if (rc != SQLITE_OK) {
       /* the error was set on the source table, which SQLite is not
       ** calling: move it to this one */
-      rc = csx_vtab_error(&t->base, rc, "%s", src->base.zErrMsg ? src->base.zErrMsg : "colstore: cannot refresh the source");
+      rc = csx_vtab_error(&t->base, rc, "%s",
+                          src->base.zErrMsg ? src->base.zErrMsg : "colstore: cannot refresh the source");
       sqlite3_free(src->base.zErrMsg);
       src->base.zErrMsg = NULL;
       return rc;
@@ -573,8 +601,10 @@ static int source_snapshot(csx_agg_table *t, csx_snapshot **out, cs_verify *veri
   cs_schema declared = {t->n_src, t->src_cols};
   if (!csx_schema_equal(cs_store_schema(snap->store), &declared)) {
     csx_snapshot_release(snap);
-    return csx_vtab_error(&t->base, SQLITE_SCHEMA, "colstore: the columns of %s changed since aggregate table %s was "
-                          "created; DROP TABLE %s and create it again", t->zSource ? t->zSource : t->zPath, t->zName, t->zName);
+    return csx_vtab_error(&t->base, SQLITE_SCHEMA,
+                          "colstore: the columns of %s changed since aggregate table %s was "
+                          "created; DROP TABLE %s and create it again",
+                          t->zSource ? t->zSource : t->zPath, t->zName, t->zName);
   }
   *out = snap;
   return SQLITE_OK;
@@ -588,7 +618,8 @@ static void wanted(const csx_agg_table *t, uint64_t col_used, unsigned *what) {
     const agg_col *c = &t->cols[i];
     switch (c->kind) {
       case AGG_COUNT_X: what[c->src] |= CS_AGG_COUNT; break;
-      case AGG_SUM: case AGG_AVG: what[c->src] |= CS_AGG_SUM | CS_AGG_COUNT; break;
+      case AGG_SUM:
+      case AGG_AVG: what[c->src] |= CS_AGG_SUM | CS_AGG_COUNT; break;
       case AGG_MIN: what[c->src] |= CS_AGG_MIN; break;
       case AGG_MAX: what[c->src] |= CS_AGG_MAX; break;
       default: break;
@@ -603,7 +634,8 @@ static int run(csx_agg_cursor *c, csx_agg_table *t, const uint8_t *check_cols) {
   csx_selection *sel = &c->sel;
   cs_err err = {0};
   cs_rc crc = CS_OK;
-  if (sel->n_preds && cs_selector_new(store, sel->preds, sel->n_preds, &c->selector, &err) != CS_OK) return SQLITE_NOMEM;
+  if (sel->n_preds && cs_selector_new(store, sel->preds, sel->n_preds, &c->selector, &err) != CS_OK)
+    return SQLITE_NOMEM;
   /* _rows positions are checked whatever else selects nothing (a source
   ** of 0 positions, x = NULL): the same error for the same arguments */
   if (!sel->rows_blob && (sel->never || sel->hi <= sel->lo)) return SQLITE_OK;
@@ -620,24 +652,26 @@ static int run(csx_agg_cursor *c, csx_agg_table *t, const uint8_t *check_cols) {
     c->stats.rows_scanned = n;
   } else {
     if (check_cols)
-      crc = cs_store_check_chunks(store, cs_store_find_record(store, sel->lo), cs_store_find_record(store, sel->hi - 1) + 1,
-                                  check_cols, &err);
+      crc = cs_store_check_chunks(store, cs_store_find_record(store, sel->lo),
+                                  cs_store_find_record(store, sel->hi - 1) + 1, check_cols, &err);
     if (crc == CS_OK)
-      crc = cs_agg_add_range(c->agg, c->selector, sel->lo, sel->hi - sel->lo, sel->user_mask ? sel->user_mask + sel->lo : NULL,
-                             &err);
+      crc = cs_agg_add_range(c->agg, c->selector, sel->lo, sel->hi - sel->lo,
+                             sel->user_mask ? sel->user_mask + sel->lo : NULL, &err);
     c->stats.shape = "aggregate range";
     c->stats.rows_scanned = sel->hi - sel->lo;
   }
   c->stats.kernel_ns = csx_mono_ns() - t0;
-  if (crc != CS_OK) return csx_vtab_error(&t->base, crc == CS_ECORRUPT ? SQLITE_CORRUPT : csx_rc_to_sqlite(crc), "%s", err.msg);
+  if (crc != CS_OK)
+    return csx_vtab_error(&t->base, crc == CS_ECORRUPT ? SQLITE_CORRUPT : csx_rc_to_sqlite(crc), "%s",
+                          err.msg);
   return SQLITE_OK;
 }
 
 /* What the plan took, per table column (the cursor's taken[]). */
 enum {
-  TAKEN_NONE,    /* no condition taken: reading it is an error */
-  TAKEN,         /* conditions taken, none of which SQLite checks again: reading it is an error */
-  TAKEN_RECHECK  /* ... some of which SQLite may check again: it reads as the witness */
+  TAKEN_NONE,   /* no condition taken: reading it is an error */
+  TAKEN,        /* conditions taken, none of which SQLite checks again: reading it is an error */
+  TAKEN_RECHECK /* ... some of which SQLite may check again: it reads as the witness */
 };
 
 /* --------------------------------------------------------------- witness
@@ -657,7 +691,7 @@ enum {
 typedef struct witness_search {
   const cs_pred *preds;
   int n_preds;
-  uint8_t *buf;       /* scratch bytes for an operand plus one byte */
+  uint8_t *buf; /* scratch bytes for an operand plus one byte */
   uint64_t buf_cap;
 } witness_search;
 
@@ -722,9 +756,11 @@ static bool witness_find(witness_search *w, cs_value *out) {
   for (int a = 0; a < w->n_preds; a++)
     for (int b = a + 1; b < w->n_preds; b++) {
       const cs_value *x = &w->preds[a].a, *y = &w->preds[b].a;
-      bool nx = x->kind == CS_VAL_INT || x->kind == CS_VAL_FLOAT, ny = y->kind == CS_VAL_INT || y->kind == CS_VAL_FLOAT;
+      bool nx = x->kind == CS_VAL_INT || x->kind == CS_VAL_FLOAT,
+           ny = y->kind == CS_VAL_INT || y->kind == CS_VAL_FLOAT;
       if (!nx || !ny) continue;
-      double dx = x->kind == CS_VAL_INT ? (double)x->i : x->f, dy = y->kind == CS_VAL_INT ? (double)y->i : y->f;
+      double dx = x->kind == CS_VAL_INT ? (double)x->i : x->f,
+             dy = y->kind == CS_VAL_INT ? (double)y->i : y->f;
       v = (cs_value){.kind = CS_VAL_FLOAT, .f = dx / 2 + dy / 2};
       if (witness_try(w, &v)) return *out = v, true;
     }
@@ -733,7 +769,8 @@ static bool witness_find(witness_search *w, cs_value *out) {
 
 /* The witness of each TAKEN_RECHECK filter column, from the conditions on
 ** it that SQLite may check again (slots marked C). */
-static int witnesses_build(csx_agg_cursor *c, const csx_agg_table *t, const csx_plan *plan, int argc, sqlite3_value **argv) {
+static int witnesses_build(csx_agg_cursor *c, const csx_agg_table *t, const csx_plan *plan, int argc,
+                           sqlite3_value **argv) {
   int rc = SQLITE_OK;
   bool any = false;
   for (int s = 0; s < plan->n_slots && !any; s++) any = plan->slots[s].recheck;
@@ -744,7 +781,9 @@ static int witnesses_build(csx_agg_cursor *c, const csx_agg_table *t, const csx_
   for (int s = 0; s < plan->n_slots && s < argc; s++)
     if (plan->slots[s].kind == 'Q' && plan->slots[s].recheck) {
       sqlite3_value *v = NULL;
-      for (int r = sqlite3_vtab_in_first(argv[s], &v); r == SQLITE_OK && v; r = sqlite3_vtab_in_next(argv[s], &v)) n_vals++;
+      for (int r = sqlite3_vtab_in_first(argv[s], &v); r == SQLITE_OK && v;
+           r = sqlite3_vtab_in_next(argv[s], &v))
+        n_vals++;
     }
   cs_value *vals = sqlite3_malloc64(sizeof *vals * (n_vals ? n_vals : 1));
   void **vals_held = sqlite3_malloc64(sizeof *vals_held * (n_vals ? n_vals : 1));
@@ -821,37 +860,51 @@ static int refuse_plan(csx_agg_table *t, const csx_plan *plan) {
   const agg_col *col = &t->cols[plan->refuse - 1];
   const char *ops = "=, !=, <, <=, >, >=, IS, IS NOT, IS NULL, IS NOT NULL, IN or BETWEEN";
   if ((col->kind == AGG_ROWS || col->kind == AGG_MASK) && plan->refuse_why == CSX_DECLINE_IN_UNKNOWN)
-    return csx_vtab_error(&t->base, SQLITE_ERROR, "colstore: `%s = ?` of aggregate table %s is past the 32nd condition "
-                          "of the WHERE clause, where SQLite cannot tell it from an IN list, whose BLOBs it would hand "
-                          "over one at a time (each aggregated apart); put it among the first 32 conditions",
-                          col->name, t->zName);
+    return csx_vtab_error(
+        &t->base, SQLITE_ERROR,
+        "colstore: `%s = ?` of aggregate table %s is past the 32nd condition "
+        "of the WHERE clause, where SQLite cannot tell it from an IN list, whose BLOBs it would hand "
+        "over one at a time (each aggregated apart); put it among the first 32 conditions",
+        col->name, t->zName);
   if (col->kind == AGG_ROWS || col->kind == AGG_MASK)
     return csx_plan_refuse_input(&t->base, "aggregate table", t->zName);
   switch (plan->refuse_why) {
     case REFUSE_READ:
-      return csx_vtab_error(&t->base, SQLITE_ERROR, "colstore: the query reads %s of aggregate table %s, which only selects "
-                            "source rows: an aggregate table's rows are groups, so a condition on %s under OR, NOT, in a "
-                            "function, against another column, or %s in the SELECT list cannot be answered; write each "
-                            "condition on %s as `%s OP value` (%s) ANDed with the rest of the WHERE clause (an OR of "
-                            "values of one column as IN)", col->name, t->zName, col->name, col->name, col->name, col->name,
-                            ops);
+      return csx_vtab_error(
+          &t->base, SQLITE_ERROR,
+          "colstore: the query reads %s of aggregate table %s, which only selects "
+          "source rows: an aggregate table's rows are groups, so a condition on %s under OR, NOT, in a "
+          "function, against another column, or %s in the SELECT list cannot be answered; write each "
+          "condition on %s as `%s OP value` (%s) ANDed with the rest of the WHERE clause (an OR of "
+          "values of one column as IN)",
+          col->name, t->zName, col->name, col->name, col->name, col->name, ops);
     case REFUSE_TOO_MANY:
-      return csx_vtab_error(&t->base, SQLITE_ERROR, "colstore: aggregate table %s takes at most %d conditions, and the "
-                            "condition on %s is past them; combine conditions (an IN list, a BETWEEN) or pass the "
-                            "selection as `_rows = ?`", t->zName, CSX_MAX_SLOTS - 2, col->name);
+      return csx_vtab_error(
+          &t->base, SQLITE_ERROR,
+          "colstore: aggregate table %s takes at most %d conditions, and the "
+          "condition on %s is past them; combine conditions (an IN list, a BETWEEN) or pass the "
+          "selection as `_rows = ?`",
+          t->zName, CSX_MAX_SLOTS - 2, col->name);
     case REFUSE_UNUSABLE:
-      return csx_vtab_error(&t->base, SQLITE_ERROR, "colstore: a condition on %s of aggregate table %s compares it with "
-                            "a value SQLite does not know when it reads the table (another table's column in this join "
-                            "order, or another column of the table); compare it with a value or a parameter, `%s OP "
-                            "value` (%s), or join the aggregate table last", col->name, t->zName, col->name, ops);
+      return csx_vtab_error(
+          &t->base, SQLITE_ERROR,
+          "colstore: a condition on %s of aggregate table %s compares it with "
+          "a value SQLite does not know when it reads the table (another table's column in this join "
+          "order, or another column of the table); compare it with a value or a parameter, `%s OP "
+          "value` (%s), or join the aggregate table last",
+          col->name, t->zName, col->name, ops);
     default:
-      return csx_vtab_error(&t->base, SQLITE_ERROR, "colstore: a condition on %s of aggregate table %s cannot be handed to "
-                            "colstore_agg: %s; rewrite it as `%s OP value` (%s), ANDed with the rest of the WHERE "
-                            "clause", col->name, t->zName, csx_decline_words(plan->refuse_why), col->name, ops);
+      return csx_vtab_error(
+          &t->base, SQLITE_ERROR,
+          "colstore: a condition on %s of aggregate table %s cannot be handed to "
+          "colstore_agg: %s; rewrite it as `%s OP value` (%s), ANDed with the rest of the WHERE "
+          "clause",
+          col->name, t->zName, csx_decline_words(plan->refuse_why), col->name, ops);
   }
 }
 
-static int agg_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc, sqlite3_value **argv) {
+static int agg_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc,
+                      sqlite3_value **argv) {
   csx_agg_cursor *c = (csx_agg_cursor *)cur;
   csx_agg_table *t = (csx_agg_table *)cur->pVtab;
   (void)idxNum;
@@ -894,10 +947,12 @@ static int agg_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, 
       if ((sl->kind == 'P' || sl->kind == 'Q') && col->kind == AGG_FILTER && (int)col->src == sl->col &&
           c->taken[i] != TAKEN_RECHECK)
         c->taken[i] = sl->recheck ? TAKEN_RECHECK : TAKEN;
-      if ((sl->kind == 'P' || sl->kind == 'Q') && col->kind == AGG_FILTER && (int)col->src == sl->col && sl->recheck)
+      if ((sl->kind == 'P' || sl->kind == 'Q') && col->kind == AGG_FILTER && (int)col->src == sl->col &&
+          sl->recheck)
         c->rechecks[i]++;
       /* an input reads back as the BLOB it was given: a re-check holds */
-      if ((sl->kind == 'R' && col->kind == AGG_ROWS) || (sl->kind == 'M' && col->kind == AGG_MASK)) c->taken[i] = TAKEN_RECHECK;
+      if ((sl->kind == 'R' && col->kind == AGG_ROWS) || (sl->kind == 'M' && col->kind == AGG_MASK))
+        c->taken[i] = TAKEN_RECHECK;
     }
     if (sl->kind == 'P' || sl->kind == 'Q') check_cols[sl->col] = 1;
   }
@@ -946,7 +1001,9 @@ static void result_value(sqlite3_context *ctx, const cs_value *v) {
   switch (v->kind) {
     case CS_VAL_INT: sqlite3_result_int64(ctx, v->i); break;
     case CS_VAL_FLOAT: sqlite3_result_double(ctx, v->f); break;
-    case CS_VAL_TEXT: sqlite3_result_text64(ctx, (const char *)v->p, v->n, SQLITE_TRANSIENT, SQLITE_UTF8); break;
+    case CS_VAL_TEXT:
+      sqlite3_result_text64(ctx, (const char *)v->p, v->n, SQLITE_TRANSIENT, SQLITE_UTF8);
+      break;
     case CS_VAL_BLOB: sqlite3_result_blob64(ctx, v->p, v->n, SQLITE_TRANSIENT); break;
     default: sqlite3_result_null(ctx); break;
   }
@@ -957,23 +1014,25 @@ static int refuse_read(sqlite3_context *ctx, const csx_agg_table *t, const agg_c
     csx_selection_input_read_error(ctx, "aggregate table", t->zName, col->name);
     return SQLITE_ERROR;
   }
-  char *z = sqlite3_mprintf("colstore: the query reads %s of aggregate table %s, which only selects source rows "
-                            "(a condition on it under OR, NOT, in a function or against another column, beside "
-                            "one the table took): write each condition on %s as `%s OP value` (=, !=, <, <=, >, "
-                            ">=, IS, IS NOT, IS NULL, IS NOT NULL, IN, BETWEEN) ANDed with the rest of the WHERE "
-                            "clause (an OR of values of one column as IN)",
-                            col->name, t->zName, col->name, col->name);
+  char *z = sqlite3_mprintf(
+      "colstore: the query reads %s of aggregate table %s, which only selects source rows "
+      "(a condition on it under OR, NOT, in a function or against another column, beside "
+      "one the table took): write each condition on %s as `%s OP value` (=, !=, <, <=, >, "
+      ">=, IS, IS NOT, IS NULL, IS NOT NULL, IN, BETWEEN) ANDed with the rest of the WHERE "
+      "clause (an OR of values of one column as IN)",
+      col->name, t->zName, col->name, col->name);
   sqlite3_result_error(ctx, z ? z : "colstore: a filter column cannot be read", -1);
   sqlite3_free(z);
   return SQLITE_ERROR;
 }
 
 static int refuse_contradiction(sqlite3_context *ctx, const csx_agg_table *t, const agg_col *col) {
-  char *z = sqlite3_mprintf("colstore: SQLite checks conditions on %s of aggregate table %s again itself, on the output "
-                            "rows (those past the 16th condition of the WHERE clause, and IS NOT NULL), and no value "
-                            "satisfies them all, so it would drop the row that says no source row matched; remove the "
-                            "conditions on %s that contradict each other, or give at most 16 conditions",
-                            col->name, t->zName, col->name);
+  char *z = sqlite3_mprintf(
+      "colstore: SQLite checks conditions on %s of aggregate table %s again itself, on the output "
+      "rows (those past the 16th condition of the WHERE clause, and IS NOT NULL), and no value "
+      "satisfies them all, so it would drop the row that says no source row matched; remove the "
+      "conditions on %s that contradict each other, or give at most 16 conditions",
+      col->name, t->zName, col->name);
   sqlite3_result_error(ctx, z ? z : "colstore: contradictory conditions", -1);
   sqlite3_free(z);
   return SQLITE_ERROR;
@@ -1000,7 +1059,8 @@ static int agg_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
       if (!c->has_witness[i]) return refuse_contradiction(ctx, t, col);
       result_value(ctx, &c->witness[i]);
       return SQLITE_OK;
-    case AGG_ROWS: case AGG_MASK: {
+    case AGG_ROWS:
+    case AGG_MASK: {
       const uint8_t *p = col->kind == AGG_ROWS ? c->sel.user_rows : c->sel.user_mask;
       uint64_t n = col->kind == AGG_ROWS ? c->sel.user_rows_bytes : c->sel.user_mask_bytes;
       if (!c->taken[i]) return refuse_read(ctx, t, col);
@@ -1014,9 +1074,10 @@ static int agg_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
     case AGG_COUNT_X: sqlite3_result_int64(ctx, (sqlite3_int64)r.count); break;
     case AGG_SUM:
       if (r.count && r.sum_overflow) {
-        char *z = sqlite3_mprintf("colstore: integer overflow in %s of %s (SQLite's sum() fails the same way; "
-                                  "avg_%s is exact enough, or store the column as FLOAT64)",
-                                  col->name, t->zName, t->src_cols[col->src].name);
+        char *z = sqlite3_mprintf(
+            "colstore: integer overflow in %s of %s (SQLite's sum() fails the same way; "
+            "avg_%s is exact enough, or store the column as FLOAT64)",
+            col->name, t->zName, t->src_cols[col->src].name);
         sqlite3_result_error(ctx, z ? z : "integer overflow", -1);
         sqlite3_free(z);
         return SQLITE_ERROR;
@@ -1026,8 +1087,12 @@ static int agg_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
     case AGG_AVG:
       if (r.count) sqlite3_result_double(ctx, r.avg);
       break;
-    case AGG_MIN: if (r.count) result_value(ctx, &r.min); break;
-    case AGG_MAX: if (r.count) result_value(ctx, &r.max); break;
+    case AGG_MIN:
+      if (r.count) result_value(ctx, &r.min);
+      break;
+    case AGG_MAX:
+      if (r.count) result_value(ctx, &r.max);
+      break;
     default: break;
   }
   return SQLITE_OK;
@@ -1041,9 +1106,12 @@ static int agg_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
 static int agg_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *pRowid) {
   csx_agg_table *t = (csx_agg_table *)cur->pVtab;
   (void)pRowid;
-  return csx_vtab_error(&t->base, SQLITE_ERROR, "colstore: aggregate table %s has no rowid (its rows are groups), and "
-                        "an OR of conditions on its filter columns cannot be answered branch by branch; write the "
-                        "conditions as `column OP value` ANDed together (an OR of values of one column as IN)", t->zName);
+  return csx_vtab_error(
+      &t->base, SQLITE_ERROR,
+      "colstore: aggregate table %s has no rowid (its rows are groups), and "
+      "an OR of conditions on its filter columns cannot be answered branch by branch; write the "
+      "conditions as `column OP value` ANDed together (an OR of values of one column as IN)",
+      t->zName);
 }
 
 static int agg_rename(sqlite3_vtab *pVtab, const char *zNew) {

@@ -80,8 +80,10 @@ static void calib_error(sqlite3_context *ctx, int rc, const char *zFmt, const ch
 /* ------------------------------------------------------------------ JSON */
 
 static void json_string_or_null(sqlite3_str *s, const char *z) {
-  if (z) sqlite3_str_appendf(s, "\"%w\"", z);
-  else sqlite3_str_appendall(s, "null");
+  if (z)
+    sqlite3_str_appendf(s, "\"%w\"", z);
+  else
+    sqlite3_str_appendall(s, "null");
 }
 
 static void json_tristate(sqlite3_str *s, int v) {
@@ -90,15 +92,21 @@ static void json_tristate(sqlite3_str *s, int v) {
 
 /* The calibration's values, null where not measured. */
 static void json_calibration(sqlite3_str *s, const cs_calibration *cal) {
-  if (cal->threads >= 1) sqlite3_str_appendf(s, "{\"threads\":%d,\"prefetch\":{", cal->threads);
-  else sqlite3_str_appendall(s, "{\"threads\":null,\"prefetch\":{");
+  if (cal->threads >= 1)
+    sqlite3_str_appendf(s, "{\"threads\":%d,\"prefetch\":{", cal->threads);
+  else
+    sqlite3_str_appendall(s, "{\"threads\":null,\"prefetch\":{");
   for (int r = 0; r < CS_REGIME_COUNT; r++) {
     sqlite3_str_appendf(s, "%s\"%s\":", r ? "," : "", cs_regime_name((cs_regime)r));
-    if (cal->prefetch[r] >= 0) sqlite3_str_appendf(s, "%d", cal->prefetch[r]);
-    else sqlite3_str_appendall(s, "null");
+    if (cal->prefetch[r] >= 0)
+      sqlite3_str_appendf(s, "%d", cal->prefetch[r]);
+    else
+      sqlite3_str_appendall(s, "null");
   }
-  if (cal->mask_gate >= 0) sqlite3_str_appendf(s, "},\"mask_gate\":%.3f}", cal->mask_gate);
-  else sqlite3_str_appendall(s, "},\"mask_gate\":null}");
+  if (cal->mask_gate >= 0)
+    sqlite3_str_appendf(s, "},\"mask_gate\":%.3f}", cal->mask_gate);
+  else
+    sqlite3_str_appendall(s, "},\"mask_gate\":null}");
 }
 
 /* One sweep: every candidate's median, min and max (microseconds per call),
@@ -107,20 +115,25 @@ static void json_calibration(sqlite3_str *s, const cs_calibration *cal) {
 static void json_sweep(sqlite3_str *s, const cs_calib_sweep *sw, const char *const *names) {
   sqlite3_str_appendall(s, "{\"candidates\":[");
   for (uint32_t c = 0; c < sw->n_cand; c++) {
-    if (names) sqlite3_str_appendf(s, "%s{\"value\":\"%s\"", c ? "," : "", names[(int)sw->value[c]]);
-    else sqlite3_str_appendf(s, "%s{\"value\":%d", c ? "," : "", (int)sw->value[c]);
-    sqlite3_str_appendf(s, ",\"median_us\":%.1f,\"min_us\":%.1f,\"max_us\":%.1f}", sw->median_us[c], sw->min_us[c],
-                        sw->max_us[c]);
+    if (names)
+      sqlite3_str_appendf(s, "%s{\"value\":\"%s\"", c ? "," : "", names[(int)sw->value[c]]);
+    else
+      sqlite3_str_appendf(s, "%s{\"value\":%d", c ? "," : "", (int)sw->value[c]);
+    sqlite3_str_appendf(s, ",\"median_us\":%.1f,\"min_us\":%.1f,\"max_us\":%.1f}", sw->median_us[c],
+                        sw->min_us[c], sw->max_us[c]);
   }
-  if (names) sqlite3_str_appendf(s, "],\"pick\":\"%s\",\"halves_agree\":", names[(int)sw->value[sw->pick]]);
-  else sqlite3_str_appendf(s, "],\"pick\":%d,\"halves_agree\":", (int)sw->value[sw->pick]);
+  if (names)
+    sqlite3_str_appendf(s, "],\"pick\":\"%s\",\"halves_agree\":", names[(int)sw->value[sw->pick]]);
+  else
+    sqlite3_str_appendf(s, "],\"pick\":%d,\"halves_agree\":", (int)sw->value[sw->pick]);
   json_tristate(s, sw->halves_agree);
   sqlite3_str_appendall(s, "}");
 }
 
 /* A pick whose halves disagreed is not applied (core/cs_calibrate.c): the
 ** report says so where the pick is. */
-#define CALIB_KEPT_DEFAULT "default kept: the two halves of the rounds picked differently; rerun on a quiet host or with more rounds"
+#define CALIB_KEPT_DEFAULT \
+  "default kept: the two halves of the rounds picked differently; rerun on a quiet host or with more rounds"
 
 static void json_applied(sqlite3_str *s, bool applied) {
   sqlite3_str_appendf(s, ",\"applied\":%s", applied ? "true" : "\"" CALIB_KEPT_DEFAULT "\"");
@@ -128,9 +141,10 @@ static void json_applied(sqlite3_str *s, bool applied) {
 
 static void json_report(sqlite3_str *s, const char *target, const cs_calib_report *rep) {
   static const char *const route_names[2] = {"positions", "mask"};
-  sqlite3_str_appendf(s, "\"target\":\"%s\",\"rounds\":%u,\"seconds\":%.2f,\"dram_bytes\":%llu,\"resident_bytes\":%llu",
-                      target, rep->rounds, rep->seconds, (unsigned long long)rep->dram_bytes,
-                      (unsigned long long)rep->resident_bytes);
+  sqlite3_str_appendf(
+      s, "\"target\":\"%s\",\"rounds\":%u,\"seconds\":%.2f,\"dram_bytes\":%llu,\"resident_bytes\":%llu",
+      target, rep->rounds, rep->seconds, (unsigned long long)rep->dram_bytes,
+      (unsigned long long)rep->resident_bytes);
   if (rep->targets & CS_CALIB_THREADS) {
     sqlite3_str_appendall(s, ",\"threads\":{\"families\":{");
     for (uint32_t f = 0; f < rep->n_threads; f++) {
@@ -186,8 +200,10 @@ static void json_report(sqlite3_str *s, const char *target, const cs_calib_repor
 ** rewritten in place, erased at the end. */
 static void calib_show_progress(void *arg, const char *step, int done, int total) {
   (void)arg;
-  if (done >= total) fprintf(stderr, "\r%*s\r", 72, "");
-  else fprintf(stderr, "\rcolstore_calibrate: %-40s %2d/%d", step, done + 1, total);
+  if (done >= total)
+    fprintf(stderr, "\r%*s\r", 72, "");
+  else
+    fprintf(stderr, "\rcolstore_calibrate: %-40s %2d/%d", step, done + 1, total);
   fflush(stderr);
 }
 
@@ -197,13 +213,19 @@ static void fn_calibrate(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   const char *target = argc > 0 ? (const char *)sqlite3_value_text(argv[0]) : "all";
   unsigned targets;
   if (!target) target = "";
-  if (sqlite3_stricmp(target, "all") == 0) target = "all", targets = CS_CALIB_ALL;
-  else if (sqlite3_stricmp(target, "threads") == 0) target = "threads", targets = CS_CALIB_THREADS;
-  else if (sqlite3_stricmp(target, "prefetch") == 0) target = "prefetch", targets = CS_CALIB_PREFETCH;
-  else if (sqlite3_stricmp(target, "mask") == 0) target = "mask", targets = CS_CALIB_MASK;
-  else if (sqlite3_stricmp(target, "clear") == 0) target = "clear", targets = 0;
+  if (sqlite3_stricmp(target, "all") == 0)
+    target = "all", targets = CS_CALIB_ALL;
+  else if (sqlite3_stricmp(target, "threads") == 0)
+    target = "threads", targets = CS_CALIB_THREADS;
+  else if (sqlite3_stricmp(target, "prefetch") == 0)
+    target = "prefetch", targets = CS_CALIB_PREFETCH;
+  else if (sqlite3_stricmp(target, "mask") == 0)
+    target = "mask", targets = CS_CALIB_MASK;
+  else if (sqlite3_stricmp(target, "clear") == 0)
+    target = "clear", targets = 0;
   else {
-    char *z = sqlite3_mprintf("colstore: unknown calibration target '%s'; valid targets: %s", target, calib_targets);
+    char *z = sqlite3_mprintf("colstore: unknown calibration target '%s'; valid targets: %s", target,
+                              calib_targets);
     sqlite3_result_error(ctx, z ? z : "colstore: out of memory", -1);
     sqlite3_free(z);
     return;
@@ -213,7 +235,8 @@ static void fn_calibrate(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     cs_value num;
     csx_value_number(argv[1], &num);
     bool ok = (num.kind == CS_VAL_INT && num.i >= 1 && num.i <= CS_CALIB_MAX_ROUNDS) ||
-              (num.kind == CS_VAL_FLOAT && num.f >= 1 && num.f <= CS_CALIB_MAX_ROUNDS && num.f == (double)(int)num.f);
+              (num.kind == CS_VAL_FLOAT && num.f >= 1 && num.f <= CS_CALIB_MAX_ROUNDS &&
+               num.f == (double)(int)num.f);
     if (!ok) {
       const char *zv = (const char *)sqlite3_value_text(argv[1]);
       calib_error(ctx, SQLITE_ERROR, "colstore: bad rounds '%s'; give an integer from 1 to 1000 (default 11)",
@@ -262,7 +285,8 @@ static void fn_calibrate(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     calib_host_fingerprint(here);
     cs_calibration merged, cached;
     cs_calibration_current(&merged);
-    if (have_path && cs_calibration_load(path, fp, &cached, NULL) == CS_OK && strcmp(fp, here) == 0) merged = cached;
+    if (have_path && cs_calibration_load(path, fp, &cached, NULL) == CS_OK && strcmp(fp, here) == 0)
+      merged = cached;
     /* A measured knob takes this run's pick, or the default (-1) where the
     ** halves disagreed: an earlier pick is not kept over a run that
     ** could not confirm it. */
@@ -288,8 +312,10 @@ static void fn_calibrate(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     sqlite3_free(rep);
   }
   char *z = sqlite3_str_finish(s);
-  if (z) sqlite3_result_text(ctx, z, -1, sqlite3_free);
-  else sqlite3_result_error_nomem(ctx);
+  if (z)
+    sqlite3_result_text(ctx, z, -1, sqlite3_free);
+  else
+    sqlite3_result_error_nomem(ctx);
 }
 
 /* ------------------------------------------------------------- calibration */
@@ -306,11 +332,14 @@ static void fn_calibration(sqlite3_context *ctx, int argc, sqlite3_value **argv)
   cs_rc lrc = have_path ? cs_calibration_load(path, fp, &cached, &lerr) : CS_ENOENT;
   int matches = lrc == CS_OK ? strcmp(fp, here) == 0 : -1;
   char *warning = NULL;
-  if (!have_path) warning = sqlite3_mprintf("no calibration cache: %s", err.msg);
-  else if (lrc != CS_OK && lrc != CS_ENOENT) warning = sqlite3_mprintf("ignored the calibration cache: %s", lerr.msg);
+  if (!have_path)
+    warning = sqlite3_mprintf("no calibration cache: %s", err.msg);
+  else if (lrc != CS_OK && lrc != CS_ENOENT)
+    warning = sqlite3_mprintf("ignored the calibration cache: %s", lerr.msg);
   else if (matches == 0)
-    warning = sqlite3_mprintf("ignored the calibration cache: it was measured on another host (fingerprint differs); "
-                              "run colstore_calibrate() here");
+    warning = sqlite3_mprintf(
+        "ignored the calibration cache: it was measured on another host (fingerprint differs); "
+        "run colstore_calibrate() here");
 
   pthread_mutex_lock(&calib_mutex);
   const char *source = calib_source;
@@ -323,7 +352,8 @@ static void fn_calibration(sqlite3_context *ctx, int argc, sqlite3_value **argv)
   sqlite3_str *s = sqlite3_str_new(NULL);
   sqlite3_str_appendf(s, "{\"source\":\"%s\",\"cache_path\":", source);
   json_string_or_null(s, have_path ? path : NULL);
-  sqlite3_str_appendf(s, ",\"cache_exists\":%s,\"fingerprint_matches\":", lrc == CS_ENOENT ? "false" : "true");
+  sqlite3_str_appendf(s,
+                      ",\"cache_exists\":%s,\"fingerprint_matches\":", lrc == CS_ENOENT ? "false" : "true");
   json_tristate(s, matches);
   sqlite3_str_appendf(s, ",\"fingerprint\":\"%w\",\"cache_fingerprint\":", here);
   json_string_or_null(s, lrc == CS_OK ? fp : NULL);
@@ -336,11 +366,15 @@ static void fn_calibration(sqlite3_context *ctx, int argc, sqlite3_value **argv)
   ** (colstore_last_plan reports that). */
   sqlite3_str_appendf(s, ",\"effective\":{\"threads\":{\"value\":%d,\"from\":\"%s\"},\"prefetch\":{",
                       cs_kernel_threads_cap(),
-                      kc.threads > 0 ? "colstore_config" : cal.threads >= 1 ? "calibration" : "default");
+                      kc.threads > 0     ? "colstore_config"
+                      : cal.threads >= 1 ? "calibration"
+                                         : "default");
   for (int r = 0; r < CS_REGIME_COUNT; r++)
-    sqlite3_str_appendf(s, "%s\"%s\":{\"value\":%d,\"from\":\"%s\"}", r ? "," : "", cs_regime_name((cs_regime)r),
-                        cs_kernel_prefetch_for((cs_regime)r),
-                        kc.prefetch >= 0 ? "colstore_config" : cal.prefetch[r] >= 0 ? "calibration" : "default");
+    sqlite3_str_appendf(s, "%s\"%s\":{\"value\":%d,\"from\":\"%s\"}", r ? "," : "",
+                        cs_regime_name((cs_regime)r), cs_kernel_prefetch_for((cs_regime)r),
+                        kc.prefetch >= 0       ? "colstore_config"
+                        : cal.prefetch[r] >= 0 ? "calibration"
+                                               : "default");
   const char *gate_from;
   double gate = csx_config_mask_gate(&gate_from);
   sqlite3_str_appendf(s, "},\"mask_gate\":{\"value\":%.3f,\"from\":\"%s\"}}", gate, gate_from);
@@ -350,25 +384,28 @@ static void fn_calibration(sqlite3_context *ctx, int argc, sqlite3_value **argv)
   cs_numa_effective(numa_eff, sizeof numa_eff);
   cs_binding_effective(bind_eff, sizeof bind_eff);
   if (topo) cs_numa_topology_get(topo);
-  sqlite3_str_appendf(s, ",\"numa\":{\"libnuma\":%s,\"nodes\":%d,\"cpus\":%d,", topo && topo->libnuma ? "true" : "false",
-                      topo ? topo->nodes : -1, topo ? topo->cpus : -1);
-  sqlite3_str_appendf(s, "\"placement\":{\"requested\":\"%s\",\"effective\":\"%s\"},", cs_numa_policy_name(cs_numa_get()),
-                      numa_eff);
-  sqlite3_str_appendf(s, "\"binding\":{\"requested\":\"%s\",\"effective\":\"%s\"}}}", cs_binding_name(cs_binding_get()),
-                      bind_eff);
+  sqlite3_str_appendf(s, ",\"numa\":{\"libnuma\":%s,\"nodes\":%d,\"cpus\":%d,",
+                      topo && topo->libnuma ? "true" : "false", topo ? topo->nodes : -1,
+                      topo ? topo->cpus : -1);
+  sqlite3_str_appendf(s, "\"placement\":{\"requested\":\"%s\",\"effective\":\"%s\"},",
+                      cs_numa_policy_name(cs_numa_get()), numa_eff);
+  sqlite3_str_appendf(s, "\"binding\":{\"requested\":\"%s\",\"effective\":\"%s\"}}}",
+                      cs_binding_name(cs_binding_get()), bind_eff);
   sqlite3_free(topo);
   sqlite3_free(warning);
   char *z = sqlite3_str_finish(s);
-  if (z) sqlite3_result_text(ctx, z, -1, sqlite3_free);
-  else sqlite3_result_error_nomem(ctx);
+  if (z)
+    sqlite3_result_text(ctx, z, -1, sqlite3_free);
+  else
+    sqlite3_result_error_nomem(ctx);
 }
 
 int csx_register_calibrate(sqlite3 *db) {
   pthread_once(&calib_once, calib_load);
   int rc = SQLITE_OK;
   for (int n = 0; n <= 2 && rc == SQLITE_OK; n++)
-    rc = sqlite3_create_function_v2(db, "colstore_calibrate", n, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL, fn_calibrate,
-                                    NULL, NULL, NULL);
+    rc = sqlite3_create_function_v2(db, "colstore_calibrate", n, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
+                                    fn_calibrate, NULL, NULL, NULL);
   if (rc == SQLITE_OK)
     rc = sqlite3_create_function_v2(db, "colstore_calibration", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
                                     fn_calibration, NULL, NULL, NULL);

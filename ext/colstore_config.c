@@ -75,7 +75,8 @@ void csx_config_json(sqlite3_str *s) {
     /* auto: the distance per access regime (calibrated, else default). */
     sqlite3_str_appendall(s, "\"prefetch\":{\"requested\":\"auto\",\"effective\":{");
     for (int r = 0; r < CS_REGIME_COUNT; r++)
-      sqlite3_str_appendf(s, "%s\"%s\":%d", r ? "," : "", cs_regime_name((cs_regime)r), cs_kernel_prefetch_for((cs_regime)r));
+      sqlite3_str_appendf(s, "%s\"%s\":%d", r ? "," : "", cs_regime_name((cs_regime)r),
+                          cs_kernel_prefetch_for((cs_regime)r));
     sqlite3_str_appendall(s, "}},");
   } else {
     sqlite3_str_appendf(s, "\"prefetch\":{\"requested\":%d,\"effective\":%d},", kc.prefetch, kc.prefetch);
@@ -84,11 +85,14 @@ void csx_config_json(sqlite3_str *s) {
   ** the gate's density, else through positions (cs_select.c). */
   const char *gate_from;
   double gate_value = csx_config_mask_gate(&gate_from);
-  if (gate < 0) sqlite3_str_appendall(s, "\"mask_gate\":{\"requested\":\"auto\",");
-  else sqlite3_str_appendf(s, "\"mask_gate\":{\"requested\":%.3f,", (double)gate / 1000.0);
+  if (gate < 0)
+    sqlite3_str_appendall(s, "\"mask_gate\":{\"requested\":\"auto\",");
+  else
+    sqlite3_str_appendf(s, "\"mask_gate\":{\"requested\":%.3f,", (double)gate / 1000.0);
   sqlite3_str_appendf(s, "\"gate\":%.3f,\"gate_from\":\"%s\",\"effective\":\"%s\"},", gate_value, gate_from,
-                      gate_value <= 0 ? "mask" : gate_value >= 1 ? "positions unless every row is selected"
-                                                                 : "mask at or above the gate, else positions");
+                      gate_value <= 0   ? "mask"
+                      : gate_value >= 1 ? "positions unless every row is selected"
+                                        : "mask at or above the gate, else positions");
   /* NUMA placement and binding live in the core (cs_numa.c), which says
   ** what this host and build make of the request. */
   char numa_eff[160], bind_eff[160];
@@ -101,10 +105,12 @@ void csx_config_json(sqlite3_str *s) {
                       "\"binding\":{\"requested\":\"%s\",\"effective\":\"%s\"},"
                       "\"batch_bytes\":%llu,\"scatter_bytes\":%llu,\"cache_limit\":%llu,\"auto_compact\":%u,"
                       "\"keep_bytes\":{\"limit\":%llu,\"kept\":%llu,\"blocks\":%llu,\"reused\":%llu}}",
-                      cs_numa_policy_name(cs_numa_get()), numa_eff, cs_binding_name(cs_binding_get()), bind_eff,
-                      (unsigned long long)atomic_load(&batch_bytes), (unsigned long long)atomic_load(&scatter_bytes),
-                      (unsigned long long)cs_cache_limit(), (unsigned)atomic_load(&auto_compact), (unsigned long long)keep.limit, (unsigned long long)keep.bytes,
-                      (unsigned long long)keep.blocks, (unsigned long long)keep.reused);
+                      cs_numa_policy_name(cs_numa_get()), numa_eff, cs_binding_name(cs_binding_get()),
+                      bind_eff, (unsigned long long)atomic_load(&batch_bytes),
+                      (unsigned long long)atomic_load(&scatter_bytes), (unsigned long long)cs_cache_limit(),
+                      (unsigned)atomic_load(&auto_compact), (unsigned long long)keep.limit,
+                      (unsigned long long)keep.bytes, (unsigned long long)keep.blocks,
+                      (unsigned long long)keep.reused);
 }
 
 static int name_index(const char *z, const char *const *names, int n) {
@@ -118,7 +124,8 @@ static bool value_uint(sqlite3_value *v, sqlite3_int64 *out) {
   cs_value num;
   csx_value_number(v, &num);
   if (num.kind == CS_VAL_INT) return (*out = num.i) >= 0;
-  if (num.kind != CS_VAL_FLOAT || !(num.f >= 0 && num.f < 9.2e18) || num.f != (double)(sqlite3_int64)num.f) return false;
+  if (num.kind != CS_VAL_FLOAT || !(num.f >= 0 && num.f < 9.2e18) || num.f != (double)(sqlite3_int64)num.f)
+    return false;
   *out = (sqlite3_int64)num.f;
   return true;
 }
@@ -163,9 +170,12 @@ static bool set_prefetch(sqlite3_value *v) {
   cs_kernel_config kc;
   cs_kernel_config_get(&kc);
   sqlite3_int64 n;
-  if (is_auto(v)) kc.prefetch = -1;
-  else if (value_uint(v, &n) && n <= 4096) kc.prefetch = (int)n;
-  else return false;
+  if (is_auto(v))
+    kc.prefetch = -1;
+  else if (value_uint(v, &n) && n <= 4096)
+    kc.prefetch = (int)n;
+  else
+    return false;
   cs_kernel_config_set(&kc);
   return true;
 }
@@ -179,10 +189,12 @@ static bool set_mask_gate(sqlite3_value *v) {
   cs_value num;
   csx_value_number(v, &num);
   double f = num.kind == CS_VAL_INT ? (double)num.i : num.f;
-  if (is_auto(v)) atomic_store(&mask_gate_millis, -1);
+  if (is_auto(v))
+    atomic_store(&mask_gate_millis, -1);
   else if ((num.kind == CS_VAL_INT || num.kind == CS_VAL_FLOAT) && f >= 0 && f <= 1)
     atomic_store(&mask_gate_millis, (int64_t)(f * 1000 + 0.5));
-  else return false;
+  else
+    return false;
   return true;
 }
 static setting_value get_mask_gate(void) {
@@ -235,9 +247,12 @@ static setting_value get_keep_bytes(void) {
 /* The most committed bytes a cache=memory table may copy (core). */
 static bool set_cache_limit(sqlite3_value *v) {
   sqlite3_int64 n;
-  if (is_auto(v)) cs_cache_limit_set(0);
-  else if (value_uint(v, &n) && n > 0) cs_cache_limit_set((uint64_t)n);
-  else return false;
+  if (is_auto(v))
+    cs_cache_limit_set(0);
+  else if (value_uint(v, &n) && n > 0)
+    cs_cache_limit_set((uint64_t)n);
+  else
+    return false;
   return true;
 }
 static setting_value get_cache_limit(void) { return sv_int((sqlite3_int64)cs_cache_limit()); }
@@ -247,8 +262,10 @@ static setting_value get_cache_limit(void) { return sv_int((sqlite3_int64)cs_cac
 static bool set_auto_compact(sqlite3_value *v) {
   const char *z = (const char *)sqlite3_value_text(v);
   sqlite3_int64 n;
-  if (z && sqlite3_stricmp(z, "off") == 0) n = 0;
-  else if (!value_uint(v, &n) || n > CSX_MAX_AUTO_COMPACT) return false;
+  if (z && sqlite3_stricmp(z, "off") == 0)
+    n = 0;
+  else if (!value_uint(v, &n) || n > CSX_MAX_AUTO_COMPACT)
+    return false;
   atomic_store(&auto_compact, (uint32_t)n);
   return true;
 }
@@ -270,21 +287,29 @@ static const setting settings[] = {
     {"batch_bytes", "a byte count of at least 65536 (default 33554432)", set_batch_bytes, get_batch_bytes},
     {"scatter_bytes", "0 (off), or a byte count (default 268435456)", set_scatter_bytes, get_scatter_bytes},
     {"keep_bytes", "0 (keep none), or a byte count (default 1073741824)", set_keep_bytes, get_keep_bytes},
-    {"cache_limit", "'auto' (half the physical memory), or a byte count above 0", set_cache_limit, get_cache_limit},
-    {"auto_compact", "0 or 'off', or a cost ratio from 1 to 1000000 (default 4)", set_auto_compact, get_auto_compact},
+    {"cache_limit", "'auto' (half the physical memory), or a byte count above 0", set_cache_limit,
+     get_cache_limit},
+    {"auto_compact", "0 or 'off', or a cost ratio from 1 to 1000000 (default 4)", set_auto_compact,
+     get_auto_compact},
 };
 #define N_SETTINGS ((int)(sizeof settings / sizeof settings[0]))
 
 static void result_setting(sqlite3_context *ctx, setting_value v) {
-  if (v.kind == SV_INT) sqlite3_result_int64(ctx, v.i);
-  else if (v.kind == SV_REAL) sqlite3_result_double(ctx, v.f);
-  else sqlite3_result_text(ctx, v.z, -1, SQLITE_TRANSIENT);
+  if (v.kind == SV_INT)
+    sqlite3_result_int64(ctx, v.i);
+  else if (v.kind == SV_REAL)
+    sqlite3_result_double(ctx, v.f);
+  else
+    sqlite3_result_text(ctx, v.z, -1, SQLITE_TRANSIENT);
 }
 
 static void append_json_value(sqlite3_str *s, setting_value v) {
-  if (v.kind == SV_INT) sqlite3_str_appendf(s, "%lld", (long long)v.i);
-  else if (v.kind == SV_REAL) sqlite3_str_appendf(s, "%!.15g", v.f);
-  else sqlite3_str_appendf(s, "\"%s\"", v.z); /* words: auto, interleave, ... */
+  if (v.kind == SV_INT)
+    sqlite3_str_appendf(s, "%lld", (long long)v.i);
+  else if (v.kind == SV_REAL)
+    sqlite3_str_appendf(s, "%!.15g", v.f);
+  else
+    sqlite3_str_appendf(s, "\"%s\"", v.z); /* words: auto, interleave, ... */
 }
 
 /* colstore_config(): every setting, its value and the values it takes. */
@@ -314,7 +339,8 @@ static void fn_config(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   for (int i = 0; name && i < N_SETTINGS; i++) {
     if (sqlite3_stricmp(name, settings[i].name) != 0) continue;
     if (argc > 1 && !settings[i].set(argv[1])) {
-      char *z = sqlite3_mprintf("colstore: bad value for setting %s; valid values: %s", settings[i].name, settings[i].allowed);
+      char *z = sqlite3_mprintf("colstore: bad value for setting %s; valid values: %s", settings[i].name,
+                                settings[i].allowed);
       sqlite3_result_error(ctx, z ? z : "colstore: out of memory", -1);
       sqlite3_free(z);
       return;
@@ -334,6 +360,7 @@ static void fn_config(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 int csx_register_config(sqlite3 *db) {
   int rc = SQLITE_OK;
   for (int argc = 0; argc <= 2 && rc == SQLITE_OK; argc++)
-    rc = sqlite3_create_function_v2(db, "colstore_config", argc, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL, fn_config, NULL, NULL, NULL);
+    rc = sqlite3_create_function_v2(db, "colstore_config", argc, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
+                                    fn_config, NULL, NULL, NULL);
   return rc;
 }

@@ -77,72 +77,72 @@ typedef enum { SEL_RANGE, SEL_FILTERED, SEL_LIST } sel_shape;
 ** two, so the worker can select the next batch into one while SQLite reads
 ** the other; LIST uses the first one's buffers. */
 typedef struct csx_batch_buf {
-  uint8_t *mask;              /* FILTERED: the batch's mask */
+  uint8_t *mask; /* FILTERED: the batch's mask */
   uint64_t mask_cap;
-  uint64_t *pos;              /* FILTERED: the batch's positions, once computed */
+  uint64_t *pos; /* FILTERED: the batch's positions, once computed */
   uint64_t pos_cap;
-  cs_gather_target *targets;  /* n_cols slots; n_targets used: a buffer per column read */
+  cs_gather_target *targets;     /* n_cols slots; n_targets used: a buffer per column read */
   cs_gather_target *job_targets; /* n_cols slots: the ones the kernel fills */
-  uint8_t *mem;               /* every buffer, in one block */
+  uint8_t *mem;                  /* every buffer, in one block */
   uint64_t mem_bytes;
   const cs_selector *selector;
-  cs_select_batch job;        /* the call's inputs and results */
-  uint64_t kernel_ns;         /* how long the call took */
+  cs_select_batch job; /* the call's inputs and results */
+  uint64_t kernel_ns;  /* how long the call took */
   /* LIST: the batch is pos[list_base, + job.n), gathered by cs_select_rows */
   bool is_list;
   const cs_store *store;
   const uint64_t *list_rows;
   bool ascending;
   uint64_t list_base;
-  uint32_t *bins;             /* unsorted lists: the batch's record numbers */
+  uint32_t *bins; /* unsorted lists: the batch's record numbers */
   uint64_t bins_cap;
   /* LIST by scatter: the output window pos'[list_base, + job.n) of the
   ** order counts describes over list_rows[0, n_list), scattered into the
   ** buffers and its positions into pos (cs_scatter_rows) */
   const cs_order_counts *counts;
   uint64_t n_list;
-  uint64_t list_first;        /* by scatter, list_rows NULL: the rows list_first .. + n_list - 1 */
-  uint64_t *scatter_pos;      /* the window's positions: in mem, after the buffers; written only
+  uint64_t list_first;       /* by scatter, list_rows NULL: the rows list_first .. + n_list - 1 */
+  uint64_t *scatter_pos;     /* the window's positions: in mem, after the buffers; written only
                               ** when xRowid or a column read in place asks (rows_ready) */
-  uint32_t *scatter_scratch;  /* counts->n_codes cursors */
+  uint32_t *scatter_scratch; /* counts->n_codes cursors */
   uint64_t scratch_cap;
 } csx_batch_buf;
 
 typedef struct csx_cursor {
-  sqlite3_vtab_cursor base;  /* must be first */
-  csx_snapshot *snap;        /* one ref held while open */
-  const cs_store *store;     /* snap->store */
-  const cs_column *cols;     /* the store's columns */
+  sqlite3_vtab_cursor base; /* must be first */
+  csx_snapshot *snap;       /* one ref held while open */
+  const cs_store *store;    /* snap->store */
+  const cs_column *cols;    /* the store's columns */
   uint32_t n_cols;
   sel_shape shape;
-  bool desc;                 /* walk from the top */
+  bool desc; /* walk from the top */
   bool eof;
-  uint64_t row;              /* RANGE: the current row; others: set by current_row() */
-  uint64_t lo, hi;           /* RANGE: rows [lo, hi) still to visit; FILTERED: not yet batched */
-  uint64_t range_lo;         /* FILTERED: the whole range's first row (for record statistics) */
+  uint64_t row;      /* RANGE: the current row; others: set by current_row() */
+  uint64_t lo, hi;   /* RANGE: rows [lo, hi) still to visit; FILTERED: not yet batched */
+  uint64_t range_lo; /* FILTERED: the whole range's first row (for record statistics) */
   /* LIST: the positions, where the batches are in them */
-  uint64_t *pos;             /* sqlite3_malloc'd; reused across filters */
+  uint64_t *pos; /* sqlite3_malloc'd; reused across filters */
   uint64_t n_pos, pos_cap;
-  bool list_sorted;          /* positions non-decreasing */
+  bool list_sorted; /* positions non-decreasing */
   /* Delivery by scatter (ordered, counting-sortable keys, ascending
   ** positions): pos[0, n_pos) stays the selection in row order and each
   ** batch is a window of the order, scattered from it (cs_scatter_rows),
   ** its positions in bufs[].pos. */
   bool scatter;
-  bool scatter_range;        /* ... over the range order_lo .. + n_pos - 1, pos never written */
+  bool scatter_range; /* ... over the range order_lo .. + n_pos - 1, pos never written */
   cs_order_counts counts;
-  uint64_t list_next;        /* ascending: the next index to batch; descending: the end of the rest */
+  uint64_t list_next; /* ascending: the next index to batch; descending: the end of the rest */
   /* the current batch */
   csx_batch_buf bufs[2];
-  int cur;                   /* bufs[cur] is the current batch */
-  bool pending;              /* bufs[1 - cur] holds or is getting the next batch */
-  bool pipeline;             /* may select the next batch on the worker */
-  uint64_t handed_ns;        /* when the current batch was handed to SQLite (0: none yet) */
-  double sql_row_ns;         /* SQLite's time per row of the last batch, measured */
-  cs_worker *worker;         /* started at the first pipelined batch; kept for the cursor's life */
-  uint64_t n_batch;          /* selected rows in the batch */
-  uint64_t at;               /* the current row's index in the batch */
-  bool rows_ready;           /* FILTERED: bufs[cur].pos[0, n_batch) hold the batch's rows; by scatter: .scatter_pos */
+  int cur;            /* bufs[cur] is the current batch */
+  bool pending;       /* bufs[1 - cur] holds or is getting the next batch */
+  bool pipeline;      /* may select the next batch on the worker */
+  uint64_t handed_ns; /* when the current batch was handed to SQLite (0: none yet) */
+  double sql_row_ns;  /* SQLite's time per row of the last batch, measured */
+  cs_worker *worker;  /* started at the first pipelined batch; kept for the cursor's life */
+  uint64_t n_batch;   /* selected rows in the batch */
+  uint64_t at;        /* the current row's index in the batch */
+  bool rows_ready; /* FILTERED: bufs[cur].pos[0, n_batch) hold the batch's rows; by scatter: .scatter_pos */
   uint64_t batch_rows;       /* the most rows one batch holds */
   uint64_t batch_next;       /* FILTERED: rows of the next batch; doubles up to batch_rows */
   uint32_t n_targets;        /* the fixed-width columns the query reads */
@@ -160,10 +160,10 @@ typedef struct csx_cursor {
   ** UPDATE at the first xColumn SQLite calls with the nochange flag (every
   ** UPDATE does, for _rows and _mask at least), and from then on steps
   ** over a list entry whose position an earlier entry had. */
-  bool rows_list;            /* LIST: pos[] is the _rows BLOB's order, duplicates kept */
-  bool updating;             /* an UPDATE reads this cursor (nochange seen) */
-  uint8_t *repeat;           /* per pos[] index: 1 = an earlier index has the position; NULL: none repeats */
-  cs_selector *selector;     /* sel.preds compiled against the store */
+  bool rows_list;        /* LIST: pos[] is the _rows BLOB's order, duplicates kept */
+  bool updating;         /* an UPDATE reads this cursor (nochange seen) */
+  uint8_t *repeat;       /* per pos[] index: 1 = an earlier index has the position; NULL: none repeats */
+  cs_selector *selector; /* sel.preds compiled against the store */
   /* Ordered delivery under a LIMIT SQLite did not hand over (K<n>): the
   ** first n in order were selected; if SQLite asks for more (it filters
   ** after us), the selection is made again and ordered whole.  A list is
@@ -177,23 +177,23 @@ typedef struct csx_cursor {
   uint64_t *order_rest;
   uint64_t n_order_rest;
   uint64_t order_lo, order_hi;
-  bool order_range;          /* pos[0, n_pos) is order_lo.. implicitly, not yet written (cs_order_range) */
+  bool order_range; /* pos[0, n_pos) is order_lo.. implicitly, not yet written (cs_order_range) */
   uint64_t order_col_used;
   cs_order_key order_keys[CSX_MAX_ORDER_KEYS];
   uint32_t n_order_keys;
   cs_order_mode order_mode;
-  uint64_t skip;             /* OFFSET rows still to skip */
-  uint64_t left;             /* LIMIT rows still to return; UINT64_MAX = no limit */
+  uint64_t skip; /* OFFSET rows still to skip */
+  uint64_t left; /* LIMIT rows still to return; UINT64_MAX = no limit */
   /* the record of `row`, for reads in place */
   uint64_t rec, rec_first, rec_end;
   const cs_chunk *chunks;
-  const uint8_t *rec_dels;   /* its deletion bitmap (1 = deleted), NULL when it has none */
+  const uint8_t *rec_dels; /* its deletion bitmap (1 = deleted), NULL when it has none */
   /* Chunks are checked against their checksums the first time the
   ** process reads them (cs_verified.c), unless the table says verify=header:
   ** RANGE as it enters a record, FILTERED and LIST as they plan a batch. */
   bool check;
-  uint8_t *check_cols;       /* per column: read by the query (colUsed) */
-  int check_rc;              /* SQLITE_CORRUPT once a check failed: the scan ends with it */
+  uint8_t *check_cols; /* per column: read by the query (colUsed) */
+  int check_rc;        /* SQLITE_CORRUPT once a check failed: the scan ends with it */
   /* what colstore_last_plan reports */
   csx_scan_stats stats;
 } csx_cursor;
@@ -277,7 +277,8 @@ static bool check_outcome(csx_cursor *pCur, cs_rc rc, const cs_err *err) {
 static bool records_ok(csx_cursor *pCur, uint64_t rec_first, uint64_t rec_end) {
   if (!pCur->check) return true;
   cs_err err;
-  return check_outcome(pCur, cs_store_check_chunks(pCur->store, rec_first, rec_end, pCur->check_cols, &err), &err);
+  return check_outcome(pCur, cs_store_check_chunks(pCur->store, rec_first, rec_end, pCur->check_cols, &err),
+                       &err);
 }
 
 /* RANGE: seek_record, and the check of a record it enters. */
@@ -329,8 +330,9 @@ static void batch_job(void *arg) {
   csx_batch_buf *b = arg;
   uint64_t t0 = csx_mono_ns();
   if (b->counts)
-    b->job.threads = cs_scatter_rows(b->store, b->list_rows, b->list_first, b->n_list, b->counts, b->list_base, b->job.n, NULL,
-                                     b->job.targets, b->job.n_targets, b->scatter_scratch, b->job.max_threads);
+    b->job.threads =
+        cs_scatter_rows(b->store, b->list_rows, b->list_first, b->n_list, b->counts, b->list_base, b->job.n,
+                        NULL, b->job.targets, b->job.n_targets, b->scatter_scratch, b->job.max_threads);
   else if (b->is_list)
     b->job.threads = cs_select_rows(b->store, b->list_rows + b->list_base, b->job.n, b->ascending, b->bins,
                                     b->job.targets, b->job.n_targets, b->job.max_threads);
@@ -348,8 +350,10 @@ static bool filtered_plan(csx_cursor *pCur, csx_batch_buf *b, bool background) {
   if (pCur->batch_next < pCur->batch_rows) pCur->batch_next *= 2;
   uint64_t n = pCur->hi - pCur->lo < cap ? pCur->hi - pCur->lo : cap;
   uint64_t first = pCur->desc ? pCur->hi - n : pCur->lo;
-  if (pCur->desc) pCur->hi -= n;
-  else pCur->lo += n;
+  if (pCur->desc)
+    pCur->hi -= n;
+  else
+    pCur->lo += n;
   if (pCur->check && !records_ok(pCur, cs_store_find_record(pCur->store, first),
                                  cs_store_find_record(pCur->store, first + n - 1) + 1))
     return false;
@@ -377,8 +381,7 @@ static bool order_resume(csx_cursor *pCur);
 
 static bool list_plan(csx_cursor *pCur, csx_batch_buf *b, bool background) {
   uint64_t rest = pCur->desc ? pCur->list_next : pCur->n_pos - pCur->list_next;
-  if (rest == 0 && pCur->order_more && order_resume(pCur))
-    rest = pCur->n_pos - pCur->list_next;
+  if (rest == 0 && pCur->order_more && order_resume(pCur)) rest = pCur->n_pos - pCur->list_next;
   if (rest == 0) return false;
   uint64_t k = rest < pCur->batch_rows ? rest : pCur->batch_rows;
   if (pCur->left != UINT64_MAX && pCur->skip + pCur->left < k) k = pCur->skip + pCur->left;
@@ -389,7 +392,8 @@ static bool list_plan(csx_cursor *pCur, csx_batch_buf *b, bool background) {
   ** checked as the selection was made (csx_filter, order_positions). */
   cs_err err;
   if (pCur->check && !pCur->scatter &&
-      !check_outcome(pCur, cs_store_check_rows(pCur->store, pCur->pos + b->list_base, k, pCur->check_cols, &err), &err))
+      !check_outcome(
+          pCur, cs_store_check_rows(pCur->store, pCur->pos + b->list_base, k, pCur->check_cols, &err), &err))
     return false;
   int threads = background ? cs_kernel_threads(pCur->scatter ? pCur->n_pos : k * 32) - 1 : 0;
   b->is_list = true;
@@ -421,7 +425,7 @@ static bool plan_next(csx_cursor *pCur, csx_batch_buf *b, bool background) {
 ** where halving the kernel's threads costs more than it hides). */
 static bool overlap_pays(const csx_cursor *pCur, const csx_batch_buf *j) {
   int p = cs_kernel_threads(UINT64_C(1) << 40); /* the threads this host gives a big kernel now */
-  if (p < 2) return false; /* one core for both: nothing to overlap */
+  if (p < 2) return false;                      /* one core for both: nothing to overlap */
   double k = (double)j->kernel_ns * (j->job.threads > 0 ? j->job.threads : 1);
   double sql = (double)j->job.n_selected * pCur->sql_row_ns;
   double overlapped = k / (p - 1) > sql ? k / (p - 1) : sql;
@@ -563,8 +567,10 @@ static void range_skip(csx_cursor *pCur) {
 /* Moves to the next row of the selection, ignoring OFFSET/LIMIT. */
 static void step(csx_cursor *pCur) {
   if (pCur->shape == SEL_RANGE) {
-    if (!range_move(pCur)) pCur->eof = true;
-    else range_live(pCur);
+    if (!range_move(pCur))
+      pCur->eof = true;
+    else
+      range_live(pCur);
     return;
   }
   bool more = pCur->desc ? pCur->at-- > 0 : ++pCur->at < pCur->n_batch;
@@ -577,13 +583,21 @@ static void start(csx_cursor *pCur) {
   pCur->rec_first = pCur->rec_end = 0;
   switch (pCur->shape) {
     case SEL_RANGE:
-      if (pCur->lo >= pCur->hi) { pCur->eof = true; return; }
+      if (pCur->lo >= pCur->hi) {
+        pCur->eof = true;
+        return;
+      }
       /* OFFSET on a plain range is a jump, not a walk (with deletions, a
       ** jump over whole records by their live counts). */
       if (cs_store_live_rows(pCur->store) == cs_store_rows(pCur->store)) {
-        if (pCur->skip >= pCur->hi - pCur->lo) { pCur->eof = true; return; }
-        if (pCur->desc) pCur->hi -= pCur->skip;
-        else pCur->lo += pCur->skip;
+        if (pCur->skip >= pCur->hi - pCur->lo) {
+          pCur->eof = true;
+          return;
+        }
+        if (pCur->desc)
+          pCur->hi -= pCur->skip;
+        else
+          pCur->lo += pCur->skip;
         pCur->skip = 0;
       }
       pCur->row = pCur->desc ? pCur->hi - 1 : pCur->lo;
@@ -593,7 +607,10 @@ static void start(csx_cursor *pCur) {
     case SEL_FILTERED:
     case SEL_LIST:
       pCur->list_next = pCur->desc ? pCur->n_pos : 0;
-      if (!next_batch(pCur)) { pCur->eof = true; return; }
+      if (!next_batch(pCur)) {
+        pCur->eof = true;
+        return;
+      }
       break;
   }
   while (!pCur->eof && pCur->skip > 0) {
@@ -609,7 +626,8 @@ static void start(csx_cursor *pCur) {
 static int buffers_prepare(csx_cursor *pCur, csx_batch_buf *b, uint64_t col_used, uint64_t batch_rows) {
   uint32_t n_cols = pCur->n_cols ? pCur->n_cols : 1;
   if (!b->targets && !(b->targets = sqlite3_malloc64(n_cols * sizeof *b->targets))) return SQLITE_NOMEM;
-  if (!b->job_targets && !(b->job_targets = sqlite3_malloc64(n_cols * sizeof *b->job_targets))) return SQLITE_NOMEM;
+  if (!b->job_targets && !(b->job_targets = sqlite3_malloc64(n_cols * sizeof *b->job_targets)))
+    return SQLITE_NOMEM;
   uint64_t bytes = 0;
   uint32_t n = 0;
   for (uint32_t c = 0; c < pCur->n_cols; c++) {
@@ -620,7 +638,8 @@ static int buffers_prepare(csx_cursor *pCur, csx_batch_buf *b, uint64_t col_used
     pCur->col_target[c] = (int32_t)n;
     b->targets[n++] = (cs_gather_target){.col = c};
   }
-  if (pCur->scatter) bytes += batch_rows * sizeof *b->scatter_pos; /* huge pages: a whole selection's may be 80 MB */
+  if (pCur->scatter)
+    bytes += batch_rows * sizeof *b->scatter_pos; /* huge pages: a whole selection's may be 80 MB */
   pCur->n_targets = n;
   if (bytes + 64 > b->mem_bytes) {
     cs_mem_big_free(b->mem);
@@ -643,9 +662,11 @@ static int buffers_prepare(csx_cursor *pCur, csx_batch_buf *b, uint64_t col_used
   b->counts = NULL;
   b->scatter_pos = pCur->scatter ? (uint64_t *)p : NULL;
   if (pCur->scatter)
-    return csx_grow((void **)&b->scatter_scratch, &b->scratch_cap, pCur->counts.n_codes, sizeof *b->scatter_scratch);
+    return csx_grow((void **)&b->scatter_scratch, &b->scratch_cap, pCur->counts.n_codes,
+                    sizeof *b->scatter_scratch);
   if (pCur->shape == SEL_LIST)
-    return pCur->list_sorted ? SQLITE_OK : csx_grow((void **)&b->bins, &b->bins_cap, batch_rows, sizeof *b->bins);
+    return pCur->list_sorted ? SQLITE_OK
+                             : csx_grow((void **)&b->bins, &b->bins_cap, batch_rows, sizeof *b->bins);
   int rc = csx_grow((void **)&b->mask, &b->mask_cap, batch_rows, 1);
   return rc != SQLITE_OK ? rc : csx_grow((void **)&b->pos, &b->pos_cap, batch_rows, sizeof *b->pos);
 }
@@ -653,7 +674,8 @@ static int buffers_prepare(csx_cursor *pCur, csx_batch_buf *b, uint64_t col_used
 /* Bytes a row of a batch costs: its position, mask byte, record number
 ** and buffered values. */
 static uint64_t batch_row_bytes(const csx_cursor *pCur, uint64_t col_used) {
-  uint64_t bytes = 8 + (pCur->shape == SEL_FILTERED) + (pCur->shape == SEL_LIST && !pCur->list_sorted ? 4 : 0);
+  uint64_t bytes =
+      8 + (pCur->shape == SEL_FILTERED) + (pCur->shape == SEL_LIST && !pCur->list_sorted ? 4 : 0);
   for (uint32_t c = 0; c < pCur->n_cols; c++) {
     size_t w = cs_type_width(pCur->cols[c].type);
     if (w && ((col_used >> (c < 63 ? c : 63)) & 1)) bytes += w + pCur->cols[c].nullable;
@@ -742,7 +764,9 @@ static int collect_in_rows(csx_cursor *pCur, sqlite3_value *list, uint64_t lo, u
     uint64_t a = 0, b = n;
     csx_bound_apply(v, SQLITE_INDEX_CONSTRAINT_EQ, n, &a, &b);
     if (a < b && a >= lo && a < hi) {
-      if (pCur->n_pos == pCur->pos_cap && pos_reserve(pCur, pCur->pos_cap ? 2 * pCur->pos_cap : 64) != SQLITE_OK) return SQLITE_NOMEM;
+      if (pCur->n_pos == pCur->pos_cap &&
+          pos_reserve(pCur, pCur->pos_cap ? 2 * pCur->pos_cap : 64) != SQLITE_OK)
+        return SQLITE_NOMEM;
       pCur->pos[pCur->n_pos++] = a;
     }
   }
@@ -773,9 +797,10 @@ static int list_ready(csx_cursor *pCur, uint64_t col_used, bool ordered) {
   if (pCur->scatter)
     pCur->stats.kernels = "order keys, counting, scatter into buffers";
   else if (ordered)
-    pCur->stats.kernels = pCur->order_mode == CS_ORDER_DISTINCT ? "order keys, distinct, binned gather into buffers"
-                          : pCur->order_more                   ? "order keys, top-k, binned gather into buffers"
-                                                               : "order keys, sort, binned gather into buffers";
+    pCur->stats.kernels = pCur->order_mode == CS_ORDER_DISTINCT
+                              ? "order keys, distinct, binned gather into buffers"
+                          : pCur->order_more ? "order keys, top-k, binned gather into buffers"
+                                             : "order keys, sort, binned gather into buffers";
   else
     pCur->stats.kernels = pCur->n_targets == 0 ? "positions"
                           : pCur->list_sorted  ? "sorted cursor gather into buffers"
@@ -806,7 +831,8 @@ static int filtered_positions(csx_cursor *pCur, uint64_t lo, uint64_t hi) {
       break;
     }
     uint64_t want = pCur->n_pos + k;
-    if (want > pCur->pos_cap && (rc = pos_reserve(pCur, want > 2 * pCur->pos_cap ? want : 2 * pCur->pos_cap)) != SQLITE_OK)
+    if (want > pCur->pos_cap &&
+        (rc = pos_reserve(pCur, want > 2 * pCur->pos_cap ? want : 2 * pCur->pos_cap)) != SQLITE_OK)
       break;
     cs_select_batch job = {.first = first,
                            .n = k,
@@ -843,10 +869,10 @@ static int order_run(csx_cursor *pCur, uint64_t limit) {
   cs_err err;
   uint64_t t0 = csx_mono_ns();
   cs_rc rc = pCur->order_range
-                 ? cs_order_range(pCur->store, pCur->order_keys, pCur->n_order_keys, pCur->order_mode, pCur->order_lo,
-                                  pCur->n_pos, pCur->pos, &pCur->n_pos, limit, &err)
-                 : cs_order_rows(pCur->store, pCur->order_keys, pCur->n_order_keys, pCur->order_mode, pCur->pos,
-                                 &pCur->n_pos, limit, &err);
+                 ? cs_order_range(pCur->store, pCur->order_keys, pCur->n_order_keys, pCur->order_mode,
+                                  pCur->order_lo, pCur->n_pos, pCur->pos, &pCur->n_pos, limit, &err)
+                 : cs_order_rows(pCur->store, pCur->order_keys, pCur->n_order_keys, pCur->order_mode,
+                                 pCur->pos, &pCur->n_pos, limit, &err);
   pCur->order_range = false;
   return order_outcome(pCur, rc, t0, &err);
 }
@@ -857,7 +883,8 @@ static int order_count_run(csx_cursor *pCur, const uint64_t *rows, bool *done) {
   cs_err err;
   uint64_t t0 = csx_mono_ns();
   cs_rc rc = cs_order_count(pCur->store, pCur->order_keys, pCur->n_order_keys, pCur->order_mode, rows,
-                            rows ? 0 : pCur->order_lo, pCur->n_pos, CSX_SCATTER_MIN_CODES, &pCur->counts, done, &err);
+                            rows ? 0 : pCur->order_lo, pCur->n_pos, CSX_SCATTER_MIN_CODES, &pCur->counts,
+                            done, &err);
   return order_outcome(pCur, rc, t0, &err);
 }
 
@@ -913,7 +940,8 @@ static int order_positions(csx_cursor *pCur, const csx_plan *plan, bool list_inp
   ** made; a list is checked here). */
   cs_err err;
   if (pCur->check && pCur->n_pos && list_input &&
-      !check_outcome(pCur, cs_store_check_rows(pCur->store, pCur->pos, pCur->n_pos, pCur->check_cols, &err), &err))
+      !check_outcome(pCur, cs_store_check_rows(pCur->store, pCur->pos, pCur->n_pos, pCur->check_cols, &err),
+                     &err))
     return pCur->check_rc;
   uint64_t limit = CS_ORDER_NO_LIMIT;
   pCur->order_col_used = plan->col_used;
@@ -1019,7 +1047,8 @@ static int select_list(csx_cursor *pCur, const csx_plan *plan, bool ordered) {
   int rc;
   pCur->shape = SEL_LIST;
   if (sel->in_list && (rc = collect_in_rows(pCur, sel->in_list, sel->lo, sel->hi)) != SQLITE_OK) return rc;
-  if (sel->rows_blob && (rc = pos_reserve(pCur, pCur->n_pos + sel->user_rows_bytes / 8 + 1)) != SQLITE_OK) return rc;
+  if (sel->rows_blob && (rc = pos_reserve(pCur, pCur->n_pos + sel->user_rows_bytes / 8 + 1)) != SQLITE_OK)
+    return rc;
   rc = csx_selection_list(sel, &pTab->base, pTab->zName, cs_store_rows(pCur->store), pCur->pos, &pCur->n_pos);
   if (rc != SQLITE_OK) return rc;
   /* a deleted position yields no row (a NULL test without deletions) */
@@ -1033,7 +1062,8 @@ static int select_list(csx_cursor *pCur, const csx_plan *plan, bool ordered) {
 /* The selector for the predicates (and _mask), and the mask gate. */
 static int selector_ready(csx_cursor *pCur) {
   cs_err err;
-  if (cs_selector_new(pCur->store, pCur->sel.preds, pCur->sel.n_preds, &pCur->selector, &err) != CS_OK) return SQLITE_NOMEM;
+  if (cs_selector_new(pCur->store, pCur->sel.preds, pCur->sel.n_preds, &pCur->selector, &err) != CS_OK)
+    return SQLITE_NOMEM;
   pCur->mask_gate = csx_config_mask_gate(NULL);
   return SQLITE_OK;
 }
@@ -1047,7 +1077,8 @@ static int select_ordered(csx_cursor *pCur, const csx_plan *plan, uint64_t lo, u
     if ((rc = filtered_positions(pCur, lo, hi)) != SQLITE_OK) return rc;
   } else {
     if (hi > lo && pCur->check &&
-        !records_ok(pCur, cs_store_find_record(pCur->store, lo), cs_store_find_record(pCur->store, hi - 1) + 1))
+        !records_ok(pCur, cs_store_find_record(pCur->store, lo),
+                    cs_store_find_record(pCur->store, hi - 1) + 1))
       return pCur->check_rc;
     if (hi - lo > pCur->pos_cap && (rc = pos_reserve(pCur, hi - lo)) != SQLITE_OK) return rc;
     pCur->order_range = true; /* the positions are lo..hi-1, not written (order_run) */
@@ -1082,7 +1113,8 @@ static void select_range(csx_cursor *pCur, uint64_t lo, uint64_t hi) {
   pCur->lo = lo, pCur->hi = hi;
   /* the rows the walk will visit: OFFSET + LIMIT of them at most */
   pCur->stats.rows_scanned = hi - lo;
-  if (pCur->left != UINT64_MAX && pCur->skip + pCur->left < hi - lo) pCur->stats.rows_scanned = pCur->skip + pCur->left;
+  if (pCur->left != UINT64_MAX && pCur->skip + pCur->left < hi - lo)
+    pCur->stats.rows_scanned = pCur->skip + pCur->left;
   pCur->stats.kernels = pCur->desc ? "reverse range walk (zero-copy)" : "range walk (zero-copy)";
 }
 
@@ -1121,8 +1153,10 @@ static int filter_reset(csx_cursor *pCur, csx_table *pTab, const csx_plan *plan)
   pCur->check_rc = SQLITE_OK;
   pCur->check = pTab->verify != CS_VERIFY_HEADER;
   if (pCur->check) {
-    if (!pCur->check_cols && !(pCur->check_cols = sqlite3_malloc64(pCur->n_cols ? pCur->n_cols : 1))) return SQLITE_NOMEM;
-    for (uint32_t c = 0; c < pCur->n_cols; c++) pCur->check_cols[c] = (plan->col_used >> (c < 63 ? c : 63)) & 1;
+    if (!pCur->check_cols && !(pCur->check_cols = sqlite3_malloc64(pCur->n_cols ? pCur->n_cols : 1)))
+      return SQLITE_NOMEM;
+    for (uint32_t c = 0; c < pCur->n_cols; c++)
+      pCur->check_cols[c] = (plan->col_used >> (c < 63 ? c : 63)) & 1;
   }
   return SQLITE_OK;
 }
@@ -1139,7 +1173,8 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
   if (plan.refuse) return csx_plan_refuse_input(&pTab->base, "table", pTab->zName);
   memset(&pCur->stats, 0, sizeof pCur->stats);
   csx_selection *sel = &pCur->sel;
-  rc = csx_selection_build(sel, &pTab->base, pTab->zName, pCur->snap, &plan, argc, argv, pCur->check ? pCur->check_cols : NULL);
+  rc = csx_selection_build(sel, &pTab->base, pTab->zName, pCur->snap, &plan, argc, argv,
+                           pCur->check ? pCur->check_cols : NULL);
   if (rc != SQLITE_OK) return rc;
   pCur->stats.sorted_ranges = sel->sorted_ranges;
   limit_offset(pCur, &plan, argc, argv);
@@ -1148,10 +1183,14 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
   pCur->used_mask_route = pCur->used_rows_route = false;
   /* The selection's shape. */
   bool ordered = plan.n_keys > 0;
-  if (sel->in_list || sel->rows_blob) rc = select_list(pCur, &plan, ordered);
-  else if (ordered) rc = select_ordered(pCur, &plan, sel->lo, sel->hi);
-  else if (sel->n_preds || sel->user_mask) rc = select_filtered(pCur, &plan, sel->lo, sel->hi);
-  else select_range(pCur, sel->lo, sel->hi);
+  if (sel->in_list || sel->rows_blob)
+    rc = select_list(pCur, &plan, ordered);
+  else if (ordered)
+    rc = select_ordered(pCur, &plan, sel->lo, sel->hi);
+  else if (sel->n_preds || sel->user_mask)
+    rc = select_filtered(pCur, &plan, sel->lo, sel->hi);
+  else
+    select_range(pCur, sel->lo, sel->hi);
   if (rc != SQLITE_OK) return rc;
   pCur->stats.shape = pCur->shape == SEL_RANGE ? "range" : pCur->shape == SEL_FILTERED ? "filtered" : "list";
   pCur->stats.n_preds = sel->n_preds;
@@ -1319,8 +1358,10 @@ int csx_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
     sqlite3_result_error_code(ctx, SQLITE_CORRUPT);
     return SQLITE_CORRUPT;
   }
-  if (t == CS_TYPE_TEXT) sqlite3_result_text64(ctx, (const char *)p, len, SQLITE_STATIC, SQLITE_UTF8);
-  else sqlite3_result_blob64(ctx, p, len, SQLITE_STATIC);
+  if (t == CS_TYPE_TEXT)
+    sqlite3_result_text64(ctx, (const char *)p, len, SQLITE_STATIC, SQLITE_UTF8);
+  else
+    sqlite3_result_blob64(ctx, p, len, SQLITE_STATIC);
   return SQLITE_OK;
 }
 

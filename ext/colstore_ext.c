@@ -28,7 +28,7 @@ __declspec(dllexport)
 #else
 __attribute__((visibility("default")))
 #endif
-int sqlite3_colstore_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
+    int sqlite3_colstore_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
   SQLITE_EXTENSION_INIT2(pApi);
   if (sqlite3_libversion_number() < 3032000) {
     *pzErrMsg = sqlite3_mprintf("colstore: needs SQLite 3.32.0 or later, this is %s", sqlite3_libversion());
@@ -51,6 +51,7 @@ int sqlite3_colstore_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routin
   rc = csx_register_functions(db, conn);
   if (rc == SQLITE_OK) rc = csx_register_config(db);
   if (rc == SQLITE_OK) rc = csx_register_calibrate(db);
-  if (rc != SQLITE_OK) *pzErrMsg = sqlite3_mprintf("colstore: cannot register functions: %s", sqlite3_errmsg(db));
+  if (rc != SQLITE_OK)
+    *pzErrMsg = sqlite3_mprintf("colstore: cannot register functions: %s", sqlite3_errmsg(db));
   return rc;
 }

@@ -35,8 +35,8 @@ extern const sqlite3_api_routines *sqlite3_api;
 
 /* An immutable snapshot of a store, shared by a table and its cursors. */
 typedef struct csx_snapshot {
-  cs_store *store;   /* owned */
-  int n_refs;        /* table + open cursors; freed at 0 */
+  cs_store *store;     /* owned */
+  int n_refs;          /* table + open cursors; freed at 0 */
   signed char *sorted; /* per column: 1 sorted, 0 not, -1 not yet known; owned */
 } csx_snapshot;
 
@@ -52,57 +52,57 @@ typedef struct csx_scan_stats csx_scan_stats;
 
 typedef struct csx_conn {
   sqlite3 *db;
-  csx_table *tables;  /* linked through csx_table.next */
+  csx_table *tables; /* linked through csx_table.next */
   /* The last finished scan, kept raw and turned into JSON only when
   ** colstore_last_plan() asks: formatting at every cursor close cost half
   ** the instructions of a LIMIT 10 query. */
   bool has_last;
   struct csx_scan_stats_copy {
-    char table[256];  /* truncated copies; the table may be gone by then */
+    char table[256]; /* truncated copies; the table may be gone by then */
     char path[1024];
     char plan[1024];
-    char cache[256];  /* the table's cache in effect, as colstore_info words it */
+    char cache[256]; /* the table's cache in effect, as colstore_info words it */
   } last_names;
-  csx_scan_stats *last;  /* the stats themselves; sqlite3_malloc'd once */
+  csx_scan_stats *last; /* the stats themselves; sqlite3_malloc'd once */
 } csx_conn;
 
 struct csx_table {
-  sqlite3_vtab base;        /* must be first */
+  sqlite3_vtab base; /* must be first */
   sqlite3 *db;
-  csx_conn *conn;           /* not owned */
-  csx_table *next;          /* registry link */
-  char *zName;              /* table name; sqlite3_malloc'd */
-  char *zPath;              /* store path; sqlite3_malloc'd */
+  csx_conn *conn;  /* not owned */
+  csx_table *next; /* registry link */
+  char *zName;     /* table name; sqlite3_malloc'd */
+  char *zPath;     /* store path; sqlite3_malloc'd */
   cs_verify verify;
-  cs_cache cache;           /* cache= option: where snapshots read the bytes */
-  csx_snapshot *snap;       /* current committed snapshot; one ref held */
-  int n_open_cursors;       /* a refresh waits until no cursor is open */
+  cs_cache cache;     /* cache= option: where snapshots read the bytes */
+  csx_snapshot *snap; /* current committed snapshot; one ref held */
+  int n_open_cursors; /* a refresh waits until no cursor is open */
   /* Writing: rows buffered per transaction, positions deleted by it (in
   ** the order they came), savepoint marks, the writer between xSync and
   ** xCommit. */
-  cs_batch *pending;        /* NULL until the first INSERT */
-  uint64_t *dels;           /* sqlite3_malloc'd; n_dels used */
+  cs_batch *pending; /* NULL until the first INSERT */
+  uint64_t *dels;    /* sqlite3_malloc'd; n_dels used */
   uint64_t n_dels, dels_cap;
   /* UPDATE: the changed rows in segments, one per run of statements that
   ** SET the same columns (cs_writer_update takes one column set a call):
   ** positions, and a batch row of new values each (placeholders in the
   ** columns not SET). */
   struct csx_update_seg {
-    uint8_t *cols;          /* n_cols bytes: 1 = SET by these statements */
+    uint8_t *cols; /* n_cols bytes: 1 = SET by these statements */
     uint64_t *rows;
     uint64_t n, cap;
     cs_batch *vals;
-    bool ins;               /* rows are positions of rows this transaction inserted (applied to pending at xSync) */
-  } *segs;
+    bool ins; /* rows are positions of rows this transaction inserted (applied to pending at xSync) */
+  } * segs;
   int n_segs, segs_cap;
-  bool in_write;            /* between xBegin and the transaction's end: xColumn honours nochange */
-  csx_snapshot *wr_from;    /* the snapshot the first pending DELETE/UPDATE position came from (one ref): the
+  bool in_write;         /* between xBegin and the transaction's end: xColumn honours nochange */
+  csx_snapshot *wr_from; /* the snapshot the first pending DELETE/UPDATE position came from (one ref): the
                             ** file must still be that one at xSync (cs_writer_same_file) */
   struct csx_mark {
-    uint64_t rows, dels;    /* pending rows and deletions at the savepoint */
-    int segs;               /* update segments ... */
-    uint64_t seg_n;         /* ... and the last one's rows */
-  } *marks;                 /* marks[i]: savepoint i */
+    uint64_t rows, dels; /* pending rows and deletions at the savepoint */
+    int segs;            /* update segments ... */
+    uint64_t seg_n;      /* ... and the last one's rows */
+  } * marks;             /* marks[i]: savepoint i */
   int n_marks;
   cs_writer *writer;
   /* What this connection's readers see while insertions, deletions or
@@ -126,61 +126,61 @@ typedef struct csx_slot {
 } csx_slot;
 typedef struct csx_plan {
   int n_slots;
-  csx_slot slots[CSX_MAX_SLOTS];  /* in argv order */
-  int ordered;                    /* ORDER BY rowid consumed */
-  int may_stop_early;             /* a LIMIT SQLite applies itself: grow batches from small */
-  int desc;                       /* ... descending */
-  uint64_t col_used;              /* sqlite3_index_info.colUsed */
+  csx_slot slots[CSX_MAX_SLOTS]; /* in argv order */
+  int ordered;                   /* ORDER BY rowid consumed */
+  int may_stop_early;            /* a LIMIT SQLite applies itself: grow batches from small */
+  int desc;                      /* ... descending */
+  uint64_t col_used;             /* sqlite3_index_info.colUsed */
   /* Ordered delivery (S and Y slots): rows sorted, grouped or de-duplicated
   ** by these columns before SQLite sees them (ORDER BY, GROUP BY,
   ** DISTINCT). */
   int n_keys;
   int key_col[CSX_MAX_ORDER_KEYS];
   int key_desc[CSX_MAX_ORDER_KEYS];
-  int order_mode;                 /* cs_order_mode */
-  int group_by;                   /* Z: the order serves a GROUP BY (LIMIT counts groups) */
-  int distinct_watch;             /* W: DISTINCT de-duplicated until SQLite asks for a rowid */
-  uint64_t limit_hint;            /* K<n>: SQLite stops after n rows unless it filters (0 = unknown) */
-  int refuse;                     /* X<c>: the plan cannot answer for the table's column c (c + 1; 0 = none) */
-  int refuse_why;                 /* ... X<c>:<why>: CSX_DECLINE_*, CSX_REFUSE_INPUT or colstore_agg's own */
+  int order_mode;      /* cs_order_mode */
+  int group_by;        /* Z: the order serves a GROUP BY (LIMIT counts groups) */
+  int distinct_watch;  /* W: DISTINCT de-duplicated until SQLite asks for a rowid */
+  uint64_t limit_hint; /* K<n>: SQLite stops after n rows unless it filters (0 = unknown) */
+  int refuse;          /* X<c>: the plan cannot answer for the table's column c (c + 1; 0 = none) */
+  int refuse_why;      /* ... X<c>:<why>: CSX_DECLINE_*, CSX_REFUSE_INPUT or colstore_agg's own */
 } csx_plan;
 
 /* A selection's inputs, read from xFilter's arguments once for every
 ** cursor that selects rows (colstore_selection.c). */
 typedef struct csx_selection {
-  uint64_t lo, hi;             /* rows [lo, hi): rowid bounds, sorted-column ranges */
-  bool never;                  /* a predicate no row can match (x = NULL, IN ()) */
-  sqlite3_value *in_list;      /* rowid IN (...), or NULL */
-  sqlite3_value *rows_blob;    /* the _rows argument, or NULL */
-  const uint8_t *user_rows;    /* its bytes (a held copy) when it is a BLOB, else NULL */
+  uint64_t lo, hi;          /* rows [lo, hi): rowid bounds, sorted-column ranges */
+  bool never;               /* a predicate no row can match (x = NULL, IN ()) */
+  sqlite3_value *in_list;   /* rowid IN (...), or NULL */
+  sqlite3_value *rows_blob; /* the _rows argument, or NULL */
+  const uint8_t *user_rows; /* its bytes (a held copy) when it is a BLOB, else NULL */
   uint64_t user_rows_bytes;
-  const uint8_t *user_mask;    /* _mask bytes (a held copy), or NULL */
+  const uint8_t *user_mask; /* _mask bytes (a held copy), or NULL */
   uint64_t user_mask_bytes;
-  cs_pred *preds;              /* column predicates still to evaluate */
+  cs_pred *preds; /* column predicates still to evaluate */
   uint32_t n_preds;
-  cs_value *vals;              /* the IN members of all predicates */
-  uint32_t sorted_ranges;      /* predicates turned into row ranges instead */
-  void **held;                 /* what the above point into; sqlite3_free */
+  cs_value *vals;         /* the IN members of all predicates */
+  uint32_t sorted_ranges; /* predicates turned into row ranges instead */
+  void **held;            /* what the above point into; sqlite3_free */
   int n_held;
 } csx_selection;
 
 /* What one scan did, for colstore_last_plan(). */
 struct csx_scan_stats {
-  const char *shape;         /* "range", "filtered", "list" (static) */
-  const char *kernels;       /* the kernels that ran, words (static) */
-  int threads;               /* most threads a kernel used */
-  const char *idx;           /* the plan's words; valid while the cursor is */
-  uint32_t n_preds;         /* predicates evaluated as masks */
-  uint32_t sorted_ranges;   /* predicates turned into row ranges */
+  const char *shape;      /* "range", "filtered", "list" (static) */
+  const char *kernels;    /* the kernels that ran, words (static) */
+  int threads;            /* most threads a kernel used */
+  const char *idx;        /* the plan's words; valid while the cursor is */
+  uint32_t n_preds;       /* predicates evaluated as masks */
+  uint32_t sorted_ranges; /* predicates turned into row ranges */
   uint64_t rows_selected;
   uint64_t rows_scanned;
   uint64_t records_scanned;
   uint64_t records_skipped;
-  uint64_t records_coded;    /* aggregate by one TEXT/BLOB key: records read through dictionary codes */
+  uint64_t records_coded; /* aggregate by one TEXT/BLOB key: records read through dictionary codes */
   uint64_t kernel_ns;
-  uint32_t batches;          /* FILTERED: batches selected */
-  uint32_t overlapped;       /* ... of them given to the worker, beside SQLite */
-  uint32_t taken_back;       /* ... of those the worker had not started when they were needed */
+  uint32_t batches;    /* FILTERED: batches selected */
+  uint32_t overlapped; /* ... of them given to the worker, beside SQLite */
+  uint32_t taken_back; /* ... of those the worker had not started when they were needed */
 };
 
 /* Hidden columns follow the store's columns. */
@@ -202,12 +202,13 @@ int csx_selection_build(csx_selection *s, sqlite3_vtab *tab, const char *zTable,
 ** else the rowid IN list itself; then those the _mask selects.  On entry
 ** pos[0, *n_pos) holds the rowid IN list's positions (sorted, distinct),
 ** if any, and pos has room for user_rows_bytes / 8 more than that. */
-int csx_selection_list(const csx_selection *s, sqlite3_vtab *tab, const char *zTable, uint64_t n_rows, uint64_t *pos,
-                       uint64_t *n_pos);
+int csx_selection_list(const csx_selection *s, sqlite3_vtab *tab, const char *zTable, uint64_t n_rows,
+                       uint64_t *pos, uint64_t *n_pos);
 void csx_selection_clear(csx_selection *s);
 /* xColumn's error for a read of _rows or _mask (zHidden) of zKind zTable
 ** ("table", "aggregate table") that no `= ?` gave a value. */
-void csx_selection_input_read_error(sqlite3_context *ctx, const char *zKind, const char *zTable, const char *zHidden);
+void csx_selection_input_read_error(sqlite3_context *ctx, const char *zKind, const char *zTable,
+                                    const char *zHidden);
 
 /* colstore_ext.c: the entry point */
 int sqlite3_colstore_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi);
@@ -262,11 +263,11 @@ int csx_plan_decode(const char *idxStr, csx_plan *out);
 ** refused: the <why> of slot X<c>:<why>.  colstore_agg
 ** numbers its own reasons from CSX_N_WHY on. */
 enum {
-  CSX_DECLINE_INEXACT,     /* a right-hand side SQLite compares otherwise than the core would */
-  CSX_DECLINE_OPERATOR,    /* LIKE, GLOB, MATCH, REGEXP, a function */
-  CSX_DECLINE_COLLATION,   /* TEXT under a collation other than BINARY */
-  CSX_DECLINE_IN_UNKNOWN,  /* an IN list or `= ?` past SQLite's 32-bit IN masks */
-  CSX_REFUSE_INPUT,        /* _rows/_mask used otherwise than as `= ?` ANDed to the WHERE clause */
+  CSX_DECLINE_INEXACT,    /* a right-hand side SQLite compares otherwise than the core would */
+  CSX_DECLINE_OPERATOR,   /* LIKE, GLOB, MATCH, REGEXP, a function */
+  CSX_DECLINE_COLLATION,  /* TEXT under a collation other than BINARY */
+  CSX_DECLINE_IN_UNKNOWN, /* an IN list or `= ?` past SQLite's 32-bit IN masks */
+  CSX_REFUSE_INPUT,       /* _rows/_mask used otherwise than as `= ?` ANDed to the WHERE clause */
   CSX_N_WHY
 };
 /* The reason a condition was not taken, in words, for an error message. */
@@ -274,9 +275,9 @@ const char *csx_decline_words(int why);
 
 /* Who takes a comparison, which decides what may be left to SQLite. */
 typedef enum csx_take_mode {
-  CSX_TAKE_TABLE,      /* the colstore table: SQLite checks what it leaves */
-  CSX_TAKE_AGG_KEY,    /* a colstore_agg key: SQLite checks what it leaves, on the group's key */
-  CSX_TAKE_AGG_FILTER  /* a colstore_agg filter column: nothing can be left */
+  CSX_TAKE_TABLE,     /* the colstore table: SQLite checks what it leaves */
+  CSX_TAKE_AGG_KEY,   /* a colstore_agg key: SQLite checks what it leaves, on the group's key */
+  CSX_TAKE_AGG_FILTER /* a colstore_agg filter column: nothing can be left */
 } csx_take_mode;
 
 /* A plan being built.  An xBestIndex begins one, takes constraints into
@@ -286,14 +287,14 @@ typedef enum csx_take_mode {
 ** what the plan costs is the caller's policy. */
 typedef struct csx_plan_builder {
   sqlite3_index_info *info;
-  sqlite3_str *words;       /* the caller's words, with the terms where it says them */
-  sqlite3_str *sel_words;   /* the selection taken: eq(rowid) ... rows(_rows) mask(_mask) */
-  sqlite3_str *pred_words;  /* the predicates taken, for pred(...) */
-  sqlite3_str *slots;       /* the machine part, in argv order */
-  int argv_i;               /* argv positions handed out */
-  unsigned inputs_said;     /* bit h: the words name hidden column h */
+  sqlite3_str *words;         /* the caller's words, with the terms where it says them */
+  sqlite3_str *sel_words;     /* the selection taken: eq(rowid) ... rows(_rows) mask(_mask) */
+  sqlite3_str *pred_words;    /* the predicates taken, for pred(...) */
+  sqlite3_str *slots;         /* the machine part, in argv order */
+  int argv_i;                 /* argv positions handed out */
+  unsigned inputs_said;       /* bit h: the words name hidden column h */
   int refuse_col, refuse_why; /* the first refusal (X slot); refuse_col -1: none */
-  double rows;              /* rows the plan selects, estimated; the predicates shrink it */
+  double rows;                /* rows the plan selects, estimated; the predicates shrink it */
 } csx_plan_builder;
 
 void csx_plan_begin(csx_plan_builder *b, sqlite3_index_info *info, double rows);
@@ -338,8 +339,8 @@ void csx_plan_take_input(csx_plan_builder *b, int i, int hidden);
 ** filter column of colstore_agg also takes operands of every class on
 ** numeric and BLOB columns.  *why (when given) gets the reason a
 ** condition was not taken (CSX_DECLINE_*). */
-bool csx_plan_take_pred(csx_plan_builder *b, int i, cs_type t, int src_col, const char *name, csx_take_mode mode,
-                        int *why);
+bool csx_plan_take_pred(csx_plan_builder *b, int i, cs_type t, int src_col, const char *name,
+                        csx_take_mode mode, int *why);
 /* Refuses the plan for the caller's column col (X<col>:<why>), unless it
 ** was refused already: xFilter fails with the first reason. */
 void csx_plan_refuse(csx_plan_builder *b, int col, int why);
@@ -385,8 +386,8 @@ int csx_table_read_snapshot(csx_table *pTab, csx_snapshot **out);
 ** or SQLITE_CONSTRAINT_NOTNULL (or SQLITE_NOMEM) and *pzErr holds a
 ** sqlite3_malloc'd message; the batch's current row is left for the caller
 ** to cancel. */
-int csx_value_put(cs_batch *b, uint32_t iCol, const cs_column *col, const char *zTable,
-                  sqlite3_value *v, char **pzErr);
+int csx_value_put(cs_batch *b, uint32_t iCol, const cs_column *col, const char *zTable, sqlite3_value *v,
+                  char **pzErr);
 /* Renders a value for an error message ("TEXT 'abc'", "INTEGER 300"). */
 char *csx_value_describe(sqlite3_value *v);
 /* Narrows [*lo, *hi) to the rows where `rowid OP v` holds, with SQLite's

@@ -42,11 +42,12 @@ static void result_error(sqlite3_context *ctx, int rc, const char *zMsg) {
 static void fn_version(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   (void)argc, (void)argv;
   /* Which formats this build reads and writes (docs/format.md 14.2). */
-  sqlite3_result_text(ctx,
-                      "colstore " CS_VERSION_STRING " (format " CS_STR(CS_FORMAT_VERSION) "-" CS_STR(CS_FORMAT_VERSION_MAX)
-                      ": reads both; writes " CS_STR(CS_FORMAT_VERSION) ", and " CS_STR(CS_FORMAT_VERSION_MAX)
-                      " once rows are deleted or updated)",
-                      -1, SQLITE_STATIC);
+  sqlite3_result_text(
+      ctx,
+      "colstore " CS_VERSION_STRING
+      " (format " CS_STR(CS_FORMAT_VERSION) "-" CS_STR(CS_FORMAT_VERSION_MAX) ": reads both; writes " CS_STR(
+          CS_FORMAT_VERSION) ", and " CS_STR(CS_FORMAT_VERSION_MAX) " once rows are deleted or updated)",
+      -1, SQLITE_STATIC);
 }
 
 /* A table name of this connection, else a path. */
@@ -79,17 +80,17 @@ static cs_type decltype_map(const char *z) {
 
 typedef struct create_job {
   sqlite3 *db;
-  sqlite3_stmt *pStmt;      /* the user's query */
-  sqlite3_stmt *pToText;    /* SELECT CAST(?1 AS TEXT), for widening */
+  sqlite3_stmt *pStmt;   /* the user's query */
+  sqlite3_stmt *pToText; /* SELECT CAST(?1 AS TEXT), for widening */
   int nCol;
-  cs_column *cols;          /* current types; names point into names[] */
+  cs_column *cols; /* current types; names point into names[] */
   char **names;
-  bool *inferred;           /* type comes from values */
-  bool *seen;               /* inferred column has had a non-NULL value */
+  bool *inferred; /* type comes from values */
+  bool *seen;     /* inferred column has had a non-NULL value */
   cs_batch *batch;
   cs_writer *writer;
   uint64_t rows;
-  char *zErr;               /* sqlite3_malloc'd */
+  char *zErr; /* sqlite3_malloc'd */
   int rc;
 } create_job;
 
@@ -125,17 +126,23 @@ static int job_widen(create_job *j, int c, cs_type to) {
     if (!valid[r]) {
       crc = cs_batch_put_null(j->batch, (uint32_t)c, &err);
     } else if (to == CS_TYPE_FLOAT64) {
-      crc = cs_batch_put_f64(j->batch, (uint32_t)c, from == CS_TYPE_FLOAT64 ? vals[r].f : (double)vals[r].i, &err);
+      crc = cs_batch_put_f64(j->batch, (uint32_t)c, from == CS_TYPE_FLOAT64 ? vals[r].f : (double)vals[r].i,
+                             &err);
     } else { /* TEXT: exactly the text SQLite would give the number */
-      if (!j->pToText && sqlite3_prepare_v2(j->db, "SELECT CAST(?1 AS TEXT)", -1, &j->pToText, NULL) != SQLITE_OK) {
+      if (!j->pToText &&
+          sqlite3_prepare_v2(j->db, "SELECT CAST(?1 AS TEXT)", -1, &j->pToText, NULL) != SQLITE_OK) {
         rc = job_fail(j, SQLITE_ERROR, sqlite3_mprintf("colstore: %s", sqlite3_errmsg(j->db)));
         break;
       }
-      if (from == CS_TYPE_FLOAT64) sqlite3_bind_double(j->pToText, 1, vals[r].f);
-      else sqlite3_bind_int64(j->pToText, 1, vals[r].i);
+      if (from == CS_TYPE_FLOAT64)
+        sqlite3_bind_double(j->pToText, 1, vals[r].f);
+      else
+        sqlite3_bind_int64(j->pToText, 1, vals[r].i);
       sqlite3_step(j->pToText);
       const unsigned char *z = sqlite3_column_text(j->pToText, 0);
-      crc = z ? cs_batch_put_bytes(j->batch, (uint32_t)c, z, (uint64_t)sqlite3_column_bytes(j->pToText, 0), &err) : CS_ENOMEM;
+      crc = z ? cs_batch_put_bytes(j->batch, (uint32_t)c, z, (uint64_t)sqlite3_column_bytes(j->pToText, 0),
+                                   &err)
+              : CS_ENOMEM;
       sqlite3_reset(j->pToText);
     }
     if (crc != CS_OK) rc = job_fail(j, SQLITE_NOMEM, NULL);
@@ -149,17 +156,25 @@ static int job_widen(create_job *j, int c, cs_type to) {
 static int job_infer(create_job *j, int c, sqlite3_value *v) {
   int t = sqlite3_value_type(v);
   if (t == SQLITE_NULL) return SQLITE_OK;
-  cs_type want = t == SQLITE_INTEGER ? CS_TYPE_INT64 : t == SQLITE_FLOAT ? CS_TYPE_FLOAT64 : t == SQLITE_TEXT ? CS_TYPE_TEXT : CS_TYPE_BLOB;
+  cs_type want = t == SQLITE_INTEGER ? CS_TYPE_INT64
+                 : t == SQLITE_FLOAT ? CS_TYPE_FLOAT64
+                 : t == SQLITE_TEXT  ? CS_TYPE_TEXT
+                                     : CS_TYPE_BLOB;
   cs_type have = j->cols[c].type;
   if (!j->seen[c]) {
     int rc = have == want ? SQLITE_OK : job_widen(j, c, want);
     j->seen[c] = true;
     return rc;
   }
-  if (have == want || (have == CS_TYPE_TEXT && want != CS_TYPE_BLOB) || (have == CS_TYPE_FLOAT64 && want == CS_TYPE_INT64)) return SQLITE_OK;
+  if (have == want || (have == CS_TYPE_TEXT && want != CS_TYPE_BLOB) ||
+      (have == CS_TYPE_FLOAT64 && want == CS_TYPE_INT64))
+    return SQLITE_OK;
   if (have == CS_TYPE_BLOB || want == CS_TYPE_BLOB)
-    return job_fail(j, SQLITE_MISMATCH,
-                    sqlite3_mprintf("colstore: column %s mixes BLOB values with other values; give it a declared type, or CAST it", j->cols[c].name));
+    return job_fail(
+        j, SQLITE_MISMATCH,
+        sqlite3_mprintf(
+            "colstore: column %s mixes BLOB values with other values; give it a declared type, or CAST it",
+            j->cols[c].name));
   return job_widen(j, c, want == CS_TYPE_TEXT ? CS_TYPE_TEXT : CS_TYPE_FLOAT64);
 }
 
@@ -174,14 +189,19 @@ static int job_flush(create_job *j) {
 static int job_run(create_job *j, const char *zPath, const char *zSql, bool replace) {
   const char *zTail = NULL;
   if (sqlite3_prepare_v2(j->db, zSql, -1, &j->pStmt, &zTail) != SQLITE_OK)
-    return job_fail(j, SQLITE_ERROR, sqlite3_mprintf("colstore: cannot prepare the query: %s", sqlite3_errmsg(j->db)));
-  while (zTail && (*zTail == ' ' || *zTail == '\t' || *zTail == '\n' || *zTail == '\r' || *zTail == ';')) zTail++;
+    return job_fail(j, SQLITE_ERROR,
+                    sqlite3_mprintf("colstore: cannot prepare the query: %s", sqlite3_errmsg(j->db)));
+  while (zTail && (*zTail == ' ' || *zTail == '\t' || *zTail == '\n' || *zTail == '\r' || *zTail == ';'))
+    zTail++;
   if (!j->pStmt || (zTail && *zTail))
-    return job_fail(j, SQLITE_ERROR, sqlite3_mprintf("colstore: colstore_create takes exactly one SELECT statement"));
+    return job_fail(j, SQLITE_ERROR,
+                    sqlite3_mprintf("colstore: colstore_create takes exactly one SELECT statement"));
   j->nCol = sqlite3_column_count(j->pStmt);
   if (j->nCol == 0 || !sqlite3_stmt_readonly(j->pStmt))
-    return job_fail(j, SQLITE_ERROR, sqlite3_mprintf("colstore: colstore_create needs a query that returns rows (a SELECT)"));
-  if (j->nCol > CS_MAX_COLUMNS) return job_fail(j, SQLITE_ERROR, sqlite3_mprintf("colstore: too many columns (%d)", j->nCol));
+    return job_fail(j, SQLITE_ERROR,
+                    sqlite3_mprintf("colstore: colstore_create needs a query that returns rows (a SELECT)"));
+  if (j->nCol > CS_MAX_COLUMNS)
+    return job_fail(j, SQLITE_ERROR, sqlite3_mprintf("colstore: too many columns (%d)", j->nCol));
   j->cols = sqlite3_malloc64((sqlite3_uint64)j->nCol * sizeof *j->cols);
   j->names = sqlite3_malloc64((sqlite3_uint64)j->nCol * sizeof *j->names);
   j->inferred = sqlite3_malloc64((sqlite3_uint64)j->nCol * sizeof *j->inferred);
@@ -195,7 +215,10 @@ static int job_run(create_job *j, const char *zPath, const char *zSql, bool repl
     if (!(j->names[c] = sqlite3_mprintf("%s", zName ? zName : ""))) return job_fail(j, SQLITE_NOMEM, NULL);
     for (int k = 0; k < c; k++)
       if (sqlite3_stricmp(j->names[k], j->names[c]) == 0)
-        return job_fail(j, SQLITE_ERROR, sqlite3_mprintf("colstore: the query returns two columns named %s; rename one with AS", j->names[c]));
+        return job_fail(
+            j, SQLITE_ERROR,
+            sqlite3_mprintf("colstore: the query returns two columns named %s; rename one with AS",
+                            j->names[c]));
     cs_type t = decltype_map(sqlite3_column_decltype(j->pStmt, c));
     j->inferred[c] = t == 0;
     j->seen[c] = false;
@@ -215,7 +238,10 @@ static int job_run(create_job *j, const char *zPath, const char *zSql, bool repl
       return job_fail(j, csx_rc_to_sqlite(crc), sqlite3_mprintf("%s%s", err.msg, hint));
     }
   } else if (!replace && access(zPath, F_OK) == 0) {
-    return job_fail(j, SQLITE_ERROR, sqlite3_mprintf("colstore: %s already exists; pass 'replace' as the third argument to overwrite it", zPath));
+    return job_fail(
+        j, SQLITE_ERROR,
+        sqlite3_mprintf("colstore: %s already exists; pass 'replace' as the third argument to overwrite it",
+                        zPath));
   }
   while ((rc = sqlite3_step(j->pStmt)) == SQLITE_ROW) {
     for (int c = 0; c < j->nCol; c++) {
@@ -224,16 +250,19 @@ static int job_run(create_job *j, const char *zPath, const char *zSql, bool repl
       char *zErr = NULL;
       rc = csx_value_put(j->batch, (uint32_t)c, &j->cols[c], NULL, v, &zErr);
       if (rc != SQLITE_OK) {
-        char *z = zErr ? sqlite3_mprintf("%s (row %llu of the query)", zErr, (unsigned long long)j->rows + 1) : NULL;
+        char *z = zErr ? sqlite3_mprintf("%s (row %llu of the query)", zErr, (unsigned long long)j->rows + 1)
+                       : NULL;
         sqlite3_free(zErr);
         return job_fail(j, rc, z);
       }
     }
     cs_batch_end_row(j->batch);
     j->rows++;
-    if (j->writer && cs_batch_rows(j->batch) >= CS_DEFAULT_RECORD_ROWS && (rc = job_flush(j)) != SQLITE_OK) return rc;
+    if (j->writer && cs_batch_rows(j->batch) >= CS_DEFAULT_RECORD_ROWS && (rc = job_flush(j)) != SQLITE_OK)
+      return rc;
   }
-  if (rc != SQLITE_DONE) return job_fail(j, rc, sqlite3_mprintf("colstore: the query failed: %s", sqlite3_errmsg(j->db)));
+  if (rc != SQLITE_DONE)
+    return job_fail(j, rc, sqlite3_mprintf("colstore: the query failed: %s", sqlite3_errmsg(j->db)));
   if (!j->writer) {
     cs_rc crc = cs_writer_create(zPath, &schema, &opt, &j->writer, &err);
     if (crc != CS_OK) return job_fail(j, csx_rc_to_sqlite(crc), sqlite3_mprintf("%s", err.msg));
@@ -273,17 +302,22 @@ static void fn_create(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   sqlite3_free(j.cols);
   sqlite3_free(j.inferred);
   sqlite3_free(j.seen);
-  if (rc == SQLITE_OK) sqlite3_result_int64(ctx, (sqlite3_int64)j.rows);
-  else result_error(ctx, rc, j.zErr);
+  if (rc == SQLITE_OK)
+    sqlite3_result_int64(ctx, (sqlite3_int64)j.rows);
+  else
+    result_error(ctx, rc, j.zErr);
   sqlite3_free(j.zErr);
 }
 
 /* -------------------------------------------------- colstore_info/verify */
 
 static void json_stat(sqlite3_str *s, cs_type t, bool has, cs_stat v) {
-  if (!has) sqlite3_str_appendall(s, "null");
-  else if (!cs_type_is_float(t)) sqlite3_str_appendf(s, "%lld", (long long)v.i);
-  else if (v.f != v.f || v.f - v.f != 0) sqlite3_str_appendall(s, "null"); /* JSON has no inf/nan */
+  if (!has)
+    sqlite3_str_appendall(s, "null");
+  else if (!cs_type_is_float(t))
+    sqlite3_str_appendf(s, "%lld", (long long)v.i);
+  else if (v.f != v.f || v.f - v.f != 0)
+    sqlite3_str_appendall(s, "null"); /* JSON has no inf/nan */
   else {
     /* the C library's %.17g round-trips every double; SQLite 3.40's
     ** printf is one ulp off for some (DBL_MAX prints ...155e+308) */
@@ -300,9 +334,12 @@ static void json_stat(sqlite3_str *s, cs_type t, bool has, cs_stat v) {
 static void json_string(sqlite3_str *s, const char *z) {
   sqlite3_str_appendchar(s, 1, '"');
   for (const unsigned char *p = (const unsigned char *)z; *p; p++) {
-    if (*p == '"' || *p == '\\') sqlite3_str_appendf(s, "\\%c", *p);
-    else if (*p < 0x20) sqlite3_str_appendf(s, "\\u%04x", *p);
-    else sqlite3_str_appendchar(s, 1, (char)*p);
+    if (*p == '"' || *p == '\\')
+      sqlite3_str_appendf(s, "\\%c", *p);
+    else if (*p < 0x20)
+      sqlite3_str_appendf(s, "\\u%04x", *p);
+    else
+      sqlite3_str_appendchar(s, 1, (char)*p);
   }
   sqlite3_str_appendchar(s, 1, '"');
 }
@@ -339,14 +376,16 @@ static void fn_info(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     sqlite3_str_appendf(s, "%s%llu", f ? "," : "", (unsigned long long)cs_store_file_rows(store, f));
   sqlite3_str_appendf(s, "],\"dataset\":%s", cs_store_is_dataset(store) ? "true" : "false");
   sqlite3_str_appendf(s, ",\"bytes\":%llu,\"generation\":%llu,\"recovered\":%s,\"columns\":[",
-                      (unsigned long long)cs_store_file_bytes(store), (unsigned long long)cs_store_generation(store),
+                      (unsigned long long)cs_store_file_bytes(store),
+                      (unsigned long long)cs_store_generation(store),
                       cs_store_recovered(store) ? "true" : "false");
   for (uint32_t c = 0; c < schema->n_cols; c++) {
     cs_column_stats st;
     cs_store_column_stats(store, c, &st);
     sqlite3_str_appendf(s, "%s{\"name\":", c ? "," : "");
     json_string(s, schema->cols[c].name);
-    sqlite3_str_appendf(s, ",\"type\":\"%s\",\"nullable\":%s,\"null_count\":%llu,\"min\":", cs_type_name(schema->cols[c].type), schema->cols[c].nullable ? "true" : "false",
+    sqlite3_str_appendf(s, ",\"type\":\"%s\",\"nullable\":%s,\"null_count\":%llu,\"min\":",
+                        cs_type_name(schema->cols[c].type), schema->cols[c].nullable ? "true" : "false",
                         (unsigned long long)st.null_count);
     json_stat(s, schema->cols[c].type, st.has_minmax, st.min);
     sqlite3_str_appendall(s, ",\"max\":");
@@ -359,12 +398,16 @@ static void fn_info(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   if (*notes) json_string(s, notes), n_warn++;
   if (cs_store_slot_damaged(store)) {
     if (n_warn++) sqlite3_str_appendall(s, ",");
-    json_string(s, "a commit slot is torn or damaged: a commit was interrupted by a crash, or the newest commit is hidden by damage; "
-                   "the store shows the last intact commit");
+    json_string(s,
+                "a commit slot is torn or damaged: a commit was interrupted by a crash, or the newest commit "
+                "is hidden by damage; "
+                "the store shows the last intact commit");
   }
   if (cs_store_recovered(store)) {
     if (n_warn++) sqlite3_str_appendall(s, ",");
-    json_string(s, "the footer was missing or damaged: the record directory was rebuilt by scanning the records; the next commit writes a new footer");
+    json_string(s,
+                "the footer was missing or damaged: the record directory was rebuilt by scanning the "
+                "records; the next commit writes a new footer");
   }
   sqlite3_str_appendall(s, "]");
   /* The cache: a table's is its snapshot's (a path opened here is a map). */
@@ -372,17 +415,19 @@ static void fn_info(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   csx_table *pTab = zArg ? csx_conn_find(sqlite3_user_data(ctx), zArg) : NULL;
   cs_cache_info ci;
   cs_store_cache_info(pTab ? pTab->snap->store : store, &ci);
-  char words[sizeof ((csx_conn *)0)->last_names.cache];
+  char words[sizeof((csx_conn *)0)->last_names.cache];
   csx_cache_words(pTab ? pTab->snap->store : store, words, sizeof words);
   sqlite3_str_appendf(s, ",\"cache\":{\"requested\":\"%s\",\"effective\":", cs_cache_name(ci.requested));
   json_string(s, words);
   sqlite3_str_appendf(s, ",\"bytes\":%llu,\"read_bytes\":%llu,\"copy_ms\":%.3f,\"copy_gb_per_s\":%.2f}}",
-                      (unsigned long long)ci.bytes, (unsigned long long)ci.read_bytes, (double)ci.copy_ns / 1e6,
-                      ci.copy_ns ? (double)ci.bytes / (double)ci.copy_ns : 0.0);
+                      (unsigned long long)ci.bytes, (unsigned long long)ci.read_bytes,
+                      (double)ci.copy_ns / 1e6, ci.copy_ns ? (double)ci.bytes / (double)ci.copy_ns : 0.0);
   cs_store_close(store);
   char *z = sqlite3_str_finish(s);
-  if (z) sqlite3_result_text(ctx, z, -1, sqlite3_free);
-  else sqlite3_result_error_nomem(ctx);
+  if (z)
+    sqlite3_result_text(ctx, z, -1, sqlite3_free);
+  else
+    sqlite3_result_error_nomem(ctx);
 }
 
 /* colstore_verify's error lists at most this many damaged parts, one a
@@ -390,9 +435,9 @@ static void fn_info(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 #define CSX_VERIFY_LIST_MAX 100
 
 typedef struct verify_list {
-  sqlite3_str *lines;         /* the listed parts, one a line */
-  uint64_t n;                 /* parts reported */
-  bool salvage;               /* every part is a chunk's or a record header's: the file
+  sqlite3_str *lines; /* the listed parts, one a line */
+  uint64_t n;         /* parts reported */
+  bool salvage;       /* every part is a chunk's or a record header's: the file
                               ** still opens, and DELETE + compaction can drop them */
 } verify_list;
 
@@ -404,7 +449,8 @@ static void verify_part(void *pCtx, const cs_damage *part) {
   if (part->n_rows)
     sqlite3_str_appendf(p->lines, " (rowids %llu to %llu of this file)", (unsigned long long)part->first_row,
                         (unsigned long long)(part->first_row + part->n_rows - 1));
-  if (part->kind == CS_DAMAGE_FILE) sqlite3_str_appendall(p->lines, " (nothing after it in this file can be read or checked)");
+  if (part->kind == CS_DAMAGE_FILE)
+    sqlite3_str_appendall(p->lines, " (nothing after it in this file can be read or checked)");
 }
 
 /* TEXT 'ok', or SQLITE_CORRUPT whose message says how many parts are
@@ -433,12 +479,16 @@ static void fn_verify(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     sqlite3_result_text(ctx, "ok", -1, SQLITE_STATIC);
   } else {
     sqlite3_str *s = sqlite3_str_new(db);
-    sqlite3_str_appendf(s, "colstore: colstore_verify found %llu damaged part%s in %s; restore each file named below from a backup",
+    sqlite3_str_appendf(s,
+                        "colstore: colstore_verify found %llu damaged part%s in %s; restore each file named "
+                        "below from a backup",
                         (unsigned long long)nDamaged, nDamaged == 1 ? "" : "s", zPath);
-    sqlite3_str_appendall(s, list.salvage ? ", or keep the rest of a file: DELETE the rowids given below from a table over that file, "
-                                            "then colstore_compact(table, 'renumber') drops those records unread (rowids then change)"
-                                          : " (damage of this kind keeps the file from opening: neither DELETE nor colstore_compact "
-                                            "can salvage the rest)");
+    sqlite3_str_appendall(
+        s, list.salvage
+               ? ", or keep the rest of a file: DELETE the rowids given below from a table over that file, "
+                 "then colstore_compact(table, 'renumber') drops those records unread (rowids then change)"
+               : " (damage of this kind keeps the file from opening: neither DELETE nor colstore_compact "
+                 "can salvage the rest)");
     sqlite3_str_appendall(s, zList ? zList : "");
     if (nDamaged > CSX_VERIFY_LIST_MAX)
       sqlite3_str_appendf(s, "\nand %llu more damaged parts (only the first %d are listed)",
@@ -453,9 +503,10 @@ static void fn_verify(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 /* ----------------------------------------------------- colstore_compact */
 
 static void json_counts(sqlite3_str *s, const char *name, const cs_compact_counts *c) {
-  sqlite3_str_appendf(s, "\"%s\":{\"rows\":%llu,\"positions\":%llu,\"records\":%llu,\"bytes\":%llu,\"free_bytes\":%llu}", name,
-                      (unsigned long long)c->rows, (unsigned long long)c->positions, (unsigned long long)c->records,
-                      (unsigned long long)c->bytes, (unsigned long long)c->free_bytes);
+  sqlite3_str_appendf(
+      s, "\"%s\":{\"rows\":%llu,\"positions\":%llu,\"records\":%llu,\"bytes\":%llu,\"free_bytes\":%llu}",
+      name, (unsigned long long)c->rows, (unsigned long long)c->positions, (unsigned long long)c->records,
+      (unsigned long long)c->bytes, (unsigned long long)c->free_bytes);
 }
 
 static void fn_compact(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
@@ -475,7 +526,10 @@ static void fn_compact(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     free(other);
     if (!same) continue;
     free(real);
-    char *z = sqlite3_mprintf("colstore: %s has uncommitted changes in this transaction; COMMIT or ROLLBACK before colstore_compact", t->zName);
+    char *z = sqlite3_mprintf(
+        "colstore: %s has uncommitted changes in this transaction; COMMIT or ROLLBACK before "
+        "colstore_compact",
+        t->zName);
     result_error(ctx, SQLITE_BUSY, z);
     sqlite3_free(z);
     return;
@@ -483,7 +537,10 @@ static void fn_compact(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   free(real);
   struct stat st;
   if (stat(zPath, &st) == 0 && !S_ISREG(st.st_mode)) {
-    char *z = sqlite3_mprintf("colstore: %s is not a store file (a dataset?); colstore_compact rewrites one file: compact each of its files", zPath);
+    char *z = sqlite3_mprintf(
+        "colstore: %s is not a store file (a dataset?); colstore_compact rewrites one file: compact each of "
+        "its files",
+        zPath);
     result_error(ctx, SQLITE_MISUSE, z);
     sqlite3_free(z);
     return;
@@ -504,12 +561,14 @@ static void fn_compact(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   sqlite3_str_appendall(s, ",");
   json_counts(s, "after", &rep.after);
   double secs = (double)rep.ns / 1e9;
-  sqlite3_str_appendf(s, ",\"records_copied\":%llu,\"generation\":%llu,\"ms\":%.3f,\"gb_per_s\":%.2f}", (unsigned long long)rep.records_copied,
-                      (unsigned long long)rep.generation, secs * 1e3,
+  sqlite3_str_appendf(s, ",\"records_copied\":%llu,\"generation\":%llu,\"ms\":%.3f,\"gb_per_s\":%.2f}",
+                      (unsigned long long)rep.records_copied, (unsigned long long)rep.generation, secs * 1e3,
                       secs > 0 ? (double)rep.before.bytes / 1e9 / secs : 0.0);
   char *z = sqlite3_str_finish(s);
-  if (z) sqlite3_result_text(ctx, z, -1, sqlite3_free);
-  else sqlite3_result_error_nomem(ctx);
+  if (z)
+    sqlite3_result_text(ctx, z, -1, sqlite3_free);
+  else
+    sqlite3_result_error_nomem(ctx);
 }
 
 static void fn_last_plan(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
@@ -529,21 +588,25 @@ static void fn_last_plan(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   json_string(s, conn->last_names.plan);
   sqlite3_str_appendall(s, ",\"cache\":");
   json_string(s, conn->last_names.cache);
-  sqlite3_str_appendf(s,
-                      ",\"access\":\"%s\",\"kernels\":\"%s\",\"predicates\":%u,\"sorted_ranges\":%u,\"rows_selected\":%llu,"
-                      "\"rows_scanned\":%llu,\"records_scanned\":%llu,\"records_skipped\":%llu,\"records_coded\":%llu,\"threads\":%d,"
-                      "\"kernel_us\":%.1f,"
-                      "\"batches\":%u,\"batches_overlapped\":%u,\"batches_taken_back\":%u,",
-                      st->shape ? st->shape : "none", st->kernels ? st->kernels : "", st->n_preds, st->sorted_ranges,
-                      (unsigned long long)st->rows_selected, (unsigned long long)st->rows_scanned, (unsigned long long)st->records_scanned,
-                      (unsigned long long)st->records_skipped, (unsigned long long)st->records_coded,
-                      st->threads ? st->threads : 1, (double)st->kernel_ns / 1000.0,
-                      st->batches, st->overlapped, st->taken_back);
+  sqlite3_str_appendf(
+      s,
+      ",\"access\":\"%s\",\"kernels\":\"%s\",\"predicates\":%u,\"sorted_ranges\":%u,\"rows_selected\":%llu,"
+      "\"rows_scanned\":%llu,\"records_scanned\":%llu,\"records_skipped\":%llu,\"records_coded\":%llu,"
+      "\"threads\":%d,"
+      "\"kernel_us\":%.1f,"
+      "\"batches\":%u,\"batches_overlapped\":%u,\"batches_taken_back\":%u,",
+      st->shape ? st->shape : "none", st->kernels ? st->kernels : "", st->n_preds, st->sorted_ranges,
+      (unsigned long long)st->rows_selected, (unsigned long long)st->rows_scanned,
+      (unsigned long long)st->records_scanned, (unsigned long long)st->records_skipped,
+      (unsigned long long)st->records_coded, st->threads ? st->threads : 1, (double)st->kernel_ns / 1000.0,
+      st->batches, st->overlapped, st->taken_back);
   csx_config_json(s);
   sqlite3_str_appendall(s, "}");
   char *z = sqlite3_str_finish(s);
-  if (z) sqlite3_result_text(ctx, z, -1, sqlite3_free);
-  else sqlite3_result_error_nomem(ctx);
+  if (z)
+    sqlite3_result_text(ctx, z, -1, sqlite3_free);
+  else
+    sqlite3_result_error_nomem(ctx);
 }
 
 int csx_register_functions(sqlite3 *db, csx_conn *conn) {
@@ -563,7 +626,8 @@ int csx_register_functions(sqlite3 *db, csx_conn *conn) {
       {"colstore_last_plan", 0, SQLITE_DIRECTONLY, fn_last_plan},
   };
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
-    int rc = sqlite3_create_function_v2(db, fns[i].zName, fns[i].nArg, SQLITE_UTF8 | fns[i].flags, conn, fns[i].xFunc, NULL, NULL, NULL);
+    int rc = sqlite3_create_function_v2(db, fns[i].zName, fns[i].nArg, SQLITE_UTF8 | fns[i].flags, conn,
+                                        fns[i].xFunc, NULL, NULL, NULL);
     if (rc != SQLITE_OK) return rc;
   }
   return csx_register_import(db);

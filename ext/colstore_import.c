@@ -65,8 +65,9 @@ static void print_progress(import_call *call, const cs_import_progress *p) {
   double rate = secs > 0 ? done / secs : 0;
   char eta[32] = "?";
   if (rate > 0) snprintf(eta, sizeof eta, "%.0fs", (total - done) / rate);
-  fprintf(stderr, "\rcolstore_import: pass %d/%d  %.1f of %.1f MB  %llu rows  %.1f MB/s  %s left   ", p->pass, p->passes,
-          done / 1e6, total / 1e6, (unsigned long long)p->rows, rate / 1e6, p->finished ? "0s" : eta);
+  fprintf(stderr, "\rcolstore_import: pass %d/%d  %.1f of %.1f MB  %llu rows  %.1f MB/s  %s left   ", p->pass,
+          p->passes, done / 1e6, total / 1e6, (unsigned long long)p->rows, rate / 1e6,
+          p->finished ? "0s" : eta);
   if (p->finished) fputc('\n', stderr);
   fflush(stderr);
 }
@@ -88,9 +89,9 @@ static int on_progress(void *ctx, const cs_import_progress *p) {
 
 typedef struct parsed_options {
   cs_import_options opt;
-  char *nulls_text;                 /* nulls= split in place */
+  char *nulls_text; /* nulls= split in place */
   const char *nulls[MAX_OPTION_NULLS];
-  int progress;                     /* 0 off, 1 on, 2 auto */
+  int progress; /* 0 off, 1 on, 2 auto */
 } parsed_options;
 
 static bool has_suffix(const char *s, const char *suffix) {
@@ -109,21 +110,33 @@ static char *parse_option(parsed_options *po, const char *arg) {
 #define IS(name) (klen == strlen(name) && sqlite3_strnicmp(arg, name, (int)klen) == 0)
   cs_import_options *o = &po->opt;
   if (IS("mode")) {
-    if (sqlite3_stricmp(v, "create") == 0) o->mode = CS_IMPORT_CREATE;
-    else if (sqlite3_stricmp(v, "replace") == 0) o->mode = CS_IMPORT_REPLACE;
-    else if (sqlite3_stricmp(v, "append") == 0) o->mode = CS_IMPORT_APPEND;
-    else return option_error("colstore: mode=%s: mode is create, replace or append", v);
+    if (sqlite3_stricmp(v, "create") == 0)
+      o->mode = CS_IMPORT_CREATE;
+    else if (sqlite3_stricmp(v, "replace") == 0)
+      o->mode = CS_IMPORT_REPLACE;
+    else if (sqlite3_stricmp(v, "append") == 0)
+      o->mode = CS_IMPORT_APPEND;
+    else
+      return option_error("colstore: mode=%s: mode is create, replace or append", v);
   } else if (IS("header")) {
-    if (sqlite3_stricmp(v, "auto") == 0) o->header = CS_HEADER_AUTO;
-    else if (sqlite3_stricmp(v, "true") == 0 || strcmp(v, "1") == 0 || sqlite3_stricmp(v, "on") == 0) o->header = CS_HEADER_YES;
-    else if (sqlite3_stricmp(v, "false") == 0 || strcmp(v, "0") == 0 || sqlite3_stricmp(v, "off") == 0) o->header = CS_HEADER_NO;
-    else return option_error("colstore: header=%s: header is auto, true or false", v);
+    if (sqlite3_stricmp(v, "auto") == 0)
+      o->header = CS_HEADER_AUTO;
+    else if (sqlite3_stricmp(v, "true") == 0 || strcmp(v, "1") == 0 || sqlite3_stricmp(v, "on") == 0)
+      o->header = CS_HEADER_YES;
+    else if (sqlite3_stricmp(v, "false") == 0 || strcmp(v, "0") == 0 || sqlite3_stricmp(v, "off") == 0)
+      o->header = CS_HEADER_NO;
+    else
+      return option_error("colstore: header=%s: header is auto, true or false", v);
   } else if (IS("delim")) {
-    if (strcmp(v, "\\t") == 0 || sqlite3_stricmp(v, "tab") == 0) o->delim = '\t';
-    else if (strlen(v) == 1 && v[0] != '\n' && v[0] != '\r') o->delim = v[0];
-    else return option_error("colstore: delim=%s: the delimiter is one character (or tab)", v);
+    if (strcmp(v, "\\t") == 0 || sqlite3_stricmp(v, "tab") == 0)
+      o->delim = '\t';
+    else if (strlen(v) == 1 && v[0] != '\n' && v[0] != '\r')
+      o->delim = v[0];
+    else
+      return option_error("colstore: delim=%s: the delimiter is one character (or tab)", v);
   } else if (IS("quote")) {
-    if (strlen(v) != 1 || v[0] == '\n' || v[0] == '\r') return option_error("colstore: quote=%s: the quote is one character", v);
+    if (strlen(v) != 1 || v[0] == '\n' || v[0] == '\r')
+      return option_error("colstore: quote=%s: the quote is one character", v);
     o->quote = v[0];
   } else if (IS("nulls")) {
     sqlite3_free(po->nulls_text);
@@ -142,26 +155,35 @@ static char *parse_option(parsed_options *po, const char *arg) {
   } else if (IS("columns")) {
     o->columns = v;
   } else if (IS("on_error")) {
-    if (sqlite3_stricmp(v, "fail") == 0) o->skip_errors = false;
-    else if (sqlite3_stricmp(v, "skip") == 0) o->skip_errors = true;
-    else return option_error("colstore: on_error=%s: on_error is fail or skip", v);
+    if (sqlite3_stricmp(v, "fail") == 0)
+      o->skip_errors = false;
+    else if (sqlite3_stricmp(v, "skip") == 0)
+      o->skip_errors = true;
+    else
+      return option_error("colstore: on_error=%s: on_error is fail or skip", v);
   } else if (IS("threads")) {
     char *end;
     long n = strtol(v, &end, 10);
-    if (*v == 0 || *end || n < 1 || n > 1024) return option_error("colstore: threads=%s: threads is a number from 1 to 1024", v);
+    if (*v == 0 || *end || n < 1 || n > 1024)
+      return option_error("colstore: threads=%s: threads is a number from 1 to 1024", v);
     o->threads = (uint32_t)n;
   } else if (IS("progress")) {
-    if (sqlite3_stricmp(v, "on") == 0) po->progress = 1;
-    else if (sqlite3_stricmp(v, "off") == 0) po->progress = 0;
-    else if (sqlite3_stricmp(v, "auto") == 0) po->progress = 2;
-    else return option_error("colstore: progress=%s: progress is auto, on or off", v);
+    if (sqlite3_stricmp(v, "on") == 0)
+      po->progress = 1;
+    else if (sqlite3_stricmp(v, "off") == 0)
+      po->progress = 0;
+    else if (sqlite3_stricmp(v, "auto") == 0)
+      po->progress = 2;
+    else
+      return option_error("colstore: progress=%s: progress is auto, on or off", v);
   } else if (IS("format")) {
     if (sqlite3_stricmp(v, "csv") != 0)
       return option_error("colstore: format=%s: this build imports delimited text only (format=csv)", v);
   } else {
-    return sqlite3_mprintf("colstore: unknown colstore_import option '%.*s' (mode, columns, header, delim, quote, nulls, "
-                           "on_error, threads, progress, format)",
-                           (int)klen, arg);
+    return sqlite3_mprintf(
+        "colstore: unknown colstore_import option '%.*s' (mode, columns, header, delim, quote, nulls, "
+        "on_error, threads, progress, format)",
+        (int)klen, arg);
   }
 #undef IS
   return NULL;
@@ -173,9 +195,12 @@ static void append_json_text(sqlite3_str *s, const char *z) {
   sqlite3_str_appendchar(s, 1, '"');
   for (; *z; z++) {
     unsigned char c = (unsigned char)*z;
-    if (c == '"' || c == '\\') sqlite3_str_appendf(s, "\\%c", c);
-    else if (c < 0x20) sqlite3_str_appendf(s, "\\u%04x", c);
-    else sqlite3_str_appendchar(s, 1, (char)c);
+    if (c == '"' || c == '\\')
+      sqlite3_str_appendf(s, "\\%c", c);
+    else if (c < 0x20)
+      sqlite3_str_appendf(s, "\\u%04x", c);
+    else
+      sqlite3_str_appendchar(s, 1, (char)c);
   }
   sqlite3_str_appendchar(s, 1, '"');
 }
@@ -196,8 +221,8 @@ static char *result_json(sqlite3 *db, const cs_import_result *res, double ms) {
     append_json_text(s, res->files[i]);
   }
   double mb_per_s = ms > 0 ? (double)res->bytes_read / 1e6 / (ms / 1000.0) : 0;
-  sqlite3_str_appendf(s, "],\"bytes_read\":%llu,\"ms\":%.1f,\"mb_per_s\":%.1f,\"rejects\":[", (unsigned long long)res->bytes_read,
-                      ms, mb_per_s);
+  sqlite3_str_appendf(s, "],\"bytes_read\":%llu,\"ms\":%.1f,\"mb_per_s\":%.1f,\"rejects\":[",
+                      (unsigned long long)res->bytes_read, ms, mb_per_s);
   for (size_t i = 0; i < res->n_rejects; i++) {
     sqlite3_str_appendall(s, i ? ",{\"file\":" : "{\"file\":");
     append_json_text(s, res->rejects[i].file);
@@ -224,16 +249,21 @@ static void fn_import(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   }
   if (has_suffix(zSource, ".parquet") || has_suffix(zSource, ".arrow") || has_suffix(zSource, ".feather") ||
       has_suffix(zSource, ".arrows")) {
-    sqlite3_result_error(ctx, "colstore: this build imports delimited text only; Parquet and Arrow input is not built yet", -1);
+    sqlite3_result_error(
+        ctx, "colstore: this build imports delimited text only; Parquet and Arrow input is not built yet",
+        -1);
     return;
   }
   parsed_options po = {.progress = 2};
   for (int i = 2; i < argc; i++) {
     const char *arg = (const char *)sqlite3_value_text(argv[i]);
-    char *zErr = arg ? parse_option(&po, arg) : sqlite3_mprintf("colstore: colstore_import options are 'name=value' text");
+    char *zErr = arg ? parse_option(&po, arg)
+                     : sqlite3_mprintf("colstore: colstore_import options are 'name=value' text");
     if (zErr || (arg && po.opt.has_nulls && !po.nulls_text)) {
-      if (zErr) sqlite3_result_error(ctx, zErr, -1);
-      else sqlite3_result_error_nomem(ctx);
+      if (zErr)
+        sqlite3_result_error(ctx, zErr, -1);
+      else
+        sqlite3_result_error_nomem(ctx);
       sqlite3_free(zErr);
       sqlite3_free(po.nulls_text);
       return;
@@ -264,12 +294,15 @@ static void fn_import(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     sqlite3_result_error_code(ctx, res.interrupted ? SQLITE_INTERRUPT : csx_rc_to_sqlite(rc));
   } else {
     char *z = result_json(call.db, &res, ms);
-    if (z) sqlite3_result_text(ctx, z, -1, sqlite3_free);
-    else sqlite3_result_error_nomem(ctx);
+    if (z)
+      sqlite3_result_text(ctx, z, -1, sqlite3_free);
+    else
+      sqlite3_result_error_nomem(ctx);
   }
   cs_import_result_free(&res);
 }
 
 int csx_register_import(sqlite3 *db) {
-  return sqlite3_create_function_v2(db, "colstore_import", -1, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL, fn_import, NULL, NULL, NULL);
+  return sqlite3_create_function_v2(db, "colstore_import", -1, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
+                                    fn_import, NULL, NULL, NULL);
 }

@@ -140,10 +140,8 @@ static int pred_op_supported(int op) {
     case SQLITE_INDEX_CONSTRAINT_IS:
     case SQLITE_INDEX_CONSTRAINT_ISNOT:
     case SQLITE_INDEX_CONSTRAINT_ISNULL:
-    case SQLITE_INDEX_CONSTRAINT_ISNOTNULL:
-      return 1;
-    default:
-      return 0;
+    case SQLITE_INDEX_CONSTRAINT_ISNOTNULL: return 1;
+    default: return 0;
   }
 }
 
@@ -187,7 +185,8 @@ static int pred_exact(sqlite3_index_info *pInfo, int i, cs_type type, csx_take_m
   int op = pInfo->aConstraint[i].op;
   if (op == SQLITE_INDEX_CONSTRAINT_ISNULL || op == SQLITE_INDEX_CONSTRAINT_ISNOTNULL) return 1;
   sqlite3_value *v = NULL;
-  bool known = sqlite3_libversion_number() >= 3038000 && sqlite3_vtab_rhs_value(pInfo, i, &v) == SQLITE_OK && v;
+  bool known =
+      sqlite3_libversion_number() >= 3038000 && sqlite3_vtab_rhs_value(pInfo, i, &v) == SQLITE_OK && v;
   if (type != CS_TYPE_TEXT) {
     /* A case-insensitive LIKE's bounds come with NOCASE: SQLite drops the
     ** LIKE (ESCAPE keeps it from being offered) once both are taken, and
@@ -233,10 +232,13 @@ bool csx_plan_eq_unknown(sqlite3_index_info *info, int i) {
 
 const char *csx_decline_words(int why) {
   switch (why) {
-    case CSX_DECLINE_OPERATOR: return "an operator it does not take (LIKE, GLOB, REGEXP, MATCH, a function's)";
-    case CSX_DECLINE_COLLATION: return "a TEXT comparison under another collation than BINARY (COLLATE NOCASE, RTRIM)";
+    case CSX_DECLINE_OPERATOR:
+      return "an operator it does not take (LIKE, GLOB, REGEXP, MATCH, a function's)";
+    case CSX_DECLINE_COLLATION:
+      return "a TEXT comparison under another collation than BINARY (COLLATE NOCASE, RTRIM)";
     case CSX_DECLINE_IN_UNKNOWN:
-      return "an IN list or `= ?` past the 32nd condition of the WHERE clause, where SQLite cannot tell an IN list "
+      return "an IN list or `= ?` past the 32nd condition of the WHERE clause, where SQLite cannot tell an "
+             "IN list "
              "from `= ?` nor hand the list over whole (put IN lists and `= ?` among the first 32 conditions)";
     default: return "a right-hand side it cannot compare as SQLite would";
   }
@@ -307,7 +309,8 @@ bool csx_plan_take_list(csx_plan_builder *b, int i, const char *slot) {
 }
 
 bool csx_plan_eq_is_value(sqlite3_index_info *info, int i) {
-  return info->aConstraint[i].op == SQLITE_INDEX_CONSTRAINT_EQ && !csx_plan_is_list(info, i) && !eq_may_be_list(info, i);
+  return info->aConstraint[i].op == SQLITE_INDEX_CONSTRAINT_EQ && !csx_plan_is_list(info, i) &&
+         !eq_may_be_list(info, i);
 }
 
 bool csx_plan_input_ok(sqlite3_index_info *info, int i) {
@@ -322,8 +325,8 @@ void csx_plan_take_input(csx_plan_builder *b, int i, int hidden) {
   csx_plan_say_selection(b, hidden == CSX_HIDDEN_ROWS ? "rows(_rows)" : "mask(_mask)");
 }
 
-bool csx_plan_take_pred(csx_plan_builder *b, int i, cs_type t, int src_col, const char *name, csx_take_mode mode,
-                        int *why) {
+bool csx_plan_take_pred(csx_plan_builder *b, int i, cs_type t, int src_col, const char *name,
+                        csx_take_mode mode, int *why) {
   sqlite3_index_info *pInfo = b->info;
   int op = pInfo->aConstraint[i].op;
   bool in_list = csx_plan_is_list(pInfo, i);
@@ -347,9 +350,12 @@ bool csx_plan_take_pred(csx_plan_builder *b, int i, cs_type t, int src_col, cons
     csx_plan_take(b, i, slot);
   }
   sqlite3_str_appendf(b->pred_words, "%s%s", sqlite3_str_length(b->pred_words) ? "," : "", name);
-  if (in_list) sqlite3_str_appendall(b->pred_words, " IN ?");
-  else sqlite3_str_appendf(b->pred_words, "%s%s", op_text(op),
-                           op == SQLITE_INDEX_CONSTRAINT_ISNULL || op == SQLITE_INDEX_CONSTRAINT_ISNOTNULL ? "" : "?");
+  if (in_list)
+    sqlite3_str_appendall(b->pred_words, " IN ?");
+  else
+    sqlite3_str_appendf(
+        b->pred_words, "%s%s", op_text(op),
+        op == SQLITE_INDEX_CONSTRAINT_ISNULL || op == SQLITE_INDEX_CONSTRAINT_ISNOTNULL ? "" : "?");
   b->rows *= in_list ? 0.05 : selectivity(op);
   return true;
 }
@@ -370,8 +376,8 @@ int csx_plan_finish(csx_plan_builder *b) {
   }
   /* Both strings or neither: slots always holds at least "U...;", and
   ** without it xFilter would ignore constraints marked omitted. */
-  bool ok = !sqlite3_str_errcode(b->words) && !sqlite3_str_errcode(b->slots) && !sqlite3_str_errcode(b->sel_words) &&
-            !sqlite3_str_errcode(b->pred_words);
+  bool ok = !sqlite3_str_errcode(b->words) && !sqlite3_str_errcode(b->slots) &&
+            !sqlite3_str_errcode(b->sel_words) && !sqlite3_str_errcode(b->pred_words);
   int n_words = sqlite3_str_length(b->words), n_slots = sqlite3_str_length(b->slots);
   char *zWords = sqlite3_str_finish(b->words), *zSlots = sqlite3_str_finish(b->slots);
   sqlite3_free(sqlite3_str_finish(b->sel_words));
@@ -391,10 +397,12 @@ int csx_plan_finish(csx_plan_builder *b) {
 }
 
 int csx_plan_refuse_input(sqlite3_vtab *tab, const char *zKind, const char *zTable) {
-  return csx_vtab_error(tab, SQLITE_ERROR,
-                        "colstore: _rows and _mask of %s %s select rows only as `_rows = ?` or `_mask = ?` "
-                        "ANDed with the rest of the WHERE clause; they cannot be read, or used under OR, NOT, IN "
-                        "or another operator (filter the BLOB before binding it instead)", zKind, zTable);
+  return csx_vtab_error(
+      tab, SQLITE_ERROR,
+      "colstore: _rows and _mask of %s %s select rows only as `_rows = ?` or `_mask = ?` "
+      "ANDed with the rest of the WHERE clause; they cannot be read, or used under OR, NOT, IN "
+      "or another operator (filter the BLOB before binding it instead)",
+      zKind, zTable);
 }
 
 /* ------------------------------------------- the colstore table's policy */
@@ -449,10 +457,10 @@ static bool dedupe_is_safe(const sqlite3_index_info *pInfo, int n_cols, bool *wa
 
 /* Analysis: which constraint is which term of the plan (-1: none). */
 typedef struct table_terms {
-  int eq;        /* rowid = value */
-  int eq_list;   /* rowid = that is, or may be, a list SQLite walks (a second rowid IN) */
-  int lo, hi;    /* rowid > / >=, rowid < / <= */
-  int in;        /* rowid IN (...), handed over whole */
+  int eq;                     /* rowid = value */
+  int eq_list;                /* rowid = that is, or may be, a list SQLite walks (a second rowid IN) */
+  int lo, hi;                 /* rowid > / >=, rowid < / <= */
+  int in;                     /* rowid IN (...), handed over whole */
   int input[CSX_N_HIDDEN][2]; /* _rows = ?, _mask = ?: the first two of each */
   bool offered[CSX_N_HIDDEN]; /* a term on _rows / _mask was offered, usable or not */
   int limit, offset;
@@ -470,11 +478,16 @@ static void analyse_terms(sqlite3_index_info *pInfo, int n_cols, table_terms *t)
     int op = c->op;
     if (c->iColumn == -1) {
       bool in_list = csx_plan_is_list(pInfo, i);
-      if (in_list && t->in < 0) t->in = i;
-      else if (csx_plan_eq_is_value(pInfo, i) && t->eq < 0) t->eq = i;
-      else if (op == SQLITE_INDEX_CONSTRAINT_EQ && t->eq_list < 0) t->eq_list = i;
-      else if ((op == SQLITE_INDEX_CONSTRAINT_GT || op == SQLITE_INDEX_CONSTRAINT_GE) && t->lo < 0) t->lo = i;
-      else if ((op == SQLITE_INDEX_CONSTRAINT_LT || op == SQLITE_INDEX_CONSTRAINT_LE) && t->hi < 0) t->hi = i;
+      if (in_list && t->in < 0)
+        t->in = i;
+      else if (csx_plan_eq_is_value(pInfo, i) && t->eq < 0)
+        t->eq = i;
+      else if (op == SQLITE_INDEX_CONSTRAINT_EQ && t->eq_list < 0)
+        t->eq_list = i;
+      else if ((op == SQLITE_INDEX_CONSTRAINT_GT || op == SQLITE_INDEX_CONSTRAINT_GE) && t->lo < 0)
+        t->lo = i;
+      else if ((op == SQLITE_INDEX_CONSTRAINT_LT || op == SQLITE_INDEX_CONSTRAINT_LE) && t->hi < 0)
+        t->hi = i;
     } else if (hidden) {
       /* `_rows IN (...)`, which is also what SQLite makes of
       ** `_rows = ?1 OR _rows = ?2`, is not taken: refused (take_cost) */
@@ -502,8 +515,10 @@ static void take_bound(csx_plan_builder *b, int i, const char *slot, uint64_t n,
   bool lower = op == SQLITE_INDEX_CONSTRAINT_GT || op == SQLITE_INDEX_CONSTRAINT_GE;
   if (sqlite3_libversion_number() >= 3038000 && sqlite3_vtab_rhs_value(b->info, i, &v) == SQLITE_OK && v)
     csx_bound_apply(v, op, n, lo, hi);
-  else if (lower) *lo = *hi - (*hi - *lo) / 3;
-  else *hi = *lo + (*hi - *lo) / 3;
+  else if (lower)
+    *lo = *hi - (*hi - *lo) / 3;
+  else
+    *hi = *lo + (*hi - *lo) / 3;
 }
 
 /* Takes the selection: rowid =, bounds, IN; _rows; _mask.  b->rows
@@ -519,11 +534,11 @@ static double take_selection(csx_plan_builder *b, const table_terms *t, double n
   }
   uint64_t est_lo = 0, est_hi = (uint64_t)n;
   if (t->lo >= 0)
-    take_bound(b, t->lo, pInfo->aConstraint[t->lo].op == SQLITE_INDEX_CONSTRAINT_GE ? "g;" : "G;", (uint64_t)n, &est_lo,
-               &est_hi);
+    take_bound(b, t->lo, pInfo->aConstraint[t->lo].op == SQLITE_INDEX_CONSTRAINT_GE ? "g;" : "G;",
+               (uint64_t)n, &est_lo, &est_hi);
   if (t->hi >= 0)
-    take_bound(b, t->hi, pInfo->aConstraint[t->hi].op == SQLITE_INDEX_CONSTRAINT_LE ? "l;" : "L;", (uint64_t)n, &est_lo,
-               &est_hi);
+    take_bound(b, t->hi, pInfo->aConstraint[t->hi].op == SQLITE_INDEX_CONSTRAINT_LE ? "l;" : "L;",
+               (uint64_t)n, &est_lo, &est_hi);
   if (t->eq < 0) {
     b->rows = est_hi > est_lo ? (double)(est_hi - est_lo) : 0;
     if (t->lo >= 0 || t->hi >= 0) csx_plan_say_selection(b, "range(rowid)");
@@ -534,10 +549,12 @@ static double take_selection(csx_plan_builder *b, const table_terms *t, double n
   }
   /* a second `_rows = ?` (or `_mask = ?`) too: refused by xFilter, see above */
   for (int k = 0; k < 2; k++)
-    if (t->input[CSX_HIDDEN_ROWS][k] >= 0) csx_plan_take_input(b, t->input[CSX_HIDDEN_ROWS][k], CSX_HIDDEN_ROWS);
+    if (t->input[CSX_HIDDEN_ROWS][k] >= 0)
+      csx_plan_take_input(b, t->input[CSX_HIDDEN_ROWS][k], CSX_HIDDEN_ROWS);
   if (t->input[CSX_HIDDEN_ROWS][0] >= 0 && b->rows > 1000) b->rows = 1000;
   for (int k = 0; k < 2; k++)
-    if (t->input[CSX_HIDDEN_MASK][k] >= 0) csx_plan_take_input(b, t->input[CSX_HIDDEN_MASK][k], CSX_HIDDEN_MASK);
+    if (t->input[CSX_HIDDEN_MASK][k] >= 0)
+      csx_plan_take_input(b, t->input[CSX_HIDDEN_MASK][k], CSX_HIDDEN_MASK);
   if (t->input[CSX_HIDDEN_MASK][0] >= 0) b->rows *= 0.5;
   return t->input[CSX_HIDDEN_ROWS][0] >= 0   ? (n < 1000 ? n : 1000)
          : t->input[CSX_HIDDEN_MASK][0] >= 0 ? n * 0.5
@@ -573,9 +590,9 @@ static bool take_preds(csx_plan_builder *b, const cs_schema *schema, bool positi
 
 /* What taking the ORDER BY decided. */
 typedef struct order_taken {
-  bool ok;       /* no order left for SQLite to make */
-  bool by_rows;  /* LIMIT counts rows of the order (not groups) */
-  bool keys;     /* ORDER BY columns taken: a LIMIT makes it a top-k */
+  bool ok;      /* no order left for SQLite to make */
+  bool by_rows; /* LIMIT counts rows of the order (not groups) */
+  bool keys;    /* ORDER BY columns taken: a LIMIT makes it a top-k */
   double cost;
 } order_taken;
 
@@ -639,12 +656,13 @@ static order_taken take_order(csx_plan_builder *b, const cs_schema *schema, cons
 static uint64_t limit_hint(sqlite3_index_info *pInfo, const table_terms *t) {
   sqlite3_value *lv = NULL, *ov = NULL;
   if (t->limit < 0 || sqlite3_libversion_number() < 3038000) return 0;
-  if (!(sqlite3_vtab_rhs_value(pInfo, t->limit, &lv) == SQLITE_OK && lv && sqlite3_value_type(lv) == SQLITE_INTEGER &&
-        sqlite3_value_int64(lv) >= 0))
+  if (!(sqlite3_vtab_rhs_value(pInfo, t->limit, &lv) == SQLITE_OK && lv &&
+        sqlite3_value_type(lv) == SQLITE_INTEGER && sqlite3_value_int64(lv) >= 0))
     return 0;
   uint64_t hint = (uint64_t)sqlite3_value_int64(lv);
   if (t->offset < 0) return hint;
-  if (!(sqlite3_vtab_rhs_value(pInfo, t->offset, &ov) == SQLITE_OK && ov && sqlite3_value_type(ov) == SQLITE_INTEGER))
+  if (!(sqlite3_vtab_rhs_value(pInfo, t->offset, &ov) == SQLITE_OK && ov &&
+        sqlite3_value_type(ov) == SQLITE_INTEGER))
     return 0;
   return hint + (sqlite3_value_int64(ov) > 0 ? (uint64_t)sqlite3_value_int64(ov) : 0);
 }
@@ -668,8 +686,10 @@ static void take_limit(csx_plan_builder *b, const table_terms *t, bool all_taken
     ** select a whole batch of millions of rows for ten (flag K), and
     ** ordered delivery selects the first LIMIT + OFFSET rows first. */
     uint64_t hint = limit_hint(b->info, t);
-    if (hint > 0) sqlite3_str_appendf(b->slots, "K%llu;", (unsigned long long)hint);
-    else sqlite3_str_appendall(b->slots, "K;");
+    if (hint > 0)
+      sqlite3_str_appendf(b->slots, "K%llu;", (unsigned long long)hint);
+    else
+      sqlite3_str_appendall(b->slots, "K;");
     if (o->keys && o->by_rows && hint > 0) csx_plan_say(b, "limit");
   }
 }
@@ -709,8 +729,10 @@ static void take_cost(csx_plan_builder *b, const table_terms *t, int n_cols, dou
     /* a branch of an OR that never needs the column, or a scan that does */
     reads |= used;
   }
-  if (b->refuse_col >= 0) pInfo->estimatedCost = 1e18;
-  else if (reads) pInfo->estimatedCost *= 1000;
+  if (b->refuse_col >= 0)
+    pInfo->estimatedCost = 1e18;
+  else if (reads)
+    pInfo->estimatedCost *= 1000;
 }
 
 int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
@@ -757,7 +779,9 @@ int csx_plan_decode(const char *idxStr, csx_plan *out) {
         out->refuse = (int)strtol(p, (char **)&p, 10) + 1;
         if (*p == ':') out->refuse_why = (int)strtol(p + 1, (char **)&p, 10);
         break;
-      case 'C': if (out->n_slots) out->slots[out->n_slots - 1].recheck = 1; break;
+      case 'C':
+        if (out->n_slots) out->slots[out->n_slots - 1].recheck = 1;
+        break;
       case 'S':
         if (out->n_keys >= CSX_MAX_ORDER_KEYS) return SQLITE_INTERNAL;
         out->key_col[out->n_keys] = (int)strtol(p, (char **)&p, 10);
@@ -768,7 +792,11 @@ int csx_plan_decode(const char *idxStr, csx_plan *out) {
     }
     if (*p == ';') p++;
     switch (s.kind) {
-      case 'U': case 'Y': case 'S': case 'X': case 'C': break;
+      case 'U':
+      case 'Y':
+      case 'S':
+      case 'X':
+      case 'C': break;
       case 'K': out->may_stop_early = 1; break;
       case 'A': out->ordered = 1; break;
       case 'D': out->ordered = out->desc = 1; break;

@@ -23,7 +23,8 @@
 
 static _Atomic int probe_distinct_seen = -1; /* what xBestIndex was told, for the query prepared */
 
-static int probe_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **err) {
+static int probe_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out,
+                         char **err) {
   (void)aux, (void)argc, (void)argv, (void)err;
   int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(v)");
   if (rc != SQLITE_OK) return rc;
@@ -77,8 +78,8 @@ bool csx_distinct_excludes_rowid_use(void) {
   a = 0;
   sqlite3 *db = NULL;
   if (sqlite3_libversion_number() >= 3038000 &&
-      sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_MEMORY, NULL) ==
-          SQLITE_OK &&
+      sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_MEMORY,
+                      NULL) == SQLITE_OK &&
       sqlite3_create_module(db, "colstore_probe", &probe_module, NULL) == SQLITE_OK) {
     /* The control must see DISTINCT, the rowid query must not. */
     int control = distinct_told(db, "SELECT DISTINCT v FROM colstore_probe");

@@ -47,8 +47,8 @@ static int hold_copy(csx_selection *s, const void *p, uint64_t n, const uint8_t 
 
 /* The operands of predicate slot i (a P or Q slot) into pr; *never when
 ** no row can match (x = NULL, an empty IN list). */
-static int pred_from_slot(csx_selection *s, const csx_slot *slot, sqlite3_value *arg, cs_type type, cs_pred *pr,
-                          uint64_t *m, bool *never) {
+static int pred_from_slot(csx_selection *s, const csx_slot *slot, sqlite3_value *arg, cs_type type,
+                          cs_pred *pr, uint64_t *m, bool *never) {
   memset(pr, 0, sizeof *pr);
   pr->col = (uint32_t)slot->col;
   if (slot->kind == 'P') {
@@ -115,11 +115,19 @@ int csx_selection_build(csx_selection *s, sqlite3_vtab *tab, const char *zTable,
       case 'l': csx_bound_apply(argv[i], SQLITE_INDEX_CONSTRAINT_LE, n, &s->lo, &s->hi); break;
       case 'I': s->in_list = argv[i]; break;
       case 'R':
-        if (s->rows_blob) return csx_vtab_error(tab, SQLITE_ERROR, "colstore: _rows = ? is given twice for table %s; pass one BLOB of positions (combine the lists yourself)", zTable);
+        if (s->rows_blob)
+          return csx_vtab_error(tab, SQLITE_ERROR,
+                                "colstore: _rows = ? is given twice for table %s; pass one BLOB of positions "
+                                "(combine the lists yourself)",
+                                zTable);
         s->rows_blob = argv[i];
         break;
       case 'M':
-        if (mask_blob) return csx_vtab_error(tab, SQLITE_ERROR, "colstore: _mask = ? is given twice for table %s; pass one mask (AND the masks yourself)", zTable);
+        if (mask_blob)
+          return csx_vtab_error(
+              tab, SQLITE_ERROR,
+              "colstore: _mask = ? is given twice for table %s; pass one mask (AND the masks yourself)",
+              zTable);
         mask_blob = argv[i];
         break;
       case 'P': n_pred_slots++; break;
@@ -127,16 +135,20 @@ int csx_selection_build(csx_selection *s, sqlite3_vtab *tab, const char *zTable,
         n_pred_slots++;
         sqlite3_value *v = NULL;
         int r;
-        for (r = sqlite3_vtab_in_first(argv[i], &v); r == SQLITE_OK && v; r = sqlite3_vtab_in_next(argv[i], &v)) n_members++;
+        for (r = sqlite3_vtab_in_first(argv[i], &v); r == SQLITE_OK && v;
+             r = sqlite3_vtab_in_next(argv[i], &v))
+          n_members++;
         /* never an empty answer for a list that did not arrive as one */
         if (r != SQLITE_OK && r != SQLITE_DONE)
-          return csx_vtab_error(tab, SQLITE_INTERNAL,
-                                "colstore: the IN list on column %s of table %s did not arrive as a list (SQLite %s); "
-                                "please report the query",
-                                cols[sl->col].name, zTable, sqlite3_libversion());
+          return csx_vtab_error(
+              tab, SQLITE_INTERNAL,
+              "colstore: the IN list on column %s of table %s did not arrive as a list (SQLite %s); "
+              "please report the query",
+              cols[sl->col].name, zTable, sqlite3_libversion());
         break;
       }
-      case 'T': case 'O': break; /* the cursor's */
+      case 'T':
+      case 'O': break; /* the cursor's */
       default: return SQLITE_INTERNAL;
     }
   }
@@ -148,21 +160,25 @@ int csx_selection_build(csx_selection *s, sqlite3_vtab *tab, const char *zTable,
     uint64_t bytes = (uint64_t)sqlite3_value_bytes(mask_blob);
     uint64_t live = cs_store_live_rows(store);
     if (bytes != n && live == n)
-      return csx_vtab_error(tab, SQLITE_MISMATCH, "colstore: _mask has %llu bytes but table %s has %llu rows; give one byte per row",
-                            (unsigned long long)bytes, zTable, (unsigned long long)n);
+      return csx_vtab_error(
+          tab, SQLITE_MISMATCH,
+          "colstore: _mask has %llu bytes but table %s has %llu rows; give one byte per row",
+          (unsigned long long)bytes, zTable, (unsigned long long)n);
     if (bytes != n)
-      return csx_vtab_error(tab, SQLITE_MISMATCH,
-                            "colstore: _mask has %llu bytes but table %s has %llu row positions (%llu rows and %llu deleted); "
-                            "give one byte per position (colstore_info: positions)",
-                            (unsigned long long)bytes, zTable, (unsigned long long)n, (unsigned long long)live,
-                            (unsigned long long)(n - live));
+      return csx_vtab_error(
+          tab, SQLITE_MISMATCH,
+          "colstore: _mask has %llu bytes but table %s has %llu row positions (%llu rows and %llu deleted); "
+          "give one byte per position (colstore_info: positions)",
+          (unsigned long long)bytes, zTable, (unsigned long long)n, (unsigned long long)live,
+          (unsigned long long)(n - live));
     if ((rc = hold_copy(s, sqlite3_value_blob(mask_blob), bytes, &s->user_mask)) != SQLITE_OK) return rc;
     s->user_mask_bytes = bytes;
   }
   /* kept for xColumn(_rows): SQLite may re-check the term */
   if (s->rows_blob && sqlite3_value_type(s->rows_blob) == SQLITE_BLOB) {
     s->user_rows_bytes = (uint64_t)sqlite3_value_bytes(s->rows_blob);
-    if ((rc = hold_copy(s, sqlite3_value_blob(s->rows_blob), s->user_rows_bytes, &s->user_rows)) != SQLITE_OK) return rc;
+    if ((rc = hold_copy(s, sqlite3_value_blob(s->rows_blob), s->user_rows_bytes, &s->user_rows)) != SQLITE_OK)
+      return rc;
   }
   if (!n_pred_slots) return SQLITE_OK;
   /* Predicates: operands converted with the column's affinity. */
@@ -203,23 +219,30 @@ static int rows_step(const csx_selection *s, sqlite3_vtab *tab, const char *zTab
   sqlite3_value *v = s->rows_blob;
   *n_out = 0;
   if (sqlite3_value_type(v) != SQLITE_BLOB && sqlite3_value_type(v) != SQLITE_NULL)
-    return csx_vtab_error(tab, SQLITE_MISMATCH, "colstore: _rows takes a BLOB of little-endian int64 positions, not %s",
+    return csx_vtab_error(tab, SQLITE_MISMATCH,
+                          "colstore: _rows takes a BLOB of little-endian int64 positions, not %s",
                           sqlite3_value_type(v) == SQLITE_TEXT ? "TEXT" : "a number");
   const uint8_t *p = s->user_rows;
   uint64_t bytes = p ? s->user_rows_bytes : 0;
   if (bytes % 8 != 0)
-    return csx_vtab_error(tab, SQLITE_MISMATCH, "colstore: _rows must be a BLOB of int64 positions (a multiple of 8 bytes), got %llu bytes",
-                          (unsigned long long)bytes);
+    return csx_vtab_error(
+        tab, SQLITE_MISMATCH,
+        "colstore: _rows must be a BLOB of int64 positions (a multiple of 8 bytes), got %llu bytes",
+        (unsigned long long)bytes);
   uint64_t k = bytes / 8, m = 0;
   for (uint64_t i = 0; i < k; i++) {
     int64_t x;
     memcpy(&x, p + 8 * i, 8);
     int64_t r = x < 0 ? x + (int64_t)n_rows : x;
     if ((r < 0 || (uint64_t)r >= n_rows) && n_rows == 0)
-      return csx_vtab_error(tab, SQLITE_RANGE, "colstore: _rows position %lld (at index %llu) is out of range for table %s, "
-                            "which has no row positions; pass an empty BLOB", (long long)x, (unsigned long long)i, zTable);
+      return csx_vtab_error(tab, SQLITE_RANGE,
+                            "colstore: _rows position %lld (at index %llu) is out of range for table %s, "
+                            "which has no row positions; pass an empty BLOB",
+                            (long long)x, (unsigned long long)i, zTable);
     if (r < 0 || (uint64_t)r >= n_rows)
-      return csx_vtab_error(tab, SQLITE_RANGE, "colstore: _rows position %lld (at index %llu) is out of range for table %s of %llu row positions (valid: -%llu to %llu)",
+      return csx_vtab_error(tab, SQLITE_RANGE,
+                            "colstore: _rows position %lld (at index %llu) is out of range for table %s of "
+                            "%llu row positions (valid: -%llu to %llu)",
                             (long long)x, (unsigned long long)i, zTable, (unsigned long long)n_rows,
                             (unsigned long long)n_rows, (unsigned long long)(n_rows ? n_rows - 1 : 0));
     uint64_t row = (uint64_t)r;
@@ -231,8 +254,8 @@ static int rows_step(const csx_selection *s, sqlite3_vtab *tab, const char *zTab
   return SQLITE_OK;
 }
 
-int csx_selection_list(const csx_selection *s, sqlite3_vtab *tab, const char *zTable, uint64_t n_rows, uint64_t *pos,
-                       uint64_t *n_pos) {
+int csx_selection_list(const csx_selection *s, sqlite3_vtab *tab, const char *zTable, uint64_t n_rows,
+                       uint64_t *pos, uint64_t *n_pos) {
   if (s->rows_blob) {
     /* the rowid IN list's positions, which the _rows ones are kept in,
     ** are overwritten by them: a copy */
@@ -255,10 +278,12 @@ int csx_selection_list(const csx_selection *s, sqlite3_vtab *tab, const char *zT
   return SQLITE_OK;
 }
 
-void csx_selection_input_read_error(sqlite3_context *ctx, const char *zKind, const char *zTable, const char *zHidden) {
-  char *z = sqlite3_mprintf("colstore: %s of %s %s is an input, not a value: use it only as `%s = ?` ANDed with the "
-                            "rest of the WHERE clause",
-                            zHidden, zKind, zTable, zHidden);
+void csx_selection_input_read_error(sqlite3_context *ctx, const char *zKind, const char *zTable,
+                                    const char *zHidden) {
+  char *z = sqlite3_mprintf(
+      "colstore: %s of %s %s is an input, not a value: use it only as `%s = ?` ANDed with the "
+      "rest of the WHERE clause",
+      zHidden, zKind, zTable, zHidden);
   sqlite3_result_error(ctx, z ? z : "colstore: _rows and _mask are inputs, not values", -1);
   sqlite3_free(z);
 }

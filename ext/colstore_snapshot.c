@@ -50,7 +50,8 @@ bool csx_snapshot_sorted(csx_snapshot *snap, uint32_t col) {
 bool csx_schema_equal(const cs_schema *a, const cs_schema *b) {
   if (a->n_cols != b->n_cols) return false;
   for (uint32_t i = 0; i < a->n_cols; i++)
-    if (a->cols[i].type != b->cols[i].type || a->cols[i].nullable != b->cols[i].nullable || strcmp(a->cols[i].name, b->cols[i].name) != 0)
+    if (a->cols[i].type != b->cols[i].type || a->cols[i].nullable != b->cols[i].nullable ||
+        strcmp(a->cols[i].name, b->cols[i].name) != 0)
       return false;
   return true;
 }
@@ -76,9 +77,10 @@ int csx_snapshot_refresh(csx_snapshot **pSnap, sqlite3_vtab *tab, const char *zP
   }
   if (!csx_schema_equal(cs_store_schema(store), cs_store_schema(snap->store))) {
     cs_store_close(store);
-    return csx_vtab_error(tab, SQLITE_SCHEMA,
-                          "colstore: %s was replaced by a store with another schema; DROP TABLE %s and create it again", zPath,
-                          zName);
+    return csx_vtab_error(
+        tab, SQLITE_SCHEMA,
+        "colstore: %s was replaced by a store with another schema; DROP TABLE %s and create it again", zPath,
+        zName);
   }
   csx_snapshot *s = csx_snapshot_new(store);
   if (!s) {

@@ -23,7 +23,8 @@ int csx_rc_to_sqlite(cs_rc rc) {
   switch (rc) {
     case CS_OK: return SQLITE_OK;
     case CS_ENOMEM: return SQLITE_NOMEM;
-    case CS_ENOTSTORE: case CS_EVERSION: return SQLITE_NOTADB;
+    case CS_ENOTSTORE:
+    case CS_EVERSION: return SQLITE_NOTADB;
     case CS_ECORRUPT: return SQLITE_CORRUPT;
     case CS_EIO: return SQLITE_IOERR;
     case CS_EBUSY: return SQLITE_BUSY;

@@ -34,10 +34,11 @@ char *csx_value_describe(sqlite3_value *v) {
   }
 }
 
-static int mismatch(const cs_column *col, const char *zTable, sqlite3_value *v, const char *why, char **pzErr) {
+static int mismatch(const cs_column *col, const char *zTable, sqlite3_value *v, const char *why,
+                    char **pzErr) {
   char *d = csx_value_describe(v);
-  *pzErr = sqlite3_mprintf("colstore: cannot store %s in column %s%s%s of type %s: %s", d ? d : "a value", zTable ? zTable : "",
-                           zTable ? "." : "", col->name, cs_type_name(col->type), why);
+  *pzErr = sqlite3_mprintf("colstore: cannot store %s in column %s%s%s of type %s: %s", d ? d : "a value",
+                           zTable ? zTable : "", zTable ? "." : "", col->name, cs_type_name(col->type), why);
   sqlite3_free(d);
   return SQLITE_MISMATCH;
 }
@@ -64,7 +65,9 @@ static bool int_fits(cs_type t, sqlite3_int64 i) {
 static bool text_number(const unsigned char *z, int n, cs_value *out) {
   int i = 0, end = n;
   while (i < end && (z[i] == ' ' || z[i] == '\t' || z[i] == '\n' || z[i] == '\f' || z[i] == '\r')) i++;
-  while (end > i && (z[end - 1] == ' ' || z[end - 1] == '\t' || z[end - 1] == '\n' || z[end - 1] == '\f' || z[end - 1] == '\r')) end--;
+  while (end > i && (z[end - 1] == ' ' || z[end - 1] == '\t' || z[end - 1] == '\n' || z[end - 1] == '\f' ||
+                     z[end - 1] == '\r'))
+    end--;
   int start = i, digits = 0;
   bool is_int = true;
   if (i < end && (z[i] == '+' || z[i] == '-')) i++;
@@ -114,7 +117,8 @@ void csx_value_number(sqlite3_value *v, cs_value *out) {
       /* The digits as SQLite's own parser reads them (sqlite3AtoF, which
       ** affinity and CAST use): for some 16-17 digit texts it is one ulp
       ** from strtod's nearest double, and a native column holds its value. */
-      else if (out->kind == CS_VAL_FLOAT) out->f = sqlite3_value_double(v);
+      else if (out->kind == CS_VAL_FLOAT)
+        out->f = sqlite3_value_double(v);
       break;
     }
     case SQLITE_BLOB: out->kind = CS_VAL_BLOB; break;
@@ -133,10 +137,13 @@ static int put_integer(cs_batch *b, uint32_t iCol, const cs_column *col, const c
       return mismatch(col, zTable, v, "it is not an integer", pzErr);
     i = (sqlite3_int64)d;
   } else {
-    return mismatch(col, zTable, v, num->kind == CS_VAL_TEXT ? "it is not a number" : "only integers fit", pzErr);
+    return mismatch(col, zTable, v, num->kind == CS_VAL_TEXT ? "it is not a number" : "only integers fit",
+                    pzErr);
   }
   if (!int_fits(col->type, i))
-    return mismatch(col, zTable, v, col->type == CS_TYPE_BOOL ? "a BOOL holds 0 or 1" : "it is out of the type's range", pzErr);
+    return mismatch(col, zTable, v,
+                    col->type == CS_TYPE_BOOL ? "a BOOL holds 0 or 1" : "it is out of the type's range",
+                    pzErr);
   cs_err err;
   return cs_batch_put_i64(b, iCol, i, &err) == CS_OK ? SQLITE_OK : SQLITE_NOMEM;
 }
@@ -144,7 +151,8 @@ static int put_integer(cs_batch *b, uint32_t iCol, const cs_column *col, const c
 static int put_float(cs_batch *b, uint32_t iCol, const cs_column *col, const char *zTable, sqlite3_value *v,
                      const cs_value *num, char **pzErr) {
   if (num->kind != CS_VAL_INT && num->kind != CS_VAL_FLOAT)
-    return mismatch(col, zTable, v, num->kind == CS_VAL_TEXT ? "it is not a number" : "only numbers fit", pzErr);
+    return mismatch(col, zTable, v, num->kind == CS_VAL_TEXT ? "it is not a number" : "only numbers fit",
+                    pzErr);
   double d = num->kind == CS_VAL_INT ? (double)num->i : num->f;
   /* A native REAL column stores an integral value as an integer, so -0.0
   ** reads back as 0.0; do the same. */
@@ -157,12 +165,14 @@ static int put_float(cs_batch *b, uint32_t iCol, const cs_column *col, const cha
   return cs_batch_put_f64(b, iCol, d, &err) == CS_OK ? SQLITE_OK : SQLITE_NOMEM;
 }
 
-int csx_value_put(cs_batch *b, uint32_t iCol, const cs_column *col, const char *zTable, sqlite3_value *v, char **pzErr) {
+int csx_value_put(cs_batch *b, uint32_t iCol, const cs_column *col, const char *zTable, sqlite3_value *v,
+                  char **pzErr) {
   cs_err err;
   int t = sqlite3_value_type(v);
   if (t == SQLITE_NULL) {
     if (!col->nullable) {
-      *pzErr = sqlite3_mprintf("colstore: NOT NULL constraint failed: %s%s%s", zTable ? zTable : "", zTable ? "." : "", col->name);
+      *pzErr = sqlite3_mprintf("colstore: NOT NULL constraint failed: %s%s%s", zTable ? zTable : "",
+                               zTable ? "." : "", col->name);
       return SQLITE_CONSTRAINT_NOTNULL;
     }
     return cs_batch_put_null(b, iCol, &err) == CS_OK ? SQLITE_OK : SQLITE_NOMEM;
@@ -171,17 +181,21 @@ int csx_value_put(cs_batch *b, uint32_t iCol, const cs_column *col, const char *
     if (t == SQLITE_BLOB) return mismatch(col, zTable, v, "a BLOB does not fit a TEXT column", pzErr);
     const unsigned char *z = sqlite3_value_text(v); /* numbers take their SQLite text form */
     if (!z) return SQLITE_NOMEM;
-    return cs_batch_put_bytes(b, iCol, z, (uint64_t)sqlite3_value_bytes(v), &err) == CS_OK ? SQLITE_OK : SQLITE_NOMEM;
+    return cs_batch_put_bytes(b, iCol, z, (uint64_t)sqlite3_value_bytes(v), &err) == CS_OK ? SQLITE_OK
+                                                                                           : SQLITE_NOMEM;
   }
   if (col->type == CS_TYPE_BLOB) {
-    if (t != SQLITE_BLOB) return mismatch(col, zTable, v, "only BLOBs fit a BLOB column; use a TEXT column for text", pzErr);
+    if (t != SQLITE_BLOB)
+      return mismatch(col, zTable, v, "only BLOBs fit a BLOB column; use a TEXT column for text", pzErr);
     const void *p = sqlite3_value_blob(v);
-    return cs_batch_put_bytes(b, iCol, p, (uint64_t)sqlite3_value_bytes(v), &err) == CS_OK ? SQLITE_OK : SQLITE_NOMEM;
+    return cs_batch_put_bytes(b, iCol, p, (uint64_t)sqlite3_value_bytes(v), &err) == CS_OK ? SQLITE_OK
+                                                                                           : SQLITE_NOMEM;
   }
   /* Numeric columns: TEXT that looks like a number converts, as affinity would. */
   cs_value num;
   csx_value_number(v, &num);
-  return cs_type_is_float(col->type) ? put_float(b, iCol, col, zTable, v, &num, pzErr) : put_integer(b, iCol, col, zTable, v, &num, pzErr);
+  return cs_type_is_float(col->type) ? put_float(b, iCol, col, zTable, v, &num, pzErr)
+                                     : put_integer(b, iCol, col, zTable, v, &num, pzErr);
 }
 
 /* --------------------------------------------------------- rowid bounds */
@@ -219,19 +233,31 @@ void csx_bound_apply(sqlite3_value *v, int op, uint64_t n_rows, uint64_t *lo, ui
       }
       lo_i = i;
       hi_i = i == INT64_MAX ? i : i + 1;
-      if (i == INT64_MAX) { *hi = 0; return; }
+      if (i == INT64_MAX) {
+        *hi = 0;
+        return;
+      }
       break;
     case SQLITE_INDEX_CONSTRAINT_GT:
     case SQLITE_INDEX_CONSTRAINT_GE: {
       bool inc = op == SQLITE_INDEX_CONSTRAINT_GE;
       if (!is_int) {
-        if (d >= two63) { *hi = 0; return; }
+        if (d >= two63) {
+          *hi = 0;
+          return;
+        }
         if (d < -two63) return;
         double f = inc ? ceil(d) : floor(d) + 1.0;
-        if (f >= two63) { *hi = 0; return; }
+        if (f >= two63) {
+          *hi = 0;
+          return;
+        }
         lo_i = (sqlite3_int64)f;
       } else {
-        if (!inc && i == INT64_MAX) { *hi = 0; return; }
+        if (!inc && i == INT64_MAX) {
+          *hi = 0;
+          return;
+        }
         lo_i = inc ? i : i + 1;
       }
       if (lo_i > 0 && (uint64_t)lo_i > *lo) *lo = (uint64_t)lo_i;
@@ -241,7 +267,10 @@ void csx_bound_apply(sqlite3_value *v, int op, uint64_t n_rows, uint64_t *lo, ui
       bool inc = op == SQLITE_INDEX_CONSTRAINT_LE;
       if (!is_int) {
         if (d >= two63) return;
-        if (d < -two63) { *hi = 0; return; }
+        if (d < -two63) {
+          *hi = 0;
+          return;
+        }
         double f = inc ? floor(d) + 1.0 : ceil(d);
         if (f >= two63) return;
         hi_i = (sqlite3_int64)f;
@@ -249,8 +278,10 @@ void csx_bound_apply(sqlite3_value *v, int op, uint64_t n_rows, uint64_t *lo, ui
         if (inc && i == INT64_MAX) return;
         hi_i = inc ? i + 1 : i;
       }
-      if (hi_i <= 0) *hi = 0;
-      else if ((uint64_t)hi_i < *hi) *hi = (uint64_t)hi_i;
+      if (hi_i <= 0)
+        *hi = 0;
+      else if ((uint64_t)hi_i < *hi)
+        *hi = (uint64_t)hi_i;
       return;
     }
   }
@@ -262,7 +293,6 @@ void csx_bound_apply(sqlite3_value *v, int op, uint64_t n_rows, uint64_t *lo, ui
   if ((uint64_t)lo_i > *lo) *lo = (uint64_t)lo_i;
   if ((uint64_t)hi_i < *hi) *hi = (uint64_t)hi_i;
 }
-
 
 /* ------------------------------------------------------ kernel operands */
 

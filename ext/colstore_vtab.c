@@ -48,7 +48,8 @@ char *csx_path_absolute(const char *zArg) {
   if (!z || z[0] == '/' || z[0] == 0) return z;
   char cwd[4096];
   if (!getcwd(cwd, sizeof cwd)) return z;
-  char *abs = sqlite3_mprintf("%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, z[0] == '.' && z[1] == '/' ? z + 2 : z);
+  char *abs =
+      sqlite3_mprintf("%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, z[0] == '.' && z[1] == '/' ? z + 2 : z);
   sqlite3_free(z);
   return abs;
 }
@@ -106,9 +107,12 @@ static int coldef_parse(const char *z, csx_coldefs *d, char **pzErr) {
   if (!zName) return SQLITE_NOMEM;
   cs_type t = cs_type_parse(type, (size_t)(end - type));
   if (name_n == 0 || end == type || t == 0) {
-    *pzErr = sqlite3_mprintf("colstore: cannot read the column definition '%s': expected `name TYPE [NOT NULL]` with TYPE one of "
-                             "INT8 INT16 INT32 INT64 UINT8 UINT16 UINT32 FLOAT32 FLOAT64 BOOL TEXT BLOB (or INTEGER, INT, BIGINT, REAL, "
-                             "DOUBLE, FLOAT, BOOLEAN, VARCHAR(n), CHAR(n), STRING)", z);
+    *pzErr = sqlite3_mprintf(
+        "colstore: cannot read the column definition '%s': expected `name TYPE [NOT NULL]` with TYPE one of "
+        "INT8 INT16 INT32 INT64 UINT8 UINT16 UINT32 FLOAT32 FLOAT64 BOOL TEXT BLOB (or INTEGER, INT, BIGINT, "
+        "REAL, "
+        "DOUBLE, FLOAT, BOOLEAN, VARCHAR(n), CHAR(n), STRING)",
+        z);
     sqlite3_free(zName);
     return SQLITE_ERROR;
   }
@@ -123,7 +127,8 @@ static int coldef_parse(const char *z, csx_coldefs *d, char **pzErr) {
       sqlite3_free(zName);
       return SQLITE_ERROR;
     }
-  if (sqlite3_stricmp(zName, "_rows") == 0 || sqlite3_stricmp(zName, "_mask") == 0 || sqlite3_stricmp(zName, "rowid") == 0) {
+  if (sqlite3_stricmp(zName, "_rows") == 0 || sqlite3_stricmp(zName, "_mask") == 0 ||
+      sqlite3_stricmp(zName, "rowid") == 0) {
     *pzErr = sqlite3_mprintf("colstore: column name %s is reserved; choose another name", zName);
     sqlite3_free(zName);
     return SQLITE_ERROR;
@@ -149,32 +154,40 @@ static bool is_empty_file(const char *path) {
 static char *missing_store_message(const csx_table *pTab, const char *zWritten, bool create) {
   char *written = csx_unquote(zWritten, (int)strlen(zWritten));
   char *where = written && written[0] != '/'
-                    ? sqlite3_mprintf("'%s' (a relative path, looked for from the current directory as %s; an absolute "
-                                      "path opens from any directory)", written, pTab->zPath)
+                    ? sqlite3_mprintf(
+                          "'%s' (a relative path, looked for from the current directory as %s; an absolute "
+                          "path opens from any directory)",
+                          written, pTab->zPath)
                     : sqlite3_mprintf("%s", pTab->zPath);
   sqlite3_free(written);
   if (!where) return NULL;
-  char *z = create ? sqlite3_mprintf("colstore: %s does not exist; give column definitions to create a new store, e.g. "
-                                     "colstore('%s', a FLOAT64, b INT64)", where, pTab->zPath)
-                   : sqlite3_mprintf("colstore: the store of table %s, %s, does not exist any more; put the file back, or "
-                                     "DROP TABLE %s and create it again with the store's path", pTab->zName, where,
-                                     pTab->zName);
+  char *z = create
+                ? sqlite3_mprintf(
+                      "colstore: %s does not exist; give column definitions to create a new store, e.g. "
+                      "colstore('%s', a FLOAT64, b INT64)",
+                      where, pTab->zPath)
+                : sqlite3_mprintf(
+                      "colstore: the store of table %s, %s, does not exist any more; put the file back, or "
+                      "DROP TABLE %s and create it again with the store's path",
+                      pTab->zName, where, pTab->zName);
   sqlite3_free(where);
   return z;
 }
 
 static int schema_match(const cs_schema *have, const csx_coldefs *want, const char *zPath, char **pzErr) {
   if ((int)have->n_cols != want->n) {
-    *pzErr = sqlite3_mprintf("colstore: %s has %u columns but the definition gives %d; omit the column definitions to use the file's schema",
-                             zPath, have->n_cols, want->n);
+    *pzErr = sqlite3_mprintf(
+        "colstore: %s has %u columns but the definition gives %d; omit the column definitions to use the "
+        "file's schema",
+        zPath, have->n_cols, want->n);
     return SQLITE_ERROR;
   }
   for (int i = 0; i < want->n; i++) {
     const cs_column *a = &have->cols[i], *b = &want->cols[i];
     if (strcmp(a->name, b->name) != 0 || a->type != b->type || a->nullable != b->nullable) {
-      *pzErr = sqlite3_mprintf("colstore: %s: column %d is %s %s%s in the file but %s %s%s in the definition", zPath, i + 1, a->name,
-                               cs_type_name(a->type), a->nullable ? "" : " NOT NULL", b->name, cs_type_name(b->type),
-                               b->nullable ? "" : " NOT NULL");
+      *pzErr = sqlite3_mprintf("colstore: %s: column %d is %s %s%s in the file but %s %s%s in the definition",
+                               zPath, i + 1, a->name, cs_type_name(a->type), a->nullable ? "" : " NOT NULL",
+                               b->name, cs_type_name(b->type), b->nullable ? "" : " NOT NULL");
       return SQLITE_ERROR;
     }
   }
@@ -203,15 +216,16 @@ static int declare(sqlite3 *db, const cs_schema *schema) {
 }
 
 /* argv[3] is SOURCE; then column defs and option=value, in any order. */
-static int table_init(sqlite3 *db, void *pAux, int argc, const char *const *argv, sqlite3_vtab **ppVtab, char **pzErr,
-                      bool create) {
+static int table_init(sqlite3 *db, void *pAux, int argc, const char *const *argv, sqlite3_vtab **ppVtab,
+                      char **pzErr, bool create) {
   int rc = SQLITE_OK;
   csx_table *pTab = NULL;
   csx_coldefs *defs = NULL;
   cs_store *store = NULL;
   cs_err err = {0};
   if (argc < 4) {
-    *pzErr = sqlite3_mprintf("colstore: give the store path: CREATE VIRTUAL TABLE t USING colstore('file.cst' [, name TYPE ...])");
+    *pzErr = sqlite3_mprintf(
+        "colstore: give the store path: CREATE VIRTUAL TABLE t USING colstore('file.cst' [, name TYPE ...])");
     return SQLITE_ERROR;
   }
   pTab = sqlite3_malloc(sizeof *pTab);
@@ -250,13 +264,21 @@ static int table_init(sqlite3 *db, void *pAux, int argc, const char *const *argv
         goto fail;
       }
       int ok = sqlite3_stricmp(key, "verify") == 0, cache = sqlite3_stricmp(key, "cache") == 0;
-      if (ok && sqlite3_stricmp(val, "header") == 0) pTab->verify = CS_VERIFY_HEADER;
-      else if (ok && sqlite3_stricmp(val, "read") == 0) pTab->verify = CS_VERIFY_READ;
-      else if (ok && sqlite3_stricmp(val, "full") == 0) pTab->verify = CS_VERIFY_FULL;
-      else if (cache && sqlite3_stricmp(val, "map") == 0) pTab->cache = CS_CACHE_MAP;
-      else if (cache && sqlite3_stricmp(val, "memory") == 0) pTab->cache = CS_CACHE_MEMORY;
-      else *pzErr = sqlite3_mprintf("colstore: unknown option %s; the options are verify=read (the default), verify=header, "
-                                    "verify=full, cache=map (the default) and cache=memory", z);
+      if (ok && sqlite3_stricmp(val, "header") == 0)
+        pTab->verify = CS_VERIFY_HEADER;
+      else if (ok && sqlite3_stricmp(val, "read") == 0)
+        pTab->verify = CS_VERIFY_READ;
+      else if (ok && sqlite3_stricmp(val, "full") == 0)
+        pTab->verify = CS_VERIFY_FULL;
+      else if (cache && sqlite3_stricmp(val, "map") == 0)
+        pTab->cache = CS_CACHE_MAP;
+      else if (cache && sqlite3_stricmp(val, "memory") == 0)
+        pTab->cache = CS_CACHE_MEMORY;
+      else
+        *pzErr = sqlite3_mprintf(
+            "colstore: unknown option %s; the options are verify=read (the default), verify=header, "
+            "verify=full, cache=map (the default) and cache=memory",
+            z);
       sqlite3_free(key);
       sqlite3_free(val);
       if (*pzErr) {
@@ -296,15 +318,18 @@ static int table_init(sqlite3 *db, void *pAux, int argc, const char *const *argv
     rc = csx_rc_to_sqlite(crc);
     goto fail;
   }
-  if (defs->n > 0 && (rc = schema_match(cs_store_schema(store), defs, pTab->zPath, pzErr)) != SQLITE_OK) goto fail;
+  if (defs->n > 0 && (rc = schema_match(cs_store_schema(store), defs, pTab->zPath, pzErr)) != SQLITE_OK)
+    goto fail;
   /* cache=memory that the core had to leave on the mapping (over the
   ** limit) is refused here, at the door, where the user can choose; after
   ** a later append the table keeps working and colstore_info says why. */
   cs_cache_info ci;
   cs_store_cache_info(store, &ci);
   if (ci.requested == CS_CACHE_MEMORY && ci.effective != CS_CACHE_MEMORY) {
-    *pzErr = sqlite3_mprintf("colstore: %s: cache=memory cannot hold it: %s; use cache=map, or raise the limit with "
-                             "colstore_config('cache_limit', bytes)", pTab->zPath, ci.why);
+    *pzErr = sqlite3_mprintf(
+        "colstore: %s: cache=memory cannot hold it: %s; use cache=map, or raise the limit with "
+        "colstore_config('cache_limit', bytes)",
+        pTab->zPath, ci.why);
     rc = SQLITE_ERROR;
     goto fail;
   }
@@ -337,11 +362,13 @@ fail:
   return rc;
 }
 
-static int xCreate(sqlite3 *db, void *pAux, int argc, const char *const *argv, sqlite3_vtab **ppVtab, char **pzErr) {
+static int xCreate(sqlite3 *db, void *pAux, int argc, const char *const *argv, sqlite3_vtab **ppVtab,
+                   char **pzErr) {
   return table_init(db, pAux, argc, argv, ppVtab, pzErr, true);
 }
 
-static int xConnect(sqlite3 *db, void *pAux, int argc, const char *const *argv, sqlite3_vtab **ppVtab, char **pzErr) {
+static int xConnect(sqlite3 *db, void *pAux, int argc, const char *const *argv, sqlite3_vtab **ppVtab,
+                    char **pzErr) {
   return table_init(db, pAux, argc, argv, ppVtab, pzErr, false);
 }
 

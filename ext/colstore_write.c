@@ -130,10 +130,14 @@ static uint64_t updates_pending(const csx_table *pTab) {
 /* Rows this transaction inserted; they read as positions
 ** cs_store_rows(pTab->snap->store) + i, snap being held still meanwhile
 ** (csx_table_read_snapshot). */
-static uint64_t inserts_pending(const csx_table *pTab) { return pTab->pending ? cs_batch_rows(pTab->pending) : 0; }
+static uint64_t inserts_pending(const csx_table *pTab) {
+  return pTab->pending ? cs_batch_rows(pTab->pending) : 0;
+}
 
 /* Positions a DELETE or UPDATE may name: the snapshot's and the inserted rows'. */
-static uint64_t positions_now(const csx_table *pTab) { return cs_store_rows(pTab->snap->store) + inserts_pending(pTab); }
+static uint64_t positions_now(const csx_table *pTab) {
+  return cs_store_rows(pTab->snap->store) + inserts_pending(pTab);
+}
 
 bool csx_table_has_pending(const csx_table *pTab) {
   return (pTab->pending && cs_batch_rows(pTab->pending)) || pTab->n_dels || updates_pending(pTab);
@@ -160,10 +164,11 @@ static void transaction_clear(csx_table *pTab) {
 }
 
 static int dataset_read_only(csx_table *pTab, const char *what) {
-  return csx_vtab_error(&pTab->base, SQLITE_READONLY,
-                        "colstore: table %s is a dataset of %u files and datasets are read-only; %s one of its files as "
-                        "its own table",
-                        pTab->zName, cs_store_files(pTab->snap->store), what);
+  return csx_vtab_error(
+      &pTab->base, SQLITE_READONLY,
+      "colstore: table %s is a dataset of %u files and datasets are read-only; %s one of its files as "
+      "its own table",
+      pTab->zName, cs_store_files(pTab->snap->store), what);
 }
 
 /* DELETE of one row: its position joins the transaction's list. */
@@ -173,9 +178,11 @@ static int delete_row(csx_table *pTab, sqlite3_value *vRowid) {
   /* SQLite passes rowids our scan produced: of the snapshot read, which is
   ** pTab->snap or older (a refresh only adds rows). */
   if (r < 0 || (uint64_t)r >= positions_now(pTab))
-    return csx_vtab_error(&pTab->base, SQLITE_ERROR, "colstore: table %s has no row %lld to delete", pTab->zName, (long long)r);
+    return csx_vtab_error(&pTab->base, SQLITE_ERROR, "colstore: table %s has no row %lld to delete",
+                          pTab->zName, (long long)r);
   if (pTab->n_dels == pTab->dels_cap &&
-      csx_grow((void **)&pTab->dels, &pTab->dels_cap, pTab->dels_cap ? 2 * pTab->dels_cap : 1024, sizeof *pTab->dels))
+      csx_grow((void **)&pTab->dels, &pTab->dels_cap, pTab->dels_cap ? 2 * pTab->dels_cap : 1024,
+               sizeof *pTab->dels))
     return SQLITE_NOMEM;
   pTab->dels[pTab->n_dels++] = (uint64_t)r;
   positions_pin(pTab);
@@ -193,9 +200,11 @@ static cs_rc put_placeholder(cs_batch *b, uint32_t c, cs_type t, cs_err *err) {
 /* The segment an UPDATE row with column set `set` goes to: the last one if
 ** it has the same set and kind (ins: a row this transaction inserted),
 ** else a new one. */
-static struct csx_update_seg *update_segment(csx_table *pTab, const cs_schema *schema, const uint8_t *set, bool ins) {
+static struct csx_update_seg *update_segment(csx_table *pTab, const cs_schema *schema, const uint8_t *set,
+                                             bool ins) {
   uint32_t nc = schema->n_cols;
-  if (pTab->n_segs > 0 && pTab->segs[pTab->n_segs - 1].ins == ins && memcmp(pTab->segs[pTab->n_segs - 1].cols, set, nc) == 0)
+  if (pTab->n_segs > 0 && pTab->segs[pTab->n_segs - 1].ins == ins &&
+      memcmp(pTab->segs[pTab->n_segs - 1].cols, set, nc) == 0)
     return &pTab->segs[pTab->n_segs - 1];
   if (pTab->n_segs == pTab->segs_cap) {
     int cap = pTab->segs_cap ? 2 * pTab->segs_cap : 4;
@@ -224,11 +233,14 @@ static int update_row(csx_table *pTab, int argc, sqlite3_value **argv) {
   if ((uint32_t)argc != 2 + schema->n_cols + CSX_N_HIDDEN) return SQLITE_ERROR;
   sqlite3_int64 r = sqlite3_value_int64(argv[0]);
   if (sqlite3_value_type(argv[1]) != SQLITE_INTEGER || sqlite3_value_int64(argv[1]) != r)
-    return csx_vtab_error(pVtab, SQLITE_ERROR,
-                          "colstore: the rowid of table %s is the row's position and cannot be SET; DELETE the row and INSERT "
-                          "it again to give it a new one", pTab->zName);
+    return csx_vtab_error(
+        pVtab, SQLITE_ERROR,
+        "colstore: the rowid of table %s is the row's position and cannot be SET; DELETE the row and INSERT "
+        "it again to give it a new one",
+        pTab->zName);
   if (r < 0 || (uint64_t)r >= positions_now(pTab))
-    return csx_vtab_error(pVtab, SQLITE_ERROR, "colstore: table %s has no row %lld to update", pTab->zName, (long long)r);
+    return csx_vtab_error(pVtab, SQLITE_ERROR, "colstore: table %s has no row %lld to update", pTab->zName,
+                          (long long)r);
   bool ins = (uint64_t)r >= cs_store_rows(pTab->snap->store);
   /* A selection column the statement does not SET comes as nochange: its
   ** xColumn answers nothing to an UPDATE (colstore_cursor.c), whatever the
@@ -236,10 +248,11 @@ static int update_row(csx_table *pTab, int argc, sqlite3_value **argv) {
   ** were selected by included, was written in the SET list. */
   for (int h = 0; h < CSX_N_HIDDEN; h++)
     if (!sqlite3_value_nochange(argv[2 + schema->n_cols + h]))
-      return csx_vtab_error(pVtab, SQLITE_ERROR,
-                            "colstore: %s is a selection column of table %s and cannot be SET; use it in the WHERE clause "
-                            "(WHERE %s = ?) to choose the rows to update, and SET only the table's own columns",
-                            h == CSX_HIDDEN_ROWS ? "_rows" : "_mask", pTab->zName, h == CSX_HIDDEN_ROWS ? "_rows" : "_mask");
+      return csx_vtab_error(
+          pVtab, SQLITE_ERROR,
+          "colstore: %s is a selection column of table %s and cannot be SET; use it in the WHERE clause "
+          "(WHERE %s = ?) to choose the rows to update, and SET only the table's own columns",
+          h == CSX_HIDDEN_ROWS ? "_rows" : "_mask", pTab->zName, h == CSX_HIDDEN_ROWS ? "_rows" : "_mask");
   uint8_t set[256], *setp = schema->n_cols <= sizeof set ? set : sqlite3_malloc64(schema->n_cols);
   if (!setp) return SQLITE_NOMEM;
   bool any = false;
@@ -247,7 +260,8 @@ static int update_row(csx_table *pTab, int argc, sqlite3_value **argv) {
   int rc = SQLITE_OK;
   struct csx_update_seg *g = any ? update_segment(pTab, schema, setp, ins) : NULL;
   if (any && !g) rc = SQLITE_NOMEM;
-  if (g && g->n == g->cap && csx_grow((void **)&g->rows, &g->cap, g->cap ? 2 * g->cap : 256, sizeof *g->rows)) rc = SQLITE_NOMEM;
+  if (g && g->n == g->cap && csx_grow((void **)&g->rows, &g->cap, g->cap ? 2 * g->cap : 256, sizeof *g->rows))
+    rc = SQLITE_NOMEM;
   for (uint32_t c = 0; g && rc == SQLITE_OK && c < schema->n_cols; c++) {
     if (!setp[c]) {
       cs_err err;
@@ -277,14 +291,17 @@ int csx_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite_int64
   if (argc == 1) return delete_row(pTab, argv[0]);
   if (sqlite3_value_type(argv[0]) != SQLITE_NULL) return update_row(pTab, argc, argv);
   if (sqlite3_value_type(argv[1]) != SQLITE_NULL)
-    return csx_vtab_error(pVtab, SQLITE_ERROR,
-                          "colstore: the rowid of table %s is the row position, given at INSERT; omit the rowid in INSERT", pTab->zName);
+    return csx_vtab_error(
+        pVtab, SQLITE_ERROR,
+        "colstore: the rowid of table %s is the row position, given at INSERT; omit the rowid in INSERT",
+        pTab->zName);
   if (cs_store_is_dataset(pTab->snap->store)) return dataset_read_only(pTab, "INSERT into");
   const cs_schema *schema = cs_store_schema(pTab->snap->store);
   if ((uint32_t)argc != 2 + schema->n_cols + CSX_N_HIDDEN) return SQLITE_ERROR;
   for (int h = 0; h < CSX_N_HIDDEN; h++)
     if (sqlite3_value_type(argv[2 + schema->n_cols + h]) != SQLITE_NULL)
-      return csx_vtab_error(pVtab, SQLITE_ERROR, "colstore: %s is a selection column of table %s; it cannot be inserted",
+      return csx_vtab_error(pVtab, SQLITE_ERROR,
+                            "colstore: %s is a selection column of table %s; it cannot be inserted",
                             h == CSX_HIDDEN_ROWS ? "_rows" : "_mask", pTab->zName);
   if (!pTab->pending) {
     cs_err err;
@@ -346,12 +363,19 @@ int csx_sync(sqlite3_vtab *pVtab) {
   if (rc == CS_OK) rc = cs_writer_append(pTab->zPath, &opt, &w, &err);
   if (rc == CS_OK) {
     /* The file might have been replaced by a different store meanwhile. */
-    if (!csx_schema_equal(cs_writer_schema(w), cs_store_schema(pTab->snap->store))) rc = cs_err_set(&err, CS_ESCHEMA, "colstore: %s was replaced by a store with another schema; reconnect the table", pTab->zPath);
+    if (!csx_schema_equal(cs_writer_schema(w), cs_store_schema(pTab->snap->store)))
+      rc = cs_err_set(&err, CS_ESCHEMA,
+                      "colstore: %s was replaced by a store with another schema; reconnect the table",
+                      pTab->zPath);
     /* Positions of rows to delete or update name rows of the file they were
     ** read from: a file renamed over the path since may number them otherwise. */
-    else if (pTab->wr_from && (pTab->n_dels || updates_pending(pTab)) && !cs_writer_same_file(w, pTab->wr_from->store))
-      rc = cs_err_set(&err, CS_EBUSY, "colstore: %s was replaced by another file after this transaction's DELETE or UPDATE read "
-                      "its rows, whose positions may name other rows there; ROLLBACK and run the statements again", pTab->zPath);
+    else if (pTab->wr_from && (pTab->n_dels || updates_pending(pTab)) &&
+             !cs_writer_same_file(w, pTab->wr_from->store))
+      rc = cs_err_set(
+          &err, CS_EBUSY,
+          "colstore: %s was replaced by another file after this transaction's DELETE or UPDATE read "
+          "its rows, whose positions may name other rows there; ROLLBACK and run the statements again",
+          pTab->zPath);
   }
   /* The rows this transaction inserted read as positions from origin (the
   ** snapshot held still while they are pending); they land at the file's
@@ -361,13 +385,17 @@ int csx_sync(sqlite3_vtab *pVtab) {
   uint64_t origin = cs_store_rows(pTab->snap->store), start = w ? cs_writer_rows(w) : 0;
   int n = 0;
   if (rc == CS_OK && (n = updates_list(pTab, 0, upd)) > 0)
-    for (int i = 0; rc == CS_OK && i < n; i++) rc = cs_writer_update(w, upd[i].rows, upd[i].n, upd[i].values, upd[i].cols, &err);
+    for (int i = 0; rc == CS_OK && i < n; i++)
+      rc = cs_writer_update(w, upd[i].rows, upd[i].n, upd[i].values, upd[i].cols, &err);
   if (rc == CS_OK && rows && (n = updates_list(pTab, 1, upd)) > 0)
-    rc = cs_batch_with_updates(pTab->pending, cs_store_schema(pTab->snap->store), origin, upd, (uint64_t)n, &updated, &err);
+    rc = cs_batch_with_updates(pTab->pending, cs_store_schema(pTab->snap->store), origin, upd, (uint64_t)n,
+                               &updated, &err);
   if (rc == CS_OK && rows) rc = cs_writer_write(w, updated ? updated : pTab->pending, &err);
   if (rc == CS_OK && pTab->n_dels && rows && start != origin) {
-    if (!(dels = sqlite3_malloc64(pTab->n_dels * sizeof *dels))) rc = cs_err_set(&err, CS_ENOMEM, "colstore: out of memory committing to %s", pTab->zPath);
-    for (uint64_t i = 0; rc == CS_OK && i < pTab->n_dels; i++) dels[i] = pTab->dels[i] >= origin ? pTab->dels[i] - origin + start : pTab->dels[i];
+    if (!(dels = sqlite3_malloc64(pTab->n_dels * sizeof *dels)))
+      rc = cs_err_set(&err, CS_ENOMEM, "colstore: out of memory committing to %s", pTab->zPath);
+    for (uint64_t i = 0; rc == CS_OK && i < pTab->n_dels; i++)
+      dels[i] = pTab->dels[i] >= origin ? pTab->dels[i] - origin + start : pTab->dels[i];
   }
   if (rc == CS_OK && pTab->n_dels) rc = cs_writer_delete(w, dels, pTab->n_dels, NULL, &err);
   if (rc == CS_OK) rc = cs_writer_prepare(w, &err);
@@ -438,7 +466,8 @@ int csx_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
     if (pTab->pending) cs_batch_truncate(pTab->pending, pTab->marks[iSavepoint].rows);
     pTab->n_dels = pTab->marks[iSavepoint].dels;
     updates_truncate(pTab, pTab->marks[iSavepoint].segs, pTab->marks[iSavepoint].seg_n);
-    if (pTab->n_dels != pTab->view_n_dels || updates_pending(pTab) != n_upd || inserts_pending(pTab) != n_ins) view_drop(pTab);
+    if (pTab->n_dels != pTab->view_n_dels || updates_pending(pTab) != n_upd || inserts_pending(pTab) != n_ins)
+      view_drop(pTab);
     pTab->n_marks = iSavepoint + 1;
   }
   return SQLITE_OK;
@@ -450,12 +479,14 @@ int csx_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
 ** (n_upd rows), made afresh; errors go to pTab. */
 static int view_make(csx_table *pTab, uint64_t n_upd) {
   cs_update *upd = NULL;
-  if (pTab->n_segs > 0 && !(upd = sqlite3_malloc64((sqlite3_uint64)pTab->n_segs * sizeof *upd))) return SQLITE_NOMEM;
+  if (pTab->n_segs > 0 && !(upd = sqlite3_malloc64((sqlite3_uint64)pTab->n_segs * sizeof *upd)))
+    return SQLITE_NOMEM;
   int n = updates_list(pTab, -1, upd);
   cs_err err = {0};
   cs_store *v = NULL;
   uint64_t n_ins = inserts_pending(pTab);
-  cs_rc crc = cs_store_with_pending(pTab->snap->store, n_ins ? pTab->pending : NULL, pTab->dels, pTab->n_dels, upd, (uint64_t)n, &v, &err);
+  cs_rc crc = cs_store_with_pending(pTab->snap->store, n_ins ? pTab->pending : NULL, pTab->dels, pTab->n_dels,
+                                    upd, (uint64_t)n, &v, &err);
   sqlite3_free(upd);
   if (crc != CS_OK) return csx_vtab_error(&pTab->base, csx_rc_to_sqlite(crc), "%s", err.msg);
   csx_snapshot *vs = csx_snapshot_new(v);
@@ -487,8 +518,8 @@ int csx_table_read_snapshot(csx_table *pTab, csx_snapshot **out) {
   if (n_ins > 0 || pTab->n_dels > 0 || n_upd > 0) {
     /* The lists grow between views (a rollback that shrinks one drops the
     ** view), so the counts and the snapshot say whether the view is current. */
-    if (!pTab->view || pTab->view_of != pTab->snap || pTab->view_n_dels != pTab->n_dels || pTab->view_n_upd != n_upd ||
-        pTab->view_n_ins != n_ins) {
+    if (!pTab->view || pTab->view_of != pTab->snap || pTab->view_n_dels != pTab->n_dels ||
+        pTab->view_n_upd != n_upd || pTab->view_n_ins != n_ins) {
       if ((rc = view_make(pTab, n_upd)) != SQLITE_OK) return rc;
     }
     snap = pTab->view;

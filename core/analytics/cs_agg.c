@@ -247,7 +247,8 @@ typedef struct agg_col {
   cs_type type;
   int dom;
   size_t width; /* 0 for TEXT/BLOB */
-  bool lazy;    /* the bytes kernel's key and nothing else: read through its offsets, no pointers and lengths made */
+  bool
+      lazy; /* the bytes kernel's key and nothing else: read through its offsets, no pointers and lengths made */
 } agg_col;
 
 /* A value column: what to compute, and where its reading lives. */
@@ -266,7 +267,8 @@ typedef struct agg_view {
   const uint8_t *valid; /* 1 = not NULL; NULL = no NULLs */
   const uint8_t **bp;
   uint64_t *bn;
-  const uint8_t *end; /* TEXT/BLOB in place: the end of the chunk's bytes (reads up to it are safe); else NULL */
+  const uint8_t
+      *end; /* TEXT/BLOB in place: the end of the chunk's bytes (reads up to it are safe); else NULL */
   const int64_t *off;  /* TEXT/BLOB in place: the piece's n + 1 offsets (unclamped); else NULL */
   const uint8_t *data; /* TEXT/BLOB in place: the chunk's bytes */
   uint64_t db;         /* TEXT/BLOB in place: bytes at data */
@@ -283,19 +285,19 @@ typedef struct agg_tuple {
 ** Hashed kinds: ids 1..n-1 (0 the sink), slots of ids; a packed key's
 ** ghash is the code itself, a TEXT/BLOB key's first 16 bytes are kw. */
 typedef struct agg_table {
-  uint64_t cap;     /* groups with room */
-  uint64_t n;       /* groups in use (hash: including the sink) */
-  uint64_t *rows;   /* [cap] rows per group */
-  agg_cell *cells;  /* [cap * nv], group-major */
-  uint64_t *ghash;  /* hash: [cap] */
+  uint64_t cap;                        /* groups with room */
+  uint64_t n;                          /* groups in use (hash: including the sink) */
+  uint64_t *rows;                      /* [cap] rows per group */
+  agg_cell *cells;                     /* [cap * nv], group-major */
+  uint64_t *ghash;                     /* hash: [cap] */
   uint64_t *kv[CS_AGG_MAX_KEYS];       /* hash: [cap] per key */
   const uint8_t **kp[CS_AGG_MAX_KEYS]; /* hash, TEXT/BLOB keys: [cap] */
   uint8_t *kn[CS_AGG_MAX_KEYS];        /* hash: [cap] NULL flags */
   uint64_t *kw[2];                     /* bytes: [cap] the key's bytes 0..7 and 8..15, zero-padded */
-  uint32_t *slots;  /* hashed kinds: [n_slots] group ids, 0 = empty */
-  uint64_t n_slots; /* a power of two */
-  unsigned shift;   /* 64 - log2(n_slots) */
-  bool dirty;       /* a member's table holding rows not yet merged */
+  uint32_t *slots;                     /* hashed kinds: [n_slots] group ids, 0 = empty */
+  uint64_t n_slots;                    /* a power of two */
+  unsigned shift;                      /* 64 - log2(n_slots) */
+  bool dirty;                          /* a member's table holding rows not yet merged */
 } agg_table;
 
 /* One key of a record's dictionary: its first 16 bytes zero-padded as two
@@ -308,12 +310,12 @@ typedef struct agg_dent {
 
 /* The keys one member met in the record it reads (piece_gids_dict). */
 typedef struct agg_dict {
-  agg_dent *ent;     /* [AGG_DICT_SLOTS] open addressing on the key's hash */
-  uint16_t *used;    /* [AGG_DICT_MAX] the slots in use, to empty them */
-  uint32_t n;        /* keys held */
-  uint32_t null_gid; /* the NULL key's group once met in this record, else 0 */
+  agg_dent *ent;         /* [AGG_DICT_SLOTS] open addressing on the key's hash */
+  uint16_t *used;        /* [AGG_DICT_MAX] the slots in use, to empty them */
+  uint32_t n;            /* keys held */
+  uint32_t null_gid;     /* the NULL key's group once met in this record, else 0 */
   uint64_t hits, misses; /* rows of this record found / not found */
-  bool bypass;       /* full and missing more than it finds: the rest of the record goes to the table */
+  bool bypass;           /* full and missing more than it finds: the rest of the record goes to the table */
 } agg_dict;
 
 /* What one team member works in; owned by the aggregate, reused by calls. */
@@ -337,41 +339,43 @@ typedef struct agg_scratch {
   uint64_t *lrows;            /* grouped: [AGG_LANE_GROUPS * AGG_LANES] rows per lane cell */
   agg_cell *lcells;           /* grouped: [AGG_LANE_GROUPS * AGG_LANES * nv], initialised between pieces */
   agg_table table;            /* members >= 1: their own groups */
-  const cs__agg_rcodes *rcodes; /* bytes kernel, ranges: the codes of the record read (piece_gids_codes), or NULL */
-  uint64_t rlocal;            /* the piece's first row within that record */
-  uint32_t *cmap;             /* bytes kernel: [CS__AGG_CODE_VALUES] the record's codes' groups, 0 = not looked up */
+  const cs__agg_rcodes
+      *rcodes;     /* bytes kernel, ranges: the codes of the record read (piece_gids_codes), or NULL */
+  uint64_t rlocal; /* the piece's first row within that record */
+  uint32_t *cmap;  /* bytes kernel: [CS__AGG_CODE_VALUES] the record's codes' groups, 0 = not looked up */
 } agg_scratch;
 
 struct cs_agg {
-  const cs_store *s;       /* not owned */
+  const cs_store *s; /* not owned */
   uint32_t nk, nu, nv;
   uint32_t key_u[CS_AGG_MAX_KEYS]; /* ucols index of each key */
-  agg_col *ucols;          /* [nu] owned */
-  agg_val *vals;           /* [nv] owned */
+  agg_col *ucols;                  /* [nu] owned */
+  agg_val *vals;                   /* [nv] owned */
   int max_threads;
-  int kind;                /* K_* (grouped: decided at the first add) */
+  int kind; /* K_* (grouped: decided at the first add) */
   /* Direct and packed: key k's field is value - kmin[k] for values in
   ** [kmin, kmin + kspan), kspan[k] for NULL; the code is the sum of
   ** field * kmult[k] (mixed radix, kspan[k] + 1 fields per key). */
   int64_t kmin[CS_AGG_MAX_KEYS];
   uint64_t kspan[CS_AGG_MAX_KEYS];
   uint64_t kmult[CS_AGG_MAX_KEYS];
-  uint64_t ncodes;         /* direct: codes (the table's slots) */
-  uint32_t dict_max;       /* bytes: keys a record's dictionary holds (tune.dict_max when chosen); 0 = no dictionary */
-  cs__agg_codes *codes;    /* bytes, ranges: the key column's codes on the store (not owned), or NULL */
-  uint64_t codes_max;      /* their cap (tune.codes_bytes when taken) */
-  agg_table table;         /* the groups; ungrouped: group 0 */
-  agg_scratch **scr;       /* [n_scr] per team member */
+  uint64_t ncodes; /* direct: codes (the table's slots) */
+  uint32_t
+      dict_max; /* bytes: keys a record's dictionary holds (tune.dict_max when chosen); 0 = no dictionary */
+  cs__agg_codes *codes; /* bytes, ranges: the key column's codes on the store (not owned), or NULL */
+  uint64_t codes_max;   /* their cap (tune.codes_bytes when taken) */
+  agg_table table;      /* the groups; ungrouped: group 0 */
+  agg_scratch **scr;    /* [n_scr] per team member */
   int n_scr;
-  uint64_t *out;           /* direct: group -> slot; owned */
-  uint64_t n_out;          /* groups */
+  uint64_t *out;  /* direct: group -> slot; owned */
+  uint64_t n_out; /* groups */
   cs_agg_stats st;
 };
 
 /* The per-store cache of per-record statistics and dictionary codes (see
 ** the essay). */
 typedef struct agg_cache {
-  cs__derived derived;           /* first: the store's derived-data slot holds it, and frees it with agg_cache_free */
+  cs__derived derived; /* first: the store's derived-data slot holds it, and frees it with agg_cache_free */
   uint32_t n_cols;
   cs__agg_codes *_Atomic *codes; /* [n_cols] after cols: a TEXT/BLOB column's codes, or NULL; in this block */
   agg_cell *_Atomic cols[];      /* [n_cols]: n_records cells, or NULL */
@@ -379,7 +383,9 @@ typedef struct agg_cache {
 
 /* ----------------------------------------------------------------- cells */
 
-static int dom_of(cs_type t) { return cs_type_is_varlen(t) ? DOM_BYTES : cs_type_is_float(t) ? DOM_DBL : DOM_INT; }
+static int dom_of(cs_type t) {
+  return cs_type_is_varlen(t) ? DOM_BYTES : cs_type_is_float(t) ? DOM_DBL : DOM_INT;
+}
 
 static void cell_init(int dom, agg_cell *c) {
   memset(c, 0, sizeof *c);
@@ -417,7 +423,6 @@ static inline void kbn(double *s, double *c, double v) {
   *c += fabs(*s) >= fabs(v) ? (*s - t) + v : (v - t) + *s;
   *s = t;
 }
-
 
 /* A TEXT/BLOB value into a cell's min/max; call before cnt counts it. */
 static inline void cell_bytes_minmax(agg_cell *c, const uint8_t *p, uint64_t n) {
@@ -485,33 +490,33 @@ typedef int64_t agg_v4l __attribute__((vector_size(32)));
   } while (0)
 
 /* Ungrouped, integer element type T: e[i] (0/1) says which x[i] count. */
-#define AGG_UG_INT(NAME, T)                                                                              \
-  AGG_CLONES static void ug_##NAME(const T *restrict x, const uint8_t *restrict e, uint64_t n, unsigned what, \
-                                   agg_cell *c) {                                                        \
-    uint64_t cnt = 0;                                                                                    \
-    if (what & CS_AGG_SUM) {                                                                             \
-      if (sizeof(T) < 8) {                                                                               \
-        int64_t s = 0;                                                                                   \
-        _Pragma("omp simd reduction(+ : cnt, s)") for (uint64_t i = 0; i < n; i++) {                     \
-          cnt += e[i];                                                                                   \
-          s += (int64_t)x[i] & -(int64_t)e[i];                                                           \
-        }                                                                                                \
-        cell_add_i64(c, s);                                                                              \
-      } else {                                                                                           \
-        uint64_t lo = 0, hi = 0;                                                                         \
-        _Pragma("omp simd reduction(+ : cnt, lo, hi)") for (uint64_t i = 0; i < n; i++) {                \
-          uint64_t u = ((uint64_t)(int64_t)x[i] & (0 - (uint64_t)e[i])) ^ AGG_SIGN;                      \
-          cnt += e[i];                                                                                   \
-          lo += u & 0xFFFFFFFFu;                                                                         \
-          hi += u >> 32;                                                                                 \
-        }                                                                                                \
-        cell_add_i128(c, (agg_i128)(((cs__u128)hi << 32) + lo) - ((agg_i128)n << 63));                   \
-      }                                                                                                  \
-    } else {                                                                                             \
-      _Pragma("omp simd reduction(+ : cnt)") for (uint64_t i = 0; i < n; i++) cnt += e[i];               \
-    }                                                                                                    \
-    if ((what & AGG_MINMAX) && cnt) AGG_UG_MINMAX(int64_t, INT64_MAX, INT64_MIN, i);                     \
-    c->cnt += cnt;                                                                                       \
+#define AGG_UG_INT(NAME, T)                                                                    \
+  AGG_CLONES static void ug_##NAME(const T *restrict x, const uint8_t *restrict e, uint64_t n, \
+                                   unsigned what, agg_cell *c) {                               \
+    uint64_t cnt = 0;                                                                          \
+    if (what & CS_AGG_SUM) {                                                                   \
+      if (sizeof(T) < 8) {                                                                     \
+        int64_t s = 0;                                                                         \
+        _Pragma("omp simd reduction(+ : cnt, s)") for (uint64_t i = 0; i < n; i++) {           \
+          cnt += e[i];                                                                         \
+          s += (int64_t)x[i] & -(int64_t)e[i];                                                 \
+        }                                                                                      \
+        cell_add_i64(c, s);                                                                    \
+      } else {                                                                                 \
+        uint64_t lo = 0, hi = 0;                                                               \
+        _Pragma("omp simd reduction(+ : cnt, lo, hi)") for (uint64_t i = 0; i < n; i++) {      \
+          uint64_t u = ((uint64_t)(int64_t)x[i] & (0 - (uint64_t)e[i])) ^ AGG_SIGN;            \
+          cnt += e[i];                                                                         \
+          lo += u & 0xFFFFFFFFu;                                                               \
+          hi += u >> 32;                                                                       \
+        }                                                                                      \
+        cell_add_i128(c, (agg_i128)(((cs__u128)hi << 32) + lo) - ((agg_i128)n << 63));         \
+      }                                                                                        \
+    } else {                                                                                   \
+      _Pragma("omp simd reduction(+ : cnt)") for (uint64_t i = 0; i < n; i++) cnt += e[i];     \
+    }                                                                                          \
+    if ((what & AGG_MINMAX) && cnt) AGG_UG_MINMAX(int64_t, INT64_MAX, INT64_MIN, i);           \
+    c->cnt += cnt;                                                                             \
   }
 
 /* Ungrouped, float element type T: NaN is NULL.  The sum runs in 8
@@ -523,149 +528,151 @@ typedef int64_t agg_v4l __attribute__((vector_size(32)));
 ** in named vectors it is 23 AVX2 instructions per 8 values, all in
 ** registers.  The comparison selects by bit masks, so every lane does the
 ** same work. */
-#define AGG_KBN4(T, S, K, OFF)                                                                          \
-  do {                                                                                                 \
-    const T *xp = x + i + (OFF);                                                                       \
-    const uint8_t *ep = e + i + (OFF);                                                                 \
-    typedef T agg_v4t __attribute__((vector_size(4 * sizeof(T))));                                     \
-    agg_v4t raw;                                                                                       \
-    memcpy(&raw, xp, sizeof raw);                                                                      \
+#define AGG_KBN4(T, S, K, OFF)                                                                           \
+  do {                                                                                                   \
+    const T *xp = x + i + (OFF);                                                                         \
+    const uint8_t *ep = e + i + (OFF);                                                                   \
+    typedef T agg_v4t __attribute__((vector_size(4 * sizeof(T))));                                       \
+    agg_v4t raw;                                                                                         \
+    memcpy(&raw, xp, sizeof raw);                                                                        \
     agg_v4d v = __builtin_convertvector(raw, agg_v4d); /* an initializer list of float crashes GCC 12 */ \
-    agg_v4l on = {ep[0], ep[1], ep[2], ep[3]};                                                         \
-    agg_v4l keep = (v == v) & (on != 0);                                                               \
-    v = (agg_v4d)((agg_v4l)v & keep); /* +0.0 where masked out or NaN */                               \
-    agg_v4d t = S + v;                                                                                 \
-    agg_v4l ge = (agg_v4d)((agg_v4l)S & AGG_ABS4) >= (agg_v4d)((agg_v4l)v & AGG_ABS4);                 \
-    agg_v4l c1 = (agg_v4l)((S - t) + v), c2 = (agg_v4l)((v - t) + S);                                  \
-    K += (agg_v4d)((c1 & ge) | (c2 & ~ge));                                                            \
-    S = t;                                                                                             \
+    agg_v4l on = {ep[0], ep[1], ep[2], ep[3]};                                                           \
+    agg_v4l keep = (v == v) & (on != 0);                                                                 \
+    v = (agg_v4d)((agg_v4l)v & keep); /* +0.0 where masked out or NaN */                                 \
+    agg_v4d t = S + v;                                                                                   \
+    agg_v4l ge = (agg_v4d)((agg_v4l)S & AGG_ABS4) >= (agg_v4d)((agg_v4l)v & AGG_ABS4);                   \
+    agg_v4l c1 = (agg_v4l)((S - t) + v), c2 = (agg_v4l)((v - t) + S);                                    \
+    K += (agg_v4d)((c1 & ge) | (c2 & ~ge));                                                              \
+    S = t;                                                                                               \
   } while (0)
-#define AGG_UG_FLT(NAME, T)                                                                              \
-  AGG_CLONES static void ug_##NAME(const T *restrict x, const uint8_t *restrict e, uint64_t n, unsigned what, \
-                                   agg_cell *c) {                                                        \
-    uint64_t cnt = 0;                                                                                    \
+#define AGG_UG_FLT(NAME, T)                                                                               \
+  AGG_CLONES static void ug_##NAME(const T *restrict x, const uint8_t *restrict e, uint64_t n,            \
+                                   unsigned what, agg_cell *c) {                                          \
+    uint64_t cnt = 0;                                                                                     \
     _Pragma("omp simd reduction(+ : cnt)") for (uint64_t i = 0; i < n; i++) cnt += e[i] & (x[i] == x[i]); \
-    if (cnt == 0) return;                                                                                \
-    if (what & CS_AGG_SUM) {                                                                             \
-      agg_v4d s0 = {0}, s1 = {0}, k0 = {0}, k1 = {0};                                                    \
-      uint64_t i = 0;                                                                                    \
-      for (; i + 8 <= n; i += 8) {                                                                       \
-        AGG_KBN4(T, s0, k0, 0);                                                                          \
-        AGG_KBN4(T, s1, k1, 4);                                                                          \
-      }                                                                                                  \
-      double sl[8], kl[8];                                                                               \
-      memcpy(sl, &s0, 32), memcpy(sl + 4, &s1, 32), memcpy(kl, &k0, 32), memcpy(kl + 4, &k1, 32);        \
-      for (; i < n; i++) {                                                                               \
-        double v = (double)x[i];                                                                         \
-        if (e[i] && v == v) kbn(&sl[0], &kl[0], v);                                                      \
-      }                                                                                                  \
-      for (int j = 0; j < 8; j++) {                                                                      \
-        kbn(&c->u.f.s, &c->u.f.c, sl[j]);                                                                \
-        c->u.f.c += kl[j];                                                                               \
-      }                                                                                                  \
-    }                                                                                                    \
-    if (what & AGG_MINMAX) AGG_UG_MINMAX(double, INFINITY, -INFINITY, f);                                \
-    c->cnt += cnt;                                                                                       \
+    if (cnt == 0) return;                                                                                 \
+    if (what & CS_AGG_SUM) {                                                                              \
+      agg_v4d s0 = {0}, s1 = {0}, k0 = {0}, k1 = {0};                                                     \
+      uint64_t i = 0;                                                                                     \
+      for (; i + 8 <= n; i += 8) {                                                                        \
+        AGG_KBN4(T, s0, k0, 0);                                                                           \
+        AGG_KBN4(T, s1, k1, 4);                                                                           \
+      }                                                                                                   \
+      double sl[8], kl[8];                                                                                \
+      memcpy(sl, &s0, 32), memcpy(sl + 4, &s1, 32), memcpy(kl, &k0, 32), memcpy(kl + 4, &k1, 32);         \
+      for (; i < n; i++) {                                                                                \
+        double v = (double)x[i];                                                                          \
+        if (e[i] && v == v) kbn(&sl[0], &kl[0], v);                                                       \
+      }                                                                                                   \
+      for (int j = 0; j < 8; j++) {                                                                       \
+        kbn(&c->u.f.s, &c->u.f.c, sl[j]);                                                                 \
+        c->u.f.c += kl[j];                                                                                \
+      }                                                                                                   \
+    }                                                                                                     \
+    if (what & AGG_MINMAX) AGG_UG_MINMAX(double, INFINITY, -INFINITY, f);                                 \
+    c->cnt += cnt;                                                                                        \
   }
 
 /* Grouped: row i goes to cells[gid[i] * nv] (the caller offsets cells to
 ** its column).  A zero mask byte adds the identity, so no branch. */
-#define AGG_GS_INT(NAME, T)                                                                                    \
-  static void gs_##NAME(const T *restrict x, const uint8_t *restrict e, const uint32_t *restrict gid, uint64_t n, \
-                        unsigned what, agg_cell *cells, uint32_t nv) {                                         \
-    if (what & CS_AGG_SUM) {                                                                                   \
-      for (uint64_t i = 0; i < n; i++) {                                                                       \
-        agg_cell *c = &cells[(uint64_t)gid[i] * nv];                                                           \
-        c->cnt += e[i];                                                                                        \
-        cell_add_i64(c, (int64_t)x[i] & -(int64_t)e[i]);                                                       \
-      }                                                                                                        \
-    } else {                                                                                                   \
-      for (uint64_t i = 0; i < n; i++) cells[(uint64_t)gid[i] * nv].cnt += e[i];                               \
-    }                                                                                                          \
-    if (what & AGG_MINMAX) {                                                                                   \
-      for (uint64_t i = 0; i < n; i++) {                                                                       \
-        agg_cell *c = &cells[(uint64_t)gid[i] * nv];                                                           \
-        int64_t v = (int64_t)x[i];                                                                             \
-        int64_t lo = e[i] ? v : INT64_MAX, hi = e[i] ? v : INT64_MIN;                                          \
-        c->min.i = lo < c->min.i ? lo : c->min.i;                                                              \
-        c->max.i = hi > c->max.i ? hi : c->max.i;                                                              \
-      }                                                                                                        \
-    }                                                                                                          \
+#define AGG_GS_INT(NAME, T)                                                                           \
+  static void gs_##NAME(const T *restrict x, const uint8_t *restrict e, const uint32_t *restrict gid, \
+                        uint64_t n, unsigned what, agg_cell *cells, uint32_t nv) {                    \
+    if (what & CS_AGG_SUM) {                                                                          \
+      for (uint64_t i = 0; i < n; i++) {                                                              \
+        agg_cell *c = &cells[(uint64_t)gid[i] * nv];                                                  \
+        c->cnt += e[i];                                                                               \
+        cell_add_i64(c, (int64_t)x[i] & -(int64_t)e[i]);                                              \
+      }                                                                                               \
+    } else {                                                                                          \
+      for (uint64_t i = 0; i < n; i++) cells[(uint64_t)gid[i] * nv].cnt += e[i];                      \
+    }                                                                                                 \
+    if (what & AGG_MINMAX) {                                                                          \
+      for (uint64_t i = 0; i < n; i++) {                                                              \
+        agg_cell *c = &cells[(uint64_t)gid[i] * nv];                                                  \
+        int64_t v = (int64_t)x[i];                                                                    \
+        int64_t lo = e[i] ? v : INT64_MAX, hi = e[i] ? v : INT64_MIN;                                 \
+        c->min.i = lo < c->min.i ? lo : c->min.i;                                                     \
+        c->max.i = hi > c->max.i ? hi : c->max.i;                                                     \
+      }                                                                                               \
+    }                                                                                                 \
   }
 
 /* Floats: the sum, and min/max, in separate loops (GCC 12 does not take
 ** the `what` tests out of one loop at -O2). */
-#define AGG_GS_FLT(NAME, T)                                                                                    \
-  static void gs_##NAME(const T *restrict x, const uint8_t *restrict e, const uint32_t *restrict gid, uint64_t n, \
-                        unsigned what, agg_cell *cells, uint32_t nv) {                                         \
-    if (what & CS_AGG_SUM) {                                                                                   \
-      for (uint64_t i = 0; i < n; i++) {                                                                       \
-        agg_cell *c = &cells[(uint64_t)gid[i] * nv];                                                           \
-        double v = (double)x[i];                                                                               \
-        int b = e[i] && v == v;                                                                                \
-        c->cnt += (uint64_t)b;                                                                                 \
-        kbn(&c->u.f.s, &c->u.f.c, b ? v : 0.0);                                                                \
-      }                                                                                                        \
-    } else {                                                                                                   \
-      for (uint64_t i = 0; i < n; i++) {                                                                       \
-        double v = (double)x[i];                                                                               \
-        cells[(uint64_t)gid[i] * nv].cnt += (uint64_t)(e[i] && v == v);                                        \
-      }                                                                                                        \
-    }                                                                                                          \
-    if (what & AGG_MINMAX) {                                                                                   \
-      for (uint64_t i = 0; i < n; i++) {                                                                       \
-        agg_cell *c = &cells[(uint64_t)gid[i] * nv];                                                           \
-        double v = (double)x[i];                                                                               \
-        int b = e[i] && v == v;                                                                                \
-        double lo = b ? v : INFINITY, hi = b ? v : -INFINITY;                                                  \
-        c->min.f = lo < c->min.f ? lo : c->min.f;                                                              \
-        c->max.f = hi > c->max.f ? hi : c->max.f;                                                              \
-      }                                                                                                        \
-    }                                                                                                          \
+#define AGG_GS_FLT(NAME, T)                                                                           \
+  static void gs_##NAME(const T *restrict x, const uint8_t *restrict e, const uint32_t *restrict gid, \
+                        uint64_t n, unsigned what, agg_cell *cells, uint32_t nv) {                    \
+    if (what & CS_AGG_SUM) {                                                                          \
+      for (uint64_t i = 0; i < n; i++) {                                                              \
+        agg_cell *c = &cells[(uint64_t)gid[i] * nv];                                                  \
+        double v = (double)x[i];                                                                      \
+        int b = e[i] && v == v;                                                                       \
+        c->cnt += (uint64_t)b;                                                                        \
+        kbn(&c->u.f.s, &c->u.f.c, b ? v : 0.0);                                                       \
+      }                                                                                               \
+    } else {                                                                                          \
+      for (uint64_t i = 0; i < n; i++) {                                                              \
+        double v = (double)x[i];                                                                      \
+        cells[(uint64_t)gid[i] * nv].cnt += (uint64_t)(e[i] && v == v);                               \
+      }                                                                                               \
+    }                                                                                                 \
+    if (what & AGG_MINMAX) {                                                                          \
+      for (uint64_t i = 0; i < n; i++) {                                                              \
+        agg_cell *c = &cells[(uint64_t)gid[i] * nv];                                                  \
+        double v = (double)x[i];                                                                      \
+        int b = e[i] && v == v;                                                                       \
+        double lo = b ? v : INFINITY, hi = b ? v : -INFINITY;                                         \
+        c->min.f = lo < c->min.f ? lo : c->min.f;                                                     \
+        c->max.f = hi > c->max.f ? hi : c->max.f;                                                     \
+      }                                                                                               \
+    }                                                                                                 \
   }
 
 /* A packed key's field into the code: key - kmin when in [kmin, kmin +
 ** span), else span (NULL, or outside the zone maps); code = field (first
 ** key) or code + field * mult.  Four loops so that each vectorises. */
-#define AGG_PACK_LOOP(VALID, FIRST)                                                 \
-  _Pragma("omp simd") for (uint64_t i = 0; i < n; i++) {                            \
-    uint64_t d = (uint64_t)(int64_t)x[i] - (uint64_t)kmin;                          \
-    uint64_t f = ((VALID) && d < span) ? d : span;                                  \
-    code[i] = (FIRST) ? f : code[i] + f * mult;                                     \
+#define AGG_PACK_LOOP(VALID, FIRST)                        \
+  _Pragma("omp simd") for (uint64_t i = 0; i < n; i++) {   \
+    uint64_t d = (uint64_t)(int64_t)x[i] - (uint64_t)kmin; \
+    uint64_t f = ((VALID) && d < span) ? d : span;         \
+    code[i] = (FIRST) ? f : code[i] + f * mult;            \
   }
-#define AGG_PACK(NAME, T)                                                                                   \
-  AGG_CLONES static void pack_##NAME(const T *restrict x, const uint8_t *restrict valid, uint64_t n,       \
-                                     int64_t kmin, uint64_t span, uint64_t mult, bool first,                \
-                                     uint64_t *restrict code) {                                             \
-    if (valid && first)                                                                                     \
-      AGG_PACK_LOOP(valid[i], 1)                                                                            \
-    else if (valid)                                                                                         \
-      AGG_PACK_LOOP(valid[i], 0)                                                                            \
-    else if (first)                                                                                         \
-      AGG_PACK_LOOP(1, 1)                                                                                   \
-    else                                                                                                    \
-      AGG_PACK_LOOP(1, 0)                                                                                   \
+#define AGG_PACK(NAME, T)                                                                            \
+  AGG_CLONES static void pack_##NAME(const T *restrict x, const uint8_t *restrict valid, uint64_t n, \
+                                     int64_t kmin, uint64_t span, uint64_t mult, bool first,         \
+                                     uint64_t *restrict code) {                                      \
+    if (valid && first)                                                                              \
+      AGG_PACK_LOOP(valid[i], 1)                                                                     \
+    else if (valid)                                                                                  \
+      AGG_PACK_LOOP(valid[i], 0)                                                                     \
+    else if (first)                                                                                  \
+      AGG_PACK_LOOP(1, 1)                                                                            \
+    else                                                                                             \
+      AGG_PACK_LOOP(1, 0)                                                                            \
   }
 
 /* A key column's canonical cells: integers as int64, floats as the bits of
 ** the double with -0.0 made 0.0 and NaN made NULL. */
-#define AGG_KEYS_INT(NAME, T)                                                                                     \
-  static void keys_##NAME(const T *restrict x, const uint8_t *restrict valid, uint64_t n, uint64_t *restrict kv, \
-                          uint8_t *restrict kn) {                                                                 \
-    for (uint64_t i = 0; i < n; i++) kv[i] = (uint64_t)(int64_t)x[i], kn[i] = valid ? !valid[i] : 0;             \
+#define AGG_KEYS_INT(NAME, T)                                                                        \
+  static void keys_##NAME(const T *restrict x, const uint8_t *restrict valid, uint64_t n,            \
+                          uint64_t *restrict kv, uint8_t *restrict kn) {                             \
+    for (uint64_t i = 0; i < n; i++) kv[i] = (uint64_t)(int64_t)x[i], kn[i] = valid ? !valid[i] : 0; \
   }
-#define AGG_KEYS_FLT(NAME, T)                                                                                     \
-  static void keys_##NAME(const T *restrict x, const uint8_t *restrict valid, uint64_t n, uint64_t *restrict kv, \
-                          uint8_t *restrict kn) {                                                                 \
-    for (uint64_t i = 0; i < n; i++) {                                                                            \
-      double d = (double)x[i];                                                                                    \
-      kn[i] = (valid && !valid[i]) || d != d;                                                                     \
-      d = d == 0.0 ? 0.0 : d;                                                                                     \
-      memcpy(&kv[i], &d, 8);                                                                                      \
-    }                                                                                                             \
+#define AGG_KEYS_FLT(NAME, T)                                                             \
+  static void keys_##NAME(const T *restrict x, const uint8_t *restrict valid, uint64_t n, \
+                          uint64_t *restrict kv, uint8_t *restrict kn) {                  \
+    for (uint64_t i = 0; i < n; i++) {                                                    \
+      double d = (double)x[i];                                                            \
+      kn[i] = (valid && !valid[i]) || d != d;                                             \
+      d = d == 0.0 ? 0.0 : d;                                                             \
+      memcpy(&kv[i], &d, 8);                                                              \
+    }                                                                                     \
   }
 
-#define AGG_INT_TYPES(X) X(i8, int8_t) X(i16, int16_t) X(i32, int32_t) X(i64, int64_t) X(u8, uint8_t) X(u16, uint16_t) X(u32, uint32_t)
+#define AGG_INT_TYPES(X) \
+  X(i8, int8_t)          \
+  X(i16, int16_t) X(i32, int32_t) X(i64, int64_t) X(u8, uint8_t) X(u16, uint16_t) X(u32, uint32_t)
 #define AGG_FLT_TYPES(X) X(f32, float) X(f64, double)
 
 AGG_INT_TYPES(AGG_UG_INT)
@@ -677,19 +684,19 @@ AGG_INT_TYPES(AGG_KEYS_INT)
 AGG_FLT_TYPES(AGG_KEYS_FLT)
 
 /* Calls CALL(name, T) for the column's element type. */
-#define AGG_TYPE_SWITCH(type, CALL)                 \
-  switch (type) {                                   \
-    case CS_TYPE_INT8: CALL(i8, int8_t); break;     \
-    case CS_TYPE_INT16: CALL(i16, int16_t); break;  \
-    case CS_TYPE_INT32: CALL(i32, int32_t); break;  \
-    case CS_TYPE_INT64: CALL(i64, int64_t); break;  \
-    case CS_TYPE_UINT8:                             \
-    case CS_TYPE_BOOL: CALL(u8, uint8_t); break;    \
+#define AGG_TYPE_SWITCH(type, CALL)                  \
+  switch (type) {                                    \
+    case CS_TYPE_INT8: CALL(i8, int8_t); break;      \
+    case CS_TYPE_INT16: CALL(i16, int16_t); break;   \
+    case CS_TYPE_INT32: CALL(i32, int32_t); break;   \
+    case CS_TYPE_INT64: CALL(i64, int64_t); break;   \
+    case CS_TYPE_UINT8:                              \
+    case CS_TYPE_BOOL: CALL(u8, uint8_t); break;     \
     case CS_TYPE_UINT16: CALL(u16, uint16_t); break; \
     case CS_TYPE_UINT32: CALL(u32, uint32_t); break; \
-    case CS_TYPE_FLOAT32: CALL(f32, float); break;  \
-    case CS_TYPE_FLOAT64: CALL(f64, double); break; \
-    default: break;                                 \
+    case CS_TYPE_FLOAT32: CALL(f32, float); break;   \
+    case CS_TYPE_FLOAT64: CALL(f64, double); break;  \
+    default: break;                                  \
   }
 
 /* The mask a column counts with: m AND its validity (into eff). */
@@ -701,8 +708,8 @@ static const uint8_t *col_mask(const agg_view *v, const uint8_t *m, uint8_t *eff
 }
 
 /* One column of one piece into one cell (ungrouped). */
-static void col_piece_ug(cs_type type, const agg_view *v, const uint8_t *m, uint8_t *eff, uint64_t n, unsigned what,
-                         agg_cell *c) {
+static void col_piece_ug(cs_type type, const agg_view *v, const uint8_t *m, uint8_t *eff, uint64_t n,
+                         unsigned what, agg_cell *c) {
   const uint8_t *e = col_mask(v, m, eff, n);
   if (cs_type_is_varlen(type)) {
     if (!(what & AGG_MINMAX)) {
@@ -783,15 +790,17 @@ CS__INLINE void bytes_key(const uint8_t *p, uint64_t n, const uint8_t *end, agg_
 /* Offsets clamped into the data, as cs_pred.c reads them: a damaged
 ** chunk gives wrong values, never an out-of-bounds read.  The start of
 ** the first value, then each end from the one before. */
-CS__INLINE uint64_t bytes_start(const int64_t *off, uint64_t db) { return (uint64_t)off[0] > db ? db : (uint64_t)off[0]; }
+CS__INLINE uint64_t bytes_start(const int64_t *off, uint64_t db) {
+  return (uint64_t)off[0] > db ? db : (uint64_t)off[0];
+}
 CS__INLINE uint64_t bytes_end(const int64_t *off, uint64_t i, uint64_t s0, uint64_t db) {
   uint64_t e = (uint64_t)off[i + 1] > db ? db : (uint64_t)off[i + 1];
   return e < s0 ? s0 : e;
 }
 
 /* Rows [local, local + n) of record r, column col, in place. */
-static void view_range(const cs_store *s, const agg_col *uc, uint64_t r, uint64_t local, uint64_t n, agg_view *v,
-                       uint8_t *vbuf, const uint8_t **bp, uint64_t *bn) {
+static void view_range(const cs_store *s, const agg_col *uc, uint64_t r, uint64_t local, uint64_t n,
+                       agg_view *v, uint8_t *vbuf, const uint8_t **bp, uint64_t *bn) {
   const cs_chunk *ch = &s->chunks[r * s->schema.n_cols + uc->col];
   v->valid = NULL;
   v->end = NULL;
@@ -821,8 +830,9 @@ static void view_range(const cs_store *s, const agg_col *uc, uint64_t r, uint64_
 }
 
 /* The values of a list's rows (record recs[i], row locs[i]), gathered. */
-static void view_rows(const cs_store *s, const agg_col *uc, const uint64_t *recs, const uint64_t *locs, uint64_t n,
-                      agg_view *v, uint8_t *xbuf, uint8_t *vbuf, const uint8_t **bp, uint64_t *bn) {
+static void view_rows(const cs_store *s, const agg_col *uc, const uint64_t *recs, const uint64_t *locs,
+                      uint64_t n, agg_view *v, uint8_t *xbuf, uint8_t *vbuf, const uint8_t **bp,
+                      uint64_t *bn) {
   uint32_t nc = s->schema.n_cols;
   bool any_null = false;
   for (uint64_t i = 0; i < n; i++) {
@@ -853,7 +863,8 @@ static void view_rows(const cs_store *s, const agg_col *uc, const uint64_t *recs
 static void table_free(const cs_agg *a, agg_table *t) {
   cs__mem_free(t->rows), cs__mem_free(t->cells), cs__mem_free(t->ghash), cs__mem_free(t->slots);
   cs__mem_free(t->kw[0]), cs__mem_free(t->kw[1]);
-  for (uint32_t k = 0; k < a->nk; k++) cs__mem_free(t->kv[k]), cs__mem_free((void *)t->kp[k]), cs__mem_free(t->kn[k]);
+  for (uint32_t k = 0; k < a->nk; k++)
+    cs__mem_free(t->kv[k]), cs__mem_free((void *)t->kp[k]), cs__mem_free(t->kn[k]);
   memset(t, 0, sizeof *t);
 }
 
@@ -861,10 +872,10 @@ static void table_free(const cs_agg *a, agg_table *t) {
 ** memory (t then still valid at its old capacity). */
 static bool table_grow(const cs_agg *a, agg_table *t, uint64_t cap) {
   void *p;
-#define GROW(field, elt)                                   \
-  do {                                                     \
+#define GROW(field, elt)                                                    \
+  do {                                                                      \
     if (!(p = cs__mem_realloc((void *)(field), cap * (elt)))) return false; \
-    (field) = p;                                           \
+    (field) = p;                                                            \
   } while (0)
   GROW(t->rows, sizeof(uint64_t));
   GROW(t->cells, (uint64_t)a->nv * sizeof(agg_cell) + (a->nv == 0)); /* never 0 bytes */
@@ -922,7 +933,9 @@ static void table_reset(const cs_agg *a, agg_table *t) {
 
 /* The slot a hash's probe starts at: Fibonacci hashing, so that a packed
 ** code (which is its own hash) spreads as well as an XXH3 value. */
-static inline uint64_t table_home(const agg_table *t, uint64_t h) { return (h * 0x9E3779B97F4A7C15ull) >> t->shift; }
+static inline uint64_t table_home(const agg_table *t, uint64_t h) {
+  return (h * 0x9E3779B97F4A7C15ull) >> t->shift;
+}
 
 static bool tuple_eq(const cs_agg *a, const agg_table *t, uint64_t g, const agg_tuple *k) {
   for (uint32_t c = 0; c < a->nk; c++) {
@@ -1018,7 +1031,9 @@ static void dict_reset(agg_dict *d) {
 ** one by its full length and a memcmp of its tail against the group's
 ** copy. */
 CS__INLINE uint64_t dict_w1(uint64_t n, uint64_t w1) { return cs__agg_w1(n, w1); }
-CS__INLINE uint64_t dict_ng(uint32_t g, uint64_t n) { return (uint64_t)g << 32 | (n < UINT32_MAX ? n : UINT32_MAX); }
+CS__INLINE uint64_t dict_ng(uint32_t g, uint64_t n) {
+  return (uint64_t)g << 32 | (n < UINT32_MAX ? n : UINT32_MAX);
+}
 
 /* The dictionary's slot of a key of two words: one multiply (the table's
 ** hash, two multiplies and a shift, is computed only for the keys new to
@@ -1030,7 +1045,7 @@ CS__INLINE uint64_t dict_home(uint64_t w0, uint64_t w1) { return cs__agg_home(w0
 ** the dictionary while it has room.  Out of line: the rows that come here
 ** are few, and inlined it would crowd the registers of the loop. */
 __attribute__((noinline)) static uint32_t dict_miss(const cs_agg *a, agg_dict *d, agg_table *t, uint64_t j,
-                                                     const agg_bkey *k) {
+                                                    const agg_bkey *k) {
   uint32_t g = bytes_find_or_add(a, t, k);
   if (g && d->n < a->dict_max) {
     agg_dent *de = &d->ent[j];
@@ -1045,8 +1060,9 @@ __attribute__((noinline)) static uint32_t dict_miss(const cs_agg *a, agg_dict *d
 ** loads; 0 for an unselected row that misses, UINT32_MAX when the table
 ** cannot grow.  Long keys go through the dictionary too, on their XXH3
 ** hash. */
-__attribute__((noinline)) static uint32_t dict_slow(const cs_agg *a, agg_dict *d, agg_table *t, const uint8_t *p,
-                                                    uint64_t len, const uint8_t *end, bool null, bool sel) {
+__attribute__((noinline)) static uint32_t dict_slow(const cs_agg *a, agg_dict *d, agg_table *t,
+                                                    const uint8_t *p, uint64_t len, const uint8_t *end,
+                                                    bool null, bool sel) {
   agg_bkey k;
   if (null) {
     if (!sel) return 0;
@@ -1096,8 +1112,8 @@ static bool piece_gids_bypass(const cs_agg *a, agg_table *t, const agg_view *v, 
 }
 
 /* The dictionary loop, stamped out with and without a validity mask. */
-CS__INLINE bool dict_loop(const cs_agg *a, agg_dict *d, agg_table *t, const agg_view *v, const uint8_t *m, uint64_t n,
-                          uint32_t *restrict gid, const uint8_t *valid) {
+CS__INLINE bool dict_loop(const cs_agg *a, agg_dict *d, agg_table *t, const agg_view *v, const uint8_t *m,
+                          uint64_t n, uint32_t *restrict gid, const uint8_t *valid) {
   const int64_t *off = v->off;
   const uint8_t *data = v->data, *end = v->end;
   const agg_dent *ent = d->ent;
@@ -1151,12 +1167,13 @@ CS__INLINE bool dict_loop(const cs_agg *a, agg_dict *d, agg_table *t, const agg_
 ** holds stops adding to it; once it then misses more rows than it finds,
 ** the rest of the record goes to the table row by row (bypass), as before
 ** the dictionary.  False when the table cannot grow. */
-static bool piece_gids_dict(const cs_agg *a, agg_scratch *sc, agg_table *t, const agg_view *v, const uint8_t *m,
-                            uint64_t n) {
+static bool piece_gids_dict(const cs_agg *a, agg_scratch *sc, agg_table *t, const agg_view *v,
+                            const uint8_t *m, uint64_t n) {
   agg_dict *d = &sc->dict;
   if (!d->bypass && d->n >= a->dict_max && d->misses > d->hits) d->bypass = true;
   if (d->bypass) return piece_gids_bypass(a, t, v, m, n, sc->gid);
-  return v->valid ? dict_loop(a, d, t, v, m, n, sc->gid, v->valid) : dict_loop(a, d, t, v, m, n, sc->gid, NULL);
+  return v->valid ? dict_loop(a, d, t, v, m, n, sc->gid, v->valid)
+                  : dict_loop(a, d, t, v, m, n, sc->gid, NULL);
 }
 
 /* The group of a record's value number c (cs_agg_codes.c), added when
@@ -1218,7 +1235,8 @@ static bool table_merge(const cs_agg *a, agg_table *dst, const agg_table *src) {
       if (!(d = table_find_or_add(a, dst, src->ghash[g], &k))) return false;
     }
     dst->rows[d] += src->rows[g];
-    for (uint32_t j = 0; j < nv; j++) cell_merge(a->vals[j].dom, &dst->cells[d * nv + j], &src->cells[g * nv + j]);
+    for (uint32_t j = 0; j < nv; j++)
+      cell_merge(a->vals[j].dom, &dst->cells[d * nv + j], &src->cells[g * nv + j]);
   }
   return true;
 }
@@ -1246,9 +1264,10 @@ static void piece_hashes(const cs_agg *a, agg_scratch *sc, uint64_t n) {
     /* Each key cell hashed with the key's index as seed; the row's hash
     ** chains them (a NULL hashes as a constant of its own). */
     for (uint64_t i = 0; i < n; i++) {
-      uint64_t hk = kn[i]                    ? 0x9E3779B97F4A7C15ull * (c + 1)
-                    : uc->dom == DOM_BYTES ? XXH3_64bits_withSeed(sc->kp[(uint64_t)c * AGG_PIECE + i], kv[i], c)
-                                           : XXH3_64bits_withSeed(&kv[i], 8, c);
+      uint64_t hk = kn[i] ? 0x9E3779B97F4A7C15ull * (c + 1)
+                    : uc->dom == DOM_BYTES
+                        ? XXH3_64bits_withSeed(sc->kp[(uint64_t)c * AGG_PIECE + i], kv[i], c)
+                        : XXH3_64bits_withSeed(&kv[i], 8, c);
       sc->hash[i] = c == 0 ? hk : (sc->hash[i] ^ (sc->hash[i] >> 29)) * 0xBF58476D1CE4E5B9ull + hk;
     }
   }
@@ -1339,8 +1358,8 @@ static uint64_t mask_count(const uint8_t *m, uint64_t n) {
 ** group through one cell in memory (load, add, store, the next row's load
 ** waiting on the store), which is slow when one group takes most rows;
 ** the copies cut each chain in AGG_LANES. */
-static void piece_lanes(const cs_agg *a, agg_scratch *sc, agg_table *t, const uint8_t *m, uint64_t n, uint64_t g0,
-                        uint64_t g1) {
+static void piece_lanes(const cs_agg *a, agg_scratch *sc, agg_table *t, const uint8_t *m, uint64_t n,
+                        uint64_t g0, uint64_t g1) {
   const uint32_t *gid = sc->gid;
   uint32_t *g2 = sc->gid2, nv = a->nv;
   uint64_t *lrows = sc->lrows;
@@ -1463,7 +1482,7 @@ static agg_cache *cache_of(const cs_store *s) {
   if (!fresh) return NULL;
   fresh->derived.free = agg_cache_free;
   fresh->n_cols = nc;
-  fresh->codes = (cs__agg_codes *_Atomic *)(void *)(fresh->cols + nc);
+  fresh->codes = (cs__agg_codes * _Atomic *)(void *)(fresh->cols + nc);
   agg_cache *won = (agg_cache *)cs__store_derived_install(s, &fresh->derived);
   if (won != fresh) cs__mem_free(fresh);
   return won;
@@ -1527,7 +1546,8 @@ static void cache_chunk(void *ctx, uint64_t c, int member) {
 }
 
 /* The statistics of every record of column uc, computed once per store. */
-static cs_rc cache_get(const cs_store *s, const agg_col *uc, int max_threads, const agg_cell **out, cs_err *err) {
+static cs_rc cache_get(const cs_store *s, const agg_col *uc, int max_threads, const agg_cell **out,
+                       cs_err *err) {
   agg_cache *c = cache_of(s);
   if (!c) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for aggregate statistics");
   agg_cell *cells = atomic_load(&c->cols[uc->col]);
@@ -1574,7 +1594,8 @@ static bool meta_cell(const cs_store *s, const agg_val *v, uint64_t r, agg_cell 
 
 static void scratch_free(const cs_agg *a, agg_scratch *sc) {
   if (!sc) return;
-  cs__mem_free(sc->mask2), cs__mem_free(sc->mask), cs__mem_free(sc->eff), cs__mem_free(sc->ones), cs__mem_free(sc->gid);
+  cs__mem_free(sc->mask2), cs__mem_free(sc->mask), cs__mem_free(sc->eff), cs__mem_free(sc->ones),
+      cs__mem_free(sc->gid);
   cs__mem_free(sc->hash), cs__mem_free(sc->valid), cs__mem_free(sc->xbuf), cs__mem_free((void *)sc->bp);
   cs__mem_free(sc->bn), cs__mem_free(sc->recs), cs__mem_free(sc->locs), cs__mem_free(sc->kv);
   cs__mem_free((void *)sc->kp), cs__mem_free(sc->kn), cs__mem_free(sc->views), cs__mem_free(sc->rcell);
@@ -1594,11 +1615,12 @@ static agg_scratch *scratch_new(const cs_agg *a, bool own_table) {
   sc->valid = cs__mem_malloc(nu * P), sc->xbuf = cs__mem_malloc(nu * P * 8);
   sc->bp = cs__mem_malloc(nu * P * sizeof *sc->bp), sc->bn = cs__mem_malloc(nu * P * sizeof *sc->bn);
   sc->recs = cs__mem_malloc(P * 8), sc->locs = cs__mem_malloc(P * 8);
-  sc->kv = cs__mem_malloc(nk * P * 8), sc->kp = cs__mem_malloc(nk * P * sizeof *sc->kp), sc->kn = cs__mem_malloc(nk * P);
+  sc->kv = cs__mem_malloc(nk * P * 8), sc->kp = cs__mem_malloc(nk * P * sizeof *sc->kp),
+  sc->kn = cs__mem_malloc(nk * P);
   sc->views = cs__mem_calloc(nu, sizeof *sc->views);
   sc->rcell = cs__mem_malloc((a->nv ? a->nv : 1) * sizeof *sc->rcell);
-  bool ok = sc->mask2 && sc->mask && sc->eff && sc->ones && sc->gid && sc->hash && sc->valid && sc->xbuf && sc->bp && sc->bn &&
-            sc->recs && sc->locs && sc->kv && sc->kp && sc->kn && sc->views && sc->rcell;
+  bool ok = sc->mask2 && sc->mask && sc->eff && sc->ones && sc->gid && sc->hash && sc->valid && sc->xbuf &&
+            sc->bp && sc->bn && sc->recs && sc->locs && sc->kv && sc->kp && sc->kn && sc->views && sc->rcell;
   if (ok && a->kind != K_UNGROUPED) {
     uint64_t lanes = (uint64_t)AGG_LANE_GROUPS * AGG_LANES;
     sc->gid2 = cs__mem_malloc(P * sizeof *sc->gid2);
@@ -1641,20 +1663,24 @@ cs_rc cs_agg_new(const cs_store *s, const cs_agg_spec *spec, cs_agg **out, cs_er
   *out = NULL;
   uint32_t nc = s->schema.n_cols;
   if (spec->n_keys > CS_AGG_MAX_KEYS)
-    return cs_err_set(err, CS_EINVAL, "colstore: at most %u grouping keys, not %u", CS_AGG_MAX_KEYS, spec->n_keys);
+    return cs_err_set(err, CS_EINVAL, "colstore: at most %u grouping keys, not %u", CS_AGG_MAX_KEYS,
+                      spec->n_keys);
   for (uint32_t k = 0; k < spec->n_keys; k++)
     if (spec->keys[k] >= nc)
-      return cs_err_set(err, CS_EINVAL, "colstore: grouping key column %u out of range (%u columns)", spec->keys[k], nc);
+      return cs_err_set(err, CS_EINVAL, "colstore: grouping key column %u out of range (%u columns)",
+                        spec->keys[k], nc);
   for (uint32_t c = 0; spec->what && c < nc; c++)
     if ((spec->what[c] & CS_AGG_SUM) && cs_type_is_varlen(s->cols[c].type))
-      return cs_err_set(err, CS_EINVAL, "colstore: no sum of %s column %s", cs_type_name(s->cols[c].type), s->cols[c].name);
+      return cs_err_set(err, CS_EINVAL, "colstore: no sum of %s column %s", cs_type_name(s->cols[c].type),
+                        s->cols[c].name);
   cs_agg *a = cs__mem_calloc(1, sizeof *a);
   if (!a) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for an aggregate");
   a->s = s;
   a->max_threads = spec->max_threads;
   a->nk = spec->n_keys;
   uint32_t nv = 0;
-  for (uint32_t c = 0; spec->what && c < nc; c++) nv += (spec->what[c] & (CS_AGG_COUNT | CS_AGG_SUM | AGG_MINMAX)) != 0;
+  for (uint32_t c = 0; spec->what && c < nc; c++)
+    nv += (spec->what[c] & (CS_AGG_COUNT | CS_AGG_SUM | AGG_MINMAX)) != 0;
   a->ucols = cs__mem_calloc(nv + a->nk + 1, sizeof *a->ucols);
   a->vals = cs__mem_calloc(nv + 1, sizeof *a->vals);
   if (!a->ucols || !a->vals) goto oom;
@@ -1662,7 +1688,8 @@ cs_rc cs_agg_new(const cs_store *s, const cs_agg_spec *spec, cs_agg **out, cs_er
   for (uint32_t k = 0; k <= a->nk + nc; k++) {
     bool key = k < a->nk;
     uint32_t col = key ? spec->keys[k] : k - a->nk;
-    if (!key && (col >= nc || !spec->what || !(spec->what[col] & (CS_AGG_COUNT | CS_AGG_SUM | AGG_MINMAX)))) continue;
+    if (!key && (col >= nc || !spec->what || !(spec->what[col] & (CS_AGG_COUNT | CS_AGG_SUM | AGG_MINMAX))))
+      continue;
     uint32_t u = 0;
     while (u < a->nu && a->ucols[u].col != col) u++;
     if (u == a->nu) {
@@ -1703,7 +1730,9 @@ void cs_agg_free(cs_agg *a) {
 ** and to scan for its groups) and saves the hashing of every row: it is
 ** taken when the codes are at most tune.direct_max and not much more than
 ** the rows the call adds.  The sweep behind AGG_DIRECT_MAX is in the essay. */
-static bool agg_direct_ok(uint64_t codes, uint64_t n) { return codes <= tune.direct_max && codes <= n + AGG_PIECE; }
+static bool agg_direct_ok(uint64_t codes, uint64_t n) {
+  return codes <= tune.direct_max && codes <= n + AGG_PIECE;
+}
 
 /* Whether every key is an integer (or BOOL) whose zone-map range packs,
 ** with a field for NULL per key, into one 64-bit code; sets the layout. */
@@ -1745,7 +1774,8 @@ static cs_rc agg_choose(cs_agg *a, uint64_t n, cs_err *err) {
     for (uint32_t v = 0; v < a->nv; v++) value |= a->vals[v].u == u;
     a->ucols[u].lazy = !value;
   }
-  static const char *const names[] = {"none", "ungrouped", "direct index", "packed hash", "bytes hash", "hash"};
+  static const char *const names[] = {"none",        "ungrouped",  "direct index",
+                                      "packed hash", "bytes hash", "hash"};
   a->st.kernel = names[a->kind];
   return CS_OK;
 }
@@ -1783,19 +1813,21 @@ static cs_rc parts_alloc(const cs_agg *a, uint64_t n_chunks, agg_cell **cells, u
   if (a->kind != K_UNGROUPED) return CS_OK;
   *cells = cs__mem_malloc(n_chunks * (a->nv ? a->nv : 1) * sizeof **cells);
   *rows = cs__mem_calloc(n_chunks, sizeof **rows);
-  if (!*cells || !*rows) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for %" PRIu64 " partial aggregates", n_chunks);
+  if (!*cells || !*rows)
+    return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for %" PRIu64 " partial aggregates", n_chunks);
   cells_init(a, *cells, n_chunks);
   return CS_OK;
 }
 
 /* The end of an add call: the partials merged in chunk order (the same bits
 ** for any thread count), the members' tables merged, the groups listed. */
-static cs_rc call_end(cs_agg *a, uint64_t n_chunks, const agg_cell *part, const uint64_t *part_rows, int used, bool oom,
-                      cs_err *err) {
+static cs_rc call_end(cs_agg *a, uint64_t n_chunks, const agg_cell *part, const uint64_t *part_rows, int used,
+                      bool oom, cs_err *err) {
   if (a->kind == K_UNGROUPED)
     for (uint64_t c = 0; c < n_chunks; c++) {
       a->table.rows[0] += part_rows[c];
-      for (uint32_t v = 0; v < a->nv; v++) cell_merge(a->vals[v].dom, &a->table.cells[v], &part[c * a->nv + v]);
+      for (uint32_t v = 0; v < a->nv; v++)
+        cell_merge(a->vals[v].dom, &a->table.cells[v], &part[c * a->nv + v]);
     }
   if (oom) {
     agg_finish(a, used, NULL);
@@ -1874,11 +1906,13 @@ static void range_chunk(void *ctx, uint64_t c, int member) {
       continue;
     }
     const uint8_t *dv = s->dels ? s->dels[r].bits : NULL; /* deleted positions of r, or NULL */
-    if (sc->dict.ent) dict_reset(&sc->dict); /* group ids hold for the call; the keys' bytes are the record's */
+    if (sc->dict.ent)
+      dict_reset(&sc->dict); /* group ids hold for the call; the keys' bytes are the record's */
     sc->rcodes = NULL;
     if (a->codes && rhi > rlo &&
         (sc->rcodes = cs__agg_codes_record(a->codes, s, a->ucols[a->key_u[0]].col, r, a->codes_max))) {
-      memset(sc->cmap, 0, sc->rcodes->n_vals * sizeof *sc->cmap); /* codes are the record's, groups the call's */
+      memset(sc->cmap, 0,
+             sc->rcodes->n_vals * sizeof *sc->cmap); /* codes are the record's, groups the call's */
       coded++;
     }
     agg_cell *rc = sc->rcell;
@@ -1954,12 +1988,12 @@ static void stats_add(cs_agg *a, uint64_t selected, uint64_t scanned, uint64_t s
   if (used > a->st.threads) a->st.threads = used;
 }
 
-cs_rc cs_agg_add_range(cs_agg *a, const cs_selector *sel, uint64_t first, uint64_t n, const uint8_t *user_mask,
-                       cs_err *err) {
+cs_rc cs_agg_add_range(cs_agg *a, const cs_selector *sel, uint64_t first, uint64_t n,
+                       const uint8_t *user_mask, cs_err *err) {
   const cs_store *s = a->s;
   if (first > s->n_rows || n > s->n_rows - first)
-    return cs_err_set(err, CS_EINVAL, "colstore: rows %" PRIu64 "..+%" PRIu64 " outside the %" PRIu64 " rows", first,
-                      n, s->n_rows);
+    return cs_err_set(err, CS_EINVAL, "colstore: rows %" PRIu64 "..+%" PRIu64 " outside the %" PRIu64 " rows",
+                      first, n, s->n_rows);
   if (sel && cs__selector_store(sel) != s)
     return cs_err_set(err, CS_EINVAL, "colstore: the selector was made for another store");
   cs_rc rc = agg_choose(a, n, err);
@@ -1996,14 +2030,16 @@ cs_rc cs_agg_add_range(cs_agg *a, const cs_selector *sel, uint64_t first, uint64
     bool need = !(a->vals[v].dom == DOM_INT && !(a->vals[v].what & CS_AGG_SUM));
     agg_cell meta;
     for (uint64_t r = 0; r < s->n_records && !need; r++) need = !meta_cell(s, &a->vals[v], r, &meta);
-    if (need && (rc = cache_get(s, &a->ucols[a->vals[v].u], a->max_threads, &j.stats[v], err)) != CS_OK) goto done;
+    if (need && (rc = cache_get(s, &a->ucols[a->vals[v].u], a->max_threads, &j.stats[v], err)) != CS_OK)
+      goto done;
   }
   if (!(threads = scratch_ensure(a, threads))) {
     rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory for aggregate scratch");
     goto done;
   }
   if ((rc = parts_alloc(a, n_chunks, &j.part, &j.part_rows, err)) != CS_OK) goto done;
-  atomic_init(&j.scanned, 0), atomic_init(&j.skipped, 0), atomic_init(&j.from_stats, 0), atomic_init(&j.selected, 0);
+  atomic_init(&j.scanned, 0), atomic_init(&j.skipped, 0), atomic_init(&j.from_stats, 0),
+      atomic_init(&j.selected, 0);
   atomic_init(&j.coded, 0);
   atomic_init(&j.oom, false);
   used = cs__team_run(threads, n_chunks, range_chunk, &j);
@@ -2030,7 +2066,8 @@ typedef struct rows_job {
 } rows_job;
 
 /* Clears m[i] where a list's row (record recs[i], row locs[i]) is deleted. */
-static void list_mask_deleted(const cs_store *s, const uint64_t *recs, const uint64_t *locs, uint64_t n, uint8_t *m) {
+static void list_mask_deleted(const cs_store *s, const uint64_t *recs, const uint64_t *locs, uint64_t n,
+                              uint8_t *m) {
   for (uint64_t i = 0; i < n; i++) {
     const uint8_t *bits = s->dels[recs[i]].bits;
     uint64_t l = locs[i];
@@ -2063,8 +2100,9 @@ static void rows_chunk(void *ctx, uint64_t c, int member) {
     uint64_t nsel = mask_count(m, len);
     if (nsel == 0) continue;
     for (uint32_t u = 0; u < a->nu; u++)
-      view_rows(s, &a->ucols[u], sc->recs, sc->locs, len, &sc->views[u], sc->xbuf + (uint64_t)u * AGG_PIECE * 8,
-                sc->valid + (uint64_t)u * AGG_PIECE, sc->bp + (uint64_t)u * AGG_PIECE, sc->bn + (uint64_t)u * AGG_PIECE);
+      view_rows(s, &a->ucols[u], sc->recs, sc->locs, len, &sc->views[u],
+                sc->xbuf + (uint64_t)u * AGG_PIECE * 8, sc->valid + (uint64_t)u * AGG_PIECE,
+                sc->bp + (uint64_t)u * AGG_PIECE, sc->bn + (uint64_t)u * AGG_PIECE);
     selected += nsel;
     if (!grouped) {
       piece_ungrouped(a, sc, m, len, j->part + c * a->nv);
@@ -2081,7 +2119,8 @@ cs_rc cs_agg_add_rows(cs_agg *a, const cs_selector *sel, const uint64_t *rows, u
   const cs_store *s = a->s;
   for (uint64_t i = 0; i < n; i++)
     if (rows[i] >= s->n_rows)
-      return cs_err_set(err, CS_EINVAL, "colstore: row %" PRIu64 " outside the %" PRIu64 " rows", rows[i], s->n_rows);
+      return cs_err_set(err, CS_EINVAL, "colstore: row %" PRIu64 " outside the %" PRIu64 " rows", rows[i],
+                        s->n_rows);
   if (sel && cs__selector_store(sel) != s)
     return cs_err_set(err, CS_EINVAL, "colstore: the selector was made for another store");
   cs_rc rc = agg_choose(a, n, err);

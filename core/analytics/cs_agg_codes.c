@@ -57,13 +57,14 @@
 ** that branch mispredicts on every row when the keys' lengths vary.
 ** Defined here, below cs_agg.c, which shares it (cs_agg_internal.h), so
 ** the two files call one way only. */
-#define AGG_KEEP0(n) ((n) >= 8 ? ~0ull : (1ull << (8 * ((n) & 7))) - 1)
-#define AGG_KEEP1(n) ((n) >= 16 ? ~0ull : (n) <= 8 ? 0ull : (1ull << (8 * (((n) - 8) & 7))) - 1)
-#define AGG_KEEP(n) {AGG_KEEP0(n), AGG_KEEP1(n)}
-const uint64_t cs__agg_keep[17][2] = {
-    AGG_KEEP(0),  AGG_KEEP(1),  AGG_KEEP(2),  AGG_KEEP(3),  AGG_KEEP(4),  AGG_KEEP(5),  AGG_KEEP(6),  AGG_KEEP(7),
-    AGG_KEEP(8),  AGG_KEEP(9),  AGG_KEEP(10), AGG_KEEP(11), AGG_KEEP(12), AGG_KEEP(13), AGG_KEEP(14), AGG_KEEP(15),
-    AGG_KEEP(16)};
+#define AGG_KEEP0(n) ((n) >= 8 ? ~0ull : (1ull << (8 * ((n)&7))) - 1)
+#define AGG_KEEP1(n) ((n) >= 16 ? ~0ull : (n) <= 8 ? 0ull : (1ull << (8 * (((n)-8) & 7))) - 1)
+#define AGG_KEEP(n) \
+  { AGG_KEEP0(n), AGG_KEEP1(n) }
+const uint64_t cs__agg_keep[17][2] = {AGG_KEEP(0),  AGG_KEEP(1),  AGG_KEEP(2),  AGG_KEEP(3),  AGG_KEEP(4),
+                                      AGG_KEEP(5),  AGG_KEEP(6),  AGG_KEEP(7),  AGG_KEEP(8),  AGG_KEEP(9),
+                                      AGG_KEEP(10), AGG_KEEP(11), AGG_KEEP(12), AGG_KEEP(13), AGG_KEEP(14),
+                                      AGG_KEEP(15), AGG_KEEP(16)};
 
 /* XXH3 inlined as in cs_agg.c (static: nothing leaks). */
 #define XXH_INLINE_ALL

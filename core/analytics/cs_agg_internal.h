@@ -21,11 +21,15 @@
 typedef struct cs_store cs_store;
 
 typedef struct cs__agg_tuning {
-  uint64_t direct_max; /* direct index up to this many packed key codes (and not far above the rows); 0 = never */
+  uint64_t
+      direct_max; /* direct index up to this many packed key codes (and not far above the rows); 0 = never */
   uint32_t few_groups; /* one masked pass per group up to this many groups, else a scatter; 0 = never */
-  uint32_t dict_max;   /* one TEXT/BLOB key: distinct keys a record's dictionary holds (<= AGG_DICT_MAX); 0 = none */
-  uint32_t lane_groups; /* few groups, up to this many (<= AGG_LANE_GROUPS), may be scattered into lanes; 0 = never */
-  uint64_t codes_bytes; /* one TEXT/BLOB key: a store column's dictionary codes hold at most this many bytes; 0 = none */
+  uint32_t
+      dict_max; /* one TEXT/BLOB key: distinct keys a record's dictionary holds (<= AGG_DICT_MAX); 0 = none */
+  uint32_t
+      lane_groups; /* few groups, up to this many (<= AGG_LANE_GROUPS), may be scattered into lanes; 0 = never */
+  uint64_t
+      codes_bytes; /* one TEXT/BLOB key: a store column's dictionary codes hold at most this many bytes; 0 = none */
 } cs__agg_tuning;
 
 /* The compiled defaults. */
@@ -61,11 +65,12 @@ static inline uint64_t cs__agg_home(uint64_t w0, uint64_t w1, unsigned bits) {
 
 /* One record's codes of one TEXT/BLOB column; immutable once published. */
 typedef struct cs__agg_rcodes {
-  const uint8_t *code;  /* [the record's rows] each position's value index; in this block */
-  const uint8_t **vp;   /* [n_vals] each value's first byte, into the store's data (NULL for NULL); in this block */
-  uint64_t *vn;         /* [n_vals] each value's length in bytes; in this block */
-  uint32_t n_vals;      /* distinct values, NULL included, <= CS__AGG_CODE_VALUES */
-  uint32_t null_code;   /* NULL's index, or CS__AGG_CODE_NO_NULL */
+  const uint8_t *code; /* [the record's rows] each position's value index; in this block */
+  const uint8_t *
+      *vp;      /* [n_vals] each value's first byte, into the store's data (NULL for NULL); in this block */
+  uint64_t *vn; /* [n_vals] each value's length in bytes; in this block */
+  uint32_t n_vals;    /* distinct values, NULL included, <= CS__AGG_CODE_VALUES */
+  uint32_t null_code; /* NULL's index, or CS__AGG_CODE_NO_NULL */
 } cs__agg_rcodes;
 
 /* A store column's codes, record by record; opaque. */

@@ -130,17 +130,17 @@
 #define ORDER_DIGIT_BITS 11
 #define ORDER_MIN_DIGIT_BITS 8
 #define ORDER_MAX_DIGIT_BITS 13 /* the histograms' size: the widest a test may ask for */
-#define ORDER_MAX_DIGITS 8 /* ceil(64 / ORDER_MIN_DIGIT_BITS) */
+#define ORDER_MAX_DIGITS 8      /* ceil(64 / ORDER_MIN_DIGIT_BITS) */
 /* The switch points (cs_order_internal.h); the numbers behind each are in
 ** the essay above. */
-#define ORDER_COUNT_BITS 20     /* counting sort up to this many bits (and 2^bits <= rows) */
-#define ORDER_HASH_CAP 65536u   /* GROUP/DISTINCT hash up to this many groups */
-#define ORDER_HASH_PROBE 4096u  /* ... and gives up early on nearly distinct keys past this many */
-#define ORDER_TOPK_RATIO 32     /* top-k when limit * ratio <= rows */
-#define ORDER_DICT_CAP 65536u   /* TEXT/BLOB dictionary up to this many values */
-#define ORDER_MSD_MIN 65536u    /* radix sorts of this many elements start MSD */
-#define ORDER_CACHE_N 16384u    /* MSD buckets up to this size finish by LSD in cache */
-#define ORDER_MSD_LEVELS 8      /* ceil(64 / ORDER_MIN_DIGIT_BITS): MSD recursion depth bound */
+#define ORDER_COUNT_BITS 20    /* counting sort up to this many bits (and 2^bits <= rows) */
+#define ORDER_HASH_CAP 65536u  /* GROUP/DISTINCT hash up to this many groups */
+#define ORDER_HASH_PROBE 4096u /* ... and gives up early on nearly distinct keys past this many */
+#define ORDER_TOPK_RATIO 32    /* top-k when limit * ratio <= rows */
+#define ORDER_DICT_CAP 65536u  /* TEXT/BLOB dictionary up to this many values */
+#define ORDER_MSD_MIN 65536u   /* radix sorts of this many elements start MSD */
+#define ORDER_CACHE_N 16384u   /* MSD buckets up to this size finish by LSD in cache */
+#define ORDER_MSD_LEVELS 8     /* ceil(64 / ORDER_MIN_DIGIT_BITS): MSD recursion depth bound */
 /* Positions encoded per step by the streaming paths. */
 #define ORDER_CHUNK 1024u
 /* A top-k over an implicit range of at least this many rows runs on the
@@ -161,19 +161,23 @@ enum { ORD_OK = 0, ORD_NOMEM, ORD_REDO, ORD_ABANDON };
 /* The paths, and their names for cs__order_last_path (+dict, +wide, +redo). */
 enum { PATH_TOPK, PATH_COUNTING, PATH_HASH, PATH_RADIX, PATH_SEGMENTS, PATH_COUNT };
 static const char *const path_names[PATH_COUNT][8] = {
-#define PATH_NAMES(p) {p, p "+dict", p "+wide", p "+dict+wide", p "+redo", p "+dict+redo", p "+wide+redo", p "+dict+wide+redo"}
-    PATH_NAMES("topk"), PATH_NAMES("counting"), PATH_NAMES("hash"), PATH_NAMES("radix"), PATH_NAMES("segments")
+#define PATH_NAMES(p) \
+  { p, p "+dict", p "+wide", p "+dict+wide", p "+redo", p "+dict+redo", p "+wide+redo", p "+dict+wide+redo" }
+    PATH_NAMES("topk"), PATH_NAMES("counting"), PATH_NAMES("hash"), PATH_NAMES("radix"),
+    PATH_NAMES("segments")
 #undef PATH_NAMES
 };
 
 static unsigned bit_width(uint64_t x) { return x ? 64u - (unsigned)__builtin_clzll(x) : 0u; }
 
-static cs__order_tuning tune = {ORDER_TOPK_RATIO, ORDER_COUNT_BITS, ORDER_HASH_CAP, ORDER_DICT_CAP,
-                                 ORDER_DIGIT_BITS, 1, ORDER_MSD_MIN, ORDER_CACHE_N, ORDER_HASH_PROBE, ORDER_TEAM_MIN};
+static cs__order_tuning tune = {
+    ORDER_TOPK_RATIO, ORDER_COUNT_BITS, ORDER_HASH_CAP,   ORDER_DICT_CAP, ORDER_DIGIT_BITS, 1,
+    ORDER_MSD_MIN,    ORDER_CACHE_N,    ORDER_HASH_PROBE, ORDER_TEAM_MIN};
 
 void cs__order_tuning_default(cs__order_tuning *out) {
-  cs__order_tuning d = {ORDER_TOPK_RATIO, ORDER_COUNT_BITS, ORDER_HASH_CAP, ORDER_DICT_CAP, ORDER_DIGIT_BITS, 1,
-                        ORDER_MSD_MIN,    ORDER_CACHE_N,    ORDER_HASH_PROBE, ORDER_TEAM_MIN};
+  cs__order_tuning d = {
+      ORDER_TOPK_RATIO, ORDER_COUNT_BITS, ORDER_HASH_CAP,   ORDER_DICT_CAP, ORDER_DIGIT_BITS, 1,
+      ORDER_MSD_MIN,    ORDER_CACHE_N,    ORDER_HASH_PROBE, ORDER_TEAM_MIN};
   *out = d;
 }
 
@@ -253,12 +257,36 @@ CS__INLINE uint64_t code_f64(double x) {
 ** inlining); *nan is set for a NaN, which SQLite reads as NULL. */
 CS__INLINE uint64_t code_at(cs_type T, const uint8_t *p, uint64_t local, bool *nan) {
   switch (T) {
-    case CS_TYPE_INT8: { int8_t v; memcpy(&v, p + local, 1); return code_i64(v); }
-    case CS_TYPE_INT16: { int16_t v; memcpy(&v, p + local * 2, 2); return code_i64(v); }
-    case CS_TYPE_INT32: { int32_t v; memcpy(&v, p + local * 4, 4); return code_i64(v); }
-    case CS_TYPE_INT64: { int64_t v; memcpy(&v, p + local * 8, 8); return code_i64(v); }
-    case CS_TYPE_UINT16: { uint16_t v; memcpy(&v, p + local * 2, 2); return code_i64(v); }
-    case CS_TYPE_UINT32: { uint32_t v; memcpy(&v, p + local * 4, 4); return code_i64(v); }
+    case CS_TYPE_INT8: {
+      int8_t v;
+      memcpy(&v, p + local, 1);
+      return code_i64(v);
+    }
+    case CS_TYPE_INT16: {
+      int16_t v;
+      memcpy(&v, p + local * 2, 2);
+      return code_i64(v);
+    }
+    case CS_TYPE_INT32: {
+      int32_t v;
+      memcpy(&v, p + local * 4, 4);
+      return code_i64(v);
+    }
+    case CS_TYPE_INT64: {
+      int64_t v;
+      memcpy(&v, p + local * 8, 8);
+      return code_i64(v);
+    }
+    case CS_TYPE_UINT16: {
+      uint16_t v;
+      memcpy(&v, p + local * 2, 2);
+      return code_i64(v);
+    }
+    case CS_TYPE_UINT32: {
+      uint32_t v;
+      memcpy(&v, p + local * 4, 4);
+      return code_i64(v);
+    }
     case CS_TYPE_FLOAT32: {
       float v;
       memcpy(&v, p + local * 4, 4);
@@ -275,17 +303,17 @@ CS__INLINE uint64_t code_at(cs_type T, const uint8_t *p, uint64_t local, bool *n
   }
 }
 
-#define ORDER_TYPE_SWITCH(t, CALL)                  \
-  switch (t) {                                      \
-    case CS_TYPE_INT8: CALL(CS_TYPE_INT8); break;   \
-    case CS_TYPE_INT16: CALL(CS_TYPE_INT16); break; \
-    case CS_TYPE_INT32: CALL(CS_TYPE_INT32); break; \
-    case CS_TYPE_INT64: CALL(CS_TYPE_INT64); break; \
-    case CS_TYPE_UINT16: CALL(CS_TYPE_UINT16); break; \
-    case CS_TYPE_UINT32: CALL(CS_TYPE_UINT32); break; \
+#define ORDER_TYPE_SWITCH(t, CALL)                      \
+  switch (t) {                                          \
+    case CS_TYPE_INT8: CALL(CS_TYPE_INT8); break;       \
+    case CS_TYPE_INT16: CALL(CS_TYPE_INT16); break;     \
+    case CS_TYPE_INT32: CALL(CS_TYPE_INT32); break;     \
+    case CS_TYPE_INT64: CALL(CS_TYPE_INT64); break;     \
+    case CS_TYPE_UINT16: CALL(CS_TYPE_UINT16); break;   \
+    case CS_TYPE_UINT32: CALL(CS_TYPE_UINT32); break;   \
     case CS_TYPE_FLOAT32: CALL(CS_TYPE_FLOAT32); break; \
     case CS_TYPE_FLOAT64: CALL(CS_TYPE_FLOAT64); break; \
-    default: CALL(CS_TYPE_UINT8); break;            \
+    default: CALL(CS_TYPE_UINT8); break;                \
   }
 
 /* TEXT/BLOB value local of ch; offsets are clamped into the data, so a
@@ -299,7 +327,6 @@ CS__INLINE const uint8_t *bytes_at(const cs_chunk *ch, uint64_t local, uint64_t 
   *len = b - a;
   return (const uint8_t *)ch->data + a;
 }
-
 
 /* ------------------------------------------------------------------ keys */
 
@@ -335,7 +362,9 @@ static void key_set_range(okey *k, bool any, uint64_t lo, uint64_t hi) {
   k->bits = bit_width(k->fmax);
 }
 
-static uint64_t code_of_stat(cs_type t, cs_stat v) { return cs_type_is_float(t) ? code_f64(v.f) : code_i64(v.i); }
+static uint64_t code_of_stat(cs_type t, cs_stat v) {
+  return cs_type_is_float(t) ? code_f64(v.f) : code_i64(v.i);
+}
 
 /* The zone-map range of k over records [rec0, rec1]. */
 static void key_bounds_zone(const cs_store *s, okey *k, uint64_t rec0, uint64_t rec1) {
@@ -354,8 +383,8 @@ static void key_bounds_zone(const cs_store *s, okey *k, uint64_t rec0, uint64_t 
   k->exact = false;
 }
 
-CS__INLINE void bounds_body(const cs_store *s, okey *k, cs_type T, const uint64_t *rows, uint64_t n, bool *any,
-                            uint64_t *lo, uint64_t *hi) {
+CS__INLINE void bounds_body(const cs_store *s, okey *k, cs_type T, const uint64_t *rows, uint64_t n,
+                            bool *any, uint64_t *lo, uint64_t *hi) {
   ocur c = {0, 0, 0, NULL};
   uint64_t l = UINT64_MAX, h = 0;
   bool a = false;
@@ -392,7 +421,8 @@ CS__INLINE uint64_t shl(uint64_t x, unsigned b) { return b >= 64 ? 0 : x << b; }
 ** appended below what out holds.  nulls (split keys): 1 where NULL.
 ** Returns false when a value lies outside k's range. */
 CS__INLINE bool encode_body(const cs_store *s, okey *k, cs_type T, const uint64_t *rows, const uint32_t *perm,
-                            uint64_t j0, uint64_t j1, uint64_t *restrict out, bool first, uint8_t *restrict nulls) {
+                            uint64_t j0, uint64_t j1, uint64_t *restrict out, bool first,
+                            uint8_t *restrict nulls) {
   ocur c = k->cur;
   const uint64_t min = k->min, span = k->span, off = k->off, fmax = k->fmax;
   const unsigned bits = k->bits;
@@ -455,8 +485,8 @@ typedef struct octx {
   uint64_t n;
   cs_order_mode mode;
   uint64_t limit;
-  uint32_t *hist; /* (ORDER_MAX_DIGITS + ORDER_MSD_LEVELS) << ORDER_MAX_DIGIT_BITS counts */
-  uint64_t n_out; /* result */
+  uint32_t *hist;          /* (ORDER_MAX_DIGITS + ORDER_MSD_LEVELS) << ORDER_MAX_DIGIT_BITS counts */
+  uint64_t n_out;          /* result */
   cs_order_counts *counts; /* cs_order_count: the counting sort's codes and starts, rows left as they are */
   uint32_t min_codes;      /* cs_order_count: ... when the key's range holds at least this many codes */
 } octx;
@@ -614,7 +644,8 @@ static bool rs_lsd(rs a, rs t, uint64_t n, unsigned lo, unsigned kb, unsigned D,
 ** LSD in cache once it is not.  The result goes to a (to_t false) or t.
 ** level: the recursion depth, whose bucket counts live in hist's rows
 ** ORDER_MAX_DIGITS + level. */
-static void rs_msd(rs a, rs t, uint64_t n, unsigned lo, unsigned kb, uint32_t *hist, unsigned level, bool to_t) {
+static void rs_msd(rs a, rs t, uint64_t n, unsigned lo, unsigned kb, uint32_t *hist, unsigned level,
+                   bool to_t) {
   unsigned D = tune.digit_bits;
   if (n <= tune.cache_n || kb <= D) {
     rs_lsd(a, t, n, lo, kb, n < 4096 ? ORDER_MIN_DIGIT_BITS : D, hist, to_t ? 1 : 0);
@@ -634,7 +665,8 @@ static void rs_msd(rs a, rs t, uint64_t n, unsigned lo, unsigned kb, uint32_t *h
   uint64_t start = 0;
   for (uint32_t b = 0; b <= m; b++) {
     uint64_t end = h[b];
-    if (end > start) rs_msd(rs_at(t, start), rs_at(a, start), end - start, lo, kb - D, hist, level + 1, !to_t);
+    if (end > start)
+      rs_msd(rs_at(t, start), rs_at(a, start), end - start, lo, kb - D, hist, level + 1, !to_t);
     start = end;
   }
 }
@@ -1105,7 +1137,8 @@ static int path_sorted_one(octx *c) {
 /* Fields of a single fixed key k for the n rows from row0 (an implicit
 ** range): record by record, straight from each chunk's array, so the loop
 ** has no position to load and no record check per row. */
-CS__INLINE bool span_body(const cs_store *s, okey *k, cs_type T, uint64_t row0, uint64_t n, uint64_t *restrict out) {
+CS__INLINE bool span_body(const cs_store *s, okey *k, cs_type T, uint64_t row0, uint64_t n,
+                          uint64_t *restrict out) {
   const uint64_t min = k->min, span = k->span, off = k->off, fmax = k->fmax;
   const bool desc = k->desc;
   uint64_t bad = 0;
@@ -1145,7 +1178,8 @@ static bool stream_deleted(const octx *c, uint64_t j0, uint64_t j1, uint8_t *liv
   return cs_store_mask_deleted(c->s, c->first + j0, j1 - j0, live) > 0;
 }
 
-static bool stream_encode(octx *c, const oseg *g, uint64_t j0, uint64_t j1, uint64_t *cbuf, uint64_t *rowbuf) {
+static bool stream_encode(octx *c, const oseg *g, uint64_t j0, uint64_t j1, uint64_t *cbuf,
+                          uint64_t *rowbuf) {
   if (!c->implicit) return seg_encode(c, g, NULL, j0, j1, cbuf, NULL);
   if (g->k1 == g->k0 + 1 && c->keys[g->k0].kind == KEY_FIXED) {
     okey *k = &c->keys[g->k0];
@@ -1157,7 +1191,8 @@ static bool stream_encode(octx *c, const oseg *g, uint64_t j0, uint64_t j1, uint
   }
   for (uint64_t j = j0; j < j1; j++) rowbuf[j - j0] = c->first + j;
   bool ok = true;
-  for (uint32_t i = g->k0; i < g->k1; i++) ok &= key_encode(c->s, &c->keys[i], rowbuf, NULL, 0, j1 - j0, cbuf, i == g->k0, NULL);
+  for (uint32_t i = g->k0; i < g->k1; i++)
+    ok &= key_encode(c->s, &c->keys[i], rowbuf, NULL, 0, j1 - j0, cbuf, i == g->k0, NULL);
   return ok;
 }
 
@@ -1173,10 +1208,10 @@ static bool stream_encode(octx *c, const oseg *g, uint64_t j0, uint64_t j1, uint
 typedef struct count_team {
   octx *c;
   const oseg *g;
-  okey *keys;        /* a copy of the keys per member (their record cursors) */
+  okey *keys; /* a copy of the keys per member (their record cursors) */
   uint64_t chunk, R, m;
-  uint32_t *codes;   /* per position */
-  uint32_t *hist;    /* per chunk R counts, then offsets */
+  uint32_t *codes; /* per position */
+  uint32_t *hist;  /* per chunk R counts, then offsets */
   uint64_t *out;
   atomic_int bad;
 } count_team;
@@ -1226,7 +1261,10 @@ static void count_team_scatter(void *ctx, uint64_t ch, int member) {
 static int path_counting_team(octx *c, int threads) {
   const oseg *g = &c->segs[0];
   uint64_t n = c->n, R = (uint64_t)1 << g->bits;
-  count_team T = {.c = c, .g = g, .R = R, .chunk = cs__team_chunk(n, threads, 1u << 16, ORDER_CHUNK, ORDER_COUNT_TEAM_CHUNKS)};
+  count_team T = {.c = c,
+                  .g = g,
+                  .R = R,
+                  .chunk = cs__team_chunk(n, threads, 1u << 16, ORDER_CHUNK, ORDER_COUNT_TEAM_CHUNKS)};
   uint64_t n_chunks = (n + T.chunk - 1) / T.chunk;
   int rc = ORD_NOMEM;
   T.keys = cs__mem_malloc((size_t)threads * c->n_keys * sizeof *T.keys);
@@ -1393,7 +1431,8 @@ typedef struct topk_state {
 } topk_state;
 
 /* live: NULL, or 0 at the positions (deleted) that must not be offered. */
-static void topk_offer(topk_state *t, uint64_t k, const uint64_t *cbuf, const uint8_t *live, uint64_t j0, uint64_t j1) {
+static void topk_offer(topk_state *t, uint64_t k, const uint64_t *cbuf, const uint8_t *live, uint64_t j0,
+                       uint64_t j1) {
   for (uint64_t j = j0; j < j1; j++) {
     uint64_t code = cbuf[j - j0];
     if ((t->have && code >= t->thr) || (live && !live[j - j0])) continue;
@@ -1528,17 +1567,19 @@ static int path_topk(octx *c) {
 /* GROUP or DISTINCT over one wide code segment by hashing: group ids by
 ** first appearance; ORD_ABANDON past ORDER_HASH_CAP groups. */
 typedef struct ohash {
-  uint64_t *key;   /* slot codes */
-  uint32_t *gid;   /* slot group, ORDER_NONE = empty */
-  uint64_t mask;   /* slots - 1 */
-  unsigned shift;  /* 64 - log2(slots) */
-  uint64_t *gcode; /* code of each group */
+  uint64_t *key;    /* slot codes */
+  uint32_t *gid;    /* slot group, ORDER_NONE = empty */
+  uint64_t mask;    /* slots - 1 */
+  unsigned shift;   /* 64 - log2(slots) */
+  uint64_t *gcode;  /* code of each group */
   uint32_t *gfirst; /* first position of each group */
   uint32_t n_groups;
 } ohash;
 
 /* The slot a code's probe starts at (Fibonacci hashing). */
-static inline uint64_t ohash_home(const ohash *h, uint64_t code) { return (code * 0x9E3779B97F4A7C15ull) >> h->shift; }
+static inline uint64_t ohash_home(const ohash *h, uint64_t code) {
+  return (code * 0x9E3779B97F4A7C15ull) >> h->shift;
+}
 
 static void ohash_free(ohash *h) {
   ord_free(h->key), ord_free(h->gid), cs__mem_free(h->gcode), cs__mem_free(h->gfirst);
@@ -1552,7 +1593,8 @@ static bool ohash_resize(ohash *h, uint64_t slots) {
   h->key = ord_alloc(slots, 8);
   h->gid = ord_alloc(slots, 4);
   if (!h->key || !h->gid) return false;
-  uint64_t *gc = cs__mem_realloc(h->gcode, (slots / 2 + 1) * sizeof *gc); /* + 1: written before the growth check */
+  uint64_t *gc =
+      cs__mem_realloc(h->gcode, (slots / 2 + 1) * sizeof *gc); /* + 1: written before the growth check */
   if (!gc) return false;
   h->gcode = gc;
   uint32_t *gf = cs__mem_realloc(h->gfirst, (slots / 2 + 1) * sizeof *gf);
@@ -1767,8 +1809,8 @@ static void key_init(const cs_store *s, okey *k, const cs_order_key *key) {
   k->nullable = s->cols[k->col].nullable || cs_type_is_float(k->type);
 }
 
-static cs_rc order_args_check(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode,
-                              uint64_t nr, cs_err *err) {
+static cs_rc order_args_check(const cs_store *s, const cs_order_key *keys, uint32_t n_keys,
+                              cs_order_mode mode, uint64_t nr, cs_err *err) {
   if ((unsigned)mode > CS_ORDER_DISTINCT)
     return cs_err_set(err, CS_EINVAL, "colstore: unknown order mode %d", (int)mode);
   for (uint32_t i = 0; i < n_keys; i++)
@@ -1787,7 +1829,8 @@ static cs_rc order_args_check(const cs_store *s, const cs_order_key *keys, uint3
 ** fixed-width segment, too wide a range to count, zone maps that did not
 ** hold). */
 static cs_rc range_stream(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode,
-                          uint64_t first, uint64_t n, uint64_t limit, uint64_t *rows, uint64_t *n_out, bool *done) {
+                          uint64_t first, uint64_t n, uint64_t limit, uint64_t *rows, uint64_t *n_out,
+                          bool *done) {
   *done = false;
   octx c;
   memset(&c, 0, sizeof c);
@@ -1820,8 +1863,9 @@ out:
   return rc;
 }
 
-cs_rc cs_order_range(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode, uint64_t first,
-                     uint64_t n, uint64_t *rows, uint64_t *n_out, uint64_t limit, cs_err *err) {
+cs_rc cs_order_range(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode,
+                     uint64_t first, uint64_t n, uint64_t *rows, uint64_t *n_out, uint64_t limit,
+                     cs_err *err) {
   cs_rc rc = order_args_check(s, keys, n_keys, mode, n, err);
   if (rc != CS_OK) return rc;
   bool fixed = n_keys > 0;
@@ -1875,8 +1919,10 @@ static cs_rc order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_
   if (!c.keys || !c.segs || !c.hist) goto done;
   /* Zone maps over the records the selection spans when it looks ascending. */
   uint64_t r0 = 0, r1 = s->n_records - 1;
-  if (!rows) r0 = cs__locate(s, first), r1 = cs__locate(s, first + nr - 1);
-  else if (rows[0] <= rows[nr - 1]) r0 = cs__locate(s, rows[0]), r1 = cs__locate(s, rows[nr - 1]);
+  if (!rows)
+    r0 = cs__locate(s, first), r1 = cs__locate(s, first + nr - 1);
+  else if (rows[0] <= rows[nr - 1])
+    r0 = cs__locate(s, rows[0]), r1 = cs__locate(s, rows[nr - 1]);
   for (uint32_t i = 0; i < n_keys; i++) {
     okey *k = &c.keys[i];
     key_init(s, k, &keys[i]);
@@ -1891,7 +1937,8 @@ static cs_rc order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_
   }
   int path = 0, flags = 0;
   orc = order_run(&c, &path);
-  if (orc == ORD_REDO && !rows) orc = ORD_ABANDON; /* over a range: the caller writes the rows and asks again */
+  if (orc == ORD_REDO && !rows)
+    orc = ORD_ABANDON;   /* over a range: the caller writes the rows and asks again */
   if (orc == ORD_REDO) { /* a zone map did not hold: exact ranges, once */
     for (uint32_t i = 0; i < n_keys; i++)
       if (c.keys[i].kind == KEY_FIXED) key_bounds_exact(s, &c.keys[i], rows, nr);
@@ -1899,7 +1946,8 @@ static cs_rc order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_
     assert(orc != ORD_REDO);
     flags |= 4;
   }
-  for (uint32_t i = 0; i < n_keys; i++) flags |= c.keys[i].kind == KEY_DICT ? 1 : c.keys[i].kind == KEY_WIDE ? 2 : 0;
+  for (uint32_t i = 0; i < n_keys; i++)
+    flags |= c.keys[i].kind == KEY_DICT ? 1 : c.keys[i].kind == KEY_WIDE ? 2 : 0;
   last_path = path_names[path][flags];
   if (orc == ORD_OK && !counts) *n = c.n_out;
   if (orc == ORD_OK || orc == ORD_ABANDON) rc = CS_OK;
@@ -1913,28 +1961,29 @@ done:
   return rc;
 }
 
-cs_rc cs_order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode, uint64_t *rows,
-                    uint64_t *n, uint64_t limit, cs_err *err) {
+cs_rc cs_order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode,
+                    uint64_t *rows, uint64_t *n, uint64_t limit, cs_err *err) {
   return order_rows(s, keys, n_keys, mode, rows, 0, n, limit, NULL, 0, NULL, err);
 }
 
 cs_rc cs_order_count(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode,
-                     const uint64_t *rows, uint64_t first, uint64_t n, uint32_t min_codes, cs_order_counts *out,
-                     bool *done, cs_err *err) {
+                     const uint64_t *rows, uint64_t first, uint64_t n, uint32_t min_codes,
+                     cs_order_counts *out, bool *done, cs_err *err) {
   memset(out, 0, sizeof *out);
   *done = false;
   /* Nothing to count (the caller's cs_order_rows is then trivial), or a
   ** mode that does not deliver every row. */
   if (n < 2 || n_keys == 0 || mode == CS_ORDER_DISTINCT) return CS_OK;
   if (!rows) { /* a range: fixed-width keys (a dictionary reads rows), no deleted row in it */
-    if (first > cs_store_rows(s) || n > cs_store_rows(s) - first || cs_store_deleted_in(s, first, n) > 0) return CS_OK;
+    if (first > cs_store_rows(s) || n > cs_store_rows(s) - first || cs_store_deleted_in(s, first, n) > 0)
+      return CS_OK;
     for (uint32_t i = 0; i < n_keys; i++)
       if (keys[i].col >= s->schema.n_cols || cs_type_is_varlen(s->cols[keys[i].col].type)) return CS_OK;
   }
   /* order_rows never writes rows when it counts. */
   uint64_t nr = n;
-  cs_rc rc = order_rows(s, keys, n_keys, mode, (uint64_t *)(uintptr_t)rows, first, &nr, CS_ORDER_NO_LIMIT, out,
-                         min_codes, done, err);
+  cs_rc rc = order_rows(s, keys, n_keys, mode, (uint64_t *)(uintptr_t)rows, first, &nr, CS_ORDER_NO_LIMIT,
+                        out, min_codes, done, err);
   if (rc != CS_OK || !*done) cs_order_counts_free(out);
   return rc;
 }

@@ -58,22 +58,22 @@
 /* One call's window and inputs, shared by the chunks of a team run. */
 typedef struct scatter_job {
   const cs_store *s;
-  const uint64_t *rows;       /* NULL: first + i */
+  const uint64_t *rows; /* NULL: first + i */
   uint64_t first;
   const uint32_t *codes;
   uint64_t n;
-  uint64_t j0, n_out;        /* the window */
-  uint32_t c_lo, n_codes;    /* the window's codes: [c_lo, c_lo + n_codes) */
-  uint64_t *out_rows;        /* window positions, or NULL */
+  uint64_t j0, n_out;     /* the window */
+  uint32_t c_lo, n_codes; /* the window's codes: [c_lo, c_lo + n_codes) */
+  uint64_t *out_rows;     /* window positions, or NULL */
   const cs_gather_target *targets;
   uint32_t n_targets;
-  uint64_t chunk;            /* team: input rows per chunk */
-  uint32_t *cursors;         /* team: per chunk n_codes output cursors */
+  uint64_t chunk;    /* team: input rows per chunk */
+  uint32_t *cursors; /* team: per chunk n_codes output cursors */
 } scatter_job;
 
 /* Copies staged values [0, m) of width W to out[slot[k]]. */
-CS__INLINE void scatter_body(size_t W, const uint8_t *restrict stage, const uint32_t *restrict slot, uint64_t m,
-                             uint8_t *restrict out) {
+CS__INLINE void scatter_body(size_t W, const uint8_t *restrict stage, const uint32_t *restrict slot,
+                             uint64_t m, uint8_t *restrict out) {
   for (uint64_t k = 0; k < m; k++) memcpy(out + (uint64_t)slot[k] * W, stage + k * W, W);
 }
 
@@ -144,19 +144,29 @@ static uint32_t code_of_slot(const cs_order_counts *k, uint64_t j) {
   uint32_t lo = 0, hi = k->n_codes; /* starts[lo] <= j < starts[hi] */
   while (hi - lo > 1) {
     uint32_t mid = lo + (hi - lo) / 2;
-    if (k->starts[mid] <= j) lo = mid;
-    else hi = mid;
+    if (k->starts[mid] <= j)
+      lo = mid;
+    else
+      hi = mid;
   }
   return lo;
 }
 
-int cs_scatter_rows(const cs_store *s, const uint64_t *rows, uint64_t first, uint64_t n, const cs_order_counts *counts,
-                    uint64_t j0, uint64_t n_out, uint64_t *out_rows, const cs_gather_target *targets,
-                    uint32_t n_targets, uint32_t *scratch, int max_threads) {
+int cs_scatter_rows(const cs_store *s, const uint64_t *rows, uint64_t first, uint64_t n,
+                    const cs_order_counts *counts, uint64_t j0, uint64_t n_out, uint64_t *out_rows,
+                    const cs_gather_target *targets, uint32_t n_targets, uint32_t *scratch, int max_threads) {
   assert(j0 <= n && n_out <= n - j0 && counts->starts[counts->n_codes] == n);
   if (n_out == 0) return 1;
-  scatter_job J = {.s = s, .rows = rows, .first = first, .codes = counts->codes, .n = n, .j0 = j0, .n_out = n_out,
-                   .out_rows = out_rows, .targets = targets, .n_targets = n_targets};
+  scatter_job J = {.s = s,
+                   .rows = rows,
+                   .first = first,
+                   .codes = counts->codes,
+                   .n = n,
+                   .j0 = j0,
+                   .n_out = n_out,
+                   .out_rows = out_rows,
+                   .targets = targets,
+                   .n_targets = n_targets};
   uint32_t c_lo = code_of_slot(counts, j0), c_hi = code_of_slot(counts, j0 + n_out - 1);
   J.c_lo = c_lo, J.n_codes = c_hi - c_lo + 1;
   int threads = cs_kernel_threads(n); /* one below CS_PARALLEL_MIN_ELEMENTS */

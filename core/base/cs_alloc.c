@@ -83,7 +83,9 @@ bool cs_mem_tick(void) {
 
 void *cs__mem_malloc(size_t n) { return cs_mem_tick() ? NULL : live_add(malloc(n)); }
 
-void *cs__mem_calloc(size_t count, size_t size) { return cs_mem_tick() ? NULL : live_add(calloc(count, size)); }
+void *cs__mem_calloc(size_t count, size_t size) {
+  return cs_mem_tick() ? NULL : live_add(calloc(count, size));
+}
 
 /* Never called with n == 0 (that would be a free in glibc). */
 void *cs__mem_realloc(void *p, size_t n) {
@@ -146,7 +148,7 @@ static unsigned keep_n;
 static uint64_t keep_total, keep_stamp;
 /* Written under keep_mutex; read without it by keep_put's first check. */
 static _Atomic uint64_t keep_limit = CS__KEEP_DEFAULT;
-static atomic_long keep_reused;                /* blocks handed out again */
+static atomic_long keep_reused; /* blocks handed out again */
 
 static void *big_raw(void *p) {
   void *raw;
@@ -207,7 +209,8 @@ static void free_all(void **raw, unsigned n) {
 ** the mutex is taken, so other threads' blocks never wait behind it. */
 static bool keep_put(uint8_t *p, size_t span) {
 #ifdef MADV_FREE
-  if (span > atomic_load_explicit(&keep_limit, memory_order_relaxed) || madvise(p, span, MADV_FREE) != 0) return false;
+  if (span > atomic_load_explicit(&keep_limit, memory_order_relaxed) || madvise(p, span, MADV_FREE) != 0)
+    return false;
   void *released[CS__KEEP_SLOTS];
   unsigned n_released = 0;
   bool kept = false;

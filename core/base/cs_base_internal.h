@@ -39,7 +39,6 @@ void *cs__mem_realloc(void *p, size_t n);
 char *cs__mem_strdup(const char *s);
 void cs__mem_free(void *p);
 
-
 /* Records a process-wide diagnostic note once. */
 void cs__diag_note(const char *note);
 
@@ -55,7 +54,6 @@ cs_rc cs__pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path
 static inline bool cs__span_in(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi) {
   return off >= lo && off <= hi && len <= hi - off;
 }
-
 
 /* BINARY collation of two byte strings: memcmp over the shorter length,
 ** then the shorter first.  The one order of TEXT/BLOB values for filters

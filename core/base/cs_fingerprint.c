@@ -37,9 +37,12 @@ static uint64_t fingerprint_parse_size(const char *s) {
   char *end;
   unsigned long long v = strtoull(s, &end, 10);
   if (end == s) return 0;
-  if (*end == 'K' || *end == 'k') v <<= 10;
-  else if (*end == 'M' || *end == 'm') v <<= 20;
-  else if (*end == 'G' || *end == 'g') v <<= 30;
+  if (*end == 'K' || *end == 'k')
+    v <<= 10;
+  else if (*end == 'M' || *end == 'm')
+    v <<= 20;
+  else if (*end == 'G' || *end == 'g')
+    v <<= 30;
   return (uint64_t)v;
 }
 
@@ -131,8 +134,9 @@ void cs_fingerprint_get(cs_fingerprint *out) {
 }
 
 void cs_fingerprint_text(const cs_fingerprint *fp, char out[CS_FINGERPRINT_TEXT_BYTES]) {
-  snprintf(out, CS_FINGERPRINT_TEXT_BYTES, "cpu=%s;cores=%d;sockets=%d;numa_nodes=%d;llc_bytes=%llu;page_bytes=%llu",
-           fp->cpu_model, fp->cores, fp->sockets, fp->numa_nodes, (unsigned long long)fp->llc_bytes,
+  snprintf(out, CS_FINGERPRINT_TEXT_BYTES,
+           "cpu=%s;cores=%d;sockets=%d;numa_nodes=%d;llc_bytes=%llu;page_bytes=%llu", fp->cpu_model,
+           fp->cores, fp->sockets, fp->numa_nodes, (unsigned long long)fp->llc_bytes,
            (unsigned long long)fp->page_bytes);
 }
 

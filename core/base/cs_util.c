@@ -55,9 +55,7 @@ uint64_t cs__bits_zeros(const uint8_t *bits, uint64_t first, uint64_t n) {
 }
 
 uint64_t cs__hash(const void *p, size_t n) { return XXH3_64bits(p, n); }
-uint64_t cs__hash_seeded(const void *p, size_t n, uint64_t seed) {
-  return XXH3_64bits_withSeed(p, n, seed);
-}
+uint64_t cs__hash_seeded(const void *p, size_t n, uint64_t seed) { return XXH3_64bits_withSeed(p, n, seed); }
 
 /* ----------------------------------------------------------------- types */
 
@@ -65,14 +63,28 @@ static const struct {
   const char *name;
   cs_type type;
 } type_names[] = {
-    {"INT8", CS_TYPE_INT8},       {"INT16", CS_TYPE_INT16},     {"INT32", CS_TYPE_INT32},
-    {"INT64", CS_TYPE_INT64},     {"UINT8", CS_TYPE_UINT8},     {"UINT16", CS_TYPE_UINT16},
-    {"UINT32", CS_TYPE_UINT32},   {"FLOAT32", CS_TYPE_FLOAT32}, {"FLOAT64", CS_TYPE_FLOAT64},
-    {"BOOL", CS_TYPE_BOOL},       {"TEXT", CS_TYPE_TEXT},       {"BLOB", CS_TYPE_BLOB},
+    {"INT8", CS_TYPE_INT8},
+    {"INT16", CS_TYPE_INT16},
+    {"INT32", CS_TYPE_INT32},
+    {"INT64", CS_TYPE_INT64},
+    {"UINT8", CS_TYPE_UINT8},
+    {"UINT16", CS_TYPE_UINT16},
+    {"UINT32", CS_TYPE_UINT32},
+    {"FLOAT32", CS_TYPE_FLOAT32},
+    {"FLOAT64", CS_TYPE_FLOAT64},
+    {"BOOL", CS_TYPE_BOOL},
+    {"TEXT", CS_TYPE_TEXT},
+    {"BLOB", CS_TYPE_BLOB},
     /* aliases, as docs/sql.md lists them */
-    {"INTEGER", CS_TYPE_INT64},   {"INT", CS_TYPE_INT64},       {"BIGINT", CS_TYPE_INT64},
-    {"REAL", CS_TYPE_FLOAT64},    {"DOUBLE", CS_TYPE_FLOAT64},  {"FLOAT", CS_TYPE_FLOAT64},
-    {"BOOLEAN", CS_TYPE_BOOL},    {"STRING", CS_TYPE_TEXT},     {"VARCHAR", CS_TYPE_TEXT},
+    {"INTEGER", CS_TYPE_INT64},
+    {"INT", CS_TYPE_INT64},
+    {"BIGINT", CS_TYPE_INT64},
+    {"REAL", CS_TYPE_FLOAT64},
+    {"DOUBLE", CS_TYPE_FLOAT64},
+    {"FLOAT", CS_TYPE_FLOAT64},
+    {"BOOLEAN", CS_TYPE_BOOL},
+    {"STRING", CS_TYPE_TEXT},
+    {"VARCHAR", CS_TYPE_TEXT},
     {"CHAR", CS_TYPE_TEXT},
 };
 
@@ -83,10 +95,16 @@ const char *cs_type_name(cs_type type) {
 
 size_t cs_type_width(cs_type type) {
   switch (type) {
-    case CS_TYPE_INT8: case CS_TYPE_UINT8: case CS_TYPE_BOOL: return 1;
-    case CS_TYPE_INT16: case CS_TYPE_UINT16: return 2;
-    case CS_TYPE_INT32: case CS_TYPE_UINT32: case CS_TYPE_FLOAT32: return 4;
-    case CS_TYPE_INT64: case CS_TYPE_FLOAT64: return 8;
+    case CS_TYPE_INT8:
+    case CS_TYPE_UINT8:
+    case CS_TYPE_BOOL: return 1;
+    case CS_TYPE_INT16:
+    case CS_TYPE_UINT16: return 2;
+    case CS_TYPE_INT32:
+    case CS_TYPE_UINT32:
+    case CS_TYPE_FLOAT32: return 4;
+    case CS_TYPE_INT64:
+    case CS_TYPE_FLOAT64: return 8;
     default: return 0;
   }
 }
@@ -149,8 +167,13 @@ cs_rc cs__pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path
   while (n > 0) {
     ssize_t got = pread(fd, p, n, (off_t)off);
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return cs_err_set(err, CS_EIO, "colstore: %s: read failed at offset %llu: %s", path, (unsigned long long)off, strerror(errno));
-    if (got == 0) return cs_err_set(err, CS_ECORRUPT, "colstore: %s: file ends at offset %llu, inside a structure that should be there", path, (unsigned long long)off);
+    if (got < 0)
+      return cs_err_set(err, CS_EIO, "colstore: %s: read failed at offset %llu: %s", path,
+                        (unsigned long long)off, strerror(errno));
+    if (got == 0)
+      return cs_err_set(err, CS_ECORRUPT,
+                        "colstore: %s: file ends at offset %llu, inside a structure that should be there",
+                        path, (unsigned long long)off);
     p += got, n -= (size_t)got, off += (uint64_t)got;
   }
   return CS_OK;

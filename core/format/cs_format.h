@@ -82,11 +82,13 @@
 #include "cs_base_internal.h" /* cs__hash, the format's checksum */
 
 #define CS_ALIGN 64u
-#define CS_MAGIC_FILE "\x89" "CST\r\n\x1a\n" /* PNG-style: catches text-mode damage */
+#define CS_MAGIC_FILE \
+  "\x89"              \
+  "CST\r\n\x1a\n" /* PNG-style: catches text-mode damage */
 #define CS_MAGIC_SLOT "CSCOMMIT"
 #define CS_MAGIC_RECORD "CSRECORD"
 #define CS_MAGIC_FOOTER "CSFOOTER"
-#define CS_MAGIC_SEAL "CSSEALED"  /* a cs_disk_slot after the footer */
+#define CS_MAGIC_SEAL "CSSEALED"   /* a cs_disk_slot after the footer */
 #define CS_MAGIC_DELVEC "CSDELVEC" /* version 2: a record's deletion vector */
 #define CS_MAGIC_PATCH "CSPATCHS"  /* version 2: a record's replaced chunks (UPDATE) */
 #define CS_SEAL_BYTES 64u
@@ -109,10 +111,10 @@ typedef struct cs_disk_preamble {
 } cs_disk_preamble;
 
 typedef struct cs_disk_slot {
-  char magic[8];            /* CS_MAGIC_SLOT */
-  uint64_t generation;      /* commit number, 1 for a new file */
-  uint64_t data_end;        /* end of the last committed record */
-  uint64_t footer_offset;   /* == data_end in version 1 */
+  char magic[8];          /* CS_MAGIC_SLOT */
+  uint64_t generation;    /* commit number, 1 for a new file */
+  uint64_t data_end;      /* end of the last committed record */
+  uint64_t footer_offset; /* == data_end in version 1 */
   uint64_t footer_bytes;
   uint64_t footer_checksum; /* XXH3-64 of the whole footer */
   uint64_t n_rows;          /* committed rows, for a cheap sanity check */
@@ -132,24 +134,24 @@ typedef struct cs_disk_chunk {
   uint64_t data_offset;     /* values or bytes */
   uint64_t data_bytes;
   uint64_t null_count;
-  uint64_t min_bits;        /* cs_stat bits */
+  uint64_t min_bits; /* cs_stat bits */
   uint64_t max_bits;
-  uint64_t checksum;        /* XXH3-64 of the chunk span */
-  uint32_t flags;           /* CS_CHUNK_SORTED | CS_CHUNK_HAS_MINMAX (| CS_CHUNK_ABSOLUTE) */
-  uint32_t patch_back;      /* CS_CHUNK_ABSOLUTE: its patch block starts patch_back * 64
+  uint64_t checksum;   /* XXH3-64 of the chunk span */
+  uint32_t flags;      /* CS_CHUNK_SORTED | CS_CHUNK_HAS_MINMAX (| CS_CHUNK_ABSOLUTE) */
+  uint32_t patch_back; /* CS_CHUNK_ABSOLUTE: its patch block starts patch_back * 64
                             ** bytes before chunk_offset; else reserved, 0 */
 } cs_disk_chunk;
 
 typedef struct cs_disk_record {
-  char magic[8];            /* CS_MAGIC_RECORD */
-  uint64_t generation;      /* the commit that wrote it */
+  char magic[8];       /* CS_MAGIC_RECORD */
+  uint64_t generation; /* the commit that wrote it */
   uint64_t n_rows;
-  uint64_t record_bytes;    /* whole record, header included; multiple of 64 */
+  uint64_t record_bytes; /* whole record, header included; multiple of 64 */
   uint32_t n_cols;
-  uint32_t header_bytes;    /* 64 + n_cols * 88, rounded up to 64 */
+  uint32_t header_bytes;         /* 64 + n_cols * 88, rounded up to 64 */
   uint64_t descriptors_checksum; /* XXH3-64 of the n_cols chunk descriptors after it */
-  uint64_t flags;           /* CS_RECORD_SEALED, or 0 (older writers) */
-  uint64_t checksum;        /* XXH3-64 of the 56 bytes above */
+  uint64_t flags;                /* CS_RECORD_SEALED, or 0 (older writers) */
+  uint64_t checksum;             /* XXH3-64 of the 56 bytes above */
 } cs_disk_record;
 
 /* The record's transaction seals its commit (see above): a scan without
@@ -159,20 +161,20 @@ typedef struct cs_disk_record {
 #define CS_RECORD_SEALED 1u
 
 typedef struct cs_disk_footer {
-  char magic[8];            /* CS_MAGIC_FOOTER */
+  char magic[8]; /* CS_MAGIC_FOOTER */
   uint64_t generation;
   uint64_t n_records;
   uint64_t n_rows;
   uint32_t n_cols;
-  uint32_t entry_bytes;     /* 32 + n_cols * 88 */
-  uint64_t footer_bytes;    /* header (+ extension) + n_records * entry_bytes */
-  uint32_t layout;          /* 0: layout 1; CS_FOOTER_LAYOUT_2: extension + longer entries */
+  uint32_t entry_bytes;  /* 32 + n_cols * 88 */
+  uint64_t footer_bytes; /* header (+ extension) + n_records * entry_bytes */
+  uint32_t layout;       /* 0: layout 1; CS_FOOTER_LAYOUT_2: extension + longer entries */
   uint32_t reserved;
-  uint64_t checksum;        /* XXH3-64 of the entries, seeded with the 56 bytes above */
+  uint64_t checksum; /* XXH3-64 of the entries, seeded with the 56 bytes above */
 } cs_disk_footer;
 
 typedef struct cs_disk_entry {
-  uint64_t record_offset;   /* from the start of the file */
+  uint64_t record_offset; /* from the start of the file */
   uint64_t n_rows;
   uint64_t record_bytes;
   uint64_t generation;
@@ -195,15 +197,15 @@ typedef struct cs_disk_delvec {
 ** bytes per entry between cs_disk_entry and the descriptors. */
 #define CS_FOOTER_LAYOUT_2 2u
 typedef struct cs_disk_footer_ext {
-  uint64_t n_deleted;       /* deleted positions in the store */
-  uint64_t free_bytes;      /* data-region bytes no entry uses (superseded vectors, replaced chunks) */
+  uint64_t n_deleted;  /* deleted positions in the store */
+  uint64_t free_bytes; /* data-region bytes no entry uses (superseded vectors, replaced chunks) */
   uint64_t reserved[6];
 } cs_disk_footer_ext;
 
 typedef struct cs_disk_entry_ext {
-  uint64_t dv_offset;       /* file offset of the newest cs_disk_delvec; 0 = none */
-  uint64_t n_deleted;       /* its n_deleted, or 0 */
-  uint64_t dv_checksum;     /* its bitmap_checksum, or 0 */
+  uint64_t dv_offset;   /* file offset of the newest cs_disk_delvec; 0 = none */
+  uint64_t n_deleted;   /* its n_deleted, or 0 */
+  uint64_t dv_checksum; /* its bitmap_checksum, or 0 */
   uint64_t reserved;
 } cs_disk_entry_ext;
 
@@ -215,21 +217,21 @@ typedef struct cs_disk_entry_ext {
 ** record, written by an UPDATE.  n_chunks items follow the header, then the
 ** chunks (laid out as in a record, at file offsets the items name). */
 typedef struct cs_disk_patch {
-  char magic[8];            /* CS_MAGIC_PATCH */
-  uint64_t generation;      /* the commit that wrote it */
-  uint64_t record_offset;   /* file offset of its record, which precedes it */
-  uint64_t n_rows;          /* the record's n_rows */
-  uint32_t n_chunks;        /* columns replaced, 1..n_cols */
-  uint32_t header_bytes;    /* align64(64 + 96 * n_chunks) */
-  uint64_t block_bytes;     /* whole block; header_bytes + the chunks */
+  char magic[8];                 /* CS_MAGIC_PATCH */
+  uint64_t generation;           /* the commit that wrote it */
+  uint64_t record_offset;        /* file offset of its record, which precedes it */
+  uint64_t n_rows;               /* the record's n_rows */
+  uint32_t n_chunks;             /* columns replaced, 1..n_cols */
+  uint32_t header_bytes;         /* align64(64 + 96 * n_chunks) */
+  uint64_t block_bytes;          /* whole block; header_bytes + the chunks */
   uint64_t descriptors_checksum; /* XXH3-64 of the n_chunks items */
-  uint64_t checksum;        /* XXH3-64 of the 56 bytes above */
+  uint64_t checksum;             /* XXH3-64 of the 56 bytes above */
 } cs_disk_patch;
 
 typedef struct cs_disk_patch_item {
-  uint32_t column;          /* increasing within a block */
-  uint32_t reserved;        /* 0 */
-  cs_disk_chunk chunk;      /* CS_CHUNK_ABSOLUTE; the footer copies it byte for byte */
+  uint32_t column;     /* increasing within a block */
+  uint32_t reserved;   /* 0 */
+  cs_disk_chunk chunk; /* CS_CHUNK_ABSOLUTE; the footer copies it byte for byte */
 } cs_disk_patch_item;
 
 static inline uint64_t cs__patch_header_bytes(uint32_t n_chunks) {
@@ -243,7 +245,9 @@ static inline uint64_t cs__delvec_block_bytes(uint64_t n_rows) {
 /* The bitmap of such a block as readers expect it (docs/format.md 14.3:
 ** whole 64-byte lines, zero past the rows): the block less its header.
 ** One definition for the writer and the view. */
-static inline uint64_t cs__delvec_bitmap_bytes(uint64_t n_rows) { return cs__delvec_block_bytes(n_rows) - sizeof(cs_disk_delvec); }
+static inline uint64_t cs__delvec_bitmap_bytes(uint64_t n_rows) {
+  return cs__delvec_block_bytes(n_rows) - sizeof(cs_disk_delvec);
+}
 _Static_assert(sizeof(cs_disk_delvec) == 64, "deletion vector header is 64 bytes");
 _Static_assert(sizeof(cs_disk_patch) == 64, "patch block header is 64 bytes");
 _Static_assert(sizeof(cs_disk_patch_item) == 96, "patch item is 96 bytes");

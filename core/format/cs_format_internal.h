@@ -22,7 +22,9 @@
 ** first byte (in the mapping, a cache=memory copy, or a view's own block). */
 static inline void cs__chunk_resolve(const uint8_t *start, const cs_disk_chunk *dc, cs_chunk *ch) {
   ch->validity = dc->validity_offset ? start + (dc->validity_offset - dc->chunk_offset) : NULL;
-  ch->offsets = dc->offsets_offset ? (const int64_t *)(const void *)(start + (dc->offsets_offset - dc->chunk_offset)) : NULL;
+  ch->offsets = dc->offsets_offset
+                    ? (const int64_t *)(const void *)(start + (dc->offsets_offset - dc->chunk_offset))
+                    : NULL;
   ch->data = start + (dc->data_offset - dc->chunk_offset);
   ch->data_bytes = dc->data_bytes;
   ch->null_count = dc->null_count;
@@ -41,14 +43,15 @@ static inline void cs__chunk_resolve(const uint8_t *start, const cs_disk_chunk *
 ** the caller's), and returns the chunk's end. */
 #define CS__CHUNK_MAX_IOV 6
 struct iovec;
-uint64_t cs__chunk_lay(cs_type type, uint64_t n, const uint8_t *bitmap, const int64_t *offsets, const uint8_t *data,
-                       uint64_t data_bytes, uint64_t at, struct iovec *iov, int *n_iov, cs_disk_chunk *dc);
+uint64_t cs__chunk_lay(cs_type type, uint64_t n, const uint8_t *bitmap, const int64_t *offsets,
+                       const uint8_t *data, uint64_t data_bytes, uint64_t at, struct iovec *iov, int *n_iov,
+                       cs_disk_chunk *dc);
 /* An update's values as cs_writer_update takes them: per call the columns
 ** it changes (sel, increasing) and, for each, rows [0, n) of its values. */
 typedef struct cs__upd_values {
-  const uint8_t *validity;    /* (n + 7) / 8 bytes, 1 = valid */
-  const int64_t *offsets;     /* TEXT/BLOB: n + 1, from 0 */
-  const uint8_t *data;        /* n * width bytes, or the TEXT/BLOB bytes */
+  const uint8_t *validity; /* (n + 7) / 8 bytes, 1 = valid */
+  const int64_t *offsets;  /* TEXT/BLOB: n + 1, from 0 */
+  const uint8_t *data;     /* n * width bytes, or the TEXT/BLOB bytes */
 } cs__upd_values;
 typedef struct cs__upd_call {
   uint64_t n;
@@ -72,12 +75,12 @@ int cs__chunk_upd_cmp(const void *a, const void *b);
 /* The winners of column col among it[0, n) (one record's, sorted), the
 ** record starting at first_row: per position, the last item whose call
 ** changes col, in position order.  Returns how many. */
-uint64_t cs__chunk_upd_winners(const cs__upd_call *const *calls, uint64_t first_row, const cs__upd_item *it, uint64_t n, uint32_t col,
-                         cs__upd_win *out);
+uint64_t cs__chunk_upd_winners(const cs__upd_call *const *calls, uint64_t first_row, const cs__upd_item *it,
+                               uint64_t n, uint32_t col, cs__upd_win *out);
 /* A chunk's values with some replaced: owned buffers for cs__chunk_lay. */
 typedef struct cs__merged {
-  uint8_t *bits;              /* (n + 7) / 8 bytes, bits past n clear; give it to cs__chunk_lay only when null_count */
-  int64_t *offsets;           /* TEXT/BLOB: n + 1; else NULL */
+  uint8_t *bits;    /* (n + 7) / 8 bytes, bits past n clear; give it to cs__chunk_lay only when null_count */
+  int64_t *offsets; /* TEXT/BLOB: n + 1; else NULL */
   uint8_t *data;
   uint64_t data_bytes;
   uint64_t null_count;
@@ -85,8 +88,8 @@ typedef struct cs__merged {
 /* The n values of old (a live chunk of column, record rec of path, for the
 ** messages) with win[0, n_win) in place; TEXT/BLOB offsets of old are
 ** checked first (CS_ECORRUPT).  CS_ENOMEM.  On failure *out holds nothing. */
-cs_rc cs__chunk_merge(const cs_column *column, uint64_t n, const cs_chunk *old, const cs__upd_win *win, uint64_t n_win,
-                      const char *path, uint64_t rec, cs__merged *out, cs_err *err);
+cs_rc cs__chunk_merge(const cs_column *column, uint64_t n, const cs_chunk *old, const cs__upd_win *win,
+                      uint64_t n_win, const char *path, uint64_t rec, cs__merged *out, cs_err *err);
 void cs__chunk_merged_free(cs__merged *m);
 
 /* Checks one chunk descriptor against its column type and the span
@@ -94,8 +97,8 @@ void cs__chunk_merged_free(cs__merged *m);
 ** record offsets [header_bytes, record_bytes); for a patch's (absolute
 ** true, CS_CHUNK_ABSOLUTE required) the file offsets of the patch block's
 ** chunk area.  rec names the record in the message. */
-cs_rc cs__chunk_check(const cs_disk_chunk *dc, const cs_column *col, uint64_t n_rows, uint64_t lo, uint64_t hi, bool absolute,
-                      const char *path, uint64_t rec, cs_err *err);
+cs_rc cs__chunk_check(const cs_disk_chunk *dc, const cs_column *col, uint64_t n_rows, uint64_t lo,
+                      uint64_t hi, bool absolute, const char *path, uint64_t rec, cs_err *err);
 
 /* The file offset of the patch block of a CS_CHUNK_ABSOLUTE descriptor
 ** (UINT64_MAX when patch_back points before the file). */

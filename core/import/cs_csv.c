@@ -57,7 +57,8 @@ void cs_record_free(cs_record *rec) {
 ** the capacity and store. */
 static bool grow_bytes(cs_record *rec, size_t n, cs_err *err) {
   if (rec->n_bytes + n > UINT32_MAX) {
-    cs_err_set(err, CS_ERANGE, "colstore: line %llu: a record longer than 4 GiB", (unsigned long long)rec->line);
+    cs_err_set(err, CS_ERANGE, "colstore: line %llu: a record longer than 4 GiB",
+               (unsigned long long)rec->line);
     return false;
   }
   size_t cap = rec->cap_bytes ? rec->cap_bytes * 2 : 4096;
@@ -197,7 +198,8 @@ int cs_csv_feed(cs_csv *c, const uint8_t *buf, size_t n, size_t *pos, cs_record 
 
 int cs_csv_finish(cs_csv *c, cs_record *rec, cs_err *err) {
   if (c->state == CS_CSV_QUOTED) {
-    cs_err_set(err, CS_EINVAL, "colstore: line %llu: a quoted field is not closed before the end of the input",
+    cs_err_set(err, CS_EINVAL,
+               "colstore: line %llu: a quoted field is not closed before the end of the input",
                (unsigned long long)c->quote_line);
     return -1;
   }
@@ -224,8 +226,10 @@ uint8_t cs_csv_detect_delim(const uint8_t *buf, size_t n, uint8_t quote) {
     while (records < SAMPLE_RECORDS) {
       int got = cs_csv_feed(&c, buf, n, &pos, &rec, &err);
       if (got <= 0) break;
-      if (records == 0) fields = rec.n_fields;
-      else if (rec.n_fields != fields) consistent = false;
+      if (records == 0)
+        fields = rec.n_fields;
+      else if (rec.n_fields != fields)
+        consistent = false;
       records++;
       cs_record_reset(&rec);
     }
@@ -240,7 +244,8 @@ uint8_t cs_csv_detect_delim(const uint8_t *buf, size_t n, uint8_t quote) {
   size_t counts[sizeof candidates] = {0};
   bool in_quotes = false;
   for (size_t i = 0; i < n && (in_quotes || (buf[i] != '\n' && buf[i] != '\r')); i++) {
-    if (buf[i] == quote) in_quotes = !in_quotes;
+    if (buf[i] == quote)
+      in_quotes = !in_quotes;
     else if (!in_quotes)
       for (size_t k = 0; k < sizeof candidates; k++) counts[k] += buf[i] == candidates[k];
   }

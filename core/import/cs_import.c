@@ -70,18 +70,19 @@ typedef struct importer {
   uint8_t delim, quote;
   bool header;
   uint32_t n_cols;
-  cs_column *cols;        /* names owned by res->cols once built */
-  cs_record header_rec;   /* the input's first record: the header, when there is one */
-  size_t first_file;      /* the first file that is not empty */
+  cs_column *cols;      /* names owned by res->cols once built */
+  cs_record header_rec; /* the input's first record: the header, when there is one */
+  size_t first_file;    /* the first file that is not empty */
   column_guess *guess;
   int pass, passes;
   bool interrupted;
   uint8_t *block;
   cs_record rec;
-  sink *sinks;            /* threads of them; the serial path uses the first */
+  sink *sinks; /* threads of them; the serial path uses the first */
   uint32_t threads;
   size_t chunk_bytes;
-  bool utf8_known_valid;  /* pass two after a pass one that rejected nothing */     /* threads: bytes per chunk of a wave */
+  bool utf8_known_valid;
+  /* pass two after a pass one that rejected nothing */ /* threads: bytes per chunk of a wave */
   cs_writer *writer;
   uint64_t bytes_total, pass_bytes_done, pass_rows;
   uint32_t max_rejects;
@@ -125,13 +126,13 @@ typedef struct sink_reject {
 struct sink {
   cs_batch *batch;
   column_guess *guess;
-  uint64_t seen;          /* records handled (progress) */
-  uint64_t rows;          /* rows put into batch */
+  uint64_t seen; /* records handled (progress) */
+  uint64_t rows; /* rows put into batch */
   uint64_t rejected;
-  sink_reject *rejects;   /* the first max_rejects */
+  sink_reject *rejects; /* the first max_rejects */
   size_t n_rejects;
-  cs_rc fail_code;        /* the first failure, CS_OK while none */
-  uint64_t fail_line;     /* 0: a failure not about a line */
+  cs_rc fail_code;    /* the first failure, CS_OK while none */
+  uint64_t fail_line; /* 0: a failure not about a line */
   char fail_reason[400];
 };
 
@@ -144,7 +145,8 @@ static cs_rc sink_fail(sink *s, cs_rc code, uint64_t line, const char *reason) {
 
 /* A rejected line: the failure under on_error=fail, else counted (once)
 ** and the first few kept.  Returns CS_OK to go on with the next line. */
-static cs_rc reject(const importer *imp, sink *s, uint64_t line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static cs_rc reject(const importer *imp, sink *s, uint64_t line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 static cs_rc reject(const importer *imp, sink *s, uint64_t line, const char *fmt, ...) {
   char reason[400];
   va_list ap;
@@ -157,7 +159,8 @@ static cs_rc reject(const importer *imp, sink *s, uint64_t line, const char *fmt
   if (s->n_rejects < imp->max_rejects) {
     if (!s->rejects && !(s->rejects = calloc(imp->max_rejects, sizeof *s->rejects)))
       return sink_fail(s, CS_ENOMEM, 0, "out of memory");
-    if (!(s->rejects[s->n_rejects].reason = strdup(reason))) return sink_fail(s, CS_ENOMEM, 0, "out of memory");
+    if (!(s->rejects[s->n_rejects].reason = strdup(reason)))
+      return sink_fail(s, CS_ENOMEM, 0, "out of memory");
     s->rejects[s->n_rejects++].line = line;
   }
   return CS_OK;
@@ -192,7 +195,8 @@ static cs_rc merge_sink(importer *imp, sink *s, const char *file, uint64_t line_
   if (rc != CS_OK) return rc;
   if (s->fail_code != CS_OK) {
     if (s->fail_line)
-      return fail(imp, s->fail_code, "colstore: %s line %llu: %s", file, (unsigned long long)(s->fail_line + line_base), s->fail_reason);
+      return fail(imp, s->fail_code, "colstore: %s line %llu: %s", file,
+                  (unsigned long long)(s->fail_line + line_base), s->fail_reason);
     return fail(imp, s->fail_code, "colstore: %s", s->fail_reason);
   }
   return CS_OK;
@@ -208,7 +212,9 @@ static void sink_free(sink *s) {
 
 /* ------------------------------------------------------------ the files */
 
-static int compare_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int compare_names(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 static cs_rc add_file(importer *imp, const char *name, size_t *cap) {
   cs_import_result *res = imp->res;
@@ -262,7 +268,8 @@ static cs_rc list_files(importer *imp, const char *source) {
     }
     closedir(d);
     if (rc != CS_OK) return rc;
-    if (imp->res->n_files == 0) return fail(imp, CS_ENOENT, "colstore: the directory %s holds no files", source);
+    if (imp->res->n_files == 0)
+      return fail(imp, CS_ENOENT, "colstore: the directory %s holds no files", source);
   } else {
     cs_rc rc = add_file(imp, source, &cap);
     if (rc != CS_OK) return rc;
@@ -328,7 +335,8 @@ static cs_rc read_first_record(importer *imp) {
       return imp->err->code;
     }
     size_t pos = bom_bytes(imp->block, (size_t)n);
-    imp->delim = imp->opt->delim ? (uint8_t)imp->opt->delim : cs_csv_detect_delim(imp->block + pos, (size_t)n - pos, imp->quote);
+    imp->delim = imp->opt->delim ? (uint8_t)imp->opt->delim
+                                 : cs_csv_detect_delim(imp->block + pos, (size_t)n - pos, imp->quote);
     cs_csv c;
     cs_csv_init(&c, imp->delim, imp->quote);
     int got = 0;
@@ -347,8 +355,10 @@ static cs_rc read_first_record(importer *imp) {
       return CS_OK;
     }
   }
-  if (imp->res->n_files == 1) return fail(imp, CS_EINVAL, "colstore: %s is empty: there are no columns to import", imp->res->files[0]);
-  return fail(imp, CS_EINVAL, "colstore: the %zu files are all empty: there are no columns to import", imp->res->n_files);
+  if (imp->res->n_files == 1)
+    return fail(imp, CS_EINVAL, "colstore: %s is empty: there are no columns to import", imp->res->files[0]);
+  return fail(imp, CS_EINVAL, "colstore: the %zu files are all empty: there are no columns to import",
+              imp->res->n_files);
 }
 
 /* header=auto: the first line is a header when each of its fields is
@@ -359,7 +369,9 @@ static bool looks_like_header(const cs_record *rec) {
     const uint8_t *p = cs_record_field(rec, i, &n);
     int64_t iv;
     double fv;
-    if (n == 0 || n > CS_NAME_MAX_BYTES || !cs_utf8_valid(p, n) || cs_parse_number(p, n, &iv, &fv) != CS_NUM_NONE) return false;
+    if (n == 0 || n > CS_NAME_MAX_BYTES || !cs_utf8_valid(p, n) ||
+        cs_parse_number(p, n, &iv, &fv) != CS_NUM_NONE)
+      return false;
     for (uint32_t k = 0; k < i; k++) {
       size_t m;
       const uint8_t *q = cs_record_field(rec, k, &m);
@@ -372,7 +384,9 @@ static bool looks_like_header(const cs_record *rec) {
 /* --------------------------------------------------------- the columns */
 
 static cs_rc set_column(importer *imp, uint32_t i, const char *name, size_t n, cs_type type, bool nullable) {
-  if (n == 0 || n > CS_NAME_MAX_BYTES) return fail(imp, CS_EINVAL, "colstore: column %u: a name must have 1 to %d bytes", i + 1, CS_NAME_MAX_BYTES);
+  if (n == 0 || n > CS_NAME_MAX_BYTES)
+    return fail(imp, CS_EINVAL, "colstore: column %u: a name must have 1 to %d bytes", i + 1,
+                CS_NAME_MAX_BYTES);
   for (uint32_t k = 0; k < i; k++)
     if (strlen(imp->cols[k].name) == n && strncasecmp(imp->cols[k].name, name, n) == 0)
       return fail(imp, CS_EINVAL, "colstore: two columns are named %.*s", (int)n, name);
@@ -383,7 +397,8 @@ static cs_rc set_column(importer *imp, uint32_t i, const char *name, size_t n, c
 }
 
 static cs_rc alloc_columns(importer *imp, uint32_t n) {
-  if (n > CS_MAX_COLUMNS) return fail(imp, CS_EINVAL, "colstore: %u columns; a store holds at most %d", n, CS_MAX_COLUMNS);
+  if (n > CS_MAX_COLUMNS)
+    return fail(imp, CS_EINVAL, "colstore: %u columns; a store holds at most %d", n, CS_MAX_COLUMNS);
   imp->n_cols = n;
   imp->cols = calloc(n, sizeof *imp->cols);
   imp->guess = calloc(n, sizeof *imp->guess);
@@ -416,18 +431,24 @@ static cs_rc parse_columns(importer *imp, const char *spec) {
     const char *s = skip_space(item, end), *e = trim_end(s, end);
     const char *name_end = s;
     while (name_end < e && *name_end != ' ' && *name_end != '\t') name_end++;
-    if (name_end == s) return fail(imp, CS_EINVAL, "colstore: columns=: item %u is empty; write 'name TYPE [NOT NULL], ...'", i + 1);
+    if (name_end == s)
+      return fail(imp, CS_EINVAL, "colstore: columns=: item %u is empty; write 'name TYPE [NOT NULL], ...'",
+                  i + 1);
     const char *type = skip_space(name_end, e);
     bool nullable = true;
-    if (e - type >= 8 && strncasecmp(e - 8, "NOT NULL", 8) == 0 && (e - type == 8 || e[-9] == ' ' || e[-9] == '\t')) {
+    if (e - type >= 8 && strncasecmp(e - 8, "NOT NULL", 8) == 0 &&
+        (e - type == 8 || e[-9] == ' ' || e[-9] == '\t')) {
       nullable = false;
       e = trim_end(type, e - 8);
     }
     if (type == e)
-      return fail(imp, CS_EINVAL, "colstore: columns=: column %.*s has no type; write 'name TYPE [NOT NULL], ...'", (int)(name_end - s), s);
+      return fail(imp, CS_EINVAL,
+                  "colstore: columns=: column %.*s has no type; write 'name TYPE [NOT NULL], ...'",
+                  (int)(name_end - s), s);
     cs_type t = cs_type_parse(type, (size_t)(e - type));
     if (t == 0)
-      return fail(imp, CS_EINVAL, "colstore: columns=: column %.*s: unknown type '%.*s'", (int)(name_end - s), s, (int)(e - type), type);
+      return fail(imp, CS_EINVAL, "colstore: columns=: column %.*s: unknown type '%.*s'", (int)(name_end - s),
+                  s, (int)(e - type), type);
     if ((rc = set_column(imp, i, s, (size_t)(name_end - s), t, nullable)) != CS_OK) return rc;
     item = end + 1;
   }
@@ -448,8 +469,8 @@ static cs_rc plan_columns(importer *imp, const cs_schema *store_schema) {
   if (imp->opt->columns) {
     if ((rc = parse_columns(imp, imp->opt->columns)) != CS_OK) return rc;
     if (imp->n_cols != first->n_fields)
-      return fail(imp, CS_EINVAL, "colstore: columns= names %u columns but %s line %llu has %u fields", imp->n_cols, file0,
-                  (unsigned long long)first->line, first->n_fields);
+      return fail(imp, CS_EINVAL, "colstore: columns= names %u columns but %s line %llu has %u fields",
+                  imp->n_cols, file0, (unsigned long long)first->line, first->n_fields);
   } else if (store_schema) {
     if ((rc = alloc_columns(imp, store_schema->n_cols)) != CS_OK) return rc;
     for (uint32_t i = 0; i < imp->n_cols; i++) {
@@ -457,15 +478,17 @@ static cs_rc plan_columns(importer *imp, const cs_schema *store_schema) {
       if ((rc = set_column(imp, i, c->name, strlen(c->name), c->type, c->nullable)) != CS_OK) return rc;
     }
     if (imp->n_cols != first->n_fields)
-      return fail(imp, CS_EINVAL, "colstore: mode=append: the store has %u columns but %s line %llu has %u fields", imp->n_cols,
-                  file0, (unsigned long long)first->line, first->n_fields);
+      return fail(imp, CS_EINVAL,
+                  "colstore: mode=append: the store has %u columns but %s line %llu has %u fields",
+                  imp->n_cols, file0, (unsigned long long)first->line, first->n_fields);
   } else {
     if ((rc = alloc_columns(imp, first->n_fields)) != CS_OK) return rc;
     for (uint32_t i = 0; i < imp->n_cols; i++) {
       char fallback[16];
       size_t n;
       const char *name = (const char *)cs_record_field(first, i, &n);
-      if (!imp->header) n = (size_t)snprintf(fallback, sizeof fallback, "c%u", i), name = fallback;
+      if (!imp->header)
+        n = (size_t)snprintf(fallback, sizeof fallback, "c%u", i), name = fallback;
       else if (!cs_utf8_valid((const uint8_t *)name, n))
         return fail(imp, CS_EINVAL, "colstore: %s line %llu: the header's field %u is not valid UTF-8", file0,
                     (unsigned long long)first->line, i + 1);
@@ -485,13 +508,15 @@ static cs_rc plan_columns(importer *imp, const cs_schema *store_schema) {
       size_t hn = strlen(name);
       if (!imp->opt->columns && imp->header) name = (const char *)cs_record_field(first, i, &hn);
       if ((imp->opt->columns || imp->header) && (hn != n || strncasecmp(name, want->name, n) != 0))
-        return fail(imp, CS_ESCHEMA, "colstore: mode=append: column %u is %s in the store but %.*s in %s", i + 1, want->name,
-                    (int)hn, name, imp->opt->columns ? "columns=" : file0);
+        return fail(imp, CS_ESCHEMA, "colstore: mode=append: column %u is %s in the store but %.*s in %s",
+                    i + 1, want->name, (int)hn, name, imp->opt->columns ? "columns=" : file0);
       if (have->type != want->type)
-        return fail(imp, CS_ESCHEMA, "colstore: mode=append: column %s is %s in the store but %s in columns=", want->name,
+        return fail(imp, CS_ESCHEMA,
+                    "colstore: mode=append: column %s is %s in the store but %s in columns=", want->name,
                     cs_type_name(want->type), cs_type_name(have->type));
       if (have->nullable != want->nullable)
-        return fail(imp, CS_ESCHEMA, "colstore: mode=append: column %s is %s in the store but %s in columns=", want->name,
+        return fail(imp, CS_ESCHEMA,
+                    "colstore: mode=append: column %s is %s in the store but %s in columns=", want->name,
                     want->nullable ? "nullable" : "NOT NULL", have->nullable ? "nullable" : "NOT NULL");
     }
   }
@@ -504,8 +529,10 @@ static void guess_field(column_guess *g, const uint8_t *p, size_t n) {
   g->non_null++;
   if (!g->may_float) return;
   cs_num_kind k = cs_number_kind(p, n);
-  if (k == CS_NUM_NONE) g->may_int = g->may_float = false;
-  else if (k == CS_NUM_FLOAT) g->may_int = false;
+  if (k == CS_NUM_NONE)
+    g->may_int = g->may_float = false;
+  else if (k == CS_NUM_FLOAT)
+    g->may_int = false;
 }
 
 static bool int_fits(cs_type t, int64_t v) {
@@ -523,7 +550,8 @@ static bool int_fits(cs_type t, int64_t v) {
 
 /* Puts field i into the batch; returns a reason (into why) when the value
 ** does not fit its column, "" otherwise; CS_ENOMEM is returned. */
-static cs_rc put_field(const importer *imp, cs_batch *batch, uint32_t col_index, const uint8_t *p, size_t n, char *why, size_t why_cap) {
+static cs_rc put_field(const importer *imp, cs_batch *batch, uint32_t col_index, const uint8_t *p, size_t n,
+                       char *why, size_t why_cap) {
   const cs_column *col = &imp->cols[col_index];
   cs_err e;
   why[0] = 0;
@@ -536,20 +564,24 @@ static cs_rc put_field(const importer *imp, cs_batch *batch, uint32_t col_index,
     uint64_t v = 0;
     size_t d = i;
     while (d < n && (unsigned)(p[d] - '0') <= 9) v = v * 10 + (unsigned)(p[d++] - '0');
-    if (d == n && d > i) return cs_batch_put_i64(batch, col_index, p[0] == '-' ? -(int64_t)v : (int64_t)v, &e);
+    if (d == n && d > i)
+      return cs_batch_put_i64(batch, col_index, p[0] == '-' ? -(int64_t)v : (int64_t)v, &e);
   }
   cs_num_kind k = cs_parse_number(p, n, &iv, &fv);
   char shown[80];
   if (k == CS_NUM_NONE) {
     quote_value(shown, sizeof shown, p, n);
-    snprintf(why, why_cap, "cannot store %s in column %s of type %s: it is not a number", shown, col->name, cs_type_name(col->type));
+    snprintf(why, why_cap, "cannot store %s in column %s of type %s: it is not a number", shown, col->name,
+             cs_type_name(col->type));
     return CS_OK;
   }
   if (cs_type_is_float(col->type)) {
     double d = k == CS_NUM_INT ? (double)iv : fv;
-    if (col->type == CS_TYPE_FLOAT32 && d - d == 0 && (d > 3.4028234663852886e38 || d < -3.4028234663852886e38 || (d != 0 && (float)d == 0))) {
+    if (col->type == CS_TYPE_FLOAT32 && d - d == 0 &&
+        (d > 3.4028234663852886e38 || d < -3.4028234663852886e38 || (d != 0 && (float)d == 0))) {
       quote_value(shown, sizeof shown, p, n);
-      snprintf(why, why_cap, "cannot store %s in column %s of type FLOAT32: it is out of FLOAT32's range", shown, col->name);
+      snprintf(why, why_cap, "cannot store %s in column %s of type FLOAT32: it is out of FLOAT32's range",
+               shown, col->name);
       return CS_OK;
     }
     return cs_batch_put_f64(batch, col_index, d, &e);
@@ -557,14 +589,16 @@ static cs_rc put_field(const importer *imp, cs_batch *batch, uint32_t col_index,
   if (k == CS_NUM_FLOAT) {
     if (!(fv >= -9223372036854775808.0 && fv < 9223372036854775808.0) || fv != (double)(int64_t)fv) {
       quote_value(shown, sizeof shown, p, n);
-      snprintf(why, why_cap, "cannot store %s in column %s of type %s: it is not an integer", shown, col->name, cs_type_name(col->type));
+      snprintf(why, why_cap, "cannot store %s in column %s of type %s: it is not an integer", shown,
+               col->name, cs_type_name(col->type));
       return CS_OK;
     }
     iv = (int64_t)fv;
   }
   if (!int_fits(col->type, iv)) {
     quote_value(shown, sizeof shown, p, n);
-    snprintf(why, why_cap, "cannot store %s in column %s of type %s: %s", shown, col->name, cs_type_name(col->type),
+    snprintf(why, why_cap, "cannot store %s in column %s of type %s: %s", shown, col->name,
+             cs_type_name(col->type),
              col->type == CS_TYPE_BOOL ? "a BOOL holds 0 or 1" : "it is out of the type's range");
     return CS_OK;
   }
@@ -597,7 +631,8 @@ static cs_rc check_header(importer *imp, size_t file_index, const cs_record *rec
               (rec->n_bytes == 0 || memcmp(rec->bytes, h->bytes, rec->n_bytes) == 0);
   for (uint32_t i = 0; same && i < rec->n_fields; i++) same = rec->ends[i] == h->ends[i];
   if (!same)
-    return fail(imp, CS_EINVAL, "colstore: %s line %llu: the header differs from %s's; files imported together must share it",
+    return fail(imp, CS_EINVAL,
+                "colstore: %s line %llu: the header differs from %s's; files imported together must share it",
                 imp->res->files[file_index], (unsigned long long)rec->line, imp->res->files[imp->first_file]);
   return CS_OK;
 }
@@ -608,13 +643,14 @@ static cs_rc check_header(importer *imp, size_t file_index, const cs_record *rec
 static cs_rc handle_record(const importer *imp, sink *s, const cs_record *rec) {
   s->seen++;
   if (rec->n_fields != imp->n_cols)
-    return reject(imp, s, rec->line, "%u fields where %s has %u", rec->n_fields, imp->header ? "the header" : "the first line",
-                  imp->n_cols);
+    return reject(imp, s, rec->line, "%u fields where %s has %u", rec->n_fields,
+                  imp->header ? "the header" : "the first line", imp->n_cols);
   if (!imp->utf8_known_valid && !record_utf8_valid(rec))
     for (uint32_t i = 0; i < rec->n_fields; i++) {
       size_t n;
       const uint8_t *p = cs_record_field(rec, i, &n);
-      if (!cs_utf8_valid(p, n)) return reject(imp, s, rec->line, "field %u (column %s) is not valid UTF-8", i + 1, imp->cols[i].name);
+      if (!cs_utf8_valid(p, n))
+        return reject(imp, s, rec->line, "field %u (column %s) is not valid UTF-8", i + 1, imp->cols[i].name);
     }
   if (imp->passes == 2 && imp->pass == 1) {
     for (uint32_t i = 0; i < rec->n_fields; i++) {
@@ -667,7 +703,8 @@ static bool writing(const importer *imp) { return !(imp->passes == 2 && imp->pas
 
 static bool report(importer *imp, bool finished) {
   if (!imp->opt->progress) return true;
-  cs_import_progress p = {imp->pass, imp->passes, imp->pass_bytes_done, imp->bytes_total, imp->pass_rows, finished};
+  cs_import_progress p = {imp->pass,        imp->passes,    imp->pass_bytes_done,
+                          imp->bytes_total, imp->pass_rows, finished};
   if (imp->opt->progress(imp->opt->progress_ctx, &p) != 0) {
     imp->interrupted = imp->res->interrupted = true;
     fail(imp, CS_EINVAL, "colstore: interrupted");
@@ -683,7 +720,8 @@ static cs_rc serial_record(importer *imp, size_t f, bool first) {
   if (first && imp->header) return check_header(imp, f, &imp->rec);
   cs_rc rc = handle_record(imp, s, &imp->rec);
   if (rc != CS_OK || s->n_rejects) rc = merge_sink(imp, s, imp->res->files[f], 0);
-  if (rc == CS_OK && writing(imp) && cs_batch_rows(s->batch) >= CS_DEFAULT_RECORD_ROWS) rc = write_batch(imp, s->batch);
+  if (rc == CS_OK && writing(imp) && cs_batch_rows(s->batch) >= CS_DEFAULT_RECORD_ROWS)
+    rc = write_batch(imp, s->batch);
   return rc;
 }
 
@@ -768,10 +806,10 @@ static cs_rc run_file_serial(importer *imp, size_t f) {
 ** starts. */
 
 typedef struct chunk_job {
-  size_t begin, end;       /* buf offsets */
-  size_t stop;             /* after the last complete record */
-  uint64_t lines;          /* line ends before stop */
-  bool clean;              /* ended at a record boundary, nothing pending */
+  size_t begin, end; /* buf offsets */
+  size_t stop;       /* after the last complete record */
+  uint64_t lines;    /* line ends before stop */
+  bool clean;        /* ended at a record boundary, nothing pending */
   cs_rc rc;
   cs_err err;
   cs_record rec;
@@ -780,7 +818,8 @@ typedef struct chunk_job {
 static size_t record_start_after(const uint8_t *buf, size_t from, size_t to, uint8_t quote, bool in_quotes) {
   for (size_t i = from; i < to; i++) {
     uint8_t b = buf[i];
-    if (b == quote) in_quotes = !in_quotes;
+    if (b == quote)
+      in_quotes = !in_quotes;
     else if (!in_quotes && (b == '\n' || b == '\r')) {
       if (b == '\r' && i + 1 < to && buf[i + 1] == '\n') i++;
       return i + 1;
@@ -789,7 +828,8 @@ static size_t record_start_after(const uint8_t *buf, size_t from, size_t to, uin
   return to;
 }
 
-static void run_chunk(const importer *imp, sink *s, chunk_job *job, const uint8_t *buf, bool last, bool at_eof) {
+static void run_chunk(const importer *imp, sink *s, chunk_job *job, const uint8_t *buf, bool last,
+                      bool at_eof) {
   cs_csv c;
   cs_csv_init(&c, imp->delim, imp->quote);
   cs_record_reset(&job->rec);
@@ -848,12 +888,16 @@ static void run_chunks(importer *imp, chunk_job *jobs, uint32_t k_chunks, const 
   chunk_thread args[MAX_THREADS];
   pthread_t tids[MAX_THREADS];
   bool started[MAX_THREADS] = {false};
-  for (uint32_t k = 0; k < k_chunks; k++) args[k] = (chunk_thread){imp, &imp->sinks[k], &jobs[k], buf, k + 1 == k_chunks, at_eof};
-  for (uint32_t k = 1; k < k_chunks; k++) started[k] = pthread_create(&tids[k], NULL, chunk_thread_main, &args[k]) == 0;
+  for (uint32_t k = 0; k < k_chunks; k++)
+    args[k] = (chunk_thread){imp, &imp->sinks[k], &jobs[k], buf, k + 1 == k_chunks, at_eof};
+  for (uint32_t k = 1; k < k_chunks; k++)
+    started[k] = pthread_create(&tids[k], NULL, chunk_thread_main, &args[k]) == 0;
   chunk_thread_main(&args[0]);
   for (uint32_t k = 1; k < k_chunks; k++) {
-    if (started[k]) pthread_join(tids[k], NULL);
-    else chunk_thread_main(&args[k]); /* no thread to be had: run it here */
+    if (started[k])
+      pthread_join(tids[k], NULL);
+    else
+      chunk_thread_main(&args[k]); /* no thread to be had: run it here */
   }
 }
 
@@ -877,14 +921,17 @@ static cs_rc run_file_parallel(importer *imp, size_t f, uint64_t size) {
   size_t *bounds = malloc((threads + 1) * sizeof *bounds);
   int fd = open(file, O_RDONLY | O_CLOEXEC);
   cs_rc rc = CS_OK;
-  if (!buf || !jobs || !bounds) rc = fail(imp, CS_ENOMEM, "colstore: out of memory");
-  else if (fd < 0) rc = fail(imp, CS_EIO, "colstore: cannot open %s: %s", file, strerror(errno));
+  if (!buf || !jobs || !bounds)
+    rc = fail(imp, CS_ENOMEM, "colstore: out of memory");
+  else if (fd < 0)
+    rc = fail(imp, CS_EIO, "colstore: cannot open %s: %s", file, strerror(errno));
   uint64_t off = 0, line_base = 0, raw_before = imp->pass_bytes_done;
   bool first = true, after_cr = false;
   while (rc == CS_OK && off < size) {
     size_t n = size - off < region_cap ? (size_t)(size - off) : region_cap;
     if (!read_at(fd, buf, n, off)) {
-      rc = fail(imp, CS_EIO, "colstore: cannot read %s: %s", file, errno ? strerror(errno) : "it shrank while read");
+      rc = fail(imp, CS_EIO, "colstore: cannot read %s: %s", file,
+                errno ? strerror(errno) : "it shrank while read");
       break;
     }
     bool at_eof = off + n == size;
@@ -919,10 +966,13 @@ static cs_rc run_file_parallel(importer *imp, size_t f, uint64_t size) {
     for (uint32_t k = 1; k < threads; k++) {
       size_t guess = start + (size_t)((uint64_t)(n - start) * k / threads);
       if (guess < bounds[k - 1]) guess = bounds[k - 1];
-      for (const uint8_t *q = buf + counted; (q = memchr(q, imp->quote, (size_t)(buf + guess - q))) != NULL; q++) in_quotes = !in_quotes;
+      for (const uint8_t *q = buf + counted; (q = memchr(q, imp->quote, (size_t)(buf + guess - q))) != NULL;
+           q++)
+        in_quotes = !in_quotes;
       counted = guess;
       size_t b = record_start_after(buf, guess, n, imp->quote, in_quotes);
-      for (const uint8_t *q = buf + counted; (q = memchr(q, imp->quote, (size_t)(buf + b - q))) != NULL; q++) in_quotes = !in_quotes;
+      for (const uint8_t *q = buf + counted; (q = memchr(q, imp->quote, (size_t)(buf + b - q))) != NULL; q++)
+        in_quotes = !in_quotes;
       counted = b;
       bounds[k] = b;
     }
@@ -959,7 +1009,8 @@ static cs_rc run_file_parallel(importer *imp, size_t f, uint64_t size) {
         *imp->err = job->err;
         unsigned long long rel;
         const char *rest = strstr(job->err.msg, ": ");
-        if (sscanf(job->err.msg, "colstore: line %llu:", &rel) == 1 && rest && (rest = strstr(rest + 2, ": ")) != NULL) {
+        if (sscanf(job->err.msg, "colstore: line %llu:", &rel) == 1 && rest &&
+            (rest = strstr(rest + 2, ": ")) != NULL) {
           char msg[CS_ERR_MSG_BYTES];
           snprintf(msg, sizeof msg, "colstore: %s line %llu: %s", file, rel + line_base, rest + 2);
           cs_err_set(imp->err, job->err.code, "%s", msg);
@@ -1022,7 +1073,8 @@ static cs_rc run_pass(importer *imp, int pass) {
     const char *file = imp->res->files[f];
     struct stat st;
     cs_rc rc;
-    if (imp->threads > 1 && splittable(file) && stat(file, &st) == 0 && (uint64_t)st.st_size >= 2 * imp->chunk_bytes)
+    if (imp->threads > 1 && splittable(file) && stat(file, &st) == 0 &&
+        (uint64_t)st.st_size >= 2 * imp->chunk_bytes)
       rc = run_file_parallel(imp, f, (uint64_t)st.st_size);
     else
       rc = run_file_serial(imp, f);
@@ -1033,7 +1085,8 @@ static cs_rc run_pass(importer *imp, int pass) {
 
 /* ------------------------------------------------------------ the whole */
 
-cs_rc cs_import_text(const char *path, const char *source, const cs_import_options *opt, cs_import_result *res, cs_err *err) {
+cs_rc cs_import_text(const char *path, const char *source, const cs_import_options *opt,
+                     cs_import_result *res, cs_err *err) {
   memset(res, 0, sizeof *res);
   *err = (cs_err){0};
   cs_import_options defaults = {0};
@@ -1044,9 +1097,12 @@ cs_rc cs_import_text(const char *path, const char *source, const cs_import_optio
   cs_rc rc = CS_OK;
   if (opt->delim && (opt->delim == imp.quote || opt->delim == '\n' || opt->delim == '\r'))
     return fail(&imp, CS_EINVAL, "colstore: the delimiter must differ from the quote and from CR and LF");
-  if (imp.quote == '\n' || imp.quote == '\r') return fail(&imp, CS_EINVAL, "colstore: the quote must not be CR or LF");
+  if (imp.quote == '\n' || imp.quote == '\r')
+    return fail(&imp, CS_EINVAL, "colstore: the quote must not be CR or LF");
   if (opt->mode == CS_IMPORT_CREATE && access(path, F_OK) == 0)
-    return fail(&imp, CS_EEXIST, "colstore: %s already exists; use mode=replace to overwrite it or mode=append to add to it", path);
+    return fail(&imp, CS_EEXIST,
+                "colstore: %s already exists; use mode=replace to overwrite it or mode=append to add to it",
+                path);
   if ((rc = list_files(&imp, source)) != CS_OK) goto done;
   if (!(imp.block = malloc(BLOCK_BYTES))) {
     rc = fail(&imp, CS_ENOMEM, "colstore: out of memory");
@@ -1076,14 +1132,19 @@ cs_rc cs_import_text(const char *path, const char *source, const cs_import_optio
     if ((rc = run_pass(&imp, 1)) != CS_OK) goto done;
     for (uint32_t i = 0; i < imp.n_cols; i++) {
       const column_guess *g = &imp.guess[i];
-      imp.cols[i].type = g->non_null == 0 ? CS_TYPE_TEXT : g->may_int ? CS_TYPE_INT64 : g->may_float ? CS_TYPE_FLOAT64 : CS_TYPE_TEXT;
+      imp.cols[i].type = g->non_null == 0 ? CS_TYPE_TEXT
+                         : g->may_int     ? CS_TYPE_INT64
+                         : g->may_float   ? CS_TYPE_FLOAT64
+                                          : CS_TYPE_TEXT;
     }
   }
   cs_schema schema = {imp.n_cols, imp.cols};
   if (!imp.writer && (rc = cs_writer_create(path, &schema, &wopt, &imp.writer, err)) != CS_OK) {
     if (rc == CS_EEXIST) {
       *err = (cs_err){0};
-      rc = fail(&imp, CS_EEXIST, "colstore: %s already exists; use mode=replace to overwrite it or mode=append to add to it", path);
+      rc = fail(&imp, CS_EEXIST,
+                "colstore: %s already exists; use mode=replace to overwrite it or mode=append to add to it",
+                path);
     }
     goto done;
   }

@@ -37,10 +37,10 @@ typedef enum cs_import_header { CS_HEADER_AUTO = 0, CS_HEADER_YES, CS_HEADER_NO 
 ** it, a second writes it), else 1. */
 typedef struct cs_import_progress {
   int pass, passes;
-  uint64_t bytes_done;   /* of this pass, as stored */
+  uint64_t bytes_done; /* of this pass, as stored */
   uint64_t bytes_total;
-  uint64_t rows;         /* records seen in this pass */
-  bool finished;         /* the last call of the last pass */
+  uint64_t rows; /* records seen in this pass */
+  bool finished; /* the last call of the last pass */
 } cs_import_progress;
 
 /* Returns nonzero to stop the import: it then fails with CS_EINVAL,
@@ -50,18 +50,18 @@ typedef int (*cs_import_progress_fn)(void *ctx, const cs_import_progress *p);
 typedef struct cs_import_options {
   cs_import_mode mode;
   cs_import_header header;
-  char delim;                 /* 0: detected among , TAB ; | */
-  char quote;                 /* 0: '"' */
+  char delim; /* 0: detected among , TAB ; | */
+  char quote; /* 0: '"' */
   /* NULL spellings: an unquoted field equal to one of them is NULL.  When
   ** has_nulls is false the default applies: the empty unquoted field. */
   bool has_nulls;
   const char *const *nulls;
   size_t n_nulls;
-  const char *columns;        /* "name TYPE [NOT NULL], ..." or NULL */
-  bool skip_errors;           /* on_error=skip: reject bad lines, go on */
-  uint32_t max_rejects;       /* rejects kept in the result; 0: 10 */
-  uint32_t threads;           /* 0, 1: one; N: plain files are read in waves of N chunks, parsed in parallel */
-  uint32_t chunk_bytes;       /* threads: bytes per chunk; 0: 8 MiB (tests use tiny ones) */
+  const char *columns;  /* "name TYPE [NOT NULL], ..." or NULL */
+  bool skip_errors;     /* on_error=skip: reject bad lines, go on */
+  uint32_t max_rejects; /* rejects kept in the result; 0: 10 */
+  uint32_t threads;     /* 0, 1: one; N: plain files are read in waves of N chunks, parsed in parallel */
+  uint32_t chunk_bytes; /* threads: bytes per chunk; 0: 8 MiB (tests use tiny ones) */
   cs_import_progress_fn progress;
   void *progress_ctx;
 } cs_import_options;
@@ -73,24 +73,24 @@ typedef struct cs_import_reject {
 } cs_import_reject;
 
 typedef struct cs_import_result {
-  uint64_t rows;              /* rows written */
-  uint64_t rejected;          /* lines rejected (on_error=skip) */
-  uint64_t bytes_read;        /* the input files' sizes as stored */
+  uint64_t rows;       /* rows written */
+  uint64_t rejected;   /* lines rejected (on_error=skip) */
+  uint64_t bytes_read; /* the input files' sizes as stored */
   uint32_t n_cols;
-  cs_column *cols;            /* names owned by the result */
-  char **files;               /* the files read, in order */
+  cs_column *cols; /* names owned by the result */
+  char **files;    /* the files read, in order */
   size_t n_files;
-  cs_import_reject *rejects;  /* the first max_rejects rejects */
+  cs_import_reject *rejects; /* the first max_rejects rejects */
   size_t n_rejects;
-  char delim;                 /* the delimiter used */
-  bool header;                /* whether the first line of each file was a header */
+  char delim;  /* the delimiter used */
+  bool header; /* whether the first line of each file was a header */
   bool interrupted;
 } cs_import_result;
 
 /* Imports the delimited text files source names (a file, a directory: its
 ** files in name order, or a glob pattern) into a store at path. */
-cs_rc cs_import_text(const char *path, const char *source, const cs_import_options *opt, cs_import_result *res,
-                     cs_err *err);
+cs_rc cs_import_text(const char *path, const char *source, const cs_import_options *opt,
+                     cs_import_result *res, cs_err *err);
 void cs_import_result_free(cs_import_result *res);
 
 #endif

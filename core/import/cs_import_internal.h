@@ -37,10 +37,10 @@ void cs_reader_close(cs_reader *r);
 typedef struct cs_record {
   uint8_t *bytes;
   size_t n_bytes, cap_bytes;
-  uint32_t *ends;        /* ends[i]: offset past field i */
+  uint32_t *ends; /* ends[i]: offset past field i */
   uint8_t *quoted;
   uint32_t n_fields, cap_fields;
-  uint64_t line;         /* the physical line the record starts on, from 1 */
+  uint64_t line; /* the physical line the record starts on, from 1 */
 } cs_record;
 
 static inline const uint8_t *cs_record_field(const cs_record *r, uint32_t i, size_t *n) {
@@ -62,11 +62,11 @@ typedef enum cs_csv_state {
 typedef struct cs_csv {
   uint8_t delim, quote;
   cs_csv_state state;
-  bool in_record;        /* some byte of the current record was seen */
-  bool quoted_field;     /* the field being read started with a quote */
-  uint8_t special[256];  /* bytes that end an unquoted run */
-  uint64_t line;         /* the current physical line, from 1 */
-  uint64_t quote_line;   /* where the open quote started (for the error) */
+  bool in_record;       /* some byte of the current record was seen */
+  bool quoted_field;    /* the field being read started with a quote */
+  uint8_t special[256]; /* bytes that end an unquoted run */
+  uint64_t line;        /* the current physical line, from 1 */
+  uint64_t quote_line;  /* where the open quote started (for the error) */
 } cs_csv;
 
 void cs_csv_init(cs_csv *c, uint8_t delim, uint8_t quote);

@@ -32,8 +32,9 @@
 
 #include "cs_import_internal.h"
 
-static const double exact_powers_of_ten[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
-                                             1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+static const double exact_powers_of_ten[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                             1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                             1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 static locale_t c_locale(void) {
   static locale_t loc;
@@ -64,16 +65,18 @@ cs_num_kind cs_parse_number(const uint8_t *s, size_t n, int64_t *out_i, double *
   size_t i = 0;
   bool negative = false;
   if (i < n && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
-  uint64_t mantissa = 0;     /* the first 19 significant digits */
-  int significant = 0;       /* significant digits seen (leading zeros not counted) */
-  int dropped = 0;           /* integer-part digits past the 19 kept */
+  uint64_t mantissa = 0; /* the first 19 significant digits */
+  int significant = 0;   /* significant digits seen (leading zeros not counted) */
+  int dropped = 0;       /* integer-part digits past the 19 kept */
   int digits = 0, frac_digits_kept = 0;
   while (i < n && s[i] >= '0' && s[i] <= '9') {
     unsigned d = s[i++] - '0';
     digits++;
     if (significant == 0 && d == 0) continue;
-    if (significant < 19) mantissa = mantissa * 10 + d;
-    else dropped++;
+    if (significant < 19)
+      mantissa = mantissa * 10 + d;
+    else
+      dropped++;
     significant++;
   }
   bool is_integer = true;
@@ -190,7 +193,8 @@ bool cs_utf8_valid(const uint8_t *s, size_t n) {
     }
     size_t len;
     uint8_t lo = 0x80, hi = 0xBF;
-    if (b >= 0xC2 && b <= 0xDF) len = 2;
+    if (b >= 0xC2 && b <= 0xDF)
+      len = 2;
     else if (b >= 0xE0 && b <= 0xEF) {
       len = 3;
       if (b == 0xE0) lo = 0xA0;

@@ -29,14 +29,14 @@ typedef enum reader_kind { READ_PLAIN, READ_GZIP, READ_ZSTD } reader_kind;
 
 struct cs_reader {
   reader_kind kind;
-  const char *path;      /* borrowed, for messages */
+  const char *path; /* borrowed, for messages */
   int fd;
   gzFile gz;
   ZSTD_DCtx *zstd;
-  uint8_t *zin;          /* zstd: stored bytes read, not yet decompressed */
+  uint8_t *zin; /* zstd: stored bytes read, not yet decompressed */
   ZSTD_inBuffer zin_buf;
   bool zin_eof;
-  bool zstd_frame_open;  /* a frame started and not finished */
+  bool zstd_frame_open; /* a frame started and not finished */
   uint64_t raw_offset;
 };
 
@@ -58,7 +58,8 @@ cs_rc cs_reader_open(const char *path, cs_reader **out, cs_err *err) {
   if (r->fd < 0) {
     int e = errno;
     free(r);
-    return cs_err_set(err, e == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot open %s: %s", path, strerror(e));
+    return cs_err_set(err, e == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot open %s: %s", path,
+                      strerror(e));
   }
   if (r->kind == READ_GZIP) {
     r->gz = gzdopen(r->fd, "rb");

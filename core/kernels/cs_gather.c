@@ -161,18 +161,18 @@ typedef struct gather_args {
   size_t w;
   bool v;
   int pf;
-  uint64_t first;        /* strided */
-  int64_t step;          /* strided */
-  const uint64_t *rows;  /* sorted, rows, binned */
-  const uint32_t *bins;  /* binned; bins output for cs_bins_compute */
+  uint64_t first;       /* strided */
+  int64_t step;         /* strided */
+  const uint64_t *rows; /* sorted, rows, binned */
+  const uint32_t *bins; /* binned; bins output for cs_bins_compute */
   uint32_t *bins_out;
   uint8_t *out, *ov;
 } gather_args;
 
 /* The column-dependent part of a gather's arguments; bases: build the
 ** record base table (freed by gather_args_done). */
-static gather_args gather_args_of(const cs_store *s, uint32_t col, uint8_t *out_valid, uint64_t n, bool sorted,
-                                  bool bases, void *out) {
+static gather_args gather_args_of(const cs_store *s, uint32_t col, uint8_t *out_valid, uint64_t n,
+                                  bool sorted, bool bases, void *out) {
   gather_args a;
   memset(&a, 0, sizeof a);
   a.w = gather_width(s, col);
@@ -528,8 +528,8 @@ void cs_gather_rows_binned(const cs_store *s, uint32_t col, const uint64_t *rows
 
 /* ------------------------------------------------------------ span bodies */
 
-void cs__gather_sorted_span(const cs_store *s, uint32_t col, int pf, const uint64_t *rows, uint64_t i0, uint64_t i1,
-                            void *out, uint8_t *ov) {
+void cs__gather_sorted_span(const cs_store *s, uint32_t col, int pf, const uint64_t *rows, uint64_t i0,
+                            uint64_t i1, void *out, uint8_t *ov) {
   if (i0 < i1) sorted_part(seg_table_of(s, col), gather_width(s, col), ov != NULL, pf, rows, i0, i1, out, ov);
 }
 
@@ -541,7 +541,8 @@ void cs__bins_span(const cs_store *s, const uint64_t *rows, uint64_t i0, uint64_
     bins_loop(t, false, rows, i0, i1, bins);
 }
 
-void cs__gather_binned_span(const cs_store *s, uint32_t col, int pf, const uint64_t *rows, const uint32_t *bins,
-                            uint64_t i0, uint64_t i1, void *out, uint8_t *ov) {
-  if (i0 < i1) binned_part(seg_table_of(s, col), gather_width(s, col), ov != NULL, pf, rows, bins, i0, i1, out, ov);
+void cs__gather_binned_span(const cs_store *s, uint32_t col, int pf, const uint64_t *rows,
+                            const uint32_t *bins, uint64_t i0, uint64_t i1, void *out, uint8_t *ov) {
+  if (i0 < i1)
+    binned_part(seg_table_of(s, col), gather_width(s, col), ov != NULL, pf, rows, bins, i0, i1, out, ov);
 }

@@ -108,20 +108,21 @@ void cs__mask_from_bits(const uint8_t *bits, uint64_t off, uint64_t n, uint8_t *
 uint64_t cs__mask_count_span(const uint8_t *mask, uint64_t n);
 /* Positions base + i of the selected bytes of mask[i0, i1) into out, which
 ** has exactly cap slots (the span's count). */
-void cs__mask_rows_span(const uint8_t *mask, uint64_t i0, uint64_t i1, uint64_t base, uint64_t *out, uint64_t cap);
+void cs__mask_rows_span(const uint8_t *mask, uint64_t i0, uint64_t i1, uint64_t base, uint64_t *out,
+                        uint64_t cap);
 /* Column col at rows first + i selected by mask[i0, i1) into out/ov, which
 ** have exactly cap elements (the span's count). */
 void cs__mask_gather_span(const cs_store *s, uint32_t col, const uint8_t *mask, uint64_t first, uint64_t i0,
                           uint64_t i1, void *out, uint8_t *ov, uint64_t cap);
 /* Column col at rows[i] into out[i] (and ov[i]) for i in [i0, i1); rows
 ** ascending is the fast case, any order is correct; pf: prefetch distance. */
-void cs__gather_sorted_span(const cs_store *s, uint32_t col, int pf, const uint64_t *rows, uint64_t i0, uint64_t i1,
-                            void *out, uint8_t *ov);
+void cs__gather_sorted_span(const cs_store *s, uint32_t col, int pf, const uint64_t *rows, uint64_t i0,
+                            uint64_t i1, void *out, uint8_t *ov);
 /* bins[i] = the record of rows[i], i in [i0, i1). */
 void cs__bins_span(const cs_store *s, const uint64_t *rows, uint64_t i0, uint64_t i1, uint32_t *bins);
 /* Column col at rows[i] (in record bins[i]) into out[i] (and ov[i]). */
-void cs__gather_binned_span(const cs_store *s, uint32_t col, int pf, const uint64_t *rows, const uint32_t *bins,
-                            uint64_t i0, uint64_t i1, void *out, uint8_t *ov);
+void cs__gather_binned_span(const cs_store *s, uint32_t col, int pf, const uint64_t *rows,
+                            const uint32_t *bins, uint64_t i0, uint64_t i1, void *out, uint8_t *ov);
 
 /* Predicates compiled once against a store (cs_pred.c), evaluated span by
 ** span.  The members of IN sets stay where the caller's cs_pred points. */
@@ -133,8 +134,8 @@ void cs__pred_set_free(cs__pred_set *set);
 ** (nothing is read but per-record statistics, and the mask is not
 ** written); the records are then counted as skipped, as eval_span counts
 ** them.  False (nothing counted) otherwise, and always without predicates. */
-bool cs__pred_set_span_empty(const cs__pred_set *set, uint64_t first, uint64_t i0, uint64_t i1, uint64_t count_from,
-                             uint64_t *skipped);
+bool cs__pred_set_span_empty(const cs__pred_set *set, uint64_t first, uint64_t i0, uint64_t i1,
+                             uint64_t count_from, uint64_t *skipped);
 /* mask[i] for rows first + i, i in [i0, i1).  Records are counted (scanned
 ** or skipped by zone maps) once: in the span holding their first row, or
 ** at row count_from when they start before it. */

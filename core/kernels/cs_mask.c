@@ -290,7 +290,8 @@ typedef struct gather_ctx {
 
 static void gather_fill(void *p, uint64_t i0, uint64_t i1, uint64_t off, uint64_t count) {
   const gather_ctx *c = p;
-  mask_part(c->s, c->col, c->w, c->v, c->mask, c->first, i0, i1, c->out + off * c->w, c->v ? c->ov + off : NULL, count);
+  mask_part(c->s, c->col, c->w, c->v, c->mask, c->first, i0, i1, c->out + off * c->w,
+            c->v ? c->ov + off : NULL, count);
 }
 
 uint64_t cs_gather_mask(const cs_store *s, uint32_t col, const uint8_t *mask, uint64_t first, uint64_t n,
@@ -309,7 +310,8 @@ uint64_t cs_gather_mask(const cs_store *s, uint32_t col, const uint8_t *mask, ui
 
 uint64_t cs__mask_count_span(const uint8_t *mask, uint64_t n) { return count_span(mask, n); }
 
-void cs__mask_rows_span(const uint8_t *mask, uint64_t i0, uint64_t i1, uint64_t base, uint64_t *out, uint64_t cap) {
+void cs__mask_rows_span(const uint8_t *mask, uint64_t i0, uint64_t i1, uint64_t base, uint64_t *out,
+                        uint64_t cap) {
   rows_span(mask, i0, i1, base, out, cap);
 }
 

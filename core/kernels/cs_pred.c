@@ -314,7 +314,6 @@ none:
   *empty = true;
 }
 
-
 /* Narrows the byte-string bounds by `x op v` for a column of class col_kind. */
 static void bytes_apply(cs_value_kind col_kind, cs_cmp op, const cs_value *v, bbound *lo, bbound *hi,
                         bool *empty) {
@@ -826,8 +825,8 @@ static bool all_zero(const uint8_t *m, uint64_t n) {
 ** goes through a stack buffer of one piece).  A record is counted as
 ** scanned or skipped where its first row is, or at row count_from when it
 ** starts before that row. */
-static void eval_span(const cs_store *s, const pcomp *cp, uint32_t np, uint64_t first, uint64_t i0, uint64_t i1,
-                      uint8_t *mask, bool and_mode, uint64_t count_from, uint64_t *out_scanned,
+static void eval_span(const cs_store *s, const pcomp *cp, uint32_t np, uint64_t first, uint64_t i0,
+                      uint64_t i1, uint8_t *mask, bool and_mode, uint64_t count_from, uint64_t *out_scanned,
                       uint64_t *out_skipped) {
   const uint64_t *fr = s->first_rows;
   uint32_t nc = s->schema.n_cols;
@@ -1105,8 +1104,8 @@ void cs__pred_set_free(cs__pred_set *set) {
   cs__mem_free(set->cp), cs__mem_free(set->owned), cs__mem_free(set);
 }
 
-bool cs__pred_set_span_empty(const cs__pred_set *set, uint64_t first, uint64_t i0, uint64_t i1, uint64_t count_from,
-                             uint64_t *skipped) {
+bool cs__pred_set_span_empty(const cs__pred_set *set, uint64_t first, uint64_t i0, uint64_t i1,
+                             uint64_t count_from, uint64_t *skipped) {
   if (set->n == 0 || i0 >= i1) return false;
   const cs_store *s = set->s;
   uint32_t nc = s->schema.n_cols;
@@ -1115,7 +1114,8 @@ bool cs__pred_set_span_empty(const cs__pred_set *set, uint64_t first, uint64_t i
     const cs_chunk *chs = s->chunks + r * nc;
     uint64_t rows = s->first_rows[r + 1] - s->first_rows[r];
     bool none = false;
-    for (uint32_t k = 0; k < set->n && !none; k++) none = zone_decide(&set->cp[k], &chs[set->cp[k].col], rows) == 0;
+    for (uint32_t k = 0; k < set->n && !none; k++)
+      none = zone_decide(&set->cp[k], &chs[set->cp[k].col], rows) == 0;
     if (!none) return false;
   }
   /* counted as eval_span counts them: where a record's first row is, or at

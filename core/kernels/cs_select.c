@@ -55,7 +55,8 @@ struct cs_selector {
   cs__pred_set *preds;
 };
 
-cs_rc cs_selector_new(const cs_store *s, const cs_pred *preds, uint32_t n_preds, cs_selector **out, cs_err *err) {
+cs_rc cs_selector_new(const cs_store *s, const cs_pred *preds, uint32_t n_preds, cs_selector **out,
+                      cs_err *err) {
   *out = NULL;
   cs_selector *sel = cs__mem_calloc(1, sizeof *sel);
   if (!sel) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a selector");
@@ -96,8 +97,8 @@ static int width_index(size_t w) { return w == 1 ? 0 : w == 2 ? 1 : w == 4 ? 2 :
 
 /* Everything one thread does for its span [i0, i1) of the batch, after
 ** the counts of all spans are known: off is where its output starts. */
-static void select_fill(const cs_selector *sel, cs_select_batch *b, const width_prefetch *pf, bool by_mask, uint64_t i0,
-                        uint64_t i1, uint64_t off, uint64_t count) {
+static void select_fill(const cs_selector *sel, cs_select_batch *b, const width_prefetch *pf, bool by_mask,
+                        uint64_t i0, uint64_t i1, uint64_t off, uint64_t count) {
   if (count == 0) return;
   const cs_store *s = sel->s;
   bool rows = !by_mask || b->want_rows;
@@ -109,7 +110,8 @@ static void select_fill(const cs_selector *sel, cs_select_batch *b, const width_
     if (by_mask)
       cs__mask_gather_span(s, g->col, b->mask, b->first, i0, i1, (uint8_t *)g->out + off * w, ov, count);
     else
-      cs__gather_sorted_span(s, g->col, pf->pf[width_index(w)], b->rows + off, 0, count, (uint8_t *)g->out + off * w, ov);
+      cs__gather_sorted_span(s, g->col, pf->pf[width_index(w)], b->rows + off, 0, count,
+                             (uint8_t *)g->out + off * w, ov);
   }
 }
 
@@ -220,8 +222,8 @@ void cs_select_range(const cs_selector *sel, cs_select_batch *b) {
 
 /* pf: the prefetch distance (read on the calling thread, like every
 ** kernel's settings). */
-static void rows_fill(const cs_store *s, const uint64_t *rows, uint64_t i0, uint64_t i1, bool ascending, int pf,
-                      uint32_t *bins, const cs_gather_target *targets, uint32_t n_targets) {
+static void rows_fill(const cs_store *s, const uint64_t *rows, uint64_t i0, uint64_t i1, bool ascending,
+                      int pf, uint32_t *bins, const cs_gather_target *targets, uint32_t n_targets) {
   if (i0 >= i1) return;
   if (!ascending) cs__bins_span(s, rows, i0, i1, bins);
   for (uint32_t t = 0; t < n_targets; t++) {
@@ -273,8 +275,9 @@ int cs_select_rows(const cs_store *s, const uint64_t *rows, uint64_t n, bool asc
     rows_fill(s, rows, 0, n, ascending, pf, bins, targets, n_targets);
     return 1;
   }
-  rows_job j = {s, rows, n, ascending, pf, bins, targets, n_targets,
-                cs__team_chunk(n, threads, CS__ROWS_MIN_CHUNK, 64, 0)};
+  rows_job j = {s,         rows,      n,
+                ascending, pf,        bins,
+                targets,   n_targets, cs__team_chunk(n, threads, CS__ROWS_MIN_CHUNK, 64, 0)};
   int used = cs__team_run(threads, (n + j.chunk - 1) / j.chunk, rows_chunk, &j);
   return used;
 }

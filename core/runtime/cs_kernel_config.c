@@ -90,7 +90,8 @@ void cs_calibration_apply(const cs_calibration *cal) {
     cal = &none;
   }
   atomic_store(&cal_threads, cal->threads >= 1 ? cal->threads : -1);
-  for (int r = 0; r < CS_REGIME_COUNT; r++) atomic_store(&cal_prefetch[r], cal->prefetch[r] >= 0 ? cal->prefetch[r] : -1);
+  for (int r = 0; r < CS_REGIME_COUNT; r++)
+    atomic_store(&cal_prefetch[r], cal->prefetch[r] >= 0 ? cal->prefetch[r] : -1);
   bool gate = cal->mask_gate >= 0 && cal->mask_gate <= 1;
   uint64_t bits;
   memcpy(&bits, &cal->mask_gate, sizeof bits);
@@ -261,8 +262,8 @@ int cs__kernel_prefetch(int auto_default) {
   return cfg.prefetch >= 0 ? cfg.prefetch : auto_default;
 }
 
-static const char *const regime_names[CS_REGIME_COUNT] = {"resident_unsorted", "resident_sorted", "dram_unsorted",
-                                                          "dram_sorted"};
+static const char *const regime_names[CS_REGIME_COUNT] = {"resident_unsorted", "resident_sorted",
+                                                          "dram_unsorted", "dram_sorted"};
 
 const char *cs_regime_name(cs_regime r) { return (unsigned)r < CS_REGIME_COUNT ? regime_names[r] : NULL; }
 

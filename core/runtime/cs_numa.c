@@ -80,7 +80,8 @@ static void host_read(void) {
       if (numa_node_to_cpus(node, cpus) != 0) continue;
       int k = 0;
       for (int c = 0; c < ncpu && c < CPU_SETSIZE && t->cpus < CS_NUMA_MAX_CPUS; c++)
-        if (numa_bitmask_isbitset(cpus, (unsigned)c) && numa_bitmask_isbitset(numa_all_cpus_ptr, (unsigned)c)) {
+        if (numa_bitmask_isbitset(cpus, (unsigned)c) &&
+            numa_bitmask_isbitset(numa_all_cpus_ptr, (unsigned)c)) {
           t->cpu[t->cpus++] = c;
           k++;
         }
@@ -124,12 +125,18 @@ const char *cs_binding_name(cs_binding b) { return (unsigned)b < 3 ? binding_nam
 const char *cs_numa_decide(const cs_numa_topology *t, cs_numa_policy req, bool *out_interleave) {
   bool il = false;
   const char *eff;
-  if (req == CS_NUMA_OFF) eff = "off";
-  else if (!t->libnuma) eff = "none (built without libnuma)";
-  else if (!t->available) eff = "none (NUMA not available)";
-  else if (t->nodes < 2) eff = "none (single node)";
-  else if (req == CS_NUMA_LOCAL) eff = "local";
-  else eff = "interleave", il = true; /* auto and interleave */
+  if (req == CS_NUMA_OFF)
+    eff = "off";
+  else if (!t->libnuma)
+    eff = "none (built without libnuma)";
+  else if (!t->available)
+    eff = "none (NUMA not available)";
+  else if (t->nodes < 2)
+    eff = "none (single node)";
+  else if (req == CS_NUMA_LOCAL)
+    eff = "local";
+  else
+    eff = "interleave", il = true; /* auto and interleave */
   if (out_interleave) *out_interleave = il;
   return eff;
 }
@@ -182,8 +189,10 @@ void cs_numa_effective(char *out, size_t n) {
   const char *eff = cs_numa_decide(topo(), cs_numa_get(), &il);
   int e = atomic_load(&mbind_errno);
   char buf[96];
-  if (il && e) snprintf(out, n, "none (mbind failed: %s)", strerror_r(e, buf, sizeof buf));
-  else snprintf(out, n, "%s", eff);
+  if (il && e)
+    snprintf(out, n, "none (mbind failed: %s)", strerror_r(e, buf, sizeof buf));
+  else
+    snprintf(out, n, "%s", eff);
 }
 
 void cs_binding_effective(char *out, size_t n) {
@@ -191,8 +200,10 @@ void cs_binding_effective(char *out, size_t n) {
   const char *eff = cs_binding_decide(topo(), b);
   int e = atomic_load(&bind_errno);
   char buf[96];
-  if (b != CS_BINDING_OFF && e) snprintf(out, n, "off (sched_setaffinity failed: %s)", strerror_r(e, buf, sizeof buf));
-  else snprintf(out, n, "%s", eff);
+  if (b != CS_BINDING_OFF && e)
+    snprintf(out, n, "off (sched_setaffinity failed: %s)", strerror_r(e, buf, sizeof buf));
+  else
+    snprintf(out, n, "%s", eff);
 }
 
 /* ---------------------------------------------------------------- apply */
@@ -203,12 +214,16 @@ void cs__numa_apply(void *map, uint64_t bytes) {
   if (!il || !map || bytes == 0) return;
 #ifdef COLSTORE_HAVE_NUMA
   int e = 0;
-  if (numa_available() < 0) e = ENOSYS;
-  else if (mbind(map, bytes, MPOL_INTERLEAVE, numa_all_nodes_ptr->maskp, numa_all_nodes_ptr->size + 1, 0) != 0) e = errno;
+  if (numa_available() < 0)
+    e = ENOSYS;
+  else if (mbind(map, bytes, MPOL_INTERLEAVE, numa_all_nodes_ptr->maskp, numa_all_nodes_ptr->size + 1, 0) !=
+           0)
+    e = errno;
   atomic_store(&mbind_errno, e);
   if (e) {
     char note[160], buf[96];
-    snprintf(note, sizeof note, "numa: mbind(MPOL_INTERLEAVE) of a mapping failed (%s); pages are placed first-touch",
+    snprintf(note, sizeof note,
+             "numa: mbind(MPOL_INTERLEAVE) of a mapping failed (%s); pages are placed first-touch",
              strerror_r(e, buf, sizeof buf));
     cs__diag_note(note);
   }
@@ -235,6 +250,8 @@ void cs__bind_thread(int tid, int n_threads) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
-  if (sched_setaffinity(0, sizeof set, &set) == 0) bound_cpu = cpu;
-  else atomic_store_explicit(&bind_errno, errno, memory_order_relaxed);
+  if (sched_setaffinity(0, sizeof set, &set) == 0)
+    bound_cpu = cpu;
+  else
+    atomic_store_explicit(&bind_errno, errno, memory_order_relaxed);
 }

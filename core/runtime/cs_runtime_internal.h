@@ -36,7 +36,6 @@ int cs__loadavg_runnable(const char *text);
 ** process's (cs_kernel_config.c). */
 void cs__own_thread_busy(bool busy);
 
-
 /* ---- kernel settings (cs_kernel_config.c) */
 
 /* Default prefetch distances for prefetch = -1 ("auto"), in elements.

@@ -84,7 +84,8 @@ static struct {
   _Atomic uint64_t posted; /* bumped at every post, for spinning helpers */
   team_job jobs[CS__TEAM_JOBS];
   _Atomic uint64_t runs, helped_chunks, alone; /* cs__team_stats */
-} pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .left = PTHREAD_COND_INITIALIZER};
+} pool = {
+    .mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .left = PTHREAD_COND_INITIALIZER};
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
@@ -161,7 +162,8 @@ static void *helper_main(void *unused) {
       /* Look for the next job while spinning, still marked busy. */
       uint64_t seen = atomic_load_explicit(&pool.posted, memory_order_acquire);
       uint64_t t0 = mono_ns();
-      while (atomic_load_explicit(&pool.posted, memory_order_acquire) == seen && mono_ns() - t0 < CS__TEAM_SPIN_NS)
+      while (atomic_load_explicit(&pool.posted, memory_order_acquire) == seen &&
+             mono_ns() - t0 < CS__TEAM_SPIN_NS)
         for (int k = 0; k < 64; k++) cpu_relax();
       cs__own_thread_busy(false);
       pthread_mutex_lock(&pool.mu);

@@ -48,11 +48,11 @@ struct cs_worker {
   bool started, stop;
   void (*fn)(void *); /* the job in flight, or NULL */
   void *arg;
-  bool running;       /* the worker has claimed the job in flight */
-  bool done;          /* the job in flight has finished */
+  bool running;        /* the worker has claimed the job in flight */
+  bool done;           /* the job in flight has finished */
   uint64_t taken_back; /* jobs the submitter ran itself (cs_worker_taken_back) */
   pthread_t thread;
-  pid_t pid;          /* the process that started the thread */
+  pid_t pid; /* the process that started the thread */
 };
 
 static void *worker_main(void *p) {

@@ -88,8 +88,9 @@ static uint64_t now_ns(void) {
 
 /* Whether base's copy holds the first base->data_end bytes of s's file. */
 static bool base_reusable(const cs_store *s, const cs_store *base) {
-  return base && base->copy && !base->parts && base->file_dev == s->file_dev && base->file_ino == s->file_ino &&
-         base->data_offset == s->data_offset && base->data_end <= s->data_end && base->generation <= s->generation;
+  return base && base->copy && !base->parts && base->file_dev == s->file_dev &&
+         base->file_ino == s->file_ino && base->data_offset == s->data_offset &&
+         base->data_end <= s->data_end && base->generation <= s->generation;
 }
 
 cs_rc cs__cache_copy(cs_store *s, const cs_store *base, cs_err *err) {
@@ -103,7 +104,8 @@ cs_rc cs__cache_copy(cs_store *s, const cs_store *base, cs_err *err) {
   uint64_t t0 = now_ns();
   uint8_t *copy = cs__mem_big_alloc(s->data_end, true);
   if (!copy)
-    return cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for a cache=memory copy of %llu bytes; use cache=map",
+    return cs_err_set(err, CS_ENOMEM,
+                      "colstore: %s: out of memory for a cache=memory copy of %llu bytes; use cache=map",
                       s->path, (unsigned long long)s->data_end);
   cs__numa_apply(copy, s->data_end);
   uint64_t at = 0;
@@ -130,8 +132,10 @@ cs_rc cs__cache_copy(cs_store *s, const cs_store *base, cs_err *err) {
 }
 
 void cs__cache_release(cs_store *s) {
-  if (s->copy) cs_mem_big_free(s->copy);
-  else if (s->map) munmap((void *)s->map, s->map_bytes);
+  if (s->copy)
+    cs_mem_big_free(s->copy);
+  else if (s->map)
+    munmap((void *)s->map, s->map_bytes);
   s->copy = NULL;
   s->map = NULL;
 }

@@ -81,9 +81,7 @@ void cs_paths_free(char **paths, uint32_t n) {
   cs__mem_free(paths);
 }
 
-static int path_cmp(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int path_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* A growable list of owned strings. */
 typedef struct path_list {
@@ -127,7 +125,9 @@ cs_rc cs_dataset_expand(const char *source, char ***out_paths, uint32_t *out_n, 
   if (strpbrk(source, "*?") == NULL) {
     /* A directory: its *.cst entries (dot files excluded, as a glob would). */
     DIR *d = opendir(source);
-    if (!d) return cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot read the directory %s: %s", source, strerror(errno));
+    if (!d)
+      return cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO,
+                        "colstore: cannot read the directory %s: %s", source, strerror(errno));
     size_t dl = strlen(source);
     bool slash = dl > 0 && source[dl - 1] == '/';
     struct dirent *e;
@@ -184,13 +184,16 @@ static cs_rc schema_same(const cs_store *first, const cs_store *other, cs_err *e
   for (uint32_t i = 0; i < a->n_cols && i < b->n_cols; i++) {
     const cs_column *x = &b->cols[i], *y = &a->cols[i];
     if (x->type != y->type || x->nullable != y->nullable || strcmp(x->name, y->name) != 0)
-      return cs_err_set(err, CS_ESCHEMA, "colstore: %s: schema differs from %s: column %u is %s %s%s here but %s %s%s there", other->path,
-                        first->path, i + 1, x->name, cs_type_name(x->type), x->nullable ? "" : " NOT NULL", y->name,
-                        cs_type_name(y->type), y->nullable ? "" : " NOT NULL");
+      return cs_err_set(err, CS_ESCHEMA,
+                        "colstore: %s: schema differs from %s: column %u is %s %s%s here but %s %s%s there",
+                        other->path, first->path, i + 1, x->name, cs_type_name(x->type),
+                        x->nullable ? "" : " NOT NULL", y->name, cs_type_name(y->type),
+                        y->nullable ? "" : " NOT NULL");
   }
   if (a->n_cols != b->n_cols)
-    return cs_err_set(err, CS_ESCHEMA, "colstore: %s: schema differs from %s: it has %u columns here but %u there", other->path,
-                      first->path, b->n_cols, a->n_cols);
+    return cs_err_set(err, CS_ESCHEMA,
+                      "colstore: %s: schema differs from %s: it has %u columns here but %u there",
+                      other->path, first->path, b->n_cols, a->n_cols);
   return CS_OK;
 }
 
@@ -220,7 +223,8 @@ cs_rc cs__schema_copy(cs_store *s, const cs_store *from, cs_err *err) {
 ** keep their order across a reopen, so *hint (the index after the last
 ** match) finds it at once; a miss scans.  An unreadable commit slot is not
 ** an error here: the file is opened again and its own open decides. */
-static cs_store *part_unchanged(const cs_store *from, const char *path, uint32_t *hint, const cs_store **out_old) {
+static cs_store *part_unchanged(const cs_store *from, const char *path, uint32_t *hint,
+                                const cs_store **out_old) {
   uint32_t i = *hint < from->n_parts && strcmp(from->parts[*hint]->path, path) == 0 ? *hint : from->n_parts;
   for (uint32_t j = 0; i == from->n_parts && j < from->n_parts; j++)
     if (strcmp(from->parts[j]->path, path) == 0) i = j;
@@ -248,16 +252,17 @@ static bool dataset_over_limit(const char *const *paths, uint32_t n_paths, char 
     if (stat(paths[i], &st) == 0) total += (uint64_t)st.st_size;
   }
   if (total <= limit) return false;
-  snprintf(why, cap, "the dataset's %llu bytes exceed the cache limit of %llu bytes", (unsigned long long)total,
-           (unsigned long long)limit);
+  snprintf(why, cap, "the dataset's %llu bytes exceed the cache limit of %llu bytes",
+           (unsigned long long)total, (unsigned long long)limit);
   return true;
 }
 
-static cs_rc dataset_open(const char *const *paths, uint32_t n_paths, const char *source, cs_verify verify, cs_cache cache,
-                          cs_store *from, cs_store **out, cs_err *err) {
+static cs_rc dataset_open(const char *const *paths, uint32_t n_paths, const char *source, cs_verify verify,
+                          cs_cache cache, cs_store *from, cs_store **out, cs_err *err) {
   *out = NULL;
   if (n_paths == 0) {
-    if (source && !strpbrk(source, "*?")) return cs_err_set(err, CS_ENOENT, "colstore: no store files match %s/*.cst", source);
+    if (source && !strpbrk(source, "*?"))
+      return cs_err_set(err, CS_ENOENT, "colstore: no store files match %s/*.cst", source);
     if (source) return cs_err_set(err, CS_ENOENT, "colstore: no store files match %s", source);
     return cs_err_set(err, CS_ENOENT, "colstore: a dataset needs at least one store file");
   }
@@ -268,7 +273,8 @@ static cs_rc dataset_open(const char *const *paths, uint32_t n_paths, const char
   uint32_t n_open = 0, hint = 0;
   bool all_shared = from && n_paths == from->n_parts;
   char why[sizeof s->cache_why] = "";
-  cs_cache part_cache = cache == CS_CACHE_MEMORY && dataset_over_limit(paths, n_paths, why, sizeof why) ? CS_CACHE_MAP : cache;
+  cs_cache part_cache =
+      cache == CS_CACHE_MEMORY && dataset_over_limit(paths, n_paths, why, sizeof why) ? CS_CACHE_MAP : cache;
   /* Parts in order: the first file whose schema differs is the one named. */
   for (; n_open < n_paths; n_open++) {
     const cs_store *old = NULL;
@@ -337,7 +343,8 @@ static cs_rc dataset_open(const char *const *paths, uint32_t n_paths, const char
   ** file has any, the test every read path makes first). */
   if (s->n_deleted) s->dels = cs__mem_calloc(n_records, sizeof *s->dels);
   if (!s->first_rows || !s->chunks || (s->n_deleted && !s->dels)) {
-    rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a dataset directory of %llu records", (unsigned long long)n_records);
+    rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a dataset directory of %llu records",
+                    (unsigned long long)n_records);
     goto fail;
   }
   uint64_t rec = 0, base = 0;
@@ -362,7 +369,8 @@ fail:
   return rc;
 }
 
-cs_rc cs_store_open_dataset(const char *const *paths, uint32_t n_paths, cs_verify verify, cs_store **out, cs_err *err) {
+cs_rc cs_store_open_dataset(const char *const *paths, uint32_t n_paths, cs_verify verify, cs_store **out,
+                            cs_err *err) {
   return dataset_open(paths, n_paths, NULL, verify, CS_CACHE_MAP, NULL, out, err);
 }
 
@@ -370,7 +378,8 @@ cs_rc cs_store_open_source(const char *source, cs_verify verify, cs_store **out,
   return cs_store_open_source_with(source, verify, CS_CACHE_MAP, out, err);
 }
 
-cs_rc cs_store_open_source_with(const char *source, cs_verify verify, cs_cache cache, cs_store **out, cs_err *err) {
+cs_rc cs_store_open_source_with(const char *source, cs_verify verify, cs_cache cache, cs_store **out,
+                                cs_err *err) {
   *out = NULL;
   if (!cs_source_is_dataset(source)) return cs_store_open_with(source, verify, cache, out, err);
   char **paths = NULL;
@@ -448,14 +457,15 @@ cs_rc cs__dataset_verify(const cs_store *s, cs_err *err) {
   return CS_OK;
 }
 
-const cs__store_ops cs__dataset_ops = {"dataset", cs__dataset_release, cs__dataset_is_current, cs__dataset_reopen,
-                                       cs__dataset_verify};
+const cs__store_ops cs__dataset_ops = {"dataset", cs__dataset_release, cs__dataset_is_current,
+                                       cs__dataset_reopen, cs__dataset_verify};
 
 /* ---------------------------------------------------------- verify source */
 
 /* A file is verified as one (cs_store.c); a dataset file by file, then as
 ** a whole. */
-cs_rc cs_store_verify_source(const char *source, cs_damage_fn fn, void *ctx, uint64_t *out_n_damaged, cs_err *err) {
+cs_rc cs_store_verify_source(const char *source, cs_damage_fn fn, void *ctx, uint64_t *out_n_damaged,
+                             cs_err *err) {
   cs__damage_sink sink = {fn, ctx, 0, NULL};
   *out_n_damaged = 0;
   if (!cs_source_is_dataset(source)) {

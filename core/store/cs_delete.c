@@ -46,8 +46,8 @@ static uint64_t popcount_bytes(const uint8_t *p, uint64_t n) {
   return c;
 }
 
-cs_rc cs__delvec_check(const cs_store *s, uint64_t rec, const cs_disk_entry *e, const cs_disk_entry_ext *x, uint64_t limit,
-                       cs_err *err) {
+cs_rc cs__delvec_check(const cs_store *s, uint64_t rec, const cs_disk_entry *e, const cs_disk_entry_ext *x,
+                       uint64_t limit, cs_err *err) {
   const char *why;
   uint64_t bb = cs__delvec_block_bytes(e->n_rows), off = x->dv_offset;
   if (off % CS_ALIGN || off < e->record_offset + e->record_bytes || off > limit || bb > limit - off) {
@@ -59,8 +59,9 @@ cs_rc cs__delvec_check(const cs_store *s, uint64_t rec, const cs_disk_entry *e, 
     why = "has a damaged header";
     goto bad;
   }
-  if (h->record_offset != e->record_offset || h->n_rows != e->n_rows || h->block_bytes != bb || h->n_deleted != x->n_deleted ||
-      h->bitmap_checksum != x->dv_checksum || x->n_deleted == 0 || x->n_deleted > e->n_rows) {
+  if (h->record_offset != e->record_offset || h->n_rows != e->n_rows || h->block_bytes != bb ||
+      h->n_deleted != x->n_deleted || h->bitmap_checksum != x->dv_checksum || x->n_deleted == 0 ||
+      x->n_deleted > e->n_rows) {
     why = "does not match its directory entry";
     goto bad;
   }
@@ -78,8 +79,8 @@ cs_rc cs__delvec_check(const cs_store *s, uint64_t rec, const cs_disk_entry *e, 
   }
   return CS_OK;
 bad:
-  return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu: the deletion vector at offset %llu %s", s->path,
-                    (unsigned long long)rec, (unsigned long long)off, why);
+  return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu: the deletion vector at offset %llu %s",
+                    s->path, (unsigned long long)rec, (unsigned long long)off, why);
 }
 
 /* With a sink (cs_store_verify_source) each failure is reported and the
@@ -89,20 +90,25 @@ cs_rc cs__dels_resolve(cs_store *s, uint64_t limit, cs_err *err) {
   uint64_t total = 0;
   for (uint64_t r = 0; r < s->n_records; r++) total += s->ext[r].n_deleted;
   if (total != s->n_deleted) {
-    cs_rc rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: the footer counts %llu deleted rows but its records hold %llu", s->path,
-                          (unsigned long long)s->n_deleted, (unsigned long long)total);
+    cs_rc rc = cs_err_set(err, CS_ECORRUPT,
+                          "colstore: %s: the footer counts %llu deleted rows but its records hold %llu",
+                          s->path, (unsigned long long)s->n_deleted, (unsigned long long)total);
     if (!sink) return rc;
     cs__damage_note(sink, s, CS_DAMAGE_DELETIONS, CS_DAMAGE_NO_RECORD, CS_DAMAGE_NO_COLUMN, err);
   }
   if (total == 0) return CS_OK;
   s->dels = cs__mem_calloc(s->n_records, sizeof *s->dels);
-  if (!s->dels) return cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for the deletions of %llu records", s->path, (unsigned long long)s->n_records);
+  if (!s->dels)
+    return cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for the deletions of %llu records",
+                      s->path, (unsigned long long)s->n_records);
   for (uint64_t r = 0; r < s->n_records; r++) {
     const cs_disk_entry_ext *x = &s->ext[r];
     cs_rc rc = CS_OK;
     if (x->dv_offset == 0) {
       if (x->n_deleted || x->dv_checksum)
-        rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu counts deleted rows but has no deletion vector", s->path, (unsigned long long)r);
+        rc = cs_err_set(err, CS_ECORRUPT,
+                        "colstore: %s: record %llu counts deleted rows but has no deletion vector", s->path,
+                        (unsigned long long)r);
     } else {
       rc = cs__delvec_check(s, r, &s->entries[r], x, limit, err);
     }
@@ -120,8 +126,12 @@ cs_rc cs__dels_resolve(cs_store *s, uint64_t limit, cs_err *err) {
 uint64_t cs_store_live_rows(const cs_store *s) { return s->n_rows - s->n_deleted; }
 uint32_t cs_store_format_version(const cs_store *s) { return s->format_version; }
 uint64_t cs_store_free_bytes(const cs_store *s) { return s->free_bytes; }
-uint64_t cs_store_record_deleted(const cs_store *s, uint64_t rec) { return s->dels ? s->dels[rec].n_deleted : 0; }
-const uint8_t *cs_store_record_deletions(const cs_store *s, uint64_t rec) { return s->dels ? s->dels[rec].bits : NULL; }
+uint64_t cs_store_record_deleted(const cs_store *s, uint64_t rec) {
+  return s->dels ? s->dels[rec].n_deleted : 0;
+}
+const uint8_t *cs_store_record_deletions(const cs_store *s, uint64_t rec) {
+  return s->dels ? s->dels[rec].bits : NULL;
+}
 
 bool cs_store_row_deleted(const cs_store *s, uint64_t row) {
   if (!s->dels) return false;
@@ -171,11 +181,13 @@ uint64_t cs_store_mask_deleted(const cs_store *s, uint64_t first, uint64_t n, ui
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, spread_init);
   uint64_t cleared = 0, end = first + n;
-  for (uint64_t rec = cs__find_record(s->first_rows, s->n_records, first); rec < s->n_records && s->first_rows[rec] < end; rec++) {
+  for (uint64_t rec = cs__find_record(s->first_rows, s->n_records, first);
+       rec < s->n_records && s->first_rows[rec] < end; rec++) {
     const uint8_t *bits = s->dels[rec].bits;
     if (!bits) continue;
     uint64_t base = s->first_rows[rec];
-    uint64_t l0 = first > base ? first - base : 0, l1 = (end < s->first_rows[rec + 1] ? end : s->first_rows[rec + 1]) - base;
+    uint64_t l0 = first > base ? first - base : 0,
+             l1 = (end < s->first_rows[rec + 1] ? end : s->first_rows[rec + 1]) - base;
     for (uint64_t w = l0 / 64; w * 64 < l1; w++) {
       uint64_t x = dv_word_in(bits, w, l0, l1);
       if (!x) continue;
@@ -208,7 +220,8 @@ uint64_t cs_store_mask_deleted(const cs_store *s, uint64_t first, uint64_t n, ui
 uint64_t cs_store_deleted_in(const cs_store *s, uint64_t first, uint64_t n) {
   if (!s->dels || n == 0) return 0;
   uint64_t count = 0, end = first + n;
-  for (uint64_t rec = cs__find_record(s->first_rows, s->n_records, first); rec < s->n_records && s->first_rows[rec] < end; rec++) {
+  for (uint64_t rec = cs__find_record(s->first_rows, s->n_records, first);
+       rec < s->n_records && s->first_rows[rec] < end; rec++) {
     const uint8_t *bits = s->dels[rec].bits;
     if (!bits) continue;
     uint64_t base = s->first_rows[rec], rec_end = s->first_rows[rec + 1];
@@ -217,7 +230,8 @@ uint64_t cs_store_deleted_in(const cs_store *s, uint64_t first, uint64_t n) {
       continue;
     }
     uint64_t l0 = first > base ? first - base : 0, l1 = (end < rec_end ? end : rec_end) - base;
-    for (uint64_t w = l0 / 64; w * 64 < l1; w++) count += (uint64_t)__builtin_popcountll(dv_word_in(bits, w, l0, l1));
+    for (uint64_t w = l0 / 64; w * 64 < l1; w++)
+      count += (uint64_t)__builtin_popcountll(dv_word_in(bits, w, l0, l1));
   }
   return count;
 }
@@ -228,7 +242,8 @@ uint64_t cs_store_filter_deleted(const cs_store *s, uint64_t *rows, uint64_t n) 
   for (uint64_t i = 0; i < n; i++) {
     uint64_t row = rows[i];
     /* Ascending lists stay in the record they were in: no search. */
-    if (row < s->first_rows[rec] || row >= s->first_rows[rec + 1]) rec = cs__find_record(s->first_rows, s->n_records, row);
+    if (row < s->first_rows[rec] || row >= s->first_rows[rec + 1])
+      rec = cs__find_record(s->first_rows, s->n_records, row);
     const uint8_t *bits = s->dels[rec].bits;
     uint64_t local = row - s->first_rows[rec];
     rows[kept] = row;

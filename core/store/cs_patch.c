@@ -28,10 +28,12 @@
 
 #include "cs_store_internal.h"
 
-cs_rc cs__patch_check(const cs_store *s, uint64_t off, uint64_t limit, const cs_disk_entry *e, uint64_t rec, cs_err *err) {
+cs_rc cs__patch_check(const cs_store *s, uint64_t off, uint64_t limit, const cs_disk_entry *e, uint64_t rec,
+                      cs_err *err) {
   uint32_t nc = s->schema.n_cols;
   const char *why;
-  if (off % CS_ALIGN || off < e->record_offset + e->record_bytes || !cs__span_in(off, sizeof(cs_disk_patch), s->data_offset, limit)) {
+  if (off % CS_ALIGN || off < e->record_offset + e->record_bytes ||
+      !cs__span_in(off, sizeof(cs_disk_patch), s->data_offset, limit)) {
     why = "lies outside the committed data";
     goto bad;
   }
@@ -40,8 +42,9 @@ cs_rc cs__patch_check(const cs_store *s, uint64_t off, uint64_t limit, const cs_
     why = "has a damaged header";
     goto bad;
   }
-  if (h->n_chunks == 0 || h->n_chunks > nc || h->header_bytes != cs__patch_header_bytes(h->n_chunks) || h->block_bytes % CS_ALIGN ||
-      h->block_bytes < h->header_bytes || !cs__span_in(off, h->block_bytes, s->data_offset, limit)) {
+  if (h->n_chunks == 0 || h->n_chunks > nc || h->header_bytes != cs__patch_header_bytes(h->n_chunks) ||
+      h->block_bytes % CS_ALIGN || h->block_bytes < h->header_bytes ||
+      !cs__span_in(off, h->block_bytes, s->data_offset, limit)) {
     why = "has impossible sizes";
     goto bad;
   }
@@ -61,8 +64,8 @@ cs_rc cs__patch_check(const cs_store *s, uint64_t off, uint64_t limit, const cs_
       why = "has a damaged item";
       goto bad;
     }
-    cs_rc rc = cs__chunk_check(&it->chunk, &s->cols[it->column], e->n_rows, off + h->header_bytes, off + h->block_bytes, true,
-                               s->path, rec, err);
+    cs_rc rc = cs__chunk_check(&it->chunk, &s->cols[it->column], e->n_rows, off + h->header_bytes,
+                               off + h->block_bytes, true, s->path, rec, err);
     if (rc) return rc;
   }
   return CS_OK;
@@ -77,14 +80,16 @@ const cs_disk_patch_item *cs__patch_item(const uint8_t *block, uint32_t col) {
   uint32_t lo = 0, hi = h->n_chunks; /* columns increase: a binary search */
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;
-    if (items[mid].column < col) lo = mid + 1;
-    else hi = mid;
+    if (items[mid].column < col)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo < h->n_chunks && items[lo].column == col ? &items[lo] : NULL;
 }
 
-cs_rc cs__patched_chunk_check(const cs_store *s, uint64_t rec, uint32_t col, uint64_t limit, uint64_t *checked,
-                              uint32_t *n_checked, bool *out_block_bad, cs_err *err) {
+cs_rc cs__patched_chunk_check(const cs_store *s, uint64_t rec, uint32_t col, uint64_t limit,
+                              uint64_t *checked, uint32_t *n_checked, bool *out_block_bad, cs_err *err) {
   const cs_disk_chunk *dc = &s->disk_chunks[rec * s->schema.n_cols + col];
   const char *why;
   *out_block_bad = false;
@@ -110,18 +115,20 @@ cs_rc cs__patched_chunk_check(const cs_store *s, uint64_t rec, uint32_t col, uin
   }
   return CS_OK;
 bad:
-  return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu, column %s: the footer's chunk %s", s->path, (unsigned long long)rec,
-                    s->cols[col].name, why);
+  return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu, column %s: the footer's chunk %s", s->path,
+                    (unsigned long long)rec, s->cols[col].name, why);
 }
 
-uint32_t cs__patch_orphans(const cs_disk_chunk *old, uint32_t n, const cs_disk_chunk *live, uint32_t n_cols, uint64_t *out) {
+uint32_t cs__patch_orphans(const cs_disk_chunk *old, uint32_t n, const cs_disk_chunk *live, uint32_t n_cols,
+                           uint64_t *out) {
   uint32_t n_out = 0;
   for (uint32_t i = 0; i < n; i++) {
     if (!(old[i].flags & CS_CHUNK_ABSOLUTE)) continue;
     uint64_t b = cs__patch_block_of(&old[i]);
     bool seen = false;
     for (uint32_t k = 0; k < n_out && !seen; k++) seen = out[k] == b;
-    for (uint32_t c = 0; c < n_cols && !seen; c++) seen = (live[c].flags & CS_CHUNK_ABSOLUTE) && cs__patch_block_of(&live[c]) == b;
+    for (uint32_t c = 0; c < n_cols && !seen; c++)
+      seen = (live[c].flags & CS_CHUNK_ABSOLUTE) && cs__patch_block_of(&live[c]) == b;
     if (!seen) out[n_out++] = b;
   }
   return n_out;

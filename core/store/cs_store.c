@@ -70,8 +70,8 @@ static bool slot_valid(const cs_disk_slot *s) {
 
 /* cs__slots_read for a file of file_bytes bytes (a caller that has just
 ** fstat'ed the descriptor saves a system call per freshness check). */
-static cs_rc slots_read_sized(int fd, uint64_t file_bytes, const char *path, cs_disk_slot *out, bool *out_damaged,
-                              cs_err *err) {
+static cs_rc slots_read_sized(int fd, uint64_t file_bytes, const char *path, cs_disk_slot *out,
+                              bool *out_damaged, cs_err *err) {
   cs_disk_slot s[2];
   memset(s, 0, sizeof s);
   /* A short file may hold only one slot; a missing slot is simply invalid. */
@@ -89,13 +89,16 @@ static cs_rc slots_read_sized(int fd, uint64_t file_bytes, const char *path, cs_
   /* A slot that was never written is all zeros; any other invalid slot is
   ** a torn commit (a crash) or damage, which open cannot tell apart. */
   static const cs_disk_slot zero;
-  if (out_damaged) out_damaged[0] = (!v0 && memcmp(&s[0], &zero, sizeof zero) != 0) || (!v1 && memcmp(&s[1], &zero, sizeof zero) != 0);
+  if (out_damaged)
+    out_damaged[0] =
+        (!v0 && memcmp(&s[0], &zero, sizeof zero) != 0) || (!v1 && memcmp(&s[1], &zero, sizeof zero) != 0);
   return CS_OK;
 }
 
 cs_rc cs__slots_read(int fd, const char *path, cs_disk_slot *out, bool *out_damaged, cs_err *err) {
   struct stat st;
-  if (fstat(fd, &st) != 0) return cs_err_set(err, CS_EIO, "colstore: %s: stat failed: %s", path, strerror(errno));
+  if (fstat(fd, &st) != 0)
+    return cs_err_set(err, CS_EIO, "colstore: %s: stat failed: %s", path, strerror(errno));
   return slots_read_sized(fd, (uint64_t)st.st_size, path, out, out_damaged, err);
 }
 
@@ -135,7 +138,9 @@ static cs_rc schema_decode(cs_store *s, const uint8_t *p, uint64_t n, cs_err *er
     if (n - at < CS_SCHEMA_COL_HEAD_BYTES) goto bad;
     uint16_t len;
     memcpy(&len, p + at + 2, 2);
-    if (p[at] < 1 || p[at] > CS_TYPE_MAX || p[at + 1] > 1 || len == 0 || n - at - CS_SCHEMA_COL_HEAD_BYTES < len) goto bad;
+    if (p[at] < 1 || p[at] > CS_TYPE_MAX || p[at + 1] > 1 || len == 0 ||
+        n - at - CS_SCHEMA_COL_HEAD_BYTES < len)
+      goto bad;
     s->cols[i].type = (cs_type)p[at];
     s->cols[i].nullable = p[at + 1];
     memcpy(s->names + name_at, p + at + 4, len);
@@ -157,19 +162,22 @@ bad:
 static cs_rc record_header_check(const cs_store *s, uint64_t off, uint64_t limit, uint64_t rec,
                                  const cs_disk_record **out_hdr, cs_err *err) {
   if (!cs__span_in(off, sizeof(cs_disk_record), s->data_offset, limit))
-    return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu header lies past the committed data", s->path, (unsigned long long)rec);
+    return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu header lies past the committed data",
+                      s->path, (unsigned long long)rec);
   const cs_disk_record *h = (const cs_disk_record *)(s->map + off);
   uint64_t hb = cs__record_header_bytes(s->schema.n_cols);
   if (memcmp(h->magic, CS_MAGIC_RECORD, CS_MAGIC_BYTES) != 0 || h->checksum != cs__hash(h, 56) ||
       h->n_cols != s->schema.n_cols || h->header_bytes != hb || h->record_bytes % CS_ALIGN ||
       !cs__span_in(off, h->record_bytes, s->data_offset, limit) || h->record_bytes < hb)
-    return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu at offset %llu has a damaged header", s->path, (unsigned long long)rec, (unsigned long long)off);
+    return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu at offset %llu has a damaged header",
+                      s->path, (unsigned long long)rec, (unsigned long long)off);
   if (h->descriptors_checksum != cs__hash(h + 1, (size_t)h->n_cols * sizeof(cs_disk_chunk)))
-    return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu at offset %llu has damaged column descriptors", s->path, (unsigned long long)rec, (unsigned long long)off);
+    return cs_err_set(err, CS_ECORRUPT,
+                      "colstore: %s: record %llu at offset %llu has damaged column descriptors", s->path,
+                      (unsigned long long)rec, (unsigned long long)off);
   *out_hdr = h;
   return CS_OK;
 }
-
 
 /* ------------------------------------------------------------- directory */
 
@@ -186,7 +194,8 @@ static cs_rc directory_alloc(cs_store *s, uint64_t n_records, cs_err *err) {
   s->disk_chunks = cs__mem_malloc(cells * sizeof *s->disk_chunks);
   s->chunks = cs__mem_malloc(cells * sizeof *s->chunks);
   if (!s->first_rows || !s->entries || !s->ext || !s->disk_chunks || !s->chunks)
-    return cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for a directory of %llu records", s->path, (unsigned long long)n_records);
+    return cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for a directory of %llu records", s->path,
+                      (unsigned long long)n_records);
   return CS_OK;
 }
 
@@ -205,13 +214,15 @@ static cs_rc directory_resolve(cs_store *s, uint64_t limit, cs_err *err) {
   uint64_t hb = cs__record_header_bytes(nc), prev_end = s->data_offset, rows = 0, *blocks = NULL;
   cs_rc rc = CS_OK;
   if (sink && !(sink->skip = cs__mem_calloc(s->n_records ? s->n_records * nc : 1, 1)))
-    return cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for a directory of %llu records", s->path, (unsigned long long)s->n_records);
+    return cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for a directory of %llu records", s->path,
+                      (unsigned long long)s->n_records);
   for (uint64_t r = 0; r < s->n_records && rc == CS_OK; r++) {
     const cs_disk_entry *e = &s->entries[r];
     if (e->record_offset < prev_end || e->record_offset % CS_ALIGN || e->record_bytes < hb ||
         !cs__span_in(e->record_offset, e->record_bytes, s->data_offset, limit) || e->n_rows == 0 ||
         rows + e->n_rows < rows) {
-      rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu lies outside the committed data", s->path, (unsigned long long)r);
+      rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu lies outside the committed data", s->path,
+                      (unsigned long long)r);
       break;
     }
     prev_end = e->record_offset + e->record_bytes;
@@ -226,11 +237,16 @@ static cs_rc directory_resolve(cs_store *s, uint64_t limit, cs_err *err) {
       } else if (!blocks && !(blocks = cs__mem_malloc(2 * nc * sizeof *blocks))) {
         rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory checking patched chunks", s->path);
       } else {
-        for (uint32_t i = 0; i < n_bad && !block_bad; i++) block_bad = blocks[nc + i] == cs__patch_block_of(dc);
-        if (block_bad) rc = CS_ECORRUPT; /* reported with the block's first column */
-        else if ((rc = cs__patched_chunk_check(s, r, c, limit, blocks, &n_blocks, &block_bad, err)) == CS_ECORRUPT && sink) {
+        for (uint32_t i = 0; i < n_bad && !block_bad; i++)
+          block_bad = blocks[nc + i] == cs__patch_block_of(dc);
+        if (block_bad)
+          rc = CS_ECORRUPT; /* reported with the block's first column */
+        else if ((rc = cs__patched_chunk_check(s, r, c, limit, blocks, &n_blocks, &block_bad, err)) ==
+                     CS_ECORRUPT &&
+                 sink) {
           if (block_bad) blocks[nc + n_bad++] = cs__patch_block_of(dc);
-          cs__damage_note(sink, s, block_bad ? CS_DAMAGE_PATCH : CS_DAMAGE_DESCRIPTOR, r, block_bad ? CS_DAMAGE_NO_COLUMN : c, err);
+          cs__damage_note(sink, s, block_bad ? CS_DAMAGE_PATCH : CS_DAMAGE_DESCRIPTOR, r,
+                          block_bad ? CS_DAMAGE_NO_COLUMN : c, err);
         }
       }
       if (rc == CS_ECORRUPT && sink) {
@@ -255,18 +271,24 @@ static cs_rc directory_resolve(cs_store *s, uint64_t limit, cs_err *err) {
 static cs_rc footer_parse(cs_store *s, const cs_disk_slot *slot, const uint8_t *bytes, cs_err *err);
 
 static cs_rc footer_load(cs_store *s, const cs_disk_slot *slot, cs_err *err) {
-  if (!cs__span_in(slot->footer_offset, slot->footer_bytes, s->data_offset, s->map_bytes) || slot->footer_bytes < sizeof(cs_disk_footer))
+  if (!cs__span_in(slot->footer_offset, slot->footer_bytes, s->data_offset, s->map_bytes) ||
+      slot->footer_bytes < sizeof(cs_disk_footer))
     return CS_ECORRUPT;
   /* A concurrent append overwrites this footer in place, so it is read once
   ** into private memory (pread: no page faults on the fresh mapping) and
   ** checked and parsed only there. */
   uint8_t *copy = cs__mem_malloc(slot->footer_bytes);
-  if (!copy) return cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for a footer of %llu bytes", s->path, (unsigned long long)slot->footer_bytes);
+  if (!copy)
+    return cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for a footer of %llu bytes", s->path,
+                      (unsigned long long)slot->footer_bytes);
   cs_err ignored;
   cs_rc rc = cs__pread_full(s->fd, copy, slot->footer_bytes, slot->footer_offset, s->path, &ignored);
-  if (rc == CS_OK) rc = footer_parse(s, slot, copy, err);
-  else if (rc == CS_ECORRUPT) rc = CS_ECORRUPT; /* shorter than the slot says: recover */
-  else rc = cs_err_set(err, rc, "%s", ignored.msg);
+  if (rc == CS_OK)
+    rc = footer_parse(s, slot, copy, err);
+  else if (rc == CS_ECORRUPT)
+    rc = CS_ECORRUPT; /* shorter than the slot says: recover */
+  else
+    rc = cs_err_set(err, rc, "%s", ignored.msg);
   cs__mem_free(copy);
   return rc;
 }
@@ -279,8 +301,9 @@ static cs_rc footer_parse(cs_store *s, const cs_disk_slot *slot, const uint8_t *
   bool v2 = f->layout == CS_FOOTER_LAYOUT_2;
   uint64_t eb = v2 ? cs__footer_entry_bytes_v2(nc) : cs__footer_entry_bytes(nc);
   uint64_t head = v2 ? CS_FOOTER_HEAD_BYTES_V2 : sizeof *f;
-  if (memcmp(f->magic, CS_MAGIC_FOOTER, CS_MAGIC_BYTES) != 0 || f->generation != slot->generation || f->n_cols != nc ||
-      (f->layout != 0 && !v2) || f->entry_bytes != eb || f->footer_bytes != slot->footer_bytes || slot->footer_bytes < head ||
+  if (memcmp(f->magic, CS_MAGIC_FOOTER, CS_MAGIC_BYTES) != 0 || f->generation != slot->generation ||
+      f->n_cols != nc || (f->layout != 0 && !v2) || f->entry_bytes != eb ||
+      f->footer_bytes != slot->footer_bytes || slot->footer_bytes < head ||
       f->n_records > (slot->footer_bytes - head) / eb || head + f->n_records * eb != slot->footer_bytes ||
       cs__hash(f, slot->footer_bytes) != slot->footer_checksum)
     /* The slot's checksum covers the whole footer; the footer's own
@@ -292,8 +315,10 @@ static cs_rc footer_parse(cs_store *s, const cs_disk_slot *slot, const uint8_t *
   size_t xb = v2 ? sizeof(cs_disk_entry_ext) : 0;
   for (uint64_t r = 0; r < f->n_records; r++, p += eb) {
     memcpy(&s->entries[r], p, sizeof(cs_disk_entry));
-    if (v2) memcpy(&s->ext[r], p + sizeof(cs_disk_entry), xb);
-    else memset(&s->ext[r], 0, sizeof s->ext[r]);
+    if (v2)
+      memcpy(&s->ext[r], p + sizeof(cs_disk_entry), xb);
+    else
+      memset(&s->ext[r], 0, sizeof s->ext[r]);
     memcpy(&s->disk_chunks[r * nc], p + sizeof(cs_disk_entry) + xb, nc * sizeof(cs_disk_chunk));
   }
   if (v2) {
@@ -321,8 +346,10 @@ static uint64_t scan_find_record(const cs_disk_entry *entries, uint64_t n, uint6
   uint64_t lo = 0, hi = n;
   while (lo < hi) {
     uint64_t mid = lo + (hi - lo) / 2;
-    if (entries[mid].record_offset < off) lo = mid + 1;
-    else hi = mid;
+    if (entries[mid].record_offset < off)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo < n && entries[lo].record_offset == off ? lo : n;
 }
@@ -331,7 +358,8 @@ static uint64_t scan_find_record(const cs_disk_entry *entries, uint64_t n, uint6
 ** checked as open checks one a footer names, its record found among
 ** entries[0, n) (scanned before it).  *out filled; false when it fails
 ** (the scan stops there as at a damaged record). */
-static bool scan_v2_block(const cs_store *s, uint64_t off, uint64_t limit, const cs_disk_entry *entries, uint64_t n, scan_block *out) {
+static bool scan_v2_block(const cs_store *s, uint64_t off, uint64_t limit, const cs_disk_entry *entries,
+                          uint64_t n, scan_block *out) {
   cs_err scratch;
   const cs_disk_delvec *dv = (const cs_disk_delvec *)(const void *)(s->map + off);
   const cs_disk_patch *ph = (const cs_disk_patch *)(const void *)(s->map + off);
@@ -363,7 +391,8 @@ static void scan_patch_apply(cs_store *s, uint64_t rec, uint64_t off, cs_disk_ch
     live[items[k].column] = items[k].chunk;
   }
   uint32_t n_orphans = cs__patch_orphans(old, h->n_chunks, live, nc, orphans);
-  for (uint32_t k = 0; k < n_orphans; k++) s->free_bytes += ((const cs_disk_patch *)(const void *)(s->map + orphans[k]))->header_bytes;
+  for (uint32_t k = 0; k < n_orphans; k++)
+    s->free_bytes += ((const cs_disk_patch *)(const void *)(s->map + orphans[k]))->header_bytes;
 }
 
 /* Forward scan over the blocks (records, deletion vectors, patches) in
@@ -372,25 +401,32 @@ static cs_rc directory_scan(cs_store *s, uint64_t limit, bool bounded, cs_err *e
   uint32_t nc = s->schema.n_cols;
   uint64_t cap = 16, n = 0, off = s->data_offset, max_gen = 0, n_blk = 0, cap_blk = 0, n_patches = 0;
   uint64_t newest_off = s->data_offset; /* where the newest generation's first block starts */
-  bool newest_sealing = false; /* the newest generation's writer seals its commits */
+  bool newest_sealing = false;          /* the newest generation's writer seals its commits */
   cs_disk_entry *entries = cs__mem_malloc(cap * sizeof *entries);
   cs_disk_chunk *dcs = cs__mem_malloc(cap * nc * sizeof *dcs), *old = NULL;
   scan_block *blks = NULL;
   uint64_t *orphans = NULL;
   cs_rc rc = CS_OK;
-  if (!entries || !dcs) { rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory scanning records", s->path); goto done; }
+  if (!entries || !dcs) {
+    rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory scanning records", s->path);
+    goto done;
+  }
   while (off < limit) {
     const cs_disk_record *h;
     cs_err scratch;
     const char *kind = (const char *)(s->map + off);
     if (cs__span_in(off, sizeof *h, s->data_offset, limit) &&
-        (memcmp(kind, CS_MAGIC_DELVEC, CS_MAGIC_BYTES) == 0 || memcmp(kind, CS_MAGIC_PATCH, CS_MAGIC_BYTES) == 0)) {
+        (memcmp(kind, CS_MAGIC_DELVEC, CS_MAGIC_BYTES) == 0 ||
+         memcmp(kind, CS_MAGIC_PATCH, CS_MAGIC_BYTES) == 0)) {
       scan_block b;
       if (!scan_v2_block(s, off, limit, entries, n, &b)) break;
       if (n_blk == cap_blk) {
         cap_blk = cap_blk ? cap_blk * 2 : 16;
         scan_block *b2 = cs__mem_realloc(blks, cap_blk * sizeof *blks);
-        if (!b2) { rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory scanning records", s->path); goto done; }
+        if (!b2) {
+          rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory scanning records", s->path);
+          goto done;
+        }
         blks = b2;
       }
       blks[n_blk++] = b;
@@ -398,7 +434,8 @@ static cs_rc directory_scan(cs_store *s, uint64_t limit, bool bounded, cs_err *e
       if (b.generation > max_gen) newest_off = off;
       if (b.generation >= max_gen) newest_sealing = true; /* only sealing writers write vectors and patches */
       if (b.generation > max_gen) max_gen = b.generation;
-      off += b.patch ? ((const cs_disk_patch *)(const void *)kind)->block_bytes : ((const cs_disk_delvec *)(const void *)kind)->block_bytes;
+      off += b.patch ? ((const cs_disk_patch *)(const void *)kind)->block_bytes
+                     : ((const cs_disk_delvec *)(const void *)kind)->block_bytes;
       continue;
     }
     if (record_header_check(s, off, limit, n, &h, &scratch) != CS_OK) break;
@@ -406,7 +443,8 @@ static cs_rc directory_scan(cs_store *s, uint64_t limit, bool bounded, cs_err *e
     if (h->n_rows == 0) break;
     bool ok = true;
     for (uint32_t c = 0; c < nc && ok; c++)
-      ok = cs__chunk_check(&dc[c], &s->cols[c], h->n_rows, h->header_bytes, h->record_bytes, false, s->path, n, &scratch) == CS_OK;
+      ok = cs__chunk_check(&dc[c], &s->cols[c], h->n_rows, h->header_bytes, h->record_bytes, false, s->path,
+                           n, &scratch) == CS_OK;
     if (!ok) break;
     if (n == cap) {
       cap *= 2;
@@ -414,7 +452,10 @@ static cs_rc directory_scan(cs_store *s, uint64_t limit, bool bounded, cs_err *e
       if (e2) entries = e2;
       cs_disk_chunk *d2 = e2 ? cs__mem_realloc(dcs, cap * nc * sizeof *dcs) : NULL;
       if (d2) dcs = d2;
-      if (!e2 || !d2) { rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory scanning records", s->path); goto done; }
+      if (!e2 || !d2) {
+        rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory scanning records", s->path);
+        goto done;
+      }
     }
     entries[n] = (cs_disk_entry){off, h->n_rows, h->record_bytes, h->generation};
     memcpy(&dcs[n * nc], dc, nc * sizeof *dcs);
@@ -425,7 +466,9 @@ static cs_rc directory_scan(cs_store *s, uint64_t limit, bool bounded, cs_err *e
     off += h->record_bytes;
   }
   if (bounded && off != limit) {
-    rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: footer is damaged and record %llu at offset %llu cannot be recovered", s->path, (unsigned long long)n, (unsigned long long)off);
+    rc = cs_err_set(err, CS_ECORRUPT,
+                    "colstore: %s: footer is damaged and record %llu at offset %llu cannot be recovered",
+                    s->path, (unsigned long long)n, (unsigned long long)off);
     goto done;
   }
   if (!bounded) {
@@ -433,16 +476,18 @@ static cs_rc directory_scan(cs_store *s, uint64_t limit, bool bounded, cs_err *e
     ** its commit seal follows the footer: a footer alone is written by
     ** prepare, before the commit point (cs_format.h). */
     const cs_disk_footer *f = (const cs_disk_footer *)(s->map + off);
-    bool sealed = cs__span_in(off, sizeof *f, s->data_offset, s->map_bytes) && memcmp(f->magic, CS_MAGIC_FOOTER, CS_MAGIC_BYTES) == 0 &&
-                  f->generation == max_gen && cs__span_in(off, f->footer_bytes, s->data_offset, s->map_bytes) &&
+    bool sealed = cs__span_in(off, sizeof *f, s->data_offset, s->map_bytes) &&
+                  memcmp(f->magic, CS_MAGIC_FOOTER, CS_MAGIC_BYTES) == 0 && f->generation == max_gen &&
+                  cs__span_in(off, f->footer_bytes, s->data_offset, s->map_bytes) &&
                   f->footer_bytes >= sizeof *f &&
                   f->checksum == cs__hash_seeded(f + 1, f->footer_bytes - sizeof *f, cs__hash(f, 56));
     if (sealed && newest_sealing) {
       const cs_disk_slot *seal = (const cs_disk_slot *)(const void *)(s->map + off + f->footer_bytes);
       sealed = cs__span_in(off + f->footer_bytes, sizeof *seal, s->data_offset, s->map_bytes) &&
-               memcmp(seal->magic, CS_MAGIC_SEAL, CS_MAGIC_BYTES) == 0 && seal->checksum == cs__hash(seal, 56) &&
-               seal->generation == max_gen && seal->footer_offset == off && seal->data_end == off &&
-               seal->footer_bytes == f->footer_bytes && seal->footer_checksum == cs__hash(f, f->footer_bytes);
+               memcmp(seal->magic, CS_MAGIC_SEAL, CS_MAGIC_BYTES) == 0 &&
+               seal->checksum == cs__hash(seal, 56) && seal->generation == max_gen &&
+               seal->footer_offset == off && seal->data_end == off && seal->footer_bytes == f->footer_bytes &&
+               seal->footer_checksum == cs__hash(f, f->footer_bytes);
     }
     if (!sealed)
       while (n > 0 && entries[n - 1].generation == max_gen) n--;
@@ -453,7 +498,8 @@ static cs_rc directory_scan(cs_store *s, uint64_t limit, bool bounded, cs_err *e
   }
   rc = directory_alloc(s, n, err);
   if (rc) goto done;
-  if (n_patches && (!(old = cs__mem_malloc(nc * sizeof *old)) || !(orphans = cs__mem_malloc(nc * sizeof *orphans)))) {
+  if (n_patches &&
+      (!(old = cs__mem_malloc(nc * sizeof *old)) || !(orphans = cs__mem_malloc(nc * sizeof *orphans)))) {
     rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory scanning records", s->path);
     goto done;
   }
@@ -472,7 +518,8 @@ static cs_rc directory_scan(cs_store *s, uint64_t limit, bool bounded, cs_err *e
       continue;
     }
     cs_disk_entry_ext *x = &s->ext[d->rec];
-    if (x->dv_offset) s->free_bytes += cs__delvec_block_bytes(entries[d->rec].n_rows), s->n_deleted -= x->n_deleted;
+    if (x->dv_offset)
+      s->free_bytes += cs__delvec_block_bytes(entries[d->rec].n_rows), s->n_deleted -= x->n_deleted;
     *x = d->x;
     s->n_deleted += x->n_deleted;
   }
@@ -498,8 +545,8 @@ static cs_rc store_check_all(const cs_store *s, cs__damage_sink *sink, cs_err *e
 /* cs__store_load_cached, with a sink for cs_store_verify_source (else
 ** NULL): the store it returns may then hold chunks whose descriptors
 ** failed (sink->skip), and is only verified and closed. */
-static cs_rc store_load(int fd, const char *path, cs_verify verify, cs_cache cache, const cs_store *base, cs__damage_sink *sink,
-                        cs_store **out, cs_err *err) {
+static cs_rc store_load(int fd, const char *path, cs_verify verify, cs_cache cache, const cs_store *base,
+                        cs__damage_sink *sink, cs_store **out, cs_err *err) {
   cs_rc rc;
   *out = NULL;
   cs_store *s = cs__mem_calloc(1, sizeof *s);
@@ -519,8 +566,15 @@ static cs_rc store_load(int fd, const char *path, cs_verify verify, cs_cache cac
   cs_err slot_err = {0};
   bool have_slot = cs__slots_read(fd, path, &slot, &s->slot_damaged, &slot_err) == CS_OK;
   struct stat st;
-  if (fstat(fd, &st) != 0) { rc = cs_err_set(err, CS_EIO, "colstore: %s: stat failed: %s", path, strerror(errno)); goto fail; }
-  if (!S_ISREG(st.st_mode)) { rc = cs_err_set(err, CS_ENOTSTORE, "colstore: %s is not a regular file; give the path of a .cst store", path); goto fail; }
+  if (fstat(fd, &st) != 0) {
+    rc = cs_err_set(err, CS_EIO, "colstore: %s: stat failed: %s", path, strerror(errno));
+    goto fail;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    rc = cs_err_set(err, CS_ENOTSTORE, "colstore: %s is not a regular file; give the path of a .cst store",
+                    path);
+    goto fail;
+  }
   s->map_bytes = (uint64_t)st.st_size;
   s->file_ino = (uint64_t)st.st_ino;
   s->file_dev = (uint64_t)st.st_dev;
@@ -528,32 +582,49 @@ static cs_rc store_load(int fd, const char *path, cs_verify verify, cs_cache cac
     char magic[CS_MAGIC_BYTES];
     if (s->map_bytes >= CS_MAGIC_BYTES && pread(fd, magic, CS_MAGIC_BYTES, 0) == CS_MAGIC_BYTES &&
         memcmp(magic, CS_MAGIC_FILE, CS_MAGIC_BYTES) == 0) {
-      rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s is truncated inside its header (%llu bytes)", path, (unsigned long long)s->map_bytes);
+      rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s is truncated inside its header (%llu bytes)", path,
+                      (unsigned long long)s->map_bytes);
       goto fail;
     }
-    rc = cs_err_set(err, CS_ENOTSTORE, "colstore: %s is not a colstore file (only %llu bytes); create one with colstore_create() or CREATE VIRTUAL TABLE with column definitions", path, (unsigned long long)s->map_bytes);
+    rc = cs_err_set(err, CS_ENOTSTORE,
+                    "colstore: %s is not a colstore file (only %llu bytes); create one with "
+                    "colstore_create() or CREATE VIRTUAL TABLE with column definitions",
+                    path, (unsigned long long)s->map_bytes);
     goto fail;
   }
   void *m = mmap(NULL, s->map_bytes, PROT_READ, MAP_SHARED, fd, 0);
-  if (m == MAP_FAILED) { rc = cs_err_set(err, CS_EIO, "colstore: %s: mmap failed: %s", path, strerror(errno)); goto fail; }
+  if (m == MAP_FAILED) {
+    rc = cs_err_set(err, CS_EIO, "colstore: %s: mmap failed: %s", path, strerror(errno));
+    goto fail;
+  }
   s->map = m;
   cs__numa_apply(m, s->map_bytes);
 
   const cs_disk_preamble *pre = (const cs_disk_preamble *)s->map;
   if (memcmp(pre->magic, CS_MAGIC_FILE, CS_MAGIC_BYTES) != 0) {
-    rc = cs_err_set(err, CS_ENOTSTORE, "colstore: %s is not a colstore file (bad magic); create one with colstore_create() or CREATE VIRTUAL TABLE with column definitions", path);
+    rc = cs_err_set(err, CS_ENOTSTORE,
+                    "colstore: %s is not a colstore file (bad magic); create one with colstore_create() or "
+                    "CREATE VIRTUAL TABLE with column definitions",
+                    path);
     goto fail;
   }
   uint32_t version;
-  if (!cs__preamble_version(pre, &version, &s->preamble_torn)) { rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: file header checksum mismatch", path); goto fail; }
+  if (!cs__preamble_version(pre, &version, &s->preamble_torn)) {
+    rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: file header checksum mismatch", path);
+    goto fail;
+  }
   if (version < CS_FORMAT_VERSION || version > CS_FORMAT_VERSION_MAX) {
-    rc = cs_err_set(err, CS_EVERSION, "colstore: %s uses format version %u but this build reads versions %d to %d; upgrade colstore", path,
-                    version, CS_FORMAT_VERSION, CS_FORMAT_VERSION_MAX);
+    rc = cs_err_set(
+        err, CS_EVERSION,
+        "colstore: %s uses format version %u but this build reads versions %d to %d; upgrade colstore", path,
+        version, CS_FORMAT_VERSION, CS_FORMAT_VERSION_MAX);
     goto fail;
   }
   s->format_version = version;
-  if (pre->schema_offset != CS_SCHEMA_OFFSET || !cs__span_in(pre->schema_offset, pre->schema_bytes, 0, s->map_bytes) ||
-      pre->data_offset < pre->schema_offset + pre->schema_bytes || pre->data_offset % CS_ALIGN || pre->data_offset > s->map_bytes ||
+  if (pre->schema_offset != CS_SCHEMA_OFFSET ||
+      !cs__span_in(pre->schema_offset, pre->schema_bytes, 0, s->map_bytes) ||
+      pre->data_offset < pre->schema_offset + pre->schema_bytes || pre->data_offset % CS_ALIGN ||
+      pre->data_offset > s->map_bytes ||
       cs__hash(s->map + pre->schema_offset, pre->schema_bytes) != pre->schema_checksum) {
     rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: schema block is damaged", path);
     goto fail;
@@ -563,15 +634,17 @@ static cs_rc store_load(int fd, const char *path, cs_verify verify, cs_cache cac
 
   if (have_slot) {
     if (slot.data_end > s->map_bytes || slot.data_end < s->data_offset) {
-      rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s is truncated: committed data ends at %llu but the file has %llu bytes", path,
-                      (unsigned long long)slot.data_end, (unsigned long long)s->map_bytes);
+      rc = cs_err_set(err, CS_ECORRUPT,
+                      "colstore: %s is truncated: committed data ends at %llu but the file has %llu bytes",
+                      path, (unsigned long long)slot.data_end, (unsigned long long)s->map_bytes);
       goto fail;
     }
     /* The footer starts where the data ends, on a record boundary (version
     ** 1): the next append writes its record there, which must be one an
     ** open accepts. */
     if (slot.footer_offset != slot.data_end || slot.data_end % CS_ALIGN) {
-      rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: the commit slot puts the footer at %llu but the data end at %llu", path,
+      rc = cs_err_set(err, CS_ECORRUPT,
+                      "colstore: %s: the commit slot puts the footer at %llu but the data end at %llu", path,
                       (unsigned long long)slot.footer_offset, (unsigned long long)slot.data_end);
       goto fail;
     }
@@ -579,7 +652,8 @@ static cs_rc store_load(int fd, const char *path, cs_verify verify, cs_cache cac
     s->generation = slot.generation;
     rc = footer_load(s, &slot, err);
     if (rc == CS_ECORRUPT) {
-      cs__mem_free(s->first_rows), cs__mem_free(s->entries), cs__mem_free(s->disk_chunks), cs__mem_free(s->chunks);
+      cs__mem_free(s->first_rows), cs__mem_free(s->entries), cs__mem_free(s->disk_chunks),
+          cs__mem_free(s->chunks);
       cs__mem_free(s->ext);
       s->first_rows = NULL, s->entries = NULL, s->disk_chunks = NULL, s->chunks = NULL, s->ext = NULL;
       s->n_deleted = s->free_bytes = 0;
@@ -595,7 +669,8 @@ static cs_rc store_load(int fd, const char *path, cs_verify verify, cs_cache cac
   if (cache == CS_CACHE_MEMORY && (rc = cs__cache_copy(s, base, err))) goto fail;
   if ((rc = directory_resolve(s, s->data_end, err))) goto fail;
   if (cs__verified_init(s) != CS_OK) {
-    rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for a directory of %llu records", path, (unsigned long long)s->n_records);
+    rc = cs_err_set(err, CS_ENOMEM, "colstore: %s: out of memory for a directory of %llu records", path,
+                    (unsigned long long)s->n_records);
     goto fail;
   }
 
@@ -610,13 +685,13 @@ fail:
   return rc;
 }
 
-cs_rc cs__store_load_cached(int fd, const char *path, cs_verify verify, cs_cache cache, const cs_store *base, cs_store **out,
-                            cs_err *err) {
+cs_rc cs__store_load_cached(int fd, const char *path, cs_verify verify, cs_cache cache, const cs_store *base,
+                            cs_store **out, cs_err *err) {
   return store_load(fd, path, verify, cache, base, NULL, out, err);
 }
 
-static cs_rc path_load(const char *path, cs_verify verify, cs_cache cache, const cs_store *base, cs__damage_sink *sink,
-                       cs_store **out, cs_err *err) {
+static cs_rc path_load(const char *path, cs_verify verify, cs_cache cache, const cs_store *base,
+                       cs__damage_sink *sink, cs_store **out, cs_err *err) {
   *out = NULL;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -626,7 +701,8 @@ static cs_rc path_load(const char *path, cs_verify verify, cs_cache cache, const
   return store_load(fd, path, verify, cache, base, sink, out, err);
 }
 
-cs_rc cs__store_open_path(const char *path, cs_verify verify, cs_cache cache, const cs_store *base, cs_store **out, cs_err *err) {
+cs_rc cs__store_open_path(const char *path, cs_verify verify, cs_cache cache, const cs_store *base,
+                          cs_store **out, cs_err *err) {
   return path_load(path, verify, cache, base, NULL, out, err);
 }
 
@@ -672,7 +748,9 @@ uint64_t cs_store_file_bytes(const cs_store *s) { return s->map_bytes; }
 bool cs_store_recovered(const cs_store *s) { return s->recovered; }
 bool cs_store_slot_damaged(const cs_store *s) { return s->slot_damaged; }
 uint64_t cs_store_record_first_row(const cs_store *s, uint64_t rec) { return s->first_rows[rec]; }
-uint64_t cs_store_record_rows(const cs_store *s, uint64_t rec) { return s->first_rows[rec + 1] - s->first_rows[rec]; }
+uint64_t cs_store_record_rows(const cs_store *s, uint64_t rec) {
+  return s->first_rows[rec + 1] - s->first_rows[rec];
+}
 const cs_chunk *cs_store_chunk(const cs_store *s, uint64_t rec, uint32_t col) {
   return &s->chunks[rec * s->schema.n_cols + col];
 }
@@ -704,7 +782,9 @@ void cs__store_uniform_init(cs_store *s) {
   s->uniform_shift = p - 64;
 }
 
-uint64_t cs_store_find_record(const cs_store *s, uint64_t row) { return cs__find_record(s->first_rows, s->n_records, row); }
+uint64_t cs_store_find_record(const cs_store *s, uint64_t row) {
+  return cs__find_record(s->first_rows, s->n_records, row);
+}
 
 void cs_store_column_stats(const cs_store *s, uint32_t col, cs_column_stats *out) {
   memset(out, 0, sizeof *out);
@@ -715,7 +795,8 @@ void cs_store_column_stats(const cs_store *s, uint32_t col, cs_column_stats *out
     out->null_count += ch->null_count;
     if (!(ch->flags & CS_CHUNK_SORTED)) sorted = false;
     if (!(ch->flags & CS_CHUNK_HAS_MINMAX)) continue;
-    if (sorted && out->has_minmax && (is_float ? ch->min.f < out->max.f : ch->min.i < out->max.i)) sorted = false;
+    if (sorted && out->has_minmax && (is_float ? ch->min.f < out->max.f : ch->min.i < out->max.i))
+      sorted = false;
     if (!out->has_minmax) {
       out->min = ch->min, out->max = ch->max, out->has_minmax = true;
     } else if (is_float) {
@@ -729,12 +810,15 @@ void cs_store_column_stats(const cs_store *s, uint32_t col, cs_column_stats *out
   out->sorted = sorted && out->null_count == 0;
 }
 
-cs_rc cs_store_is_current(const cs_store *s, bool *out_current, cs_err *err) { return s->ops->is_current(s, out_current, err); }
+cs_rc cs_store_is_current(const cs_store *s, bool *out_current, cs_err *err) {
+  return s->ops->is_current(s, out_current, err);
+}
 
 static cs_rc file_is_current(const cs_store *s, bool *out_current, cs_err *err) {
   /* A store replaced by rename (colstore_create 'replace') is a new inode. */
   struct stat now;
-  if (stat(s->path, &now) != 0 || (uint64_t)now.st_ino != s->file_ino || (uint64_t)now.st_dev != s->file_dev) {
+  if (stat(s->path, &now) != 0 || (uint64_t)now.st_ino != s->file_ino ||
+      (uint64_t)now.st_dev != s->file_dev) {
     *out_current = false;
     return CS_OK;
   }
@@ -770,10 +854,14 @@ static cs_rc file_reopen(cs_store *s, cs_verify verify, cs_store **out, cs_err *
   return CS_OK;
 }
 
-cs_rc cs_chunk_varlen(const cs_chunk *ch, uint64_t local, const uint8_t **out_bytes, uint64_t *out_len, cs_err *err) {
+cs_rc cs_chunk_varlen(const cs_chunk *ch, uint64_t local, const uint8_t **out_bytes, uint64_t *out_len,
+                      cs_err *err) {
   int64_t a = ch->offsets[local], b = ch->offsets[local + 1];
   if (a < 0 || b < a || (uint64_t)b > ch->data_bytes)
-    return cs_err_set(err, CS_ECORRUPT, "colstore: damaged TEXT/BLOB offsets at row %llu of a record; run colstore_verify() for details", (unsigned long long)local);
+    return cs_err_set(
+        err, CS_ECORRUPT,
+        "colstore: damaged TEXT/BLOB offsets at row %llu of a record; run colstore_verify() for details",
+        (unsigned long long)local);
   *out_bytes = (const uint8_t *)ch->data + a;
   *out_len = (uint64_t)(b - a);
   return CS_OK;
@@ -803,7 +891,8 @@ static cs_rc store_check_all(const cs_store *s, cs__damage_sink *sink, cs_err *e
         same = (dc->flags & CS_CHUNK_ABSOLUTE) || memcmp(&own[c], dc, sizeof *dc) == 0;
       }
       if (!same)
-        rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu header does not match the footer", s->path, (unsigned long long)r);
+        rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu header does not match the footer",
+                        s->path, (unsigned long long)r);
     }
     if (rc && !sink) return rc;
     if (rc) cs__damage_note(sink, s, CS_DAMAGE_RECORD, r, CS_DAMAGE_NO_COLUMN, err);

@@ -29,7 +29,7 @@ typedef struct cs__file_checks cs__file_checks;
 ** owns beyond the common fields (cs_store_close frees those); the others
 ** are cs_store_is_current, cs_store_reopen and cs_store_verify. */
 typedef struct cs__store_ops {
-  const char *name;           /* "file", "dataset", "view" */
+  const char *name; /* "file", "dataset", "view" */
   void (*release)(cs_store *s);
   cs_rc (*is_current)(const cs_store *s, bool *out_current, cs_err *err);
   cs_rc (*reopen)(cs_store *s, cs_verify verify, cs_store **out, cs_err *err);
@@ -47,29 +47,29 @@ struct cs__derived {
 
 /* A record's deletions as the readers use them (cs_delete.c). */
 typedef struct cs__dels {
-  const uint8_t *bits;        /* the vector's bitmap in the mapping (or copy), 1 = deleted; NULL = none */
-  uint64_t n_deleted;         /* bits set */
+  const uint8_t *bits; /* the vector's bitmap in the mapping (or copy), 1 = deleted; NULL = none */
+  uint64_t n_deleted;  /* bits set */
 } cs__dels;
 
 struct cs_store {
-  const cs__store_ops *ops;   /* the variant's operations; never NULL */
+  const cs__store_ops *ops; /* the variant's operations; never NULL */
   /* References: 1 from open; cs_store_reopen adds one to a snapshot it
   ** returns unchanged, and a dataset holds one on each of its parts, which
   ** it may share with the datasets reopened from it.  cs_store_close drops
   ** one and frees the store with the last.  Atomic so that snapshots
   ** sharing a part may be closed from different threads. */
   atomic_uint n_refs;
-  char *path;                 /* owned copy of the open path */
-  int fd;                     /* read-only descriptor, for pread of slots */
-  const uint8_t *map;         /* whole-file mapping; owned; NULL if empty */
-  uint64_t map_bytes;         /* file size at open */
+  char *path;                  /* owned copy of the open path */
+  int fd;                      /* read-only descriptor, for pread of slots */
+  const uint8_t *map;          /* whole-file mapping; owned; NULL if empty */
+  uint64_t map_bytes;          /* file size at open */
   uint64_t file_ino, file_dev; /* the open file's identity (fstat at open), for cs_store_is_current */
-  cs_schema schema;           /* cols and names owned by the store */
+  cs_schema schema;            /* cols and names owned by the store */
   cs_column *cols;
-  char *names;                /* all column names, NUL-separated */
-  uint64_t data_offset;       /* first record */
-  uint64_t data_end;          /* end of the last committed record */
-  uint64_t generation;        /* committed generation this snapshot shows */
+  char *names;          /* all column names, NUL-separated */
+  uint64_t data_offset; /* first record */
+  uint64_t data_end;    /* end of the last committed record */
+  uint64_t generation;  /* committed generation this snapshot shows */
   uint64_t n_rows;
   uint64_t n_records;
   uint64_t *first_rows;       /* n_records + 1 entries; first_rows[n] = n_rows */
@@ -80,22 +80,22 @@ struct cs_store {
   ** extensions (all zero from a layout-1 footer), which the writer carries
   ** into its next footer; dels the resolved vectors, NULL when the store
   ** has no deleted row (the test every read path makes first). */
-  uint32_t format_version;    /* preamble version: 1 or 2 (a torn upgrade reads as 2) */
-  uint32_t footer_layout;     /* 1 or 2: the layout of the footer loaded (a scan: 2) */
-  bool preamble_torn;         /* the preamble is a torn upgrade (format.md 14.2) */
-  cs_disk_entry_ext *ext;     /* n_records; owned; NULL for a dataset */
-  cs__dels *dels;             /* n_records; owned; NULL when n_deleted == 0 */
-  uint64_t n_deleted;         /* deleted positions */
-  uint64_t free_bytes;        /* from the footer extension (a scan: recounted) */
-  bool recovered;             /* directory rebuilt by a forward scan */
-  bool slot_damaged;          /* the other commit slot is torn or damaged */
+  uint32_t format_version; /* preamble version: 1 or 2 (a torn upgrade reads as 2) */
+  uint32_t footer_layout;  /* 1 or 2: the layout of the footer loaded (a scan: 2) */
+  bool preamble_torn;      /* the preamble is a torn upgrade (format.md 14.2) */
+  cs_disk_entry_ext *ext;  /* n_records; owned; NULL for a dataset */
+  cs__dels *dels;          /* n_records; owned; NULL when n_deleted == 0 */
+  uint64_t n_deleted;      /* deleted positions */
+  uint64_t free_bytes;     /* from the footer extension (a scan: recounted) */
+  bool recovered;          /* directory rebuilt by a forward scan */
+  bool slot_damaged;       /* the other commit slot is torn or damaged */
   /* Uniform layout (a uniform record layout turns a row into its record by division), set by cs__store_uniform_init at open:
   ** when every record but the last has uniform_rows rows and the last no
   ** more, the record of a row is row / uniform_rows, computed as the high
   ** word of row * uniform_magic shifted right by uniform_shift.  0 = irregular. */
-  uint64_t uniform_rows;      /* rows per record, or 0 */
-  uint64_t uniform_magic;     /* ceil(2^(64 + uniform_shift) / uniform_rows) */
-  uint32_t uniform_shift;     /* bits, 0..63 */
+  uint64_t uniform_rows;  /* rows per record, or 0 */
+  uint64_t uniform_magic; /* ceil(2^(64 + uniform_shift) / uniform_rows) */
+  uint32_t uniform_shift; /* bits, 0..63 */
   /* A dataset (cs_dataset.c): several files read as one store.  The
   ** directory above (first_rows, chunks) spans every file in order, its
   ** chunk pointers resolved into each file's own mapping; entries and
@@ -103,10 +103,10 @@ struct cs_store {
   ** own store (path, fd, mapping, generation), held by reference: datasets
   ** reopened from this one share the parts whose files did not change
   ** (cs_store_reopen).  n_parts == 0 for a single-file store. */
-  cs_store **parts;           /* a reference each (see n_refs) */
+  cs_store **parts; /* a reference each (see n_refs) */
   uint32_t n_parts;
   uint64_t *part_first_record; /* n_parts + 1 entries */
-  char *source;               /* directory or pattern to re-expand; or NULL */
+  char *source;                /* directory or pattern to re-expand; or NULL */
   /* A view (cs_view.c): one part, the snapshot it shows, with deletions of
   ** its own in dels (dels_block, owned, holds the bitmaps it made) and
   ** chunks of its own where updates are pending (own_chunks). */
@@ -122,7 +122,7 @@ struct cs_store {
   ** column; owned; NULL for a dataset, which asks its parts. */
   _Atomic uint8_t *chunk_checked;
   _Atomic uint64_t *col_checked;
-  cs__file_checks *checks;    /* the process's entry for this file; a reference */
+  cs__file_checks *checks; /* the process's entry for this file; a reference */
   /* Data derived from the snapshot by a layer above (aggregation's
   ** per-record statistics, analytics/cs_agg.c), made the first time it is
   ** needed and kept for the snapshot's life.  Set once by
@@ -133,27 +133,26 @@ struct cs_store {
   ** offsets [0, data_end) of it are the file's committed bytes) and the
   ** file's mapping is gone, so every reader, checksums included, reads the
   ** copy.  A dataset holds no copy: its parts do. */
-  cs_cache cache_req;         /* what the open asked for; a reopen asks the same */
-  uint8_t *copy;              /* cs__mem_big_alloc block of data_end bytes; owned; or NULL */
-  uint64_t copy_read_bytes;   /* of the copy, read from the file (the rest from the previous snapshot's) */
-  uint64_t copy_ns;           /* the copy's wall time */
-  char cache_why[192];        /* asked for memory, reads the mapping: why; else "" */
+  cs_cache cache_req;       /* what the open asked for; a reopen asks the same */
+  uint8_t *copy;            /* cs__mem_big_alloc block of data_end bytes; owned; or NULL */
+  uint64_t copy_read_bytes; /* of the copy, read from the file (the rest from the previous snapshot's) */
+  uint64_t copy_ns;         /* the copy's wall time */
+  char cache_why[192];      /* asked for memory, reads the mapping: why; else "" */
   /* Set only while cs_store_verify_source loads the file: the checks of
   ** open report there and go on where they would have stopped. */
   struct cs__damage_sink *damage;
 };
-
-
 
 /* Loads the committed state of an open descriptor (takes ownership of fd:
 ** it is closed on failure and by cs_store_close). */
 cs_rc cs__store_load(int fd, const char *path, cs_verify verify, cs_store **out, cs_err *err);
 /* cs__store_load with a cache; base (or NULL) is an older snapshot of the
 ** same path whose copy may stand for the bytes both hold (cs_cache.c). */
-cs_rc cs__store_load_cached(int fd, const char *path, cs_verify verify, cs_cache cache, const cs_store *base, cs_store **out,
-                            cs_err *err);
+cs_rc cs__store_load_cached(int fd, const char *path, cs_verify verify, cs_cache cache, const cs_store *base,
+                            cs_store **out, cs_err *err);
 /* Opens path as cs_store_open_with does, base as in cs__store_load_cached. */
-cs_rc cs__store_open_path(const char *path, cs_verify verify, cs_cache cache, const cs_store *base, cs_store **out, cs_err *err);
+cs_rc cs__store_open_path(const char *path, cs_verify verify, cs_cache cache, const cs_store *base,
+                          cs_store **out, cs_err *err);
 /* cache=memory (cs_cache.c): once a loading store's data_end is known, makes
 ** its copy (or, over the limit, leaves it on the mapping with cache_why set);
 ** s->map then points at the copy.  CS_ENOMEM or CS_EIO with err set. */
@@ -175,15 +174,17 @@ cs_rc cs__schema_encode(const cs_schema *schema, uint8_t **out, uint64_t *out_by
 ** room for n_cols) and its identity with the block's item; *out_block_bad
 ** says whether a failure is the block's (every column it holds fails with
 ** it) rather than this descriptor's. */
-cs_rc cs__patch_check(const cs_store *s, uint64_t off, uint64_t limit, const cs_disk_entry *e, uint64_t rec, cs_err *err);
+cs_rc cs__patch_check(const cs_store *s, uint64_t off, uint64_t limit, const cs_disk_entry *e, uint64_t rec,
+                      cs_err *err);
 const cs_disk_patch_item *cs__patch_item(const uint8_t *block, uint32_t col);
-cs_rc cs__patched_chunk_check(const cs_store *s, uint64_t rec, uint32_t col, uint64_t limit, uint64_t *checked,
-                              uint32_t *n_checked, bool *out_block_bad, cs_err *err);
+cs_rc cs__patched_chunk_check(const cs_store *s, uint64_t rec, uint32_t col, uint64_t limit,
+                              uint64_t *checked, uint32_t *n_checked, bool *out_block_bad, cs_err *err);
 /* Of the patch blocks the replaced descriptors old[0, n) lived in, the
 ** ones no descriptor of live[0, n_cols) points into any more (their
 ** headers become free space, format.md 14.5): written to out (room for n),
 ** each once; returns how many. */
-uint32_t cs__patch_orphans(const cs_disk_chunk *old, uint32_t n, const cs_disk_chunk *live, uint32_t n_cols, uint64_t *out);
+uint32_t cs__patch_orphans(const cs_disk_chunk *old, uint32_t n, const cs_disk_chunk *live, uint32_t n_cols,
+                           uint64_t *out);
 /* Detects the uniform layout from first_rows and fills s->uniform_*
 ** (cs_store.c); called at the end of directory resolution by every variant. */
 void cs__store_uniform_init(cs_store *s);
@@ -227,30 +228,31 @@ void cs__verified_mark_all(const cs_store *s);
 cs_rc cs__verified_check_chunk(const cs_store *s, uint64_t rec, uint32_t col, bool advise, cs_err *err);
 /* The same checks on a copy of the chunk's bytes at span (compaction reads
 ** chunks with pread rather than through the mapping). */
-cs_rc cs__verified_check_bytes(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t *span, cs_err *err);
+cs_rc cs__verified_check_bytes(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t *span,
+                               cs_err *err);
 /* A verify that reports every damaged part (cs_store_verify_source).  A
 ** check that finds damage with a sink to report to notes the part and goes
 ** on; without one (every other caller) the damage is the error. */
 typedef struct cs__damage_sink {
   cs_damage_fn fn;
   void *ctx;
-  uint64_t n;                 /* parts reported */
-  uint8_t *skip;              /* n_records * n_cols of the file being checked: 1 = its
+  uint64_t n;    /* parts reported */
+  uint8_t *skip; /* n_records * n_cols of the file being checked: 1 = its
                               ** descriptor or patch block failed, so its bytes are not
                               ** hashed; owned by the sink's user; or NULL */
 } cs__damage_sink;
 /* Reports the damage e describes (its message, less "colstore: ") as one
 ** part of s's file; s's directory is resolved up to record rec. */
-void cs__damage_note(cs__damage_sink *sink, const cs_store *s, cs_damage_kind kind, uint64_t rec, uint32_t col, const cs_err *e);
+void cs__damage_note(cs__damage_sink *sink, const cs_store *s, cs_damage_kind kind, uint64_t rec,
+                     uint32_t col, const cs_err *e);
 /* The same for a file that did not load (rec and col: none). */
 void cs__damage_note_file(cs__damage_sink *sink, const char *path, const cs_err *e);
 /* Deletion vectors (cs_delete.c).  Checks the vector of record rec named by
 ** e/x in [data_offset, limit) against its record and entry; CS_ECORRUPT with
 ** err set.  cs__dels_resolve checks and resolves every record's vector
 ** (directory resolution, after the cache copy) and fills s->dels. */
-cs_rc cs__delvec_check(const cs_store *s, uint64_t rec, const cs_disk_entry *e, const cs_disk_entry_ext *x, uint64_t limit,
-                       cs_err *err);
+cs_rc cs__delvec_check(const cs_store *s, uint64_t rec, const cs_disk_entry *e, const cs_disk_entry_ext *x,
+                       uint64_t limit, cs_err *err);
 cs_rc cs__dels_resolve(cs_store *s, uint64_t limit, cs_err *err);
-
 
 #endif /* CS_STORE_INTERNAL_H */

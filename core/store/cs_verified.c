@@ -88,7 +88,9 @@ static void files_release(cs__file_checks *f) {
   pthread_mutex_unlock(&g_lock);
 }
 
-static bool key_eq(const chunk_key *a, const chunk_key *b) { return a->offset == b->offset && a->checksum == b->checksum; }
+static bool key_eq(const chunk_key *a, const chunk_key *b) {
+  return a->offset == b->offset && a->checksum == b->checksum;
+}
 
 /* Caller holds g_lock.  The slot holding k, or the empty one it would take. */
 static chunk_key *set_slot(chunk_key *keys, uint64_t cap, const chunk_key *k) {
@@ -147,7 +149,8 @@ static chunk_key key_of(const cs_store *s, uint64_t rec, uint32_t col) {
 }
 
 static void mark(const cs_store *s, uint64_t rec, uint32_t col) {
-  uint8_t was = atomic_exchange_explicit(&s->chunk_checked[rec * s->schema.n_cols + col], 1, memory_order_relaxed);
+  uint8_t was =
+      atomic_exchange_explicit(&s->chunk_checked[rec * s->schema.n_cols + col], 1, memory_order_relaxed);
   if (!was) atomic_fetch_add_explicit(&s->col_checked[col], 1, memory_order_release);
 }
 
@@ -155,15 +158,19 @@ static void mark(const cs_store *s, uint64_t rec, uint32_t col) {
 ** offsets, as cs_store_verify does; advise adds what to do to a checksum
 ** failure (a read's error stands alone; a line of colstore_verify's list
 ** does not repeat it). */
-static cs_rc chunk_bytes_check(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t *span, bool advise, cs_err *err) {
+static cs_rc chunk_bytes_check(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t *span,
+                               bool advise, cs_err *err) {
   const cs_disk_chunk *dc = &s->disk_chunks[rec * s->schema.n_cols + col];
   uint64_t got = cs__hash(span, dc->chunk_bytes);
   if (got != dc->checksum)
-    return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu, column %s: checksum mismatch (expected %016llx, found %016llx)%s",
-                      s->path, (unsigned long long)rec, s->cols[col].name, (unsigned long long)dc->checksum,
-                      (unsigned long long)got,
-                      advise ? ": the file is damaged there; restore it from a copy (colstore_verify() names every damaged part)"
-                             : "");
+    return cs_err_set(
+        err, CS_ECORRUPT,
+        "colstore: %s: record %llu, column %s: checksum mismatch (expected %016llx, found %016llx)%s",
+        s->path, (unsigned long long)rec, s->cols[col].name, (unsigned long long)dc->checksum,
+        (unsigned long long)got,
+        advise ? ": the file is damaged there; restore it from a copy (colstore_verify() names every damaged "
+                 "part)"
+               : "");
   if (dc->offsets_offset) {
     const int64_t *offsets = (const int64_t *)(const void *)(span + (dc->offsets_offset - dc->chunk_offset));
     uint64_t n = s->entries[rec].n_rows;
@@ -171,19 +178,22 @@ static cs_rc chunk_bytes_check(const cs_store *s, uint64_t rec, uint32_t col, co
     bool ok = offsets[0] == 0;
     for (uint64_t i = 1; ok && i <= n; i++) ok = offsets[i] >= prev && (prev = offsets[i], true);
     if (!ok || (uint64_t)prev != dc->data_bytes)
-      return cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu, column %s: TEXT/BLOB offsets are damaged", s->path,
+      return cs_err_set(err, CS_ECORRUPT,
+                        "colstore: %s: record %llu, column %s: TEXT/BLOB offsets are damaged", s->path,
                         (unsigned long long)rec, s->cols[col].name);
   }
   return CS_OK;
 }
 
-cs_rc cs__verified_check_bytes(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t *span, cs_err *err) {
+cs_rc cs__verified_check_bytes(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t *span,
+                               cs_err *err) {
   return chunk_bytes_check(s, rec, col, span, true, err);
 }
 
 cs_rc cs__verified_check_chunk(const cs_store *s, uint64_t rec, uint32_t col, bool advise, cs_err *err) {
   const cs_disk_chunk *dc = &s->disk_chunks[rec * s->schema.n_cols + col];
-  return chunk_bytes_check(s, rec, col, s->map + cs__chunk_base(&s->entries[rec], dc) + dc->chunk_offset, advise, err);
+  return chunk_bytes_check(s, rec, col, s->map + cs__chunk_base(&s->entries[rec], dc) + dc->chunk_offset,
+                           advise, err);
 }
 
 static void damage_put(cs__damage_sink *sink, cs_damage *part, const cs_err *e) {
@@ -193,7 +203,8 @@ static void damage_put(cs__damage_sink *sink, cs_damage *part, const cs_err *e) 
   if (sink->fn) sink->fn(sink->ctx, part);
 }
 
-void cs__damage_note(cs__damage_sink *sink, const cs_store *s, cs_damage_kind kind, uint64_t rec, uint32_t col, const cs_err *e) {
+void cs__damage_note(cs__damage_sink *sink, const cs_store *s, cs_damage_kind kind, uint64_t rec,
+                     uint32_t col, const cs_err *e) {
   cs_damage part = {s->path, kind, rec, col, 0, 0, NULL};
   if (rec != CS_DAMAGE_NO_RECORD) part.first_row = s->first_rows[rec], part.n_rows = s->entries[rec].n_rows;
   damage_put(sink, &part, e);
@@ -216,16 +227,19 @@ void cs__verified_mark_all(const cs_store *s) {
 /* Whether every chunk of the columns cols names (NULL: all) is checked. */
 static bool all_checked(const cs_store *s, const uint8_t *cols) {
   for (uint32_t c = 0; c < s->schema.n_cols; c++)
-    if ((!cols || cols[c]) && atomic_load_explicit(&s->col_checked[c], memory_order_acquire) != s->n_records) return false;
+    if ((!cols || cols[c]) && atomic_load_explicit(&s->col_checked[c], memory_order_acquire) != s->n_records)
+      return false;
   return true;
 }
 
-static cs_rc file_check(const cs_store *s, uint64_t rec_first, uint64_t rec_end, const uint8_t *cols, cs_err *err) {
+static cs_rc file_check(const cs_store *s, uint64_t rec_first, uint64_t rec_end, const uint8_t *cols,
+                        cs_err *err) {
   if (all_checked(s, cols)) return CS_OK;
   uint32_t nc = s->schema.n_cols;
   for (uint64_t r = rec_first; r < rec_end; r++)
     for (uint32_t c = 0; c < nc; c++) {
-      if ((cols && !cols[c]) || atomic_load_explicit(&s->chunk_checked[r * nc + c], memory_order_relaxed)) continue;
+      if ((cols && !cols[c]) || atomic_load_explicit(&s->chunk_checked[r * nc + c], memory_order_relaxed))
+        continue;
       chunk_key k = key_of(s, r, c);
       if (!set_has(s->checks, &k)) {
         cs_rc rc = cs__verified_check_chunk(s, r, c, true, err);
@@ -239,7 +253,8 @@ static cs_rc file_check(const cs_store *s, uint64_t rec_first, uint64_t rec_end,
 
 /* ------------------------------------------------------------------ public */
 
-cs_rc cs_store_check_chunks(const cs_store *s, uint64_t rec_first, uint64_t rec_end, const uint8_t *cols, cs_err *err) {
+cs_rc cs_store_check_chunks(const cs_store *s, uint64_t rec_first, uint64_t rec_end, const uint8_t *cols,
+                            cs_err *err) {
   if (rec_end > s->n_records) rec_end = s->n_records;
   if (rec_first >= rec_end) return CS_OK;
   if (!s->parts) return file_check(s, rec_first, rec_end, cols, err);
@@ -247,13 +262,15 @@ cs_rc cs_store_check_chunks(const cs_store *s, uint64_t rec_first, uint64_t rec_
   for (uint32_t i = 0; i < s->n_parts; i++) {
     uint64_t a = s->part_first_record[i], b = s->part_first_record[i + 1];
     if (b <= rec_first || a >= rec_end) continue;
-    cs_rc rc = file_check(s->parts[i], (rec_first > a ? rec_first : a) - a, (rec_end < b ? rec_end : b) - a, cols, err);
+    cs_rc rc = file_check(s->parts[i], (rec_first > a ? rec_first : a) - a, (rec_end < b ? rec_end : b) - a,
+                          cols, err);
     if (rc) return rc;
   }
   return CS_OK;
 }
 
-cs_rc cs_store_check_rows(const cs_store *s, const uint64_t *rows, uint64_t n, const uint8_t *cols, cs_err *err) {
+cs_rc cs_store_check_rows(const cs_store *s, const uint64_t *rows, uint64_t n, const uint8_t *cols,
+                          cs_err *err) {
   if (n == 0) return CS_OK;
   if (!s->parts && all_checked(s, cols)) return CS_OK;
   if (s->parts) {

@@ -73,7 +73,8 @@ uint32_t cs_calib_pick(const double *medians, uint32_t n_cand, double tol) {
   return 0;
 }
 
-void cs_calib_summarize(const double *times, uint32_t n_rounds, uint32_t n_cand, double tol, cs_calib_sweep *out) {
+void cs_calib_summarize(const double *times, uint32_t n_rounds, uint32_t n_cand, double tol,
+                        cs_calib_sweep *out) {
   if (n_cand > CS_CALIB_MAX_CAND) n_cand = CS_CALIB_MAX_CAND;
   out->n_cand = n_cand;
   uint32_t h = n_rounds / 2;
@@ -105,8 +106,8 @@ static double calib_now_us(void) {
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-cs_rc cs_calib_sweep_run(cs_calib_run_fn run, void *ctx, uint32_t n_cand, uint32_t rounds, double per_call_div,
-                         cs_calib_sweep *out, cs_err *err) {
+cs_rc cs_calib_sweep_run(cs_calib_run_fn run, void *ctx, uint32_t n_cand, uint32_t rounds,
+                         double per_call_div, cs_calib_sweep *out, cs_err *err) {
   if (n_cand < 1 || n_cand > CS_CALIB_MAX_CAND)
     return cs_err_set(err, CS_EINVAL, "calibration sweep %s: %u candidates (1 to %d)", out->name, n_cand,
                       CS_CALIB_MAX_CAND);
@@ -125,9 +126,10 @@ cs_rc cs_calib_sweep_run(cs_calib_run_fn run, void *ctx, uint32_t n_cand, uint32
     p = run(ctx, c, &bytes);
     if (bytes != ref_bytes || memcmp(p, ref, bytes) != 0) {
       cs__mem_free(ref);
-      return cs_err_set(err, CS_EINVAL,
-                        "calibration sweep %s: candidate %u gives different output from candidate 0 (%zu and %zu bytes)",
-                        out->name, c, bytes, ref_bytes);
+      return cs_err_set(
+          err, CS_EINVAL,
+          "calibration sweep %s: candidate %u gives different output from candidate 0 (%zu and %zu bytes)",
+          out->name, c, bytes, ref_bytes);
     }
   }
   cs__mem_free(ref);
@@ -159,8 +161,8 @@ static uint64_t calib_rng(uint64_t *state) {
 static double calib_unit(uint64_t *state) { return (double)(calib_rng(state) >> 11) * 0x1.0p-53; }
 
 /* A store of n_rows random FLOAT64 values in [0, 1), opened and unlinked. */
-static cs_rc calib_store_make(const char *dir, const char *tag, uint64_t n_rows, uint64_t seed, cs_store **out,
-                              cs_err *err) {
+static cs_rc calib_store_make(const char *dir, const char *tag, uint64_t n_rows, uint64_t seed,
+                              cs_store **out, cs_err *err) {
   static const cs_column col = {"x", CS_TYPE_FLOAT64, false};
   const cs_schema schema = {1, &col};
   char path[4096];
@@ -230,9 +232,12 @@ static const void *calib_run(void *p, uint32_t cand, size_t *out_bytes) {
   calib_ctx *x = p;
   cs_kernel_config cfg = {x->threads, -1};
   calib_op op = x->op;
-  if (x->what == 0) cfg.threads = (int)x->values[cand];
-  else if (x->what == 1) cfg.prefetch = (int)x->values[cand];
-  else op = x->values[cand] != 0 ? OP_GATHER_MASK : OP_MASK_POSITIONS;
+  if (x->what == 0)
+    cfg.threads = (int)x->values[cand];
+  else if (x->what == 1)
+    cfg.prefetch = (int)x->values[cand];
+  else
+    op = x->values[cand] != 0 ? OP_GATHER_MASK : OP_MASK_POSITIONS;
   cs__kernel_config_override(&cfg);
   uint64_t k = 0;
   for (uint32_t rep = 0; rep < x->reps; rep++) {
@@ -331,7 +336,8 @@ static int calib_usable_cpus(void) {
   return n;
 }
 
-static void calib_progress(const cs_calib_options *opt, const char *target, const char *what, int done, int total) {
+static void calib_progress(const cs_calib_options *opt, const char *target, const char *what, int done,
+                           int total) {
   if (!opt || !opt->progress) return;
   char step[96];
   snprintf(step, sizeof step, "%s%s%s", target, *what ? " " : "", what);
@@ -367,7 +373,8 @@ cs_rc cs_calibrate(unsigned targets, const cs_calib_options *opt, cs_calib_repor
   out->cpus = cores;
   int max_threads = opt && opt->max_threads > 0 && opt->max_threads < cores ? opt->max_threads : cores;
   if (max_threads > CS_CALIB_MAX_CAND) max_threads = CS_CALIB_MAX_CAND;
-  int step = 0, steps = ((targets & CS_CALIB_THREADS) ? 4 : 0) + ((targets & CS_CALIB_PREFETCH) ? CS_REGIME_COUNT : 0) +
+  int step = 0, steps = ((targets & CS_CALIB_THREADS) ? 4 : 0) +
+                        ((targets & CS_CALIB_PREFETCH) ? CS_REGIME_COUNT : 0) +
                         ((targets & CS_CALIB_MASK) ? CS_CALIB_MASK_DENSITIES : 0);
   const char *dir = opt && opt->scratch_dir ? opt->scratch_dir : getenv("TMPDIR");
   if (!dir || !*dir) dir = "/tmp";
@@ -425,7 +432,8 @@ cs_rc cs_calibrate(unsigned targets, const cs_calib_options *opt, cs_calib_repor
     uint32_t p = calib_threads_pick(out->threads, 4, -1);
     out->threads_pick = (int)tv[p];
     if (rounds >= 2)
-      out->threads_halves_agree = calib_threads_pick(out->threads, 4, 0) == calib_threads_pick(out->threads, 4, 1);
+      out->threads_halves_agree =
+          calib_threads_pick(out->threads, 4, 0) == calib_threads_pick(out->threads, 4, 1);
     out->result.threads = out->threads_halves_agree == 0 ? -1 : out->threads_pick;
     fresh_threads = out->result.threads > 0 ? out->result.threads : 0;
   }

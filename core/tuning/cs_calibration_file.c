@@ -50,10 +50,14 @@
 cs_rc cs_calibration_cache_dir(char *out, size_t n, cs_err *err) {
   const char *d = getenv("COLSTORE_CACHE_DIR");
   int len;
-  if (d && *d) len = snprintf(out, n, "%s", d);
-  else if ((d = getenv("XDG_CACHE_HOME")) && *d) len = snprintf(out, n, "%s/colstore", d);
-  else if ((d = getenv("HOME")) && *d) len = snprintf(out, n, "%s/.cache/colstore", d);
-  else return cs_err_set(err, CS_EINVAL, "no cache directory: set COLSTORE_CACHE_DIR, XDG_CACHE_HOME or HOME");
+  if (d && *d)
+    len = snprintf(out, n, "%s", d);
+  else if ((d = getenv("XDG_CACHE_HOME")) && *d)
+    len = snprintf(out, n, "%s/colstore", d);
+  else if ((d = getenv("HOME")) && *d)
+    len = snprintf(out, n, "%s/.cache/colstore", d);
+  else
+    return cs_err_set(err, CS_EINVAL, "no cache directory: set COLSTORE_CACHE_DIR, XDG_CACHE_HOME or HOME");
   if (len < 0 || (size_t)len >= n) return cs_err_set(err, CS_EINVAL, "cache directory path is too long");
   return CS_OK;
 }
@@ -83,9 +87,12 @@ static void cache_fsync_dir(const char *path) {
   char buf[4096];
   snprintf(buf, sizeof buf, "%s", path);
   char *slash = strrchr(buf, '/');
-  if (!slash) snprintf(buf, sizeof buf, ".");
-  else if (slash == buf) buf[1] = 0;
-  else *slash = 0;
+  if (!slash)
+    snprintf(buf, sizeof buf, ".");
+  else if (slash == buf)
+    buf[1] = 0;
+  else
+    *slash = 0;
   int fd = open(buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd >= 0) {
     (void)fsync(fd);
@@ -141,8 +148,8 @@ static bool cache_parse_int(const char *s, int max, int *out) {
   return true;
 }
 
-cs_rc cs_calibration_load(const char *path, char out_fingerprint[CS_FINGERPRINT_TEXT_BYTES], cs_calibration *out,
-                          cs_err *err) {
+cs_rc cs_calibration_load(const char *path, char out_fingerprint[CS_FINGERPRINT_TEXT_BYTES],
+                          cs_calibration *out, cs_err *err) {
   cs_calibration_init(out);
   out_fingerprint[0] = 0;
   FILE *f = fopen(path, "r");
@@ -207,7 +214,9 @@ cs_rc cs_calibration_load(const char *path, char out_fingerprint[CS_FINGERPRINT_
   }
   if (!format || !have_fp || !end)
     rc = cs_err_set(err, CS_ECORRUPT, "%s: incomplete calibration cache (missing its %s line)", path,
-                    !format ? "format=1" : !have_fp ? "fingerprint" : "end");
+                    !format    ? "format=1"
+                    : !have_fp ? "fingerprint"
+                               : "end");
 done:
   fclose(f);
   if (rc != CS_OK) cs_calibration_init(out);

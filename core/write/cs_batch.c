@@ -25,7 +25,9 @@ static cs_rc grow(void **p, uint64_t *cap, uint64_t need, size_t unit, cs_err *e
   uint64_t n = *cap ? *cap : 1024;
   while (n < need) n *= 2;
   void *q = cs__mem_realloc(*p, n * unit);
-  if (!q) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory growing a batch to %llu values", (unsigned long long)need);
+  if (!q)
+    return cs_err_set(err, CS_ENOMEM, "colstore: out of memory growing a batch to %llu values",
+                      (unsigned long long)need);
   *p = q;
   *cap = n;
   return CS_OK;
@@ -110,17 +112,43 @@ cs_rc cs_batch_put_null(cs_batch *b, uint32_t col, cs_err *err) {
 
 cs_rc cs_batch_put_i64(cs_batch *b, uint32_t col, int64_t v, cs_err *err) {
   cs_batch_column *c = &b->cols[col];
-  if (!cs_type_is_integer(c->type)) return cs_err_set(err, CS_EINVAL, "colstore: integer put into a %s column", cs_type_name(c->type));
+  if (!cs_type_is_integer(c->type))
+    return cs_err_set(err, CS_EINVAL, "colstore: integer put into a %s column", cs_type_name(c->type));
   cs_rc rc = put_begin(b, col, true, c->width, err);
   if (rc) return rc;
   uint8_t *p = c->data + c->data_bytes;
   switch (c->type) {
-    case CS_TYPE_INT8: { int8_t x = (int8_t)v; memcpy(p, &x, 1); break; }
-    case CS_TYPE_UINT8: case CS_TYPE_BOOL: { uint8_t x = (uint8_t)v; memcpy(p, &x, 1); break; }
-    case CS_TYPE_INT16: { int16_t x = (int16_t)v; memcpy(p, &x, 2); break; }
-    case CS_TYPE_UINT16: { uint16_t x = (uint16_t)v; memcpy(p, &x, 2); break; }
-    case CS_TYPE_INT32: { int32_t x = (int32_t)v; memcpy(p, &x, 4); break; }
-    case CS_TYPE_UINT32: { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); break; }
+    case CS_TYPE_INT8: {
+      int8_t x = (int8_t)v;
+      memcpy(p, &x, 1);
+      break;
+    }
+    case CS_TYPE_UINT8:
+    case CS_TYPE_BOOL: {
+      uint8_t x = (uint8_t)v;
+      memcpy(p, &x, 1);
+      break;
+    }
+    case CS_TYPE_INT16: {
+      int16_t x = (int16_t)v;
+      memcpy(p, &x, 2);
+      break;
+    }
+    case CS_TYPE_UINT16: {
+      uint16_t x = (uint16_t)v;
+      memcpy(p, &x, 2);
+      break;
+    }
+    case CS_TYPE_INT32: {
+      int32_t x = (int32_t)v;
+      memcpy(p, &x, 4);
+      break;
+    }
+    case CS_TYPE_UINT32: {
+      uint32_t x = (uint32_t)v;
+      memcpy(p, &x, 4);
+      break;
+    }
     default: memcpy(p, &v, 8); break;
   }
   put_end(c, c->width);
@@ -129,7 +157,8 @@ cs_rc cs_batch_put_i64(cs_batch *b, uint32_t col, int64_t v, cs_err *err) {
 
 cs_rc cs_batch_put_f64(cs_batch *b, uint32_t col, double v, cs_err *err) {
   cs_batch_column *c = &b->cols[col];
-  if (!cs_type_is_float(c->type)) return cs_err_set(err, CS_EINVAL, "colstore: float put into a %s column", cs_type_name(c->type));
+  if (!cs_type_is_float(c->type))
+    return cs_err_set(err, CS_EINVAL, "colstore: float put into a %s column", cs_type_name(c->type));
   cs_rc rc = put_begin(b, col, true, c->width, err);
   if (rc) return rc;
   if (c->type == CS_TYPE_FLOAT32) {
@@ -144,7 +173,8 @@ cs_rc cs_batch_put_f64(cs_batch *b, uint32_t col, double v, cs_err *err) {
 
 cs_rc cs_batch_put_bytes(cs_batch *b, uint32_t col, const void *p, uint64_t n, cs_err *err) {
   cs_batch_column *c = &b->cols[col];
-  if (c->width != 0) return cs_err_set(err, CS_EINVAL, "colstore: bytes put into a %s column", cs_type_name(c->type));
+  if (c->width != 0)
+    return cs_err_set(err, CS_EINVAL, "colstore: bytes put into a %s column", cs_type_name(c->type));
   cs_rc rc = put_begin(b, col, true, n, err);
   if (rc) return rc;
   if (n) memcpy(c->data + c->data_bytes, p, n);
@@ -183,7 +213,8 @@ static void bits_copy(uint8_t *dst, uint64_t d0, const uint8_t *src, uint64_t s0
   }
 }
 
-cs_rc cs__batch_put_run(cs_batch *b, uint32_t col, const cs_chunk *ch, uint64_t from, uint64_t n, cs_err *err) {
+cs_rc cs__batch_put_run(cs_batch *b, uint32_t col, const cs_chunk *ch, uint64_t from, uint64_t n,
+                        cs_err *err) {
   cs_batch_column *c = &b->cols[col];
   uint64_t k = c->n_values, bytes;
   int64_t s0 = 0;
@@ -237,13 +268,44 @@ bool cs_batch_get(const cs_batch *b, uint32_t col, uint64_t row, cs_stat *out) {
   if (!((c->validity[row >> 3] >> (row & 7)) & 1)) return false;
   const uint8_t *p = c->data + row * c->width;
   switch (c->type) {
-    case CS_TYPE_INT8: { int8_t x; memcpy(&x, p, 1); out->i = x; break; }
-    case CS_TYPE_UINT8: case CS_TYPE_BOOL: out->i = *p; break;
-    case CS_TYPE_INT16: { int16_t x; memcpy(&x, p, 2); out->i = x; break; }
-    case CS_TYPE_UINT16: { uint16_t x; memcpy(&x, p, 2); out->i = x; break; }
-    case CS_TYPE_INT32: { int32_t x; memcpy(&x, p, 4); out->i = x; break; }
-    case CS_TYPE_UINT32: { uint32_t x; memcpy(&x, p, 4); out->i = x; break; }
-    case CS_TYPE_FLOAT32: { float x; memcpy(&x, p, 4); out->f = x; break; }
+    case CS_TYPE_INT8: {
+      int8_t x;
+      memcpy(&x, p, 1);
+      out->i = x;
+      break;
+    }
+    case CS_TYPE_UINT8:
+    case CS_TYPE_BOOL: out->i = *p; break;
+    case CS_TYPE_INT16: {
+      int16_t x;
+      memcpy(&x, p, 2);
+      out->i = x;
+      break;
+    }
+    case CS_TYPE_UINT16: {
+      uint16_t x;
+      memcpy(&x, p, 2);
+      out->i = x;
+      break;
+    }
+    case CS_TYPE_INT32: {
+      int32_t x;
+      memcpy(&x, p, 4);
+      out->i = x;
+      break;
+    }
+    case CS_TYPE_UINT32: {
+      uint32_t x;
+      memcpy(&x, p, 4);
+      out->i = x;
+      break;
+    }
+    case CS_TYPE_FLOAT32: {
+      float x;
+      memcpy(&x, p, 4);
+      out->f = x;
+      break;
+    }
     case CS_TYPE_FLOAT64: memcpy(&out->f, p, 8); break;
     case CS_TYPE_INT64: memcpy(&out->i, p, 8); break;
     default: break;
@@ -262,8 +324,8 @@ void cs_batch_column_reset(cs_batch *b, uint32_t col, cs_type type) {
 
 /* ------------------------------------------------------- rows as a chunk */
 
-uint64_t cs__batch_lay_rows(const cs_batch_column *col, uint64_t first, uint64_t n, uint8_t *scratch, uint64_t at,
-                            struct iovec *iov, int *n_iov, cs_disk_chunk *dc) {
+uint64_t cs__batch_lay_rows(const cs_batch_column *col, uint64_t first, uint64_t n, uint8_t *scratch,
+                            uint64_t at, struct iovec *iov, int *n_iov, cs_disk_chunk *dc) {
   uint64_t bitmap_bytes = (n + 7) / 8;
   const uint8_t *validity = col->validity + first / 8;
   uint64_t nulls = col->n_nulls ? cs__bits_zeros(validity, 0, n) : 0; /* else every bit is set */

@@ -84,10 +84,10 @@ typedef struct compact_copy {
   const cs_store *s;
   cs_writer *w;
   cs_batch *batch;
-  uint64_t per;           /* rows per new record */
-  uint8_t *buf;           /* owned */
+  uint64_t per; /* rows per new record */
+  uint8_t *buf; /* owned */
   uint64_t buf_cap;
-  cs_chunk *chunks;       /* n_cols, into buf; owned */
+  cs_chunk *chunks;        /* n_cols, into buf; owned */
   uint64_t records_copied; /* records written as they were (no re-lay) */
 } compact_copy;
 
@@ -104,14 +104,17 @@ static cs_rc record_read(compact_copy *cp, uint64_t rec, cs_err *err) {
   for (uint32_t c = 0; c < nc; c++) total += dcs[c].chunk_bytes;
   if (total > cp->buf_cap) {
     uint8_t *p = cs__mem_realloc(cp->buf, total);
-    if (!p) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory reading record %llu of %s", (unsigned long long)rec, s->path);
+    if (!p)
+      return cs_err_set(err, CS_ENOMEM, "colstore: out of memory reading record %llu of %s",
+                        (unsigned long long)rec, s->path);
     cp->buf = p, cp->buf_cap = total;
   }
   uint64_t at = 0;
   for (uint32_t c = 0; c < nc; c++) {
     const cs_disk_chunk *dc = &dcs[c];
     uint8_t *span = cp->buf + at;
-    cs_rc rc = cs__pread_full(s->fd, span, (size_t)dc->chunk_bytes, cs__chunk_base(e, dc) + dc->chunk_offset, s->path, err);
+    cs_rc rc = cs__pread_full(s->fd, span, (size_t)dc->chunk_bytes, cs__chunk_base(e, dc) + dc->chunk_offset,
+                              s->path, err);
     /* Damage must fail here, not be sealed under a fresh checksum. */
     if (rc == CS_OK) rc = cs__verified_check_bytes(s, rec, c, span, err);
     if (rc) return rc;
@@ -213,7 +216,8 @@ static cs_rc copy_all(compact_copy *cp, bool renumber, cs_err *err) {
 
 /* Compacts path (no symbolic link) while lock, a writer on it, holds its
 ** flock; lets go of nothing. */
-static cs_rc compact_locked(const char *path, cs_writer *lock, const cs_compact_options *opt, cs_compact_report *out, cs_err *err) {
+static cs_rc compact_locked(const char *path, cs_writer *lock, const cs_compact_options *opt,
+                            cs_compact_report *out, cs_err *err) {
   memset(out, 0, sizeof *out);
   bool renumber = opt && opt->renumber;
   cs_store *s = NULL;
@@ -266,7 +270,8 @@ done:
 ** link and leave the file it named as it was. */
 static cs_rc real_path(const char *given, char **out, cs_err *err) {
   if ((*out = realpath(given, NULL))) return CS_OK;
-  return cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot compact %s: %s", given, strerror(errno));
+  return cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot compact %s: %s", given,
+                    strerror(errno));
 }
 
 cs_rc cs_compact(const char *given, const cs_compact_options *opt, cs_compact_report *out, cs_err *err) {

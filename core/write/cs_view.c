@@ -90,7 +90,8 @@ static cs_rc view_delete(cs_store *v, const cs_store *base, const uint64_t *rows
     uint8_t *at = (uint8_t *)(((uintptr_t)v->dels_block + 63) & ~(uintptr_t)63);
     for (uint64_t i = 0, rec = 0; i < n;) {
       rec = cs__find_record(first_rows + rec, nr - rec, sorted[i]) + rec;
-      uint64_t first = first_rows[rec], rec_rows = first_rows[rec + 1] - first, bytes = cs__delvec_bitmap_bytes(rec_rows);
+      uint64_t first = first_rows[rec], rec_rows = first_rows[rec + 1] - first,
+               bytes = cs__delvec_bitmap_bytes(rec_rows);
       if (v->dels[rec].bits) memcpy(at, v->dels[rec].bits, bytes);
       uint64_t added = 0;
       for (; i < n && sorted[i] < first + rec_rows; i++) {
@@ -113,32 +114,37 @@ static cs_rc view_delete(cs_store *v, const cs_store *base, const uint64_t *rows
   return CS_OK;
 nomem:
   cs__mem_free(sorted);
-  return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a view of %s with %llu pending deletions", base->path,
-                    (unsigned long long)n);
+  return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a view of %s with %llu pending deletions",
+                    base->path, (unsigned long long)n);
 }
 
 /* -------------------------------------------------------------- updates */
 
 /* What cs_writer_update would refuse of upd, refused the same way; every
 ** position must be < limit. */
-static cs_rc updates_check(const cs_store *base, uint64_t limit, const cs_update *upd, uint64_t n_upd, cs_err *err) {
+static cs_rc updates_check(const cs_store *base, uint64_t limit, const cs_update *upd, uint64_t n_upd,
+                           cs_err *err) {
   uint32_t nc = base->schema.n_cols;
   for (uint64_t k = 0; k < n_upd; k++) {
     const cs_update *u = &upd[k];
     if (u->n == 0) continue;
     const cs_batch *b = u->values;
     if (b->n_cols != nc)
-      return cs_err_set(err, CS_EINVAL, "colstore: %s: update batch has %u columns, store has %u", base->path, b->n_cols, nc);
+      return cs_err_set(err, CS_EINVAL, "colstore: %s: update batch has %u columns, store has %u", base->path,
+                        b->n_cols, nc);
     if (b->n_rows < u->n)
-      return cs_err_set(err, CS_EINVAL, "colstore: %s: update batch has %llu rows for %llu positions", base->path,
-                        (unsigned long long)b->n_rows, (unsigned long long)u->n);
+      return cs_err_set(err, CS_EINVAL, "colstore: %s: update batch has %llu rows for %llu positions",
+                        base->path, (unsigned long long)b->n_rows, (unsigned long long)u->n);
     for (uint32_t c = 0; c < nc; c++) {
       const cs_batch_column *bc = &b->cols[c];
       if (bc->type != base->cols[c].type)
-        return cs_err_set(err, CS_ESCHEMA, "colstore: %s: column %s: update batch type differs", base->path, base->cols[c].name);
-      for (uint64_t i = 0; (!u->cols || u->cols[c]) && !base->cols[c].nullable && bc->n_nulls && i < u->n; i++)
+        return cs_err_set(err, CS_ESCHEMA, "colstore: %s: column %s: update batch type differs", base->path,
+                          base->cols[c].name);
+      for (uint64_t i = 0; (!u->cols || u->cols[c]) && !base->cols[c].nullable && bc->n_nulls && i < u->n;
+           i++)
         if (!((bc->validity[i >> 3] >> (i & 7)) & 1))
-          return cs_err_set(err, CS_EINVAL, "colstore: %s: column %s is NOT NULL but row %llu of the update batch is NULL",
+          return cs_err_set(err, CS_EINVAL,
+                            "colstore: %s: column %s is NOT NULL but row %llu of the update batch is NULL",
                             base->path, base->cols[c].name, (unsigned long long)i);
     }
     for (uint64_t i = 0; i < u->n; i++)
@@ -151,8 +157,8 @@ static cs_rc updates_check(const cs_store *base, uint64_t limit, const cs_update
 
 /* Column col of record rec of v: the base's chunk with win[0, n_win) in
 ** place, in a block of its own that v keeps. */
-static cs_rc view_chunk(cs_store *v, const cs_store *base, uint64_t rec, uint32_t col, const cs__upd_win *win, uint64_t n_win,
-                        cs_err *err) {
+static cs_rc view_chunk(cs_store *v, const cs_store *base, uint64_t rec, uint32_t col, const cs__upd_win *win,
+                        uint64_t n_win, cs_err *err) {
   uint32_t nc = base->schema.n_cols;
   uint64_t n = base->first_rows[rec + 1] - base->first_rows[rec];
   const cs_column *column = &base->cols[col];
@@ -164,13 +170,14 @@ static cs_rc view_chunk(cs_store *v, const cs_store *base, uint64_t rec, uint32_
   cs_disk_chunk dc = {.null_count = m.null_count};
   struct iovec iov[CS__CHUNK_MAX_IOV];
   int n_iov = 0;
-  uint64_t bytes = cs__chunk_lay(column->type, n, m.null_count ? m.bits : NULL, m.offsets, m.data, m.data_bytes, CS_ALIGN, iov, &n_iov,
-                                 &dc) - CS_ALIGN;
+  uint64_t bytes = cs__chunk_lay(column->type, n, m.null_count ? m.bits : NULL, m.offsets, m.data,
+                                 m.data_bytes, CS_ALIGN, iov, &n_iov, &dc) -
+                   CS_ALIGN;
   uint8_t *raw = cs__mem_malloc(bytes + 63);
   if (!raw) {
     cs__chunk_merged_free(&m);
-    return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a view of %s: a chunk of %llu bytes", base->path,
-                      (unsigned long long)bytes);
+    return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a view of %s: a chunk of %llu bytes",
+                      base->path, (unsigned long long)bytes);
   }
   uint8_t *start = (uint8_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63), *at = start;
   for (int i = 0; i < n_iov; i++) {
@@ -184,7 +191,8 @@ static cs_rc view_chunk(cs_store *v, const cs_store *base, uint64_t rec, uint32_
 }
 
 /* The end of the items of the record holding it[a].row, and that record. */
-static uint64_t record_items(const cs_store *base, const cs__upd_item *it, uint64_t a, uint64_t n, uint64_t *out_rec) {
+static uint64_t record_items(const cs_store *base, const cs__upd_item *it, uint64_t a, uint64_t n,
+                             uint64_t *out_rec) {
   uint64_t rec = cs_store_find_record(base, it[a].row), end = base->first_rows[rec + 1], b = a + 1;
   while (b < n && it[b].row < end) b++;
   *out_rec = rec;
@@ -192,7 +200,8 @@ static uint64_t record_items(const cs_store *base, const cs__upd_item *it, uint6
 }
 
 /* The columns the calls of it[0, n) change, into touched; returns how many. */
-static uint32_t touched_cols(const cs__upd_call *calls, const cs__upd_item *it, uint64_t n, uint32_t nc, uint8_t *touched) {
+static uint32_t touched_cols(const cs__upd_call *calls, const cs__upd_item *it, uint64_t n, uint32_t nc,
+                             uint8_t *touched) {
   uint32_t count = 0;
   memset(touched, 0, nc);
   for (uint64_t k = 0; k < n; k++) {
@@ -214,12 +223,14 @@ typedef struct upd_plan {
 } upd_plan;
 
 static void plan_free(upd_plan *p) {
-  cs__mem_free(p->calls), cs__mem_free(p->callp), cs__mem_free(p->sel), cs__mem_free(p->vals), cs__mem_free(p->items);
+  cs__mem_free(p->calls), cs__mem_free(p->callp), cs__mem_free(p->sel), cs__mem_free(p->vals),
+      cs__mem_free(p->items);
   memset(p, 0, sizeof *p);
 }
 
 /* False when out of memory (p then holds nothing). */
-static bool plan_make(const cs_update *upd, uint64_t n_upd, uint32_t nc, uint64_t lo, uint64_t hi, upd_plan *p) {
+static bool plan_make(const cs_update *upd, uint64_t n_upd, uint32_t nc, uint64_t lo, uint64_t hi,
+                      upd_plan *p) {
   memset(p, 0, sizeof *p);
   uint64_t n_items = 0;
   for (uint64_t k = 0; k < n_upd; k++) {
@@ -261,7 +272,8 @@ static bool plan_make(const cs_update *upd, uint64_t n_upd, uint32_t nc, uint64_
 /* Gives v a chunk of its own for every (record, column) of base upd
 ** changes (positions past base's rows are left to view_insert), with
 ** room for reserve more own chunks. */
-static cs_rc view_update(cs_store *v, const cs_store *base, const cs_update *upd, uint64_t n_upd, uint64_t reserve, cs_err *err) {
+static cs_rc view_update(cs_store *v, const cs_store *base, const cs_update *upd, uint64_t n_upd,
+                         uint64_t reserve, cs_err *err) {
   uint32_t nc = base->schema.n_cols;
   upd_plan p;
   uint8_t *touched = NULL;
@@ -275,7 +287,8 @@ static cs_rc view_update(cs_store *v, const cs_store *base, const cs_update *upd
     if (b - a > most) most = b - a;
     n_chunks += touched_cols(p.calls, p.items + a, b - a, nc, touched);
   }
-  if (n_chunks + reserve && !(v->own_chunks = cs__mem_calloc(n_chunks + reserve, sizeof *v->own_chunks))) goto nomem;
+  if (n_chunks + reserve && !(v->own_chunks = cs__mem_calloc(n_chunks + reserve, sizeof *v->own_chunks)))
+    goto nomem;
   if (most && !(win = cs__mem_malloc(most * sizeof *win))) goto nomem;
   for (uint64_t a = 0, b; rc == CS_OK && a < p.n_items; a = b) {
     b = record_items(base, p.items, a, p.n_items, &rec);
@@ -288,8 +301,8 @@ static cs_rc view_update(cs_store *v, const cs_store *base, const cs_update *upd
   }
   goto done;
 nomem:
-  rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a view of %s with %llu pending updated rows", base->path,
-                  (unsigned long long)p.n_items);
+  rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a view of %s with %llu pending updated rows",
+                  base->path, (unsigned long long)p.n_items);
 done:
   plan_free(&p);
   cs__mem_free(touched), cs__mem_free(win);
@@ -298,15 +311,17 @@ done:
 
 /* -------------------------------------------------------------- inserts */
 
-cs_rc cs_batch_with_updates(const cs_batch *b, const cs_schema *schema, uint64_t first, const cs_update *upd, uint64_t n_upd,
-                            cs_batch **out, cs_err *err) {
+cs_rc cs_batch_with_updates(const cs_batch *b, const cs_schema *schema, uint64_t first, const cs_update *upd,
+                            uint64_t n_upd, cs_batch **out, cs_err *err) {
   *out = NULL;
   uint32_t nc = schema->n_cols;
   uint64_t n = b->n_rows;
-  if (b->n_cols != nc) return cs_err_set(err, CS_EINVAL, "colstore: a batch of %u columns for a schema of %u", b->n_cols, nc);
+  if (b->n_cols != nc)
+    return cs_err_set(err, CS_EINVAL, "colstore: a batch of %u columns for a schema of %u", b->n_cols, nc);
   for (uint64_t k = 0; k < n_upd; k++)
     if (upd[k].n && (upd[k].values->n_cols != nc || upd[k].values->n_rows < upd[k].n))
-      return cs_err_set(err, CS_EINVAL, "colstore: update %llu does not fit the batch's schema", (unsigned long long)k);
+      return cs_err_set(err, CS_EINVAL, "colstore: update %llu does not fit the batch's schema",
+                        (unsigned long long)k);
   upd_plan p;
   if (!plan_make(upd, n_upd, nc, first, first + n, &p)) goto nomem;
   if (p.n_items == 0) return CS_OK;
@@ -315,14 +330,17 @@ cs_rc cs_batch_with_updates(const cs_batch *b, const cs_schema *schema, uint64_t
   cs_rc rc = win ? cs_batch_new(schema, &nb, err) : CS_ENOMEM;
   for (uint32_t c = 0; rc == CS_OK && c < nc; c++) {
     const cs_batch_column *bc = &b->cols[c];
-    cs_chunk old = {.validity = bc->validity, .offsets = bc->offsets, .data = bc->data, .data_bytes = bc->data_bytes};
+    cs_chunk old = {
+        .validity = bc->validity, .offsets = bc->offsets, .data = bc->data, .data_bytes = bc->data_bytes};
     uint64_t n_win = cs__chunk_upd_winners(p.callp, first, p.items, p.n_items, c, win);
     if (n_win == 0) {
       rc = cs__batch_put_run(nb, c, &old, 0, n, err);
       continue;
     }
     cs__merged m;
-    if ((rc = cs__chunk_merge(&schema->cols[c], n, &old, win, n_win, "a transaction's rows", 0, &m, err)) != CS_OK) break;
+    if ((rc = cs__chunk_merge(&schema->cols[c], n, &old, win, n_win, "a transaction's rows", 0, &m, err)) !=
+        CS_OK)
+      break;
     cs_chunk merged = {.validity = m.bits, .offsets = m.offsets, .data = m.data, .data_bytes = m.data_bytes};
     rc = cs__batch_put_run(nb, c, &merged, 0, n, err);
     cs__chunk_merged_free(&m);
@@ -338,7 +356,8 @@ cs_rc cs_batch_with_updates(const cs_batch *b, const cs_schema *schema, uint64_t
   *out = nb;
   return CS_OK;
 nomem:
-  return cs_err_set(err, CS_ENOMEM, "colstore: out of memory applying updates to %llu rows of a batch", (unsigned long long)n);
+  return cs_err_set(err, CS_ENOMEM, "colstore: out of memory applying updates to %llu rows of a batch",
+                    (unsigned long long)n);
 }
 
 /* Rows in one of the view's records of pending rows: the writer's default
@@ -346,7 +365,9 @@ nomem:
 ** COMMIT will write. */
 #define VIEW_RECORD_ROWS CS_DEFAULT_RECORD_ROWS
 
-static uint64_t insert_records(const cs_batch *ins) { return ins ? (ins->n_rows + VIEW_RECORD_ROWS - 1) / VIEW_RECORD_ROWS : 0; }
+static uint64_t insert_records(const cs_batch *ins) {
+  return ins ? (ins->n_rows + VIEW_RECORD_ROWS - 1) / VIEW_RECORD_ROWS : 0;
+}
 
 /* Lays out the rows of ins as v's records after base's, each in a block of
 ** its own (v->own_chunks has room for them). */
@@ -366,7 +387,8 @@ static cs_rc view_insert(cs_store *v, const cs_store *base, const cs_batch *ins,
     uint64_t at = CS_ALIGN;
     int n_iov = 0;
     memset(dcs, 0, (nc ? nc : 1) * sizeof *dcs);
-    for (uint32_t c = 0; c < nc; c++) at = cs__batch_lay_rows(&ins->cols[c], a, m, scratch + per_col * c, at, iov, &n_iov, &dcs[c]);
+    for (uint32_t c = 0; c < nc; c++)
+      at = cs__batch_lay_rows(&ins->cols[c], a, m, scratch + per_col * c, at, iov, &n_iov, &dcs[c]);
     uint8_t *raw = cs__mem_malloc(at - CS_ALIGN + 63);
     if (!raw) goto nomem;
     uint8_t *start = (uint8_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63), *put = start;
@@ -375,13 +397,14 @@ static cs_rc view_insert(cs_store *v, const cs_store *base, const cs_batch *ins,
       put += iov[i].iov_len;
     }
     v->own_chunks[v->n_own_chunks++] = raw;
-    for (uint32_t c = 0; c < nc; c++) cs__chunk_resolve(start + (dcs[c].chunk_offset - CS_ALIGN), &dcs[c], &v->chunks[(nr + j) * nc + c]);
+    for (uint32_t c = 0; c < nc; c++)
+      cs__chunk_resolve(start + (dcs[c].chunk_offset - CS_ALIGN), &dcs[c], &v->chunks[(nr + j) * nc + c]);
     v->first_rows[nr + j] = base->n_rows + a;
   }
   goto done;
 nomem:
-  rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a view of %s with %llu pending inserted rows", base->path,
-                  (unsigned long long)n);
+  rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a view of %s with %llu pending inserted rows",
+                  base->path, (unsigned long long)n);
 done:
   cs__mem_free(scratch), cs__mem_free(iov), cs__mem_free(dcs);
   return rc;
@@ -391,21 +414,24 @@ done:
 
 /* A view holds its snapshot as its one part: freed, kept current,
 ** reopened and verified as a dataset of that part is. */
-static const cs__store_ops view_ops = {"view", cs__dataset_release, cs__dataset_is_current, cs__dataset_reopen,
-                                       cs__dataset_verify};
+static const cs__store_ops view_ops = {"view", cs__dataset_release, cs__dataset_is_current,
+                                       cs__dataset_reopen, cs__dataset_verify};
 
-cs_rc cs_store_with_pending(const cs_store *base, const cs_batch *ins, const uint64_t *del_rows, uint64_t n_del,
-                            const cs_update *upd, uint64_t n_upd, cs_store **out, cs_err *err) {
+cs_rc cs_store_with_pending(const cs_store *base, const cs_batch *ins, const uint64_t *del_rows,
+                            uint64_t n_del, const cs_update *upd, uint64_t n_upd, cs_store **out,
+                            cs_err *err) {
   *out = NULL;
   if (base->parts)
-    return cs_err_set(err, CS_EINVAL, "colstore: %s: a view of pending changes is made of one file's snapshot, not of a %s",
+    return cs_err_set(err, CS_EINVAL,
+                      "colstore: %s: a view of pending changes is made of one file's snapshot, not of a %s",
                       base->path, base->view ? "view" : "dataset");
   if (ins && ins->n_cols != base->schema.n_cols)
-    return cs_err_set(err, CS_EINVAL, "colstore: %s: inserted batch has %u columns, store has %u", base->path, ins->n_cols,
-                      base->schema.n_cols);
+    return cs_err_set(err, CS_EINVAL, "colstore: %s: inserted batch has %u columns, store has %u", base->path,
+                      ins->n_cols, base->schema.n_cols);
   for (uint32_t c = 0; ins && c < ins->n_cols; c++)
     if (ins->cols[c].type != base->cols[c].type)
-      return cs_err_set(err, CS_ESCHEMA, "colstore: %s: column %s: inserted batch type differs", base->path, base->cols[c].name);
+      return cs_err_set(err, CS_ESCHEMA, "colstore: %s: column %s: inserted batch type differs", base->path,
+                        base->cols[c].name);
   uint64_t n_ins = ins ? ins->n_rows : 0, limit = base->n_rows + n_ins;
   for (uint64_t i = 0; i < n_del; i++)
     if (del_rows[i] >= limit)
@@ -415,7 +441,9 @@ cs_rc cs_store_with_pending(const cs_store *base, const cs_batch *ins, const uin
   if (rc) return rc;
   /* The inserted rows as they read now: with their own updates applied. */
   cs_batch *updated = NULL;
-  if (n_ins && (rc = cs_batch_with_updates(ins, &base->schema, base->n_rows, upd, n_upd, &updated, err)) != CS_OK) return rc;
+  if (n_ins &&
+      (rc = cs_batch_with_updates(ins, &base->schema, base->n_rows, upd, n_upd, &updated, err)) != CS_OK)
+    return rc;
   if (updated) ins = updated;
   cs_store *v = cs__mem_calloc(1, sizeof *v);
   if (!v) {
@@ -427,7 +455,8 @@ cs_rc cs_store_with_pending(const cs_store *base, const cs_batch *ins, const uin
   v->fd = -1;
   v->view = true;
   if (!(v->parts = cs__mem_malloc(sizeof *v->parts))) goto nomem;
-  atomic_fetch_add(&((cs_store *)base)->n_refs, 1); /* the part's reference (n_refs is the one mutable field) */
+  atomic_fetch_add(&((cs_store *)base)->n_refs,
+                   1); /* the part's reference (n_refs is the one mutable field) */
   v->parts[0] = (cs_store *)base;
   v->n_parts = 1;
   uint32_t nc = base->schema.n_cols;
@@ -465,11 +494,12 @@ fail:
   return rc;
 }
 
-cs_rc cs_store_with_changes(const cs_store *base, const uint64_t *del_rows, uint64_t n_del, const cs_update *upd, uint64_t n_upd,
-                            cs_store **out, cs_err *err) {
+cs_rc cs_store_with_changes(const cs_store *base, const uint64_t *del_rows, uint64_t n_del,
+                            const cs_update *upd, uint64_t n_upd, cs_store **out, cs_err *err) {
   return cs_store_with_pending(base, NULL, del_rows, n_del, upd, n_upd, out, err);
 }
 
-cs_rc cs_store_with_deletions(const cs_store *base, const uint64_t *rows, uint64_t n, cs_store **out, cs_err *err) {
+cs_rc cs_store_with_deletions(const cs_store *base, const uint64_t *rows, uint64_t n, cs_store **out,
+                              cs_err *err) {
   return cs_store_with_changes(base, rows, n, NULL, 0, out, err);
 }

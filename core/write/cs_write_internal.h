@@ -30,8 +30,8 @@ typedef struct cs_batch_column {
 
 struct cs_batch {
   uint32_t n_cols;
-  uint64_t n_rows;        /* complete rows */
-  cs_batch_column *cols;  /* n_cols; owned */
+  uint64_t n_rows;       /* complete rows */
+  cs_batch_column *cols; /* n_cols; owned */
 };
 
 /* Appends rows [from, from + n) of a stored chunk of the column's type
@@ -39,7 +39,8 @@ struct cs_batch {
 ** col: bitmap bits, values or bytes and rebased offsets copied in bulk.
 ** CS_ENOMEM changes nothing.  Once every column got the same n rows,
 ** cs__batch_end_rows completes them (compaction, cs_compact.c). */
-cs_rc cs__batch_put_run(cs_batch *batch, uint32_t col, const cs_chunk *ch, uint64_t from, uint64_t n, cs_err *err);
+cs_rc cs__batch_put_run(cs_batch *batch, uint32_t col, const cs_chunk *ch, uint64_t from, uint64_t n,
+                        cs_err *err);
 void cs__batch_end_rows(cs_batch *batch, uint64_t n);
 
 /* Rows [first, first + n) of a batch column (first a multiple of 8) laid
@@ -49,9 +50,11 @@ void cs__batch_end_rows(cs_batch *batch, uint64_t n);
 ** The writer's records and a view's pending rows (cs_view.c) are made by
 ** this one function, so their chunks and statistics are the same
 ** (cs_batch.c, over format/cs_chunk.c). */
-static inline uint64_t cs__batch_lay_scratch(uint64_t n) { return (((n + 7) / 8 + 63) & ~(uint64_t)63) + (n + 1) * 8; }
-uint64_t cs__batch_lay_rows(const cs_batch_column *col, uint64_t first, uint64_t n, uint8_t *scratch, uint64_t at,
-                            struct iovec *iov, int *n_iov, cs_disk_chunk *dc);
+static inline uint64_t cs__batch_lay_scratch(uint64_t n) {
+  return (((n + 7) / 8 + 63) & ~(uint64_t)63) + (n + 1) * 8;
+}
+uint64_t cs__batch_lay_rows(const cs_batch_column *col, uint64_t first, uint64_t n, uint8_t *scratch,
+                            uint64_t at, struct iovec *iov, int *n_iov, cs_disk_chunk *dc);
 
 /* For cs_compact.c: the records a writer has (committed + written), the
 ** size of its file now, and the generation a new file's writer commits
@@ -86,6 +89,5 @@ cs_rc cs__compact_held(cs_writer *lock, const char *path, cs_compact_report *out
 ** on_step, with ctx NULL); NULL, the default, calls nothing. */
 extern void (*cs__compact_auto_step)(void *ctx, const char *step);
 #endif
-
 
 #endif /* CS_WRITE_INTERNAL_H */

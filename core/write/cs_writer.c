@@ -67,55 +67,55 @@
 #include "cs_write_internal.h"
 
 struct cs_writer {
-  char *path;                 /* destination; owned */
-  char *tmp_path;             /* create: the temporary file; owned; else NULL */
-  int fd;                     /* read-write descriptor */
-  bool replace;               /* create: may overwrite path */
-  uint32_t auto_compact;      /* append: cs_writer_options.auto_compact */
-  bool locked;                /* append: holds the flock */
-  bool touched;               /* append: bytes past old_data_end were written */
-  bool prepared;              /* footer written and synced */
-  cs_schema schema;           /* cols/names owned */
+  char *path;            /* destination; owned */
+  char *tmp_path;        /* create: the temporary file; owned; else NULL */
+  int fd;                /* read-write descriptor */
+  bool replace;          /* create: may overwrite path */
+  uint32_t auto_compact; /* append: cs_writer_options.auto_compact */
+  bool locked;           /* append: holds the flock */
+  bool touched;          /* append: bytes past old_data_end were written */
+  bool prepared;         /* footer written and synced */
+  cs_schema schema;      /* cols/names owned */
   cs_column *cols;
   char *names;
-  uint64_t record_rows;       /* rows per record, a multiple of 8 */
-  uint64_t generation;        /* the generation this writer commits */
-  uint64_t pos;               /* next record goes here */
-  uint64_t n_rows;            /* committed + written rows */
-  uint64_t old_data_end;      /* append: committed data_end at load */
-  uint64_t old_file_bytes;    /* append: file size at load */
-  uint8_t *saved_tail;        /* append: bytes [old_data_end, old_file_bytes); owned */
-  cs_disk_entry *entries;     /* directory: committed + new records; owned */
-  cs_disk_chunk *dchunks;     /* n_records * n_cols; owned */
+  uint64_t record_rows;    /* rows per record, a multiple of 8 */
+  uint64_t generation;     /* the generation this writer commits */
+  uint64_t pos;            /* next record goes here */
+  uint64_t n_rows;         /* committed + written rows */
+  uint64_t old_data_end;   /* append: committed data_end at load */
+  uint64_t old_file_bytes; /* append: file size at load */
+  uint8_t *saved_tail;     /* append: bytes [old_data_end, old_file_bytes); owned */
+  cs_disk_entry *entries;  /* directory: committed + new records; owned */
+  cs_disk_chunk *dchunks;  /* n_records * n_cols; owned */
   uint64_t n_records, cap_records;
-  uint8_t *header;            /* scratch for one record header; owned */
-  uint8_t *scratch;           /* scratch for bitmaps and rebased offsets; owned */
+  uint8_t *header;  /* scratch for one record header; owned */
+  uint8_t *scratch; /* scratch for bitmaps and rebased offsets; owned */
   uint64_t scratch_bytes;
-  cs_disk_slot slot;          /* the slot prepare computed */
+  cs_disk_slot slot; /* the slot prepare computed */
   /* Format 2.  ext parallels entries (cap_records); dv one bitmap per
   ** record this transaction deletes from, else NULL. */
-  uint32_t version;           /* the file's committed format version (a torn upgrade: 2) */
-  bool layout2;               /* the committed footer has layout 2 (whatever the preamble says) */
-  cs_disk_preamble preamble;  /* the preamble bytes as they were at load */
-  bool preamble_written;      /* prepare rewrote the preamble (abort puts it back) */
-  cs_disk_entry_ext *ext;     /* owned */
-  uint8_t **dv;               /* cap_records pointers; owned, each owned; or NULL */
-  uint64_t *first_rows;       /* n_first + 1 entries for the delete search; owned */
-  uint64_t n_first;           /* records first_rows covers */
-  uint64_t n_deleted;         /* committed + this transaction's deleted positions */
-  uint64_t free_bytes;        /* committed free bytes + the vectors this one supersedes */
-  bool deleted;               /* cs_writer_delete deleted something new */
+  uint32_t version;          /* the file's committed format version (a torn upgrade: 2) */
+  bool layout2;              /* the committed footer has layout 2 (whatever the preamble says) */
+  cs_disk_preamble preamble; /* the preamble bytes as they were at load */
+  bool preamble_written;     /* prepare rewrote the preamble (abort puts it back) */
+  cs_disk_entry_ext *ext;    /* owned */
+  uint8_t **dv;              /* cap_records pointers; owned, each owned; or NULL */
+  uint64_t *first_rows;      /* n_first + 1 entries for the delete search; owned */
+  uint64_t n_first;          /* records first_rows covers */
+  uint64_t n_deleted;        /* committed + this transaction's deleted positions */
+  uint64_t free_bytes;       /* committed free bytes + the vectors this one supersedes */
+  bool deleted;              /* cs_writer_delete deleted something new */
   /* UPDATE (format 2, docs/format.md 14.4): each cs_writer_update call keeps
   ** a copy of the values it was given for the columns it changes (calls),
   ** and an item (row, call, index) per position; prepare sorts the items
   ** and writes one patch block per touched record. */
-  uint64_t committed_rows;    /* positions committed at load: the ones an update may change */
-  cs__upd_call **calls;       /* n_calls; each one owned block (call_copy) */
+  uint64_t committed_rows; /* positions committed at load: the ones an update may change */
+  cs__upd_call **calls;    /* n_calls; each one owned block (call_copy) */
   uint64_t n_calls, cap_calls;
-  cs__upd_item *items;        /* n_items; owned */
+  cs__upd_item *items; /* n_items; owned */
   uint64_t n_items, cap_items;
-  bool patched;               /* prepare wrote a patch block */
-  uint64_t flushed_to;        /* writeback started for bytes below this (kick_writeback) */
+  bool patched;        /* prepare wrote a patch block */
+  uint64_t flushed_to; /* writeback started for bytes below this (kick_writeback) */
 };
 
 /* -------------------------------------------------------------- plumbing */
@@ -125,7 +125,9 @@ static cs_rc write_iov(cs_writer *w, struct iovec *iov, int n, uint64_t off, cs_
     int batch = n < IOV_MAX ? n : IOV_MAX;
     ssize_t put = pwritev(w->fd, iov, batch, (off_t)off);
     if (put < 0 && errno == EINTR) continue;
-    if (put < 0) return cs_err_set(err, CS_EIO, "colstore: %s: write failed at offset %llu: %s", w->path, (unsigned long long)off, strerror(errno));
+    if (put < 0)
+      return cs_err_set(err, CS_EIO, "colstore: %s: write failed at offset %llu: %s", w->path,
+                        (unsigned long long)off, strerror(errno));
     off += (uint64_t)put;
     /* Skip what was written, resuming mid-buffer after a partial write. */
     size_t left = (size_t)put;
@@ -144,7 +146,8 @@ static cs_rc write_at(cs_writer *w, const void *p, size_t n, uint64_t off, cs_er
 }
 
 static cs_rc sync_fd(cs_writer *w, cs_err *err) {
-  if (fsync(w->fd) != 0) return cs_err_set(err, CS_EIO, "colstore: %s: fsync failed: %s", w->path, strerror(errno));
+  if (fsync(w->fd) != 0)
+    return cs_err_set(err, CS_EIO, "colstore: %s: fsync failed: %s", w->path, strerror(errno));
   return CS_OK;
 }
 
@@ -171,12 +174,15 @@ static cs_rc schema_copy(cs_writer *w, const cs_schema *schema, cs_err *err) {
 
 static cs_rc schema_check(const cs_schema *schema, cs_err *err) {
   if (schema->n_cols == 0 || schema->n_cols > CS_MAX_COLUMNS)
-    return cs_err_set(err, CS_EINVAL, "colstore: a store needs 1 to %d columns, not %u", CS_MAX_COLUMNS, schema->n_cols);
+    return cs_err_set(err, CS_EINVAL, "colstore: a store needs 1 to %d columns, not %u", CS_MAX_COLUMNS,
+                      schema->n_cols);
   for (uint32_t i = 0; i < schema->n_cols; i++) {
     size_t len = strlen(schema->cols[i].name);
     if (len == 0 || len > CS_NAME_MAX_BYTES)
-      return cs_err_set(err, CS_EINVAL, "colstore: column %u: a name must have 1 to %d bytes", i + 1, CS_NAME_MAX_BYTES);
-    if (!cs_type_name(schema->cols[i].type)) return cs_err_set(err, CS_EINVAL, "colstore: column %s: unknown type", schema->cols[i].name);
+      return cs_err_set(err, CS_EINVAL, "colstore: column %u: a name must have 1 to %d bytes", i + 1,
+                        CS_NAME_MAX_BYTES);
+    if (!cs_type_name(schema->cols[i].type))
+      return cs_err_set(err, CS_EINVAL, "colstore: column %s: unknown type", schema->cols[i].name);
     for (uint32_t j = 0; j < i; j++)
       if (strcasecmp(schema->cols[i].name, schema->cols[j].name) == 0)
         return cs_err_set(err, CS_EINVAL, "colstore: column name %s appears twice", schema->cols[i].name);
@@ -239,20 +245,24 @@ static cs_writer *writer_new(const char *path, const cs_writer_options *opt) {
 static cs_rc perms_take(cs_writer *w, cs_err *err) {
   struct stat orig, mine;
   if (!w->replace || stat(w->path, &orig) != 0 || !S_ISREG(orig.st_mode)) return CS_OK;
-  if (fstat(w->fd, &mine) != 0) return cs_err_set(err, CS_EIO, "colstore: %s: fstat failed: %s", w->tmp_path, strerror(errno));
+  if (fstat(w->fd, &mine) != 0)
+    return cs_err_set(err, CS_EIO, "colstore: %s: fstat failed: %s", w->tmp_path, strerror(errno));
   if (mine.st_uid != orig.st_uid || mine.st_gid != orig.st_gid) {
     uid_t uid = mine.st_uid != orig.st_uid ? orig.st_uid : (uid_t)-1;
     gid_t gid = mine.st_gid != orig.st_gid ? orig.st_gid : (gid_t)-1;
     if (fchown(w->fd, uid, gid) != 0)
       return cs_err_set(err, CS_EIO,
-                        "colstore: cannot give the new %s the owner and group of the file it replaces (uid %u, gid %u): %s; "
+                        "colstore: cannot give the new %s the owner and group of the file it replaces (uid "
+                        "%u, gid %u): %s; "
                         "run this as the file's owner and a member of its group, or as root",
                         w->path, (unsigned)orig.st_uid, (unsigned)orig.st_gid, strerror(errno));
   }
   /* After fchown, which may clear set-id bits. */
-  if ((mine.st_mode & 07777) != (orig.st_mode & 07777) || mine.st_uid != orig.st_uid || mine.st_gid != orig.st_gid)
+  if ((mine.st_mode & 07777) != (orig.st_mode & 07777) || mine.st_uid != orig.st_uid ||
+      mine.st_gid != orig.st_gid)
     if (fchmod(w->fd, orig.st_mode & 07777) != 0)
-      return cs_err_set(err, CS_EIO, "colstore: cannot give the new %s the mode %04o of the file it replaces: %s", w->path,
+      return cs_err_set(err, CS_EIO,
+                        "colstore: cannot give the new %s the mode %04o of the file it replaces: %s", w->path,
                         (unsigned)(orig.st_mode & 07777), strerror(errno));
   return CS_OK;
 }
@@ -272,15 +282,20 @@ static cs_rc temp_open(cs_writer *w, cs_err *err) {
   for (int attempt = 0; attempt < 100; attempt++) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t seed[3] = {(uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30), (uint64_t)getpid(), atomic_fetch_add(&counter, 1)};
+    uint64_t seed[3] = {(uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30), (uint64_t)getpid(),
+                        atomic_fetch_add(&counter, 1)};
     uint64_t h = cs__hash(seed, sizeof seed);
     for (int i = 0; i < CS__TEMP_RANDOM; i++, h /= 62) x[i] = alnum[h % 62];
     w->fd = open(w->tmp_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, has_orig ? 0600 : 0644);
     if (w->fd >= 0) break;
     if (errno != EEXIST)
-      return cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot create a file beside %s: %s", w->path, strerror(errno));
+      return cs_err_set(err, errno == ENOENT ? CS_ENOENT : CS_EIO,
+                        "colstore: cannot create a file beside %s: %s", w->path, strerror(errno));
   }
-  if (w->fd < 0) return cs_err_set(err, CS_EIO, "colstore: cannot create a file beside %s: 100 names taken; remove stale %s.tmp.* files", w->path, w->path);
+  if (w->fd < 0)
+    return cs_err_set(
+        err, CS_EIO, "colstore: cannot create a file beside %s: 100 names taken; remove stale %s.tmp.* files",
+        w->path, w->path);
   cs_rc rc = perms_take(w, err);
   if (rc) {
     close(w->fd), w->fd = -1;
@@ -289,7 +304,8 @@ static cs_rc temp_open(cs_writer *w, cs_err *err) {
   return rc;
 }
 
-cs_rc cs_writer_create(const char *path, const cs_schema *schema, const cs_writer_options *opt, cs_writer **out, cs_err *err) {
+cs_rc cs_writer_create(const char *path, const cs_schema *schema, const cs_writer_options *opt,
+                       cs_writer **out, cs_err *err) {
   *out = NULL;
   cs_rc rc = schema_check(schema, err);
   if (rc) return rc;
@@ -301,7 +317,10 @@ cs_rc cs_writer_create(const char *path, const cs_schema *schema, const cs_write
   uint64_t schema_bytes = 0;
   if ((rc = schema_copy(w, schema, err))) goto fail;
   size_t tl = strlen(path) + sizeof CS__TEMP_SUFFIX;
-  if (!(w->tmp_path = cs__mem_malloc(tl))) { rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory"); goto fail; }
+  if (!(w->tmp_path = cs__mem_malloc(tl))) {
+    rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
+    goto fail;
+  }
   snprintf(w->tmp_path, tl, "%s" CS__TEMP_SUFFIX, path);
   if ((rc = temp_open(w, err))) {
     cs__mem_free(w->tmp_path), w->tmp_path = NULL;
@@ -309,8 +328,14 @@ cs_rc cs_writer_create(const char *path, const cs_schema *schema, const cs_write
   }
   if ((rc = cs__schema_encode(schema, &schema_block, &schema_bytes, err))) goto fail;
   uint64_t data_offset = cs__align64(CS_SCHEMA_OFFSET + schema_bytes);
-  if (!(head = cs__mem_calloc(1, data_offset))) { rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory"); goto fail; }
-  cs_disk_preamble pre = {.version = CS_FORMAT_VERSION, .schema_offset = CS_SCHEMA_OFFSET, .schema_bytes = schema_bytes, .data_offset = data_offset};
+  if (!(head = cs__mem_calloc(1, data_offset))) {
+    rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
+    goto fail;
+  }
+  cs_disk_preamble pre = {.version = CS_FORMAT_VERSION,
+                          .schema_offset = CS_SCHEMA_OFFSET,
+                          .schema_bytes = schema_bytes,
+                          .data_offset = data_offset};
   memcpy(pre.magic, CS_MAGIC_FILE, CS_MAGIC_BYTES);
   pre.schema_checksum = cs__hash(schema_block, schema_bytes);
   pre.checksum = cs__hash(&pre, 56);
@@ -343,11 +368,17 @@ static cs_rc lock_take(cs_writer *w, int timeout_ms, cs_err *err) {
       return CS_OK;
     }
     if (errno == ENOTSUP || errno == EOPNOTSUPP || errno == ENOLCK) {
-      cs__diag_note("flock is not supported on this filesystem: appends are not protected against concurrent writers");
+      cs__diag_note(
+          "flock is not supported on this filesystem: appends are not protected against concurrent writers");
       return CS_OK;
     }
-    if (errno != EWOULDBLOCK && errno != EINTR) return cs_err_set(err, CS_EIO, "colstore: %s: flock failed: %s", w->path, strerror(errno));
-    if (waited >= timeout_ms) return cs_err_set(err, CS_EBUSY, "colstore: %s is being written by another connection or process; retry, or raise the busy timeout", w->path);
+    if (errno != EWOULDBLOCK && errno != EINTR)
+      return cs_err_set(err, CS_EIO, "colstore: %s: flock failed: %s", w->path, strerror(errno));
+    if (waited >= timeout_ms)
+      return cs_err_set(
+          err, CS_EBUSY,
+          "colstore: %s is being written by another connection or process; retry, or raise the busy timeout",
+          w->path);
     nanosleep(&nap, NULL);
   }
 }
@@ -373,22 +404,29 @@ static cs_rc open_locked(cs_writer *w, int timeout_ms, cs_err *err) {
     if (w->fd < 0) {
       int e = errno;
       if (e == EACCES || e == EPERM || e == EROFS)
-        return cs_err_set(err, CS_EIO,
-                          "colstore: cannot write to %s: %s; INSERT, UPDATE, DELETE and colstore_compact need write "
-                          "permission on the store file (check its owner and mode, or query a copy you can write)",
-                          w->path, strerror(e));
-      return cs_err_set(err, e == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot open %s for writing: %s", w->path, strerror(e));
+        return cs_err_set(
+            err, CS_EIO,
+            "colstore: cannot write to %s: %s; INSERT, UPDATE, DELETE and colstore_compact need write "
+            "permission on the store file (check its owner and mode, or query a copy you can write)",
+            w->path, strerror(e));
+      return cs_err_set(err, e == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot open %s for writing: %s",
+                        w->path, strerror(e));
     }
     cs_rc rc = lock_take(w, left, err);
     if (rc) return rc;
     struct stat held, named;
-    if (fstat(w->fd, &held) != 0) return cs_err_set(err, CS_EIO, "colstore: %s: fstat failed: %s", w->path, strerror(errno));
-    if (stat(w->path, &named) == 0 && named.st_ino == held.st_ino && named.st_dev == held.st_dev) return CS_OK;
+    if (fstat(w->fd, &held) != 0)
+      return cs_err_set(err, CS_EIO, "colstore: %s: fstat failed: %s", w->path, strerror(errno));
+    if (stat(w->path, &named) == 0 && named.st_ino == held.st_ino && named.st_dev == held.st_dev)
+      return CS_OK;
     close(w->fd); /* drops the lock on the replaced file */
     w->fd = -1;
     w->locked = false;
     if (attempt >= 8 && left == 0)
-      return cs_err_set(err, CS_EBUSY, "colstore: %s keeps being replaced while waiting to write it; retry, or raise the busy timeout", w->path);
+      return cs_err_set(
+          err, CS_EBUSY,
+          "colstore: %s keeps being replaced while waiting to write it; retry, or raise the busy timeout",
+          w->path);
   }
 }
 
@@ -417,7 +455,10 @@ cs_rc cs_writer_append(const char *path, const cs_writer_options *opt, cs_writer
   cs_rc rc;
   if ((rc = open_locked(w, opt ? opt->lock_timeout_ms : 0, err))) goto fail;
   int fd2 = dup(w->fd);
-  if (fd2 < 0) { rc = cs_err_set(err, CS_EIO, "colstore: %s: dup failed: %s", path, strerror(errno)); goto fail; }
+  if (fd2 < 0) {
+    rc = cs_err_set(err, CS_EIO, "colstore: %s: dup failed: %s", path, strerror(errno));
+    goto fail;
+  }
   if ((rc = cs__store_load(fd2, path, CS_VERIFY_HEADER, &base, err))) goto fail;
   if ((rc = schema_copy(w, &base->schema, err))) goto fail;
   uint32_t nc = base->schema.n_cols;
@@ -425,7 +466,10 @@ cs_rc cs_writer_append(const char *path, const cs_writer_options *opt, cs_writer
   w->entries = cs__mem_malloc((base->n_records ? base->n_records : 1) * sizeof *w->entries);
   w->ext = cs__mem_malloc((base->n_records ? base->n_records : 1) * sizeof *w->ext);
   w->dchunks = cs__mem_malloc((base->n_records ? base->n_records * nc : 1) * sizeof *w->dchunks);
-  if (!w->entries || !w->ext || !w->dchunks) { rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory"); goto fail; }
+  if (!w->entries || !w->ext || !w->dchunks) {
+    rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
+    goto fail;
+  }
   memcpy(w->entries, base->entries, base->n_records * sizeof *w->entries);
   memcpy(w->ext, base->ext, base->n_records * sizeof *w->ext);
   memcpy(&w->preamble, base->map, sizeof w->preamble);
@@ -455,12 +499,15 @@ static cs_rc tail_save(cs_writer *w, cs_err *err) {
   if (w->touched || w->tmp_path) return CS_OK;
   uint64_t n = w->old_file_bytes - w->old_data_end;
   if (n) {
-    if (!w->saved_tail && !(w->saved_tail = cs__mem_malloc(n))) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory saving the old footer");
+    if (!w->saved_tail && !(w->saved_tail = cs__mem_malloc(n)))
+      return cs_err_set(err, CS_ENOMEM, "colstore: out of memory saving the old footer");
     uint64_t got = 0;
     while (got < n) {
       ssize_t r = pread(w->fd, w->saved_tail + got, n - got, (off_t)(w->old_data_end + got));
       if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) return cs_err_set(err, CS_EIO, "colstore: %s: cannot read the old footer: %s", w->path, r ? strerror(errno) : "short read");
+      if (r <= 0)
+        return cs_err_set(err, CS_EIO, "colstore: %s: cannot read the old footer: %s", w->path,
+                          r ? strerror(errno) : "short read");
       got += (uint64_t)r;
     }
   }
@@ -491,7 +538,8 @@ static cs_rc directory_push(cs_writer *w, cs_err *err) {
   if (x) w->ext = x;
   uint8_t **dv = x && w->dv ? cs__mem_realloc(w->dv, cap * sizeof *dv) : NULL;
   if (dv) w->dv = dv;
-  if (!e || !d || !x || (w->dv && !dv)) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory growing the record directory");
+  if (!e || !d || !x || (w->dv && !dv))
+    return cs_err_set(err, CS_ENOMEM, "colstore: out of memory growing the record directory");
   w->cap_records = cap;
   return CS_OK;
 }
@@ -514,7 +562,8 @@ static void kick_writeback(cs_writer *w) {
 /* Seals the record header in w->header (its descriptors filled), writes
 ** the record (iov[0] is the header) at w->pos and adds it to the directory.
 ** The directory has room (directory_push). */
-static cs_rc record_emit(cs_writer *w, uint64_t n, uint64_t record_bytes, struct iovec *iov, int n_iov, cs_err *err) {
+static cs_rc record_emit(cs_writer *w, uint64_t n, uint64_t record_bytes, struct iovec *iov, int n_iov,
+                         cs_err *err) {
   uint32_t nc = w->schema.n_cols;
   cs_disk_record *h = (cs_disk_record *)(void *)w->header;
   cs_disk_chunk *dcs = (cs_disk_chunk *)(void *)(h + 1);
@@ -567,17 +616,22 @@ static cs_rc record_write(cs_writer *w, const cs_batch *b, uint64_t first, uint6
 
 cs_rc cs_writer_write(cs_writer *w, const cs_batch *b, cs_err *err) {
   if (w->prepared) return cs_err_set(err, CS_EINVAL, "colstore: %s: write after prepare", w->path);
-  if (b->n_cols != w->schema.n_cols) return cs_err_set(err, CS_EINVAL, "colstore: %s: batch has %u columns, store has %u", w->path, b->n_cols, w->schema.n_cols);
+  if (b->n_cols != w->schema.n_cols)
+    return cs_err_set(err, CS_EINVAL, "colstore: %s: batch has %u columns, store has %u", w->path, b->n_cols,
+                      w->schema.n_cols);
   for (uint32_t c = 0; c < b->n_cols; c++) {
-    if (b->cols[c].type != w->cols[c].type) return cs_err_set(err, CS_ESCHEMA, "colstore: %s: column %s: batch type differs", w->path, w->cols[c].name);
+    if (b->cols[c].type != w->cols[c].type)
+      return cs_err_set(err, CS_ESCHEMA, "colstore: %s: column %s: batch type differs", w->path,
+                        w->cols[c].name);
     /* The batch does not know nullability; a NULL in a NOT NULL column
     ** would commit a record no open accepts.  n_nulls also counts a partial
     ** row's value, so the bits of the complete rows decide. */
     const cs_batch_column *bc = &b->cols[c];
     for (uint64_t i = 0; !w->cols[c].nullable && bc->n_nulls && i < b->n_rows; i++)
       if (!((bc->validity[i >> 3] >> (i & 7)) & 1))
-        return cs_err_set(err, CS_EINVAL, "colstore: %s: column %s is NOT NULL but row %llu of the batch is NULL", w->path, w->cols[c].name,
-                          (unsigned long long)i);
+        return cs_err_set(err, CS_EINVAL,
+                          "colstore: %s: column %s is NOT NULL but row %llu of the batch is NULL", w->path,
+                          w->cols[c].name, (unsigned long long)i);
   }
   for (uint64_t first = 0; first < b->n_rows; first += w->record_rows) {
     uint64_t n = b->n_rows - first < w->record_rows ? b->n_rows - first : w->record_rows;
@@ -594,7 +648,8 @@ cs_rc cs_writer_write(cs_writer *w, const cs_batch *b, cs_err *err) {
 ** becomes an ordinary chunk of the record.  Checksums, zone maps and flags
 ** cover the chunk's own span, so they carry over and nothing is
 ** recomputed; the caller has checked the bytes against them. */
-cs_rc cs__writer_copy_record(cs_writer *w, const cs_store *s, uint64_t rec, const uint8_t *body, cs_err *err) {
+cs_rc cs__writer_copy_record(cs_writer *w, const cs_store *s, uint64_t rec, const uint8_t *body,
+                             cs_err *err) {
   uint32_t nc = w->schema.n_cols;
   uint64_t hb = cs__record_header_bytes(nc);
   cs_rc rc = directory_push(w, err);
@@ -624,7 +679,6 @@ cs_rc cs__writer_copy_record(cs_writer *w, const cs_store *s, uint64_t rec, cons
 /* ------------------------------------------------------------- deletions */
 
 uint64_t cs_writer_live_rows(const cs_writer *w) { return w->n_rows - w->n_deleted; }
-
 
 /* first_rows over every record written so far, for the record search. */
 static cs_rc delete_index(cs_writer *w, cs_err *err) {
@@ -679,8 +733,8 @@ cs_rc cs_writer_delete(cs_writer *w, const uint64_t *rows, uint64_t n, uint64_t 
   if (w->prepared) return cs_err_set(err, CS_EINVAL, "colstore: %s: delete after prepare", w->path);
   for (uint64_t i = 0; i < n; i++)
     if (rows[i] >= w->n_rows)
-      return cs_err_set(err, CS_EINVAL, "colstore: %s: cannot delete row %llu: the store has %llu positions", w->path,
-                        (unsigned long long)rows[i], (unsigned long long)w->n_rows);
+      return cs_err_set(err, CS_EINVAL, "colstore: %s: cannot delete row %llu: the store has %llu positions",
+                        w->path, (unsigned long long)rows[i], (unsigned long long)w->n_rows);
   if (n == 0) return CS_OK;
   /* Every bitmap first, then the bits: a failure deletes nothing (a bitmap
   ** made but not changed equals the committed vector). */
@@ -714,8 +768,12 @@ static cs_rc delete_write(cs_writer *w, cs_err *err) {
     uint64_t n_rows = w->entries[r].n_rows, bytes = cs__delvec_bitmap_bytes(n_rows), count = 0;
     for (uint64_t i = 0; i < bytes; i++) count += (uint64_t)__builtin_popcount(b[i]);
     if (count == w->ext[r].n_deleted) continue; /* nothing new in this record */
-    cs_disk_delvec h = {.generation = w->generation, .record_offset = w->entries[r].record_offset, .n_rows = n_rows,
-                        .n_deleted = count, .block_bytes = sizeof h + bytes, .bitmap_checksum = cs__hash(b, bytes)};
+    cs_disk_delvec h = {.generation = w->generation,
+                        .record_offset = w->entries[r].record_offset,
+                        .n_rows = n_rows,
+                        .n_deleted = count,
+                        .block_bytes = sizeof h + bytes,
+                        .bitmap_checksum = cs__hash(b, bytes)};
     memcpy(h.magic, CS_MAGIC_DELVEC, CS_MAGIC_BYTES);
     h.checksum = cs__hash(&h, 56);
     struct iovec iov[2] = {{&h, sizeof h}, {(void *)b, bytes}};
@@ -797,14 +855,17 @@ static cs_rc row_deleted(cs_writer *w, uint64_t row, bool *out, cs_err *err) {
   return rc;
 }
 
-cs_rc cs_writer_update(cs_writer *w, const uint64_t *rows, uint64_t n, const cs_batch *values, const uint8_t *cols, cs_err *err) {
+cs_rc cs_writer_update(cs_writer *w, const uint64_t *rows, uint64_t n, const cs_batch *values,
+                       const uint8_t *cols, cs_err *err) {
   if (w->prepared) return cs_err_set(err, CS_EINVAL, "colstore: %s: update after prepare", w->path);
   uint32_t nc = w->schema.n_cols, n_sel = 0;
   if (values->n_cols != nc)
-    return cs_err_set(err, CS_EINVAL, "colstore: %s: update batch has %u columns, store has %u", w->path, values->n_cols, nc);
+    return cs_err_set(err, CS_EINVAL, "colstore: %s: update batch has %u columns, store has %u", w->path,
+                      values->n_cols, nc);
   for (uint32_t c = 0; c < nc; c++) {
     if (values->cols[c].type != w->cols[c].type)
-      return cs_err_set(err, CS_ESCHEMA, "colstore: %s: column %s: update batch type differs", w->path, w->cols[c].name);
+      return cs_err_set(err, CS_ESCHEMA, "colstore: %s: column %s: update batch type differs", w->path,
+                        w->cols[c].name);
     n_sel += !cols || cols[c];
   }
   if (values->n_rows < n)
@@ -814,12 +875,15 @@ cs_rc cs_writer_update(cs_writer *w, const uint64_t *rows, uint64_t n, const cs_
     const cs_batch_column *bc = &values->cols[c];
     for (uint64_t i = 0; (!cols || cols[c]) && !w->cols[c].nullable && bc->n_nulls && i < n; i++)
       if (!((bc->validity[i >> 3] >> (i & 7)) & 1))
-        return cs_err_set(err, CS_EINVAL, "colstore: %s: column %s is NOT NULL but row %llu of the update batch is NULL", w->path,
-                          w->cols[c].name, (unsigned long long)i);
+        return cs_err_set(err, CS_EINVAL,
+                          "colstore: %s: column %s is NOT NULL but row %llu of the update batch is NULL",
+                          w->path, w->cols[c].name, (unsigned long long)i);
   }
   for (uint64_t i = 0; i < n; i++)
     if (rows[i] >= w->committed_rows)
-      return cs_err_set(err, CS_EINVAL, "colstore: %s: cannot update row %llu: the store had %llu committed positions when this transaction began",
+      return cs_err_set(err, CS_EINVAL,
+                        "colstore: %s: cannot update row %llu: the store had %llu committed positions when "
+                        "this transaction began",
                         w->path, (unsigned long long)rows[i], (unsigned long long)w->committed_rows);
   if (n == 0) return CS_OK;
   cs_rc rc = delete_index(w, err);
@@ -827,7 +891,8 @@ cs_rc cs_writer_update(cs_writer *w, const uint64_t *rows, uint64_t n, const cs_
     bool dead;
     rc = row_deleted(w, rows[i], &dead, err);
     if (rc == CS_OK && dead)
-      return cs_err_set(err, CS_EINVAL, "colstore: %s: cannot update row %llu: it is deleted", w->path, (unsigned long long)rows[i]);
+      return cs_err_set(err, CS_EINVAL, "colstore: %s: cannot update row %llu: it is deleted", w->path,
+                        (unsigned long long)rows[i]);
   }
   if (rc || n_sel == 0) return rc;
   /* Room first, then the copy, then the items: a failure changes nothing. */
@@ -841,11 +906,15 @@ cs_rc cs_writer_update(cs_writer *w, const uint64_t *rows, uint64_t n, const cs_
     uint64_t cap = w->cap_items ? w->cap_items : 64;
     while (cap < w->n_items + n) cap *= 2;
     cs__upd_item *i2 = cs__mem_realloc(w->items, cap * sizeof *i2);
-    if (!i2) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for an update of %llu rows", (unsigned long long)n);
+    if (!i2)
+      return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for an update of %llu rows",
+                        (unsigned long long)n);
     w->items = i2, w->cap_items = cap;
   }
   cs__upd_call *call = call_copy(values, n, cols, n_sel);
-  if (!call) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory copying an update of %llu rows", (unsigned long long)n);
+  if (!call)
+    return cs_err_set(err, CS_ENOMEM, "colstore: out of memory copying an update of %llu rows",
+                      (unsigned long long)n);
   for (uint64_t i = 0; i < n; i++) w->items[w->n_items + i] = (cs__upd_item){rows[i], w->n_calls, i};
   w->n_items += n;
   w->calls[w->n_calls++] = call;
@@ -855,21 +924,27 @@ cs_rc cs_writer_update(cs_writer *w, const uint64_t *rows, uint64_t n, const cs_
 /* The new chunk of column col of record r (its live chunk, read back and
 ** checked against its checksum, with the winners' values in place), written
 ** at file offset at inside the patch block at block; *dc describes it. */
-static cs_rc patch_chunk(cs_writer *w, uint64_t r, uint32_t col, const cs__upd_win *win, uint64_t n_win, uint64_t block,
-                         uint64_t at, cs_disk_chunk *dc, cs_err *err) {
+static cs_rc patch_chunk(cs_writer *w, uint64_t r, uint32_t col, const cs__upd_win *win, uint64_t n_win,
+                         uint64_t block, uint64_t at, cs_disk_chunk *dc, cs_err *err) {
   const cs_disk_chunk *od = &w->dchunks[r * w->schema.n_cols + col];
   const cs_column *column = &w->cols[col];
   uint64_t n = w->entries[r].n_rows;
   uint8_t *old = cs__mem_malloc(od->chunk_bytes ? od->chunk_bytes : 1);
   cs__merged m = {0};
   cs_rc rc = CS_OK;
-  if (!old) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory updating a chunk of %llu rows", (unsigned long long)n);
-  if ((rc = cs__pread_full(w->fd, old, od->chunk_bytes, cs__chunk_base(&w->entries[r], od) + od->chunk_offset, w->path, err))) goto done;
+  if (!old)
+    return cs_err_set(err, CS_ENOMEM, "colstore: out of memory updating a chunk of %llu rows",
+                      (unsigned long long)n);
+  if ((rc = cs__pread_full(w->fd, old, od->chunk_bytes, cs__chunk_base(&w->entries[r], od) + od->chunk_offset,
+                           w->path, err)))
+    goto done;
   /* The old values go into a chunk with a fresh checksum, so they are
   ** proven first (a damaged byte would otherwise become a valid one). */
   if (cs__hash(old, od->chunk_bytes) != od->checksum) {
-    rc = cs_err_set(err, CS_ECORRUPT, "colstore: %s: record %llu, column %s: checksum mismatch; the update cannot read the old values",
-                    w->path, (unsigned long long)r, column->name);
+    rc = cs_err_set(
+        err, CS_ECORRUPT,
+        "colstore: %s: record %llu, column %s: checksum mismatch; the update cannot read the old values",
+        w->path, (unsigned long long)r, column->name);
     goto done;
   }
   cs_chunk live;
@@ -879,10 +954,12 @@ static cs_rc patch_chunk(cs_writer *w, uint64_t r, uint32_t col, const cs__upd_w
   dc->null_count = m.null_count;
   struct iovec iov[CS__CHUNK_MAX_IOV];
   int n_iov = 0;
-  uint64_t end = cs__chunk_lay(column->type, n, m.null_count ? m.bits : NULL, m.offsets, m.data, m.data_bytes, at, iov, &n_iov, dc);
+  uint64_t end = cs__chunk_lay(column->type, n, m.null_count ? m.bits : NULL, m.offsets, m.data, m.data_bytes,
+                               at, iov, &n_iov, dc);
   dc->flags |= CS_CHUNK_ABSOLUTE;
   if ((end - block) / CS_ALIGN > UINT32_MAX) {
-    rc = cs_err_set(err, CS_ERANGE, "colstore: %s: record %llu: a patch block over 256 GiB", w->path, (unsigned long long)r);
+    rc = cs_err_set(err, CS_ERANGE, "colstore: %s: record %llu: a patch block over 256 GiB", w->path,
+                    (unsigned long long)r);
     goto done;
   }
   dc->patch_back = (uint32_t)((at - block) / CS_ALIGN);
@@ -895,18 +972,19 @@ done:
 
 /* Scratch of update_write, room for one record's worth of n_cols columns. */
 typedef struct upd_scratch {
-  uint8_t *header;            /* cs__patch_header_bytes(n_cols) */
-  uint8_t *touched;           /* n_cols */
-  cs_disk_chunk *old;         /* the replaced descriptors */
+  uint8_t *header;    /* cs__patch_header_bytes(n_cols) */
+  uint8_t *touched;   /* n_cols */
+  cs_disk_chunk *old; /* the replaced descriptors */
   uint64_t *orphans;
-  cs__upd_win *win;           /* the most items of one record */
+  cs__upd_win *win; /* the most items of one record */
 } upd_scratch;
 
 /* The patch block of record r, whose sorted items are it[0, n), at w->pos:
 ** a new chunk per changed column, then the header; the replaced chunks, and
 ** the headers of earlier patches left without a live chunk, are free space
 ** (format.md 14.5; the forward scan counts them the same way, cs_store.c). */
-static cs_rc patch_write(cs_writer *w, uint64_t r, const cs__upd_item *it, uint64_t n, upd_scratch *sc, cs_err *err) {
+static cs_rc patch_write(cs_writer *w, uint64_t r, const cs__upd_item *it, uint64_t n, upd_scratch *sc,
+                         cs_err *err) {
   uint32_t nc = w->schema.n_cols, n_chunks = 0;
   memset(sc->touched, 0, nc);
   for (uint64_t k = 0; k < n; k++) {
@@ -921,7 +999,8 @@ static cs_rc patch_write(cs_writer *w, uint64_t r, const cs__upd_item *it, uint6
   cs_rc rc = tail_save(w, err);
   for (uint32_t c = 0, k = 0; rc == CS_OK && c < nc; c++) {
     if (!sc->touched[c]) continue;
-    uint64_t n_win = cs__chunk_upd_winners((const cs__upd_call *const *)w->calls, w->first_rows[r], it, n, c, sc->win);
+    uint64_t n_win =
+        cs__chunk_upd_winners((const cs__upd_call *const *)w->calls, w->first_rows[r], it, n, c, sc->win);
     items[k].column = c;
     rc = patch_chunk(w, r, c, sc->win, n_win, block, at, &items[k].chunk, err);
     if (rc) break;
@@ -973,8 +1052,9 @@ static cs_rc update_write(cs_writer *w, cs_err *err) {
     for (b = a + 1; b < w->n_items && w->items[b].row < end;) b++;
     if (b - a > most) most = b - a;
   }
-  upd_scratch sc = {cs__mem_calloc(1, cs__patch_header_bytes(nc)), cs__mem_malloc(nc), cs__mem_malloc(nc * sizeof *sc.old),
-                    cs__mem_malloc(nc * sizeof *sc.orphans), cs__mem_malloc(most * sizeof *sc.win)};
+  upd_scratch sc = {cs__mem_calloc(1, cs__patch_header_bytes(nc)), cs__mem_malloc(nc),
+                    cs__mem_malloc(nc * sizeof *sc.old), cs__mem_malloc(nc * sizeof *sc.orphans),
+                    cs__mem_malloc(most * sizeof *sc.win)};
   if (!sc.header || !sc.touched || !sc.old || !sc.orphans || !sc.win)
     rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory writing an update");
   for (uint64_t a = 0, b; rc == CS_OK && a < w->n_items; a = b) {
@@ -982,7 +1062,8 @@ static cs_rc update_write(cs_writer *w, cs_err *err) {
     for (b = a + 1; b < w->n_items && w->items[b].row < end;) b++;
     rc = patch_write(w, r, &w->items[a], b - a, &sc, err);
   }
-  cs__mem_free(sc.header), cs__mem_free(sc.touched), cs__mem_free(sc.old), cs__mem_free(sc.orphans), cs__mem_free(sc.win);
+  cs__mem_free(sc.header), cs__mem_free(sc.touched), cs__mem_free(sc.old), cs__mem_free(sc.orphans),
+      cs__mem_free(sc.win);
   if (rc == CS_OK) update_forget(w); /* written: a second prepare must not write them again */
   return rc;
 }
@@ -1017,7 +1098,9 @@ cs_rc cs_writer_prepare(cs_writer *w, cs_err *err) {
   uint64_t eb = v2 ? cs__footer_entry_bytes_v2(nc) : cs__footer_entry_bytes(nc);
   uint64_t head = v2 ? CS_FOOTER_HEAD_BYTES_V2 : sizeof(cs_disk_footer), fb = head + w->n_records * eb;
   uint8_t *f = cs__mem_calloc(1, fb);
-  if (!f) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a footer of %llu records", (unsigned long long)w->n_records);
+  if (!f)
+    return cs_err_set(err, CS_ENOMEM, "colstore: out of memory for a footer of %llu records",
+                      (unsigned long long)w->n_records);
   cs_disk_footer *fh = (cs_disk_footer *)(void *)f;
   memcpy(fh->magic, CS_MAGIC_FOOTER, CS_MAGIC_BYTES);
   fh->generation = w->generation;
@@ -1062,7 +1145,8 @@ cs_rc cs_writer_prepare(cs_writer *w, cs_err *err) {
     w->preamble_written = true;
     if ((rc = write_at(w, &pre2, sizeof pre2, 0, err))) return rc;
   }
-  if (ftruncate(w->fd, (off_t)(w->pos + fb)) != 0) return cs_err_set(err, CS_EIO, "colstore: %s: truncate failed: %s", w->path, strerror(errno));
+  if (ftruncate(w->fd, (off_t)(w->pos + fb)) != 0)
+    return cs_err_set(err, CS_EIO, "colstore: %s: truncate failed: %s", w->path, strerror(errno));
   /* A new file carries its slot and seal already; the rename is its commit
   ** point.  An append seals at commit (cs_format.h). */
   if (w->tmp_path && (rc = write_at(w, s, sizeof *s, CS_SLOT1_OFFSET, err))) return rc;
@@ -1083,7 +1167,8 @@ static cs_rc dir_sync(const char *path, cs_err *err) {
   const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
   int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   cs_rc rc = CS_OK;
-  if (fd < 0 || fsync(fd) != 0) rc = cs_err_set(err, CS_EIO, "colstore: cannot sync directory %s: %s", d, strerror(errno));
+  if (fd < 0 || fsync(fd) != 0)
+    rc = cs_err_set(err, CS_EIO, "colstore: cannot sync directory %s: %s", d, strerror(errno));
   if (fd >= 0) close(fd);
   return rc;
 }
@@ -1094,10 +1179,12 @@ static cs_rc dir_sync(const char *path, cs_err *err) {
 ** owner the process cannot give the new file) leaves the file as it was
 ** and notes why. */
 static void auto_compact(cs_writer *w) {
-  cs_compact_tail t = {.free_bytes = w->free_bytes, .file_bytes = w->slot.footer_offset + w->slot.footer_bytes + sizeof w->slot};
+  cs_compact_tail t = {.free_bytes = w->free_bytes,
+                       .file_bytes = w->slot.footer_offset + w->slot.footer_bytes + sizeof w->slot};
   uint64_t eb = w->slot.footer_bytes / (w->n_records ? w->n_records : 1);
   for (uint64_t r = 0; r < w->n_records; r++)
-    if (w->entries[r].n_rows < CS_AUTO_COMPACT_SMALL_ROWS) t.n_small++, t.small_bytes += w->entries[r].record_bytes + eb;
+    if (w->entries[r].n_rows < CS_AUTO_COMPACT_SMALL_ROWS)
+      t.n_small++, t.small_bytes += w->entries[r].record_bytes + eb;
   if (!cs__compact_due(&t, w->auto_compact)) return;
   cs_compact_report rep;
   cs_err err = {0};
@@ -1115,7 +1202,8 @@ cs_rc cs_writer_commit(cs_writer *w, cs_err *err) {
     if (!w->replace) {
       /* link() fails if path appeared meanwhile: no silent overwrite. */
       if (link(w->tmp_path, w->path) != 0) {
-        rc = cs_err_set(err, errno == EEXIST ? CS_EEXIST : CS_EIO, "colstore: cannot create %s: %s", w->path, strerror(errno));
+        rc = cs_err_set(err, errno == EEXIST ? CS_EEXIST : CS_EIO, "colstore: cannot create %s: %s", w->path,
+                        strerror(errno));
         goto fail;
       }
       unlink(w->tmp_path);

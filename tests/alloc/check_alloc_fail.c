@@ -153,7 +153,8 @@ static void allocator_install(void) {
   if (sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 1) != SQLITE_OK) die("SQLITE_CONFIG_MEMSTATUS");
   if (sqlite3_config(SQLITE_CONFIG_LOOKASIDE, 0, 0) != SQLITE_OK) die("SQLITE_CONFIG_LOOKASIDE");
   if (sqlite3_initialize() != SQLITE_OK) die("sqlite3_initialize");
-  if (sqlite3_auto_extension((void (*)(void))sqlite3_colstore_init) != SQLITE_OK) die("sqlite3_auto_extension");
+  if (sqlite3_auto_extension((void (*)(void))sqlite3_colstore_init) != SQLITE_OK)
+    die("sqlite3_auto_extension");
 }
 
 static void disarm(void) { cs_mem_fail_after(-1, false); }
@@ -271,8 +272,10 @@ static bool temp_left(const char *dir, char *out, size_t cap) {
     char p[2048];
     path_join(p, sizeof p, dir, e->d_name);
     struct stat st;
-    if (strstr(e->d_name, ".tmp.")) snprintf(out, cap, "%s", p), found = true;
-    else if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) found = temp_left(p, out, cap);
+    if (strstr(e->d_name, ".tmp."))
+      snprintf(out, cap, "%s", p), found = true;
+    else if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
+      found = temp_left(p, out, cap);
   }
   closedir(d);
   return found;
@@ -282,7 +285,8 @@ static bool temp_left(const char *dir, char *out, size_t cap) {
 
 static sqlite3 *db_open(void) {
   sqlite3 *db = NULL;
-  if (sqlite3_open(":memory:", &db) != SQLITE_OK) die("sqlite3_open: %s", db ? sqlite3_errmsg(db) : "no memory");
+  if (sqlite3_open(":memory:", &db) != SQLITE_OK)
+    die("sqlite3_open: %s", db ? sqlite3_errmsg(db) : "no memory");
   return db;
 }
 
@@ -296,7 +300,8 @@ static void db_close(sqlite3 *db) {
 
 static void exec_ok(sqlite3 *db, const char *sql) {
   char *err = NULL;
-  if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) die("%s: %s", sql, err ? err : sqlite3_errmsg(db));
+  if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK)
+    die("%s: %s", sql, err ? err : sqlite3_errmsg(db));
 }
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
@@ -307,9 +312,9 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
 
 /* What a statement or script ended with: the first failure. */
 typedef struct outcome {
-  int rc;         /* SQLITE_OK, or the first error code */
-  char msg[512];  /* its message */
-  uint64_t hash;  /* of every row returned, in order */
+  int rc;        /* SQLITE_OK, or the first error code */
+  char msg[512]; /* its message */
+  uint64_t hash; /* of every row returned, in order */
   uint64_t rows;
 } outcome;
 
@@ -325,7 +330,8 @@ static void outcome_set(outcome *o, sqlite3 *db, int rc) {
 static bool outcome_generic(const outcome *o) { return strcmp(o->msg, sqlite3_errstr(o->rc)) == 0; }
 
 static bool outcome_acceptable(const outcome *o) {
-  return o->rc == SQLITE_OK || (o->rc & 0xff) == SQLITE_NOMEM || strncmp(o->msg, "colstore:", 9) == 0 || outcome_generic(o);
+  return o->rc == SQLITE_OK || (o->rc & 0xff) == SQLITE_NOMEM || strncmp(o->msg, "colstore:", 9) == 0 ||
+         outcome_generic(o);
 }
 
 /* Runs one statement to the end, hashing its rows; blob (if any) bound to ?1. */
@@ -425,11 +431,11 @@ typedef struct scenario {
   ** must read the same after it whatever happens, and whose file must be
   ** byte for byte the old one when it fails. */
   const char *sql[SCENARIO_MAX_SQL];
-  const char *check;    /* K_OPEN: a count(*) query run clean after an OK open */
-  uint64_t check_rows;  /* ... and the count it must give */
-  const char *target;   /* K_CREATE: the file made, relative to work */
-  int blob;             /* K_SCAN: 1 = _rows positions, 2 = _mask bytes */
-  bool error;           /* the clean run fails too: the failing runs must fail with its message or NOMEM */
+  const char *check;   /* K_OPEN: a count(*) query run clean after an OK open */
+  uint64_t check_rows; /* ... and the count it must give */
+  const char *target;  /* K_CREATE: the file made, relative to work */
+  int blob;            /* K_SCAN: 1 = _rows positions, 2 = _mask bytes */
+  bool error;          /* the clean run fails too: the failing runs must fail with its message or NOMEM */
   /* SQL run clean on a second connection after the setup, before the armed
   ** part: another connection's commit, which the statement must see by
   ** refreshing its table's snapshot.  The files are then held to the state
@@ -441,18 +447,23 @@ typedef struct scenario {
 ** the cursor reads in place or gathers, NULLs in each nullable column; s
 ** and b repeat (212 and 98 values, NULL one) so that a GROUP BY on them
 ** builds the dictionary codes of cs_agg_codes.c. */
-#define NATIVE_SQL                                                                                               \
-  "CREATE TABLE n(i INT64 NOT NULL, f FLOAT64, s TEXT, b BLOB, k INT32);"                                        \
-  "WITH RECURSIVE c(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM c WHERE x < 9999) "                              \
-  "INSERT INTO n SELECT x, CASE WHEN x % 7 = 0 THEN NULL ELSE x * 0.5 END, "                                     \
-  "CASE WHEN x % 11 = 0 THEN NULL ELSE 'str' || (x % 211) END, "                                                 \
-  "CASE WHEN x % 13 = 0 THEN NULL ELSE CAST(printf('%08x', ((x % 97) * 2654435761) % 4294967296) AS BLOB) END, " \
+#define NATIVE_SQL                                                                                          \
+  "CREATE TABLE n(i INT64 NOT NULL, f FLOAT64, s TEXT, b BLOB, k INT32);"                                   \
+  "WITH RECURSIVE c(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM c WHERE x < 9999) "                         \
+  "INSERT INTO n SELECT x, CASE WHEN x % 7 = 0 THEN NULL ELSE x * 0.5 END, "                                \
+  "CASE WHEN x % 11 = 0 THEN NULL ELSE 'str' || (x % 211) END, "                                            \
+  "CASE WHEN x % 13 = 0 THEN NULL ELSE CAST(printf('%08x', ((x % 97) * 2654435761) % 4294967296) AS BLOB) " \
+  "END, "                                                                                                   \
   "(x * 37) % 100 FROM c;"
 
 #define INS_A "INSERT INTO t VALUES (10000, 1.5, 'x', x'0102', 1), (10001, NULL, NULL, NULL, NULL)"
 #define INS_B "INSERT INTO t VALUES (10002, 2.5, '', x'', 3)"
-#define INS_C "INSERT INTO t VALUES (10003, -1.0, 'a longer text value, to grow a batch buffer', zeroblob(100), 4)"
+#define INS_C \
+  "INSERT INTO t VALUES (10003, -1.0, 'a longer text value, to grow a batch buffer', zeroblob(100), 4)"
 
+/* One scenario a line or two: a table read across, which clang-format would
+** stretch to a field a line. */
+/* clang-format off */
 static const scenario scenarios[] = {
     /* open */
     {"open store", K_OPEN, {"CREATE VIRTUAL TABLE t USING colstore('@/store.cst')"}, "SELECT count(*) FROM t", N_ROWS, NULL, 0, false, NULL},
@@ -566,13 +577,16 @@ static const scenario scenarios[] = {
     {"compact deleted and updated", K_COMPACT, {"SELECT colstore_compact('@/changed.cst')"}, NULL, 0, "changed.cst", 0, false, NULL},
     {"compact renumber", K_COMPACT, {"SELECT colstore_compact('@/changed.cst', 'renumber')"}, NULL, 0, "changed.cst", 0, false, NULL},
 };
+/* clang-format on */
 
 /* The scenario's SQL with @ replaced by the work directory. */
 static char *sql_for(const char *tmpl) {
   sqlite3_str *s = sqlite3_str_new(NULL);
   for (const char *p = tmpl; *p; p++) {
-    if (*p == '@') sqlite3_str_appendall(s, g_work);
-    else sqlite3_str_appendchar(s, 1, *p);
+    if (*p == '@')
+      sqlite3_str_appendall(s, g_work);
+    else
+      sqlite3_str_appendchar(s, 1, *p);
   }
   char *z = sqlite3_str_finish(s);
   if (!z) die("out of memory");
@@ -603,14 +617,15 @@ static sqlite3 *scenario_db(const scenario *sc) {
   /* the smallest batches, so a filtered scan takes several, pipelined */
   exec_ok(db, "SELECT colstore_config('batch_bytes', 65536)");
   if (sc->kind != K_OPEN) {
-    char *sql = sql_for("CREATE VIRTUAL TABLE t USING colstore('@/store.cst');"
-                        "CREATE VIRTUAL TABLE d USING colstore('@/ds');"
-                        "CREATE VIRTUAL TABLE m USING colstore('@/store.cst', cache=memory);"
-                        "CREATE VIRTUAL TABLE temp.at USING colstore_agg(t);"
-                        "CREATE VIRTUAL TABLE temp.ak USING colstore_agg(t, k);"
-                        "CREATE VIRTUAL TABLE temp.as2 USING colstore_agg(t, s, k);"
-                        "CREATE VIRTUAL TABLE temp.as1 USING colstore_agg(t, s);"
-                        "CREATE VIRTUAL TABLE temp.ab USING colstore_agg(t, b)");
+    char *sql = sql_for(
+        "CREATE VIRTUAL TABLE t USING colstore('@/store.cst');"
+        "CREATE VIRTUAL TABLE d USING colstore('@/ds');"
+        "CREATE VIRTUAL TABLE m USING colstore('@/store.cst', cache=memory);"
+        "CREATE VIRTUAL TABLE temp.at USING colstore_agg(t);"
+        "CREATE VIRTUAL TABLE temp.ak USING colstore_agg(t, k);"
+        "CREATE VIRTUAL TABLE temp.as2 USING colstore_agg(t, s, k);"
+        "CREATE VIRTUAL TABLE temp.as1 USING colstore_agg(t, s);"
+        "CREATE VIRTUAL TABLE temp.ab USING colstore_agg(t, b)");
     exec_ok(db, sql);
     sqlite3_free(sql);
   }
@@ -627,16 +642,17 @@ static void scenario_body(const scenario *sc, sqlite3 *db, char *const *sql, out
   }
   if (!sqlite3_get_autocommit(db) && sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK) {
     disarm();
-    if (sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK) fail("ROLLBACK failed: %s", sqlite3_errmsg(db));
+    if (sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK)
+      fail("ROLLBACK failed: %s", sqlite3_errmsg(db));
   }
 }
 
 /* What the clean run established, for the failing runs to be held to. */
 typedef struct expect {
   long n_allocs;
-  outcome clean;       /* the clean run's result */
-  uint64_t old_hash;   /* the store before */
-  uint64_t new_hash;   /* K_WRITE: after the whole transaction; K_CREATE: the new store */
+  outcome clean;     /* the clean run's result */
+  uint64_t old_hash; /* the store before */
+  uint64_t new_hash; /* K_WRITE: after the whole transaction; K_CREATE: the new store */
   uint64_t new_rows;
   uint64_t n_rows_opened; /* K_OPEN: the rows the clean run's table shows */
 } expect;
@@ -647,11 +663,11 @@ typedef struct tally {
   long failed_committed; /* K_WRITE: a failure reported after the commit took effect */
 } tally;
 
-
 /* One run with the k-th allocation failing (k = 0: none).  Returns the
 ** allocations counted. */
 static long run_once(const scenario *sc, long k, bool sticky, const expect *ex, expect *out_clean, tally *t) {
-  snprintf(g_where, sizeof g_where, "scenario '%s', k = %ld%s", sc->name, k, k ? (sticky ? " (sticky)" : " (transient)") : " (clean)");
+  snprintf(g_where, sizeof g_where, "scenario '%s', k = %ld%s", sc->name, k,
+           k ? (sticky ? " (sticky)" : " (transient)") : " (clean)");
   if (g_verbose) fprintf(stderr, "run %s\n", g_where);
   dir_empty(g_work);
   dir_copy(g_pristine, g_work);
@@ -669,15 +685,19 @@ static long run_once(const scenario *sc, long k, bool sticky, const expect *ex, 
   for (int i = 0; i < SCENARIO_MAX_SQL && sc->sql[i]; i++) sql[i] = sql_for(sc->sql[i]);
   outcome o = {0};
   o.hash = 0xcbf29ce484222325ULL;
-  if (k > 0) cs_mem_fail_after(k, sticky);
-  else disarm();
+  if (k > 0)
+    cs_mem_fail_after(k, sticky);
+  else
+    disarm();
   scenario_body(sc, db, sql, &o);
   long n = cs_mem_count();
   disarm();
   for (int i = 0; i < SCENARIO_MAX_SQL; i++) sqlite3_free(sql[i]);
   t->runs++;
-  if (o.rc == SQLITE_OK) t->ok++;
-  else if ((o.rc & 0xff) == SQLITE_NOMEM) t->nomem++;
+  if (o.rc == SQLITE_OK)
+    t->ok++;
+  else if ((o.rc & 0xff) == SQLITE_NOMEM)
+    t->nomem++;
   else {
     t->error++;
     for (int i = 0; i < 4; i++) {
@@ -688,8 +708,11 @@ static long run_once(const scenario *sc, long k, bool sticky, const expect *ex, 
       }
     }
   }
-  if (g_verbose) fprintf(stderr, "  -> rc %d %s after %ld allocations, %llu rows, hash %016llx\n", o.rc, o.rc ? o.msg : "", n, (unsigned long long)o.rows, (unsigned long long)o.hash);
-  if (!outcome_acceptable(&o) || ((o.rc & 0xff) != SQLITE_NOMEM && o.rc && outcome_generic(&o) && o.rc != ex->clean.rc))
+  if (g_verbose)
+    fprintf(stderr, "  -> rc %d %s after %ld allocations, %llu rows, hash %016llx\n", o.rc, o.rc ? o.msg : "",
+            n, (unsigned long long)o.rows, (unsigned long long)o.hash);
+  if (!outcome_acceptable(&o) ||
+      ((o.rc & 0xff) != SQLITE_NOMEM && o.rc && outcome_generic(&o) && o.rc != ex->clean.rc))
     fail("ended with code %d and a message that is not colstore's: %s", o.rc, o.msg);
   if (k == 0 && (o.rc != SQLITE_OK) != sc->error)
     die("%s: the clean run %s: %s", sc->name, sc->error ? "did not fail" : "failed", o.msg);
@@ -697,18 +720,21 @@ static long run_once(const scenario *sc, long k, bool sticky, const expect *ex, 
   ** other error is a misdiagnosis (an OOM reported as "corrupt", "unknown
   ** option", ...), unless it is the error the clean run gives too. */
   if (k > 0 && o.rc != SQLITE_OK && (o.rc & 0xff) != SQLITE_NOMEM &&
-      (ex->clean.rc == SQLITE_OK || o.rc != ex->clean.rc || (strcmp(o.msg, ex->clean.msg) != 0 && !outcome_generic(&o))))
+      (ex->clean.rc == SQLITE_OK || o.rc != ex->clean.rc ||
+       (strcmp(o.msg, ex->clean.msg) != 0 && !outcome_generic(&o))))
     fail("out of memory reported as another error: code %d: %s", o.rc, o.msg);
   if (k > 0 && sc->error && o.rc == SQLITE_OK) fail("a damaged store opened when an allocation failed");
 
   /* The result of an OK run is the clean run's. */
   if (k > 0 && o.rc == SQLITE_OK && (sc->kind == K_SCAN || sc->kind == K_CREATE) &&
       (o.hash != ex->clean.hash || o.rows != ex->clean.rows))
-    fail("returned OK with different rows (%llu rows, hash %016llx; clean: %llu rows, hash %016llx)", (unsigned long long)o.rows,
-         (unsigned long long)o.hash, (unsigned long long)ex->clean.rows, (unsigned long long)ex->clean.hash);
+    fail("returned OK with different rows (%llu rows, hash %016llx; clean: %llu rows, hash %016llx)",
+         (unsigned long long)o.rows, (unsigned long long)o.hash, (unsigned long long)ex->clean.rows,
+         (unsigned long long)ex->clean.hash);
   if (sc->kind == K_OPEN && o.rc == SQLITE_OK) {
     outcome c = {0};
-    if (stmt_run(db, sc->check, NULL, 0, &c) != SQLITE_OK) fail("the table opened but cannot be read: %s", c.msg);
+    if (stmt_run(db, sc->check, NULL, 0, &c) != SQLITE_OK)
+      fail("the table opened but cannot be read: %s", c.msg);
     sqlite3_stmt *st = NULL;
     sqlite3_prepare_v2(db, sc->check, -1, &st, NULL);
     uint64_t want = sc->check_rows ? sc->check_rows : (k ? ex->n_rows_opened : 0), got = UINT64_MAX;
@@ -724,8 +750,10 @@ static long run_once(const scenario *sc, long k, bool sticky, const expect *ex, 
   ** worker pool's thread and SQLite's first-use state). */
   if (g_warmup) sqlite_before = sqlite3_memory_used(), live_before = cs_mem_live();
   if (sqlite3_memory_used() != sqlite_before)
-    fail("SQLite memory in use went from %lld to %lld bytes: something allocated with sqlite3_malloc was not freed",
-         (long long)sqlite_before, (long long)sqlite3_memory_used());
+    fail(
+        "SQLite memory in use went from %lld to %lld bytes: something allocated with sqlite3_malloc was not "
+        "freed",
+        (long long)sqlite_before, (long long)sqlite3_memory_used());
   if (cs_mem_live() != live_before)
     fail("the core holds %ld allocations more than before the run", cs_mem_live() - live_before);
   char why[2300];
@@ -740,11 +768,15 @@ static long run_once(const scenario *sc, long k, bool sticky, const expect *ex, 
     char verify[600];
     char target[2048];
     path_join(target, sizeof target, g_work, sc->target ? sc->target : "store.cst");
-    if (!store_check(target, &h, &rows, verify, sizeof verify)) fail("the store cannot be read afterwards: %s", verify);
-    else if (strcmp(verify, "ok") != 0) fail("colstore_verify says: %s", verify);
-    else if (k == 0) out_clean->new_hash = h, out_clean->new_rows = rows;
+    if (!store_check(target, &h, &rows, verify, sizeof verify))
+      fail("the store cannot be read afterwards: %s", verify);
+    else if (strcmp(verify, "ok") != 0)
+      fail("colstore_verify says: %s", verify);
+    else if (k == 0)
+      out_clean->new_hash = h, out_clean->new_rows = rows;
     else if (h != ex->old_hash && h != ex->new_hash)
-      fail("committed data is neither the old state nor the old state plus the transaction (%llu rows)", (unsigned long long)rows);
+      fail("committed data is neither the old state nor the old state plus the transaction (%llu rows)",
+           (unsigned long long)rows);
     else if (o.rc == SQLITE_OK && h != ex->new_hash)
       fail("the script succeeded but the transaction is not in the store");
     else if (o.rc != SQLITE_OK && h == ex->new_hash)
@@ -753,16 +785,20 @@ static long run_once(const scenario *sc, long k, bool sticky, const expect *ex, 
       /* An aborted append restores the file byte for byte (cs_writer.c). */
       char before[2048];
       path_join(before, sizeof before, g_pristine, sc->target ? sc->target : "store.cst");
-      if (!files_equal(before, target)) fail("a failed write left the store's file changed (its rows are intact)");
+      if (!files_equal(before, target))
+        fail("a failed write left the store's file changed (its rows are intact)");
     }
   } else if (sc->kind == K_COMPACT) {
     uint64_t h, rows;
     char verify[600], target[2048], before[2048];
     path_join(target, sizeof target, g_work, sc->target);
     path_join(before, sizeof before, g_pristine, sc->target);
-    if (!store_check(target, &h, &rows, verify, sizeof verify)) fail("the store cannot be read afterwards: %s", verify);
-    else if (strcmp(verify, "ok") != 0) fail("colstore_verify says: %s", verify);
-    else if (h != ex->old_hash) fail("compaction changed the rows (%llu rows)", (unsigned long long)rows);
+    if (!store_check(target, &h, &rows, verify, sizeof verify))
+      fail("the store cannot be read afterwards: %s", verify);
+    else if (strcmp(verify, "ok") != 0)
+      fail("colstore_verify says: %s", verify);
+    else if (h != ex->old_hash)
+      fail("compaction changed the rows (%llu rows)", (unsigned long long)rows);
     /* Failed before the rename: the old file, byte for byte.  After it
     ** (the JSON result could not be made), the new file, whole, with the
     ** same rows (checked above): allowed, counted. */
@@ -774,17 +810,22 @@ static long run_once(const scenario *sc, long k, bool sticky, const expect *ex, 
       /* Only a failure after the rename may leave the file: then whole. */
       uint64_t h, rows;
       char verify[600];
-      if (!store_check(target, &h, &rows, verify, sizeof verify) || strcmp(verify, "ok") != 0 || h != ex->new_hash)
+      if (!store_check(target, &h, &rows, verify, sizeof verify) || strcmp(verify, "ok") != 0 ||
+          h != ex->new_hash)
         fail("colstore_create failed (%s) and left a partial store", o.msg);
       else
         fail("colstore_create failed (%s) after making the store", o.msg);
     } else if (o.rc == SQLITE_OK) {
       uint64_t h, rows;
       char verify[600];
-      if (!store_check(target, &h, &rows, verify, sizeof verify)) fail("the new store cannot be read: %s", verify);
-      else if (strcmp(verify, "ok") != 0) fail("colstore_verify of the new store says: %s", verify);
-      else if (k == 0) out_clean->new_hash = h, out_clean->new_rows = rows;
-      else if (h != ex->new_hash) fail("the new store differs from the clean run's");
+      if (!store_check(target, &h, &rows, verify, sizeof verify))
+        fail("the new store cannot be read: %s", verify);
+      else if (strcmp(verify, "ok") != 0)
+        fail("colstore_verify of the new store says: %s", verify);
+      else if (k == 0)
+        out_clean->new_hash = h, out_clean->new_rows = rows;
+      else if (h != ex->new_hash)
+        fail("the new store differs from the clean run's");
     }
     char source[2048];
     path_join(source, sizeof source, g_work, "store.cst");
@@ -818,8 +859,8 @@ static void scenario_run(const scenario *sc, long *total_runs) {
   long failures_before = g_failures;
   for (int sticky = 0; sticky < 2; sticky++)
     for (long k = 1; k <= ex.n_allocs + K_MARGIN; k++) run_once(sc, k, sticky, &ex, NULL, &t);
-  printf("%-34s N = %5ld  runs = %5ld  ok = %5ld  nomem = %5ld  colstore error = %4ld", sc->name, ex.n_allocs, t.runs, t.ok,
-         t.nomem, t.error);
+  printf("%-34s N = %5ld  runs = %5ld  ok = %5ld  nomem = %5ld  colstore error = %4ld", sc->name, ex.n_allocs,
+         t.runs, t.ok, t.nomem, t.error);
   if (t.failed_committed) printf("  failed-but-committed = %ld", t.failed_committed);
   printf("  %s\n", g_failures == failures_before ? "pass" : "FAIL");
   for (int i = 0; i < 4 && t.errors[i][0]; i++) printf("    error seen: %s\n", t.errors[i]);
@@ -879,7 +920,8 @@ static cs_rc core_gather_and_preds(uint64_t *hash) {
   static cs_pred preds[20];
   static uint8_t mask[N_ROWS];
   for (int i = 0; i < 24; i++) members[i] = (cs_value){.kind = CS_VAL_INT, .i = i * 3};
-  for (int i = 0; i < 19; i++) preds[i] = (cs_pred){.col = 4, .op = CS_CMP_GE, .a = {.kind = CS_VAL_INT, .i = i}};
+  for (int i = 0; i < 19; i++)
+    preds[i] = (cs_pred){.col = 4, .op = CS_CMP_GE, .a = {.kind = CS_VAL_INT, .i = i}};
   preds[19] = (cs_pred){.col = 4, .op = CS_CMP_IN, .set = members, .n_set = 24};
   cs_pred_eval(s, preds, 20, 0, N_ROWS, mask, NULL);
   *hash = fnv(*hash, mask, sizeof mask);
@@ -911,7 +953,8 @@ static cs_rc core_calibrate(uint64_t *hash) {
   for (int i = 0; i < 100; i++) samples[i] = (i * 37) % 100;
   (void)cs_calib_median(samples, 100);
   /* resident_rows: a cache-resident run repeats to 1M elements, so not tiny */
-  cs_calib_options opt = {.rounds = 1, .dram_rows = 8192, .resident_rows = 1u << 17, .max_threads = 2, .scratch_dir = g_work};
+  cs_calib_options opt = {
+      .rounds = 1, .dram_rows = 8192, .resident_rows = 1u << 17, .max_threads = 2, .scratch_dir = g_work};
   static cs_calib_report rep;
   cs_err err;
   /* The mask target alone reaches every allocation of cs_calibrate (its
@@ -931,18 +974,23 @@ static void core_run(const char *name, core_fn fn, long *total_runs) {
   }
   for (int sticky = 0; sticky < 2; sticky++)
     for (long k = 1; k <= n_allocs + K_MARGIN; k++) {
-      snprintf(g_where, sizeof g_where, "core scenario '%s', k = %ld (%s)", name, k, sticky ? "sticky" : "transient");
+      snprintf(g_where, sizeof g_where, "core scenario '%s', k = %ld (%s)", name, k,
+               sticky ? "sticky" : "transient");
       long live_before = cs_mem_live();
       uint64_t h = 0xcbf29ce484222325ULL;
       cs_mem_fail_after(k, sticky);
       cs_rc rc = fn(&h);
       disarm();
       runs++;
-      if (rc == CS_OK) ok++;
-      else if (rc == CS_ENOMEM) nomem++;
-      else fail("returned %s, not CS_OK or CS_ENOMEM", cs_rc_name(rc));
+      if (rc == CS_OK)
+        ok++;
+      else if (rc == CS_ENOMEM)
+        nomem++;
+      else
+        fail("returned %s, not CS_OK or CS_ENOMEM", cs_rc_name(rc));
       if (rc == CS_OK && h != clean_hash) fail("returned CS_OK with a different result");
-      if (cs_mem_live() != live_before) fail("the core holds %ld allocations more than before the run", cs_mem_live() - live_before);
+      if (cs_mem_live() != live_before)
+        fail("the core holds %ld allocations more than before the run", cs_mem_live() - live_before);
       char why[2300];
       if (temp_left(g_work, why, sizeof why)) fail("a temporary file was left behind: %s", why);
       DIR *d = opendir(g_work);
@@ -983,7 +1031,8 @@ static void many_records_make(const char *path) {
   cs_writer *w = NULL;
   cs_batch *b = NULL;
   cs_err err;
-  if (cs_writer_create(path, &schema, &opt, &w, &err) != CS_OK || cs_batch_new(&schema, &b, &err) != CS_OK) die("%s", err.msg);
+  if (cs_writer_create(path, &schema, &opt, &w, &err) != CS_OK || cs_batch_new(&schema, &b, &err) != CS_OK)
+    die("%s", err.msg);
   for (int i = 0; i < 200; i++) {
     cs_rc rc = i % 9 == 4 ? cs_batch_put_null(b, 0, &err) : cs_batch_put_i64(b, 0, i * 3, &err);
     if (rc != CS_OK) die("%s", err.msg);
@@ -1011,13 +1060,15 @@ static void fixtures_make(void) {
   if (sqlite3_open(g_native, &db) != SQLITE_OK) die("open %s", g_native);
   exec_ok(db, NATIVE_SQL);
   char *sql = sqlite3_mprintf(
-      "CREATE VIRTUAL TABLE t USING colstore('%q/store.cst', i INT64 NOT NULL, f FLOAT64, s TEXT, b BLOB, k INT32);"
+      "CREATE VIRTUAL TABLE t USING colstore('%q/store.cst', i INT64 NOT NULL, f FLOAT64, s TEXT, b BLOB, k "
+      "INT32);"
       "INSERT INTO t SELECT * FROM n WHERE i < 4000;"
       "INSERT INTO t SELECT * FROM n WHERE i >= 4000 AND i < 8000;"
       "INSERT INTO t SELECT * FROM n WHERE i >= 8000;"
       "SELECT colstore_create('%q/ds/a.cst', 'SELECT * FROM n WHERE i < 3000');"
       "SELECT colstore_create('%q/ds/b.cst', 'SELECT * FROM n WHERE i >= 3000 AND i < 5000');"
-      "CREATE VIRTUAL TABLE c USING colstore('%q/changed.cst', i INT64 NOT NULL, f FLOAT64, s TEXT, b BLOB, k INT32);"
+      "CREATE VIRTUAL TABLE c USING colstore('%q/changed.cst', i INT64 NOT NULL, f FLOAT64, s TEXT, b BLOB, "
+      "k INT32);"
       "INSERT INTO c SELECT * FROM n;"
       "DELETE FROM c WHERE k %% 3 = 0;"
       "UPDATE c SET s = 'u' || i, f = NULL WHERE i %% 7 = 1;",
@@ -1062,10 +1113,12 @@ int main(int argc, char **argv) {
   char verify[600];
   char pstore[1200];
   path_join(pstore, sizeof pstore, g_pristine, "store.cst");
-  if (!store_check(pstore, &old_hash, &old_rows, verify, sizeof verify) || strcmp(verify, "ok") != 0 || old_rows != N_ROWS)
+  if (!store_check(pstore, &old_hash, &old_rows, verify, sizeof verify) || strcmp(verify, "ok") != 0 ||
+      old_rows != N_ROWS)
     die("the test store is not right: %s, %llu rows", verify, (unsigned long long)old_rows);
   path_join(pstore, sizeof pstore, g_pristine, "many_recovered.cst");
-  if (!store_check(pstore, &old_hash, &old_rows, verify, sizeof verify) || old_rows != 200 || strcmp(verify, "ok") != 0)
+  if (!store_check(pstore, &old_hash, &old_rows, verify, sizeof verify) || old_rows != 200 ||
+      strcmp(verify, "ok") != 0)
     die("many_recovered.cst is not right: %s, %llu rows", verify, (unsigned long long)old_rows);
   long total = 0;
   int n_run = 0;

@@ -53,10 +53,10 @@ static char *out_path(const char *sub, const char *name) {
 /* --------------------------------------------------------- valid stores */
 
 static const cs_column all_cols[] = {
-    {"id", CS_TYPE_INT64, false},  {"i8", CS_TYPE_INT8, true},      {"i16", CS_TYPE_INT16, true},
-    {"i32", CS_TYPE_INT32, true},  {"i64", CS_TYPE_INT64, true},    {"u8", CS_TYPE_UINT8, true},
-    {"u16", CS_TYPE_UINT16, true}, {"u32", CS_TYPE_UINT32, true},   {"f32", CS_TYPE_FLOAT32, true},
-    {"f64", CS_TYPE_FLOAT64, true}, {"b", CS_TYPE_BOOL, true},      {"t", CS_TYPE_TEXT, true},
+    {"id", CS_TYPE_INT64, false},   {"i8", CS_TYPE_INT8, true},    {"i16", CS_TYPE_INT16, true},
+    {"i32", CS_TYPE_INT32, true},   {"i64", CS_TYPE_INT64, true},  {"u8", CS_TYPE_UINT8, true},
+    {"u16", CS_TYPE_UINT16, true},  {"u32", CS_TYPE_UINT32, true}, {"f32", CS_TYPE_FLOAT32, true},
+    {"f64", CS_TYPE_FLOAT64, true}, {"b", CS_TYPE_BOOL, true},     {"t", CS_TYPE_TEXT, true},
     {"bl", CS_TYPE_BLOB, true},
 };
 static const cs_schema all_schema = {13, all_cols};
@@ -102,7 +102,8 @@ static ut_table *all_types_table(void) {
   return t;
 }
 
-static const cs_column misc_cols[] = {{"k", CS_TYPE_INT64, false}, {"v", CS_TYPE_FLOAT32, true}, {"s", CS_TYPE_TEXT, true}};
+static const cs_column misc_cols[] = {
+    {"k", CS_TYPE_INT64, false}, {"v", CS_TYPE_FLOAT32, true}, {"s", CS_TYPE_TEXT, true}};
 static const cs_schema misc_schema = {3, misc_cols};
 
 static ut_table *misc_table(uint64_t n, uint64_t seed) {
@@ -112,8 +113,10 @@ static ut_table *misc_table(uint64_t n, uint64_t seed) {
     ut_cell *c = ut_table_add_row(t);
     ut_cell_set_int(&c[0], (int64_t)row);
     ut_cell_random(&r, CS_TYPE_FLOAT32, true, 100, &c[1]);
-    if (row % 5 == 4) ut_cell_set_null(&c[2]);
-    else ut_cell_random(&r, CS_TYPE_TEXT, false, 0, &c[2]);
+    if (row % 5 == 4)
+      ut_cell_set_null(&c[2]);
+    else
+      ut_cell_random(&r, CS_TYPE_TEXT, false, 0, &c[2]);
   }
   return t;
 }
@@ -133,8 +136,8 @@ static ut_table *misc_store(const char *path, const uint64_t *slices, int n_slic
 
 typedef struct valid_file {
   const char *name;
-  ut_table *table;   /* the reference rows */
-  uint64_t rows;     /* how many of them the file must show */
+  ut_table *table; /* the reference rows */
+  uint64_t rows;   /* how many of them the file must show */
 } valid_file;
 
 static void record_valid(FILE *list, const valid_file *v) {
@@ -144,8 +147,8 @@ static void record_valid(FILE *list, const valid_file *v) {
   cs_err err = {0};
   ck_assert_msg(cs_store_verify(s, &err) == CS_OK, "%s: %s", v->name, err.msg);
   ck_assert_msg(ut_file_bytes(path) < 64 * 1024, "%s is %" PRIu64 " bytes", v->name, ut_file_bytes(path));
-  fprintf(list, "%s %" PRIu64 " %" PRIu64 " %" PRIu64 " %d %016" PRIx64 "\n", v->name, cs_store_rows(s), cs_store_records(s),
-          cs_store_generation(s), cs_store_recovered(s) ? 1 : 0, ut_store_digest(s));
+  fprintf(list, "%s %" PRIu64 " %" PRIu64 " %" PRIu64 " %d %016" PRIx64 "\n", v->name, cs_store_rows(s),
+          cs_store_records(s), cs_store_generation(s), cs_store_recovered(s) ? 1 : 0, ut_store_digest(s));
   cs_store_close(s);
   free(path);
 }
@@ -214,7 +217,8 @@ static cs_rc golden_update_txn(cs_writer *w, void *arg, cs_err *err) {
 /* Three stores of make (seeds seed, seed + 1, seed + 2) as v[n, n + 3):
 ** intact, with a damaged footer (a bounded scan), with both slots zeroed
 ** (an unbounded scan; the seal proves the last commit).  Returns n + 3. */
-static int v2_trio(valid_file *v, int n, const char *const names[3], ut_table *(*make)(const char *, uint64_t), uint64_t seed) {
+static int v2_trio(valid_file *v, int n, const char *const names[3],
+                   ut_table *(*make)(const char *, uint64_t), uint64_t seed) {
   static const uint8_t zero[64] = {0};
   for (int k = 0; k < 3; k++, n++) {
     char *p = out_path("valid", names[k]);
@@ -384,16 +388,20 @@ static void make_corrupt(void) {
       {"empty_file.cst", CS_ENOTSTORE, "zero bytes"},
       {"crlf_damaged.cst", CS_ENOTSTORE, "\\r\\n in the magic turned into \\n"},
       {"flipped_checksum.cst", CS_ECORRUPT, "one data byte flipped"},
-      {"future_version.cst", CS_EVERSION, "version 3 (one past what this build reads), preamble checksum recomputed"},
-      {"damaged_deletion_vector.cst", CS_ECORRUPT, "a byte of a deletion vector's bitmap flipped, footer intact"},
+      {"future_version.cst", CS_EVERSION,
+       "version 3 (one past what this build reads), preamble checksum recomputed"},
+      {"damaged_deletion_vector.cst", CS_ECORRUPT,
+       "a byte of a deletion vector's bitmap flipped, footer intact"},
       {"damaged_patch_block.cst", CS_ECORRUPT, "a byte of a patch block's item flipped, footer intact"},
       {"flipped_patched_chunk.cst", CS_ECORRUPT, "one data byte of a patch's chunk flipped"},
       {"footer_past_end.cst", CS_ECORRUPT, "slot data_end/footer_offset past the end, slot resealed"},
       {"damaged_preamble.cst", CS_ECORRUPT, "preamble byte flipped"},
       {"damaged_schema.cst", CS_ECORRUPT, "schema byte flipped"},
       {"damaged_record_header.cst", CS_ECORRUPT, "record header byte flipped, footer intact"},
-      {"damaged_footer_and_record.cst", CS_ECORRUPT, "footer and a record header damaged: nothing to recover from"},
-      {"descriptor_outside_record.cst", CS_ECORRUPT, "chunk descriptor points past its record, all checksums resealed"},
+      {"damaged_footer_and_record.cst", CS_ECORRUPT,
+       "footer and a record header damaged: nothing to recover from"},
+      {"descriptor_outside_record.cst", CS_ECORRUPT,
+       "chunk descriptor points past its record, all checksums resealed"},
       {"text_offsets_out_of_bounds.cst", CS_ECORRUPT, "TEXT offset past the data, chunk checksum resealed"},
   };
   ut_layout l;
@@ -450,7 +458,8 @@ static void make_corrupt(void) {
   ut_layout_read(p, &l);
   const cs_disk_chunk *pc = ut_layout_chunk(&l, 0, 1);
   ck_assert(pc->flags & CS_CHUNK_ABSOLUTE);
-  ut_xor_byte(p, pc->chunk_offset - pc->patch_back * 64ull + sizeof(cs_disk_patch) + 8, 0x01); /* item 0's chunk_offset */
+  ut_xor_byte(p, pc->chunk_offset - pc->patch_back * 64ull + sizeof(cs_disk_patch) + 8,
+              0x01); /* item 0's chunk_offset */
   ut_layout_free(&l), free(p);
 
   p = corrupt_base("flipped_patched_chunk.cst", &l);
@@ -513,8 +522,8 @@ static void make_corrupt(void) {
     char *path = out_path("corrupt", files[k].name);
     cs_err err = {0};
     cs_rc rc = ut_open_rc(path, CS_VERIFY_FULL, &err);
-    ck_assert_msg(rc == files[k].code, "%s: open gave %s (%s), intended %s", files[k].name, cs_rc_name(rc), err.msg,
-                  cs_rc_name(files[k].code));
+    ck_assert_msg(rc == files[k].code, "%s: open gave %s (%s), intended %s", files[k].name, cs_rc_name(rc),
+                  err.msg, cs_rc_name(files[k].code));
     ck_assert_msg(ut_file_bytes(path) < 64 * 1024, "%s is too big", files[k].name);
     fprintf(list, "%s %s\n", files[k].name, cs_rc_name(files[k].code));
     free(path);

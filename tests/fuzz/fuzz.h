@@ -27,19 +27,19 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Prints where and what, then aborts (a crash to libFuzzer and ctest). */
-#define FZ_CHECK(cond, ...)                                                   \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
+#define FZ_CHECK(cond, ...)                                                    \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
       fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                           \
-      fputc('\n', stderr);                                                    \
-      abort();                                                                \
-    }                                                                         \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fputc('\n', stderr);                                                     \
+      abort();                                                                 \
+    }                                                                          \
   } while (0)
 
 typedef struct fz_in {
-  const uint8_t *p;  /* next unread byte; not owned */
-  size_t n;          /* bytes left */
+  const uint8_t *p; /* next unread byte; not owned */
+  size_t n;         /* bytes left */
 } fz_in;
 
 static inline fz_in fz_in_make(const uint8_t *p, size_t n) {

@@ -67,61 +67,85 @@ static void exec_ok(const char *sql) {
   FZ_CHECK(rc == SQLITE_OK, "setup: %s: %s", sql, err ? err : "?");
 }
 
-static const char *const t_texts[] = {"", "a", "abc", "10", "2.5", " 7 ", "zz", "h\xc3\xa9llo", "-3", "1e3", "B"};
-static const double t_floats[] = {0.0, 1.5, -2.25, 1e300, -1e300, 1.0 / 0.0, -1.0 / 0.0, 3.0, 0.1, 9007199254740993.0, -7.0};
+static const char *const t_texts[] = {"",   "a",   "abc", "10", "2.5", " 7 ", "zz", "h\xc3\xa9llo",
+                                      "-3", "1e3", "B"};
+static const double t_floats[] = {
+    0.0, 1.5, -2.25, 1e300, -1e300, 1.0 / 0.0, -1.0 / 0.0, 3.0, 0.1, 9007199254740993.0, -7.0};
 static const int16_t t_shorts[] = {0, 1, -1, 32767, -32768, 300, -300, 7};
 
 static void make_t(void) {
   char sql[8192];
   snprintf(sql, sizeof sql,
-           "CREATE VIRTUAL TABLE t USING colstore('%s/t.cst', i INT64 NOT NULL, f FLOAT64, s TEXT, b BLOB, u UINT8, g FLOAT32, "
+           "CREATE VIRTUAL TABLE t USING colstore('%s/t.cst', i INT64 NOT NULL, f FLOAT64, s TEXT, b BLOB, u "
+           "UINT8, g FLOAT32, "
            "h INT16, o BOOL)",
            g_dir);
   exec_ok(sql);
   sqlite3_stmt *st;
-  FZ_CHECK(sqlite3_prepare_v2(g_db, "INSERT INTO t VALUES (?,?,?,?,?,?,?,?)", -1, &st, NULL) == SQLITE_OK, "prepare insert");
+  FZ_CHECK(sqlite3_prepare_v2(g_db, "INSERT INTO t VALUES (?,?,?,?,?,?,?,?)", -1, &st, NULL) == SQLITE_OK,
+           "prepare insert");
   static const int commits[] = {0, 10, 25, 40, FF_T_ROWS};
   for (int c = 0; c < 4; c++) {
     exec_ok("BEGIN");
     for (int r = commits[c]; r < commits[c + 1]; r++) {
       sqlite3_bind_int64(st, 1, (sqlite3_int64)r * 3 - 50);
-      if (r % 5 == 4) sqlite3_bind_null(st, 2);
-      else sqlite3_bind_double(st, 2, t_floats[r % 11] + (r % 3));
-      if (r % 7 == 3) sqlite3_bind_null(st, 3);
-      else sqlite3_bind_text(st, 3, t_texts[r % 11], -1, SQLITE_STATIC);
-      if (r % 6 == 5) sqlite3_bind_null(st, 4);
-      else sqlite3_bind_blob(st, 4, "\x00\x01\xff\x02", r % 5, SQLITE_STATIC);
-      if (r % 9 == 8) sqlite3_bind_null(st, 5);
-      else sqlite3_bind_int(st, 5, (r * 37) % 256);
-      if (r % 4 == 1) sqlite3_bind_null(st, 6);
-      else sqlite3_bind_double(st, 6, (double)(float)(r * 0.1 - 2.0));
-      if (r % 8 == 6) sqlite3_bind_null(st, 7);
-      else sqlite3_bind_int(st, 7, t_shorts[r % 8]);
-      if (r % 3 == 2) sqlite3_bind_null(st, 8);
-      else sqlite3_bind_int(st, 8, r % 2);
+      if (r % 5 == 4)
+        sqlite3_bind_null(st, 2);
+      else
+        sqlite3_bind_double(st, 2, t_floats[r % 11] + (r % 3));
+      if (r % 7 == 3)
+        sqlite3_bind_null(st, 3);
+      else
+        sqlite3_bind_text(st, 3, t_texts[r % 11], -1, SQLITE_STATIC);
+      if (r % 6 == 5)
+        sqlite3_bind_null(st, 4);
+      else
+        sqlite3_bind_blob(st, 4, "\x00\x01\xff\x02", r % 5, SQLITE_STATIC);
+      if (r % 9 == 8)
+        sqlite3_bind_null(st, 5);
+      else
+        sqlite3_bind_int(st, 5, (r * 37) % 256);
+      if (r % 4 == 1)
+        sqlite3_bind_null(st, 6);
+      else
+        sqlite3_bind_double(st, 6, (double)(float)(r * 0.1 - 2.0));
+      if (r % 8 == 6)
+        sqlite3_bind_null(st, 7);
+      else
+        sqlite3_bind_int(st, 7, t_shorts[r % 8]);
+      if (r % 3 == 2)
+        sqlite3_bind_null(st, 8);
+      else
+        sqlite3_bind_int(st, 8, r % 2);
       FZ_CHECK(sqlite3_step(st) == SQLITE_DONE, "insert into t: %s", sqlite3_errmsg(g_db));
       sqlite3_reset(st);
     }
     exec_ok("COMMIT");
   }
   sqlite3_finalize(st);
-  exec_ok("CREATE TABLE nt(i INTEGER, f REAL, s TEXT, b BLOB, u INTEGER, g REAL, h INTEGER, o INTEGER);"
-          "INSERT INTO nt(rowid, i, f, s, b, u, g, h, o) SELECT rowid, i, f, s, b, u, g, h, o FROM t");
+  exec_ok(
+      "CREATE TABLE nt(i INTEGER, f REAL, s TEXT, b BLOB, u INTEGER, g REAL, h INTEGER, o INTEGER);"
+      "INSERT INTO nt(rowid, i, f, s, b, u, g, h, o) SELECT rowid, i, f, s, b, u, g, h, o FROM t");
 }
 
 static void make_w(void) {
   char sql[8192];
-  snprintf(sql, sizeof sql, "CREATE VIRTUAL TABLE w USING colstore('%s/w.cst', x INT32 NOT NULL, y FLOAT64, z TEXT)", g_dir);
+  snprintf(sql, sizeof sql,
+           "CREATE VIRTUAL TABLE w USING colstore('%s/w.cst', x INT32 NOT NULL, y FLOAT64, z TEXT)", g_dir);
   exec_ok(sql);
   static const int commits[] = {0, 4000, 7000, FF_W_ROWS};
   for (int c = 0; c < 3; c++) {
-    snprintf(sql, sizeof sql,
-             "INSERT INTO w WITH RECURSIVE n(v) AS (SELECT %d UNION ALL SELECT v + 1 FROM n WHERE v + 1 < %d) "
-             "SELECT v, CASE WHEN v %% 7 = 0 THEN NULL ELSE v * 0.25 END, CASE WHEN v %% 11 = 0 THEN NULL ELSE 'k' || (v %% 100) END FROM n",
-             commits[c], commits[c + 1]);
+    snprintf(
+        sql, sizeof sql,
+        "INSERT INTO w WITH RECURSIVE n(v) AS (SELECT %d UNION ALL SELECT v + 1 FROM n WHERE v + 1 < %d) "
+        "SELECT v, CASE WHEN v %% 7 = 0 THEN NULL ELSE v * 0.25 END, CASE WHEN v %% 11 = 0 THEN NULL ELSE "
+        "'k' || (v %% 100) END FROM n",
+        commits[c], commits[c + 1]);
     exec_ok(sql);
   }
-  exec_ok("CREATE TABLE nw(x INTEGER, y REAL, z TEXT); INSERT INTO nw(rowid, x, y, z) SELECT rowid, x, y, z FROM w");
+  exec_ok(
+      "CREATE TABLE nw(x INTEGER, y REAL, z TEXT); INSERT INTO nw(rowid, x, y, z) SELECT rowid, x, y, z FROM "
+      "w");
 }
 
 /* At exit: the connection closed, the stores and their directory gone. */
@@ -141,7 +165,8 @@ static void setup(void) {
   atexit(teardown);
   FZ_CHECK(sqlite3_open(":memory:", &g_db) == SQLITE_OK, "sqlite3_open");
   char *err = NULL;
-  FZ_CHECK(sqlite3_colstore_init(g_db, &err, NULL) == SQLITE_OK, "sqlite3_colstore_init: %s", err ? err : "?");
+  FZ_CHECK(sqlite3_colstore_init(g_db, &err, NULL) == SQLITE_OK, "sqlite3_colstore_init: %s",
+           err ? err : "?");
   make_t();
   make_w();
   /* The smallest batches, so w's 10,000 rows take several. */
@@ -151,22 +176,22 @@ static void setup(void) {
 /* ------------------------------------------------------------ statements */
 
 typedef struct ff_param {
-  int kind;            /* 0 NULL, 1 int, 2 double, 3 text, 4 blob, 5 zeroblob */
+  int kind; /* 0 NULL, 1 int, 2 double, 3 text, 4 blob, 5 zeroblob */
   sqlite3_int64 i;
   double d;
-  const uint8_t *p;    /* into the input */
+  const uint8_t *p; /* into the input */
   size_t n;
 } ff_param;
 
 typedef struct ff_query {
-  sqlite3_str *cs, *nat;   /* the statement on colstore's table and on the native one */
+  sqlite3_str *cs, *nat; /* the statement on colstore's table and on the native one */
   ff_param params[FF_MAX_PARAMS];
   int n_params;
-  bool hidden;             /* uses _rows or _mask: no native twin */
-  bool ordered;            /* ORDER BY rowid: results compare in order */
-  bool limited;            /* LIMIT without ORDER BY: compare row counts */
+  bool hidden;  /* uses _rows or _mask: no native twin */
+  bool ordered; /* ORDER BY rowid: results compare in order */
+  bool limited; /* LIMIT without ORDER BY: compare row counts */
   bool is_w;
-  uint8_t *owned[8];       /* _rows and _mask blobs built here */
+  uint8_t *owned[8]; /* _rows and _mask blobs built here */
   int n_owned;
 } ff_query;
 
@@ -184,9 +209,23 @@ static int param_add(ff_query *q, ff_param p) {
 static ff_param param_decode(fz_in *in) {
   ff_param p;
   memset(&p, 0, sizeof p);
-  static const sqlite3_int64 ints[] = {0, 1, -1, 63, 64, 65, -64, -65, 9999, 10000, INT64_MAX, INT64_MIN, 255, 256, -50, 32767, -32768};
-  static const double dbls[] = {0.0, -0.0, 0.5, -0.5, 1e300, -1e300, 1.0 / 0.0, -1.0 / 0.0, 0.0 / 0.0, 63.5, 9.2233720368547758e18,
-                                -9.2233720368547758e18, 4e-320, 1.5, 2.25};
+  static const sqlite3_int64 ints[] = {0,     1,         -1,        63,  64,  65,  -64,   -65,   9999,
+                                       10000, INT64_MAX, INT64_MIN, 255, 256, -50, 32767, -32768};
+  static const double dbls[] = {0.0,
+                                -0.0,
+                                0.5,
+                                -0.5,
+                                1e300,
+                                -1e300,
+                                1.0 / 0.0,
+                                -1.0 / 0.0,
+                                0.0 / 0.0,
+                                63.5,
+                                9.2233720368547758e18,
+                                -9.2233720368547758e18,
+                                4e-320,
+                                1.5,
+                                2.25};
   uint8_t k = fz_u8(in);
   switch (k % 9) {
     case 0: p.kind = 0; break;
@@ -214,8 +253,14 @@ static void value_emit(ff_query *q, fz_in *in) {
   }
   switch ((k >> 1) % 8) {
     case 0: both(q, "NULL"); break;
-    case 1: snprintf(buf, sizeof buf, "%d", (int8_t)fz_u8(in)); both(q, buf); break;
-    case 2: snprintf(buf, sizeof buf, "%" PRId64, (int64_t)fz_u64(in)); both(q, buf); break;
+    case 1:
+      snprintf(buf, sizeof buf, "%d", (int8_t)fz_u8(in));
+      both(q, buf);
+      break;
+    case 2:
+      snprintf(buf, sizeof buf, "%" PRId64, (int64_t)fz_u64(in));
+      both(q, buf);
+      break;
     case 3: {
       double d = (double)(int16_t)fz_u16(in) / 8.0;
       snprintf(buf, sizeof buf, "%.17g", d);
@@ -263,7 +308,9 @@ static void rows_param(ff_query *q, fz_in *in, uint64_t n_rows) {
     FZ_CHECK(v != NULL, "out of memory");
     for (size_t i = 0; i < n; i++) {
       uint8_t b = fz_u8(in);
-      v[i] = b < 200 ? (int64_t)(b % (n_rows + 8)) - 4 : b < 250 ? (int64_t)n_rows - 1 - (b - 200) : (int64_t)fz_u64(in);
+      v[i] = b < 200   ? (int64_t)(b % (n_rows + 8)) - 4
+             : b < 250 ? (int64_t)n_rows - 1 - (b - 200)
+                       : (int64_t)fz_u64(in);
     }
     q->owned[q->n_owned++] = (uint8_t *)v;
     p.p = (const uint8_t *)v, p.n = n * 8;
@@ -310,13 +357,12 @@ static void term_emit(ff_query *q, fz_in *in, int depth) {
   uint8_t c = fz_u8(in);
   const char *x = c % (n_cols + 2) >= (uint8_t)n_cols ? "rowid" : cols[c % (n_cols + 2)];
   switch (k % 12) {
-    case 0: case 1: case 2:
-      both(q, x), both(q, ops[fz_u8(in) % 10]), value_emit(q, in);
-      break;
-    case 3:
-      value_emit(q, in), both(q, ops[fz_u8(in) % 10]), both(q, x);
-      break;
-    case 4: case 5: {
+    case 0:
+    case 1:
+    case 2: both(q, x), both(q, ops[fz_u8(in) % 10]), value_emit(q, in); break;
+    case 3: value_emit(q, in), both(q, ops[fz_u8(in) % 10]), both(q, x); break;
+    case 4:
+    case 5: {
       both(q, x), both(q, fz_u8(in) & 1 ? " NOT IN (" : " IN (");
       int n = 1 + fz_u8(in) % 5;
       for (int i = 0; i < n; i++) {
@@ -326,12 +372,8 @@ static void term_emit(ff_query *q, fz_in *in, int depth) {
       both(q, ")");
       break;
     }
-    case 6:
-      both(q, x), both(q, fz_u8(in) & 1 ? " IS NULL" : " IS NOT NULL");
-      break;
-    case 7:
-      both(q, x), both(q, " BETWEEN "), value_emit(q, in), both(q, " AND "), value_emit(q, in);
-      break;
+    case 6: both(q, x), both(q, fz_u8(in) & 1 ? " IS NULL" : " IS NOT NULL"); break;
+    case 7: both(q, x), both(q, " BETWEEN "), value_emit(q, in), both(q, " AND "), value_emit(q, in); break;
     case 8:
       q->hidden = true;
       rows_param(q, in, n_rows);
@@ -395,9 +437,9 @@ static void query_build(ff_query *q, fz_in *in) {
 /* ---------------------------------------------------------------- running */
 
 typedef struct ff_result {
-  int rc;                  /* SQLITE_DONE or the error */
+  int rc; /* SQLITE_DONE or the error */
   char msg[512];
-  uint64_t *rows;          /* a fingerprint per row; owned */
+  uint64_t *rows; /* a fingerprint per row; owned */
   uint64_t n, cap;
 } ff_result;
 
@@ -409,7 +451,9 @@ static void bind_all(sqlite3_stmt *st, const ff_query *q) {
       case 1: sqlite3_bind_int64(st, i + 1, p->i); break;
       case 2: sqlite3_bind_double(st, i + 1, p->d); break;
       case 3: sqlite3_bind_text(st, i + 1, (const char *)p->p, (int)p->n, SQLITE_TRANSIENT); break;
-      case 4: sqlite3_bind_blob(st, i + 1, p->n ? (const void *)p->p : "", (int)p->n, SQLITE_TRANSIENT); break;
+      case 4:
+        sqlite3_bind_blob(st, i + 1, p->n ? (const void *)p->p : "", (int)p->n, SQLITE_TRANSIENT);
+        break;
       default: sqlite3_bind_zeroblob(st, i + 1, (int)p->n); break;
     }
   }
@@ -429,7 +473,8 @@ static uint64_t row_fingerprint(sqlite3_stmt *st) {
       if (d == 0) d = 0; /* -0.0 and 0.0 are one value to SQL */
       h = fz_fnv(h, &d, 8);
     } else if (t == SQLITE_TEXT || t == SQLITE_BLOB) {
-      const void *p = t == SQLITE_TEXT ? (const void *)sqlite3_column_text(st, c) : sqlite3_column_blob(st, c);
+      const void *p =
+          t == SQLITE_TEXT ? (const void *)sqlite3_column_text(st, c) : sqlite3_column_blob(st, c);
       int len = sqlite3_column_bytes(st, c);
       h = fz_fnv(h, &len, sizeof len);
       if (p && len) h = fz_fnv(h, p, (size_t)len);
@@ -481,20 +526,23 @@ static void run_query(fz_in *in) {
     run_sql(zn, &q, &rc_nat);
     bool nat_ok = rc_nat.rc == SQLITE_DONE || rc_nat.rc == SQLITE_OK;
     if (!cs_ok && !is_colstore_msg(rc_cs.msg))
-      FZ_CHECK(!nat_ok && strcmp(rc_cs.msg, rc_nat.msg) == 0, "%s\n  failed with '%s', which is not colstore's, but natively %s", zc,
-               rc_cs.msg, nat_ok ? "it succeeds" : rc_nat.msg);
+      FZ_CHECK(!nat_ok && strcmp(rc_cs.msg, rc_nat.msg) == 0,
+               "%s\n  failed with '%s', which is not colstore's, but natively %s", zc, rc_cs.msg,
+               nat_ok ? "it succeeds" : rc_nat.msg);
     /* Column-to-column terms beside LIMIT are compared too: SQLite before
     ** 3.46 offers LIMIT beside a term it hides from the table, so colstore
     ** declines LIMIT there (colstore_plan.c, limit_offer_is_whole). */
     if (!q.hidden) {
-      FZ_CHECK(cs_ok == nat_ok, "%s\n  colstore: %s; native: %s", zc, cs_ok ? "ok" : rc_cs.msg, nat_ok ? "ok" : rc_nat.msg);
+      FZ_CHECK(cs_ok == nat_ok, "%s\n  colstore: %s; native: %s", zc, cs_ok ? "ok" : rc_cs.msg,
+               nat_ok ? "ok" : rc_nat.msg);
       if (cs_ok && q.limited) {
         FZ_CHECK(rc_cs.n == rc_nat.n, "%s\n  %" PRIu64 " rows, native %" PRIu64, zc, rc_cs.n, rc_nat.n);
       } else if (cs_ok) {
         if (!q.ordered && rc_cs.n > 1) qsort(rc_cs.rows, rc_cs.n, sizeof *rc_cs.rows, cmp_u64);
         if (!q.ordered && rc_nat.n > 1) qsort(rc_nat.rows, rc_nat.n, sizeof *rc_nat.rows, cmp_u64);
         FZ_CHECK(rc_cs.n == rc_nat.n && (rc_cs.n == 0 || memcmp(rc_cs.rows, rc_nat.rows, rc_cs.n * 8) == 0),
-                 "%s\n  results differ from the native table's (%" PRIu64 " rows, native %" PRIu64 ")", zc, rc_cs.n, rc_nat.n);
+                 "%s\n  results differ from the native table's (%" PRIu64 " rows, native %" PRIu64 ")", zc,
+                 rc_cs.n, rc_nat.n);
       }
     }
     free(rc_nat.rows);
@@ -520,7 +568,8 @@ static sqlite3_int64 count_of(const char *tab) {
 static void expect_colstore_error(const char *sql, const ff_query *q) {
   ff_result r;
   run_sql(sql, q, &r);
-  if (r.rc != SQLITE_DONE && r.rc != SQLITE_OK) FZ_CHECK(is_colstore_msg(r.msg), "%s\n  failed with '%s'", sql, r.msg);
+  if (r.rc != SQLITE_DONE && r.rc != SQLITE_OK)
+    FZ_CHECK(is_colstore_msg(r.msg), "%s\n  failed with '%s'", sql, r.msg);
   free(r.rows);
 }
 
@@ -573,8 +622,9 @@ static void run_write(fz_in *in) {
 }
 
 static void run_function(fz_in *in) {
-  static const char *const fns[] = {"SELECT colstore_last_plan()", "SELECT colstore_info('t')", "SELECT colstore_verify('t')",
-                                    "SELECT colstore_info('w')", "SELECT colstore_info(?1)", "SELECT colstore_verify(?1)",
+  static const char *const fns[] = {"SELECT colstore_last_plan()", "SELECT colstore_info('t')",
+                                    "SELECT colstore_verify('t')", "SELECT colstore_info('w')",
+                                    "SELECT colstore_info(?1)",    "SELECT colstore_verify(?1)",
                                     "SELECT colstore_version()"};
   ff_query q;
   memset(&q, 0, sizeof q);
@@ -587,14 +637,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   setup();
   fz_in in = fz_in_make(data, size);
   /* The mask gate decides mask-native or positions; every input sets it. */
-  static const char *const gates[] = {"SELECT colstore_config('mask_gate', 0)", "SELECT colstore_config('mask_gate', 0.5)",
+  static const char *const gates[] = {"SELECT colstore_config('mask_gate', 0)",
+                                      "SELECT colstore_config('mask_gate', 0.5)",
                                       "SELECT colstore_config('mask_gate', 1)"};
   exec_ok(gates[fz_u8(&in) % 3]);
   for (int s = 0; s < FF_MAX_STATEMENTS && in.n > 0; s++) {
     uint8_t k = fz_u8(&in);
-    if (k % 16 == 15) run_write(&in);
-    else if (k % 16 == 14) run_function(&in);
-    else run_query(&in);
+    if (k % 16 == 15)
+      run_write(&in);
+    else if (k % 16 == 14)
+      run_function(&in);
+    else
+      run_query(&in);
   }
   FZ_CHECK(sqlite3_get_autocommit(g_db), "a transaction was left open");
   return 0;

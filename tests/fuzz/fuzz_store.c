@@ -66,8 +66,8 @@
 
 /* ----------------------------------------------------------------- file */
 
-static int g_fd = -1;      /* the file the input is written to; kept open */
-static char g_path[4096];  /* its path, as cs_store_open is given it */
+static int g_fd = -1;     /* the file the input is written to; kept open */
+static char g_path[4096]; /* its path, as cs_store_open is given it */
 
 static void file_remove(void) { unlink(g_path); }
 
@@ -113,7 +113,8 @@ static uint64_t reseal_record(uint8_t *f, uint64_t size, uint64_t off) {
       cs_disk_chunk dc;
       uint64_t at = off + sizeof h + (uint64_t)c * sizeof dc;
       memcpy(&dc, f + at, sizeof dc);
-      if (dc.chunk_offset <= size && in_file(off + dc.chunk_offset, dc.chunk_bytes, size) && off + dc.chunk_offset >= off) {
+      if (dc.chunk_offset <= size && in_file(off + dc.chunk_offset, dc.chunk_bytes, size) &&
+          off + dc.chunk_offset >= off) {
         dc.checksum = cs__hash(f + off + dc.chunk_offset, dc.chunk_bytes);
         memcpy(f + at, &dc, sizeof dc);
       }
@@ -130,13 +131,16 @@ static void reseal_footer(uint8_t *f, uint64_t size, uint64_t off) {
   if (!in_file(off, sizeof(cs_disk_footer), size)) return;
   cs_disk_footer h;
   memcpy(&h, f + off, sizeof h);
-  if (memcmp(h.magic, CS_MAGIC_FOOTER, CS_MAGIC_BYTES) != 0 || h.footer_bytes < sizeof h || !in_file(off, h.footer_bytes, size))
+  if (memcmp(h.magic, CS_MAGIC_FOOTER, CS_MAGIC_BYTES) != 0 || h.footer_bytes < sizeof h ||
+      !in_file(off, h.footer_bytes, size))
     return;
   /* Layout 2: an extension after the header, and per entry the deletion
   ** vector's fields before the descriptors. */
   bool v2 = h.layout == CS_FOOTER_LAYOUT_2;
-  uint64_t eb = h.entry_bytes, xb = v2 ? sizeof(cs_disk_entry_ext) : 0, head = v2 ? CS_FOOTER_HEAD_BYTES_V2 : sizeof h;
-  if (h.n_cols <= CS_MAX_COLUMNS && eb == sizeof(cs_disk_entry) + xb + (uint64_t)h.n_cols * sizeof(cs_disk_chunk)) {
+  uint64_t eb = h.entry_bytes, xb = v2 ? sizeof(cs_disk_entry_ext) : 0,
+           head = v2 ? CS_FOOTER_HEAD_BYTES_V2 : sizeof h;
+  if (h.n_cols <= CS_MAX_COLUMNS &&
+      eb == sizeof(cs_disk_entry) + xb + (uint64_t)h.n_cols * sizeof(cs_disk_chunk)) {
     for (uint64_t at = off + head; at + eb <= off + h.footer_bytes; at += eb) {
       cs_disk_entry e;
       memcpy(&e, f + at, sizeof e);
@@ -154,8 +158,10 @@ static void reseal_footer(uint8_t *f, uint64_t size, uint64_t off) {
         cs_disk_chunk dc;
         uint64_t dat = at + sizeof e + xb + (uint64_t)c * sizeof dc;
         memcpy(&dc, f + dat, sizeof dc);
-        uint64_t base = (dc.flags & CS_CHUNK_ABSOLUTE) ? 0 : e.record_offset; /* a patch's chunk: file offsets */
-        if (base <= size && dc.chunk_offset <= size - base && in_file(base + dc.chunk_offset, dc.chunk_bytes, size)) {
+        uint64_t base =
+            (dc.flags & CS_CHUNK_ABSOLUTE) ? 0 : e.record_offset; /* a patch's chunk: file offsets */
+        if (base <= size && dc.chunk_offset <= size - base &&
+            in_file(base + dc.chunk_offset, dc.chunk_bytes, size)) {
           dc.checksum = cs__hash(f + base + dc.chunk_offset, dc.chunk_bytes);
           memcpy(f + dat, &dc, sizeof dc);
         }
@@ -174,7 +180,8 @@ static uint64_t reseal_v2_block(uint8_t *f, uint64_t size, uint64_t off) {
   if (memcmp(f + off, CS_MAGIC_DELVEC, CS_MAGIC_BYTES) == 0) {
     cs_disk_delvec h;
     memcpy(&h, f + off, sizeof h);
-    if (h.block_bytes >= sizeof h && in_file(off, h.block_bytes, size)) h.bitmap_checksum = cs__hash(f + off + sizeof h, h.block_bytes - sizeof h);
+    if (h.block_bytes >= sizeof h && in_file(off, h.block_bytes, size))
+      h.bitmap_checksum = cs__hash(f + off + sizeof h, h.block_bytes - sizeof h);
     h.checksum = cs__hash(&h, 56);
     memcpy(f + off, &h, sizeof h);
     return h.block_bytes;
@@ -204,7 +211,8 @@ static void reseal(uint8_t *f, uint64_t size) {
   if (size < sizeof(cs_disk_preamble)) return;
   cs_disk_preamble pre;
   memcpy(&pre, f, sizeof pre);
-  if (in_file(pre.schema_offset, pre.schema_bytes, size)) pre.schema_checksum = cs__hash(f + pre.schema_offset, pre.schema_bytes);
+  if (in_file(pre.schema_offset, pre.schema_bytes, size))
+    pre.schema_checksum = cs__hash(f + pre.schema_offset, pre.schema_bytes);
   pre.checksum = cs__hash(&pre, 56);
   memcpy(f, &pre, sizeof pre);
   /* Blocks (records, deletion vectors, patches), walked from data_offset
@@ -226,7 +234,8 @@ static void reseal(uint8_t *f, uint64_t size) {
     memcpy(&s, f + at, sizeof s);
     if (memcmp(s.magic, CS_MAGIC_SLOT, CS_MAGIC_BYTES) != 0) continue;
     reseal_footer(f, size, s.footer_offset);
-    if (in_file(s.footer_offset, s.footer_bytes, size)) s.footer_checksum = cs__hash(f + s.footer_offset, s.footer_bytes);
+    if (in_file(s.footer_offset, s.footer_bytes, size))
+      s.footer_checksum = cs__hash(f + s.footer_offset, s.footer_bytes);
     s.checksum = cs__hash(&s, 56);
     memcpy(f + at, &s, sizeof s);
   }
@@ -243,8 +252,10 @@ static uint64_t ref_record(const cs_store *s, uint64_t row) {
   uint64_t lo = 0, hi = cs_store_records(s);
   while (hi - lo > 1) {
     uint64_t mid = lo + (hi - lo) / 2;
-    if (cs_store_record_first_row(s, mid) <= row) lo = mid;
-    else hi = mid;
+    if (cs_store_record_first_row(s, mid) <= row)
+      lo = mid;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -258,13 +269,16 @@ static void ref_cell(const cs_store *s, uint32_t col, uint64_t row, size_t w, ui
 }
 
 /* Compares n gathered elements of rows[] with the naive read. */
-static void check_gather(const cs_store *s, uint32_t col, size_t w, const uint64_t *rows, uint64_t n, const uint8_t *out,
-                         const uint8_t *ov, const char *kernel) {
+static void check_gather(const cs_store *s, uint32_t col, size_t w, const uint64_t *rows, uint64_t n,
+                         const uint8_t *out, const uint8_t *ov, const char *kernel) {
   uint8_t want[8], valid;
   for (uint64_t i = 0; i < n; i++) {
     ref_cell(s, col, rows[i], w, want, &valid);
-    FZ_CHECK(ov[i] == valid, "%s: column %u row %" PRIu64 ": validity %u, expected %u", kernel, col, rows[i], ov[i], valid);
-    if (valid) FZ_CHECK(memcmp(out + i * w, want, w) == 0, "%s: column %u row %" PRIu64 ": value differs", kernel, col, rows[i]);
+    FZ_CHECK(ov[i] == valid, "%s: column %u row %" PRIu64 ": validity %u, expected %u", kernel, col, rows[i],
+             ov[i], valid);
+    if (valid)
+      FZ_CHECK(memcmp(out + i * w, want, w) == 0, "%s: column %u row %" PRIu64 ": value differs", kernel, col,
+               rows[i]);
   }
 }
 
@@ -275,8 +289,10 @@ static void read_chunks(const cs_store *s, bool varlen_ok) {
   uint64_t n_rec = cs_store_records(s), rows = 0;
   for (uint64_t r = 0; r < n_rec; r++) {
     uint64_t first = cs_store_record_first_row(s, r), n = cs_store_record_rows(s, r);
-    FZ_CHECK(first == rows && n > 0, "record %" PRIu64 " starts at %" PRIu64 " with %" PRIu64 " rows", r, first, n);
-    FZ_CHECK(cs_store_find_record(s, first) == r && cs_store_find_record(s, first + n - 1) == r, "find_record disagrees at record %" PRIu64, r);
+    FZ_CHECK(first == rows && n > 0, "record %" PRIu64 " starts at %" PRIu64 " with %" PRIu64 " rows", r,
+             first, n);
+    FZ_CHECK(cs_store_find_record(s, first) == r && cs_store_find_record(s, first + n - 1) == r,
+             "find_record disagrees at record %" PRIu64, r);
     rows += n;
     for (uint32_t c = 0; c < sc->n_cols; c++) {
       const cs_chunk *ch = cs_store_chunk(s, r, c);
@@ -292,19 +308,24 @@ static void read_chunks(const cs_store *s, bool varlen_ok) {
           cs_err err = {0};
           cs_rc rc = cs_chunk_varlen(ch, k, &p, &len, &err);
           if (rc == CS_OK) {
-            FZ_CHECK(len <= ch->data_bytes && p >= (const uint8_t *)ch->data && (uint64_t)(p - (const uint8_t *)ch->data) <= ch->data_bytes - len,
+            FZ_CHECK(len <= ch->data_bytes && p >= (const uint8_t *)ch->data &&
+                         (uint64_t)(p - (const uint8_t *)ch->data) <= ch->data_bytes - len,
                      "varlen value outside its chunk");
             h = fz_fnv(h, p, len);
           } else {
-            FZ_CHECK(rc == CS_ECORRUPT && starts_colstore(&err), "cs_chunk_varlen: %s: %s", cs_rc_name(rc), err.msg);
-            FZ_CHECK(!varlen_ok, "record %" PRIu64 " column %u row %" PRIu64 ": unreadable after full verify: %s", r, c, k, err.msg);
+            FZ_CHECK(rc == CS_ECORRUPT && starts_colstore(&err), "cs_chunk_varlen: %s: %s", cs_rc_name(rc),
+                     err.msg);
+            FZ_CHECK(!varlen_ok,
+                     "record %" PRIu64 " column %u row %" PRIu64 ": unreadable after full verify: %s", r, c,
+                     k, err.msg);
           }
         }
       }
       g_sink += h;
     }
   }
-  FZ_CHECK(rows == cs_store_rows(s), "records hold %" PRIu64 " rows, the store says %" PRIu64, rows, cs_store_rows(s));
+  FZ_CHECK(rows == cs_store_rows(s), "records hold %" PRIu64 " rows, the store says %" PRIu64, rows,
+           cs_store_rows(s));
 }
 
 /* Every gather kernel against the naive read, for every fixed column. */
@@ -313,7 +334,8 @@ static void run_gathers(const cs_store *s, uint64_t *seed) {
   uint64_t n = cs_store_rows(s);
   if (n == 0 || n > FZ_MAX_ROWS || cs_store_records(s) > UINT32_MAX) return;
   uint64_t m = n < FZ_LIST_ROWS ? n * 2 : FZ_LIST_ROWS; /* duplicates when n is small */
-  uint64_t *all = malloc(n * sizeof *all), *list = malloc(m * sizeof *list), *sorted = malloc(m * sizeof *sorted);
+  uint64_t *all = malloc(n * sizeof *all), *list = malloc(m * sizeof *list),
+           *sorted = malloc(m * sizeof *sorted);
   uint64_t *mrows = malloc(n * sizeof *mrows);
   uint32_t *bins = malloc(m * sizeof *bins);
   uint64_t most = n > m ? n : m;
@@ -331,7 +353,8 @@ static void run_gathers(const cs_store *s, uint64_t *seed) {
   uint64_t n_mask = cs_mask_count(mask, n);
   FZ_CHECK(cs_mask_to_rows(mask, n, 0, mrows) == n_mask, "mask_to_rows count");
   cs_bins_compute(s, list, m, bins);
-  for (uint64_t i = 0; i < m; i++) FZ_CHECK(bins[i] == ref_record(s, list[i]), "bins_compute row %" PRIu64, list[i]);
+  for (uint64_t i = 0; i < m; i++)
+    FZ_CHECK(bins[i] == ref_record(s, list[i]), "bins_compute row %" PRIu64, list[i]);
   for (uint32_t c = 0; c < sc->n_cols; c++) {
     size_t w = cs_type_width(sc->cols[c].type);
     if (!w) continue;
@@ -362,11 +385,14 @@ static void run_gathers(const cs_store *s, uint64_t *seed) {
 static cs_value some_value(uint64_t *seed, const uint8_t *bytes, size_t n_bytes) {
   cs_value v;
   memset(&v, 0, sizeof v);
-  static const double specials[] = {0.0, -0.0, 1.5, -1e300, 1e300, 1.0 / 0.0, -1.0 / 0.0, 0.0 / 0.0, 9007199254740993.0, 4294967295.5};
+  static const double specials[] = {
+      0.0, -0.0, 1.5, -1e300, 1e300, 1.0 / 0.0, -1.0 / 0.0, 0.0 / 0.0, 9007199254740993.0, 4294967295.5};
   uint64_t r = fz_mix(seed);
   switch (r % 6) {
     case 0: v.kind = CS_VAL_NULL; break;
-    case 1: v.kind = CS_VAL_INT, v.i = (int64_t)(fz_mix(seed) >> (r >> 8 & 63)) * ((r >> 14 & 1) ? -1 : 1); break;
+    case 1:
+      v.kind = CS_VAL_INT, v.i = (int64_t)(fz_mix(seed) >> (r >> 8 & 63)) * ((r >> 14 & 1) ? -1 : 1);
+      break;
     case 2: v.kind = CS_VAL_FLOAT, v.f = specials[(r >> 8) % (sizeof specials / sizeof *specials)]; break;
     case 3: {
       uint64_t bits = fz_mix(seed);
@@ -394,7 +420,7 @@ static void run_predicates(const cs_store *s, uint64_t *seed, const uint8_t *byt
   uint64_t *rows = malloc(n * sizeof *rows);
   FZ_CHECK(mask && user && outs && ovs && rows, "out of memory");
   for (uint64_t i = 0; i < n; i++) user[i] = (uint8_t)(fz_mix(seed) & 1);
-  static const cs_cmp ops[] = {CS_CMP_EQ, CS_CMP_NE, CS_CMP_LT, CS_CMP_LE, CS_CMP_GT,
+  static const cs_cmp ops[] = {CS_CMP_EQ, CS_CMP_NE,     CS_CMP_LT,      CS_CMP_LE, CS_CMP_GT,
                                CS_CMP_GE, CS_CMP_ISNULL, CS_CMP_NOTNULL, CS_CMP_IN, CS_CMP_BETWEEN};
   for (uint32_t c = 0; c < sc->n_cols; c++) {
     cs_value set[20];
@@ -406,14 +432,16 @@ static void run_predicates(const cs_store *s, uint64_t *seed, const uint8_t *byt
       p[0].col = c, p[0].op = ops[o];
       p[0].a = some_value(seed, bytes, n_bytes), p[0].b = some_value(seed, bytes, n_bytes);
       p[0].set = set, p[0].n_set = 1 + fz_mix(seed) % 20;
-      p[1].col = (uint32_t)(fz_mix(seed) % sc->n_cols), p[1].op = CS_CMP_GE, p[1].a = some_value(seed, bytes, n_bytes);
+      p[1].col = (uint32_t)(fz_mix(seed) % sc->n_cols), p[1].op = CS_CMP_GE,
+      p[1].a = some_value(seed, bytes, n_bytes);
       cs_pred_stats st;
       cs_pred_eval(s, p, 2, 0, n, mask, &st);
       for (uint64_t i = 0; i < n; i++) FZ_CHECK(mask[i] <= 1, "mask byte %u", mask[i]);
       uint64_t a = fz_mix(seed) % n;
       cs_pred_eval(s, p, 1, a, n - a, mask, NULL);
       uint64_t lo, hi;
-      if (cs_pred_sorted_range(s, &p[0], &lo, &hi)) FZ_CHECK(lo <= hi && hi <= n, "sorted range [%" PRIu64 ", %" PRIu64 ")", lo, hi);
+      if (cs_pred_sorted_range(s, &p[0], &lo, &hi))
+        FZ_CHECK(lo <= hi && hi <= n, "sorted range [%" PRIu64 ", %" PRIu64 ")", lo, hi);
       /* The selector: predicates, a user mask, gathers of two columns. */
       cs_selector *sel;
       cs_err err = {0};
@@ -434,12 +462,13 @@ static void run_predicates(const cs_store *s, uint64_t *seed, const uint8_t *byt
       FZ_CHECK(b.n_selected <= b.n, "selected %" PRIu64 " of %" PRIu64, b.n_selected, b.n);
       if (b.rows_filled)
         for (uint64_t i = 0; i < b.n_selected; i++) {
-          FZ_CHECK(rows[i] >= a && rows[i] < n && (i == 0 || rows[i - 1] < rows[i]), "selected row %" PRIu64, rows[i]);
+          FZ_CHECK(rows[i] >= a && rows[i] < n && (i == 0 || rows[i - 1] < rows[i]), "selected row %" PRIu64,
+                   rows[i]);
           FZ_CHECK(mask[rows[i] - a], "row %" PRIu64 " selected but not in the mask", rows[i]);
         }
       for (uint32_t t = 0; b.rows_filled && t < nt; t++)
-        check_gather(s, tg[t].col, cs_type_width(sc->cols[tg[t].col].type), rows, b.n_selected, tg[t].out, tg[t].out_valid,
-                     "select_range");
+        check_gather(s, tg[t].col, cs_type_width(sc->cols[tg[t].col].type), rows, b.n_selected, tg[t].out,
+                     tg[t].out_valid, "select_range");
       cs_selector_free(sel);
       /* The list gather, ascending and not. */
       uint64_t k = n < 64 ? n : 64;
@@ -447,12 +476,13 @@ static void run_predicates(const cs_store *s, uint64_t *seed, const uint8_t *byt
       uint32_t bins[64];
       cs_select_rows(s, rows, k, false, bins, tg, nt, 1);
       for (uint32_t t = 0; t < nt; t++)
-        check_gather(s, tg[t].col, cs_type_width(sc->cols[tg[t].col].type), rows, k, tg[t].out, tg[t].out_valid, "select_rows");
+        check_gather(s, tg[t].col, cs_type_width(sc->cols[tg[t].col].type), rows, k, tg[t].out,
+                     tg[t].out_valid, "select_rows");
       for (uint64_t i = 0; i < k; i++) rows[i] = i * n / k;
       cs_select_rows(s, rows, k, true, bins, tg, nt, 1);
       for (uint32_t t = 0; t < nt; t++)
-        check_gather(s, tg[t].col, cs_type_width(sc->cols[tg[t].col].type), rows, k, tg[t].out, tg[t].out_valid,
-                     "select_rows(ascending)");
+        check_gather(s, tg[t].col, cs_type_width(sc->cols[tg[t].col].type), rows, k, tg[t].out,
+                     tg[t].out_valid, "select_rows(ascending)");
     }
   }
   free(mask), free(user), free(outs), free(ovs), free(rows);
@@ -466,7 +496,8 @@ static void run_stats(const cs_store *s) {
     g_sink += st.null_count + st.sorted + st.min.bits;
     FZ_CHECK(!st.sorted || st.null_count == 0, "sorted column with NULLs");
   }
-  g_sink += cs_store_generation(s) + cs_store_file_bytes(s) + cs_store_recovered(s) + cs_store_slot_damaged(s);
+  g_sink +=
+      cs_store_generation(s) + cs_store_file_bytes(s) + cs_store_recovered(s) + cs_store_slot_damaged(s);
   g_sink += strlen(cs_store_path(s)) + cs_store_files(s) + cs_store_is_dataset(s);
 }
 
@@ -476,8 +507,8 @@ static void run_verify_read(cs_rc rh, const cs_err *eh, cs_rc rv, uint64_t *seed
   cs_store *s = NULL;
   cs_err er = {0};
   cs_rc rr = cs_store_open(g_path, CS_VERIFY_READ, &s, &er);
-  FZ_CHECK(rr == rh && (rr == CS_OK || strcmp(er.msg, eh->msg) == 0), "open(READ) gave %s (%s), open(HEADER) %s (%s)", cs_rc_name(rr),
-           er.msg, cs_rc_name(rh), eh->msg);
+  FZ_CHECK(rr == rh && (rr == CS_OK || strcmp(er.msg, eh->msg) == 0),
+           "open(READ) gave %s (%s), open(HEADER) %s (%s)", cs_rc_name(rr), er.msg, cs_rc_name(rh), eh->msg);
   if (!s) return;
   uint64_t n = cs_store_rows(s), rows[16];
   uint32_t nc = cs_store_schema(s)->n_cols;
@@ -489,13 +520,16 @@ static void run_verify_read(cs_rc rh, const cs_err *eh, cs_rc rv, uint64_t *seed
   if (n) {
     for (int i = 0; i < 16; i++) rows[i] = fz_mix(seed) % n;
     cs_rc rk = cs_store_check_rows(s, rows, 16, cols, &ek);
-    FZ_CHECK(rk == CS_OK || (rk == CS_ECORRUPT && starts_colstore(&ek) && rv != CS_OK), "check_rows: %s: %s", cs_rc_name(rk), ek.msg);
+    FZ_CHECK(rk == CS_OK || (rk == CS_ECORRUPT && starts_colstore(&ek) && rv != CS_OK), "check_rows: %s: %s",
+             cs_rc_name(rk), ek.msg);
   }
   uint64_t nr = cs_store_records(s), a = nr ? fz_mix(seed) % nr : 0;
   cs_rc rk = cs_store_check_chunks(s, a, nr, cols, &ek);
-  FZ_CHECK(rk == CS_OK || (rk == CS_ECORRUPT && starts_colstore(&ek) && rv != CS_OK), "check_chunks: %s: %s", cs_rc_name(rk), ek.msg);
+  FZ_CHECK(rk == CS_OK || (rk == CS_ECORRUPT && starts_colstore(&ek) && rv != CS_OK), "check_chunks: %s: %s",
+           cs_rc_name(rk), ek.msg);
   rk = cs_store_check_chunks(s, 0, nr, NULL, &ek);
-  FZ_CHECK(rk == CS_OK || (rk == CS_ECORRUPT && starts_colstore(&ek) && rv != CS_OK), "check_chunks: %s: %s", cs_rc_name(rk), ek.msg);
+  FZ_CHECK(rk == CS_OK || (rk == CS_ECORRUPT && starts_colstore(&ek) && rv != CS_OK), "check_chunks: %s: %s",
+           cs_rc_name(rk), ek.msg);
   if (rv == CS_OK) FZ_CHECK(rk == CS_OK, "verify passed but check_chunks failed: %s", ek.msg);
   free(cols);
   cs_store_close(s);
@@ -509,36 +543,45 @@ static void run_verify_read(cs_rc rh, const cs_err *eh, cs_rc rv, uint64_t *seed
 ** of that one chunk, verify=read) refuses. */
 typedef struct report_acc {
   uint64_t n;
-  uint64_t n_file;           /* CS_DAMAGE_FILE parts (the file's last one, if any) */
-  uint64_t n_open;           /* parts of what open(HEADER) checks: all but RECORD and CHUNK */
-  const cs_store *sh;        /* the HEADER open, or NULL */
-  uint64_t n_records;        /* of the HEADER open, or 0 */
+  uint64_t n_file;    /* CS_DAMAGE_FILE parts (the file's last one, if any) */
+  uint64_t n_open;    /* parts of what open(HEADER) checks: all but RECORD and CHUNK */
+  const cs_store *sh; /* the HEADER open, or NULL */
+  uint64_t n_records; /* of the HEADER open, or 0 */
   uint32_t n_cols;
-  uint64_t *hashes;          /* of each part's message, to find one named twice */
+  uint64_t *hashes; /* of each part's message, to find one named twice */
   uint64_t cap;
-  uint8_t *chunk_named;      /* n_records * n_cols, capped: a checksum part for the cell */
-  uint64_t n_cells;          /* cells chunk_named covers */
+  uint8_t *chunk_named; /* n_records * n_cols, capped: a checksum part for the cell */
+  uint64_t n_cells;     /* cells chunk_named covers */
   char first[CS_ERR_MSG_BYTES];
 } report_acc;
 
 static void report_part(void *ctx, const cs_damage *d) {
   report_acc *a = ctx;
-  FZ_CHECK(strcmp(d->path, g_path) == 0 && strncmp(d->msg, g_path, strlen(g_path)) == 0, "part '%s' does not name the file", d->msg);
-  FZ_CHECK(d->kind >= CS_DAMAGE_FILE && d->kind <= CS_DAMAGE_PATCH, "part '%s' has kind %d", d->msg, (int)d->kind);
+  FZ_CHECK(strcmp(d->path, g_path) == 0 && strncmp(d->msg, g_path, strlen(g_path)) == 0,
+           "part '%s' does not name the file", d->msg);
+  FZ_CHECK(d->kind >= CS_DAMAGE_FILE && d->kind <= CS_DAMAGE_PATCH, "part '%s' has kind %d", d->msg,
+           (int)d->kind);
   bool whole = d->kind == CS_DAMAGE_FILE;
   FZ_CHECK(a->n_file == 0, "part '%s' after one that ends the file's checks", d->msg);
   a->n_file += whole;
   a->n_open += d->kind != CS_DAMAGE_RECORD && d->kind != CS_DAMAGE_CHUNK;
-  FZ_CHECK(whole == (d->record == CS_DAMAGE_NO_RECORD) || d->kind == CS_DAMAGE_DELETIONS, "part '%s': record %" PRIu64, d->msg,
-           d->record);
-  if (a->n_records) FZ_CHECK(d->record == CS_DAMAGE_NO_RECORD || d->record < a->n_records, "part '%s': record out of range", d->msg);
+  FZ_CHECK(whole == (d->record == CS_DAMAGE_NO_RECORD) || d->kind == CS_DAMAGE_DELETIONS,
+           "part '%s': record %" PRIu64, d->msg, d->record);
+  if (a->n_records)
+    FZ_CHECK(d->record == CS_DAMAGE_NO_RECORD || d->record < a->n_records, "part '%s': record out of range",
+             d->msg);
   if (a->sh && d->record != CS_DAMAGE_NO_RECORD)
-    FZ_CHECK(d->first_row == cs_store_record_first_row(a->sh, d->record) && d->n_rows == cs_store_record_rows(a->sh, d->record),
+    FZ_CHECK(d->first_row == cs_store_record_first_row(a->sh, d->record) &&
+                 d->n_rows == cs_store_record_rows(a->sh, d->record),
              "part '%s': rows [%" PRIu64 ", +%" PRIu64 ")", d->msg, d->first_row, d->n_rows);
-  FZ_CHECK((d->record == CS_DAMAGE_NO_RECORD) == (d->n_rows == 0), "part '%s': %" PRIu64 " rows", d->msg, d->n_rows);
-  if (a->n_cols) FZ_CHECK(d->column == CS_DAMAGE_NO_COLUMN || d->column < a->n_cols, "part '%s': column out of range", d->msg);
-  FZ_CHECK((d->kind == CS_DAMAGE_CHUNK || d->kind == CS_DAMAGE_DESCRIPTOR) == (d->column != CS_DAMAGE_NO_COLUMN),
-           "part '%s' (kind %d) and its column %u", d->msg, (int)d->kind, d->column);
+  FZ_CHECK((d->record == CS_DAMAGE_NO_RECORD) == (d->n_rows == 0), "part '%s': %" PRIu64 " rows", d->msg,
+           d->n_rows);
+  if (a->n_cols)
+    FZ_CHECK(d->column == CS_DAMAGE_NO_COLUMN || d->column < a->n_cols, "part '%s': column out of range",
+             d->msg);
+  FZ_CHECK(
+      (d->kind == CS_DAMAGE_CHUNK || d->kind == CS_DAMAGE_DESCRIPTOR) == (d->column != CS_DAMAGE_NO_COLUMN),
+      "part '%s' (kind %d) and its column %u", d->msg, (int)d->kind, d->column);
   if (a->n == a->cap) {
     a->cap = a->cap ? 2 * a->cap : 64;
     a->hashes = realloc(a->hashes, a->cap * sizeof *a->hashes);
@@ -568,24 +611,29 @@ static void run_verify_report(const cs_store *sh, cs_rc rh, cs_rc rf, const cs_e
   cs_rc rc = cs_store_verify_source(g_path, report_part, &a, &n, &e);
   FZ_CHECK(n == a.n, "verify_source counted %" PRIu64 " parts but reported %" PRIu64, n, a.n);
   if (rf == CS_OK || rf == CS_ECORRUPT) {
-    FZ_CHECK(rc == CS_OK, "verify_source failed with %s (%s) where open(FULL) gave %s", cs_rc_name(rc), e.msg, cs_rc_name(rf));
-    FZ_CHECK((n > 0) == (rf == CS_ECORRUPT), "verify_source reported %" PRIu64 " parts where open(FULL) gave %s (%s)", n,
-             cs_rc_name(rf), ef->msg);
-    FZ_CHECK(n == 0 || strncmp(ef->msg + 10, a.first, strlen(a.first)) == 0, "first part '%s' is not the open's error '%s'", a.first,
+    FZ_CHECK(rc == CS_OK, "verify_source failed with %s (%s) where open(FULL) gave %s", cs_rc_name(rc), e.msg,
+             cs_rc_name(rf));
+    FZ_CHECK((n > 0) == (rf == CS_ECORRUPT),
+             "verify_source reported %" PRIu64 " parts where open(FULL) gave %s (%s)", n, cs_rc_name(rf),
              ef->msg);
+    FZ_CHECK(n == 0 || strncmp(ef->msg + 10, a.first, strlen(a.first)) == 0,
+             "first part '%s' is not the open's error '%s'", a.first, ef->msg);
   } else {
-    FZ_CHECK(rc == rf && n == 0 && starts_colstore(&e), "verify_source gave %s (%s, %" PRIu64 " parts) where open(FULL) gave %s", cs_rc_name(rc),
-             e.msg, n, cs_rc_name(rf));
+    FZ_CHECK(rc == rf && n == 0 && starts_colstore(&e),
+             "verify_source gave %s (%s, %" PRIu64 " parts) where open(FULL) gave %s", cs_rc_name(rc), e.msg,
+             n, cs_rc_name(rf));
   }
   FZ_CHECK(a.n_file <= 1, "%" PRIu64 " parts say the file cannot be read", a.n_file);
-  FZ_CHECK(rh != CS_OK || a.n_open == 0, "a file that opens was reported damaged where open checks: %s", a.first);
+  FZ_CHECK(rh != CS_OK || a.n_open == 0, "a file that opens was reported damaged where open checks: %s",
+           a.first);
   if (a.n > 1) qsort(a.hashes, a.n, sizeof *a.hashes, u64_cmp);
   for (uint64_t i = 1; i < a.n; i++) FZ_CHECK(a.hashes[i] != a.hashes[i - 1], "a part is reported twice");
   if (sh) {
     /* Each chunk read on its own through verify=read: refused iff named. */
     cs_store *sr = NULL;
     cs_err er = {0};
-    FZ_CHECK(cs_store_open(g_path, CS_VERIFY_READ, &sr, &er) == CS_OK, "open(READ) failed where open(HEADER) passed: %s", er.msg);
+    FZ_CHECK(cs_store_open(g_path, CS_VERIFY_READ, &sr, &er) == CS_OK,
+             "open(READ) failed where open(HEADER) passed: %s", er.msg);
     uint8_t *col = calloc(a.n_cols, 1);
     FZ_CHECK(col != NULL, "out of memory");
     for (uint64_t i = 0; i < a.n_cells; i++) {
@@ -594,8 +642,8 @@ static void run_verify_report(const cs_store *sh, cs_rc rh, cs_rc rf, const cs_e
       col[c] = 1;
       bool refused = cs_store_check_chunks(sr, r, r + 1, col, &er) != CS_OK;
       col[c] = 0;
-      FZ_CHECK(refused == (a.chunk_named[i] == 1), "record %" PRIu64 ", column %u: read %s, named %u times", r, c,
-               refused ? "refused" : "passed", a.chunk_named[i]);
+      FZ_CHECK(refused == (a.chunk_named[i] == 1), "record %" PRIu64 ", column %u: read %s, named %u times",
+               r, c, refused ? "refused" : "passed", a.chunk_named[i]);
     }
     free(col);
     cs_store_close(sr);
@@ -614,7 +662,7 @@ static cs_rc write_neutral_row(const cs_schema *sc, const uint64_t *row, cs_err 
   cs_rc rc = cs_batch_new(sc, &b, err);
   for (uint32_t c = 0; rc == CS_OK && c < sc->n_cols; c++) {
     cs_type t = sc->cols[c].type;
-    rc = sc->cols[c].nullable ? cs_batch_put_null(b, c, err)
+    rc = sc->cols[c].nullable    ? cs_batch_put_null(b, c, err)
          : cs_type_is_integer(t) ? cs_batch_put_i64(b, c, 1, err)
          : cs_type_is_float(t)   ? cs_batch_put_f64(b, c, 0.5, err)
                                  : cs_batch_put_bytes(b, c, "x", 1, err);
@@ -622,8 +670,10 @@ static cs_rc write_neutral_row(const cs_schema *sc, const uint64_t *row, cs_err 
   if (rc == CS_OK) cs_batch_end_row(b);
   if (rc == CS_OK) rc = cs_writer_append(g_path, NULL, &w, err);
   if (rc == CS_OK) rc = row ? cs_writer_update(w, row, 1, b, NULL, err) : cs_writer_write(w, b, err);
-  if (rc == CS_OK) rc = cs_writer_commit(w, err);
-  else cs_writer_abort(w);
+  if (rc == CS_OK)
+    rc = cs_writer_commit(w, err);
+  else
+    cs_writer_abort(w);
   cs_batch_free(b);
   return rc;
 }
@@ -650,8 +700,10 @@ static uint64_t rows_digest(const cs_store *s, uint64_t n_rows) {
           const uint8_t *p;
           uint64_t len;
           cs_err err;
-          if (cs_chunk_varlen(ch, k, &p, &len, &err) == CS_OK) h = fz_fnv(fz_fnv(h, &len, 8), p, len);
-          else h = fz_fnv(h, "?", 1);
+          if (cs_chunk_varlen(ch, k, &p, &len, &err) == CS_OK)
+            h = fz_fnv(fz_fnv(h, &len, 8), p, len);
+          else
+            h = fz_fnv(h, "?", 1);
         }
       }
     }
@@ -664,7 +716,8 @@ static void file_check_unchanged(const uint8_t *data, size_t size) {
   uint8_t *now = malloc(size + 1);
   FZ_CHECK(now != NULL, "out of memory");
   ssize_t got = pread(g_fd, now, size + 1, 0);
-  FZ_CHECK(got == (ssize_t)size && memcmp(now, data, size) == 0, "a failed append or update changed the file (%zd bytes now)", got);
+  FZ_CHECK(got == (ssize_t)size && memcmp(now, data, size) == 0,
+           "a failed append or update changed the file (%zd bytes now)", got);
   free(now);
 }
 
@@ -679,18 +732,21 @@ static void run_one(const uint8_t *data, size_t size) {
   FZ_CHECK(rf == CS_OK || starts_colstore(&ef), "open(FULL) message: %s", ef.msg);
   FZ_CHECK((rh == CS_OK) == (sh != NULL) && (rf == CS_OK) == (sf != NULL), "open result and handle disagree");
   if (rh != CS_OK) {
-    FZ_CHECK(rf == rh && strcmp(ef.msg, eh.msg) == 0, "open(HEADER) failed with %s (%s) but open(FULL) gave %s (%s)", cs_rc_name(rh),
-             eh.msg, cs_rc_name(rf), ef.msg);
+    FZ_CHECK(rf == rh && strcmp(ef.msg, eh.msg) == 0,
+             "open(HEADER) failed with %s (%s) but open(FULL) gave %s (%s)", cs_rc_name(rh), eh.msg,
+             cs_rc_name(rf), ef.msg);
     run_verify_report(NULL, rh, rf, &ef);
     return;
   }
   run_verify_report(sh, rh, rf, &ef);
   cs_err ev = {0};
   cs_rc rv = cs_store_verify(sh, &ev);
-  FZ_CHECK(rv == rf && (rv == CS_OK || strcmp(ev.msg, ef.msg) == 0), "verify after open(HEADER) gave %s (%s), open(FULL) %s (%s)",
-           cs_rc_name(rv), ev.msg, cs_rc_name(rf), ef.msg);
+  FZ_CHECK(rv == rf && (rv == CS_OK || strcmp(ev.msg, ef.msg) == 0),
+           "verify after open(HEADER) gave %s (%s), open(FULL) %s (%s)", cs_rc_name(rv), ev.msg,
+           cs_rc_name(rf), ef.msg);
   if (sf) {
-    FZ_CHECK(cs_store_rows(sf) == cs_store_rows(sh) && cs_store_records(sf) == cs_store_records(sh), "the two opens disagree");
+    FZ_CHECK(cs_store_rows(sf) == cs_store_rows(sh) && cs_store_records(sf) == cs_store_records(sh),
+             "the two opens disagree");
     cs_store_close(sf);
   }
   run_verify_read(rh, &eh, rv, &seed);
@@ -700,7 +756,8 @@ static void run_one(const uint8_t *data, size_t size) {
   run_stats(sh);
   bool current = false;
   cs_err ec = {0};
-  FZ_CHECK(cs_store_is_current(sh, &current, &ec) == CS_OK && current, "a fresh snapshot is not current: %s", ec.msg);
+  FZ_CHECK(cs_store_is_current(sh, &current, &ec) == CS_OK && current, "a fresh snapshot is not current: %s",
+           ec.msg);
 
   /* Appending beside the open snapshot: the rows stay (in the snapshot
   ** and in the new state), one more arrives, verification still holds. */
@@ -715,9 +772,11 @@ static void run_one(const uint8_t *data, size_t size) {
     cs_err en = {0};
     cs_rc rn = cs_store_open(g_path, rv == CS_OK ? CS_VERIFY_FULL : CS_VERIFY_HEADER, &sn, &en);
     FZ_CHECK(rn == CS_OK, "after an append the store does not open: %s", en.msg);
-    FZ_CHECK(cs_store_rows(sn) == rows + 1, "append: %" PRIu64 " rows, expected %" PRIu64, cs_store_rows(sn), rows + 1);
+    FZ_CHECK(cs_store_rows(sn) == rows + 1, "append: %" PRIu64 " rows, expected %" PRIu64, cs_store_rows(sn),
+             rows + 1);
     FZ_CHECK(rows_digest(sn, rows) == digest, "append changed the old rows");
-    FZ_CHECK(cs_store_is_current(sh, &current, &ec) == CS_OK && !current, "the old snapshot is still current");
+    FZ_CHECK(cs_store_is_current(sh, &current, &ec) == CS_OK && !current,
+             "the old snapshot is still current");
     cs_store_close(sn);
   }
   FZ_CHECK(rows_digest(sh, rows) == digest, "the open snapshot changed under an append");

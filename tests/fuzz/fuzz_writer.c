@@ -45,7 +45,7 @@
 #include "fuzz.h"
 
 #define FW_MAX_COLS 6
-#define FW_MAX_ROWS 20000u     /* committed + pending + batch rows, at most */
+#define FW_MAX_ROWS 20000u /* committed + pending + batch rows, at most */
 #define FW_MAX_OPS 400
 #define FW_MAX_SNAPSHOTS 3
 
@@ -53,34 +53,34 @@
 
 typedef struct fw_cell {
   bool null;
-  uint64_t bits;   /* integers: the int64 read back; FLOAT32: float bits; FLOAT64: double bits */
-  uint32_t off;    /* TEXT/BLOB: bytes at g.arena + off */
+  uint64_t bits; /* integers: the int64 read back; FLOAT32: float bits; FLOAT64: double bits */
+  uint32_t off;  /* TEXT/BLOB: bytes at g.arena + off */
   uint32_t len;
 } fw_cell;
 
 typedef struct fw_rows {
-  fw_cell *c;      /* n * n_cols cells, row-major; owned */
+  fw_cell *c; /* n * n_cols cells, row-major; owned */
   uint64_t n, cap;
 } fw_rows;
 
 typedef struct fw_snap {
   cs_store *s;
-  uint64_t rows;   /* committed rows when it was opened */
+  uint64_t rows; /* committed rows when it was opened */
 } fw_snap;
 
 static struct {
-  char dir[4096];             /* this process's scratch directory */
-  char path[4200];            /* the store */
+  char dir[4096];  /* this process's scratch directory */
+  char path[4200]; /* the store */
   uint32_t nc;
   cs_column cols[FW_MAX_COLS];
   char names[FW_MAX_COLS][8];
   cs_schema schema;
-  uint8_t *arena;             /* the model's TEXT/BLOB bytes */
+  uint8_t *arena; /* the model's TEXT/BLOB bytes */
   size_t arena_n, arena_cap;
   fw_rows committed, pending, batch;
-  uint64_t generation;        /* of the committed state; 0 = no file */
-  bool prepared;              /* the open writer has prepared */
-  uint8_t *before;            /* the file when the writer opened (append), for abort */
+  uint64_t generation; /* of the committed state; 0 = no file */
+  bool prepared;       /* the open writer has prepared */
+  uint8_t *before;     /* the file when the writer opened (append), for abort */
   size_t before_n;
   fw_snap snaps[FW_MAX_SNAPSHOTS];
   int n_snaps;
@@ -199,10 +199,23 @@ static uint64_t float_bits(cs_type t, double d) {
   return b;
 }
 
-static const int64_t int_edges[] = {0, 1, -1, 127, -128, 128, 255, 256, 32767, -32768, 65535, 65536, INT32_MAX, INT32_MIN,
-                                    (int64_t)UINT32_MAX, INT64_MAX, INT64_MIN, 2, 7};
-static const double float_edges[] = {0.0, -0.0, 1.0, -1.0, 0.5, 1e300, -1e300, 3.4028234663852886e38, 3.4028235677973366e38,
-                                     1.401298464324817e-45, 4.9406564584124654e-324, 2.2250738585072014e-308, 9007199254740993.0};
+static const int64_t int_edges[] = {0,         1,         -1,        127,       -128,
+                                    128,       255,       256,       32767,     -32768,
+                                    65535,     65536,     INT32_MAX, INT32_MIN, (int64_t)UINT32_MAX,
+                                    INT64_MAX, INT64_MIN, 2,         7};
+static const double float_edges[] = {0.0,
+                                     -0.0,
+                                     1.0,
+                                     -1.0,
+                                     0.5,
+                                     1e300,
+                                     -1e300,
+                                     3.4028234663852886e38,
+                                     3.4028235677973366e38,
+                                     1.401298464324817e-45,
+                                     4.9406564584124654e-324,
+                                     2.2250738585072014e-308,
+                                     9007199254740993.0};
 
 static void check_rc(cs_rc rc, const cs_err *err, const char *what) {
   FZ_CHECK(rc == CS_OK, "%s: %s: %s", what, cs_rc_name(rc), err->msg);
@@ -213,10 +226,11 @@ static void check_rc(cs_rc rc, const cs_err *err, const char *what) {
 static void put_wrong_kind(cs_batch *b, uint32_t c) {
   cs_type t = g.cols[c].type;
   cs_err err = {0};
-  cs_rc rc = cs_type_is_varlen(t) ? cs_batch_put_i64(b, c, 5, &err)
+  cs_rc rc = cs_type_is_varlen(t)  ? cs_batch_put_i64(b, c, 5, &err)
              : cs_type_is_float(t) ? cs_batch_put_bytes(b, c, "ab", 2, &err)
                                    : cs_batch_put_f64(b, c, 1.5, &err);
-  FZ_CHECK(rc == CS_EINVAL && strncmp(err.msg, "colstore: ", 10) == 0, "a wrong-kind put gave %s: %s", cs_rc_name(rc), err.msg);
+  FZ_CHECK(rc == CS_EINVAL && strncmp(err.msg, "colstore: ", 10) == 0, "a wrong-kind put gave %s: %s",
+           cs_rc_name(rc), err.msg);
 }
 
 /* Puts one value into column c as the input says, recording it in *cell. */
@@ -239,14 +253,14 @@ static void put_value(fz_in *in, cs_batch *b, uint32_t c, fw_cell *cell) {
     check_rc(cs_batch_put_bytes(b, c, p, n, &err), &err, "put_bytes");
     cell->off = arena_put(p, n), cell->len = (uint32_t)n;
   } else if (cs_type_is_float(t)) {
-    double d = k % 8 <= 2 ? fz_f64_bits(in)
+    double d = k % 8 <= 2   ? fz_f64_bits(in)
                : k % 8 <= 4 ? float_edges[fz_u8(in) % (sizeof float_edges / sizeof *float_edges)]
                             : (double)(int8_t)fz_u8(in) / 4.0;
     if (fz_u8(in) & 1) d = -d;
     check_rc(cs_batch_put_f64(b, c, d, &err), &err, "put_f64");
     cell->bits = float_bits(t, d);
   } else {
-    int64_t v = k % 8 <= 2 ? (int64_t)fz_u64(in)
+    int64_t v = k % 8 <= 2   ? (int64_t)fz_u64(in)
                 : k % 8 <= 4 ? int_edges[fz_u8(in) % (sizeof int_edges / sizeof *int_edges)]
                              : (int8_t)fz_u8(in);
     v = int_cast(t, v);
@@ -271,12 +285,39 @@ static bool cell_equal(cs_type t, const fw_cell *want, const cs_chunk *ch, uint6
   const uint8_t *d = (const uint8_t *)ch->data + k * w;
   uint64_t got = 0;
   switch (t) {
-    case CS_TYPE_INT8: { int8_t x; memcpy(&x, d, 1); got = (uint64_t)(int64_t)x; break; }
-    case CS_TYPE_INT16: { int16_t x; memcpy(&x, d, 2); got = (uint64_t)(int64_t)x; break; }
-    case CS_TYPE_INT32: { int32_t x; memcpy(&x, d, 4); got = (uint64_t)(int64_t)x; break; }
-    case CS_TYPE_UINT16: { uint16_t x; memcpy(&x, d, 2); got = x; break; }
-    case CS_TYPE_UINT32: case CS_TYPE_FLOAT32: { uint32_t x; memcpy(&x, d, 4); got = x; break; }
-    case CS_TYPE_UINT8: case CS_TYPE_BOOL: got = d[0]; break;
+    case CS_TYPE_INT8: {
+      int8_t x;
+      memcpy(&x, d, 1);
+      got = (uint64_t)(int64_t)x;
+      break;
+    }
+    case CS_TYPE_INT16: {
+      int16_t x;
+      memcpy(&x, d, 2);
+      got = (uint64_t)(int64_t)x;
+      break;
+    }
+    case CS_TYPE_INT32: {
+      int32_t x;
+      memcpy(&x, d, 4);
+      got = (uint64_t)(int64_t)x;
+      break;
+    }
+    case CS_TYPE_UINT16: {
+      uint16_t x;
+      memcpy(&x, d, 2);
+      got = x;
+      break;
+    }
+    case CS_TYPE_UINT32:
+    case CS_TYPE_FLOAT32: {
+      uint32_t x;
+      memcpy(&x, d, 4);
+      got = x;
+      break;
+    }
+    case CS_TYPE_UINT8:
+    case CS_TYPE_BOOL: got = d[0]; break;
     default: memcpy(&got, d, 8); break; /* INT64, FLOAT64 */
   }
   return got == want->bits;
@@ -336,14 +377,16 @@ static void check_store(const cs_store *s, uint64_t n_rows, bool stats, const ch
     FZ_CHECK(sc->cols[c].type == g.cols[c].type && sc->cols[c].nullable == g.cols[c].nullable &&
                  strcmp(sc->cols[c].name, g.cols[c].name) == 0,
              "%s: column %u differs", when, c);
-  FZ_CHECK(cs_store_rows(s) == n_rows, "%s: %" PRIu64 " rows, expected %" PRIu64, when, cs_store_rows(s), n_rows);
+  FZ_CHECK(cs_store_rows(s) == n_rows, "%s: %" PRIu64 " rows, expected %" PRIu64, when, cs_store_rows(s),
+           n_rows);
   for (uint64_t r = 0; r < cs_store_records(s); r++) {
     uint64_t first = cs_store_record_first_row(s, r), n = cs_store_record_rows(s, r);
     for (uint32_t c = 0; c < g.nc; c++) {
       const cs_chunk *ch = cs_store_chunk(s, r, c);
       for (uint64_t k = 0; k < n; k++)
         FZ_CHECK(cell_equal(g.cols[c].type, &g.committed.c[(first + k) * g.nc + c], ch, k),
-                 "%s: row %" PRIu64 " column %u (%s) differs from what was put", when, first + k, c, cs_type_name(g.cols[c].type));
+                 "%s: row %" PRIu64 " column %u (%s) differs from what was put", when, first + k, c,
+                 cs_type_name(g.cols[c].type));
     }
   }
   if (!stats) return;
@@ -352,28 +395,33 @@ static void check_store(const cs_store *s, uint64_t n_rows, bool stats, const ch
     cs_store_column_stats(s, c, &got);
     model_stats(c, n_rows, &want);
     bool is_float = cs_type_is_float(g.cols[c].type);
-    FZ_CHECK(got.null_count == want.null_count, "%s: column %u: %" PRIu64 " NULLs, expected %" PRIu64, when, c, got.null_count,
-             want.null_count);
-    FZ_CHECK(got.has_minmax == want.has_minmax, "%s: column %u: has_minmax %d, expected %d", when, c, got.has_minmax, want.has_minmax);
+    FZ_CHECK(got.null_count == want.null_count, "%s: column %u: %" PRIu64 " NULLs, expected %" PRIu64, when,
+             c, got.null_count, want.null_count);
+    FZ_CHECK(got.has_minmax == want.has_minmax, "%s: column %u: has_minmax %d, expected %d", when, c,
+             got.has_minmax, want.has_minmax);
     if (want.has_minmax)
-      FZ_CHECK(is_float ? got.min.f == want.min.f && got.max.f == want.max.f : got.min.i == want.min.i && got.max.i == want.max.i,
+      FZ_CHECK(is_float ? got.min.f == want.min.f && got.max.f == want.max.f
+                        : got.min.i == want.min.i && got.max.i == want.max.i,
                "%s: column %u: min/max differ from the values put", when, c);
-    FZ_CHECK(got.sorted == want.sorted, "%s: column %u: sorted %d, expected %d", when, c, got.sorted, want.sorted);
+    FZ_CHECK(got.sorted == want.sorted, "%s: column %u: sorted %d, expected %d", when, c, got.sorted,
+             want.sorted);
   }
 }
 
 static void check_file(const char *when) {
   if (g.generation == 0) {
-    FZ_CHECK(dir_files() == 0, "%s: no store was committed, yet the directory holds %d files", when, dir_files());
+    FZ_CHECK(dir_files() == 0, "%s: no store was committed, yet the directory holds %d files", when,
+             dir_files());
     return;
   }
   cs_store *s = NULL;
   cs_err err = {0};
   cs_rc rc = cs_store_open(g.path, CS_VERIFY_FULL, &s, &err);
   FZ_CHECK(rc == CS_OK, "%s: the store does not open: %s", when, err.msg);
-  FZ_CHECK(cs_store_generation(s) == g.generation, "%s: generation %" PRIu64 ", expected %" PRIu64, when, cs_store_generation(s),
-           g.generation);
-  FZ_CHECK(!cs_store_recovered(s) && !cs_store_slot_damaged(s), "%s: a clean store opened as recovered or damaged", when);
+  FZ_CHECK(cs_store_generation(s) == g.generation, "%s: generation %" PRIu64 ", expected %" PRIu64, when,
+           cs_store_generation(s), g.generation);
+  FZ_CHECK(!cs_store_recovered(s) && !cs_store_slot_damaged(s),
+           "%s: a clean store opened as recovered or damaged", when);
   check_store(s, g.committed.n, true, when);
   cs_store_close(s);
 }
@@ -382,8 +430,8 @@ static void check_file(const char *when) {
 
 typedef struct fw_run {
   cs_batch *b;
-  cs_writer *w;     /* the open writer, or NULL */
-  bool creating;    /* w is a create (no committed file yet) */
+  cs_writer *w;  /* the open writer, or NULL */
+  bool creating; /* w is a create (no committed file yet) */
 } fw_run;
 
 static void writer_open(fw_run *r, fz_in *in) {
@@ -404,8 +452,8 @@ static void writer_open(fw_run *r, fz_in *in) {
     r->creating = false;
   }
   g.prepared = false;
-  FZ_CHECK(cs_writer_rows(r->w) == g.committed.n, "a new writer counts %" PRIu64 " rows, expected %" PRIu64, cs_writer_rows(r->w),
-           g.committed.n);
+  FZ_CHECK(cs_writer_rows(r->w) == g.committed.n, "a new writer counts %" PRIu64 " rows, expected %" PRIu64,
+           cs_writer_rows(r->w), g.committed.n);
 }
 
 static void op_put_row(fw_run *r, fz_in *in) {
@@ -418,7 +466,8 @@ static void op_put_row(fw_run *r, fz_in *in) {
   }
   cs_batch_end_row(r->b);
   memcpy(rows_push(&g.batch), cells, sizeof(fw_cell) * g.nc);
-  FZ_CHECK(cs_batch_rows(r->b) == g.batch.n, "batch rows %" PRIu64 ", expected %" PRIu64, cs_batch_rows(r->b), g.batch.n);
+  FZ_CHECK(cs_batch_rows(r->b) == g.batch.n, "batch rows %" PRIu64 ", expected %" PRIu64, cs_batch_rows(r->b),
+           g.batch.n);
 }
 
 /* Half a row, then dropped: nothing of it may reach the file. */
@@ -434,7 +483,8 @@ static void op_truncate(fw_run *r, fz_in *in) {
   uint64_t k = fz_u16(in) % (g.batch.n + 2);
   cs_batch_truncate(r->b, k);
   if (k <= g.batch.n) g.batch.n = k;
-  FZ_CHECK(cs_batch_rows(r->b) == g.batch.n, "truncate to %" PRIu64 ": %" PRIu64 " rows", k, cs_batch_rows(r->b));
+  FZ_CHECK(cs_batch_rows(r->b) == g.batch.n, "truncate to %" PRIu64 ": %" PRIu64 " rows", k,
+           cs_batch_rows(r->b));
 }
 
 static void op_batch_get(fw_run *r, fz_in *in) {
@@ -452,11 +502,13 @@ static void op_batch_get(fw_run *r, fz_in *in) {
     float f = (float)v.f;
     uint32_t b;
     memcpy(&b, &f, 4);
-    FZ_CHECK(b == (uint32_t)want->bits || (isnan(v.f) && (want->bits & 0x7f800000u) == 0x7f800000u), "batch_get FLOAT32 differs");
+    FZ_CHECK(b == (uint32_t)want->bits || (isnan(v.f) && (want->bits & 0x7f800000u) == 0x7f800000u),
+             "batch_get FLOAT32 differs");
   } else if (t == CS_TYPE_FLOAT64) {
     FZ_CHECK(v.bits == want->bits, "batch_get FLOAT64 differs");
   } else {
-    FZ_CHECK(v.i == (int64_t)want->bits, "batch_get row %" PRIu64 " column %u: %" PRId64 ", expected %" PRId64, row, c, v.i,
+    FZ_CHECK(v.i == (int64_t)want->bits,
+             "batch_get row %" PRIu64 " column %u: %" PRId64 ", expected %" PRId64, row, c, v.i,
              (int64_t)want->bits);
   }
 }
@@ -474,15 +526,18 @@ static void op_write(fw_run *r, fz_in *in) {
   cs_err err = {0};
   cs_rc rc = cs_writer_write(r->w, r->b, &err);
   if (g.prepared || batch_breaks_not_null()) {
-    FZ_CHECK(rc == CS_EINVAL && strncmp(err.msg, "colstore: ", 10) == 0, "a write after prepare or of a NULL into a NOT NULL column gave %s: %s",
-             cs_rc_name(rc), err.msg);
-    FZ_CHECK(cs_writer_rows(r->w) == g.committed.n + g.pending.n, "a refused write changed the writer's rows");
+    FZ_CHECK(rc == CS_EINVAL && strncmp(err.msg, "colstore: ", 10) == 0,
+             "a write after prepare or of a NULL into a NOT NULL column gave %s: %s", cs_rc_name(rc),
+             err.msg);
+    FZ_CHECK(cs_writer_rows(r->w) == g.committed.n + g.pending.n,
+             "a refused write changed the writer's rows");
     return;
   }
   check_rc(rc, &err, "writer_write");
   rows_append(&g.pending, &g.batch);
-  FZ_CHECK(cs_writer_rows(r->w) == g.committed.n + g.pending.n, "writer counts %" PRIu64 " rows, expected %" PRIu64,
-           cs_writer_rows(r->w), g.committed.n + g.pending.n);
+  FZ_CHECK(cs_writer_rows(r->w) == g.committed.n + g.pending.n,
+           "writer counts %" PRIu64 " rows, expected %" PRIu64, cs_writer_rows(r->w),
+           g.committed.n + g.pending.n);
   if (fz_u8(in) & 1) {
     cs_batch_clear(r->b);
     g.batch.n = 0;
@@ -519,7 +574,8 @@ static void op_abort(fw_run *r) {
   }
   size_t n;
   uint8_t *now = file_read(&n);
-  FZ_CHECK(n == g.before_n && memcmp(now, g.before, n) == 0, "abort did not restore the file (%zu bytes, was %zu)", n, g.before_n);
+  FZ_CHECK(n == g.before_n && memcmp(now, g.before, n) == 0,
+           "abort did not restore the file (%zu bytes, was %zu)", n, g.before_n);
   free(now);
 }
 
@@ -531,7 +587,8 @@ static void op_second_writer(fw_run *r) {
   cs_writer_options opt = {.lock_timeout_ms = 0};
   cs_rc rc = cs_writer_append(g.path, &opt, &w2, &err);
   if (rc == CS_OK) cs_writer_abort(w2);
-  FZ_CHECK(rc == CS_EBUSY && strncmp(err.msg, "colstore: ", 10) == 0, "a second appender got %s: %s", cs_rc_name(rc), err.msg);
+  FZ_CHECK(rc == CS_EBUSY && strncmp(err.msg, "colstore: ", 10) == 0, "a second appender got %s: %s",
+           cs_rc_name(rc), err.msg);
 }
 
 static void op_snapshot(void) {
@@ -577,7 +634,8 @@ static void bad_schema(fz_in *in) {
   cs_err err = {0};
   cs_rc rc = cs_writer_create(g.path, &sc, NULL, &w, &err);
   if (rc == CS_OK) cs_writer_abort(w);
-  FZ_CHECK(rc == CS_EINVAL && strncmp(err.msg, "colstore: ", 10) == 0, "a bad schema (case %d) gave %s: %s", k % 5, cs_rc_name(rc), err.msg);
+  FZ_CHECK(rc == CS_EINVAL && strncmp(err.msg, "colstore: ", 10) == 0, "a bad schema (case %d) gave %s: %s",
+           k % 5, cs_rc_name(rc), err.msg);
   FZ_CHECK(dir_files() == 0, "a refused create left files");
 }
 
@@ -611,26 +669,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (int ops = 0; in.n > 0 && ops < FW_MAX_OPS; ops++) {
     uint8_t op = fz_u8(&in);
     switch (op % 16) {
-      case 0: case 1: case 2: case 3: case 4: op_put_row(&r, &in); break;
+      case 0:
+      case 1:
+      case 2:
+      case 3:
+      case 4: op_put_row(&r, &in); break;
       case 5: op_cancel_row(&r, &in); break;
       case 6: op_truncate(&r, &in); break;
       case 7: cs_batch_clear(r.b), g.batch.n = 0; break;
-      case 8: case 9: op_write(&r, &in); break;
+      case 8:
+      case 9: op_write(&r, &in); break;
       case 10: op_prepare(&r, &in); break;
       case 11: op_commit(&r, &in); break;
       case 12: op_abort(&r); break;
       case 13: op_snapshot(); break;
       case 14: op_batch_get(&r, &in); break;
       default:
-        if (op & 0x10) op_second_writer(&r);
-        else if (!r.w) check_file("mid-program");
+        if (op & 0x10)
+          op_second_writer(&r);
+        else if (!r.w)
+          check_file("mid-program");
         break;
     }
   }
   /* The end: an open writer commits or aborts as the last byte says. */
   if (r.w) {
-    if (op_byte_commits(data, size)) op_commit(&r, &in);
-    else op_abort(&r);
+    if (op_byte_commits(data, size))
+      op_commit(&r, &in);
+    else
+      op_abort(&r);
   }
   cs_batch_free(r.b);
   check_file("at the end");

@@ -81,8 +81,10 @@ static int replay_dir(const char *dir) {
     struct stat st;
     if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
       int r = replay_file(path);
-      if (r < 0) total = -1;
-      else if (total >= 0) total += r;
+      if (r < 0)
+        total = -1;
+      else if (total >= 0)
+        total += r;
     }
     free(path);
     free(names[i]);

@@ -43,16 +43,33 @@ __extension__ typedef __int128 i128;
 /* --------------------------------------------------------------- stores */
 
 enum {
-  C_ID, C_I8, C_I16, C_I32, C_I64, C_U8, C_U16, C_U32, C_F32, C_F64, C_BO, C_T, C_BL, C_K8, C_KF, C_KT, C_NF, N_COLS
+  C_ID,
+  C_I8,
+  C_I16,
+  C_I32,
+  C_I64,
+  C_U8,
+  C_U16,
+  C_U32,
+  C_F32,
+  C_F64,
+  C_BO,
+  C_T,
+  C_BL,
+  C_K8,
+  C_KF,
+  C_KT,
+  C_NF,
+  N_COLS
 };
 
 static const cs_column cols[N_COLS] = {
-    {"id", CS_TYPE_INT64, false}, {"i8", CS_TYPE_INT8, true},     {"i16", CS_TYPE_INT16, true},
-    {"i32", CS_TYPE_INT32, true}, {"i64", CS_TYPE_INT64, true},   {"u8", CS_TYPE_UINT8, true},
-    {"u16", CS_TYPE_UINT16, true}, {"u32", CS_TYPE_UINT32, true}, {"f32", CS_TYPE_FLOAT32, true},
-    {"f64", CS_TYPE_FLOAT64, true}, {"bo", CS_TYPE_BOOL, true},   {"t", CS_TYPE_TEXT, true},
-    {"bl", CS_TYPE_BLOB, true},   {"k8", CS_TYPE_INT32, true},    {"kf", CS_TYPE_FLOAT64, true},
-    {"kt", CS_TYPE_TEXT, true},   {"nf", CS_TYPE_FLOAT64, false},
+    {"id", CS_TYPE_INT64, false},   {"i8", CS_TYPE_INT8, true},     {"i16", CS_TYPE_INT16, true},
+    {"i32", CS_TYPE_INT32, true},   {"i64", CS_TYPE_INT64, true},   {"u8", CS_TYPE_UINT8, true},
+    {"u16", CS_TYPE_UINT16, true},  {"u32", CS_TYPE_UINT32, true},  {"f32", CS_TYPE_FLOAT32, true},
+    {"f64", CS_TYPE_FLOAT64, true}, {"bo", CS_TYPE_BOOL, true},     {"t", CS_TYPE_TEXT, true},
+    {"bl", CS_TYPE_BLOB, true},     {"k8", CS_TYPE_INT32, true},    {"kf", CS_TYPE_FLOAT64, true},
+    {"kt", CS_TYPE_TEXT, true},     {"nf", CS_TYPE_FLOAT64, false},
 };
 
 /* Short words, and words around the 16 bytes the bytes kernel compares
@@ -93,8 +110,11 @@ static void gen_cell(ut_rng *r, uint32_t c, uint64_t row, ut_cell *cell) {
     int64_t lo, hi;
     ut_int_range(t, &lo, &hi);
     uint64_t k = ut_rng_below(r, 8);
-    int64_t v = k == 0 ? lo : k == 1 ? hi : k < 4 ? (int64_t)ut_rng_below(r, 5) - 2
-                                              : (int64_t)((uint64_t)lo + ut_rng_u64(r) % (((uint64_t)hi - (uint64_t)lo + 1) | (t == CS_TYPE_INT64)));
+    int64_t v = k == 0   ? lo
+                : k == 1 ? hi
+                : k < 4  ? (int64_t)ut_rng_below(r, 5) - 2
+                         : (int64_t)((uint64_t)lo + ut_rng_u64(r) % (((uint64_t)hi - (uint64_t)lo + 1) |
+                                                                    (t == CS_TYPE_INT64)));
     if (t == CS_TYPE_INT64 && k >= 4) v = (int64_t)ut_rng_u64(r);
     ut_cell_set_int(cell, v < lo ? lo : v > hi ? hi : v);
   } else if (cs_type_is_float(t)) {
@@ -178,8 +198,9 @@ static void astore_delete(astore *a, uint64_t seed, uint64_t mixed) {
   a->s = ut_open_ok(a->sc.path, CS_VERIFY_FULL, "agg store with deletions");
   uint64_t dead = 0;
   for (uint64_t i = 0; i < n; i++) dead += a->del[i];
-  ck_assert_msg(cs_store_live_rows(a->s) == n - dead, "deletion seed %" PRIu64 ": %" PRIu64 " live rows, want %" PRIu64,
-                seed, cs_store_live_rows(a->s), n - dead);
+  ck_assert_msg(cs_store_live_rows(a->s) == n - dead,
+                "deletion seed %" PRIu64 ": %" PRIu64 " live rows, want %" PRIu64, seed,
+                cs_store_live_rows(a->s), n - dead);
 }
 
 static bool astore_deleted(const astore *a, uint64_t row) { return a->del && a->del[row]; }
@@ -301,7 +322,8 @@ static int ref_group_cmp(const void *pa, const void *pb) {
   const rgroup *a = pa, *b = pb;
   for (uint32_t k = 0; k < sort_nk; k++) {
     cs_type ty = cols[sort_keys[k]].type;
-    const ut_cell *x = ut_table_cell(sort_t, a->row, sort_keys[k]), *y = ut_table_cell(sort_t, b->row, sort_keys[k]);
+    const ut_cell *x = ut_table_cell(sort_t, a->row, sort_keys[k]),
+                  *y = ut_table_cell(sort_t, b->row, sort_keys[k]);
     bool nx = cell_null(ty, x), ny = cell_null(ty, y);
     int c = nx || ny ? (int)ny - (int)nx : cell_cmp(ty, x, y);
     if (c) return c;
@@ -310,7 +332,8 @@ static int ref_group_cmp(const void *pa, const void *pb) {
 }
 
 static int value_cmp(const cs_value *x, const cs_value *y) {
-  if (x->kind == CS_VAL_NULL || y->kind == CS_VAL_NULL) return (y->kind == CS_VAL_NULL) - (x->kind == CS_VAL_NULL);
+  if (x->kind == CS_VAL_NULL || y->kind == CS_VAL_NULL)
+    return (y->kind == CS_VAL_NULL) - (x->kind == CS_VAL_NULL);
   if (x->kind == CS_VAL_INT) return (x->i > y->i) - (x->i < y->i);
   if (x->kind == CS_VAL_FLOAT) return (x->f > y->f) - (x->f < y->f);
   uint64_t m = x->n < y->n ? x->n : y->n;
@@ -329,12 +352,13 @@ static int agg_group_cmp(const void *pa, const void *pb) {
   return 0;
 }
 
-static void check_against(const cs_agg *ag, const rref *R, const ut_table *t, const uint32_t *keys, uint32_t nk,
-                          const char *ctx) {
+static void check_against(const cs_agg *ag, const rref *R, const ut_table *t, const uint32_t *keys,
+                          uint32_t nk, const char *ctx) {
   if (nk == 0) {
     ck_assert_msg(cs_agg_groups(ag) == 1, "%s: no keys, %" PRIu64 " groups", ctx, cs_agg_groups(ag));
   } else {
-    ck_assert_msg(cs_agg_groups(ag) == R->n, "%s: %" PRIu64 " groups, want %" PRIu64, ctx, cs_agg_groups(ag), R->n);
+    ck_assert_msg(cs_agg_groups(ag) == R->n, "%s: %" PRIu64 " groups, want %" PRIu64, ctx, cs_agg_groups(ag),
+                  R->n);
   }
   rgroup empty;
   memset(&empty, 0, sizeof empty);
@@ -356,15 +380,16 @@ static void check_against(const cs_agg *ag, const rref *R, const ut_table *t, co
         ck_abort_msg("%s: group %" PRIu64 " (row %" PRIu64 "): key %u differs", ctx, i, G->row, k);
     }
     if (cs_agg_count(ag, g) != G->rows)
-      ck_abort_msg("%s: group %" PRIu64 ": count %" PRIu64 " want %" PRIu64, ctx, i, cs_agg_count(ag, g), G->rows);
+      ck_abort_msg("%s: group %" PRIu64 ": count %" PRIu64 " want %" PRIu64, ctx, i, cs_agg_count(ag, g),
+                   G->rows);
     for (uint32_t c = 0; c < N_COLS; c++) {
       cs_type ty = cols[c].type;
       const rcol *rc = &G->col[c];
       cs_agg_result res;
       cs_agg_result_get(ag, g, c, &res);
       if (res.count != rc->cnt)
-        ck_abort_msg("%s: group %" PRIu64 " col %s: count %" PRIu64 " want %" PRIu64, ctx, i, cols[c].name, res.count,
-                     rc->cnt);
+        ck_abort_msg("%s: group %" PRIu64 " col %s: count %" PRIu64 " want %" PRIu64, ctx, i, cols[c].name,
+                     res.count, rc->cnt);
       if (rc->cnt == 0) {
         if (res.min.kind != CS_VAL_NULL || res.max.kind != CS_VAL_NULL || res.sum.kind != CS_VAL_NULL)
           ck_abort_msg("%s: col %s: empty group must give NULLs", ctx, cols[c].name);
@@ -375,15 +400,17 @@ static void check_against(const cs_agg *ag, const rref *R, const ut_table *t, co
       if (!(what_all[c] & CS_AGG_SUM)) continue; /* sums not asked for */
       if (cs_type_is_integer(ty)) {
         bool over = rc->isum < INT64_MIN || rc->isum > INT64_MAX;
-        if (res.sum_overflow != over) ck_abort_msg("%s: col %s: overflow %d want %d", ctx, cols[c].name, res.sum_overflow, over);
+        if (res.sum_overflow != over)
+          ck_abort_msg("%s: col %s: overflow %d want %d", ctx, cols[c].name, res.sum_overflow, over);
         if (!over && (res.sum.kind != CS_VAL_INT || res.sum.i != (int64_t)rc->isum))
-          ck_abort_msg("%s: group %" PRIu64 " col %s: sum %" PRId64 " want %" PRId64, ctx, i, cols[c].name, res.sum.i,
-                       (int64_t)rc->isum);
+          ck_abort_msg("%s: group %" PRIu64 " col %s: sum %" PRId64 " want %" PRId64, ctx, i, cols[c].name,
+                       res.sum.i, (int64_t)rc->isum);
         if (res.avg != (double)rc->isum / (double)rc->cnt) ck_abort_msg("%s: col %s: avg", ctx, cols[c].name);
       } else if (cs_type_is_float(ty)) {
         double want = rc->s + rc->c;
         if (res.sum.kind != CS_VAL_FLOAT || !(fabs(res.sum.f - want) <= 1e-12 * rc->mag))
-          ck_abort_msg("%s: group %" PRIu64 " col %s: sum %.17g want %.17g", ctx, i, cols[c].name, res.sum.f, want);
+          ck_abort_msg("%s: group %" PRIu64 " col %s: sum %.17g want %.17g", ctx, i, cols[c].name, res.sum.f,
+                       want);
         if (!(fabs(res.avg - want / (double)rc->cnt) <= 1e-12 * rc->mag / (double)rc->cnt))
           ck_abort_msg("%s: col %s: avg %.17g", ctx, cols[c].name, res.avg);
       }
@@ -420,7 +447,8 @@ static cs_selector *sel_make(const cs_store *s, const cs_pred *preds, uint32_t n
   return sel;
 }
 
-static void add_range_ok(cs_agg *ag, const cs_selector *sel, uint64_t first, uint64_t n, const uint8_t *mask) {
+static void add_range_ok(cs_agg *ag, const cs_selector *sel, uint64_t first, uint64_t n,
+                         const uint8_t *mask) {
   cs_err err = {0};
   ck_assert_msg(cs_agg_add_range(ag, sel, first, n, mask, &err) == CS_OK, "add_range: %s", err.msg);
 }
@@ -450,10 +478,29 @@ static int preds_for(int k, uint64_t rows, cs_pred *p) {
 ** codes for ~2,000 rows; {u16, u32}), one whose range does not pack
 ** ({i64, k8}), and tuples with floats and TEXT. */
 static const uint32_t key_sets[][3] = {
-    {0},           {C_K8},        {C_I8},           {C_I16},        {C_I32},        {C_I64},
-    {C_U8},        {C_U16},       {C_U32},          {C_F32},        {C_F64},        {C_BO},
-    {C_T},         {C_BL},        {C_KF},           {C_KT},         {C_K8, C_KT},   {C_KF, C_BO, C_KT},
-    {C_K8, C_BO},  {C_BO, C_U8},  {C_K8, C_I8, C_BO}, {C_U16, C_U32}, {C_I64, C_K8},
+    {0},
+    {C_K8},
+    {C_I8},
+    {C_I16},
+    {C_I32},
+    {C_I64},
+    {C_U8},
+    {C_U16},
+    {C_U32},
+    {C_F32},
+    {C_F64},
+    {C_BO},
+    {C_T},
+    {C_BL},
+    {C_KF},
+    {C_KT},
+    {C_K8, C_KT},
+    {C_KF, C_BO, C_KT},
+    {C_K8, C_BO},
+    {C_BO, C_U8},
+    {C_K8, C_I8, C_BO},
+    {C_U16, C_U32},
+    {C_I64, C_K8},
 };
 static const uint32_t key_counts[] = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 3, 2, 2, 3, 2, 2};
 #define N_KEY_SETS (sizeof key_counts / sizeof key_counts[0])
@@ -476,7 +523,8 @@ static void range_matches_reference(int _i, bool deletions) {
       uint8_t *mask = NULL;
       if (ut_rng_below(&r, 3) == 0) {
         mask = malloc(cnt + 1);
-        for (uint64_t i = 0; i < cnt; i++) mask[i] = ut_rng_below(&r, 3) == 0 ? 0 : (uint8_t)(1 + ut_rng_below(&r, 9));
+        for (uint64_t i = 0; i < cnt; i++)
+          mask[i] = ut_rng_below(&r, 3) == 0 ? 0 : (uint8_t)(1 + ut_rng_below(&r, 9));
       }
       rref R = {0};
       ref_range(&R, &A, preds, (uint32_t)np, first, cnt, mask, key_sets[ks], key_counts[ks]);
@@ -487,8 +535,10 @@ static void range_matches_reference(int _i, bool deletions) {
       add_range_ok(ag, sel, first, half, mask);
       add_range_ok(ag, sel, first + half, cnt - half, mask ? mask + half : NULL);
       char ctx[160];
-      snprintf(ctx, sizeof ctx, "seed %" PRIu64 " deletion seed %" PRIu64 " keys %u preds %d rows %" PRIu64 "+%" PRIu64
-               " mask %d", seed, A.del_seed, ks, ps, first, cnt, mask != NULL);
+      snprintf(ctx, sizeof ctx,
+               "seed %" PRIu64 " deletion seed %" PRIu64 " keys %u preds %d rows %" PRIu64 "+%" PRIu64
+               " mask %d",
+               seed, A.del_seed, ks, ps, first, cnt, mask != NULL);
       check_against(ag, &R, A.t, key_sets[ks], key_counts[ks], ctx);
       cs_agg_stats st;
       cs_agg_stats_get(ag, &st);
@@ -546,8 +596,8 @@ END_TEST
 
 /* The selection of a list: rows[0, m) (each time it appears) passing the
 ** predicates on the snapshot before the deletions, less the deleted ones. */
-static void ref_rows(rref *R, const astore *A, const cs_pred *preds, uint32_t np, const uint64_t *rows, uint64_t m,
-                     const uint32_t *keys, uint32_t nk) {
+static void ref_rows(rref *R, const astore *A, const cs_pred *preds, uint32_t np, const uint64_t *rows,
+                     uint64_t m, const uint32_t *keys, uint32_t nk) {
   uint64_t n = cs_store_rows(A->s0);
   uint8_t *pm = malloc(n);
   ck_assert_ptr_nonnull(pm);
@@ -575,8 +625,9 @@ static uint64_t *random_rows(const astore *A, uint64_t m, uint64_t seed) {
       seen[rows[i]] = 1;
     }
     free(seen);
-    ck_assert_msg(dead > 0 && live_twice > 0, "list seed %" PRIu64 ": %" PRIu64 " deleted, %" PRIu64 " live repeats",
-                  seed, dead, live_twice);
+    ck_assert_msg(dead > 0 && live_twice > 0,
+                  "list seed %" PRIu64 ": %" PRIu64 " deleted, %" PRIu64 " live repeats", seed, dead,
+                  live_twice);
   }
   return rows;
 }
@@ -601,8 +652,8 @@ static void rows_match_reference(int _i, bool deletions) {
       cs_err err = {0};
       ck_assert(cs_agg_add_rows(ag, sel, rows, m, &err) == CS_OK);
       char ctx[128];
-      snprintf(ctx, sizeof ctx, "rows seed %" PRIu64 " deletion seed %" PRIu64 " keys %u preds %d", seed, A.del_seed,
-               ks, ps);
+      snprintf(ctx, sizeof ctx, "rows seed %" PRIu64 " deletion seed %" PRIu64 " keys %u preds %d", seed,
+               A.del_seed, ks, ps);
       check_against(ag, &R, A.t, key_sets[ks], key_counts[ks], ctx);
       cs_agg_stats st;
       cs_agg_stats_get(ag, &st);
@@ -679,15 +730,17 @@ START_TEST(test_agg_int64_sum_overflow_is_flagged_and_exact_when_back_in_range) 
   double fv[] = {NAN, -0.0, 0.0, NAN, INFINITY, 1.0};
   ut_scratch sc;
   cs_store *s = small_store(&sc, iv, fv, 6, 8);
-  unsigned what[2] = {CS_AGG_COUNT | CS_AGG_SUM | CS_AGG_MIN | CS_AGG_MAX, CS_AGG_COUNT | CS_AGG_SUM | CS_AGG_MIN | CS_AGG_MAX};
+  unsigned what[2] = {CS_AGG_COUNT | CS_AGG_SUM | CS_AGG_MIN | CS_AGG_MAX,
+                      CS_AGG_COUNT | CS_AGG_SUM | CS_AGG_MIN | CS_AGG_MAX};
   cs_agg_spec spec = {NULL, 0, what, 1};
   cs_err err = {0};
   struct {
     uint64_t first, n;
     bool over;
     int64_t sum;
-  } cases[] = {{0, 2, true, 0}, {0, 4, true, 0}, {1, 3, false, INT64_MAX}, {2, 3, false, INT64_MAX - 1 + INT64_MIN},
-               {3, 3, true, 0}, {4, 2, true, 0}, {0, 1, false, INT64_MAX}};
+  } cases[] = {
+      {0, 2, true, 0}, {0, 4, true, 0}, {1, 3, false, INT64_MAX}, {2, 3, false, INT64_MAX - 1 + INT64_MIN},
+      {3, 3, true, 0}, {4, 2, true, 0}, {0, 1, false, INT64_MAX}};
   for (unsigned k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     cs_agg *a;
     ck_assert(cs_agg_new(s, &spec, &a, &err) == CS_OK);
@@ -764,10 +817,11 @@ END_TEST
 static bool results_identical(const cs_agg *a, const cs_agg *b, uint32_t c) {
   cs_agg_result x, y;
   cs_agg_result_get(a, 0, c, &x), cs_agg_result_get(b, 0, c, &y);
-  bool sums = !(what_all[c] & CS_AGG_SUM) || (x.sum.kind == y.sum.kind && x.sum.i == y.sum.i &&
-                                              memcmp(&x.sum.f, &y.sum.f, 8) == 0 && memcmp(&x.avg, &y.avg, 8) == 0);
-  return sums && x.count == y.count && x.min.i == y.min.i && memcmp(&x.min.f, &y.min.f, 8) == 0 && x.max.i == y.max.i &&
-         memcmp(&x.max.f, &y.max.f, 8) == 0 && x.min.n == y.min.n && x.max.n == y.max.n;
+  bool sums =
+      !(what_all[c] & CS_AGG_SUM) || (x.sum.kind == y.sum.kind && x.sum.i == y.sum.i &&
+                                      memcmp(&x.sum.f, &y.sum.f, 8) == 0 && memcmp(&x.avg, &y.avg, 8) == 0);
+  return sums && x.count == y.count && x.min.i == y.min.i && memcmp(&x.min.f, &y.min.f, 8) == 0 &&
+         x.max.i == y.max.i && memcmp(&x.max.f, &y.max.f, 8) == 0 && x.min.n == y.min.n && x.max.n == y.max.n;
 }
 
 /* Ungrouped, unfiltered: every record from the per-record statistics; with
@@ -828,7 +882,7 @@ START_TEST(test_agg_deletions_never_answered_from_record_statistics) {
       uint64_t lo = cs_store_record_first_row(A.s, rec), len = cs_store_record_rows(A.s, rec), dead = 0;
       for (uint64_t i = lo; i < lo + len; i++) dead += A.del[i];
       bool below = !np || lo + len - 1 < (uint64_t)preds[0].a.i; /* proven true */
-      bool above = np && lo >= (uint64_t)preds[0].a.i;          /* ruled out */
+      bool above = np && lo >= (uint64_t)preds[0].a.i;           /* ruled out */
       if (above || dead == len)
         want_skip++;
       else if (below && dead == 0)
@@ -847,12 +901,14 @@ START_TEST(test_agg_deletions_never_answered_from_record_statistics) {
       snprintf(ctx, sizeof ctx, "deletion seed %" PRIu64 " variant %d round %d", A.del_seed, variant, round);
       ck_assert_msg(s1.records_from_stats == want_stats && s1.records_skipped == want_skip &&
                         s1.records_scanned == want_read,
-                    "%s: %" PRIu64 " from statistics, %" PRIu64 " skipped, %" PRIu64 " read; want %" PRIu64 ", %" PRIu64
-                    ", %" PRIu64,
-                    ctx, s1.records_from_stats, s1.records_skipped, s1.records_scanned, want_stats, want_skip, want_read);
+                    "%s: %" PRIu64 " from statistics, %" PRIu64 " skipped, %" PRIu64 " read; want %" PRIu64
+                    ", %" PRIu64 ", %" PRIu64,
+                    ctx, s1.records_from_stats, s1.records_skipped, s1.records_scanned, want_stats, want_skip,
+                    want_read);
       ck_assert_uint_eq(s2.records_from_stats, 0);
       for (uint32_t c = 0; c < N_COLS; c++)
-        ck_assert_msg(results_identical(st, dp, c), "%s: col %s differs between statistics and data", ctx, cols[c].name);
+        ck_assert_msg(results_identical(st, dp, c), "%s: col %s differs between statistics and data", ctx,
+                      cols[c].name);
       rref R = {0};
       ref_range(&R, &A, preds, (uint32_t)np, 0, n, NULL, NULL, 0);
       check_against(st, &R, A.t, NULL, 0, ctx);
@@ -889,8 +945,10 @@ START_TEST(test_agg_deletions_with_threads_match_reference) {
   static const uint32_t keys[][1] = {{0}, {C_K8}, {C_KF}, {C_KT}};
   static const uint32_t nks[] = {0, 1, 1, 1};
   /* preds set, mask or not, list or range */
-  static const struct { int ps; bool mask, list; } cases[] = {
-      {0, false, false}, {3, true, false}, {1, false, true}, {3, false, true}};
+  static const struct {
+    int ps;
+    bool mask, list;
+  } cases[] = {{0, false, false}, {3, true, false}, {1, false, true}, {3, false, true}};
   for (unsigned ks = 0; ks < sizeof nks / sizeof nks[0]; ks++) {
     for (unsigned k = 0; k < sizeof cases / sizeof cases[0]; k++) {
       cs_pred preds[2];
@@ -911,8 +969,8 @@ START_TEST(test_agg_deletions_with_threads_match_reference) {
         else
           add_range_ok(ag, sel, 0, n, um);
         char ctx[128];
-        snprintf(ctx, sizeof ctx, "seed %" PRIu64 " deletion seed %" PRIu64 " keys %u case %u threads %d", seed,
-                 A.del_seed, ks, k, threads);
+        snprintf(ctx, sizeof ctx, "seed %" PRIu64 " deletion seed %" PRIu64 " keys %u case %u threads %d",
+                 seed, A.del_seed, ks, k, threads);
         check_against(ag, &R, A.t, keys[ks], nks[ks], ctx);
         cs_agg_stats st;
         cs_agg_stats_get(ag, &st);
@@ -934,7 +992,8 @@ END_TEST
 ** exactly, ungrouped floats too; grouped floats within rounding). */
 START_TEST(test_agg_threads_agree) {
   uint64_t n = 700000;
-  static const cs_column c3[3] = {{"k", CS_TYPE_INT32, true}, {"v", CS_TYPE_INT64, true}, {"f", CS_TYPE_FLOAT64, true}};
+  static const cs_column c3[3] = {
+      {"k", CS_TYPE_INT32, true}, {"v", CS_TYPE_INT64, true}, {"f", CS_TYPE_FLOAT64, true}};
   cs_schema schema = {3, c3};
   ut_table *t = ut_table_new(&schema);
   ut_rng r = ut_rng_seed(99);
@@ -952,7 +1011,8 @@ START_TEST(test_agg_threads_agree) {
   ut_table_create_store(t, sc.path, n, 0, 0);
   ut_table_free(t);
   cs_store *s = ut_open_ok(sc.path, CS_VERIFY_HEADER, "threads");
-  unsigned what[3] = {CS_AGG_COUNT, CS_AGG_COUNT | CS_AGG_SUM | CS_AGG_MIN | CS_AGG_MAX, CS_AGG_COUNT | CS_AGG_SUM};
+  unsigned what[3] = {CS_AGG_COUNT, CS_AGG_COUNT | CS_AGG_SUM | CS_AGG_MIN | CS_AGG_MAX,
+                      CS_AGG_COUNT | CS_AGG_SUM};
   cs_pred p = {.col = 2, .op = CS_CMP_GT, .a = {.kind = CS_VAL_FLOAT, .f = -0.3}};
   cs_selector *sel = sel_make(s, &p, 1);
   for (uint32_t nk = 0; nk <= 1; nk++) {
@@ -1014,7 +1074,7 @@ START_TEST(test_agg_direct_index_and_hash_are_chosen_by_range) {
     uint32_t col;
     const char *kernel;
   } cases[] = {{C_K8, "direct index"}, {C_BO, "direct index"}, {C_U8, "direct index"}, {C_I64, "hash"},
-               {C_U32, "packed hash"}, {C_KT, "bytes hash"}, {C_KF, "hash"}};
+               {C_U32, "packed hash"}, {C_KT, "bytes hash"},   {C_KF, "hash"}};
   for (unsigned k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     cs_agg *ag = agg_make(A.s, &cases[k].col, 1, 1);
     add_range_ok(ag, NULL, 0, 2000, NULL);
@@ -1114,11 +1174,15 @@ END_TEST
 ** selected rows by key (NULL first, then bytes and length) and groups runs
 ** of equal keys: it shares no code, and no hashing, with the kernel. */
 enum { TK_ID, TK_K, TK_V, TK_F, TK_COLS };
-static const cs_column tk_cols[TK_COLS] = {
-    {"id", CS_TYPE_INT64, false}, {"k", CS_TYPE_TEXT, true}, {"v", CS_TYPE_INT64, true}, {"f", CS_TYPE_FLOAT64, true}};
+static const cs_column tk_cols[TK_COLS] = {{"id", CS_TYPE_INT64, false},
+                                           {"k", CS_TYPE_TEXT, true},
+                                           {"v", CS_TYPE_INT64, true},
+                                           {"f", CS_TYPE_FLOAT64, true}};
 /* The same with a BLOB key (the dictionary codes' tests). */
-static const cs_column tk_cols_blob[TK_COLS] = {
-    {"id", CS_TYPE_INT64, false}, {"k", CS_TYPE_BLOB, true}, {"v", CS_TYPE_INT64, true}, {"f", CS_TYPE_FLOAT64, true}};
+static const cs_column tk_cols_blob[TK_COLS] = {{"id", CS_TYPE_INT64, false},
+                                                {"k", CS_TYPE_BLOB, true},
+                                                {"v", CS_TYPE_INT64, true},
+                                                {"f", CS_TYPE_FLOAT64, true}};
 /* The key's type in the store under test (tk_check reads it). */
 static cs_type tk_type = CS_TYPE_TEXT;
 
@@ -1126,9 +1190,18 @@ static void tk_key(ut_rng *r, int shape, uint64_t row, ut_cell *c) {
   /* the last two: a 16-byte key whose bytes 5..14 are zero and whose last
   ** byte is 5, and the 5-byte key with its first five bytes (a key below 16
   ** bytes keeps its length in the byte where this one keeps its last) */
-  static const char *const few[] = {"", "\0", "a\0b", "abcdefgh", "abcdefgh\0", "abcdefghijklmno",
-                                    "abcdefghijklmnop", "abcdefghijklmnopq", "muon", "electron",
-                                    "abcde\0\0\0\0\0\0\0\0\0\0\5", "abcde"};
+  static const char *const few[] = {"",
+                                    "\0",
+                                    "a\0b",
+                                    "abcdefgh",
+                                    "abcdefgh\0",
+                                    "abcdefghijklmno",
+                                    "abcdefghijklmnop",
+                                    "abcdefghijklmnopq",
+                                    "muon",
+                                    "electron",
+                                    "abcde\0\0\0\0\0\0\0\0\0\0\5",
+                                    "abcde"};
   static const uint64_t few_len[] = {0, 1, 3, 8, 9, 15, 16, 17, 4, 8, 16, 5};
   char buf[64];
   int n;
@@ -1142,9 +1215,7 @@ static void tk_key(ut_rng *r, int shape, uint64_t row, ut_cell *c) {
       ut_cell_set_bytes(c, few[w], few_len[w]);
       return;
     }
-    case 1: /* runs of 37 equal keys */
-      n = snprintf(buf, sizeof buf, "run-%" PRIu64, row / 37);
-      break;
+    case 1: /* runs of 37 equal keys */ n = snprintf(buf, sizeof buf, "run-%" PRIu64, row / 37); break;
     case 2: /* unique to the row, lengths 1..22 */
       n = snprintf(buf, sizeof buf, "%.*s%" PRIu64, (int)ut_rng_below(r, 16), "uuuuuuuuuuuuuuuu", row);
       break;
@@ -1212,10 +1283,11 @@ static void tk_check(const cs_agg *ag, const ut_table *t, uint64_t *sel, uint64_
     cs_value kv;
     cs_agg_key(ag, order[g], 0, &kv);
     const ut_cell *kc = ut_table_cell(t, sel[i], TK_K);
-    ck_assert_msg(value_is_cell(tk_type, &kv, kc), "%s: group %" PRIu64 " (row %" PRIu64 "): key differs", ctx,
-                  g, sel[i]);
-    ck_assert_msg(cs_agg_count(ag, order[g]) == j - i, "%s: group %" PRIu64 ": %" PRIu64 " rows, want %" PRIu64, ctx,
-                  g, cs_agg_count(ag, order[g]), j - i);
+    ck_assert_msg(value_is_cell(tk_type, &kv, kc), "%s: group %" PRIu64 " (row %" PRIu64 "): key differs",
+                  ctx, g, sel[i]);
+    ck_assert_msg(cs_agg_count(ag, order[g]) == j - i,
+                  "%s: group %" PRIu64 ": %" PRIu64 " rows, want %" PRIu64, ctx, g,
+                  cs_agg_count(ag, order[g]), j - i);
     i128 vs = 0;
     uint64_t vn = 0;
     double fs = 0, fmag = 0;
@@ -1229,8 +1301,8 @@ static void tk_check(const cs_agg *ag, const ut_table *t, uint64_t *sel, uint64_
     ck_assert_msg(res.count == vn && (vn == 0 || (res.sum.kind == CS_VAL_INT && res.sum.i == (int64_t)vs)),
                   "%s: group %" PRIu64 ": count or sum of v differs", ctx, g);
     cs_agg_result_get(ag, order[g], TK_F, &res);
-    ck_assert_msg(res.count == j - i && fabs(res.sum.f - fs) <= 1e-12 * fmag + 1e-300, "%s: group %" PRIu64 ": f", ctx,
-                  g);
+    ck_assert_msg(res.count == j - i && fabs(res.sum.f - fs) <= 1e-12 * fmag + 1e-300,
+                  "%s: group %" PRIu64 ": f", ctx, g);
     if (key_is_value) {
       cs_agg_result_get(ag, order[g], TK_K, &res);
       ck_assert_msg(res.count == (kc->null ? 0 : j - i), "%s: group %" PRIu64 ": count of k", ctx, g);
@@ -1263,8 +1335,8 @@ typedef struct tk_case {
 
 static uint64_t tk_run(const tk_case *Q, int threads, int c, uint64_t *sel, const char *ctx) {
   bool key_is_value = c == 1;
-  unsigned what[TK_COLS] = {0, key_is_value ? CS_AGG_COUNT | CS_AGG_MIN | CS_AGG_MAX : 0, CS_AGG_COUNT | CS_AGG_SUM,
-                            CS_AGG_COUNT | CS_AGG_SUM};
+  unsigned what[TK_COLS] = {0, key_is_value ? CS_AGG_COUNT | CS_AGG_MIN | CS_AGG_MAX : 0,
+                            CS_AGG_COUNT | CS_AGG_SUM, CS_AGG_COUNT | CS_AGG_SUM};
   uint32_t key = TK_K;
   cs_agg_spec spec = {&key, 1, what, threads};
   cs_agg *ag;
@@ -1289,7 +1361,8 @@ static uint64_t tk_run(const tk_case *Q, int threads, int c, uint64_t *sel, cons
   cs_agg_stats st;
   cs_agg_stats_get(ag, &st);
   ck_assert_msg(strcmp(st.kernel, "bytes hash") == 0, "%s: kernel %s", ctx, st.kernel);
-  ck_assert_msg(st.rows_selected == m, "%s: %" PRIu64 " rows selected, want %" PRIu64, ctx, st.rows_selected, m);
+  ck_assert_msg(st.rows_selected == m, "%s: %" PRIu64 " rows selected, want %" PRIu64, ctx, st.rows_selected,
+                m);
   tk_check(ag, Q->t, sel, m, key_is_value, ctx);
   cs_agg_free(ag);
   return st.records_coded;
@@ -1326,7 +1399,10 @@ START_TEST(test_agg_text_key_dictionary_matches_sorted_reference) {
   ck_assert(mask && sel && list);
   for (uint64_t i = 0; i < n; i++) mask[i] = ut_rng_below(&r, 5) != 0;
   for (uint64_t i = 0; i < m_list; i++) list[i] = ut_rng_below(&r, n);
-  cs_pred p = {.col = TK_ID, .op = CS_CMP_BETWEEN, .a = {.kind = CS_VAL_INT, .i = 1000}, .b = {.kind = CS_VAL_INT, .i = (int64_t)(n - 3000)}};
+  cs_pred p = {.col = TK_ID,
+               .op = CS_CMP_BETWEEN,
+               .a = {.kind = CS_VAL_INT, .i = 1000},
+               .b = {.kind = CS_VAL_INT, .i = (int64_t)(n - 3000)}};
   cs_selector *psel = sel_make(s, &p, 1);
   static const uint32_t dict_sizes[] = {1024, 3, 0};
   for (unsigned ds = 0; ds < 3; ds++) {
@@ -1337,7 +1413,8 @@ START_TEST(test_agg_text_key_dictionary_matches_sorted_reference) {
     for (int threads = 1; threads <= 4; threads *= 2) {
       for (int c = 0; c < 5; c++) {
         char ctx[160];
-        snprintf(ctx, sizeof ctx, "seed %" PRIu64 " dict %u threads %d case %d", seed, dict_sizes[ds], threads, c);
+        snprintf(ctx, sizeof ctx, "seed %" PRIu64 " dict %u threads %d case %d", seed, dict_sizes[ds],
+                 threads, c);
         tk_case Q = {s, t, del, n, mask, list, m_list, psel, 1000, n - 3000};
         tk_run(&Q, threads, c, sel, ctx);
       }
@@ -1429,7 +1506,10 @@ static void cw_check_all(tk_case *Q, uint64_t *sel, bool want_coded, const char 
   ut_rng r = ut_rng_seed(n ^ 0x77);
   for (uint64_t i = 0; i < n; i++) mask[i] = ut_rng_below(&r, 4) != 0;
   for (uint64_t i = 0; i < n / 3; i++) list[i] = ut_rng_below(&r, n);
-  cs_pred p = {.col = TK_ID, .op = CS_CMP_BETWEEN, .a = {.kind = CS_VAL_INT, .i = 777}, .b = {.kind = CS_VAL_INT, .i = (int64_t)(n - 2500)}};
+  cs_pred p = {.col = TK_ID,
+               .op = CS_CMP_BETWEEN,
+               .a = {.kind = CS_VAL_INT, .i = 777},
+               .b = {.kind = CS_VAL_INT, .i = (int64_t)(n - 2500)}};
   Q->psel = sel_make(Q->s, &p, 1), Q->lo = 777, Q->hi = n - 2500;
   Q->mask = mask, Q->list = list, Q->m_list = n / 3;
   for (int codes = 1; codes >= 0; codes--) {
@@ -1523,7 +1603,8 @@ START_TEST(test_agg_text_key_codes_match_sorted_reference) {
   /* the same rows from a cache=memory copy */
   cs_store *s5;
   cs_err err = {0};
-  ck_assert_msg(cs_store_open_with(sc.path, CS_VERIFY_HEADER, CS_CACHE_MEMORY, &s5, &err) == CS_OK, "%s", err.msg);
+  ck_assert_msg(cs_store_open_with(sc.path, CS_VERIFY_HEADER, CS_CACHE_MEMORY, &s5, &err) == CS_OK, "%s",
+                err.msg);
   Q.s = s5;
   cw_check_all(&Q, sel, true, "cache=memory");
   cs_store_close(s5);
@@ -1563,7 +1644,6 @@ START_TEST(test_agg_text_key_codes_match_sorted_reference) {
   cs_store_close(v);
   cs_batch_free((cs_batch *)upd.values);
   ut_table_free(u);
-
 
   cs_store_close(s4), cs_store_close(s3), cs_store_close(s2), cs_store_close(s1);
   free(del), free(sel), free(rows);

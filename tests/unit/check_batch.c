@@ -66,15 +66,20 @@ START_TEST(test_batch_truncate_then_refill_keeps_exact_validity) {
   cs_batch_truncate(b, 11);
   ck_assert_uint_eq(cs_batch_rows(b), 11);
   for (int i = 11; i < 30; i++) {
-    if (i % 2) cs_batch_put_null(b, 0, &err);
-    else cs_batch_put_i64(b, 0, 100 + i, &err);
+    if (i % 2)
+      cs_batch_put_null(b, 0, &err);
+    else
+      cs_batch_put_i64(b, 0, 100 + i, &err);
     cs_batch_end_row(b);
   }
   for (int i = 0; i < 30; i++) {
     bool valid = cs_batch_get(b, 0, (uint64_t)i, &v);
-    if (i < 11) ck_assert_msg(valid && v.i == i, "row %d", i);
-    else if (i % 2) ck_assert_msg(!valid, "row %d must be NULL", i);
-    else ck_assert_msg(valid && v.i == 100 + i, "row %d", i);
+    if (i < 11)
+      ck_assert_msg(valid && v.i == i, "row %d", i);
+    else if (i % 2)
+      ck_assert_msg(!valid, "row %d must be NULL", i);
+    else
+      ck_assert_msg(valid && v.i == 100 + i, "row %d", i);
   }
   cs_batch_free(b);
 }

@@ -42,7 +42,8 @@ static ut_table *random_table(uint64_t n, uint64_t seed) {
   ut_rng r = ut_rng_seed(seed);
   for (uint64_t row = 0; row < n; row++) {
     ut_cell *c = ut_table_add_row(t);
-    for (uint32_t col = 0; col < N_COLS; col++) ut_cell_random(&r, all_cols[col].type, all_cols[col].nullable, 150, &c[col]);
+    for (uint32_t col = 0; col < N_COLS; col++)
+      ut_cell_random(&r, all_cols[col].type, all_cols[col].nullable, 150, &c[col]);
   }
   return t;
 }
@@ -63,7 +64,8 @@ static void assert_reads_copy(const cs_store *s) {
     for (uint32_t c = 0; c < cs_store_schema(s)->n_cols; c++) {
       const cs_chunk *ch = cs_store_chunk(s, r, c);
       const uint8_t *d = ch->data;
-      ck_assert_msg(d >= s->copy && d + ch->data_bytes <= s->copy + s->data_end, "record %" PRIu64 " column %u outside the copy", r, c);
+      ck_assert_msg(d >= s->copy && d + ch->data_bytes <= s->copy + s->data_end,
+                    "record %" PRIu64 " column %u outside the copy", r, c);
     }
 }
 
@@ -83,9 +85,12 @@ static void assert_same_results(const cs_store *a, const cs_store *b, const char
     if (cs_type_is_varlen(t)) continue;
     cs_gather_rows(a, c, rows, k, out_a, va);
     cs_gather_rows(b, c, rows, k, out_b, vb);
-    ck_assert_msg(memcmp(out_a, out_b, k * cs_type_width(t)) == 0 && memcmp(va, vb, k) == 0, "%s: gather of column %u differs", ctx, c);
-    cs_pred p = {.col = c, .op = cs_type_is_float(t) ? CS_CMP_GT : CS_CMP_GE,
-                 .a = cs_type_is_float(t) ? (cs_value){.kind = CS_VAL_FLOAT, .f = 0.0} : (cs_value){.kind = CS_VAL_INT, .i = 1}};
+    ck_assert_msg(memcmp(out_a, out_b, k * cs_type_width(t)) == 0 && memcmp(va, vb, k) == 0,
+                  "%s: gather of column %u differs", ctx, c);
+    cs_pred p = {.col = c,
+                 .op = cs_type_is_float(t) ? CS_CMP_GT : CS_CMP_GE,
+                 .a = cs_type_is_float(t) ? (cs_value){.kind = CS_VAL_FLOAT, .f = 0.0}
+                                          : (cs_value){.kind = CS_VAL_INT, .i = 1}};
     cs_pred_eval(a, &p, 1, 0, n, ma, NULL);
     cs_pred_eval(b, &p, 1, 0, n, mb, NULL);
     ck_assert_msg(memcmp(ma, mb, n) == 0, "%s: predicate on column %u differs", ctx, c);
@@ -148,7 +153,8 @@ START_TEST(test_dataset_in_memory_gives_the_map_results_and_copies_every_file) {
     snprintf(name, sizeof name, "p%d.cst", i);
     paths[i] = ut_join(dir, name);
     ut_table *part = ut_table_new(&all_schema);
-    for (uint64_t r = cut[i]; r < cut[i + 1]; r++) memcpy(ut_table_add_row(part), ut_table_cell(t, r, 0), N_COLS * sizeof(ut_cell));
+    for (uint64_t r = cut[i]; r < cut[i + 1]; r++)
+      memcpy(ut_table_add_row(part), ut_table_cell(t, r, 0), N_COLS * sizeof(ut_cell));
     ut_table_create_store(part, paths[i], cut[i + 1] - cut[i], 128, 0);
     part->n_rows = 0; /* the cells belong to t */
     ut_table_free(part);
@@ -379,8 +385,10 @@ START_TEST(test_each_failed_allocation_is_enomem_and_leaks_nothing) {
       cs_store_close(s2);
       cs_store_close(s);
       ck_assert_msg(cs_mem_live() == live, "k = %ld: %ld blocks held after the run", k, cs_mem_live() - live);
-      if (k == 0) n_allocs = counted;
-      else if (k > n_allocs) break;
+      if (k == 0)
+        n_allocs = counted;
+      else if (k > n_allocs)
+        break;
     }
   }
   ck_assert_int_gt(n_nomem, 0);

@@ -141,14 +141,15 @@ START_TEST(test_cache_corrupt_or_missing_is_reported) {
   cs_err err;
   ck_assert_int_eq(cs_calibration_load(path, fp, &back, &err), CS_ENOENT);
   static const char *const bad[] = {
-      "format=1\nfingerprint=cpu=X\nthreads=2\n",              /* no end: truncated */
-      "format=1\nfingerprint=cpu=X\nthreads=two\nend\n",       /* bad value */
-      "format=2\nfingerprint=cpu=X\nend\n",                    /* unknown format */
-      "format=1\nthreads=2\nend\n",                            /* no fingerprint */
-      "format=1\nfingerprint=cpu=X\nwhat=1\nend\n",            /* unknown key */
-      "format=1\nfingerprint=cpu=X\nmask_gate=1.5\nend\n",     /* out of range */
-      "format=1\nfingerprint=cpu=X\nend",                      /* last line cut */
-      "\x7f" "ELF garbage\n",
+      "format=1\nfingerprint=cpu=X\nthreads=2\n",          /* no end: truncated */
+      "format=1\nfingerprint=cpu=X\nthreads=two\nend\n",   /* bad value */
+      "format=2\nfingerprint=cpu=X\nend\n",                /* unknown format */
+      "format=1\nthreads=2\nend\n",                        /* no fingerprint */
+      "format=1\nfingerprint=cpu=X\nwhat=1\nend\n",        /* unknown key */
+      "format=1\nfingerprint=cpu=X\nmask_gate=1.5\nend\n", /* out of range */
+      "format=1\nfingerprint=cpu=X\nend",                  /* last line cut */
+      "\x7f"
+      "ELF garbage\n",
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     ut_write_all(path, bad[i], strlen(bad[i]));
@@ -175,9 +176,9 @@ END_TEST
 
 START_TEST(test_pick_prefers_first_within_tolerance) {
   const double m[] = {104, 100, 90, 93};
-  ck_assert_uint_eq(cs_calib_pick(m, 4, 0.05), 2);  /* 93 is within 5% of 90 but listed later */
+  ck_assert_uint_eq(cs_calib_pick(m, 4, 0.05), 2); /* 93 is within 5% of 90 but listed later */
   const double t[] = {94, 100, 90, 93};
-  ck_assert_uint_eq(cs_calib_pick(t, 4, 0.05), 0);  /* 94 <= 94.5: the first candidate ties */
+  ck_assert_uint_eq(cs_calib_pick(t, 4, 0.05), 0); /* 94 <= 94.5: the first candidate ties */
   ck_assert_uint_eq(cs_calib_pick(t, 4, 0.0), 2);
 }
 END_TEST
@@ -208,7 +209,7 @@ END_TEST
 
 START_TEST(test_summarize_halves_disagree_and_single_round) {
   const double t[] = {
-      5, 9, /* first half: candidate 0 */
+      5, 9,       /* first half: candidate 0 */
       5, 9, 9, 5, /* second half: candidate 1 */
       9, 5,
   };
@@ -228,7 +229,7 @@ END_TEST
 
 typedef struct fake_ctx {
   uint64_t buf[16];
-  int bad_cand;     /* this candidate writes something else; -1: none */
+  int bad_cand; /* this candidate writes something else; -1: none */
   int calls[4];
 } fake_ctx;
 
@@ -323,7 +324,8 @@ static void count_progress(void *arg, const char *step, int done, int total) {
 ** a pick is applied only where the halves of the rounds agree. */
 START_TEST(test_threads_never_past_the_cpus_and_disagreement_keeps_the_default) {
   char *dir = ut_tmpdir();
-  cs_calib_options opt = {.rounds = 2, .dram_rows = 1u << 14, .resident_rows = 4096, .max_threads = 64, .scratch_dir = dir};
+  cs_calib_options opt = {
+      .rounds = 2, .dram_rows = 1u << 14, .resident_rows = 4096, .max_threads = 64, .scratch_dir = dir};
   cs_calib_report *rep = malloc(sizeof *rep);
   ck_assert_ptr_nonnull(rep);
   cs_err err;
@@ -348,8 +350,13 @@ END_TEST
 START_TEST(test_tiny_calibration_completes_and_cleans_up) {
   char *dir = ut_tmpdir();
   progress_log log = {0, 0, -1};
-  cs_calib_options opt = {.rounds = 1, .dram_rows = 1u << 15, .resident_rows = 4096, .max_threads = 2,
-                          .scratch_dir = dir, .progress = count_progress, .progress_arg = &log};
+  cs_calib_options opt = {.rounds = 1,
+                          .dram_rows = 1u << 15,
+                          .resident_rows = 4096,
+                          .max_threads = 2,
+                          .scratch_dir = dir,
+                          .progress = count_progress,
+                          .progress_arg = &log};
   cs_calib_report *rep = malloc(sizeof *rep);
   ck_assert_ptr_nonnull(rep);
   cs_err err;

@@ -33,8 +33,9 @@
 #include "unit_util.h"
 
 static const cs_column cols[] = {
-    {"id", CS_TYPE_INT64, false}, {"i32", CS_TYPE_INT32, true},  {"f64", CS_TYPE_FLOAT64, true}, {"f32", CS_TYPE_FLOAT32, false},
-    {"b", CS_TYPE_BOOL, true},    {"t", CS_TYPE_TEXT, true},     {"bl", CS_TYPE_BLOB, true},
+    {"id", CS_TYPE_INT64, false},    {"i32", CS_TYPE_INT32, true}, {"f64", CS_TYPE_FLOAT64, true},
+    {"f32", CS_TYPE_FLOAT32, false}, {"b", CS_TYPE_BOOL, true},    {"t", CS_TYPE_TEXT, true},
+    {"bl", CS_TYPE_BLOB, true},
 };
 static const cs_schema schema = {7, cols};
 
@@ -55,10 +56,12 @@ static ut_table *live_rows(const ut_table *t, const bool *del) {
     ut_cell *c = ut_table_add_row(l);
     for (uint32_t k = 0; k < t->schema.n_cols; k++) {
       const ut_cell *src = ut_table_cell(t, row, k);
-      if (src->null) ut_cell_set_null(&c[k]);
+      if (src->null)
+        ut_cell_set_null(&c[k]);
       else if (src->bytes || t->schema.cols[k].type == CS_TYPE_TEXT || t->schema.cols[k].type == CS_TYPE_BLOB)
         ut_cell_set_bytes(&c[k], src->bytes, src->len);
-      else c[k] = *src;
+      else
+        c[k] = *src;
     }
   }
   return l;
@@ -94,7 +97,8 @@ static ut_table *random_store(const char *path, uint64_t n, uint64_t rr, bool **
       if (!del[row]) up[got++] = row;
     }
     ut_table *vals = ut_random_table(&schema, got ? got : 1, 100, ut_rng_u64(r));
-    for (uint64_t i = 0; i < got; i++) ut_cell_set_int(ut_table_cell(vals, i, 0), (int64_t)up[i]); /* id stays sorted */
+    for (uint64_t i = 0; i < got; i++)
+      ut_cell_set_int(ut_table_cell(vals, i, 0), (int64_t)up[i]); /* id stays sorted */
     uint8_t set[7];
     for (int c = 0; c < 7; c++) set[c] = (uint8_t)ut_rng_below(r, 2);
     if (got) ut_update_commit(path, t, up, got, vals, set);
@@ -116,7 +120,9 @@ START_TEST(test_compact_random_stores_keep_every_value_and_position) {
     uint64_t per = pers[seed % 5] ? pers[seed % 5] : 0;
     if (seed % 3 == 0) per = rr; /* whole records go across byte for byte */
     uint64_t want_per = per ? (per + 7) / 8 * 8 : CS_DEFAULT_RECORD_ROWS;
-    snprintf(ctx, sizeof ctx, "seed %" PRIu64 " (rows %" PRIu64 ", records of %" PRIu64 ", compacted to %" PRIu64 ")", seed, n, rr, want_per);
+    snprintf(ctx, sizeof ctx,
+             "seed %" PRIu64 " (rows %" PRIu64 ", records of %" PRIu64 ", compacted to %" PRIu64 ")", seed, n,
+             rr, want_per);
     ut_scratch sc = ut_scratch_new();
     bool *del;
     ut_table *t = random_store(sc.path, n, rr, &del, &r);
@@ -126,13 +132,16 @@ START_TEST(test_compact_random_stores_keep_every_value_and_position) {
 
     /* Positions kept. */
     cs_compact_report rep = compact_ok(sc.path, false, per, ctx);
-    ck_assert_msg(rep.before.positions == n && rep.before.rows == n - dead && rep.before.records == cs_store_records(old) &&
-                      rep.before.bytes == cs_store_file_bytes(old) && rep.before.free_bytes == cs_store_free_bytes(old),
+    ck_assert_msg(rep.before.positions == n && rep.before.rows == n - dead &&
+                      rep.before.records == cs_store_records(old) &&
+                      rep.before.bytes == cs_store_file_bytes(old) &&
+                      rep.before.free_bytes == cs_store_free_bytes(old),
                   "%s: report before", ctx);
-    ck_assert_msg(rep.after.positions == n && rep.after.rows == n - dead && rep.after.records == div_up(n, want_per) &&
-                      rep.after.free_bytes == 0 && rep.after.bytes == ut_file_bytes(sc.path) && rep.generation == gen + 1,
-                  "%s: report after: %" PRIu64 " positions %" PRIu64 " rows %" PRIu64 " records", ctx, rep.after.positions,
-                  rep.after.rows, rep.after.records);
+    ck_assert_msg(rep.after.positions == n && rep.after.rows == n - dead &&
+                      rep.after.records == div_up(n, want_per) && rep.after.free_bytes == 0 &&
+                      rep.after.bytes == ut_file_bytes(sc.path) && rep.generation == gen + 1,
+                  "%s: report after: %" PRIu64 " positions %" PRIu64 " rows %" PRIu64 " records", ctx,
+                  rep.after.positions, rep.after.rows, rep.after.records);
     if (per == rr && n >= rr) ck_assert_msg(rep.records_copied > 0, "%s: no record went across whole", ctx);
     cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, ctx);
     ut_assert_store_equals(s, t, n, ctx);
@@ -141,13 +150,15 @@ START_TEST(test_compact_random_stores_keep_every_value_and_position) {
     ck_assert_uint_eq(cs_store_generation(s), gen + 1);
     ck_assert_uint_eq(ut_file_version(sc.path), dead ? 2 : 1);
     ut_assert_chunks_like_fresh(s, t, del, ctx);
-    for (uint64_t rec = 0; rec + 1 < cs_store_records(s); rec++) ck_assert_uint_eq(cs_store_record_rows(s, rec), want_per);
+    for (uint64_t rec = 0; rec + 1 < cs_store_records(s); rec++)
+      ck_assert_uint_eq(cs_store_record_rows(s, rec), want_per);
     cs_store_close(s);
 
     /* Renumbered, from the same input. */
     rep = compact_ok(sc.copy, true, per, ctx);
     ut_table *l = live_rows(t, del);
-    ck_assert_msg(rep.after.positions == n - dead && rep.after.rows == n - dead && rep.after.records == div_up(n - dead, want_per),
+    ck_assert_msg(rep.after.positions == n - dead && rep.after.rows == n - dead &&
+                      rep.after.records == div_up(n - dead, want_per),
                   "%s: renumbered report", ctx);
     s = ut_open_ok(sc.copy, CS_VERIFY_FULL, ctx);
     ut_assert_store_equals(s, l, l->n_rows, ctx);
@@ -221,7 +232,8 @@ START_TEST(test_compact_refuses_a_damaged_chunk_and_changes_nothing) {
     cs_err err = {0};
     cs_rc rc = cs_compact(sc.path, &(cs_compact_options){.renumber = renumber}, &rep, &err);
     ck_assert_msg(rc == CS_ECORRUPT, "gave %s: %s", cs_rc_name(rc), err.msg);
-    ck_assert_msg(strstr(err.msg, "record 1, column f64") && strstr(err.msg, "checksum mismatch"), "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "record 1, column f64") && strstr(err.msg, "checksum mismatch"), "%s",
+                  err.msg);
     ck_assert(ut_files_equal(sc.path, sc.copy));
     ck_assert_int_eq(ut_dir_entries(sc.dir), entries); /* the temporary file is gone */
   }
@@ -259,7 +271,7 @@ typedef struct race {
   pthread_t thread;
   bool started;
   cs_rc rc;
-  char msg[sizeof ((cs_err *)0)->msg];
+  char msg[sizeof((cs_err *)0)->msg];
 } race;
 
 static void *append_seven(void *arg) {
@@ -270,8 +282,10 @@ static void *append_seven(void *arg) {
   if (ra->rc == CS_OK) {
     cs_batch *b = ut_table_batch(ra->t, 0, 7);
     ra->rc = cs_writer_write(w, b, &err);
-    if (ra->rc == CS_OK) ra->rc = cs_writer_commit(w, &err);
-    else cs_writer_abort(w);
+    if (ra->rc == CS_OK)
+      ra->rc = cs_writer_commit(w, &err);
+    else
+      cs_writer_abort(w);
     cs_batch_free(b);
   }
   snprintf(ra->msg, sizeof ra->msg, "%s", err.msg);
@@ -295,7 +309,9 @@ START_TEST(test_compact_a_waiting_writer_appends_to_the_new_file) {
   race ra = {.path = sc.path, .t = t};
   cs_compact_report rep;
   cs_err err = {0};
-  ck_assert(cs_compact(sc.path, &(cs_compact_options){.renumber = true, .on_step = start_writer, .step_ctx = &ra}, &rep, &err) == CS_OK);
+  ck_assert(cs_compact(sc.path,
+                       &(cs_compact_options){.renumber = true, .on_step = start_writer, .step_ctx = &ra},
+                       &rep, &err) == CS_OK);
   ck_assert(ra.started && pthread_join(ra.thread, NULL) == 0);
   ck_assert_msg(ra.rc == CS_OK, "the writer failed: %s: %s", cs_rc_name(ra.rc), ra.msg);
   cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "after the race");
@@ -380,8 +396,8 @@ END_TEST
 ** root); elsewhere it says SKIP and the mode part runs. */
 typedef struct temp_seen {
   const char *dir;
-  int files;          /* temporary files found at "written" */
-  struct stat st;     /* the one found */
+  int files;      /* temporary files found at "written" */
+  struct stat st; /* the one found */
 } temp_seen;
 
 static void stat_temp(void *ctx, const char *step) {
@@ -416,9 +432,12 @@ START_TEST(test_compact_keeps_mode_owner_and_group_and_its_temp_is_never_wider) 
     temp_seen ts = {.dir = sc.dir};
     cs_compact_report rep;
     cs_err err = {0};
-    ck_assert_msg(cs_compact(sc.path, &(cs_compact_options){.on_step = stat_temp, .step_ctx = &ts}, &rep, &err) == CS_OK, "%s", err.msg);
+    ck_assert_msg(cs_compact(sc.path, &(cs_compact_options){.on_step = stat_temp, .step_ctx = &ts}, &rep,
+                             &err) == CS_OK,
+                  "%s", err.msg);
     ck_assert_int_eq(ts.files, 1);
-    ck_assert_msg((ts.st.st_mode & 07777 & ~before.st_mode) == 0, "mode %o: the temporary file had %o", modes[k], ts.st.st_mode & 07777);
+    ck_assert_msg((ts.st.st_mode & 07777 & ~before.st_mode) == 0, "mode %o: the temporary file had %o",
+                  modes[k], ts.st.st_mode & 07777);
     ck_assert_uint_eq(ts.st.st_uid, before.st_uid);
     ck_assert_uint_eq(ts.st.st_gid, before.st_gid);
     struct stat after;
@@ -500,7 +519,8 @@ END_TEST
 ** compaction began. */
 
 START_TEST(test_auto_compact_policy) {
-  cs_compact_tail t = {.n_small = CS_AUTO_COMPACT_MIN_RECORDS, .small_bytes = 250, .free_bytes = 0, .file_bytes = 1000};
+  cs_compact_tail t = {
+      .n_small = CS_AUTO_COMPACT_MIN_RECORDS, .small_bytes = 250, .free_bytes = 0, .file_bytes = 1000};
   ck_assert(cs__compact_due(&t, 4));  /* wins back a quarter: rewrite at most 4x */
   ck_assert(!cs__compact_due(&t, 3)); /* 333 needed */
   ck_assert(!cs__compact_due(&t, 0)); /* off */
@@ -515,10 +535,12 @@ END_TEST
 
 /* Commits k rows [first, first + k) of t with auto_compact, and deletes
 ** the positions dels[0, n_dels) in the same transaction. */
-static void auto_commit(const char *path, const ut_table *t, uint64_t first, uint64_t k, const uint64_t *dels, uint64_t n_dels, uint32_t ratio) {
+static void auto_commit(const char *path, const ut_table *t, uint64_t first, uint64_t k, const uint64_t *dels,
+                        uint64_t n_dels, uint32_t ratio) {
   cs_writer *w;
   cs_err err = {0};
-  ck_assert_msg(cs_writer_append(path, &(cs_writer_options){.auto_compact = ratio}, &w, &err) == CS_OK, "%s", err.msg);
+  ck_assert_msg(cs_writer_append(path, &(cs_writer_options){.auto_compact = ratio}, &w, &err) == CS_OK, "%s",
+                err.msg);
   if (k) {
     cs_batch *b = ut_table_batch(t, first, k);
     ck_assert_msg(cs_writer_write(w, b, &err) == CS_OK, "%s", err.msg);
@@ -559,8 +581,10 @@ START_TEST(test_auto_compact_keeps_every_value_and_position) {
     ut_assert_store_equals(s, t, t->n_rows, "auto");
     ut_assert_deleted(s, del, t->n_rows, "auto");
     cs_store_close(s);
-    ck_assert_msg(renames > 0, "ratio %u: %" PRIu64 " commits and no automatic compaction", ratios[k], commits);
-    ck_assert_msg(most_records < commits / 4, "ratio %u: %" PRIu64 " records after %" PRIu64 " commits", ratios[k], most_records, commits);
+    ck_assert_msg(renames > 0, "ratio %u: %" PRIu64 " commits and no automatic compaction", ratios[k],
+                  commits);
+    ck_assert_msg(most_records < commits / 4, "ratio %u: %" PRIu64 " records after %" PRIu64 " commits",
+                  ratios[k], most_records, commits);
     ck_assert_int_eq(ut_dir_entries(sc.dir), 1);
     free(del);
     ut_table_free(t);
@@ -619,7 +643,8 @@ START_TEST(test_auto_compact_crash_at_every_step_keeps_every_commit) {
     /* A temporary file left by the crash is no member of the directory,
     ** and the next commits (and their compactions) go on from there. */
     assert_one_member(sc.dir, steps[k]);
-    for (uint64_t j = last + 1; j < last + 1 + 2 * CS_AUTO_COMPACT_MIN_RECORDS; j++) auto_commit(sc.path, t, j, 1, NULL, 0, 1000000);
+    for (uint64_t j = last + 1; j < last + 1 + 2 * CS_AUTO_COMPACT_MIN_RECORDS; j++)
+      auto_commit(sc.path, t, j, 1, NULL, 0, 1000000);
     s = ut_open_ok(sc.path, CS_VERIFY_FULL, steps[k]);
     ut_assert_store_equals(s, t, last + 1 + 2 * CS_AUTO_COMPACT_MIN_RECORDS, steps[k]);
     ck_assert_uint_lt(cs_store_records(s), CS_AUTO_COMPACT_MIN_RECORDS);

@@ -29,8 +29,8 @@ typedef struct ds {
   char *dir;
   char *paths[8];
   uint32_t n_files;
-  ut_table *all;       /* the concatenation of every file's rows */
-  uint64_t first[9];   /* first[i]: dataset row where file i starts */
+  ut_table *all;     /* the concatenation of every file's rows */
+  uint64_t first[9]; /* first[i]: dataset row where file i starts */
   cs_store *s;
 } ds;
 
@@ -38,8 +38,8 @@ static const cs_schema fixed_schema = {UT_FIXED_COLS, ut_fixed_cols};
 
 /* Writes rows [first, first + n) of t to a new store at path, through
 ** writes of random 1..record_rows rows (irregular) or one write (uniform). */
-static void write_file(const ut_table *t, const char *path, uint64_t first, uint64_t n, uint64_t record_rows, bool irregular,
-                       ut_rng *rng) {
+static void write_file(const ut_table *t, const char *path, uint64_t first, uint64_t n, uint64_t record_rows,
+                       bool irregular, ut_rng *rng) {
   cs_writer_options opt = {.record_rows = record_rows};
   cs_writer *w;
   cs_err err = {0};
@@ -56,7 +56,8 @@ static void write_file(const ut_table *t, const char *path, uint64_t first, uint
   ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "commit %s: %s", path, err.msg);
 }
 
-static void ds_make(ds *d, const uint64_t *rows, uint32_t n_files, uint64_t record_rows, bool irregular, uint64_t seed) {
+static void ds_make(ds *d, const uint64_t *rows, uint32_t n_files, uint64_t record_rows, bool irregular,
+                    uint64_t seed) {
   memset(d, 0, sizeof *d);
   ck_assert(n_files <= 8);
   d->dir = ut_tmpdir();
@@ -82,7 +83,8 @@ static void ds_make(ds *d, const uint64_t *rows, uint32_t n_files, uint64_t reco
   d->first[n_files] = at;
   cs_err err = {0};
   cs_rc rc = cs_store_open_dataset((const char *const *)d->paths, n_files, CS_VERIFY_FULL, &d->s, &err);
-  ck_assert_msg(rc == CS_OK, "seed %" PRIu64 ": cs_store_open_dataset gave %s: %s", seed, cs_rc_name(rc), err.msg);
+  ck_assert_msg(rc == CS_OK, "seed %" PRIu64 ": cs_store_open_dataset gave %s: %s", seed, cs_rc_name(rc),
+                err.msg);
 }
 
 static void ds_free(ds *d) {
@@ -94,18 +96,20 @@ static void ds_free(ds *d) {
 
 /* ------------------------------------------------------------- reference */
 
-static void assert_same(const char *what, const uint8_t *got, const uint8_t *gv, const uint8_t *want, const uint8_t *wv,
-                        uint64_t n, size_t w, const char *ctx) {
+static void assert_same(const char *what, const uint8_t *got, const uint8_t *gv, const uint8_t *want,
+                        const uint8_t *wv, uint64_t n, size_t w, const char *ctx) {
   for (uint64_t i = 0; i < n; i++) {
-    if (memcmp(got + i * w, want + i * w, w) != 0) ck_abort_msg("%s: %s: element %" PRIu64 " of %" PRIu64 " differs", ctx, what, i, n);
-    if (gv && gv[i] != wv[i]) ck_abort_msg("%s: %s: element %" PRIu64 ": valid=%u, expected %u", ctx, what, i, gv[i], wv[i]);
+    if (memcmp(got + i * w, want + i * w, w) != 0)
+      ck_abort_msg("%s: %s: element %" PRIu64 " of %" PRIu64 " differs", ctx, what, i, n);
+    if (gv && gv[i] != wv[i])
+      ck_abort_msg("%s: %s: element %" PRIu64 ": valid=%u, expected %u", ctx, what, i, gv[i], wv[i]);
   }
 }
 
 /* Every gather kernel on every fixed-width column for the selection rows
 ** (and, for range, [first, first + n_range)). */
-static void check_gathers(const cs_store *s, const uint64_t *rows, uint64_t n, uint64_t first, uint64_t n_range,
-                          const char *ctx) {
+static void check_gathers(const cs_store *s, const uint64_t *rows, uint64_t n, uint64_t first,
+                          uint64_t n_range, const char *ctx) {
   const cs_schema *sc = cs_store_schema(s);
   uint64_t *sorted = malloc(n * sizeof *sorted + 8), *range_rows = malloc(n_range * sizeof *range_rows + 8);
   uint32_t *bins = malloc(n * sizeof *bins + 8);
@@ -125,7 +129,8 @@ static void check_gathers(const cs_store *s, const uint64_t *rows, uint64_t n, u
   ck_assert(out && ov && ref && rv);
   cs_bins_compute(s, rows, n, bins);
   for (uint64_t i = 0; i < n; i++)
-    if (bins[i] != ut_ref_record(s, rows[i])) ck_abort_msg("%s: bins[%" PRIu64 "] = %u for row %" PRIu64, ctx, i, bins[i], rows[i]);
+    if (bins[i] != ut_ref_record(s, rows[i]))
+      ck_abort_msg("%s: bins[%" PRIu64 "] = %u for row %" PRIu64, ctx, i, bins[i], rows[i]);
   for (uint32_t c = 0; c < sc->n_cols; c++) {
     if (cs_type_is_varlen(sc->cols[c].type)) continue;
     size_t w = cs_type_width(sc->cols[c].type);
@@ -161,7 +166,8 @@ static void check_mask(const cs_store *s, ut_rng *rng, uint64_t first, uint64_t 
   uint8_t *mask = malloc(n + 1);
   uint64_t *rows = malloc(n * sizeof *rows + 8);
   ck_assert(mask && rows);
-  for (uint64_t i = 0; i < n; i++) mask[i] = ut_rng_below(rng, 3) == 0 ? (uint8_t)(1 + ut_rng_below(rng, 255)) : 0;
+  for (uint64_t i = 0; i < n; i++)
+    mask[i] = ut_rng_below(rng, 3) == 0 ? (uint8_t)(1 + ut_rng_below(rng, 255)) : 0;
   uint64_t k = 0;
   for (uint64_t i = 0; i < n; i++)
     if (mask[i]) rows[k++] = first + i;
@@ -193,7 +199,10 @@ static void check_preds(const ds *d, uint64_t first, uint64_t n, const char *ctx
   sets[1][0] = (cs_pred){.col = 2, .op = CS_CMP_ISNULL};
   sets[2][0] = (cs_pred){.col = 9, .op = CS_CMP_EQ, .a = {.kind = CS_VAL_INT, .i = 1}};
   sets[2][1] = (cs_pred){.col = 12, .op = CS_CMP_LT, .a = {.kind = CS_VAL_FLOAT, .f = 0.0}};
-  sets[3][0] = (cs_pred){.col = 13, .op = CS_CMP_BETWEEN, .a = {.kind = CS_VAL_INT, .i = 20}, .b = {.kind = CS_VAL_INT, .i = 200}};
+  sets[3][0] = (cs_pred){.col = 13,
+                         .op = CS_CMP_BETWEEN,
+                         .a = {.kind = CS_VAL_INT, .i = 20},
+                         .b = {.kind = CS_VAL_INT, .i = 200}};
   uint8_t *mask = malloc(n + 1), *want = malloc(n + 1);
   ck_assert(mask && want);
   for (int k = 0; k < 4; k++) {
@@ -211,15 +220,21 @@ static void check_preds(const ds *d, uint64_t first, uint64_t n, const char *ctx
       cs_store_close(p);
     }
     for (uint64_t i = 0; i < n; i++)
-      if (mask[i] != want[i]) ck_abort_msg("%s: predicate set %d: row %" PRIu64 ": mask %u, per-file %u", ctx, k, first + i, mask[i], want[i]);
-    if (st.rows_selected != selected) ck_abort_msg("%s: predicate set %d selected %" PRIu64 ", per-file %" PRIu64, ctx, k, st.rows_selected, selected);
+      if (mask[i] != want[i])
+        ck_abort_msg("%s: predicate set %d: row %" PRIu64 ": mask %u, per-file %u", ctx, k, first + i,
+                     mask[i], want[i]);
+    if (st.rows_selected != selected)
+      ck_abort_msg("%s: predicate set %d selected %" PRIu64 ", per-file %" PRIu64, ctx, k, st.rows_selected,
+                   selected);
   }
   /* i64 > pivot against the reference table directly. */
   cs_pred_eval(s, sets[0], 1, first, n, mask, NULL);
   for (uint64_t i = 0; i < n; i++) {
     const ut_cell *c = ut_table_cell(d->all, first + i, 3);
     uint8_t e = !c->null && c->i > pivot;
-    if (mask[i] != e) ck_abort_msg("%s: i64 > %" PRId64 " at row %" PRIu64 ": mask %u, expected %u", ctx, pivot, first + i, mask[i], e);
+    if (mask[i] != e)
+      ck_abort_msg("%s: i64 > %" PRId64 " at row %" PRIu64 ": mask %u, expected %u", ctx, pivot, first + i,
+                   mask[i], e);
   }
   free(mask), free(want);
 }
@@ -252,7 +267,8 @@ static void check_dataset(ds *d, uint64_t seed) {
   for (uint64_t row = 0; row < total; row++) {
     uint64_t r = cs_store_find_record(s, row), e = ut_ref_record(s, row);
     if (r != e) ck_abort_msg("%s: find_record(%" PRIu64 ") = %" PRIu64 ", expected %" PRIu64, ctx, row, r, e);
-    if (row < cs_store_record_first_row(s, r) || row >= cs_store_record_first_row(s, r + 1)) ck_abort_msg("%s: row %" PRIu64 " outside its record", ctx, row);
+    if (row < cs_store_record_first_row(s, r) || row >= cs_store_record_first_row(s, r + 1))
+      ck_abort_msg("%s: row %" PRIu64 " outside its record", ctx, row);
   }
   ut_rng rng = ut_rng_seed(seed ^ 0x5eedu);
   uint64_t n = 1500;
@@ -282,7 +298,8 @@ START_TEST(t_irregular) {
     ds d;
     uint64_t seed = 1000u + (uint64_t)k;
     ds_make(&d, rows[k], 5, 64, true, seed);
-    ck_assert_msg(d.s->uniform_rows == 0 || k == 2, "seed %" PRIu64 ": irregular records taken as uniform", seed);
+    ck_assert_msg(d.s->uniform_rows == 0 || k == 2, "seed %" PRIu64 ": irregular records taken as uniform",
+                  seed);
     check_dataset(&d, seed);
     ds_free(&d);
   }
@@ -323,7 +340,8 @@ static void make_store(const char *path, const cs_column *cols, uint32_t nc) {
   ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "%s", err.msg);
 }
 
-static void expect_schema_error(const char *const *paths, uint32_t n, const char *bad, const char *first, const char *detail) {
+static void expect_schema_error(const char *const *paths, uint32_t n, const char *bad, const char *first,
+                                const char *detail) {
   cs_store *s = NULL;
   cs_err err = {0};
   cs_rc rc = cs_store_open_dataset(paths, n, CS_VERIFY_HEADER, &s, &err);
@@ -340,8 +358,10 @@ START_TEST(t_schema_mismatch) {
   static const cs_column type[] = {{"a", CS_TYPE_INT64, true}, {"b", CS_TYPE_INT32, true}};
   static const cs_column nn[] = {{"a", CS_TYPE_INT64, false}, {"b", CS_TYPE_INT64, true}};
   static const cs_column name[] = {{"a", CS_TYPE_INT64, true}, {"c", CS_TYPE_INT64, true}};
-  static const cs_column more[] = {{"a", CS_TYPE_INT64, true}, {"b", CS_TYPE_INT64, true}, {"x", CS_TYPE_TEXT, true}};
-  char *p0 = ut_join(dir, "0.cst"), *p1 = ut_join(dir, "1.cst"), *p2 = ut_join(dir, "2.cst"), *p3 = ut_join(dir, "3.cst");
+  static const cs_column more[] = {
+      {"a", CS_TYPE_INT64, true}, {"b", CS_TYPE_INT64, true}, {"x", CS_TYPE_TEXT, true}};
+  char *p0 = ut_join(dir, "0.cst"), *p1 = ut_join(dir, "1.cst"), *p2 = ut_join(dir, "2.cst"),
+       *p3 = ut_join(dir, "3.cst");
   make_store(p0, base, 2);
   make_store(p1, base, 2);
   make_store(p2, type, 2);
@@ -403,9 +423,11 @@ START_TEST(t_verify_names_file) {
   ck_assert_int_eq(cs_store_verify(d.s, &err), CS_ECORRUPT);
   char want[600];
   snprintf(want, sizeof want, "colstore: %s: record 1, column i64: checksum mismatch", d.paths[1]);
-  ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0, "message %s\nexpected it to start %s", err.msg, want);
+  ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0, "message %s\nexpected it to start %s", err.msg,
+                want);
   cs_store *s = NULL;
-  ck_assert_int_eq(cs_store_open_dataset((const char *const *)d.paths, 3, CS_VERIFY_FULL, &s, &err), CS_ECORRUPT);
+  ck_assert_int_eq(cs_store_open_dataset((const char *const *)d.paths, 3, CS_VERIFY_FULL, &s, &err),
+                   CS_ECORRUPT);
   ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0, "%s", err.msg);
   ck_assert_ptr_null(s);
   ds_free(&d);
@@ -427,7 +449,8 @@ START_TEST(t_source_and_freshness) {
   ds_make(&d, rows, 3, 64, true, 4001);
   ut_rng rng = ut_rng_seed(4002);
   /* Not stores, or not regular: left out of a directory SOURCE. */
-  char *txt = ut_join(d.dir, "notes.txt"), *sub = ut_join(d.dir, "sub.cst"), *hidden = ut_join(d.dir, ".h.cst");
+  char *txt = ut_join(d.dir, "notes.txt"), *sub = ut_join(d.dir, "sub.cst"),
+       *hidden = ut_join(d.dir, ".h.cst");
   ut_write_all(txt, "x", 1);
   ck_assert_int_eq(mkdir(sub, 0755), 0);
   ut_write_all(hidden, "x", 1);
@@ -492,11 +515,13 @@ END_TEST
 
 /* The rows of every cell of a and b are equal (rows, records, digest). */
 static void assert_same_store(const cs_store *a, const cs_store *b, const char *ctx) {
-  ck_assert_msg(cs_store_rows(a) == cs_store_rows(b), "%s: %" PRIu64 " rows, expected %" PRIu64, ctx, cs_store_rows(a), cs_store_rows(b));
+  ck_assert_msg(cs_store_rows(a) == cs_store_rows(b), "%s: %" PRIu64 " rows, expected %" PRIu64, ctx,
+                cs_store_rows(a), cs_store_rows(b));
   ck_assert_msg(cs_store_records(a) == cs_store_records(b), "%s: records differ", ctx);
   ck_assert_msg(cs_store_files(a) == cs_store_files(b), "%s: files differ", ctx);
   for (uint64_t r = 0; r <= cs_store_records(a); r++)
-    ck_assert_msg(cs_store_record_first_row(a, r) == cs_store_record_first_row(b, r), "%s: record %" PRIu64 " starts elsewhere", ctx, r);
+    ck_assert_msg(cs_store_record_first_row(a, r) == cs_store_record_first_row(b, r),
+                  "%s: record %" PRIu64 " starts elsewhere", ctx, r);
   ck_assert_msg(ut_store_digest(a) == ut_store_digest(b), "%s: contents differ", ctx);
   ck_assert_uint_eq(a->uniform_rows, b->uniform_rows);
   ck_assert_uint_eq(cs_store_generation(a), cs_store_generation(b));
@@ -551,7 +576,8 @@ START_TEST(t_writer_temp_files_are_not_members) {
     ck_assert_str_eq(paths[2], like);
     cs_paths_free(paths, n);
     cs_store *s = NULL;
-    ck_assert_msg(cs_store_open_source(sources[k], CS_VERIFY_FULL, &s, &err) == CS_OK, "%s: %s", sources[k], err.msg);
+    ck_assert_msg(cs_store_open_source(sources[k], CS_VERIFY_FULL, &s, &err) == CS_OK, "%s: %s", sources[k],
+                  err.msg);
     ck_assert_uint_eq(cs_store_rows(s), 30 + 40 + 40);
     ck_assert(current(s));
     cs_store_close(s);

@@ -27,7 +27,8 @@
 
 /* --------------------------------------------------------------- helpers */
 
-static const cs_column del_cols[] = {{"k", CS_TYPE_INT64, false}, {"v", CS_TYPE_INT32, true}, {"s", CS_TYPE_TEXT, true}};
+static const cs_column del_cols[] = {
+    {"k", CS_TYPE_INT64, false}, {"v", CS_TYPE_INT32, true}, {"s", CS_TYPE_TEXT, true}};
 static const cs_schema del_schema = {3, del_cols};
 
 static ut_table *del_table(uint64_t n, uint64_t seed) {
@@ -41,8 +42,6 @@ static ut_table *del_table(uint64_t n, uint64_t seed) {
   }
   return t;
 }
-
-
 
 /* ------------------------------------------------ writing and reopening */
 
@@ -91,7 +90,8 @@ START_TEST(test_delete_rows_written_in_the_same_transaction) {
   ut_table *t = del_table(40, 2);
   cs_writer *w;
   cs_err err = {0};
-  ck_assert(cs_writer_create(sc.path, &del_schema, &(cs_writer_options){.record_rows = 8}, &w, &err) == CS_OK);
+  ck_assert(cs_writer_create(sc.path, &del_schema, &(cs_writer_options){.record_rows = 8}, &w, &err) ==
+            CS_OK);
   cs_batch *bt = ut_table_batch(t, 0, 40);
   ck_assert(cs_writer_write(w, bt, &err) == CS_OK);
   static const uint64_t rows[] = {39, 7, 8};
@@ -264,7 +264,8 @@ START_TEST(test_torn_preamble_upgrade_opens_and_other_damage_does_not) {
   ut_rng r = ut_rng_seed(88);
   for (int k = 0; k < 40; k++) {
     uint8_t *p = (uint8_t *)&torn;
-    for (size_t i = 0; i < sizeof torn; i++) p[i] = ut_rng_below(&r, 2) ? ((uint8_t *)&v1)[i] : ((uint8_t *)&v2)[i];
+    for (size_t i = 0; i < sizeof torn; i++)
+      p[i] = ut_rng_below(&r, 2) ? ((uint8_t *)&v1)[i] : ((uint8_t *)&v2)[i];
     ut_copy_file(sc.path, sc.copy);
     ut_pwrite(sc.copy, 0, &torn, sizeof torn);
     cs_store *s = ut_open_ok(sc.copy, CS_VERIFY_FULL, "torn preamble");
@@ -300,7 +301,8 @@ START_TEST(test_newer_version_says_upgrade_colstore) {
   ut_pwrite(sc.path, 0, &pre, sizeof pre);
   cs_err err = {0};
   ck_assert_int_eq(ut_open_rc(sc.path, CS_VERIFY_HEADER, &err), CS_EVERSION);
-  ck_assert_msg(strncmp(err.msg, "colstore: ", 10) == 0 && strstr(err.msg, "upgrade colstore"), "%s", err.msg);
+  ck_assert_msg(strncmp(err.msg, "colstore: ", 10) == 0 && strstr(err.msg, "upgrade colstore"), "%s",
+                err.msg);
   ut_table_free(t);
   ut_scratch_free(&sc);
 }
@@ -346,7 +348,8 @@ START_TEST(test_cache_memory_and_datasets_see_deletions) {
   del[1] = del[49] = true;
   cs_store *m;
   cs_err err = {0};
-  ck_assert_msg(cs_store_open_with(sc.path, CS_VERIFY_FULL, CS_CACHE_MEMORY, &m, &err) == CS_OK, "%s", err.msg);
+  ck_assert_msg(cs_store_open_with(sc.path, CS_VERIFY_FULL, CS_CACHE_MEMORY, &m, &err) == CS_OK, "%s",
+                err.msg);
   ut_assert_deleted(m, del, 50, "cache=memory");
   /* A reopen after another delete reuses the copy and sees the new vector. */
   static const uint64_t c[] = {2};
@@ -398,16 +401,21 @@ START_TEST(test_every_allocation_failure_leaves_the_old_or_the_new_state) {
       cs_mem_fail_after(k, sticky);
       cs_rc rc = cs_writer_append(sc.copy, NULL, &w, &err);
       if (rc == CS_OK) rc = cs_writer_delete(w, rows, 4, NULL, &err);
-      if (rc == CS_OK) rc = cs_writer_commit(w, &err);
-      else cs_writer_abort(w);
+      if (rc == CS_OK)
+        rc = cs_writer_commit(w, &err);
+      else
+        cs_writer_abort(w);
       bool failed_any = cs_mem_count() >= k;
       cs_mem_fail_after(-1, false);
       ck_assert_msg(rc == CS_OK || rc == CS_ENOMEM, "k=%ld: %s", k, err.msg);
       ck_assert_msg(cs_mem_live() == live, "k=%ld: %ld blocks leaked", k, cs_mem_live() - live);
       uint8_t *after = ut_read_all(sc.copy, &n1);
       cs_store *s = ut_open_ok(sc.copy, CS_VERIFY_FULL, "after a failed allocation");
-      if (rc == CS_OK) ut_assert_deleted(s, done, 80, "committed");
-      else ck_assert_msg(n0 == n1 && memcmp(before, after, n0) == 0, "k=%ld: a failed delete changed the file", k);
+      if (rc == CS_OK)
+        ut_assert_deleted(s, done, 80, "committed");
+      else
+        ck_assert_msg(n0 == n1 && memcmp(before, after, n0) == 0, "k=%ld: a failed delete changed the file",
+                      k);
       cs_store_close(s);
       free(before), free(after);
       /* Opening the store with deletions under the same failure. */
@@ -437,7 +445,8 @@ static bool *kernel_deletions(const char *path, const cs_store *s, uint64_t seed
   for (uint64_t i = 0; i < n; i++)
     if (ut_rng_below(&r, 8) == 0) rows[k++] = i;
   uint64_t rec = cs_store_records(s) / 2;
-  for (uint64_t i = cs_store_record_first_row(s, rec); i < cs_store_record_first_row(s, rec + 1); i++) rows[k++] = i;
+  for (uint64_t i = cs_store_record_first_row(s, rec); i < cs_store_record_first_row(s, rec + 1); i++)
+    rows[k++] = i;
   rows[k++] = n - 1;
   for (uint64_t i = 0; i < k; i++) del[rows[i]] = true;
   ut_delete_commit(path, rows, k);
@@ -446,7 +455,8 @@ static bool *kernel_deletions(const char *path, const cs_store *s, uint64_t seed
 }
 
 START_TEST(test_kernels_never_select_deleted_rows) {
-  static const ut_kshape shapes[] = {{31, 3000, UT_IRREGULAR, 300, 100}, {32, 2100, UT_UNIFORM, 64, 50}, {33, 700, UT_UNIFORM, 8, 0}};
+  static const ut_kshape shapes[] = {
+      {31, 3000, UT_IRREGULAR, 300, 100}, {32, 2100, UT_UNIFORM, 64, 50}, {33, 700, UT_UNIFORM, 8, 0}};
   for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++) {
     ut_kstore k;
     ut_kstore_make_shape(&k, &shapes[sh]);
@@ -462,14 +472,16 @@ START_TEST(test_kernels_never_select_deleted_rows) {
     for (uint64_t first = 0; first < n; first += 97) {
       uint64_t len = n - first < 500 ? n - first : 500, dead = 0;
       memset(got, 1, len);
-      if (len < n) memset(got + len, 7, n - len < 16 ? n - len : 16); /* bytes past the range stay untouched */
+      if (len < n)
+        memset(got + len, 7, n - len < 16 ? n - len : 16); /* bytes past the range stay untouched */
       uint64_t c = cs_store_mask_deleted(s, first, len, got);
       for (uint64_t i = 0; i < len; i++) {
         dead += del[first + i];
         if (got[i] != !del[first + i]) ck_abort_msg("mask_deleted: row %" PRIu64, first + i);
       }
       for (uint64_t i = len; i < n && i < len + 16; i++)
-        if (got[i] != 7) ck_abort_msg("mask_deleted [%" PRIu64 ", +%" PRIu64 ") wrote past its range", first, len);
+        if (got[i] != 7)
+          ck_abort_msg("mask_deleted [%" PRIu64 ", +%" PRIu64 ") wrote past its range", first, len);
       ck_assert_uint_eq(c, dead);
       ck_assert_uint_eq(cs_store_deleted_in(s, first, len), dead);
     }
@@ -491,7 +503,8 @@ START_TEST(test_kernels_never_select_deleted_rows) {
       for (uint64_t i = 0; i < n; i++) {
         uint8_t w = (uint8_t)(want[i] && !del[i]);
         sel += w;
-        if (got[i] != w) ck_abort_msg("pred_eval (%u preds): row %" PRIu64 " got %u want %u", np, i, got[i], w);
+        if (got[i] != w)
+          ck_abort_msg("pred_eval (%u preds): row %" PRIu64 " got %u want %u", np, i, got[i], w);
       }
       ck_assert_uint_eq(st.rows_selected, sel);
     }
@@ -504,15 +517,24 @@ START_TEST(test_kernels_never_select_deleted_rows) {
         cs_err err = {0};
         ck_assert(cs_selector_new(s, preds, np, &sel, &err) == CS_OK);
         cs_gather_target tg = {3, vals, NULL};
-        cs_select_batch b = {.first = 1, .n = n - 1, .user_mask = user + 1, .mask = got, .rows = rows, .want_rows = true,
-                             .targets = &tg, .n_targets = 1, .mask_gate = threads == 1 ? 0.0 : 2.0, .count_from = 1,
+        cs_select_batch b = {.first = 1,
+                             .n = n - 1,
+                             .user_mask = user + 1,
+                             .mask = got,
+                             .rows = rows,
+                             .want_rows = true,
+                             .targets = &tg,
+                             .n_targets = 1,
+                             .mask_gate = threads == 1 ? 0.0 : 2.0,
+                             .count_from = 1,
                              .max_threads = threads};
         cs_select_range(sel, &b);
         cs_pred_eval(old, preds, np, 1, n - 1, want, NULL);
         uint64_t cnt = 0;
         for (uint64_t i = 0; i < n - 1; i++)
           if (want[i] && user[i + 1] && !del[i + 1]) ref[cnt++] = i + 1;
-        ck_assert_msg(b.n_selected == cnt, "select_range: %" PRIu64 " selected, expected %" PRIu64, b.n_selected, cnt);
+        ck_assert_msg(b.n_selected == cnt, "select_range: %" PRIu64 " selected, expected %" PRIu64,
+                      b.n_selected, cnt);
         ck_assert(b.rows_filled && memcmp(rows, ref, cnt * sizeof *ref) == 0);
         ut_ref_gather(old, 3, ref, cnt, (uint8_t *)ref_vals, valid);
         ck_assert(memcmp(vals, ref_vals, cnt * 8) == 0);
@@ -523,18 +545,23 @@ START_TEST(test_kernels_never_select_deleted_rows) {
     /* cs_order_range: top-k, DISTINCT and a full sort deliver no deleted
     ** row, and equal cs_order_rows over the live positions. */
     cs_order_key key = {2, false};
-    const struct { cs_order_mode mode; uint64_t limit; } cases[] = {{CS_ORDER_SORT, 5}, {CS_ORDER_DISTINCT, 50}, {CS_ORDER_SORT, CS_ORDER_NO_LIMIT}};
+    const struct {
+      cs_order_mode mode;
+      uint64_t limit;
+    } cases[] = {{CS_ORDER_SORT, 5}, {CS_ORDER_DISTINCT, 50}, {CS_ORDER_SORT, CS_ORDER_NO_LIMIT}};
     for (int c = 0; c < 3; c++) {
       uint64_t first = 3, len = n - 3, got_n = 0, ref_n = 0;
       cs_err err = {0};
-      ck_assert(cs_order_range(s, &key, 1, cases[c].mode, first, len, rows, &got_n, cases[c].limit, &err) == CS_OK);
+      ck_assert(cs_order_range(s, &key, 1, cases[c].mode, first, len, rows, &got_n, cases[c].limit, &err) ==
+                CS_OK);
       for (uint64_t i = first; i < n; i++)
         if (!del[i]) ref[ref_n++] = i;
       ck_assert(cs_order_rows(old, &key, 1, cases[c].mode, ref, &ref_n, cases[c].limit, &err) == CS_OK);
       ck_assert_msg(got_n == ref_n, "order case %d: %" PRIu64 " rows, expected %" PRIu64, c, got_n, ref_n);
       ck_assert_msg(memcmp(rows, ref, got_n * sizeof *rows) == 0, "order case %d differs", c);
     }
-    free(want), free(got), free(user), free(valid), free(rows), free(ref), free(vals), free(ref_vals), free(del);
+    free(want), free(got), free(user), free(valid), free(rows), free(ref), free(vals), free(ref_vals),
+        free(del);
     cs_store_close(s);
     ut_kstore_free(&k);
   }

@@ -32,20 +32,20 @@
 #define N_TYPES 12
 
 static const cs_type all_types[N_TYPES] = {
-    CS_TYPE_INT8,   CS_TYPE_INT16,  CS_TYPE_INT32,   CS_TYPE_INT64,   CS_TYPE_UINT8, CS_TYPE_UINT16,
-    CS_TYPE_UINT32, CS_TYPE_FLOAT32, CS_TYPE_FLOAT64, CS_TYPE_BOOL, CS_TYPE_TEXT,  CS_TYPE_BLOB,
+    CS_TYPE_INT8,   CS_TYPE_INT16,   CS_TYPE_INT32,   CS_TYPE_INT64, CS_TYPE_UINT8, CS_TYPE_UINT16,
+    CS_TYPE_UINT32, CS_TYPE_FLOAT32, CS_TYPE_FLOAT64, CS_TYPE_BOOL,  CS_TYPE_TEXT,  CS_TYPE_BLOB,
 };
 
 /* Every type twice: nullable columns first, then NOT NULL ones. */
 static const cs_column every_type_cols[2 * N_TYPES] = {
-    {"i8", CS_TYPE_INT8, true},        {"i16", CS_TYPE_INT16, true},     {"i32", CS_TYPE_INT32, true},
-    {"i64", CS_TYPE_INT64, true},      {"u8", CS_TYPE_UINT8, true},      {"u16", CS_TYPE_UINT16, true},
-    {"u32", CS_TYPE_UINT32, true},     {"f32", CS_TYPE_FLOAT32, true},   {"f64", CS_TYPE_FLOAT64, true},
-    {"b", CS_TYPE_BOOL, true},         {"t", CS_TYPE_TEXT, true},        {"bl", CS_TYPE_BLOB, true},
-    {"i8_nn", CS_TYPE_INT8, false},    {"i16_nn", CS_TYPE_INT16, false}, {"i32_nn", CS_TYPE_INT32, false},
-    {"i64_nn", CS_TYPE_INT64, false},  {"u8_nn", CS_TYPE_UINT8, false},  {"u16_nn", CS_TYPE_UINT16, false},
+    {"i8", CS_TYPE_INT8, true},        {"i16", CS_TYPE_INT16, true},       {"i32", CS_TYPE_INT32, true},
+    {"i64", CS_TYPE_INT64, true},      {"u8", CS_TYPE_UINT8, true},        {"u16", CS_TYPE_UINT16, true},
+    {"u32", CS_TYPE_UINT32, true},     {"f32", CS_TYPE_FLOAT32, true},     {"f64", CS_TYPE_FLOAT64, true},
+    {"b", CS_TYPE_BOOL, true},         {"t", CS_TYPE_TEXT, true},          {"bl", CS_TYPE_BLOB, true},
+    {"i8_nn", CS_TYPE_INT8, false},    {"i16_nn", CS_TYPE_INT16, false},   {"i32_nn", CS_TYPE_INT32, false},
+    {"i64_nn", CS_TYPE_INT64, false},  {"u8_nn", CS_TYPE_UINT8, false},    {"u16_nn", CS_TYPE_UINT16, false},
     {"u32_nn", CS_TYPE_UINT32, false}, {"f32_nn", CS_TYPE_FLOAT32, false}, {"f64_nn", CS_TYPE_FLOAT64, false},
-    {"b_nn", CS_TYPE_BOOL, false},     {"t_nn", CS_TYPE_TEXT, false},    {"bl_nn", CS_TYPE_BLOB, false},
+    {"b_nn", CS_TYPE_BOOL, false},     {"t_nn", CS_TYPE_TEXT, false},      {"bl_nn", CS_TYPE_BLOB, false},
 };
 static const cs_schema every_type_schema = {2 * N_TYPES, every_type_cols};
 
@@ -53,8 +53,8 @@ static const cs_schema every_type_schema = {2 * N_TYPES, every_type_cols};
 
 typedef struct naive_stats {
   uint64_t null_count;
-  bool any;          /* at least one non-NULL, non-NaN value */
-  bool sorted;       /* no NULLs, no NaN, non-decreasing */
+  bool any;    /* at least one non-NULL, non-NaN value */
+  bool sorted; /* no NULLs, no NaN, non-decreasing */
   int64_t min_i, max_i;
   double min_f, max_f;
 } naive_stats;
@@ -104,26 +104,31 @@ static void check_zone_maps(const cs_store *s, const ut_table *t, const char *ct
       const cs_chunk *ch = cs_store_chunk(s, rec, col);
       naive_stats nv;
       naive_compute(t, col, first, n, &nv);
-      ck_assert_msg(ch->null_count == nv.null_count, "%s: record %" PRIu64 " column %s: null_count %" PRIu64 ", expected %" PRIu64,
-                    ctx, rec, t->cols[col].name, ch->null_count, nv.null_count);
+      ck_assert_msg(ch->null_count == nv.null_count,
+                    "%s: record %" PRIu64 " column %s: null_count %" PRIu64 ", expected %" PRIu64, ctx, rec,
+                    t->cols[col].name, ch->null_count, nv.null_count);
       if (cs_type_is_varlen(type)) {
-        ck_assert_msg(!(ch->flags & CS_CHUNK_HAS_MINMAX), "%s: record %" PRIu64 " %s column %s claims a zone map", ctx, rec,
-                      cs_type_name(type), t->cols[col].name);
+        ck_assert_msg(!(ch->flags & CS_CHUNK_HAS_MINMAX),
+                      "%s: record %" PRIu64 " %s column %s claims a zone map", ctx, rec, cs_type_name(type),
+                      t->cols[col].name);
         continue;
       }
-      ck_assert_msg(!!(ch->flags & CS_CHUNK_HAS_MINMAX) == nv.any, "%s: record %" PRIu64 " column %s: HAS_MINMAX=%d, expected %d",
-                    ctx, rec, t->cols[col].name, !!(ch->flags & CS_CHUNK_HAS_MINMAX), nv.any);
-      ck_assert_msg(!!(ch->flags & CS_CHUNK_SORTED) == nv.sorted, "%s: record %" PRIu64 " column %s: SORTED=%d, expected %d", ctx,
-                    rec, t->cols[col].name, !!(ch->flags & CS_CHUNK_SORTED), nv.sorted);
+      ck_assert_msg(!!(ch->flags & CS_CHUNK_HAS_MINMAX) == nv.any,
+                    "%s: record %" PRIu64 " column %s: HAS_MINMAX=%d, expected %d", ctx, rec,
+                    t->cols[col].name, !!(ch->flags & CS_CHUNK_HAS_MINMAX), nv.any);
+      ck_assert_msg(!!(ch->flags & CS_CHUNK_SORTED) == nv.sorted,
+                    "%s: record %" PRIu64 " column %s: SORTED=%d, expected %d", ctx, rec, t->cols[col].name,
+                    !!(ch->flags & CS_CHUNK_SORTED), nv.sorted);
       if (!nv.any) continue;
       if (cs_type_is_float(type)) {
         ck_assert_msg(ch->min.f == nv.min_f && ch->max.f == nv.max_f,
-                      "%s: record %" PRIu64 " column %s: min/max %a/%a, expected %a/%a", ctx, rec, t->cols[col].name, ch->min.f,
-                      ch->max.f, nv.min_f, nv.max_f);
+                      "%s: record %" PRIu64 " column %s: min/max %a/%a, expected %a/%a", ctx, rec,
+                      t->cols[col].name, ch->min.f, ch->max.f, nv.min_f, nv.max_f);
       } else {
         ck_assert_msg(ch->min.i == nv.min_i && ch->max.i == nv.max_i,
-                      "%s: record %" PRIu64 " column %s: min/max %" PRId64 "/%" PRId64 ", expected %" PRId64 "/%" PRId64, ctx, rec,
-                      t->cols[col].name, ch->min.i, ch->max.i, nv.min_i, nv.max_i);
+                      "%s: record %" PRIu64 " column %s: min/max %" PRId64 "/%" PRId64 ", expected %" PRId64
+                      "/%" PRId64,
+                      ctx, rec, t->cols[col].name, ch->min.i, ch->max.i, nv.min_i, nv.max_i);
       }
     }
   }
@@ -137,25 +142,27 @@ static void check_column_stats(const cs_store *s, const ut_table *t, const char 
     naive_stats nv;
     cs_store_column_stats(s, col, &st);
     naive_compute(t, col, 0, cs_store_rows(s), &nv);
-    ck_assert_msg(st.null_count == nv.null_count, "%s: column %s: null_count %" PRIu64 ", expected %" PRIu64, ctx,
-                  t->cols[col].name, st.null_count, nv.null_count);
+    ck_assert_msg(st.null_count == nv.null_count, "%s: column %s: null_count %" PRIu64 ", expected %" PRIu64,
+                  ctx, t->cols[col].name, st.null_count, nv.null_count);
     if (cs_type_is_varlen(type)) {
-      ck_assert_msg(!st.has_minmax, "%s: %s column %s claims min/max", ctx, cs_type_name(type), t->cols[col].name);
+      ck_assert_msg(!st.has_minmax, "%s: %s column %s claims min/max", ctx, cs_type_name(type),
+                    t->cols[col].name);
       continue;
     }
-    ck_assert_msg(st.has_minmax == nv.any, "%s: column %s: has_minmax=%d, expected %d", ctx, t->cols[col].name, st.has_minmax,
-                  nv.any);
+    ck_assert_msg(st.has_minmax == nv.any, "%s: column %s: has_minmax=%d, expected %d", ctx,
+                  t->cols[col].name, st.has_minmax, nv.any);
     if (cs_store_rows(s) > 0)
-      ck_assert_msg(st.sorted == nv.sorted, "%s: column %s: sorted=%d, expected %d", ctx, t->cols[col].name, st.sorted,
-                    nv.sorted);
+      ck_assert_msg(st.sorted == nv.sorted, "%s: column %s: sorted=%d, expected %d", ctx, t->cols[col].name,
+                    st.sorted, nv.sorted);
     if (!nv.any) continue;
     if (cs_type_is_float(type))
-      ck_assert_msg(st.min.f == nv.min_f && st.max.f == nv.max_f, "%s: column %s: min/max %a/%a, expected %a/%a", ctx,
-                    t->cols[col].name, st.min.f, st.max.f, nv.min_f, nv.max_f);
+      ck_assert_msg(st.min.f == nv.min_f && st.max.f == nv.max_f,
+                    "%s: column %s: min/max %a/%a, expected %a/%a", ctx, t->cols[col].name, st.min.f,
+                    st.max.f, nv.min_f, nv.max_f);
     else
       ck_assert_msg(st.min.i == nv.min_i && st.max.i == nv.max_i,
-                    "%s: column %s: min/max %" PRId64 "/%" PRId64 ", expected %" PRId64 "/%" PRId64, ctx, t->cols[col].name,
-                    st.min.i, st.max.i, nv.min_i, nv.max_i);
+                    "%s: column %s: min/max %" PRId64 "/%" PRId64 ", expected %" PRId64 "/%" PRId64, ctx,
+                    t->cols[col].name, st.min.i, st.max.i, nv.min_i, nv.max_i);
   }
 }
 
@@ -164,18 +171,21 @@ static void check_column_stats(const cs_store *s, const ut_table *t, const char 
 static void check_records(const cs_store *s, const char *ctx) {
   uint64_t n_rec = cs_store_records(s), rows = 0;
   for (uint64_t rec = 0; rec < n_rec; rec++) {
-    ck_assert_msg(cs_store_record_first_row(s, rec) == rows, "%s: record %" PRIu64 " starts at row %" PRIu64 ", expected %" PRIu64,
-                  ctx, rec, cs_store_record_first_row(s, rec), rows);
+    ck_assert_msg(cs_store_record_first_row(s, rec) == rows,
+                  "%s: record %" PRIu64 " starts at row %" PRIu64 ", expected %" PRIu64, ctx, rec,
+                  cs_store_record_first_row(s, rec), rows);
     ck_assert_msg(cs_store_record_rows(s, rec) > 0, "%s: record %" PRIu64 " is empty", ctx, rec);
     rows += cs_store_record_rows(s, rec);
   }
-  ck_assert_msg(rows == cs_store_rows(s), "%s: records hold %" PRIu64 " rows, store says %" PRIu64, ctx, rows, cs_store_rows(s));
+  ck_assert_msg(rows == cs_store_rows(s), "%s: records hold %" PRIu64 " rows, store says %" PRIu64, ctx, rows,
+                cs_store_rows(s));
   ck_assert_msg(cs_store_record_first_row(s, n_rec) == rows, "%s: first_row(n_records) != rows", ctx);
   uint64_t linear = 0;
   for (uint64_t row = 0; row < rows; row++) {
     while (row >= cs_store_record_first_row(s, linear) + cs_store_record_rows(s, linear)) linear++;
     uint64_t got = cs_store_find_record(s, row);
-    ck_assert_msg(got == linear, "%s: find_record(%" PRIu64 ") = %" PRIu64 ", linear search says %" PRIu64, ctx, row, got, linear);
+    ck_assert_msg(got == linear, "%s: find_record(%" PRIu64 ") = %" PRIu64 ", linear search says %" PRIu64,
+                  ctx, row, got, linear);
   }
 }
 
@@ -189,29 +199,35 @@ static void check_chunk_shapes(const cs_store *s, const char *ctx) {
       const cs_chunk *ch = cs_store_chunk(s, rec, col);
       cs_type type = sc->cols[col].type;
       const char *name = sc->cols[col].name;
-      ck_assert_msg((uintptr_t)ch->data % 64 == 0, "%s: record %" PRIu64 " column %s: data at %p", ctx, rec, name, ch->data);
-      ck_assert_msg((ch->validity != NULL) == (ch->null_count > 0), "%s: record %" PRIu64 " column %s: bitmap %p with %" PRIu64 " NULLs",
-                    ctx, rec, name, (const void *)ch->validity, ch->null_count);
+      ck_assert_msg((uintptr_t)ch->data % 64 == 0, "%s: record %" PRIu64 " column %s: data at %p", ctx, rec,
+                    name, ch->data);
+      ck_assert_msg((ch->validity != NULL) == (ch->null_count > 0),
+                    "%s: record %" PRIu64 " column %s: bitmap %p with %" PRIu64 " NULLs", ctx, rec, name,
+                    (const void *)ch->validity, ch->null_count);
       if (ch->validity) {
-        ck_assert_msg((uintptr_t)ch->validity % 64 == 0, "%s: record %" PRIu64 " column %s: validity at %p", ctx, rec, name,
-                      (const void *)ch->validity);
+        ck_assert_msg((uintptr_t)ch->validity % 64 == 0, "%s: record %" PRIu64 " column %s: validity at %p",
+                      ctx, rec, name, (const void *)ch->validity);
         /* Bits past the last row are zero, not the next record's rows:
         ** kernels count and test validity a byte or a word at a time. */
         if (n & 7)
-          ck_assert_msg((ch->validity[n >> 3] >> (n & 7)) == 0, "%s: record %" PRIu64 " column %s: bitmap bits past row %" PRIu64 " are set",
-                        ctx, rec, name, n);
+          ck_assert_msg((ch->validity[n >> 3] >> (n & 7)) == 0,
+                        "%s: record %" PRIu64 " column %s: bitmap bits past row %" PRIu64 " are set", ctx,
+                        rec, name, n);
       }
       if (cs_type_is_varlen(type)) {
         ck_assert_msg(ch->offsets != NULL, "%s: record %" PRIu64 " column %s has no offsets", ctx, rec, name);
-        ck_assert_msg((uintptr_t)ch->offsets % 64 == 0, "%s: record %" PRIu64 " column %s: offsets at %p", ctx, rec, name,
-                      (const void *)ch->offsets);
+        ck_assert_msg((uintptr_t)ch->offsets % 64 == 0, "%s: record %" PRIu64 " column %s: offsets at %p",
+                      ctx, rec, name, (const void *)ch->offsets);
         ck_assert_msg(ch->offsets[0] == 0 && (uint64_t)ch->offsets[n] == ch->data_bytes,
-                      "%s: record %" PRIu64 " column %s: offsets run %" PRId64 "..%" PRId64 " over %" PRIu64 " bytes", ctx, rec, name,
-                      ch->offsets[0], ch->offsets[n], ch->data_bytes);
+                      "%s: record %" PRIu64 " column %s: offsets run %" PRId64 "..%" PRId64 " over %" PRIu64
+                      " bytes",
+                      ctx, rec, name, ch->offsets[0], ch->offsets[n], ch->data_bytes);
       } else {
-        ck_assert_msg(ch->offsets == NULL, "%s: record %" PRIu64 " column %s: fixed-width column with offsets", ctx, rec, name);
-        ck_assert_msg(ch->data_bytes == n * cs_type_width(type), "%s: record %" PRIu64 " column %s: %" PRIu64 " data bytes for %" PRIu64 " rows",
-                      ctx, rec, name, ch->data_bytes, n);
+        ck_assert_msg(ch->offsets == NULL,
+                      "%s: record %" PRIu64 " column %s: fixed-width column with offsets", ctx, rec, name);
+        ck_assert_msg(ch->data_bytes == n * cs_type_width(type),
+                      "%s: record %" PRIu64 " column %s: %" PRIu64 " data bytes for %" PRIu64 " rows", ctx,
+                      rec, name, ch->data_bytes, n);
       }
     }
   }
@@ -279,14 +295,18 @@ START_TEST(test_type_parse_maps_aliases_to_their_types) {
     const char *s;
     cs_type t;
   } cases[] = {
-      {"INTEGER", CS_TYPE_INT64},   {"integer", CS_TYPE_INT64},     {"INT", CS_TYPE_INT64},
-      {"Int", CS_TYPE_INT64},       {"BIGINT", CS_TYPE_INT64},      {"bigint", CS_TYPE_INT64},
-      {"REAL", CS_TYPE_FLOAT64},    {"real", CS_TYPE_FLOAT64},      {"DOUBLE", CS_TYPE_FLOAT64},
-      {"Double", CS_TYPE_FLOAT64},  {"FLOAT", CS_TYPE_FLOAT64},     {"float", CS_TYPE_FLOAT64},
-      {"BOOLEAN", CS_TYPE_BOOL},    {"boolean", CS_TYPE_BOOL},      {"VARCHAR(30)", CS_TYPE_TEXT},
-      {"varchar(30)", CS_TYPE_TEXT}, {"VARCHAR", CS_TYPE_TEXT},     {"VARCHAR (255)", CS_TYPE_TEXT},
-      {"CHAR(10)", CS_TYPE_TEXT},   {"char(1)", CS_TYPE_TEXT},      {"CHAR", CS_TYPE_TEXT},
-      {"STRING", CS_TYPE_TEXT},     {"string", CS_TYPE_TEXT},       {"  INT32  ", CS_TYPE_INT32},
+      {"INTEGER", CS_TYPE_INT64},       {"integer", CS_TYPE_INT64},
+      {"INT", CS_TYPE_INT64},           {"Int", CS_TYPE_INT64},
+      {"BIGINT", CS_TYPE_INT64},        {"bigint", CS_TYPE_INT64},
+      {"REAL", CS_TYPE_FLOAT64},        {"real", CS_TYPE_FLOAT64},
+      {"DOUBLE", CS_TYPE_FLOAT64},      {"Double", CS_TYPE_FLOAT64},
+      {"FLOAT", CS_TYPE_FLOAT64},       {"float", CS_TYPE_FLOAT64},
+      {"BOOLEAN", CS_TYPE_BOOL},        {"boolean", CS_TYPE_BOOL},
+      {"VARCHAR(30)", CS_TYPE_TEXT},    {"varchar(30)", CS_TYPE_TEXT},
+      {"VARCHAR", CS_TYPE_TEXT},        {"VARCHAR (255)", CS_TYPE_TEXT},
+      {"CHAR(10)", CS_TYPE_TEXT},       {"char(1)", CS_TYPE_TEXT},
+      {"CHAR", CS_TYPE_TEXT},           {"STRING", CS_TYPE_TEXT},
+      {"string", CS_TYPE_TEXT},         {"  INT32  ", CS_TYPE_INT32},
       {"\tfloat32\n", CS_TYPE_FLOAT32}, {"DOUBLE PRECISION", CS_TYPE_FLOAT64},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
@@ -301,10 +321,11 @@ START_TEST(test_type_parse_maps_aliases_to_their_types) {
 END_TEST
 
 START_TEST(test_type_parse_rejects_junk) {
-  static const char *junk[] = {"",          "   ",        "INT65",       "INT128",     "UINT64",    "FLOAT16",
-                               "TEXTS",     "BLOBS",      "INT8X",       "8INT",       "VARCHAR(",  "VARCHAR(30",
-                               "VARCHAR(x)", "CHAR(-1)",  "VARCHAR)30(", "BLOB(10)",   "INT(4)",    "INT 8",
-                               "DOUBLE X",  "NUMBER",     "DATE",        "INT64 NOT NULL", "BOOL;", "REAL PRECISION"};
+  static const char *junk[] = {
+      "",           "   ",      "INT65",       "INT128",         "UINT64",   "FLOAT16",
+      "TEXTS",      "BLOBS",    "INT8X",       "8INT",           "VARCHAR(", "VARCHAR(30",
+      "VARCHAR(x)", "CHAR(-1)", "VARCHAR)30(", "BLOB(10)",       "INT(4)",   "INT 8",
+      "DOUBLE X",   "NUMBER",   "DATE",        "INT64 NOT NULL", "BOOL;",    "REAL PRECISION"};
   for (size_t k = 0; k < sizeof junk / sizeof junk[0]; k++)
     ck_assert_msg(cs_type_parse(junk[k], strlen(junk[k])) == 0, "'%s' was accepted as %d", junk[k],
                   cs_type_parse(junk[k], strlen(junk[k])));
@@ -357,8 +378,10 @@ START_TEST(test_round_trip_every_type_with_nulls) {
     ut_cell *c = ut_table_add_row(t);
     for (uint32_t col = 0; col < t->schema.n_cols; col++) {
       bool nullable = t->cols[col].nullable;
-      if (row % 7 == 3 && nullable) ut_cell_set_null(&c[col]); /* a whole row of NULLs */
-      else ut_cell_random(&r, t->cols[col].type, nullable, 200, &c[col]);
+      if (row % 7 == 3 && nullable)
+        ut_cell_set_null(&c[col]); /* a whole row of NULLs */
+      else
+        ut_cell_random(&r, t->cols[col].type, nullable, 200, &c[col]);
     }
   }
   round_trip(sc.path, t, 64, 0, "every type, seed 1001");
@@ -367,8 +390,11 @@ START_TEST(test_round_trip_every_type_with_nulls) {
   for (uint32_t col = 0; col < t->schema.n_cols; col++) {
     cs_column_stats st;
     cs_store_column_stats(s, col, &st);
-    if (t->cols[col].nullable) ck_assert_msg(st.null_count >= 300 / 7, "column %s: %" PRIu64 " NULLs", t->cols[col].name, st.null_count);
-    else ck_assert_msg(st.null_count == 0, "NOT NULL column %s has NULLs", t->cols[col].name);
+    if (t->cols[col].nullable)
+      ck_assert_msg(st.null_count >= 300 / 7, "column %s: %" PRIu64 " NULLs", t->cols[col].name,
+                    st.null_count);
+    else
+      ck_assert_msg(st.null_count == 0, "NOT NULL column %s has NULLs", t->cols[col].name);
   }
   cs_store_close(s);
   ut_table_free(t);
@@ -378,8 +404,8 @@ END_TEST
 
 START_TEST(test_round_trip_integer_extremes_of_each_width) {
   static const cs_column cols[] = {
-      {"i8", CS_TYPE_INT8, false},    {"i16", CS_TYPE_INT16, false},  {"i32", CS_TYPE_INT32, false},
-      {"i64", CS_TYPE_INT64, false},  {"u8", CS_TYPE_UINT8, false},   {"u16", CS_TYPE_UINT16, false},
+      {"i8", CS_TYPE_INT8, false},    {"i16", CS_TYPE_INT16, false}, {"i32", CS_TYPE_INT32, false},
+      {"i64", CS_TYPE_INT64, false},  {"u8", CS_TYPE_UINT8, false},  {"u16", CS_TYPE_UINT16, false},
       {"u32", CS_TYPE_UINT32, false}, {"b", CS_TYPE_BOOL, false},
   };
   static const cs_schema schema = {8, cols};
@@ -400,8 +426,9 @@ START_TEST(test_round_trip_integer_extremes_of_each_width) {
     int64_t lo, hi;
     ut_int_range(cols[col].type, &lo, &hi);
     const cs_chunk *ch = cs_store_chunk(s, 0, col);
-    ck_assert_msg(ch->min.i == lo && ch->max.i == hi, "%s: zone map %" PRId64 "..%" PRId64 ", expected %" PRId64 "..%" PRId64,
-                  cols[col].name, ch->min.i, ch->max.i, lo, hi);
+    ck_assert_msg(ch->min.i == lo && ch->max.i == hi,
+                  "%s: zone map %" PRId64 "..%" PRId64 ", expected %" PRId64 "..%" PRId64, cols[col].name,
+                  ch->min.i, ch->max.i, lo, hi);
   }
   /* Spot checks independent of the helpers: the widest values, in place. */
   int64_t i64;
@@ -442,8 +469,9 @@ START_TEST(test_round_trip_floats_bit_exact) {
                         from_bits(0x7FF0000000000001ull), /* signalling NaN */
                         0.1,
                         -3.5};
-  const float v32[] = {-0.0f, 0.0f, 1.40129846e-45f, -1.40129846e-45f, FLT_MIN / 3, FLT_MIN, FLT_MAX, -FLT_MAX,
-                       INFINITY, -INFINITY, 3.0e38f, 1e-40f, NAN, -NAN, 0.1f, -3.5f, 16777217.0f};
+  const float v32[] = {-0.0f,    0.0f,     1.40129846e-45f, -1.40129846e-45f, FLT_MIN / 3, FLT_MIN, FLT_MAX,
+                       -FLT_MAX, INFINITY, -INFINITY,       3.0e38f,          1e-40f,      NAN,     -NAN,
+                       0.1f,     -3.5f,    16777217.0f};
   size_t n = sizeof v64 / sizeof v64[0];
   ck_assert_uint_eq(n, sizeof v32 / sizeof v32[0]);
   ut_scratch sc = ut_scratch_new();
@@ -474,7 +502,8 @@ START_TEST(test_round_trip_floats_bit_exact) {
 END_TEST
 
 START_TEST(test_round_trip_keeps_empty_strings_and_blobs_apart_from_null) {
-  static const cs_column cols[] = {{"t", CS_TYPE_TEXT, true}, {"b", CS_TYPE_BLOB, true}, {"t_nn", CS_TYPE_TEXT, false}};
+  static const cs_column cols[] = {
+      {"t", CS_TYPE_TEXT, true}, {"b", CS_TYPE_BLOB, true}, {"t_nn", CS_TYPE_TEXT, false}};
   static const cs_schema schema = {3, cols};
   ut_scratch sc = ut_scratch_new();
   ut_table *t = ut_table_new(&schema);
@@ -485,9 +514,12 @@ START_TEST(test_round_trip_keeps_empty_strings_and_blobs_apart_from_null) {
     bool null = row >= 8 && row % 2 == 1;
     bool data = row >= 16 && row % 3 == 0;
     for (uint32_t col = 0; col < 3; col++) {
-      if (null && col < 2) ut_cell_set_null(&c[col]);
-      else if (data) ut_cell_set_bytes(&c[col], "x\0y", col == 1 ? 3 : 1);
-      else ut_cell_set_bytes(&c[col], "", 0);
+      if (null && col < 2)
+        ut_cell_set_null(&c[col]);
+      else if (data)
+        ut_cell_set_bytes(&c[col], "x\0y", col == 1 ? 3 : 1);
+      else
+        ut_cell_set_bytes(&c[col], "", 0);
     }
   }
   round_trip(sc.path, t, 8, 0, "empty strings");
@@ -508,7 +540,7 @@ END_TEST
 START_TEST(test_round_trip_unicode_text_and_blobs_with_zero_bytes) {
   static const cs_column cols[] = {{"t", CS_TYPE_TEXT, false}, {"b", CS_TYPE_BLOB, false}};
   static const cs_schema schema = {2, cols};
-  static const char *texts[] = {"h\xC3\xA9llo w\xC3\xB6rld",          /* héllo wörld */
+  static const char *texts[] = {"h\xC3\xA9llo w\xC3\xB6rld",            /* héllo wörld */
                                 "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E", /* 日本語 */
                                 "\xF0\x9F\x98\x80 \xE2\x82\xAC",        /* 😀 € */
                                 "\xF4\x8F\xBF\xBF",                     /* U+10FFFF */
@@ -560,7 +592,8 @@ START_TEST(test_empty_store_has_no_rows_and_no_records) {
   cs_store_close(s);
   /* An empty batch written and committed is still an empty store. */
   cs_writer *w;
-  ck_assert_int_eq(cs_writer_create(sc.path, &t->schema, &(cs_writer_options){.replace = true}, &w, &err), CS_OK);
+  ck_assert_int_eq(cs_writer_create(sc.path, &t->schema, &(cs_writer_options){.replace = true}, &w, &err),
+                   CS_OK);
   cs_batch *b = ut_table_batch(t, 0, 0);
   ck_assert_int_eq(cs_writer_write(w, b, &err), CS_OK);
   ck_assert_uint_eq(cs_writer_rows(w), 0);
@@ -611,10 +644,11 @@ START_TEST(test_record_rows_round_up_to_a_multiple_of_8) {
     ut_table_create_store(t, sc.path, t->n_rows, cases[k].asked, 0);
     cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, ctx);
     uint64_t want = (1000 + cases[k].used - 1) / cases[k].used;
-    ck_assert_msg(cs_store_records(s) == want, "%s: %" PRIu64 " records, expected %" PRIu64, ctx, cs_store_records(s), want);
+    ck_assert_msg(cs_store_records(s) == want, "%s: %" PRIu64 " records, expected %" PRIu64, ctx,
+                  cs_store_records(s), want);
     for (uint64_t rec = 0; rec + 1 < cs_store_records(s); rec++)
-      ck_assert_msg(cs_store_record_rows(s, rec) == cases[k].used, "%s: record %" PRIu64 " has %" PRIu64 " rows", ctx, rec,
-                    cs_store_record_rows(s, rec));
+      ck_assert_msg(cs_store_record_rows(s, rec) == cases[k].used,
+                    "%s: record %" PRIu64 " has %" PRIu64 " rows", ctx, rec, cs_store_record_rows(s, rec));
     cs_store_close(s);
     check_store(sc.path, t, t->n_rows, ctx);
   }
@@ -639,7 +673,8 @@ START_TEST(test_find_record_matches_linear_search_for_every_row) {
   ** never spans two writes), over several commits. */
   cs_err err = {0};
   cs_writer *w;
-  ck_assert_int_eq(cs_writer_create(sc.path, &schema, &(cs_writer_options){.record_rows = 13}, &w, &err), CS_OK);
+  ck_assert_int_eq(cs_writer_create(sc.path, &schema, &(cs_writer_options){.record_rows = 13}, &w, &err),
+                   CS_OK);
   uint64_t at = 0, commits = 0;
   while (at < t->n_rows) {
     uint64_t n = 1 + ut_rng_below(&r, 60);
@@ -684,8 +719,10 @@ START_TEST(test_batch_truncated_mid_byte_writes_only_its_remaining_rows) {
   ut_table *t = ut_table_new(&schema);
   for (int row = 0; row < 24; row++) {
     ut_cell *c = ut_table_add_row(t);
-    if (row % 4 == 1) ut_cell_set_null(&c[0]), ut_cell_set_null(&c[1]);
-    else ut_cell_set_int(&c[0], row * 100), ut_cell_set_bytes(&c[1], "abc", (uint64_t)(row % 4));
+    if (row % 4 == 1)
+      ut_cell_set_null(&c[0]), ut_cell_set_null(&c[1]);
+    else
+      ut_cell_set_int(&c[0], row * 100), ut_cell_set_bytes(&c[1], "abc", (uint64_t)(row % 4));
   }
   for (uint64_t keep = 0; keep < 24; keep++) {
     char ctx[96];
@@ -696,7 +733,8 @@ START_TEST(test_batch_truncated_mid_byte_writes_only_its_remaining_rows) {
     cs_writer *w;
     cs_err err = {0};
     unlink(sc.path);
-    ck_assert_int_eq(cs_writer_create(sc.path, &schema, &(cs_writer_options){.record_rows = 8}, &w, &err), CS_OK);
+    ck_assert_int_eq(cs_writer_create(sc.path, &schema, &(cs_writer_options){.record_rows = 8}, &w, &err),
+                     CS_OK);
     ck_assert_int_eq(cs_writer_write(w, b, &err), CS_OK);
     ck_assert_int_eq(cs_writer_commit(w, &err), CS_OK);
     cs_batch_free(b);
@@ -770,7 +808,8 @@ END_TEST
 
 /* --------------------------------------------------- zone maps and stats */
 
-static const cs_column stats_cols[] = {{"k", CS_TYPE_INT64, true}, {"f", CS_TYPE_FLOAT64, true}, {"u", CS_TYPE_UINT16, false}};
+static const cs_column stats_cols[] = {
+    {"k", CS_TYPE_INT64, true}, {"f", CS_TYPE_FLOAT64, true}, {"u", CS_TYPE_UINT16, false}};
 static const cs_schema stats_schema = {3, stats_cols};
 
 /* Writes rows k = f = u = values[row] with record_rows 8 and returns the
@@ -814,7 +853,8 @@ START_TEST(test_column_stats_not_sorted_when_a_record_starts_below_the_previous_
   for (int i = 0; i < 40; i++) v[i] = i < 16 ? i : i - 10;
   cs_column_stats st[3];
   stats_of(v, 40, -1, 0, -1, st);
-  for (int c = 0; c < 3; c++) ck_assert_msg(!st[c].sorted, "column %d: a drop at a record boundary went unnoticed", c);
+  for (int c = 0; c < 3; c++)
+    ck_assert_msg(!st[c].sorted, "column %d: a drop at a record boundary went unnoticed", c);
 }
 END_TEST
 
@@ -824,7 +864,8 @@ START_TEST(test_column_stats_not_sorted_when_a_record_goes_down_inside) {
   v[21] = 5;
   cs_column_stats st[3];
   stats_of(v, 40, -1, 0, -1, st);
-  for (int c = 0; c < 3; c++) ck_assert_msg(!st[c].sorted, "column %d: a drop inside a record went unnoticed", c);
+  for (int c = 0; c < 3; c++)
+    ck_assert_msg(!st[c].sorted, "column %d: a drop inside a record went unnoticed", c);
 }
 END_TEST
 
@@ -838,7 +879,8 @@ START_TEST(test_column_stats_not_sorted_with_a_null_or_nan) {
   ck_assert_uint_eq(st[0].null_count, 1);
   stats_of(v, 40, -1, NAN, 25, st);
   ck_assert_msg(st[0].sorted && !st[1].sorted, "a NaN must make a float column unsorted");
-  ck_assert_msg(st[1].has_minmax && st[1].min.f == 0.0 && st[1].max.f == 39.0, "NaN must stay out of min/max");
+  ck_assert_msg(st[1].has_minmax && st[1].min.f == 0.0 && st[1].max.f == 39.0,
+                "NaN must stay out of min/max");
 }
 END_TEST
 
@@ -853,8 +895,10 @@ START_TEST(test_zone_maps_skip_nulls_and_nan_and_all_null_chunks_have_none) {
       ut_cell_set_null(&c[0]), ut_cell_set_null(&c[1]);
     } else if (row < 16) { /* record 1: NaN only, and one value among NULLs */
       ut_cell_set_float(&c[0], CS_TYPE_FLOAT32, NAN);
-      if (row == 12) ut_cell_set_int(&c[1], -7);
-      else ut_cell_set_null(&c[1]);
+      if (row == 12)
+        ut_cell_set_int(&c[1], -7);
+      else
+        ut_cell_set_null(&c[1]);
     } else { /* record 2: values around NaN and NULL */
       ut_cell_set_float(&c[0], CS_TYPE_FLOAT32, row == 17 ? NAN : -(double)row);
       ut_cell_set_int(&c[1], row);
@@ -938,7 +982,8 @@ START_TEST(test_writer_rejects_invalid_schemas_and_creates_nothing) {
     snprintf(names[c], sizeof names[c], "c%u", c);
     many[c] = (cs_column){names[c], CS_TYPE_INT8, true};
   }
-  const cs_schema bad[] = {{0, dup}, {2, dup}, {1, empty_name}, {1, too_long}, {1, bad_type0}, {1, bad_type13}, {CS_MAX_COLUMNS + 1, many}};
+  const cs_schema bad[] = {{0, dup},       {2, dup},        {1, empty_name},           {1, too_long},
+                           {1, bad_type0}, {1, bad_type13}, {CS_MAX_COLUMNS + 1, many}};
   ut_scratch sc = ut_scratch_new();
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
     cs_writer *w = (cs_writer *)1;

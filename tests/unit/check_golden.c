@@ -36,12 +36,15 @@ static char *data_dir(void) {
     ck_assert_ptr_nonnull(dir);
     strcpy(dir, __FILE__);
     char *slash = strrchr(dir, '/');
-    if (slash) strcpy(slash, "/../data");
-    else strcpy(dir, "../data");
+    if (slash)
+      strcpy(slash, "/../data");
+    else
+      strcpy(dir, "../data");
   }
   ck_assert_ptr_nonnull(dir);
   struct stat st;
-  ck_assert_msg(stat(dir, &st) == 0 && S_ISDIR(st.st_mode), "golden data directory %s not found; set COLSTORE_TEST_DATA", dir);
+  ck_assert_msg(stat(dir, &st) == 0 && S_ISDIR(st.st_mode),
+                "golden data directory %s not found; set COLSTORE_TEST_DATA", dir);
   return dir;
 }
 
@@ -49,7 +52,7 @@ static char *data_dir(void) {
 
 typedef struct expected_line {
   char name[128];
-  char code[32];          /* corrupt: CS_... */
+  char code[32]; /* corrupt: CS_... */
   uint64_t rows, records, generation, digest;
   int recovered;
 } expected_line;
@@ -69,12 +72,13 @@ static expected_line *expected_read(const char *sub, bool valid, int *out_n) {
     expected_line *e = &lines[n];
     int got;
     if (valid)
-      got = sscanf(buf, "%127s %" SCNu64 " %" SCNu64 " %" SCNu64 " %d %" SCNx64, e->name, &e->rows, &e->records, &e->generation,
-                   &e->recovered, &e->digest);
+      got = sscanf(buf, "%127s %" SCNu64 " %" SCNu64 " %" SCNu64 " %d %" SCNx64, e->name, &e->rows,
+                   &e->records, &e->generation, &e->recovered, &e->digest);
     else
       got = sscanf(buf, "%127s %31s", e->name, e->code);
     ck_assert_msg(got == (valid ? 6 : 2), "%s: cannot parse line '%s'", path, buf);
-    for (int k = 0; k < n; k++) ck_assert_msg(strcmp(lines[k].name, e->name) != 0, "%s lists %s twice", path, e->name);
+    for (int k = 0; k < n; k++)
+      ck_assert_msg(strcmp(lines[k].name, e->name) != 0, "%s lists %s twice", path, e->name);
     n++;
   }
   fclose(f);
@@ -129,12 +133,14 @@ START_TEST(test_golden_directories_hold_exactly_the_listed_files) {
   assert_lists_match("corrupt", c, nc);
   for (int k = 0; k < nv; k++) {
     char *p = golden_path("valid", v[k].name);
-    ck_assert_msg(ut_file_bytes(p) < 64 * 1024, "%s is %" PRIu64 " bytes; keep golden files small", v[k].name, ut_file_bytes(p));
+    ck_assert_msg(ut_file_bytes(p) < 64 * 1024, "%s is %" PRIu64 " bytes; keep golden files small", v[k].name,
+                  ut_file_bytes(p));
     free(p);
   }
   for (int k = 0; k < nc; k++) {
     char *p = golden_path("corrupt", c[k].name);
-    ck_assert_msg(ut_file_bytes(p) < 64 * 1024, "%s is %" PRIu64 " bytes; keep golden files small", c[k].name, ut_file_bytes(p));
+    ck_assert_msg(ut_file_bytes(p) < 64 * 1024, "%s is %" PRIu64 " bytes; keep golden files small", c[k].name,
+                  ut_file_bytes(p));
     free(p);
   }
   free(v);
@@ -153,7 +159,8 @@ typedef struct golden_parts {
 
 static void golden_part(void *ctx, const cs_damage *d) {
   golden_parts *g = ctx;
-  ck_assert_msg(strcmp(d->path, g->path) == 0 && strstr(d->msg, g->path) == d->msg, "part '%s' does not start with %s", d->msg, g->path);
+  ck_assert_msg(strcmp(d->path, g->path) == 0 && strstr(d->msg, g->path) == d->msg,
+                "part '%s' does not start with %s", d->msg, g->path);
   if (g->n++ == 0) snprintf(g->first, sizeof g->first, "%s", d->msg);
 }
 
@@ -162,7 +169,8 @@ static uint64_t golden_verify_parts(const char *path, cs_rc want_rc, golden_part
   uint64_t n = 0;
   cs_err err = {0};
   cs_rc rc = cs_store_verify_source(path, golden_part, g, &n, &err);
-  ck_assert_msg(rc == want_rc, "%s: verify_source gave %s (%s), expected %s", path, cs_rc_name(rc), err.msg, cs_rc_name(want_rc));
+  ck_assert_msg(rc == want_rc, "%s: verify_source gave %s (%s), expected %s", path, cs_rc_name(rc), err.msg,
+                cs_rc_name(want_rc));
   ck_assert_uint_eq(n, g->n);
   return n;
 }
@@ -176,16 +184,19 @@ START_TEST(test_every_valid_golden_file_opens_with_full_verify_as_expected) {
     cs_err err = {0};
     ck_assert_msg(cs_store_verify(s, &err) == CS_OK, "%s: %s", v[k].name, err.msg);
     golden_parts g;
-    ck_assert_msg(golden_verify_parts(p, CS_OK, &g) == 0, "%s: colstore_verify reports '%s'", v[k].name, g.first);
-    ck_assert_msg(cs_store_rows(s) == v[k].rows, "%s: %" PRIu64 " rows, expected %" PRIu64, v[k].name, cs_store_rows(s), v[k].rows);
-    ck_assert_msg(cs_store_records(s) == v[k].records, "%s: %" PRIu64 " records, expected %" PRIu64, v[k].name, cs_store_records(s),
-                  v[k].records);
-    ck_assert_msg(cs_store_generation(s) == v[k].generation, "%s: generation %" PRIu64 ", expected %" PRIu64, v[k].name,
-                  cs_store_generation(s), v[k].generation);
-    ck_assert_msg(cs_store_recovered(s) == (v[k].recovered != 0), "%s: recovered=%d, expected %d", v[k].name, cs_store_recovered(s),
-                  v[k].recovered);
+    ck_assert_msg(golden_verify_parts(p, CS_OK, &g) == 0, "%s: colstore_verify reports '%s'", v[k].name,
+                  g.first);
+    ck_assert_msg(cs_store_rows(s) == v[k].rows, "%s: %" PRIu64 " rows, expected %" PRIu64, v[k].name,
+                  cs_store_rows(s), v[k].rows);
+    ck_assert_msg(cs_store_records(s) == v[k].records, "%s: %" PRIu64 " records, expected %" PRIu64,
+                  v[k].name, cs_store_records(s), v[k].records);
+    ck_assert_msg(cs_store_generation(s) == v[k].generation, "%s: generation %" PRIu64 ", expected %" PRIu64,
+                  v[k].name, cs_store_generation(s), v[k].generation);
+    ck_assert_msg(cs_store_recovered(s) == (v[k].recovered != 0), "%s: recovered=%d, expected %d", v[k].name,
+                  cs_store_recovered(s), v[k].recovered);
     uint64_t d = ut_store_digest(s);
-    ck_assert_msg(d == v[k].digest, "%s: content digest %016" PRIx64 ", expected %016" PRIx64, v[k].name, d, v[k].digest);
+    ck_assert_msg(d == v[k].digest, "%s: content digest %016" PRIx64 ", expected %016" PRIx64, v[k].name, d,
+                  v[k].digest);
     cs_store_close(s);
     /* Header-only open agrees. */
     s = ut_open_ok(p, CS_VERIFY_HEADER, v[k].name);
@@ -207,20 +218,23 @@ START_TEST(test_every_corrupt_golden_file_fails_with_its_expected_code) {
     ck_assert_msg(want != CS_OK, "%s is listed as corrupt with CS_OK", c[k].name);
     cs_err err = {0};
     cs_rc rc = ut_open_rc(p, CS_VERIFY_FULL, &err);
-    ck_assert_msg(rc == want, "%s: open gave %s (%s), expected %s", c[k].name, cs_rc_name(rc), err.msg, c[k].code);
+    ck_assert_msg(rc == want, "%s: open gave %s (%s), expected %s", c[k].name, cs_rc_name(rc), err.msg,
+                  c[k].code);
     ck_assert_msg(strncmp(err.msg, "colstore: ", 10) == 0 && strstr(err.msg, p) != NULL,
                   "%s: message '%s' should start with 'colstore: ' and name the file", c[k].name, err.msg);
     /* colstore_verify reports damage where a full open finds it, the same
     ** first; what is not damage is its error. */
     golden_parts g;
     uint64_t n_parts = golden_verify_parts(p, want == CS_ECORRUPT ? CS_OK : want, &g);
-    ck_assert_msg((n_parts > 0) == (want == CS_ECORRUPT), "%s: %" PRIu64 " damaged parts reported", c[k].name, n_parts);
+    ck_assert_msg((n_parts > 0) == (want == CS_ECORRUPT), "%s: %" PRIu64 " damaged parts reported", c[k].name,
+                  n_parts);
     ck_assert_msg(want != CS_ECORRUPT || strncmp(err.msg + 10, g.first, strlen(g.first)) == 0,
                   "%s: first part '%s' is not the open's error '%s'", c[k].name, g.first, err.msg);
     /* A header-only open may succeed only if verify then finds the damage. */
     cs_store *s = NULL;
     if (cs_store_open(p, CS_VERIFY_HEADER, &s, &err) == CS_OK) {
-      ck_assert_msg(cs_store_verify(s, &err) == CS_ECORRUPT, "%s: header open and verify both passed", c[k].name);
+      ck_assert_msg(cs_store_verify(s, &err) == CS_ECORRUPT, "%s: header open and verify both passed",
+                    c[k].name);
       cs_store_close(s);
     }
     free(p);
@@ -233,10 +247,12 @@ START_TEST(test_all_types_golden_file_holds_its_known_values) {
   char *p = golden_path("valid", "all_types.cst");
   cs_store *s = ut_open_ok(p, CS_VERIFY_FULL, "all_types");
   const cs_schema *sc = cs_store_schema(s);
-  static const char *names[] = {"id", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "f32", "f64", "b", "t", "bl"};
-  static const cs_type types[] = {CS_TYPE_INT64,  CS_TYPE_INT8,    CS_TYPE_INT16,   CS_TYPE_INT32, CS_TYPE_INT64,
-                                  CS_TYPE_UINT8,  CS_TYPE_UINT16,  CS_TYPE_UINT32,  CS_TYPE_FLOAT32, CS_TYPE_FLOAT64,
-                                  CS_TYPE_BOOL,   CS_TYPE_TEXT,    CS_TYPE_BLOB};
+  static const char *names[] = {"id",  "i8",  "i16", "i32", "i64", "u8", "u16",
+                                "u32", "f32", "f64", "b",   "t",   "bl"};
+  static const cs_type types[] = {CS_TYPE_INT64,   CS_TYPE_INT8,    CS_TYPE_INT16,  CS_TYPE_INT32,
+                                  CS_TYPE_INT64,   CS_TYPE_UINT8,   CS_TYPE_UINT16, CS_TYPE_UINT32,
+                                  CS_TYPE_FLOAT32, CS_TYPE_FLOAT64, CS_TYPE_BOOL,   CS_TYPE_TEXT,
+                                  CS_TYPE_BLOB};
   ck_assert_uint_eq(sc->n_cols, 13);
   for (uint32_t c = 0; c < 13; c++) {
     ck_assert_str_eq(sc->cols[c].name, names[c]);
@@ -298,7 +314,7 @@ START_TEST(test_every_valid_golden_file_accepts_an_append_and_keeps_its_rows) {
     ck_assert_int_eq(cs_batch_new(sc, &b, &err), CS_OK);
     for (uint32_t c = 0; c < sc->n_cols; c++) {
       cs_type t = sc->cols[c].type;
-      cs_rc rc = sc->cols[c].nullable ? cs_batch_put_null(b, c, &err)
+      cs_rc rc = sc->cols[c].nullable    ? cs_batch_put_null(b, c, &err)
                  : cs_type_is_integer(t) ? cs_batch_put_i64(b, c, 1, &err)
                  : cs_type_is_float(t)   ? cs_batch_put_f64(b, c, 1.0, &err)
                                          : cs_batch_put_bytes(b, c, "x", 1, &err);
@@ -318,8 +334,8 @@ START_TEST(test_every_valid_golden_file_accepts_an_append_and_keeps_its_rows) {
         ut_cell x, y;
         ut_store_cell(before, row, c, &x);
         ut_store_cell(after, row, c, &y);
-        ck_assert_msg(ut_cell_equal(sc->cols[c].type, &x, &y), "%s: row %" PRIu64 " column %s changed", v[k].name, row,
-                      sc->cols[c].name);
+        ck_assert_msg(ut_cell_equal(sc->cols[c].type, &x, &y), "%s: row %" PRIu64 " column %s changed",
+                      v[k].name, row, sc->cols[c].name);
       }
     ut_cell last;
     ut_store_cell(after, v[k].rows, 0, &last);
@@ -354,9 +370,12 @@ START_TEST(test_patched_golden_files_take_another_update) {
       for (uint32_t col = 0; col < sc->n_cols; col++) {
         ut_cell x;
         ut_store_cell(before, row, col, &x);
-        if (x.null) ut_cell_set_null(&c[col]);
-        else if (cs_type_is_varlen(sc->cols[col].type)) ut_cell_set_bytes(&c[col], x.bytes, x.len);
-        else c[col] = (ut_cell){.i = x.i, .f = x.f, .f32 = x.f32};
+        if (x.null)
+          ut_cell_set_null(&c[col]);
+        else if (cs_type_is_varlen(sc->cols[col].type))
+          ut_cell_set_bytes(&c[col], x.bytes, x.len);
+        else
+          c[col] = (ut_cell){.i = x.i, .f = x.f, .f32 = x.f32};
       }
     }
     static const uint64_t rows[] = {10, 11};
@@ -369,13 +388,15 @@ START_TEST(test_patched_golden_files_take_another_update) {
         ut_cell x, y;
         ut_store_cell(before, row == 10 || row == 11 ? row + 10 : row, c, &x);
         ut_store_cell(after, row, c, &y);
-        ck_assert_msg(ut_cell_equal(sc->cols[c].type, &x, &y), "%s: row %" PRIu64 " column %s", names[k], row, sc->cols[c].name);
+        ck_assert_msg(ut_cell_equal(sc->cols[c].type, &x, &y), "%s: row %" PRIu64 " column %s", names[k], row,
+                      sc->cols[c].name);
       }
     ut_layout l;
     ut_layout_read(copy, &l);
     bool patched = false;
     for (uint64_t r = 0; r < l.n_records; r++)
-      for (uint32_t c = 0; c < l.n_cols; c++) patched |= (ut_layout_chunk(&l, r, c)->flags & CS_CHUNK_ABSOLUTE) != 0;
+      for (uint32_t c = 0; c < l.n_cols; c++)
+        patched |= (ut_layout_chunk(&l, r, c)->flags & CS_CHUNK_ABSOLUTE) != 0;
     ck_assert(patched);
     ut_layout_free(&l);
     cs_store_close(after);

@@ -50,7 +50,7 @@ typedef struct ref_record {
 typedef struct ref_parse {
   ref_record *records;
   size_t n_records;
-  bool failed;        /* a quote left open */
+  bool failed; /* a quote left open */
   uint64_t fail_line;
 } ref_parse;
 
@@ -94,8 +94,10 @@ static ref_parse ref_tokenize(const char *s, size_t n, char delim, char quote) {
         char b = s[i];
         if (in_quotes) {
           if (b == quote) {
-            if (i + 1 < n && s[i + 1] == quote) ref_add_byte(f, quote), i += 2;
-            else in_quotes = false, i++;
+            if (i + 1 < n && s[i + 1] == quote)
+              ref_add_byte(f, quote), i += 2;
+            else
+              in_quotes = false, i++;
           } else {
             if (b == '\n') line++;
             ref_add_byte(f, b), i++;
@@ -146,17 +148,20 @@ static void check_streamed(const char *s, size_t n, size_t split, const ref_pars
     if (piece_end > n) piece_end = n;
     size_t pos = 0;
     int got;
-    while ((got = cs_csv_feed(&c, (const uint8_t *)s + piece_start, piece_end - piece_start, &pos, &rec, &err)) == 1) {
-      ck_assert_msg(got_records < ref->n_records, "%s split %zu: more records than the reference", what, split);
+    while ((got = cs_csv_feed(&c, (const uint8_t *)s + piece_start, piece_end - piece_start, &pos, &rec,
+                              &err)) == 1) {
+      ck_assert_msg(got_records < ref->n_records, "%s split %zu: more records than the reference", what,
+                    split);
       const ref_record *want = &ref->records[got_records];
-      ck_assert_msg(rec.n_fields == want->n_fields, "%s split %zu record %zu: %u fields, reference %u", what, split, got_records,
-                    rec.n_fields, want->n_fields);
-      ck_assert_msg(rec.line == want->line, "%s split %zu record %zu: line %llu, reference %llu", what, split, got_records,
-                    (unsigned long long)rec.line, (unsigned long long)want->line);
+      ck_assert_msg(rec.n_fields == want->n_fields, "%s split %zu record %zu: %u fields, reference %u", what,
+                    split, got_records, rec.n_fields, want->n_fields);
+      ck_assert_msg(rec.line == want->line, "%s split %zu record %zu: line %llu, reference %llu", what, split,
+                    got_records, (unsigned long long)rec.line, (unsigned long long)want->line);
       for (uint32_t f = 0; f < rec.n_fields; f++) {
         size_t fn;
         const uint8_t *p = cs_record_field(&rec, f, &fn);
-        ck_assert_msg(fn == want->fields[f].n && (fn == 0 || memcmp(p, want->fields[f].bytes, fn) == 0) && rec.quoted[f] == want->fields[f].quoted,
+        ck_assert_msg(fn == want->fields[f].n && (fn == 0 || memcmp(p, want->fields[f].bytes, fn) == 0) &&
+                          rec.quoted[f] == want->fields[f].quoted,
                       "%s split %zu record %zu field %u differs", what, split, got_records, f);
       }
       got_records++;
@@ -170,14 +175,17 @@ static void check_streamed(const char *s, size_t n, size_t split, const ref_pars
     ck_assert_msg(last == -1, "%s split %zu: an open quote was not an error", what, split);
     char want[64];
     snprintf(want, sizeof want, "line %llu:", (unsigned long long)ref->fail_line);
-    ck_assert_msg(strstr(err.msg, want) != NULL, "%s split %zu: '%s' does not name %s", what, split, err.msg, want);
+    ck_assert_msg(strstr(err.msg, want) != NULL, "%s split %zu: '%s' does not name %s", what, split, err.msg,
+                  want);
   } else {
     if (last == 1) {
-      ck_assert_msg(got_records < ref->n_records, "%s split %zu: a last record the reference lacks", what, split);
+      ck_assert_msg(got_records < ref->n_records, "%s split %zu: a last record the reference lacks", what,
+                    split);
       ck_assert_uint_eq(rec.n_fields, ref->records[got_records].n_fields);
       got_records++;
     }
-    ck_assert_msg(got_records == ref->n_records, "%s split %zu: %zu records, reference %zu", what, split, got_records, ref->n_records);
+    ck_assert_msg(got_records == ref->n_records, "%s split %zu: %zu records, reference %zu", what, split,
+                  got_records, ref->n_records);
   }
   cs_record_free(&rec);
 }
@@ -257,9 +265,9 @@ START_TEST(delimiter_detection) {
     const char *text;
     char want;
   } cases[] = {
-      {"a,b,c\n1,2,3\n", ','},          {"a\tb\tc\n1\t2\t3\n", '\t'},   {"a;b\n1,5;2,5\n", ';'},
-      {"a|b|c\n1|2|3\n", '|'},          {"\"x;y\",b\n1,2\n", ','},      {"single\ncolumn\n", ','},
-      {"a;b;c\n1;2;3\n4;5;6", ';'},     {"a,b\n1;2;3\n", ','},
+      {"a,b,c\n1,2,3\n", ','},      {"a\tb\tc\n1\t2\t3\n", '\t'}, {"a;b\n1,5;2,5\n", ';'},
+      {"a|b|c\n1|2|3\n", '|'},      {"\"x;y\",b\n1,2\n", ','},    {"single\ncolumn\n", ','},
+      {"a;b;c\n1;2;3\n4;5;6", ';'}, {"a,b\n1;2;3\n", ','},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     uint8_t got = cs_csv_detect_delim((const uint8_t *)cases[i].text, strlen(cases[i].text), '"');
@@ -270,7 +278,9 @@ END_TEST
 
 /* --------------------------------------------------------------- numbers */
 
-static cs_num_kind parse(const char *s, int64_t *i, double *f) { return cs_parse_number((const uint8_t *)s, strlen(s), i, f); }
+static cs_num_kind parse(const char *s, int64_t *i, double *f) {
+  return cs_parse_number((const uint8_t *)s, strlen(s), i, f);
+}
 
 START_TEST(number_grammar) {
   int64_t i;
@@ -299,8 +309,8 @@ START_TEST(number_grammar) {
   ck_assert(f == 1.0);
   ck_assert_int_eq(parse("1e999", &i, &f), CS_NUM_FLOAT);
   ck_assert(isinf(f));
-  const char *not_numbers[] = {"", "+", "-", ".", "e5", "1e", "1e+", "0x10", "NaN", "nan", "inf", "-inf", "Infinity",
-                               " 1", "1 ", "1,5", "1..2", "--1", "1e5.5", "١"};
+  const char *not_numbers[] = {"",    "+",    "-",        ".",  "e5", "1e",  "1e+",  "0x10", "NaN",   "nan",
+                               "inf", "-inf", "Infinity", " 1", "1 ", "1,5", "1..2", "--1",  "1e5.5", "١"};
   for (size_t k = 0; k < sizeof not_numbers / sizeof not_numbers[0]; k++)
     ck_assert_msg(parse(not_numbers[k], &i, &f) == CS_NUM_NONE, "'%s' parsed as a number", not_numbers[k]);
 }
@@ -330,10 +340,12 @@ START_TEST(numbers_round_like_strtod) {
     buf[n] = 0;
     int64_t i;
     double f;
-    ck_assert_msg(parse(buf, &i, &f) == CS_NUM_FLOAT, "seed %llx: '%s' not a float", (unsigned long long)seed, buf);
+    ck_assert_msg(parse(buf, &i, &f) == CS_NUM_FLOAT, "seed %llx: '%s' not a float", (unsigned long long)seed,
+                  buf);
     double want = strtod(buf, NULL);
     if (want == 0.0) want = 0.0;
-    ck_assert_msg(memcmp(&f, &want, sizeof f) == 0, "seed %llx: '%s' gave %.17g, strtod %.17g", (unsigned long long)seed, buf, f, want);
+    ck_assert_msg(memcmp(&f, &want, sizeof f) == 0, "seed %llx: '%s' gave %.17g, strtod %.17g",
+                  (unsigned long long)seed, buf, f, want);
   }
 }
 END_TEST
@@ -349,16 +361,23 @@ START_TEST(number_kind_agrees_with_parse) {
     int64_t iv;
     double fv;
     cs_num_kind want = cs_parse_number((const uint8_t *)buf, n, &iv, &fv);
-    ck_assert_msg(cs_number_kind((const uint8_t *)buf, n) == want, "seed %llx: '%.*s'", (unsigned long long)seed, (int)n, buf);
+    ck_assert_msg(cs_number_kind((const uint8_t *)buf, n) == want, "seed %llx: '%.*s'",
+                  (unsigned long long)seed, (int)n, buf);
   }
 }
 END_TEST
 
 START_TEST(utf8_check) {
-  const char *valid[] = {"", "plain", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xed\x9f\xbf", "\xf4\x8f\xbf\xbf",
+  const char *valid[] = {"",
+                         "plain",
+                         "caf\xc3\xa9",
+                         "\xe2\x82\xac",
+                         "\xf0\x9f\x98\x80",
+                         "\xed\x9f\xbf",
+                         "\xf4\x8f\xbf\xbf",
                          "12345678\xc3\xa9"};
-  const char *invalid[] = {"\xc3", "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xff", "\x80",
-                           "abcdefgh\xe2\x82", "\xf0\x9f\x98"};
+  const char *invalid[] = {"\xc3", "\xc0\xaf", "\xe0\x80\xaf",     "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                           "\xff", "\x80",     "abcdefgh\xe2\x82", "\xf0\x9f\x98"};
   for (size_t k = 0; k < sizeof valid / sizeof valid[0]; k++)
     ck_assert_msg(cs_utf8_valid((const uint8_t *)valid[k], strlen(valid[k])), "valid %zu refused", k);
   for (size_t k = 0; k < sizeof invalid / sizeof invalid[0]; k++)
@@ -430,15 +449,16 @@ END_TEST
 static void assert_stores_equal(const char *a, const char *b, const char *ctx) {
   cs_store *sa = ut_open_ok(a, CS_VERIFY_FULL, ctx), *sb = ut_open_ok(b, CS_VERIFY_FULL, ctx);
   ut_assert_schema_equals(cs_store_schema(sb), cs_store_schema(sa), ctx);
-  ck_assert_msg(cs_store_rows(sa) == cs_store_rows(sb), "%s: %llu rows, serial %llu", ctx, (unsigned long long)cs_store_rows(sb),
-                (unsigned long long)cs_store_rows(sa));
+  ck_assert_msg(cs_store_rows(sa) == cs_store_rows(sb), "%s: %llu rows, serial %llu", ctx,
+                (unsigned long long)cs_store_rows(sb), (unsigned long long)cs_store_rows(sa));
   const cs_schema *sc = cs_store_schema(sa);
   for (uint64_t r = 0; r < cs_store_rows(sa); r++)
     for (uint32_t c = 0; c < sc->n_cols; c++) {
       ut_cell x, y;
       ut_store_cell(sa, r, c, &x);
       ut_store_cell(sb, r, c, &y);
-      ck_assert_msg(ut_cell_equal(sc->cols[c].type, &x, &y), "%s: row %llu column %u differs", ctx, (unsigned long long)r, c);
+      ck_assert_msg(ut_cell_equal(sc->cols[c].type, &x, &y), "%s: row %llu column %u differs", ctx,
+                    (unsigned long long)r, c);
     }
   cs_store_close(sa);
   cs_store_close(sb);
@@ -468,17 +488,21 @@ static void check_parallel_matches_serial(const char *text, bool skip, const cha
       cs_rc rc = cs_import_text(par, csv, &opt, &got, &err);
       ck_assert_msg(rc == want_rc, "%s: rc %d, serial %d (%s)", ctx, rc, want_rc, err.msg);
       if (rc != CS_OK) {
-        ck_assert_msg(strcmp(err.msg, want_err.msg) == 0, "%s: '%s', serial '%s'", ctx, err.msg, want_err.msg);
+        ck_assert_msg(strcmp(err.msg, want_err.msg) == 0, "%s: '%s', serial '%s'", ctx, err.msg,
+                      want_err.msg);
         ck_assert_msg(!ut_exists(par), "%s: a failed import left a store", ctx);
       } else {
-        ck_assert_msg(got.rows == want.rows && got.rejected == want.rejected, "%s: %llu rows %llu rejected, serial %llu %llu", ctx,
-                      (unsigned long long)got.rows, (unsigned long long)got.rejected, (unsigned long long)want.rows,
+        ck_assert_msg(got.rows == want.rows && got.rejected == want.rejected,
+                      "%s: %llu rows %llu rejected, serial %llu %llu", ctx, (unsigned long long)got.rows,
+                      (unsigned long long)got.rejected, (unsigned long long)want.rows,
                       (unsigned long long)want.rejected);
         ck_assert_uint_eq(got.n_rejects, want.n_rejects);
         for (size_t i = 0; i < got.n_rejects; i++)
-          ck_assert_msg(got.rejects[i].line == want.rejects[i].line && strcmp(got.rejects[i].reason, want.rejects[i].reason) == 0,
-                        "%s: reject %zu: line %llu '%s', serial line %llu '%s'", ctx, i, (unsigned long long)got.rejects[i].line,
-                        got.rejects[i].reason, (unsigned long long)want.rejects[i].line, want.rejects[i].reason);
+          ck_assert_msg(got.rejects[i].line == want.rejects[i].line &&
+                            strcmp(got.rejects[i].reason, want.rejects[i].reason) == 0,
+                        "%s: reject %zu: line %llu '%s', serial line %llu '%s'", ctx, i,
+                        (unsigned long long)got.rejects[i].line, got.rejects[i].reason,
+                        (unsigned long long)want.rejects[i].line, want.rejects[i].reason);
         for (uint32_t c = 0; c < got.n_cols; c++) ck_assert_int_eq(got.cols[c].type, want.cols[c].type);
         assert_stores_equal(serial, par, ctx);
       }

@@ -72,9 +72,20 @@ static const struct {
   const char *p;
   uint64_t n;
 } text_palette[] = {
-    {"", 0},           {"a", 1},          {"a\0", 2},          {"a\0b", 3},        {"ab", 2},
-    {"abcdefgh", 8},   {"abcdefgh\0", 9}, {"abcdefghi", 9},    {"abcdefghij", 10}, {"b", 1},
-    {"\xff", 1},       {"\xc3\xa9t\xc3\xa9", 6}, {"abcdefg", 7}, {"abcdefgh\x01", 9},
+    {"", 0},
+    {"a", 1},
+    {"a\0", 2},
+    {"a\0b", 3},
+    {"ab", 2},
+    {"abcdefgh", 8},
+    {"abcdefgh\0", 9},
+    {"abcdefghi", 9},
+    {"abcdefghij", 10},
+    {"b", 1},
+    {"\xff", 1},
+    {"\xc3\xa9t\xc3\xa9", 6},
+    {"abcdefg", 7},
+    {"abcdefgh\x01", 9},
 };
 #define N_TEXT_PALETTE (sizeof text_palette / sizeof text_palette[0])
 
@@ -141,8 +152,8 @@ static cs_rc put_cell(cs_batch *b, uint32_t col, cs_type type, const ut_cell *c,
   return cs_batch_put_bytes(b, col, c->bytes, c->len, err);
 }
 
-static void ostore_make(ostore *o, const ocol *cols, uint32_t nc, uint64_t n, uint64_t rec, unsigned null_permille,
-                        uint64_t seed) {
+static void ostore_make(ostore *o, const ocol *cols, uint32_t nc, uint64_t n, uint64_t rec,
+                        unsigned null_permille, uint64_t seed) {
   o->sc = ut_scratch_new();
   cs_column cc[32];
   ck_assert(nc <= 32);
@@ -203,13 +214,14 @@ typedef struct ref {
   uint32_t nk;
   const uint64_t *rows;
   uint64_t n;
-  ut_cell *cells;    /* n * nk: key k of input i at [i * nk + k] */
-  uint32_t *sorted;  /* input indices in SQLite's order, ties by index */
-  uint32_t *group;   /* group number (in sorted order) of input index i */
+  ut_cell *cells;   /* n * nk: key k of input i at [i * nk + k] */
+  uint32_t *sorted; /* input indices in SQLite's order, ties by index */
+  uint32_t *group;  /* group number (in sorted order) of input index i */
   uint64_t n_groups;
   uint32_t *row_group; /* group of each store row that occurs in the input */
-  uint64_t *grp_start; /* n_groups + 1: group g's input indices are grp_list[grp_start[g], grp_start[g + 1]) */
-  uint32_t *grp_list;  /* input indices by group, each group in input order */
+  uint64_t
+      *grp_start;     /* n_groups + 1: group g's input indices are grp_list[grp_start[g], grp_start[g + 1]) */
+  uint32_t *grp_list; /* input indices by group, each group in input order */
 } ref;
 
 static const ref *cmp_ref; /* qsort has no context argument */
@@ -275,26 +287,30 @@ static void check_one(const ref *r, cs_order_mode mode, uint64_t limit, const ch
   cs_err err = {0};
   cs_rc rc = cs_order_rows(r->s, r->keys, r->nk, mode, got, &m, limit, &err);
   const char *mname = mode == CS_ORDER_SORT ? "SORT" : mode == CS_ORDER_GROUP ? "GROUP" : "DISTINCT";
-  if (rc != CS_OK) ck_abort_msg("%s %s limit %" PRIu64 ": %s: %s", ctx, mname, limit, cs_rc_name(rc), err.msg);
+  if (rc != CS_OK)
+    ck_abort_msg("%s %s limit %" PRIu64 ": %s: %s", ctx, mname, limit, cs_rc_name(rc), err.msg);
   const char *path = cs__order_last_path();
   if (mode == CS_ORDER_SORT) {
     uint64_t want = n < limit ? n : limit;
     if (m != want)
-      ck_abort_msg("%s SORT limit %" PRIu64 " (%s): %" PRIu64 " rows, expected %" PRIu64, ctx, limit, path, m, want);
+      ck_abort_msg("%s SORT limit %" PRIu64 " (%s): %" PRIu64 " rows, expected %" PRIu64, ctx, limit, path, m,
+                   want);
     for (uint64_t t = 0; t < m; t++)
       if (got[t] != r->rows[r->sorted[t]])
-        ck_abort_msg("%s SORT limit %" PRIu64 " (%s): position %" PRIu64 " holds row %" PRIu64 ", expected %" PRIu64,
+        ck_abort_msg("%s SORT limit %" PRIu64 " (%s): position %" PRIu64 " holds row %" PRIu64
+                     ", expected %" PRIu64,
                      ctx, limit, path, t, got[t], r->rows[r->sorted[t]]);
   } else if (mode == CS_ORDER_DISTINCT) {
     uint64_t want = r->n_groups < limit ? r->n_groups : limit;
     if (m != want)
-      ck_abort_msg("%s DISTINCT limit %" PRIu64 " (%s): %" PRIu64 " rows, expected %" PRIu64, ctx, limit, path, m,
-                   want);
+      ck_abort_msg("%s DISTINCT limit %" PRIu64 " (%s): %" PRIu64 " rows, expected %" PRIu64, ctx, limit,
+                   path, m, want);
     uint64_t g = 0;
     for (uint64_t t = 0; t < n && g < m; t++) {
       if (t > 0 && r->group[r->sorted[t]] == r->group[r->sorted[t - 1]]) continue;
       if (got[g] != r->rows[r->sorted[t]])
-        ck_abort_msg("%s DISTINCT limit %" PRIu64 " (%s): group %" PRIu64 " is row %" PRIu64 ", expected %" PRIu64,
+        ck_abort_msg("%s DISTINCT limit %" PRIu64 " (%s): group %" PRIu64 " is row %" PRIu64
+                     ", expected %" PRIu64,
                      ctx, limit, path, g, got[g], r->rows[r->sorted[t]]);
       g++;
     }
@@ -308,7 +324,8 @@ static void check_one(const ref *r, cs_order_mode mode, uint64_t limit, const ch
     for (uint64_t t = 0; t < m; t++) {
       if (t == 0 || pos == end) { /* the previous group is complete: a new one starts */
         g = r->row_group[got[t]];
-        if (seen[g]) ck_abort_msg("%s GROUP (%s): group %u appears twice (position %" PRIu64 ")", ctx, path, g, t);
+        if (seen[g])
+          ck_abort_msg("%s GROUP (%s): group %u appears twice (position %" PRIu64 ")", ctx, path, g, t);
         seen[g] = 1;
         runs++;
         pos = r->grp_start[g], end = r->grp_start[g + 1];
@@ -320,8 +337,8 @@ static void check_one(const ref *r, cs_order_mode mode, uint64_t limit, const ch
       pos++;
     }
     if (pos != end || runs != want_groups)
-      ck_abort_msg("%s GROUP limit %" PRIu64 " (%s): %" PRIu64 " rows in %" PRIu64 " groups, expected %" PRIu64
-                   " whole groups",
+      ck_abort_msg("%s GROUP limit %" PRIu64 " (%s): %" PRIu64 " rows in %" PRIu64
+                   " groups, expected %" PRIu64 " whole groups",
                    ctx, limit, path, m, runs, want_groups);
     free(seen);
   }
@@ -329,21 +346,22 @@ static void check_one(const ref *r, cs_order_mode mode, uint64_t limit, const ch
 }
 
 /* Every mode at every interesting limit. */
-static void check_all(const cs_store *s, const cs_order_key *keys, uint32_t nk, const uint64_t *rows, uint64_t n,
-                      const char *ctx) {
+static void check_all(const cs_store *s, const cs_order_key *keys, uint32_t nk, const uint64_t *rows,
+                      uint64_t n, const char *ctx) {
   ref r;
   ref_build(&r, s, keys, nk, rows, n);
   const uint64_t limits[] = {CS_ORDER_NO_LIMIT, 0, 1, 7, n / 3, n / 20 + 1, n ? n - 1 : 0, n, n + 5};
   for (int mode = 0; mode < 3; mode++)
-    for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++) check_one(&r, (cs_order_mode)mode, limits[l], ctx);
+    for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++)
+      check_one(&r, (cs_order_mode)mode, limits[l], ctx);
   ref_free(&r);
 }
 
 /* ------------------------------------------------------------ input sets */
 
 enum { IN_ALL, IN_SUBSET, IN_SHUFFLED, IN_DESC, IN_TINY, IN_COUNT };
-static const char *const in_names[] = {"ascending", "ascending subset", "shuffled with duplicates", "descending",
-                                       "tiny"};
+static const char *const in_names[] = {"ascending", "ascending subset", "shuffled with duplicates",
+                                       "descending", "tiny"};
 
 /* Input set `which` over N store rows into rows (room for N + 100); returns n. */
 static uint64_t make_input(int which, uint64_t N, ut_rng *rng, uint64_t *rows) {
@@ -377,8 +395,8 @@ static uint64_t make_input(int which, uint64_t N, ut_rng *rng, uint64_t *rows) {
 /* ------------------------------------------------------------- profiles */
 
 enum { PROF_DEFAULT, PROF_SORT_ONLY, PROF_SMALL_CAPS, PROF_BIG_CAPS, PROF_COUNT };
-static const char *const prof_names[] = {"defaults", "LSD radix only, wide text", "small caps, MSD from 64 rows",
-                                         "big caps, MSD from 200 rows"};
+static const char *const prof_names[] = {"defaults", "LSD radix only, wide text",
+                                         "small caps, MSD from 64 rows", "big caps, MSD from 200 rows"};
 
 static void profile_set(int p) {
   cs__order_tuning t;
@@ -386,7 +404,9 @@ static void profile_set(int p) {
   switch (p) {
     case PROF_SORT_ONLY: t = (cs__order_tuning){0, -1, 0, 0, 8, 0, 0, 16384, 0, 1u << 20}; break;
     case PROF_SMALL_CAPS: t = (cs__order_tuning){2, 4, 3, 5, 11, 1, 64, 30, 2, 1u << 20}; break;
-    case PROF_BIG_CAPS: t = (cs__order_tuning){1, 12, 1u << 20, 1u << 20, 13, 1, 200, 100, 0, 1u << 20}; break;
+    case PROF_BIG_CAPS:
+      t = (cs__order_tuning){1, 12, 1u << 20, 1u << 20, 13, 1, 200, 100, 0, 1u << 20};
+      break;
     default: break;
   }
   cs__order_tuning_set(&t);
@@ -414,8 +434,8 @@ START_TEST(test_order_single_key_matches_reference) {
       for (int desc = 0; desc < 2; desc++) {
         cs_order_key key = {col, desc != 0};
         char ctx[256];
-        snprintf(ctx, sizeof ctx, "seed %" PRIu64 ", %s, %s, %" PRIu64 " rows, key %s %s", seed, prof_names[prof],
-                 in_names[in], n, mixed_cols[col].name, desc ? "DESC" : "ASC");
+        snprintf(ctx, sizeof ctx, "seed %" PRIu64 ", %s, %s, %" PRIu64 " rows, key %s %s", seed,
+                 prof_names[prof], in_names[in], n, mixed_cols[col].name, desc ? "DESC" : "ASC");
         check_all(o.s, &key, 1, rows, n, ctx);
       }
   }
@@ -488,8 +508,8 @@ static void expect_order(const cs_store *s, bool desc, cs_order_mode mode, uint6
   ck_assert_msg(cs_order_rows(s, &key, 1, mode, rows, &m, CS_ORDER_NO_LIMIT, &err) == CS_OK, "%s", err.msg);
   ck_assert_msg(m == n_want, "%s: %" PRIu64 " rows, expected %" PRIu64, what, m, n_want);
   for (uint64_t i = 0; i < m; i++)
-    ck_assert_msg(rows[i] == want[i], "%s (%s): position %" PRIu64 " is row %" PRIu64 ", expected %" PRIu64, what,
-                  cs__order_last_path(), i, rows[i], want[i]);
+    ck_assert_msg(rows[i] == want[i], "%s (%s): position %" PRIu64 " is row %" PRIu64 ", expected %" PRIu64,
+                  what, cs__order_last_path(), i, rows[i], want[i]);
 }
 
 /* NaN is NULL, -0.0 ties 0.0 (input order kept), infinities at the ends. */
@@ -627,7 +647,8 @@ END_TEST
 /* Zone maps that lie (narrower than the values) change nothing: the kernel
 ** finds a value outside them and redoes the call with exact bounds. */
 START_TEST(test_order_wrong_zone_maps_are_caught) {
-  ocol cols[] = {{"k", CS_TYPE_INT32, true, FL_RANGE, -500, 5000}, {"f", CS_TYPE_FLOAT64, true, FL_FULL, 0, 0}};
+  ocol cols[] = {{"k", CS_TYPE_INT32, true, FL_RANGE, -500, 5000},
+                 {"f", CS_TYPE_FLOAT64, true, FL_FULL, 0, 0}};
   ostore o;
   ostore_make(&o, cols, 2, 3000, 64, 50, 77);
   cs_store_close(o.s);
@@ -676,8 +697,9 @@ START_TEST(test_order_large_matches_reference) {
   uint64_t *rows = malloc((N + 100) * 8);
   ck_assert_ptr_nonnull(rows);
   ut_rng rng = ut_rng_seed(seed);
-  const cs_order_key keysets[][2] = {{{0, false}}, {{0, true}}, {{1, false}}, {{2, true}}, {{3, false}},
-                                     {{1, true}, {0, false}}, {{2, false}, {1, true}}};
+  const cs_order_key keysets[][2] = {
+      {{0, false}},           {{0, true}}, {{1, false}}, {{2, true}}, {{3, false}}, {{1, true}, {0, false}},
+      {{2, false}, {1, true}}};
   const uint32_t nks[] = {1, 1, 1, 1, 1, 2, 2};
   for (int in = 0; in < 3; in += 2) { /* ascending, shuffled */
     uint64_t n = make_input(in, N, &rng, rows);
@@ -685,8 +707,10 @@ START_TEST(test_order_large_matches_reference) {
       ref r;
       ref_build(&r, o.s, keysets[ks], nks[ks], rows, n);
       char ctx[160];
-      snprintf(ctx, sizeof ctx, "seed %" PRIu64 ", %s, %" PRIu64 " rows, keyset %zu", seed, in_names[in], n, ks);
-      const uint64_t sort_limits[] = {CS_ORDER_NO_LIMIT, 10, 100010}, group_limits[] = {CS_ORDER_NO_LIMIT, 500};
+      snprintf(ctx, sizeof ctx, "seed %" PRIu64 ", %s, %" PRIu64 " rows, keyset %zu", seed, in_names[in], n,
+               ks);
+      const uint64_t sort_limits[] = {CS_ORDER_NO_LIMIT, 10, 100010},
+                     group_limits[] = {CS_ORDER_NO_LIMIT, 500};
       for (int l = 0; l < 3; l++) check_one(&r, CS_ORDER_SORT, sort_limits[l], ctx);
       for (int l = 0; l < 2; l++) check_one(&r, CS_ORDER_GROUP, group_limits[l], ctx);
       for (int l = 0; l < 2; l++) check_one(&r, CS_ORDER_DISTINCT, group_limits[l], ctx);
@@ -700,7 +724,8 @@ END_TEST
 
 /* More distinct TEXT values than the dictionary takes, with the defaults. */
 START_TEST(test_order_text_past_dictionary_cap) {
-  const ocol cols[] = {{"tf", CS_TYPE_TEXT, true, FL_FULL, 0, 0}, {"bp", CS_TYPE_BLOB, true, FL_PREFIX, 0, 0}};
+  const ocol cols[] = {{"tf", CS_TYPE_TEXT, true, FL_FULL, 0, 0},
+                       {"bp", CS_TYPE_BLOB, true, FL_PREFIX, 0, 0}};
   const uint64_t N = 150000, seed = 0x7E47;
   ostore o;
   ostore_make(&o, cols, 2, N, 0, 30, seed);
@@ -783,11 +808,13 @@ START_TEST(test_order_range_matches_rows) {
         for (uint64_t j = 0; j < n; j++) want[j] = first + j;
         memset(got, 0xAB, 3000 * 8);
         ck_assert(cs_order_rows(o.s, keys, nk, (cs_order_mode)mode, want, &nw, limits[l], NULL) == CS_OK);
-        ck_assert(cs_order_range(o.s, keys, nk, (cs_order_mode)mode, first, n, got, &ng, limits[l], NULL) == CS_OK);
+        ck_assert(cs_order_range(o.s, keys, nk, (cs_order_mode)mode, first, n, got, &ng, limits[l], NULL) ==
+                  CS_OK);
         const char *path = cs__order_last_path();
         if (ng != nw || memcmp(got, want, nw * 8) != 0)
-          ck_abort_msg("seed %" PRIu64 " trial %d: rows [%" PRIu64 ", +%" PRIu64 "), keys %s%s %s, mode %d, limit %" PRIu64
-                       ": %" PRIu64 " rows (path %s), cs_order_rows %" PRIu64,
+          ck_abort_msg("seed %" PRIu64 " trial %d: rows [%" PRIu64 ", +%" PRIu64
+                       "), keys %s%s %s, mode %d, limit %" PRIu64 ": %" PRIu64
+                       " rows (path %s), cs_order_rows %" PRIu64,
                        seed, trial, first, n, mixed_cols[keys[0].col].name, keys[0].desc ? " DESC" : "",
                        nk > 1 ? mixed_cols[keys[1].col].name : "", mode, limits[l], ng, path, nw);
         /* the top-k path writes the limit rows and nothing past them */
@@ -801,7 +828,8 @@ START_TEST(test_order_range_matches_rows) {
   ck_assert(cs_order_range(o.s, &key, 1, CS_ORDER_SORT, 10, 2900, got, &ng, 10, NULL) == CS_OK);
   ck_assert_str_eq(cs__order_last_path(), "topk+range");
   ck_assert_uint_eq(ng, 10);
-  ck_assert(cs_order_range(o.s, &key, 1, CS_ORDER_DISTINCT, 10, 2900, got, &ng, CS_ORDER_NO_LIMIT, NULL) == CS_OK);
+  ck_assert(cs_order_range(o.s, &key, 1, CS_ORDER_DISTINCT, 10, 2900, got, &ng, CS_ORDER_NO_LIMIT, NULL) ==
+            CS_OK);
   ck_assert_str_eq(cs__order_last_path(), "counting+range");
   free(want);
   free(got);
@@ -814,7 +842,8 @@ END_TEST
 ** exactly the one-pass answer over written positions, ties (a key of few
 ** values) included. */
 START_TEST(test_order_range_topk_threads_match) {
-  static const ocol cols[] = {{"f64", CS_TYPE_FLOAT64, true, FL_FULL, 0, 0}, {"few", CS_TYPE_INT32, true, FL_RANGE, 0, 3}};
+  static const ocol cols[] = {{"f64", CS_TYPE_FLOAT64, true, FL_FULL, 0, 0},
+                              {"few", CS_TYPE_INT32, true, FL_RANGE, 0, 3}};
   uint64_t N = 600000, seed = 0x70B;
   cs__order_tuning tuning;
   cs__order_tuning_default(&tuning);
@@ -838,13 +867,16 @@ START_TEST(test_order_range_topk_threads_match) {
           cs_kernel_config_set(&(cs_kernel_config){.threads = threads, .prefetch = -1});
           uint64_t ng = 0, runs0, runs1, helped, alone;
           cs__team_stats(&runs0, &helped, &alone);
-          ck_assert(cs_order_range(o.s, &key, 1, CS_ORDER_SORT, 3, N - 3, got, &ng, limits[l], NULL) == CS_OK);
+          ck_assert(cs_order_range(o.s, &key, 1, CS_ORDER_SORT, 3, N - 3, got, &ng, limits[l], NULL) ==
+                    CS_OK);
           cs__team_stats(&runs1, &helped, &alone);
           ck_assert_str_eq(cs__order_last_path(), "topk+range");
-          if (threads > 1) ck_assert_msg(runs1 > runs0, "%d threads: the top-k did not run on the team", threads);
+          if (threads > 1)
+            ck_assert_msg(runs1 > runs0, "%d threads: the top-k did not run on the team", threads);
           if (ng != nw || memcmp(got, want, nw * 8) != 0)
-            ck_abort_msg("seed %" PRIu64 ": key %s%s, limit %" PRIu64 ", %d threads: differs from cs_order_rows", seed,
-                         cols[col].name, desc ? " DESC" : "", limits[l], threads);
+            ck_abort_msg("seed %" PRIu64 ": key %s%s, limit %" PRIu64
+                         ", %d threads: differs from cs_order_rows",
+                         seed, cols[col].name, desc ? " DESC" : "", limits[l], threads);
         }
       }
   cs_kernel_config_set(&saved);
@@ -860,7 +892,8 @@ END_TEST
 ** threads exactly the one-thread answer (stability included: each group's
 ** rows in input order). */
 START_TEST(test_order_counting_threads_match) {
-  static const ocol cols[] = {{"few", CS_TYPE_INT32, true, FL_RANGE, 0, 3}, {"k", CS_TYPE_INT16, true, FL_RANGE, 0, 999}};
+  static const ocol cols[] = {{"few", CS_TYPE_INT32, true, FL_RANGE, 0, 3},
+                              {"k", CS_TYPE_INT16, true, FL_RANGE, 0, 999}};
   uint64_t N = 400000, seed = 0xC0C;
   cs__order_tuning tuning;
   cs__order_tuning_default(&tuning);
@@ -884,13 +917,17 @@ START_TEST(test_order_counting_threads_match) {
     uint32_t n_keys;
     cs_order_mode mode;
     uint64_t limit;
-  } cases[] = {{one, 1, CS_ORDER_GROUP, CS_ORDER_NO_LIMIT}, {two, 2, CS_ORDER_GROUP, CS_ORDER_NO_LIMIT}, {one, 1, CS_ORDER_GROUP, 37},
-               {one, 1, CS_ORDER_SORT, CS_ORDER_NO_LIMIT},  {two, 2, CS_ORDER_SORT, 300000}};
+  } cases[] = {{one, 1, CS_ORDER_GROUP, CS_ORDER_NO_LIMIT},
+               {two, 2, CS_ORDER_GROUP, CS_ORDER_NO_LIMIT},
+               {one, 1, CS_ORDER_GROUP, 37},
+               {one, 1, CS_ORDER_SORT, CS_ORDER_NO_LIMIT},
+               {two, 2, CS_ORDER_SORT, 300000}};
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     uint64_t nw = n_in, ng;
     memcpy(want, in, n_in * 8);
     cs_kernel_config_set(&(cs_kernel_config){.threads = 1, .prefetch = -1});
-    ck_assert(cs_order_rows(o.s, cases[k].keys, cases[k].n_keys, cases[k].mode, want, &nw, cases[k].limit, NULL) == CS_OK);
+    ck_assert(cs_order_rows(o.s, cases[k].keys, cases[k].n_keys, cases[k].mode, want, &nw, cases[k].limit,
+                            NULL) == CS_OK);
     ck_assert_str_eq(cs__order_last_path(), "counting");
     for (int threads = 2; threads <= 4; threads *= 2) {
       cs_kernel_config_set(&(cs_kernel_config){.threads = threads, .prefetch = -1});
@@ -898,12 +935,16 @@ START_TEST(test_order_counting_threads_match) {
       cs__team_stats(&runs0, &helped, &alone);
       memcpy(got, in, n_in * 8);
       ng = n_in;
-      ck_assert(cs_order_rows(o.s, cases[k].keys, cases[k].n_keys, cases[k].mode, got, &ng, cases[k].limit, NULL) == CS_OK);
+      ck_assert(cs_order_rows(o.s, cases[k].keys, cases[k].n_keys, cases[k].mode, got, &ng, cases[k].limit,
+                              NULL) == CS_OK);
       cs__team_stats(&runs1, &helped, &alone);
       ck_assert_str_eq(cs__order_last_path(), "counting");
-      ck_assert_msg(runs1 > runs0, "case %zu, %d threads: the counting sort did not run on the team", k, threads);
+      ck_assert_msg(runs1 > runs0, "case %zu, %d threads: the counting sort did not run on the team", k,
+                    threads);
       if (ng != nw || memcmp(got, want, nw * 8) != 0)
-        ck_abort_msg("seed %" PRIu64 ": case %zu, %d threads: %" PRIu64 " rows, one thread %" PRIu64 "; differs", seed, k, threads, ng, nw);
+        ck_abort_msg("seed %" PRIu64 ": case %zu, %d threads: %" PRIu64 " rows, one thread %" PRIu64
+                     "; differs",
+                     seed, k, threads, ng, nw);
     }
   }
   cs_kernel_config_set(&saved);
@@ -955,7 +996,8 @@ START_TEST(test_order_range_skips_deleted_positions) {
   cs__order_tuning_set(&tuning);
   cs_kernel_config saved;
   cs_kernel_config_get(&saved);
-  static const ocol cols[] = {{"f64", CS_TYPE_FLOAT64, true, FL_FULL, 0, 0}, {"few", CS_TYPE_INT32, true, FL_RANGE, 0, 3},
+  static const ocol cols[] = {{"f64", CS_TYPE_FLOAT64, true, FL_FULL, 0, 0},
+                              {"few", CS_TYPE_INT32, true, FL_RANGE, 0, 3},
                               {"i16", CS_TYPE_INT16, true, FL_FULL, 0, 0}};
   uint64_t N = 300000;
   ostore o;
@@ -966,7 +1008,8 @@ START_TEST(test_order_range_skips_deleted_positions) {
   ut_rng rng = ut_rng_seed(seed);
   const uint64_t limits[] = {1, 10, 5000, CS_ORDER_NO_LIMIT};
   for (int trial = 0; trial < 12; trial++) {
-    uint64_t first = trial < 4 ? 0 : ut_rng_below(&rng, N / 2), n = trial < 4 ? N : 1 + ut_rng_below(&rng, N - first);
+    uint64_t first = trial < 4 ? 0 : ut_rng_below(&rng, N / 2),
+             n = trial < 4 ? N : 1 + ut_rng_below(&rng, N - first);
     cs_order_key key = {(uint32_t)ut_rng_below(&rng, 3), ut_rng_below(&rng, 2) != 0};
     for (int mode = 0; mode < 3; mode++)
       for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++)
@@ -976,12 +1019,14 @@ START_TEST(test_order_range_skips_deleted_positions) {
           for (uint64_t j = 0; j < n; j++)
             if (!cs_store_row_deleted(o.s, first + j)) want[nw++] = first + j;
           ck_assert(cs_order_rows(o.s, &key, 1, (cs_order_mode)mode, want, &nw, limits[l], NULL) == CS_OK);
-          ck_assert(cs_order_range(o.s, &key, 1, (cs_order_mode)mode, first, n, got, &ng, limits[l], NULL) == CS_OK);
+          ck_assert(cs_order_range(o.s, &key, 1, (cs_order_mode)mode, first, n, got, &ng, limits[l], NULL) ==
+                    CS_OK);
           if (ng != nw || memcmp(got, want, nw * 8) != 0)
-            ck_abort_msg("seed %" PRIu64 " trial %d: rows [%" PRIu64 ", +%" PRIu64 "), key %s%s, mode %d, limit %" PRIu64
-                         ", %d threads: %" PRIu64 " rows (path %s), cs_order_rows over the live rows %" PRIu64,
-                         seed, trial, first, n, cols[key.col].name, key.desc ? " DESC" : "", mode, limits[l], threads, ng,
-                         cs__order_last_path(), nw);
+            ck_abort_msg("seed %" PRIu64 " trial %d: rows [%" PRIu64 ", +%" PRIu64
+                         "), key %s%s, mode %d, limit %" PRIu64 ", %d threads: %" PRIu64
+                         " rows (path %s), cs_order_rows over the live rows %" PRIu64,
+                         seed, trial, first, n, cols[key.col].name, key.desc ? " DESC" : "", mode, limits[l],
+                         threads, ng, cs__order_last_path(), nw);
         }
   }
   cs_kernel_config_set(&saved);
@@ -1000,8 +1045,12 @@ START_TEST(test_order_allocation_failures_leave_rows_unchanged) {
   profile_set(prof);
   ostore o;
   ostore_make(&o, mixed_cols, N_MIXED, 400, 0, 100, 31);
-  const cs_order_key keysets[][2] = {{{2, false}}, {{8, true}}, {{12, false}}, {{13, false}},
-                                     {{9, false}, {19, true}}, {{15, true}, {13, false}}};
+  const cs_order_key keysets[][2] = {{{2, false}},
+                                     {{8, true}},
+                                     {{12, false}},
+                                     {{13, false}},
+                                     {{9, false}, {19, true}},
+                                     {{15, true}, {13, false}}};
   const uint32_t nks[] = {1, 1, 1, 1, 2, 2};
   const uint64_t limits[] = {CS_ORDER_NO_LIMIT, 5};
   uint64_t base[400], want[400], got[400];
@@ -1011,12 +1060,14 @@ START_TEST(test_order_allocation_failures_leave_rows_unchanged) {
       for (int l = 0; l < 2; l++) {
         uint64_t wm = 400;
         memcpy(want, base, sizeof base);
-        ck_assert(cs_order_rows(o.s, keysets[ks], nks[ks], (cs_order_mode)mode, want, &wm, limits[l], NULL) == CS_OK);
+        ck_assert(cs_order_rows(o.s, keysets[ks], nks[ks], (cs_order_mode)mode, want, &wm, limits[l], NULL) ==
+                  CS_OK);
         /* The clean run's allocations, then each one failing in turn. */
         memcpy(got, base, sizeof base);
         uint64_t m = 400;
         cs_mem_fail_after(-1, false);
-        ck_assert(cs_order_rows(o.s, keysets[ks], nks[ks], (cs_order_mode)mode, got, &m, limits[l], NULL) == CS_OK);
+        ck_assert(cs_order_rows(o.s, keysets[ks], nks[ks], (cs_order_mode)mode, got, &m, limits[l], NULL) ==
+                  CS_OK);
         long n_allocs = cs_mem_count(), live = cs_mem_live();
         for (long k = 1; k <= n_allocs; k++)
           for (int sticky = 0; sticky < 2; sticky++) {
@@ -1024,19 +1075,20 @@ START_TEST(test_order_allocation_failures_leave_rows_unchanged) {
             m = 400;
             cs_err err = {0};
             cs_mem_fail_after(k, sticky != 0);
-            cs_rc rc = cs_order_rows(o.s, keysets[ks], nks[ks], (cs_order_mode)mode, got, &m, limits[l], &err);
+            cs_rc rc =
+                cs_order_rows(o.s, keysets[ks], nks[ks], (cs_order_mode)mode, got, &m, limits[l], &err);
             cs_mem_fail_after(-1, false);
             if (cs_mem_live() != live)
-              ck_abort_msg("keyset %zu mode %d: allocation %ld of %ld failing leaks %ld blocks", ks, mode, k, n_allocs,
-                           cs_mem_live() - live);
+              ck_abort_msg("keyset %zu mode %d: allocation %ld of %ld failing leaks %ld blocks", ks, mode, k,
+                           n_allocs, cs_mem_live() - live);
             if (rc == CS_OK) { /* an allocation the kernel can do without (none yet) */
               if (m != wm || memcmp(got, want, m * 8) != 0)
                 ck_abort_msg("keyset %zu mode %d: allocation %ld failing changed the answer", ks, mode, k);
               continue;
             }
             if (rc != CS_ENOMEM || strncmp(err.msg, "colstore: ", 10) != 0)
-              ck_abort_msg("keyset %zu mode %d: allocation %ld failing gave %s: %s", ks, mode, k, cs_rc_name(rc),
-                           err.msg);
+              ck_abort_msg("keyset %zu mode %d: allocation %ld failing gave %s: %s", ks, mode, k,
+                           cs_rc_name(rc), err.msg);
             if (m != 400 || memcmp(got, base, sizeof base) != 0)
               ck_abort_msg("keyset %zu mode %d: allocation %ld failing changed the rows", ks, mode, k);
           }

@@ -109,8 +109,8 @@ static bool ref_pred(const cs_pred *p, cs_type t, const ut_cell *c) {
   }
 }
 
-static const char *const op_names[] = {"EQ", "NE",     "LT",      "LE", "GT",
-                                       "GE", "ISNULL", "NOTNULL", "IN", "BETWEEN", "ISNOT"};
+static const char *const op_names[] = {"EQ",     "NE",      "LT", "LE",      "GT",   "GE",
+                                       "ISNULL", "NOTNULL", "IN", "BETWEEN", "ISNOT"};
 
 static void describe_value(const cs_value *v, char *buf, size_t n) {
   switch (v->kind) {
@@ -638,9 +638,12 @@ START_TEST(test_pred_nan_is_null) {
   /* IS NOT: the NaN and NULL rows are not 1.0 (or -0.0); a NaN or NULL
   ** operand is IS NOT NULL. */
   ck_assert_uint_eq(selected_rows(&p, (cs_pred){.col = 1, .op = CS_CMP_ISNOT, .a = vflt(1.0)}), 0xFFu);
-  ck_assert_uint_eq(selected_rows(&p, (cs_pred){.col = 1, .op = CS_CMP_ISNOT, .a = vint(0)}), 0xFFu & ~(1u << 5));
-  ck_assert_uint_eq(selected_rows(&p, (cs_pred){.col = 1, .op = CS_CMP_ISNOT, .a = vflt(NAN)}), 0x7Fu & ~(1u << 4));
-  ck_assert_uint_eq(selected_rows(&p, (cs_pred){.col = 1, .op = CS_CMP_ISNOT, .a = vnull()}), 0x7Fu & ~(1u << 4));
+  ck_assert_uint_eq(selected_rows(&p, (cs_pred){.col = 1, .op = CS_CMP_ISNOT, .a = vint(0)}),
+                    0xFFu & ~(1u << 5));
+  ck_assert_uint_eq(selected_rows(&p, (cs_pred){.col = 1, .op = CS_CMP_ISNOT, .a = vflt(NAN)}),
+                    0x7Fu & ~(1u << 4));
+  ck_assert_uint_eq(selected_rows(&p, (cs_pred){.col = 1, .op = CS_CMP_ISNOT, .a = vnull()}),
+                    0x7Fu & ~(1u << 4));
   /* A NaN or NULL operand selects nothing, for every op that takes one. */
   for (int op = CS_CMP_EQ; op <= CS_CMP_GE; op++) {
     ck_assert_uint_eq(selected_rows(&p, (cs_pred){.col = 1, .op = (cs_cmp)op, .a = vflt(NAN)}), 0u);

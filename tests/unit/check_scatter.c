@@ -64,25 +64,27 @@ static void tset_expect_equal(const tset *want, const tset *got, uint64_t n, con
     if (memcmp(want->t[i].out, got->t[i].out, n * w) != 0)
       ck_abort_msg("%s: column %s: values differ from the gather", ctx, ut_fixed_cols[want->t[i].col].name);
     if (want->t[i].out_valid && memcmp(want->t[i].out_valid, got->t[i].out_valid, n) != 0)
-      ck_abort_msg("%s: column %s: validity differs from the gather", ctx, ut_fixed_cols[want->t[i].col].name);
+      ck_abort_msg("%s: column %s: validity differs from the gather", ctx,
+                   ut_fixed_cols[want->t[i].col].name);
   }
 }
 
 /* Keys the counting sort takes: small-range columns, alone or in pairs. */
-static const uint32_t key_cols[][2] = {{9, UINT32_MAX}, {0, UINT32_MAX}, {4, UINT32_MAX},
-                                       {13, UINT32_MAX}, {9, 0},         {13, 9},         {14, UINT32_MAX}};
+static const uint32_t key_cols[][2] = {{9, UINT32_MAX}, {0, UINT32_MAX}, {4, UINT32_MAX}, {13, UINT32_MAX},
+                                       {9, 0},          {13, 9},         {14, UINT32_MAX}};
 #define N_KEYSETS (sizeof key_cols / sizeof key_cols[0])
 
 /* Random keys (a key set, directions) and mode, and their description. */
-static void draw_keys(ut_rng *rng, cs_order_key keys[2], uint32_t *nk, cs_order_mode *mode, char *what, size_t cap) {
+static void draw_keys(ut_rng *rng, cs_order_key keys[2], uint32_t *nk, cs_order_mode *mode, char *what,
+                      size_t cap) {
   const uint32_t *kc = key_cols[ut_rng_below(rng, N_KEYSETS)];
   keys[0] = (cs_order_key){kc[0], ut_rng_below(rng, 2) != 0};
   keys[1] = (cs_order_key){kc[1], ut_rng_below(rng, 2) != 0};
   *nk = kc[1] == UINT32_MAX ? 1 : 2;
   *mode = ut_rng_below(rng, 2) ? CS_ORDER_GROUP : CS_ORDER_SORT;
   snprintf(what, cap, "keys %s%s%s%s%s, %s", ut_fixed_cols[keys[0].col].name, keys[0].desc ? " DESC" : "",
-           *nk > 1 ? ", " : "", *nk > 1 ? ut_fixed_cols[keys[1].col].name : "", *nk > 1 && keys[1].desc ? " DESC" : "",
-           *mode == CS_ORDER_GROUP ? "GROUP" : "SORT");
+           *nk > 1 ? ", " : "", *nk > 1 ? ut_fixed_cols[keys[1].col].name : "",
+           *nk > 1 && keys[1].desc ? " DESC" : "", *mode == CS_ORDER_GROUP ? "GROUP" : "SORT");
 }
 
 enum { IN_LIVE, IN_SUBSET, IN_SHUFFLED, IN_COUNT };
@@ -102,12 +104,13 @@ static uint64_t make_input(int which, const cs_store *s, ut_rng *rng, uint64_t *
 
 /* One comparison: keys, mode, input; the scatter in random windows (or
 ** whole) on `threads` threads against the old delivery. */
-static void compare_one(const cs_store *s, const cs_order_key *keys, uint32_t nk, cs_order_mode mode, const uint64_t *in,
-                        uint64_t n, int threads, ut_rng *rng, const char *ctx) {
+static void compare_one(const cs_store *s, const cs_order_key *keys, uint32_t nk, cs_order_mode mode,
+                        const uint64_t *in, uint64_t n, int threads, ut_rng *rng, const char *ctx) {
   cs_err err = {0};
   cs_order_counts counts;
   bool done;
-  ck_assert_msg(cs_order_count(s, keys, nk, mode, in, 0, n, 0, &counts, &done, &err) == CS_OK, "%s: %s", ctx, err.msg);
+  ck_assert_msg(cs_order_count(s, keys, nk, mode, in, 0, n, 0, &counts, &done, &err) == CS_OK, "%s: %s", ctx,
+                err.msg);
   if (n < 2) {
     ck_assert_msg(!done, "%s: counted %" PRIu64 " rows", ctx, n);
     return;
@@ -144,7 +147,8 @@ static void compare_one(const cs_store *s, const cs_order_key *keys, uint32_t nk
   snprintf(buf, sizeof buf, "%s, %d threads, %s windows", ctx, threads, whole ? "whole" : "random");
   for (uint64_t j = 0; j < n; j++)
     if (got_rows[j] != perm[j])
-      ck_abort_msg("%s: output %" PRIu64 ": row %" PRIu64 ", the order says %" PRIu64, buf, j, got_rows[j], perm[j]);
+      ck_abort_msg("%s: output %" PRIu64 ": row %" PRIu64 ", the order says %" PRIu64, buf, j, got_rows[j],
+                   perm[j]);
   tset_expect_equal(&want, &got, n, buf);
   tset_free(&want), tset_free(&got);
   free(perm), free(got_rows), free(bins), free(scratch);
@@ -154,8 +158,8 @@ static void compare_one(const cs_store *s, const cs_order_key *keys, uint32_t nk
 /* Over a range without deletions: cs_order_count and cs_scatter_rows with
 ** no positions (rows NULL) give what they give over the range written out
 ** (which compare_one holds to the gather). */
-static void compare_range(const cs_store *s, const cs_order_key *keys, uint32_t nk, cs_order_mode mode, uint64_t first,
-                          uint64_t n, int threads, ut_rng *rng, const char *ctx) {
+static void compare_range(const cs_store *s, const cs_order_key *keys, uint32_t nk, cs_order_mode mode,
+                          uint64_t first, uint64_t n, int threads, ut_rng *rng, const char *ctx) {
   uint64_t *in = malloc((n ? n : 1) * 8);
   ck_assert(in);
   for (uint64_t i = 0; i < n; i++) in[i] = first + i;
@@ -170,7 +174,8 @@ static void compare_range(const cs_store *s, const cs_order_key *keys, uint32_t 
   ck_assert_msg(dw == dg, "%s: over the range %s", ctx, dg ? "counted" : "not counted");
   if (dw) {
     ck_assert_uint_eq(got.n_codes, want.n_codes);
-    if (memcmp(got.codes, want.codes, n * 4) != 0 || memcmp(got.starts, want.starts, ((uint64_t)want.n_codes + 1) * 4) != 0)
+    if (memcmp(got.codes, want.codes, n * 4) != 0 ||
+        memcmp(got.starts, want.starts, ((uint64_t)want.n_codes + 1) * 4) != 0)
       ck_abort_msg("%s: the range's codes or starts differ from its written rows'", ctx);
     tset a, b;
     tset_make(&a, s, n), tset_make(&b, s, n);
@@ -192,7 +197,8 @@ static void compare_range(const cs_store *s, const cs_order_key *keys, uint32_t 
 /* trials of random keys over s: inputs drawn by make_input (compare_one),
 ** or (ranges) row ranges with no positions (compare_range), each on every
 ** thread count in threads. */
-static void run_store(const cs_store *s, uint64_t seed, int trials, const int *threads, int n_threads, bool ranges) {
+static void run_store(const cs_store *s, uint64_t seed, int trials, const int *threads, int n_threads,
+                      bool ranges) {
   uint64_t N = cs_store_rows(s);
   uint64_t *in = malloc((N ? N : 1) * 8);
   ck_assert(in);
@@ -200,19 +206,26 @@ static void run_store(const cs_store *s, uint64_t seed, int trials, const int *t
   for (int trial = 0; trial < trials; trial++) {
     int which = trial % IN_COUNT;
     uint64_t first = trial == 0 ? 0 : ut_rng_below(&rng, N / 2);
-    uint64_t n = !ranges ? make_input(which, s, &rng, in) : trial == 0 ? N : 2 + ut_rng_below(&rng, N - first - 1);
+    uint64_t n = !ranges      ? make_input(which, s, &rng, in)
+                 : trial == 0 ? N
+                              : 2 + ut_rng_below(&rng, N - first - 1);
     cs_order_key keys[2];
     uint32_t nk;
     cs_order_mode mode;
     char what[80], input[80];
     draw_keys(&rng, keys, &nk, &mode, what, sizeof what);
-    if (ranges) snprintf(input, sizeof input, "rows [%" PRIu64 ", +%" PRIu64 ")", first, n);
-    else snprintf(input, sizeof input, "%s (%" PRIu64 " rows)", in_names[which], n);
+    if (ranges)
+      snprintf(input, sizeof input, "rows [%" PRIu64 ", +%" PRIu64 ")", first, n);
+    else
+      snprintf(input, sizeof input, "%s (%" PRIu64 " rows)", in_names[which], n);
     for (int t = 0; t < n_threads; t++) {
       char ctx[240];
-      snprintf(ctx, sizeof ctx, "seed %" PRIu64 " trial %d: %s, %s, %d threads", seed, trial, input, what, threads[t]);
-      if (ranges) compare_range(s, keys, nk, mode, first, n, threads[t], &rng, ctx);
-      else compare_one(s, keys, nk, mode, in, n, threads[t], &rng, ctx);
+      snprintf(ctx, sizeof ctx, "seed %" PRIu64 " trial %d: %s, %s, %d threads", seed, trial, input, what,
+               threads[t]);
+      if (ranges)
+        compare_range(s, keys, nk, mode, first, n, threads[t], &rng, ctx);
+      else
+        compare_one(s, keys, nk, mode, in, n, threads[t], &rng, ctx);
     }
   }
   free(in);
@@ -235,8 +248,8 @@ static cs_store *delete_some(ut_kstore *k, unsigned permille, uint64_t seed) {
 START_TEST(test_scatter_equals_gather_of_the_order) {
   uint64_t seed = 0x5CA7 + (uint64_t)_i;
   ut_kstore k;
-  ut_kstore_make(&k, ut_fixed_cols, UT_FIXED_COLS, 40000, _i & 1 ? UT_UNIFORM : UT_IRREGULAR, _i & 1 ? 4096 : 3000,
-                 100, seed);
+  ut_kstore_make(&k, ut_fixed_cols, UT_FIXED_COLS, 40000, _i & 1 ? UT_UNIFORM : UT_IRREGULAR,
+                 _i & 1 ? 4096 : 3000, 100, seed);
   if (_i & 2) delete_some(&k, 200, seed + 1);
   static const int one[] = {1};
   run_store(k.s, seed, 24, one, 1, false);
@@ -245,7 +258,8 @@ START_TEST(test_scatter_equals_gather_of_the_order) {
     cs_order_counts counts;
     bool done = true;
     cs_order_key key = {9, false};
-    ck_assert(cs_order_count(k.s, &key, 1, CS_ORDER_GROUP, NULL, 0, cs_store_rows(k.s), 0, &counts, &done, NULL) == CS_OK);
+    ck_assert(cs_order_count(k.s, &key, 1, CS_ORDER_GROUP, NULL, 0, cs_store_rows(k.s), 0, &counts, &done,
+                             NULL) == CS_OK);
     ck_assert(!done && !counts.codes);
   }
   ut_kstore_free(&k);

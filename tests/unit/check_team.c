@@ -67,12 +67,14 @@ START_TEST(test_every_chunk_runs_once_with_distinct_members) {
         ck_assert(x.ran && x.thread_of && x.member_set);
         int members = cs__team_run(threads, n, count_chunk, &x);
         for (uint64_t c = 0; c < n; c++)
-          ck_assert_msg(atomic_load(&x.ran[c]) == 1, "%" PRIu64 " chunks, %d threads: chunk %" PRIu64 " ran %u times",
-                        n, threads, c, atomic_load(&x.ran[c]));
+          ck_assert_msg(atomic_load(&x.ran[c]) == 1,
+                        "%" PRIu64 " chunks, %d threads: chunk %" PRIu64 " ran %u times", n, threads, c,
+                        atomic_load(&x.ran[c]));
         ck_assert_int_eq(atomic_load(&x.bad_member), 0);
         ck_assert_int_ge(members, 1);
         ck_assert_int_le(members, threads);
-        if ((uint64_t)members > (n > 0 ? n : 1)) ck_abort_msg("%d members for %" PRIu64 " chunks", members, n);
+        if ((uint64_t)members > (n > 0 ? n : 1))
+          ck_abort_msg("%d members for %" PRIu64 " chunks", members, n);
         /* member 0 is the caller whenever it ran something */
         if (atomic_load(&x.member_set[0])) ck_assert(pthread_equal(x.thread_of[0], pthread_self()));
         free(x.ran), free(x.thread_of), free(x.member_set);

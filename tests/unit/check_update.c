@@ -38,16 +38,17 @@
 /* --------------------------------------------------------------- helpers */
 
 static const cs_column all_cols[] = {
-    {"id", CS_TYPE_INT64, false},  {"i8", CS_TYPE_INT8, true},       {"i16", CS_TYPE_INT16, true},
-    {"i32", CS_TYPE_INT32, true},  {"i64", CS_TYPE_INT64, true},     {"u8", CS_TYPE_UINT8, true},
-    {"u16", CS_TYPE_UINT16, true}, {"u32", CS_TYPE_UINT32, true},    {"f32", CS_TYPE_FLOAT32, true},
-    {"f64", CS_TYPE_FLOAT64, true}, {"b", CS_TYPE_BOOL, true},       {"t", CS_TYPE_TEXT, true},
-    {"bl", CS_TYPE_BLOB, true},    {"nn_t", CS_TYPE_TEXT, false},    {"nn_f32", CS_TYPE_FLOAT32, false},
+    {"id", CS_TYPE_INT64, false},   {"i8", CS_TYPE_INT8, true},    {"i16", CS_TYPE_INT16, true},
+    {"i32", CS_TYPE_INT32, true},   {"i64", CS_TYPE_INT64, true},  {"u8", CS_TYPE_UINT8, true},
+    {"u16", CS_TYPE_UINT16, true},  {"u32", CS_TYPE_UINT32, true}, {"f32", CS_TYPE_FLOAT32, true},
+    {"f64", CS_TYPE_FLOAT64, true}, {"b", CS_TYPE_BOOL, true},     {"t", CS_TYPE_TEXT, true},
+    {"bl", CS_TYPE_BLOB, true},     {"nn_t", CS_TYPE_TEXT, false}, {"nn_f32", CS_TYPE_FLOAT32, false},
 };
 #define ALL_COLS 15
 static const cs_schema all_schema = {ALL_COLS, all_cols};
 
-static const cs_column small_cols[] = {{"k", CS_TYPE_INT64, false}, {"v", CS_TYPE_INT32, true}, {"s", CS_TYPE_TEXT, true}};
+static const cs_column small_cols[] = {
+    {"k", CS_TYPE_INT64, false}, {"v", CS_TYPE_INT32, true}, {"s", CS_TYPE_TEXT, true}};
 static const cs_schema small_schema = {3, small_cols};
 
 /* The footer's free_bytes against the test's own count: the data region
@@ -81,8 +82,8 @@ static void assert_free_bytes(const char *path, const char *ctx) {
   }
   uint64_t region = l.slot[l.newest].data_end - l.pre.data_offset;
   ck_assert_msg(used <= region, "%s: %" PRIu64 " bytes used in a region of %" PRIu64, ctx, used, region);
-  ck_assert_msg(l.footer_ext.free_bytes == region - used, "%s: free_bytes %" PRIu64 ", counted %" PRIu64, ctx, l.footer_ext.free_bytes,
-                region - used);
+  ck_assert_msg(l.footer_ext.free_bytes == region - used, "%s: free_bytes %" PRIu64 ", counted %" PRIu64, ctx,
+                l.footer_ext.free_bytes, region - used);
   free(blocks), free(own);
   ut_layout_free(&l);
 }
@@ -94,8 +95,10 @@ static void assert_state(const char *path, const ut_table *t, const bool *del, c
   cs_store *s = ut_open_ok(path, CS_VERIFY_FULL, ctx);
   ut_assert_store_equals(s, t, t->n_rows, ctx);
   for (uint64_t row = 0; row < t->n_rows; row++)
-    if (cs_store_row_deleted(s, row) != (del && del[row])) ck_abort_msg("%s: row %" PRIu64 " deleted differs", ctx, row);
-  char *fp = ut_join(getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", "check_update_fresh.cst");
+    if (cs_store_row_deleted(s, row) != (del && del[row]))
+      ck_abort_msg("%s: row %" PRIu64 " deleted differs", ctx, row);
+  char *fp =
+      ut_join(getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", "check_update_fresh.cst");
   char pid_path[512];
   snprintf(pid_path, sizeof pid_path, "%s.%d", fp, (int)getpid());
   cs_store *f = ut_store_fresh_like(s, t, del, pid_path);
@@ -113,7 +116,8 @@ static void assert_state(const char *path, const ut_table *t, const bool *del, c
 /* Row i of a values table: the edges of every type. */
 static ut_table *edge_values(void) {
   ut_table *u = ut_table_new(&all_schema);
-  static const double fl[] = {-0.0, 1.0 / 0.0, -1.0 / 0.0, 0.0 / 0.0, FLT_MAX, -DBL_MAX, 4.9406564584124654e-324, 0.5};
+  static const double fl[] = {
+      -0.0, 1.0 / 0.0, -1.0 / 0.0, 0.0 / 0.0, FLT_MAX, -DBL_MAX, 4.9406564584124654e-324, 0.5};
   char *long_text = malloc(5000);
   ck_assert_ptr_nonnull(long_text);
   for (int k = 0; k < 5000; k++) long_text[k] = (char)('a' + k % 26);
@@ -123,22 +127,34 @@ static ut_table *edge_values(void) {
     for (int k = 1; k <= 7; k++) {
       int64_t lo, hi;
       ut_int_range(all_cols[k].type, &lo, &hi);
-      if (row == 0) ut_cell_set_int(&c[k], lo);
-      else if (row == 1) ut_cell_set_int(&c[k], hi);
-      else if (row == 2) ut_cell_set_null(&c[k]);
-      else ut_cell_set_int(&c[k], row % 2 ? lo + row : hi - row);
+      if (row == 0)
+        ut_cell_set_int(&c[k], lo);
+      else if (row == 1)
+        ut_cell_set_int(&c[k], hi);
+      else if (row == 2)
+        ut_cell_set_null(&c[k]);
+      else
+        ut_cell_set_int(&c[k], row % 2 ? lo + row : hi - row);
     }
     ut_cell_set_float(&c[8], CS_TYPE_FLOAT32, fl[row]);
     ut_cell_set_float(&c[9], CS_TYPE_FLOAT64, fl[7 - row]);
     if (row == 2) ut_cell_set_null(&c[8]), ut_cell_set_null(&c[9]);
-    if (row == 4) ut_cell_set_null(&c[10]);
-    else ut_cell_set_int(&c[10], row & 1);
-    if (row == 0) ut_cell_set_bytes(&c[11], "", 0);
-    else if (row == 1) ut_cell_set_bytes(&c[11], long_text, 5000);
-    else if (row == 2) ut_cell_set_null(&c[11]);
-    else ut_cell_set_bytes(&c[11], "h\xC3\xA9llo \xF0\x9F\x98\x80", 10);
-    if (row == 3) ut_cell_set_null(&c[12]);
-    else ut_cell_set_bytes(&c[12], "\0\x01\0\xff", (uint64_t)row % 5);
+    if (row == 4)
+      ut_cell_set_null(&c[10]);
+    else
+      ut_cell_set_int(&c[10], row & 1);
+    if (row == 0)
+      ut_cell_set_bytes(&c[11], "", 0);
+    else if (row == 1)
+      ut_cell_set_bytes(&c[11], long_text, 5000);
+    else if (row == 2)
+      ut_cell_set_null(&c[11]);
+    else
+      ut_cell_set_bytes(&c[11], "h\xC3\xA9llo \xF0\x9F\x98\x80", 10);
+    if (row == 3)
+      ut_cell_set_null(&c[12]);
+    else
+      ut_cell_set_bytes(&c[12], "\0\x01\0\xff", (uint64_t)row % 5);
     ut_cell_set_bytes(&c[13], row == 5 ? "" : long_text, row == 5 ? 0 : 100 + (uint64_t)row);
     ut_cell_set_float(&c[14], CS_TYPE_FLOAT32, fl[row]);
   }
@@ -180,7 +196,8 @@ START_TEST(test_nulls_come_and_go_with_their_bitmap) {
   ut_table_create_store(t, sc.path, 24, 8, 0);
   ut_layout l;
   ut_layout_read(sc.path, &l);
-  ck_assert(ut_layout_chunk(&l, 0, 1)->validity_offset == 0 && ut_layout_chunk(&l, 1, 1)->validity_offset != 0);
+  ck_assert(ut_layout_chunk(&l, 0, 1)->validity_offset == 0 &&
+            ut_layout_chunk(&l, 1, 1)->validity_offset != 0);
   ut_layout_free(&l);
   ut_table *u = ut_random_table(&small_schema, 2, 0, 4);
   ut_cell_set_null(ut_table_cell(u, 0, 1)), ut_cell_set_null(ut_table_cell(u, 0, 2));
@@ -211,7 +228,7 @@ START_TEST(test_random_updates_match_the_model) {
   ut_scratch sc = ut_scratch_new();
   ut_table *t = ut_random_table(&all_schema, 150, 80, 5);
   ut_table_create_store(t, sc.path, 100, 24, 0);
-  ut_table_append_store(t, sc.path, 100, 50); /* irregular records */
+  ut_table_append_store(t, sc.path, 100, 50);                 /* irregular records */
   ut_table *extra = ut_random_table(&all_schema, 30, 80, 55); /* appended later */
   ut_rng r = ut_rng_seed(6);
   bool del[180] = {0};
@@ -298,7 +315,8 @@ START_TEST(test_repeated_updates_of_one_record_count_their_free_space) {
   ut_layout l;
   ut_layout_read(sc.path, &l);
   cs_disk_patch h;
-  ut_pread(sc.path, ut_layout_chunk(&l, 0, 1)->chunk_offset - ut_layout_chunk(&l, 0, 1)->patch_back * 64ull, &h, sizeof h);
+  ut_pread(sc.path, ut_layout_chunk(&l, 0, 1)->chunk_offset - ut_layout_chunk(&l, 0, 1)->patch_back * 64ull,
+           &h, sizeof h);
   ck_assert_uint_eq(h.n_chunks, 2);
   ck_assert_uint_eq(h.generation, 8);
   ut_layout_free(&l);
@@ -348,7 +366,8 @@ START_TEST(test_invalid_updates_change_nothing) {
   ck_assert_msg(strstr(err.msg, "row 30") && strstr(err.msg, "30 committed"), "%s", err.msg);
   ck_assert_int_eq(ut_update_call(w, far, 1, u, NULL, &err), CS_EINVAL);
   ck_assert(cs_writer_delete(w, fresh_del, 1, NULL, &err) == CS_OK);
-  ck_assert_int_eq(ut_update_call(w, fresh_del, 1, u, NULL, &err), CS_EINVAL); /* deleted by this transaction */
+  ck_assert_int_eq(ut_update_call(w, fresh_del, 1, u, NULL, &err),
+                   CS_EINVAL); /* deleted by this transaction */
   /* A batch of another schema, too short, a NULL for a NOT NULL column. */
   cs_batch *b;
   static const cs_column two_cols[] = {{"k", CS_TYPE_INT64, false}, {"v", CS_TYPE_INT32, true}};
@@ -356,7 +375,8 @@ START_TEST(test_invalid_updates_change_nothing) {
   static const uint64_t one[] = {2};
   ck_assert_int_eq(cs_writer_update(w, one, 1, b, NULL, &err), CS_EINVAL);
   cs_batch_free(b);
-  static const cs_column other_type[] = {{"k", CS_TYPE_INT64, false}, {"v", CS_TYPE_FLOAT64, true}, {"s", CS_TYPE_TEXT, true}};
+  static const cs_column other_type[] = {
+      {"k", CS_TYPE_INT64, false}, {"v", CS_TYPE_FLOAT64, true}, {"s", CS_TYPE_TEXT, true}};
   ck_assert(cs_batch_new(&(cs_schema){3, other_type}, &b, &err) == CS_OK);
   ck_assert_int_eq(cs_writer_update(w, one, 1, b, NULL, &err), CS_ESCHEMA);
   cs_batch_free(b);
@@ -382,7 +402,8 @@ START_TEST(test_invalid_updates_change_nothing) {
   ck_assert_int_eq(ut_update_call(w, one, 1, u, NULL, &err), CS_EINVAL);
   cs_writer_abort(w);
   /* A new store has no committed rows to update. */
-  ck_assert(cs_writer_create(sc.copy, &small_schema, &(cs_writer_options){.replace = true}, &w, &err) == CS_OK);
+  ck_assert(cs_writer_create(sc.copy, &small_schema, &(cs_writer_options){.replace = true}, &w, &err) ==
+            CS_OK);
   b = ut_table_batch(t, 0, 3);
   ck_assert(cs_writer_write(w, b, &err) == CS_OK);
   cs_batch_free(b);
@@ -483,13 +504,14 @@ START_TEST(test_forward_scans_rebuild_the_patched_state) {
     static const uint8_t zero[64] = {0};
     ut_copy_file(sc.path, sc.copy);
     if (how == 0) ut_xor_byte(sc.copy, fo + fb - 3, 0x40); /* torn footer */
-    if (how == 1) ut_truncate(sc.copy, fo);                 /* footer gone */
-    if (how == 2) ut_pwrite(sc.copy, CS_SLOT0_OFFSET, zero, 64), ut_pwrite(sc.copy, CS_SLOT1_OFFSET, zero, 64);
+    if (how == 1) ut_truncate(sc.copy, fo);                /* footer gone */
+    if (how == 2)
+      ut_pwrite(sc.copy, CS_SLOT0_OFFSET, zero, 64), ut_pwrite(sc.copy, CS_SLOT1_OFFSET, zero, 64);
     s = ut_open_ok(sc.copy, CS_VERIFY_FULL, "recovered");
     ck_assert(cs_store_recovered(s));
     ut_assert_store_equals(s, t, 48, "recovered");
-    ck_assert_msg(cs_store_free_bytes(s) == free_bytes, "how %d: free %" PRIu64 ", expected %" PRIu64, how, cs_store_free_bytes(s),
-                  free_bytes);
+    ck_assert_msg(cs_store_free_bytes(s) == free_bytes, "how %d: free %" PRIu64 ", expected %" PRIu64, how,
+                  cs_store_free_bytes(s), free_bytes);
     ck_assert_uint_eq(ut_store_digest(s), digest);
     ck_assert(cs_store_row_deleted(s, 30));
     ck_assert_uint_eq(cs_store_generation(s), 4);
@@ -590,14 +612,18 @@ START_TEST(test_damaged_patches_are_corrupt) {
     ut_layout l2;
     ut_layout_read(sc.copy, &l2);
     cs_disk_chunk bad = *ut_layout_chunk(&l2, 0, 1);
-    if (k == 0) bad.patch_back += 1;
-    else bad.flags &= ~CS_CHUNK_ABSOLUTE; /* file offsets read as record offsets */
+    if (k == 0)
+      bad.patch_back += 1;
+    else
+      bad.flags &= ~CS_CHUNK_ABSOLUTE; /* file offsets read as record offsets */
     uint32_t nc = l2.n_cols;
     uint8_t *f = malloc(l2.slot[l2.newest].footer_bytes);
     ck_assert_ptr_nonnull(f);
     cs_disk_slot slot = l2.slot[l2.newest];
     ut_pread(sc.copy, slot.footer_offset, f, slot.footer_bytes);
-    memcpy(f + ut_layout_head_bytes(&l2) + sizeof(cs_disk_entry) + sizeof(cs_disk_entry_ext) + 1 * sizeof(cs_disk_chunk), &bad, sizeof bad);
+    memcpy(f + ut_layout_head_bytes(&l2) + sizeof(cs_disk_entry) + sizeof(cs_disk_entry_ext) +
+               1 * sizeof(cs_disk_chunk),
+           &bad, sizeof bad);
     (void)nc;
     cs_disk_footer *fh = (cs_disk_footer *)(void *)f;
     fh->checksum = cs__hash_seeded(f + sizeof *fh, slot.footer_bytes - sizeof *fh, cs__hash(fh, 56));
@@ -620,13 +646,15 @@ END_TEST
 
 START_TEST(test_snapshots_cache_and_datasets) {
   ut_scratch sc = ut_scratch_new();
-  ut_table *t = ut_random_table(&small_schema, 50, 100, 21), *old = ut_random_table(&small_schema, 50, 100, 21);
+  ut_table *t = ut_random_table(&small_schema, 50, 100, 21),
+           *old = ut_random_table(&small_schema, 50, 100, 21);
   ut_table_create_store(t, sc.path, 50, 16, 0);
   ut_table *t2 = ut_random_table(&small_schema, 30, 100, 22);
   ut_table_create_store(t2, sc.copy, 30, 8, 0);
   cs_store *snap = ut_open_ok(sc.path, CS_VERIFY_HEADER, "snapshot"), *m;
   cs_err err = {0};
-  ck_assert_msg(cs_store_open_with(sc.path, CS_VERIFY_FULL, CS_CACHE_MEMORY, &m, &err) == CS_OK, "%s", err.msg);
+  ck_assert_msg(cs_store_open_with(sc.path, CS_VERIFY_FULL, CS_CACHE_MEMORY, &m, &err) == CS_OK, "%s",
+                err.msg);
   ut_table *u = ut_random_table(&small_schema, 3, 100, 23);
   static const uint64_t rows[] = {2, 17, 49};
   ut_update_commit(sc.path, t, rows, 3, u, NULL);
@@ -642,7 +670,8 @@ START_TEST(test_snapshots_cache_and_datasets) {
   ut_assert_store_equals(m, old, 50, "cache=memory before");
   ut_assert_store_equals(m2, t, 50, "cache=memory after");
   cs_store_close(m2), cs_store_close(m);
-  ck_assert_msg(cs_store_open_with(sc.path, CS_VERIFY_FULL, CS_CACHE_MEMORY, &m, &err) == CS_OK, "%s", err.msg);
+  ck_assert_msg(cs_store_open_with(sc.path, CS_VERIFY_FULL, CS_CACHE_MEMORY, &m, &err) == CS_OK, "%s",
+                err.msg);
   ut_assert_store_equals(m, t, 50, "cache=memory");
   cs_store_close(m);
   /* A dataset of a patched and a plain file. */
@@ -657,7 +686,8 @@ START_TEST(test_snapshots_cache_and_datasets) {
       ut_cell got;
       ut_store_cell(d, row, c, &got);
       const ut_cell *want = row < 50 ? ut_table_cell(t, row, c) : ut_table_cell(t2, row - 50, c);
-      if (!ut_cell_equal(small_cols[c].type, &got, want)) ck_abort_msg("dataset row %" PRIu64 " column %u differs", row, c);
+      if (!ut_cell_equal(small_cols[c].type, &got, want))
+        ck_abort_msg("dataset row %" PRIu64 " column %u differs", row, c);
     }
   ck_assert_msg(cs_store_check_chunks(d, 0, cs_store_records(d), NULL, &err) == CS_OK, "%s", err.msg);
   cs_store_close(d);
@@ -673,17 +703,20 @@ END_TEST
 ** would be skipped by a predicate only it satisfies. */
 START_TEST(test_zone_maps_see_the_new_values) {
   ut_scratch sc = ut_scratch_new();
-  static const cs_column cols[] = {{"k", CS_TYPE_INT64, false}, {"x", CS_TYPE_INT32, true}, {"f", CS_TYPE_FLOAT64, false}};
+  static const cs_column cols[] = {
+      {"k", CS_TYPE_INT64, false}, {"x", CS_TYPE_INT32, true}, {"f", CS_TYPE_FLOAT64, false}};
   const cs_schema schema = {3, cols};
   ut_table *t = ut_table_new(&schema);
   for (int row = 0; row < 64; row++) {
     ut_cell *c = ut_table_add_row(t);
-    ut_cell_set_int(&c[0], row), ut_cell_set_int(&c[1], row % 100), ut_cell_set_float(&c[2], CS_TYPE_FLOAT64, row * 0.5);
+    ut_cell_set_int(&c[0], row), ut_cell_set_int(&c[1], row % 100),
+        ut_cell_set_float(&c[2], CS_TYPE_FLOAT64, row * 0.5);
   }
   ut_table_create_store(t, sc.path, 64, 16, 0);
   ut_table *u = ut_table_new(&schema);
   ut_cell *c = ut_table_add_row(u);
-  ut_cell_set_int(&c[0], -1), ut_cell_set_int(&c[1], 1000000), ut_cell_set_float(&c[2], CS_TYPE_FLOAT64, -5.0);
+  ut_cell_set_int(&c[0], -1), ut_cell_set_int(&c[1], 1000000),
+      ut_cell_set_float(&c[2], CS_TYPE_FLOAT64, -5.0);
   static const uint64_t rows[] = {37};
   ut_update_commit(sc.path, t, rows, 1, u, NULL);
   cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "zone maps");
@@ -695,7 +728,8 @@ START_TEST(test_zone_maps_see_the_new_values) {
   ck_assert(mask[37]);
   ck_assert_uint_eq(st.records_skipped, 3);
   /* k and f were sorted; record 2 is not any more, nor the column. */
-  ck_assert(!(cs_store_chunk(s, 2, 0)->flags & CS_CHUNK_SORTED) && (cs_store_chunk(s, 1, 0)->flags & CS_CHUNK_SORTED));
+  ck_assert(!(cs_store_chunk(s, 2, 0)->flags & CS_CHUNK_SORTED) &&
+            (cs_store_chunk(s, 1, 0)->flags & CS_CHUNK_SORTED));
   cs_column_stats cst;
   cs_store_column_stats(s, 0, &cst);
   ck_assert(!cst.sorted);
@@ -739,25 +773,38 @@ static void assert_kernels_like(const cs_store *s, const cs_store *f, uint64_t s
     ut_cell probe;
     ut_store_cell(f, n / 3, c, &probe);
     cs_pred p = {.col = c, .op = CS_CMP_GE};
-    if (probe.null) p.op = CS_CMP_NOTNULL;
-    else if (cs_type_is_float(ut_fixed_cols[c].type)) p.a = (cs_value){.kind = CS_VAL_FLOAT, .f = probe.f};
-    else p.a = (cs_value){.kind = CS_VAL_INT, .i = probe.i};
+    if (probe.null)
+      p.op = CS_CMP_NOTNULL;
+    else if (cs_type_is_float(ut_fixed_cols[c].type))
+      p.a = (cs_value){.kind = CS_VAL_FLOAT, .f = probe.f};
+    else
+      p.a = (cs_value){.kind = CS_VAL_INT, .i = probe.i};
     cs_pred_stats s1, s2;
     cs_pred_eval(s, &p, 1, 0, n, m1, &s1);
     cs_pred_eval(f, &p, 1, 0, n, m2, &s2);
-    ck_assert_msg(memcmp(m1, m2, n) == 0 && s1.rows_selected == s2.rows_selected && s1.records_skipped == s2.records_skipped,
+    ck_assert_msg(memcmp(m1, m2, n) == 0 && s1.rows_selected == s2.rows_selected &&
+                      s1.records_skipped == s2.records_skipped,
                   "pred_eval column %u", c);
     /* The selector with a gather of the column and a user mask. */
     cs_selector *q1, *q2;
     cs_err err = {0};
     ck_assert(cs_selector_new(s, &p, 1, &q1, &err) == CS_OK && cs_selector_new(f, &p, 1, &q2, &err) == CS_OK);
     cs_gather_target g1 = {c, o1, v1}, g2 = {c, o2, v2};
-    cs_select_batch b1 = {.first = 0, .n = n, .user_mask = user, .mask = m1, .rows = r1, .want_rows = true, .targets = &g1, .n_targets = 1, .max_threads = 1};
+    cs_select_batch b1 = {.first = 0,
+                          .n = n,
+                          .user_mask = user,
+                          .mask = m1,
+                          .rows = r1,
+                          .want_rows = true,
+                          .targets = &g1,
+                          .n_targets = 1,
+                          .max_threads = 1};
     cs_select_batch b2 = b1;
     b2.mask = m2, b2.rows = r2, b2.targets = &g2;
     cs_select_range(q1, &b1);
     cs_select_range(q2, &b2);
-    ck_assert_msg(b1.n_selected == b2.n_selected && memcmp(r1, r2, b1.n_selected * 8) == 0 && memcmp(o1, o2, b1.n_selected * w) == 0,
+    ck_assert_msg(b1.n_selected == b2.n_selected && memcmp(r1, r2, b1.n_selected * 8) == 0 &&
+                      memcmp(o1, o2, b1.n_selected * w) == 0,
                   "select_range column %u", c);
     cs_selector_free(q1), cs_selector_free(q2);
     /* Ordering and DISTINCT over the column. */
@@ -779,7 +826,8 @@ static void assert_kernels_like(const cs_store *s, const cs_store *f, uint64_t s
     cs_agg_spec spec = {keys, 1, what, 1};
     cs_agg *a1, *a2;
     ck_assert(cs_agg_new(s, &spec, &a1, &err) == CS_OK && cs_agg_new(f, &spec, &a2, &err) == CS_OK);
-    ck_assert(cs_agg_add_range(a1, NULL, 0, n, user, &err) == CS_OK && cs_agg_add_range(a2, NULL, 0, n, user, &err) == CS_OK);
+    ck_assert(cs_agg_add_range(a1, NULL, 0, n, user, &err) == CS_OK &&
+              cs_agg_add_range(a2, NULL, 0, n, user, &err) == CS_OK);
     ck_assert_uint_eq(cs_agg_groups(a1), cs_agg_groups(a2));
     for (uint64_t gi = 0; gi < cs_agg_groups(a1); gi++) {
       cs_value key1;
@@ -794,9 +842,11 @@ static void assert_kernels_like(const cs_store *s, const cs_store *f, uint64_t s
       cs_agg_result x, y;
       cs_agg_result_get(a1, gi, c, &x);
       cs_agg_result_get(a2, g2i, c, &y);
-      ck_assert_msg(x.count == y.count && x.sum.kind == y.sum.kind && x.min.kind == y.min.kind && x.max.kind == y.max.kind,
+      ck_assert_msg(x.count == y.count && x.sum.kind == y.sum.kind && x.min.kind == y.min.kind &&
+                        x.max.kind == y.max.kind,
                     "agg column %u", c);
-      if (x.count && x.sum.kind == CS_VAL_INT) ck_assert(x.sum.i == y.sum.i && x.min.i == y.min.i && x.max.i == y.max.i);
+      if (x.count && x.sum.kind == CS_VAL_INT)
+        ck_assert(x.sum.i == y.sum.i && x.min.i == y.min.i && x.max.i == y.max.i);
       if (x.count && x.sum.kind == CS_VAL_FLOAT) ck_assert(x.min.f == y.min.f && x.max.f == y.max.f);
       ck_assert_uint_eq(cs_agg_count(a1, gi), cs_agg_count(a2, g2i));
     }
@@ -806,23 +856,30 @@ static void assert_kernels_like(const cs_store *s, const cs_store *f, uint64_t s
   ** are answered from per-record statistics and zone maps. */
   unsigned what[UT_FIXED_COLS];
   for (uint32_t c = 0; c < UT_FIXED_COLS; c++)
-    what[c] = CS_AGG_COUNT | CS_AGG_MIN | CS_AGG_MAX | (cs_type_is_varlen(ut_fixed_cols[c].type) ? 0 : CS_AGG_SUM);
+    what[c] =
+        CS_AGG_COUNT | CS_AGG_MIN | CS_AGG_MAX | (cs_type_is_varlen(ut_fixed_cols[c].type) ? 0 : CS_AGG_SUM);
   cs_agg_spec spec = {NULL, 0, what, 1};
   cs_agg *a1, *a2;
   cs_err err = {0};
   ck_assert(cs_agg_new(s, &spec, &a1, &err) == CS_OK && cs_agg_new(f, &spec, &a2, &err) == CS_OK);
-  ck_assert(cs_agg_add_range(a1, NULL, 0, n, NULL, &err) == CS_OK && cs_agg_add_range(a2, NULL, 0, n, NULL, &err) == CS_OK);
+  ck_assert(cs_agg_add_range(a1, NULL, 0, n, NULL, &err) == CS_OK &&
+            cs_agg_add_range(a2, NULL, 0, n, NULL, &err) == CS_OK);
   for (uint32_t c = 0; c < UT_FIXED_COLS; c++) {
     cs_agg_result x, y;
     cs_agg_result_get(a1, 0, c, &x);
     cs_agg_result_get(a2, 0, c, &y);
-    ck_assert_msg(x.count == y.count && x.min.kind == y.min.kind && x.max.kind == y.max.kind, "totals column %u", c);
+    ck_assert_msg(x.count == y.count && x.min.kind == y.min.kind && x.max.kind == y.max.kind,
+                  "totals column %u", c);
     if (!x.count) continue;
-    if (x.min.kind == CS_VAL_INT) ck_assert_msg(x.min.i == y.min.i && x.max.i == y.max.i, "totals column %u", c);
-    if (x.min.kind == CS_VAL_FLOAT) ck_assert_msg(x.min.f == y.min.f && x.max.f == y.max.f, "totals column %u", c);
+    if (x.min.kind == CS_VAL_INT)
+      ck_assert_msg(x.min.i == y.min.i && x.max.i == y.max.i, "totals column %u", c);
+    if (x.min.kind == CS_VAL_FLOAT)
+      ck_assert_msg(x.min.f == y.min.f && x.max.f == y.max.f, "totals column %u", c);
     if (x.min.kind == CS_VAL_TEXT || x.min.kind == CS_VAL_BLOB)
-      ck_assert_msg(x.min.n == y.min.n && x.max.n == y.max.n && (!x.min.n || memcmp(x.min.p, y.min.p, x.min.n) == 0) &&
-                    (!x.max.n || memcmp(x.max.p, y.max.p, x.max.n) == 0), "totals column %u", c);
+      ck_assert_msg(x.min.n == y.min.n && x.max.n == y.max.n &&
+                        (!x.min.n || memcmp(x.min.p, y.min.p, x.min.n) == 0) &&
+                        (!x.max.n || memcmp(x.max.p, y.max.p, x.max.n) == 0),
+                    "totals column %u", c);
     if (x.sum.kind == CS_VAL_INT) ck_assert_msg(x.sum.i == y.sum.i, "totals column %u", c);
   }
   cs_agg_free(a1), cs_agg_free(a2);
@@ -868,9 +925,12 @@ static ut_table *table_copy(const ut_table *t) {
     ut_cell *dst = ut_table_add_row(c);
     for (uint32_t k = 0; k < t->schema.n_cols; k++) {
       const ut_cell *src = ut_table_cell(t, row, k);
-      if (src->null) ut_cell_set_null(&dst[k]);
-      else if (cs_type_is_varlen(t->cols[k].type)) ut_cell_set_bytes(&dst[k], src->bytes, src->len);
-      else dst[k] = (ut_cell){.i = src->i, .f = src->f, .f32 = src->f32};
+      if (src->null)
+        ut_cell_set_null(&dst[k]);
+      else if (cs_type_is_varlen(t->cols[k].type))
+        ut_cell_set_bytes(&dst[k], src->bytes, src->len);
+      else
+        dst[k] = (ut_cell){.i = src->i, .f = src->f, .f32 = src->f32};
     }
   }
   return c;
@@ -894,8 +954,8 @@ typedef struct pending {
 ** refuses), pend_del the pending deletions on return.  The first call may be
 ** given (first, n_first rows, every column); duplicates and rows updated
 ** then deleted are common. */
-static void pending_make(pending *p, ut_table *t, uint64_t n_committed, const bool *committed_del, bool *pend_del, const ut_table *first,
-                         uint64_t n_first, uint64_t seed) {
+static void pending_make(pending *p, ut_table *t, uint64_t n_committed, const bool *committed_del,
+                         bool *pend_del, const ut_table *first, uint64_t n_first, uint64_t seed) {
   ut_rng r = ut_rng_seed(seed);
   uint32_t nc = t->schema.n_cols;
   uint64_t n = t->n_rows;
@@ -905,11 +965,14 @@ static void pending_make(pending *p, ut_table *t, uint64_t n_committed, const bo
     uint64_t m = k == 0 && first ? n_first : 1 + ut_rng_below(&r, 64);
     /* With rows inserted after n_committed, odd calls change those, even
     ** calls committed ones (COMMIT applies them to different places). */
-    uint64_t lo = n_committed < n && (k & 1) ? n_committed : 0, hi = n_committed < n && !(k & 1) ? n_committed : n;
+    uint64_t lo = n_committed < n && (k & 1) ? n_committed : 0,
+             hi = n_committed < n && !(k & 1) ? n_committed : n;
     for (uint64_t i = 0; i < m; i++) {
       /* a run of neighbours or a duplicate of an earlier one, else anywhere */
       uint64_t x = ut_rng_below(&r, 4);
-      uint64_t row = i && x == 0 ? p->rows[k][i - 1] + 1 : i > 1 && x == 1 ? p->rows[k][ut_rng_below(&r, i)] : lo + ut_rng_below(&r, hi - lo);
+      uint64_t row = i && x == 0       ? p->rows[k][i - 1] + 1
+                     : i > 1 && x == 1 ? p->rows[k][ut_rng_below(&r, i)]
+                                       : lo + ut_rng_below(&r, hi - lo);
       if (row >= hi) row = hi - 1;
       while (committed_del[row]) row = row + 1 < hi ? row + 1 : lo;
       p->rows[k][i] = row;
@@ -950,12 +1013,15 @@ static void pending_commit(const char *path, const pending *p, const cs_batch *i
     uint64_t n_odd = 0;
     for (uint64_t k = 1; k < p->n_calls; k += 2) odd[n_odd++] = p->upd[k];
     cs_batch *changed = NULL;
-    ck_assert_msg(cs_batch_with_updates(ins, cs_writer_schema(w), n_committed, odd, n_odd, &changed, &err) == CS_OK, "%s", err.msg);
+    ck_assert_msg(
+        cs_batch_with_updates(ins, cs_writer_schema(w), n_committed, odd, n_odd, &changed, &err) == CS_OK,
+        "%s", err.msg);
     ck_assert_msg(cs_writer_write(w, changed ? changed : ins, &err) == CS_OK, "%s", err.msg);
     cs_batch_free(changed);
   }
   for (uint64_t k = 0; k < p->n_calls; k += ins ? 2 : 1)
-    ck_assert_msg(cs_writer_update(w, p->upd[k].rows, p->upd[k].n, p->vals[k], p->upd[k].cols, &err) == CS_OK, "%s", err.msg);
+    ck_assert_msg(cs_writer_update(w, p->upd[k].rows, p->upd[k].n, p->vals[k], p->upd[k].cols, &err) == CS_OK,
+                  "%s", err.msg);
   ck_assert_msg(cs_writer_delete(w, p->dels, p->n_dels, NULL, &err) == CS_OK, "%s", err.msg);
   ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "%s", err.msg);
 }
@@ -967,10 +1033,11 @@ static void pending_commit(const char *path, const pending *p, const cs_batch *i
 ** every kernel agrees with that store (for ut_fixed_cols), its chunks check
 ** clean, and the base is unchanged.  Then the same changes are committed:
 ** the committed store equals the view, chunk for chunk. */
-static void view_matches(const cs_schema *schema, cs_cache cache, uint64_t n_committed, uint64_t record_rows, bool edges, uint64_t n_ins,
-                         uint64_t seed) {
+static void view_matches(const cs_schema *schema, cs_cache cache, uint64_t n_committed, uint64_t record_rows,
+                         bool edges, uint64_t n_ins, uint64_t seed) {
   char ctx[96];
-  snprintf(ctx, sizeof ctx, "view seed %" PRIu64 " cache %s, %" PRIu64 " inserted", seed, cs_cache_name(cache), n_ins);
+  snprintf(ctx, sizeof ctx, "view seed %" PRIu64 " cache %s, %" PRIu64 " inserted", seed,
+           cs_cache_name(cache), n_ins);
   ut_scratch sc = ut_scratch_new();
   /* The model holds the committed rows, then the inserted ones. */
   uint64_t n_rows = n_committed + n_ins;
@@ -987,7 +1054,8 @@ static void view_matches(const cs_schema *schema, cs_cache cache, uint64_t n_com
     ut_table *u = ut_random_table(schema, 20, 100, seed + 2);
     ut_update_commit(sc.path, t, rows, 20, u, NULL);
     ut_table_free(u);
-    for (int i = 0; i < 10; i++) dead[i] = ut_rng_below(&r, n_committed), del[dead[i]] = all_del[dead[i]] = true;
+    for (int i = 0; i < 10; i++)
+      dead[i] = ut_rng_below(&r, n_committed), del[dead[i]] = all_del[dead[i]] = true;
     ut_delete_commit(sc.path, dead, 10);
   }
   ut_table *before = table_copy(t);
@@ -998,20 +1066,24 @@ static void view_matches(const cs_schema *schema, cs_cache cache, uint64_t n_com
   cs_err err = {0};
   ck_assert_msg(cs_store_open_with(sc.path, CS_VERIFY_READ, cache, &base, &err) == CS_OK, "%s", err.msg);
   if (ins)
-    ck_assert_msg(cs_store_with_pending(base, ins, p.dels, p.n_dels, p.upd, p.n_calls, &v, &err) == CS_OK, "%s: %s", ctx, err.msg);
+    ck_assert_msg(cs_store_with_pending(base, ins, p.dels, p.n_dels, p.upd, p.n_calls, &v, &err) == CS_OK,
+                  "%s: %s", ctx, err.msg);
   else
-    ck_assert_msg(cs_store_with_changes(base, p.dels, p.n_dels, p.upd, p.n_calls, &v, &err) == CS_OK, "%s: %s", ctx, err.msg);
+    ck_assert_msg(cs_store_with_changes(base, p.dels, p.n_dels, p.upd, p.n_calls, &v, &err) == CS_OK,
+                  "%s: %s", ctx, err.msg);
   ck_assert_uint_eq(cs_store_rows(v), n_rows);
   ut_assert_store_equals(v, t, n_rows, ctx);
   uint64_t live = 0;
   for (uint64_t row = 0; row < n_rows; row++) {
     live += !all_del[row];
-    if (cs_store_row_deleted(v, row) != all_del[row]) ck_abort_msg("%s: row %" PRIu64 " deleted differs", ctx, row);
+    if (cs_store_row_deleted(v, row) != all_del[row])
+      ck_abort_msg("%s: row %" PRIu64 " deleted differs", ctx, row);
   }
   ck_assert_uint_eq(cs_store_live_rows(v), live);
   ck_assert_uint_eq(cs_store_files(v), 1);
   ck_assert(!cs_store_is_dataset(v));
-  ck_assert_msg(cs_store_check_chunks(v, 0, cs_store_records(v), NULL, &err) == CS_OK, "%s: %s", ctx, err.msg);
+  ck_assert_msg(cs_store_check_chunks(v, 0, cs_store_records(v), NULL, &err) == CS_OK, "%s: %s", ctx,
+                err.msg);
   cs_store *f = ut_store_fresh_like(v, t, all_del, sc.copy);
   ut_assert_chunks_like(v, f, ctx);
   if (schema->cols == ut_fixed_cols) assert_kernels_like(v, f, seed + 4);
@@ -1019,7 +1091,8 @@ static void view_matches(const cs_schema *schema, cs_cache cache, uint64_t n_com
     cs_column_stats a, b;
     cs_store_column_stats(v, c, &a), cs_store_column_stats(f, c, &b);
     ck_assert_msg(a.sorted == b.sorted && a.null_count == b.null_count && a.has_minmax == b.has_minmax &&
-                  (!a.has_minmax || (a.min.bits == b.min.bits && a.max.bits == b.max.bits)), "%s: column %u stats", ctx, c);
+                      (!a.has_minmax || (a.min.bits == b.min.bits && a.max.bits == b.max.bits)),
+                  "%s: column %u stats", ctx, c);
   }
   cs_store_close(f);
   ut_assert_store_equals(base, before, n_committed, "the base is unchanged");
@@ -1029,7 +1102,8 @@ static void view_matches(const cs_schema *schema, cs_cache cache, uint64_t n_com
   ut_assert_store_equals(done, t, n_rows, ctx);
   ut_assert_chunks_like(done, v, ctx);
   for (uint64_t row = 0; row < n_rows; row++)
-    if (cs_store_row_deleted(done, row) != all_del[row]) ck_abort_msg("%s: committed row %" PRIu64 " deleted differs", ctx, row);
+    if (cs_store_row_deleted(done, row) != all_del[row])
+      ck_abort_msg("%s: committed row %" PRIu64 " deleted differs", ctx, row);
   cs_store_close(done);
   cs_store_close(v);
   ut_assert_store_equals(base, before, n_committed, "the base outlives its view");
@@ -1045,15 +1119,25 @@ static void view_matches(const cs_schema *schema, cs_cache cache, uint64_t n_com
 
 START_TEST(test_view_of_pending_changes_reads_as_the_commit_will) {
   const cs_schema fixed = {UT_FIXED_COLS, ut_fixed_cols};
-  static const struct { bool fixed; cs_cache cache; uint64_t rows, record_rows; bool edges; uint64_t ins; } runs[] = {
-      {true, CS_CACHE_MAP, 700, 64, false, 0},   {true, CS_CACHE_MEMORY, 700, 64, false, 0}, {true, CS_CACHE_MAP, 300, 1000, false, 0},
-      {false, CS_CACHE_MAP, 120, 16, true, 0},   {false, CS_CACHE_MEMORY, 90, 24, true, 0},
+  static const struct {
+    bool fixed;
+    cs_cache cache;
+    uint64_t rows, record_rows;
+    bool edges;
+    uint64_t ins;
+  } runs[] = {
+      {true, CS_CACHE_MAP, 700, 64, false, 0},
+      {true, CS_CACHE_MEMORY, 700, 64, false, 0},
+      {true, CS_CACHE_MAP, 300, 1000, false, 0},
+      {false, CS_CACHE_MAP, 120, 16, true, 0},
+      {false, CS_CACHE_MEMORY, 90, 24, true, 0},
       /* with rows the transaction inserted (one record of them, or more) */
-      {true, CS_CACHE_MAP, 700, 64, false, 150}, {false, CS_CACHE_MEMORY, 120, 16, true, 80},
+      {true, CS_CACHE_MAP, 700, 64, false, 150},
+      {false, CS_CACHE_MEMORY, 120, 16, true, 80},
       {true, CS_CACHE_MAP, 200, 64, false, CS_DEFAULT_RECORD_ROWS + 40},
   };
-  view_matches(runs[_i].fixed ? &fixed : &all_schema, runs[_i].cache, runs[_i].rows, runs[_i].record_rows, runs[_i].edges, runs[_i].ins,
-               40 + (uint64_t)_i * 10);
+  view_matches(runs[_i].fixed ? &fixed : &all_schema, runs[_i].cache, runs[_i].rows, runs[_i].record_rows,
+               runs[_i].edges, runs[_i].ins, 40 + (uint64_t)_i * 10);
 }
 END_TEST
 
@@ -1068,8 +1152,10 @@ START_TEST(test_view_zone_maps_and_sorted_flags_follow_the_pending_values) {
   for (int row = 0; row < 64; row++) {
     ut_cell *c = ut_table_add_row(t);
     ut_cell_set_int(&c[0], row);
-    if (row == 20) ut_cell_set_null(&c[1]);
-    else ut_cell_set_int(&c[1], row % 10);
+    if (row == 20)
+      ut_cell_set_null(&c[1]);
+    else
+      ut_cell_set_int(&c[1], row % 10);
   }
   ut_table_create_store(t, sc.path, 64, 16, 0);
   cs_store *base = ut_open_ok(sc.path, CS_VERIFY_READ, "zone maps");
@@ -1099,8 +1185,10 @@ START_TEST(test_view_zone_maps_and_sorted_flags_follow_the_pending_values) {
   ck_assert(cs_store_chunk(base, 1, 1)->validity != NULL && cs_store_chunk(v, 1, 1)->validity == NULL);
   ck_assert_uint_eq(cs_store_chunk(v, 1, 1)->null_count, 0);
   /* k: record 2 is no longer sorted, record 1 still is (20 in place of 20) */
-  ck_assert(!(cs_store_chunk(v, 2, 0)->flags & CS_CHUNK_SORTED) && (cs_store_chunk(v, 1, 0)->flags & CS_CHUNK_SORTED));
-  ck_assert(cs_store_chunk(v, 0, 0) == cs_store_chunk(v, 0, 0) && cs_store_chunk(v, 0, 0)->data == cs_store_chunk(base, 0, 0)->data);
+  ck_assert(!(cs_store_chunk(v, 2, 0)->flags & CS_CHUNK_SORTED) &&
+            (cs_store_chunk(v, 1, 0)->flags & CS_CHUNK_SORTED));
+  ck_assert(cs_store_chunk(v, 0, 0) == cs_store_chunk(v, 0, 0) &&
+            cs_store_chunk(v, 0, 0)->data == cs_store_chunk(base, 0, 0)->data);
   cs_column_stats cst;
   cs_store_column_stats(v, 0, &cst);
   ck_assert(!cst.sorted);
@@ -1157,7 +1245,8 @@ START_TEST(test_view_refuses_what_the_writer_would) {
   ck_assert_int_eq(cs_store_with_changes(base, NULL, 0, &null_k, 1, &v, &err), CS_EINVAL);
   ck_assert_msg(strstr(err.msg, "NOT NULL") != NULL, "%s", err.msg);
   /* another schema */
-  static const cs_column other_cols[] = {{"k", CS_TYPE_INT32, false}, {"v", CS_TYPE_INT32, true}, {"s", CS_TYPE_TEXT, true}};
+  static const cs_column other_cols[] = {
+      {"k", CS_TYPE_INT32, false}, {"v", CS_TYPE_INT32, true}, {"s", CS_TYPE_TEXT, true}};
   const cs_schema other = {3, other_cols};
   ut_table *o = ut_random_table(&other, 2, 0, 63);
   cs_batch *bo = ut_table_batch(o, 0, 2);
@@ -1286,8 +1375,10 @@ START_TEST(test_every_allocation_failure_leaves_the_old_or_the_new_state) {
       cs_rc rc = cs_writer_append(sc.copy, NULL, &w, &err);
       if (rc == CS_OK) rc = cs_writer_update(w, rows, 4, b, NULL, &err);
       if (rc == CS_OK) rc = cs_writer_delete(w, dead, 1, NULL, &err);
-      if (rc == CS_OK) rc = cs_writer_commit(w, &err);
-      else cs_writer_abort(w);
+      if (rc == CS_OK)
+        rc = cs_writer_commit(w, &err);
+      else
+        cs_writer_abort(w);
       bool failed_any = cs_mem_count() >= k;
       cs_mem_fail_after(-1, false);
       ck_assert_msg(rc == CS_OK || rc == CS_ENOMEM, "k=%ld: %s", k, err.msg);

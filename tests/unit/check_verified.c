@@ -47,8 +47,10 @@ static ut_table *make_store(const char *path) {
   for (int row = 0; row < 64; row++) {
     ut_cell *c = ut_table_add_row(t);
     ut_cell_set_int(&c[COL_ID], row);
-    if (row % 5 == 2) ut_cell_set_null(&c[COL_VICTIM]);
-    else ut_cell_set_float(&c[COL_VICTIM], CS_TYPE_FLOAT64, row * 1.5);
+    if (row % 5 == 2)
+      ut_cell_set_null(&c[COL_VICTIM]);
+    else
+      ut_cell_set_float(&c[COL_VICTIM], CS_TYPE_FLOAT64, row * 1.5);
     if (row % 6 == 1) {
       ut_cell_set_null(&c[COL_TXT]);
     } else {
@@ -88,12 +90,15 @@ static void victim_free(victim *v) {
 static void assert_open_fails(const char *path, cs_verify verify, cs_rc want, const char *ctx) {
   cs_err err = {0};
   cs_rc rc = ut_open_rc(path, verify, &err);
-  ck_assert_msg(rc == want, "%s: open gave %s (%s), expected %s", ctx, cs_rc_name(rc), err.msg, cs_rc_name(want));
-  ck_assert_msg(err.code == want && strncmp(err.msg, "colstore: ", 10) == 0, "%s: message '%s'", ctx, err.msg);
+  ck_assert_msg(rc == want, "%s: open gave %s (%s), expected %s", ctx, cs_rc_name(rc), err.msg,
+                cs_rc_name(want));
+  ck_assert_msg(err.code == want && strncmp(err.msg, "colstore: ", 10) == 0, "%s: message '%s'", ctx,
+                err.msg);
 }
 
 /* The failure message names the record and the column ("record 2, column victim"). */
-static void assert_names(const cs_err *err, const char *path, uint64_t rec, const char *col, const char *ctx) {
+static void assert_names(const cs_err *err, const char *path, uint64_t rec, const char *col,
+                         const char *ctx) {
   char want[96];
   snprintf(want, sizeof want, "record %" PRIu64 ", column %s", rec, col);
   ck_assert_msg(strstr(err->msg, want) != NULL, "%s: message '%s' does not name '%s'", ctx, err->msg, want);
@@ -113,8 +118,8 @@ static void assert_verify_and_full_open_fail(cs_store *s, const char *path, uint
 }
 
 /* Damages one byte of a chunk and checks both verify paths. */
-static void chunk_damage_case(uint64_t (*where)(const ut_layout *, uint64_t, uint32_t), uint64_t rec, uint32_t col,
-                              uint64_t delta, const char *ctx) {
+static void chunk_damage_case(uint64_t (*where)(const ut_layout *, uint64_t, uint32_t), uint64_t rec,
+                              uint32_t col, uint64_t delta, const char *ctx) {
   victim v = victim_new();
   ut_xor_byte(v.sc.path, where(&v.l, rec, col) + delta, 0x10);
   cs_store *s = ut_open_ok(v.sc.path, CS_VERIFY_HEADER, ctx);
@@ -264,7 +269,8 @@ START_TEST(test_damaged_record_header_fails_verify_and_full_open) {
     ut_assert_store_equals(s, v.t, 64, ctx);
     cs_err err = {0};
     ck_assert_msg(cs_store_verify(s, &err) == CS_ECORRUPT, "%s: verify missed it", ctx);
-    ck_assert_msg(strstr(err.msg, "record 1 ") != NULL, "%s: message '%s' does not name record 1", ctx, err.msg);
+    ck_assert_msg(strstr(err.msg, "record 1 ") != NULL, "%s: message '%s' does not name record 1", ctx,
+                  err.msg);
     cs_store_close(s);
     assert_open_fails(v.sc.copy, CS_VERIFY_FULL, CS_ECORRUPT, ctx);
   }
@@ -283,24 +289,71 @@ START_TEST(test_descriptors_outside_their_record_or_type_are_refused_at_open) {
     cs_disk_chunk dc = *ut_layout_chunk(&v.l, rec, col);
     const char *what = NULL;
     switch (k) {
-      case 0: what = "chunk starts at the record end"; dc.chunk_offset = record_bytes; break;
-      case 1: what = "chunk span overflows"; dc.chunk_bytes = UINT64_MAX - 32; break;
-      case 2: what = "chunk inside the record header"; dc.chunk_offset = 0; break;
-      case 3: what = "data misaligned"; dc.data_offset += 8; dc.data_bytes -= 8; break;
-      case 4: what = "data size not rows * width"; dc.data_bytes += 8; break;
-      case 5: what = "nulls without a bitmap"; dc.validity_offset = 0; break;
-      case 6: what = "more nulls than rows"; dc.null_count = 17; break;
-      case 7: what = "unknown flags"; dc.flags |= 0x80; break;
-      case 8: what = "offsets on a fixed-width column"; dc.offsets_offset = dc.data_offset; break;
-      case 9: what = "data past the chunk"; dc.data_offset = dc.chunk_offset + dc.chunk_bytes; break;
-      case 10: col = COL_ID, dc = *ut_layout_chunk(&v.l, rec, col); what = "nulls in a NOT NULL column";
-        dc.null_count = 1, dc.validity_offset = dc.data_offset; break;
-      case 11: col = COL_TXT, dc = *ut_layout_chunk(&v.l, rec, col); what = "TEXT without offsets"; dc.offsets_offset = 0; break;
-      case 12: col = COL_TXT, dc = *ut_layout_chunk(&v.l, rec, col); what = "TEXT data past the chunk";
-        dc.data_bytes = dc.chunk_bytes; break;
-      case 13: col = COL_RAW, dc = *ut_layout_chunk(&v.l, rec, col); what = "offsets past the chunk";
-        dc.offsets_offset = dc.chunk_offset + dc.chunk_bytes - 64; break;
-      case 14: what = "bitmap misaligned"; dc.validity_offset += 8; break;
+      case 0:
+        what = "chunk starts at the record end";
+        dc.chunk_offset = record_bytes;
+        break;
+      case 1:
+        what = "chunk span overflows";
+        dc.chunk_bytes = UINT64_MAX - 32;
+        break;
+      case 2:
+        what = "chunk inside the record header";
+        dc.chunk_offset = 0;
+        break;
+      case 3:
+        what = "data misaligned";
+        dc.data_offset += 8;
+        dc.data_bytes -= 8;
+        break;
+      case 4:
+        what = "data size not rows * width";
+        dc.data_bytes += 8;
+        break;
+      case 5:
+        what = "nulls without a bitmap";
+        dc.validity_offset = 0;
+        break;
+      case 6:
+        what = "more nulls than rows";
+        dc.null_count = 17;
+        break;
+      case 7:
+        what = "unknown flags";
+        dc.flags |= 0x80;
+        break;
+      case 8:
+        what = "offsets on a fixed-width column";
+        dc.offsets_offset = dc.data_offset;
+        break;
+      case 9:
+        what = "data past the chunk";
+        dc.data_offset = dc.chunk_offset + dc.chunk_bytes;
+        break;
+      case 10:
+        col = COL_ID, dc = *ut_layout_chunk(&v.l, rec, col);
+        what = "nulls in a NOT NULL column";
+        dc.null_count = 1, dc.validity_offset = dc.data_offset;
+        break;
+      case 11:
+        col = COL_TXT, dc = *ut_layout_chunk(&v.l, rec, col);
+        what = "TEXT without offsets";
+        dc.offsets_offset = 0;
+        break;
+      case 12:
+        col = COL_TXT, dc = *ut_layout_chunk(&v.l, rec, col);
+        what = "TEXT data past the chunk";
+        dc.data_bytes = dc.chunk_bytes;
+        break;
+      case 13:
+        col = COL_RAW, dc = *ut_layout_chunk(&v.l, rec, col);
+        what = "offsets past the chunk";
+        dc.offsets_offset = dc.chunk_offset + dc.chunk_bytes - 64;
+        break;
+      case 14:
+        what = "bitmap misaligned";
+        dc.validity_offset += 8;
+        break;
       default: ck_abort_msg("no case %d", k);
     }
     ut_copy_file(v.sc.path, v.sc.copy);
@@ -320,7 +373,8 @@ END_TEST
 /* ------------------------------------------------------ TEXT/BLOB offsets */
 
 /* Rewrites offsets[k] of (rec, col); reseals the chunk checksum when asked. */
-static void offsets_set(const char *path, uint64_t rec, uint32_t col, uint64_t k, int64_t value, bool reseal) {
+static void offsets_set(const char *path, uint64_t rec, uint32_t col, uint64_t k, int64_t value,
+                        bool reseal) {
   ut_layout l;
   ut_layout_read(path, &l);
   ut_pwrite(path, ut_layout_offsets_offset(&l, rec, col) + 8 * k, &value, 8);
@@ -353,7 +407,8 @@ static int varlen_refusals(const cs_store *s, uint64_t rec, uint32_t col) {
     }
     ck_assert_int_eq(rc, CS_OK);
     const uint8_t *lo = ch->data, *hi = lo + ch->data_bytes;
-    ck_assert_msg(p >= lo && p <= hi && len <= (uint64_t)(hi - p), "row %" PRIu64 ": value outside the data", i);
+    ck_assert_msg(p >= lo && p <= hi && len <= (uint64_t)(hi - p), "row %" PRIu64 ": value outside the data",
+                  i);
     volatile uint8_t sink = 0;
     for (uint64_t b = 0; b < len; b++) sink ^= p[b]; /* ASan would flag a stray read */
     (void)sink;
@@ -371,7 +426,8 @@ START_TEST(test_text_offset_past_the_data_is_refused_by_varlen_without_reading_i
       offsets_set(v.sc.path, 2, COL_TXT, 5, bad_values[k], reseal);
       cs_store *s = ut_open_ok(v.sc.path, CS_VERIFY_HEADER, ctx);
       /* Rows 4 and 5 use offsets[5]; they, and only they, are refused. */
-      ck_assert_msg(varlen_refusals(s, 2, COL_TXT) == 2, "%s: %d refusals", ctx, varlen_refusals(s, 2, COL_TXT));
+      ck_assert_msg(varlen_refusals(s, 2, COL_TXT) == 2, "%s: %d refusals", ctx,
+                    varlen_refusals(s, 2, COL_TXT));
       const uint8_t *p;
       uint64_t len;
       cs_err err = {0};
@@ -394,9 +450,12 @@ START_TEST(test_resealed_offsets_that_break_arrow_rules_fail_verify) {
     ut_pread(v.sc.path, ut_layout_offsets_offset(&v.l, 1, COL_RAW), o, sizeof o);
     ck_assert(o[16] == (int64_t)dc->data_bytes && o[9] > o[8]);
     const char *what = k == 0 ? "nonzero start" : k == 1 ? "decreasing" : "short end";
-    if (k == 0) offsets_set(v.sc.path, 1, COL_RAW, 0, 1, true);
-    else if (k == 1) offsets_set(v.sc.path, 1, COL_RAW, 8, o[9] + 1, true);
-    else offsets_set(v.sc.path, 1, COL_RAW, 16, o[16] - 1, true);
+    if (k == 0)
+      offsets_set(v.sc.path, 1, COL_RAW, 0, 1, true);
+    else if (k == 1)
+      offsets_set(v.sc.path, 1, COL_RAW, 8, o[9] + 1, true);
+    else
+      offsets_set(v.sc.path, 1, COL_RAW, 16, o[16] - 1, true);
     cs_store *s = ut_open_ok(v.sc.path, CS_VERIFY_HEADER, what);
     varlen_refusals(s, 1, COL_RAW); /* whatever it refuses, it reads nothing outside */
     assert_verify_and_full_open_fail(s, v.sc.path, 1, COL_RAW, what);
@@ -407,7 +466,8 @@ END_TEST
 
 /* ------------------------------------------------------------ exhaustive */
 
-static const cs_column small_cols[] = {{"id", CS_TYPE_INT64, false}, {"s", CS_TYPE_TEXT, true}, {"f", CS_TYPE_FLOAT32, true}};
+static const cs_column small_cols[] = {
+    {"id", CS_TYPE_INT64, false}, {"s", CS_TYPE_TEXT, true}, {"f", CS_TYPE_FLOAT32, true}};
 static const cs_schema small_schema = {3, small_cols};
 
 /* Two commits: 10 rows, then 10 more; records of 8. */
@@ -444,7 +504,8 @@ static bool damaged_outcome(const char *path, const ut_table *t, bool magic_hit,
   cs_rc rc = cs_store_open(path, CS_VERIFY_FULL, &s, &err);
   bool reported = rc != CS_OK;
   if (reported) {
-    ck_assert_msg(rc == CS_ECORRUPT || (magic_hit && rc == CS_ENOTSTORE), "%s: full open gave %s: %s", ctx, cs_rc_name(rc), err.msg);
+    ck_assert_msg(rc == CS_ECORRUPT || (magic_hit && rc == CS_ENOTSTORE), "%s: full open gave %s: %s", ctx,
+                  cs_rc_name(rc), err.msg);
   } else {
     ck_assert_msg(store_holds(s, t, cs_store_rows(s)) && (cs_store_rows(s) == 10 || cs_store_rows(s) == 20),
                   "%s: opened with %" PRIu64 " rows that are not a committed state", ctx, cs_store_rows(s));
@@ -455,7 +516,8 @@ static bool damaged_outcome(const char *path, const ut_table *t, bool magic_hit,
   if (rc == CS_OK) {
     for (uint64_t rec = 0; rec < cs_store_records(s); rec++) varlen_refusals(s, rec, 1);
     bool verified = cs_store_verify(s, &err) == CS_OK;
-    ck_assert_msg(!verified || (store_holds(s, t, cs_store_rows(s)) && (cs_store_rows(s) == 10 || cs_store_rows(s) == 20)),
+    ck_assert_msg(!verified || (store_holds(s, t, cs_store_rows(s)) &&
+                                (cs_store_rows(s) == 10 || cs_store_rows(s) == 20)),
                   "%s: verify passed a store that is not a committed state", ctx);
     cs_store_close(s);
   }
@@ -491,7 +553,8 @@ START_TEST(test_every_single_byte_flip_is_reported_or_harmless) {
     }
   }
   /* Every flip inside a column chunk is reported by the full verify. */
-  ck_assert_msg(data_reported == data_bytes, "%zu of %zu chunk-byte flips went unreported", data_bytes - data_reported, data_bytes);
+  ck_assert_msg(data_reported == data_bytes, "%zu of %zu chunk-byte flips went unreported",
+                data_bytes - data_reported, data_bytes);
   ck_assert_msg(reported > n / 2, "only %zu of %zu flips reported: the test lost its point", reported, 2 * n);
   ut_layout_free(&l);
   free(orig);

@@ -67,7 +67,8 @@ static found verify_all(const char *source, cs_rc want_rc, const char *ctx) {
   ck_assert_msg(rc == want_rc, "%s: verify gave %s (%s)", ctx, cs_rc_name(rc), err.msg);
   ck_assert_msg(n == f.n, "%s: %" PRIu64 " parts counted but %" PRIu64 " reported", ctx, n, f.n);
   for (uint64_t i = 0; i < f.n; i++)
-    ck_assert_msg(strncmp(f.parts[i].msg, "colstore: ", 10) != 0 && strstr(f.parts[i].msg, f.parts[i].path) == f.parts[i].msg,
+    ck_assert_msg(strncmp(f.parts[i].msg, "colstore: ", 10) != 0 &&
+                      strstr(f.parts[i].msg, f.parts[i].path) == f.parts[i].msg,
                   "%s: part '%s' does not start with its file", ctx, f.parts[i].msg);
   return f;
 }
@@ -89,8 +90,8 @@ static void assert_found_exactly(const found *f, const want_part *want, uint64_t
   for (uint64_t i = 0; i < f->n; i++) {
     const found_part *p = &f->parts[i];
     uint64_t k = 0;
-    while (k < n && (strcmp(want[k].path, p->path) || want[k].kind != p->kind || want[k].record != p->record ||
-                     want[k].column != p->column))
+    while (k < n && (strcmp(want[k].path, p->path) || want[k].kind != p->kind ||
+                     want[k].record != p->record || want[k].column != p->column))
       k++;
     ck_assert_msg(k < n, "%s: reported a part that is not damaged: '%s' (kind %d)", ctx, p->msg, p->kind);
     ck_assert_msg(!seen[k], "%s: '%s' reported twice", ctx, p->msg);
@@ -125,14 +126,16 @@ static ut_table *make_store(const char *path, uint64_t n_records, uint64_t seed)
 ** patch block for an UPDATE's chunk. */
 static uint64_t chunk_file_offset(const ut_layout *l, uint64_t rec, uint32_t col) {
   const cs_disk_chunk *dc = ut_layout_chunk(l, rec, col);
-  return (dc->flags & CS_CHUNK_ABSOLUTE) ? dc->chunk_offset : l->entries[rec].record_offset + dc->chunk_offset;
+  return (dc->flags & CS_CHUNK_ABSOLUTE) ? dc->chunk_offset
+                                         : l->entries[rec].record_offset + dc->chunk_offset;
 }
 
 /* Overwrites one byte at a random offset inside chunk (rec, col) with a
 ** different value. */
 static void chunk_damage(const char *path, const ut_layout *l, uint64_t rec, uint32_t col, ut_rng *r) {
   const cs_disk_chunk *dc = ut_layout_chunk(l, rec, col);
-  ut_xor_byte(path, chunk_file_offset(l, rec, col) + ut_rng_below(r, dc->chunk_bytes), (uint8_t)(1 + ut_rng_below(r, 255)));
+  ut_xor_byte(path, chunk_file_offset(l, rec, col) + ut_rng_below(r, dc->chunk_bytes),
+              (uint8_t)(1 + ut_rng_below(r, 255)));
 }
 
 /* k distinct chunks of n_cells, chosen with r (a partial Fisher-Yates). */
@@ -182,13 +185,15 @@ START_TEST(test_every_damaged_chunk_is_named_once) {
       found f = verify_all(sc.path, CS_OK, ctx);
       assert_found_exactly(&f, want, k, ctx);
       for (uint64_t i = 0; i < f.n; i++)
-        ck_assert_msg(strstr(f.parts[i].msg, "checksum mismatch") && !strstr(f.parts[i].msg, "colstore_verify()"),
-                      "%s: '%s'", ctx, f.parts[i].msg);
+        ck_assert_msg(
+            strstr(f.parts[i].msg, "checksum mismatch") && !strstr(f.parts[i].msg, "colstore_verify()"),
+            "%s: '%s'", ctx, f.parts[i].msg);
       /* The first-failure check still stops at the first, with a read's advice. */
       cs_err err = {0};
       ck_assert_int_eq(ut_open_rc(sc.path, CS_VERIFY_FULL, &err), CS_ECORRUPT);
-      ck_assert_msg(strstr(err.msg, f.parts[0].msg + strlen(sc.path)) && strstr(err.msg, "restore it from a copy"), "%s: '%s'",
-                    ctx, err.msg);
+      ck_assert_msg(
+          strstr(err.msg, f.parts[0].msg + strlen(sc.path)) && strstr(err.msg, "restore it from a copy"),
+          "%s: '%s'", ctx, err.msg);
       free(f.parts);
       free(want);
       free(cells);
@@ -207,8 +212,9 @@ START_TEST(test_damaged_record_header_hides_no_chunk) {
   ut_layout l;
   ut_layout_read(sc.path, &l);
   ut_rng r = ut_rng_seed(4);
-  ut_xor_byte(sc.path, l.entries[2].record_offset + 20, 0x40);          /* header field, under its checksum */
-  ut_xor_byte(sc.path, l.entries[4].record_offset + 64 + 5 * 8, 0x01);  /* a descriptor byte: descriptors checksum */
+  ut_xor_byte(sc.path, l.entries[2].record_offset + 20, 0x40); /* header field, under its checksum */
+  ut_xor_byte(sc.path, l.entries[4].record_offset + 64 + 5 * 8,
+              0x01); /* a descriptor byte: descriptors checksum */
   chunk_damage(sc.path, &l, 2, 1, &r);
   chunk_damage(sc.path, &l, 5, 2, &r);
   const want_part want[] = {{sc.path, CS_DAMAGE_RECORD, 2, CS_DAMAGE_NO_COLUMN},
@@ -281,7 +287,8 @@ START_TEST(test_every_damaged_deletion_vector_is_named) {
                               {sc.path, CS_DAMAGE_CHUNK, 9, 1}};
     found f = verify_all(sc.path, CS_OK, ctx);
     assert_found_exactly(&f, want, 3, ctx);
-    for (uint64_t i = 0; i < 2; i++) ck_assert_msg(strstr(f.parts[i].msg, "deletion vector"), "%s: '%s'", ctx, f.parts[i].msg);
+    for (uint64_t i = 0; i < 2; i++)
+      ck_assert_msg(strstr(f.parts[i].msg, "deletion vector"), "%s: '%s'", ctx, f.parts[i].msg);
     free(f.parts);
     ut_layout_free(&l);
     ut_table_free(t);
@@ -304,7 +311,7 @@ START_TEST(test_every_damaged_patch_block_is_named_once) {
   for (uint64_t rec = 0; rec <= 4; rec += 2)
     for (uint32_t c = 1; c < NC; c++) ck_assert(ut_layout_chunk(&l, rec, c)->flags & CS_CHUNK_ABSOLUTE);
   const cs_disk_chunk *p0 = ut_layout_chunk(&l, 0, 1), *p2 = ut_layout_chunk(&l, 2, 2);
-  ut_xor_byte(sc.path, p0->chunk_offset - (uint64_t)p0->patch_back * 64 + 24, 0x10); /* block header */
+  ut_xor_byte(sc.path, p0->chunk_offset - (uint64_t)p0->patch_back * 64 + 24, 0x10);      /* block header */
   ut_xor_byte(sc.path, p2->chunk_offset - (uint64_t)p2->patch_back * 64 + 64 + 40, 0x10); /* an item */
   ut_rng r = ut_rng_seed(6);
   chunk_damage(sc.path, &l, 4, 2, &r); /* in record 4's intact block */
@@ -315,7 +322,8 @@ START_TEST(test_every_damaged_patch_block_is_named_once) {
                             {sc.path, CS_DAMAGE_CHUNK, 3, 1}};
   found f = verify_all(sc.path, CS_OK, "patches");
   assert_found_exactly(&f, want, 4, "patches");
-  for (uint64_t i = 0; i < 2; i++) ck_assert_msg(strstr(f.parts[i].msg, "patch block"), "'%s'", f.parts[i].msg);
+  for (uint64_t i = 0; i < 2; i++)
+    ck_assert_msg(strstr(f.parts[i].msg, "patch block"), "'%s'", f.parts[i].msg);
   free(f.parts);
   ut_layout_free(&l);
   ut_table_free(u);
@@ -387,7 +395,9 @@ START_TEST(test_dataset_names_every_damaged_file) {
   chunk_damage(paths[0], &ls[0], 1, 0, &r);
   chunk_damage(paths[0], &ls[0], 4, 2, &r);
   chunk_damage(paths[2], &ls[2], 0, 1, &r);
-  const want_part want[] = {{paths[0], CS_DAMAGE_CHUNK, 1, 0}, {paths[0], CS_DAMAGE_CHUNK, 4, 2}, {paths[2], CS_DAMAGE_CHUNK, 0, 1}};
+  const want_part want[] = {{paths[0], CS_DAMAGE_CHUNK, 1, 0},
+                            {paths[0], CS_DAMAGE_CHUNK, 4, 2},
+                            {paths[2], CS_DAMAGE_CHUNK, 0, 1}};
   f = verify_all(sc.dir, CS_OK, "dataset");
   assert_found_exactly(&f, want, 3, "dataset");
   free(f.parts);

@@ -57,7 +57,8 @@ static ut_table *numbered_table(uint64_t n, int64_t base) {
   return t;
 }
 
-static void assert_store(const char *path, cs_verify verify, const ut_table *t, uint64_t rows, const char *ctx) {
+static void assert_store(const char *path, cs_verify verify, const ut_table *t, uint64_t rows,
+                         const char *ctx) {
   cs_store *s = ut_open_ok(path, verify, ctx);
   ut_assert_store_equals(s, t, rows, ctx);
   cs_err err = {0};
@@ -95,7 +96,8 @@ static void assert_same_bytes(const uint8_t *a, size_t na, const char *path, con
   size_t nb;
   uint8_t *b = ut_read_all(path, &nb);
   ck_assert_msg(na == nb, "%s: file is %zu bytes, was %zu", ctx, nb, na);
-  for (size_t i = 0; i < na; i++) ck_assert_msg(a[i] == b[i], "%s: byte %zu changed from %02x to %02x", ctx, i, a[i], b[i]);
+  for (size_t i = 0; i < na; i++)
+    ck_assert_msg(a[i] == b[i], "%s: byte %zu changed from %02x to %02x", ctx, i, a[i], b[i]);
   free(b);
 }
 
@@ -105,7 +107,8 @@ static void assert_same_bytes(const uint8_t *a, size_t na, const char *path, con
 static void assert_reopens(const char *path, bool recovered, uint64_t generation, const ut_table *t,
                            uint64_t rows, const char *ctx) {
   cs_store *s = ut_open_ok(path, CS_VERIFY_FULL, ctx);
-  ck_assert_msg(cs_store_recovered(s) == recovered, "%s: recovered=%d, expected %d", ctx, cs_store_recovered(s), recovered);
+  ck_assert_msg(cs_store_recovered(s) == recovered, "%s: recovered=%d, expected %d", ctx,
+                cs_store_recovered(s), recovered);
   if (generation)
     ck_assert_msg(cs_store_generation(s) == generation, "%s: generation %" PRIu64 ", expected %" PRIu64, ctx,
                   cs_store_generation(s), generation);
@@ -143,7 +146,8 @@ START_TEST(test_many_single_row_commits_grow_the_file_linearly) {
     ut_table_append_store(t, sc.path, k, 1);
     uint64_t bytes = ut_file_bytes(sc.path);
     ck_assert_msg(bytes > prev_bytes && bytes - prev_bytes <= step_bound,
-                  "commit %" PRIu64 " grew the file by %" PRIu64 " bytes (bound %" PRIu64 ")", k, bytes - prev_bytes, step_bound);
+                  "commit %" PRIu64 " grew the file by %" PRIu64 " bytes (bound %" PRIu64 ")", k,
+                  bytes - prev_bytes, step_bound);
     prev_bytes = bytes;
     cs_store *s = ut_open_ok(sc.path, CS_VERIFY_HEADER, "commit");
     ck_assert_uint_eq(cs_store_generation(s), k + 1);
@@ -152,13 +156,15 @@ START_TEST(test_many_single_row_commits_grow_the_file_linearly) {
     ck_assert(!cs_store_recovered(s));
     cs_store_close(s);
   }
-  ck_assert_msg(prev_bytes <= first_bytes + (COMMITS - 1) * step_bound, "file is %" PRIu64 " bytes", prev_bytes);
+  ck_assert_msg(prev_bytes <= first_bytes + (COMMITS - 1) * step_bound, "file is %" PRIu64 " bytes",
+                prev_bytes);
   /* Exactly one footer (and its seal) remains, right after the records. */
   ut_layout l;
   ut_layout_read(sc.path, &l);
   ck_assert_uint_eq(l.file_bytes, l.slot[l.newest].data_end + l.slot[l.newest].footer_bytes + CS_SEAL_BYTES);
   ck_assert_uint_eq(l.n_records, COMMITS);
-  ck_assert_uint_eq(l.entries[COMMITS - 1].record_offset + l.entries[COMMITS - 1].record_bytes, l.slot[l.newest].data_end);
+  ck_assert_uint_eq(l.entries[COMMITS - 1].record_offset + l.entries[COMMITS - 1].record_bytes,
+                    l.slot[l.newest].data_end);
   ut_layout_free(&l);
   assert_store(sc.path, CS_VERIFY_FULL, t, COMMITS, "after 200 commits");
   ut_table_free(t);
@@ -266,13 +272,15 @@ START_TEST(test_abort_of_create_leaves_no_file_and_no_temp_file) {
   for (int prepare = 0; prepare < 2; prepare++) {
     cs_writer *w;
     cs_err err = {0};
-    ck_assert_int_eq(cs_writer_create(sc.path, &two_schema, &(cs_writer_options){.record_rows = 16}, &w, &err), CS_OK);
+    ck_assert_int_eq(
+        cs_writer_create(sc.path, &two_schema, &(cs_writer_options){.record_rows = 16}, &w, &err), CS_OK);
     write_rows(w, t, 0, 100);
     if (prepare) ck_assert_int_eq(cs_writer_prepare(w, &err), CS_OK);
     ck_assert_msg(ut_dir_entries(sc.dir) == 1, "the writer works in one temporary file");
     cs_writer_abort(w);
     ck_assert_msg(!ut_exists(sc.path), "abort left a file at the path");
-    ck_assert_msg(ut_dir_entries(sc.dir) == 0, "abort left %d files in the directory", ut_dir_entries(sc.dir));
+    ck_assert_msg(ut_dir_entries(sc.dir) == 0, "abort left %d files in the directory",
+                  ut_dir_entries(sc.dir));
   }
   ut_table_free(t);
   ut_scratch_free(&sc);
@@ -287,7 +295,8 @@ START_TEST(test_abort_of_replacing_create_leaves_the_old_file_byte_identical) {
   uint8_t *before = ut_read_all(sc.path, &n);
   cs_writer *w;
   cs_err err = {0};
-  ck_assert_int_eq(cs_writer_create(sc.path, &two_schema, &(cs_writer_options){.replace = true}, &w, &err), CS_OK);
+  ck_assert_int_eq(cs_writer_create(sc.path, &two_schema, &(cs_writer_options){.replace = true}, &w, &err),
+                   CS_OK);
   write_rows(w, t, 0, 100);
   ck_assert_int_eq(cs_writer_prepare(w, &err), CS_OK);
   assert_same_bytes(before, n, sc.path, "replacing create, before commit");
@@ -348,7 +357,8 @@ START_TEST(test_create_with_replace_replaces_an_existing_store) {
   for (int i = 0; i < 5; i++) ut_cell_set_float(ut_table_add_row(t), CS_TYPE_FLOAT32, i * 0.25);
   cs_writer *w;
   cs_err err = {0};
-  ck_assert_int_eq(cs_writer_create(sc.path, &schema, &(cs_writer_options){.replace = true}, &w, &err), CS_OK);
+  ck_assert_int_eq(cs_writer_create(sc.path, &schema, &(cs_writer_options){.replace = true}, &w, &err),
+                   CS_OK);
   write_rows(w, t, 0, 5);
   ck_assert_int_eq(cs_writer_commit(w, &err), CS_OK);
   assert_store(sc.path, CS_VERIFY_FULL, t, 5, "replaced");
@@ -378,7 +388,8 @@ static void replace_with_rows(const char *path, uint64_t n) {
   ut_table *t = numbered_table(n, 7);
   cs_writer *w;
   cs_err err = {0};
-  ck_assert_msg(cs_writer_create(path, &two_schema, &(cs_writer_options){.replace = true}, &w, &err) == CS_OK, "%s", err.msg);
+  ck_assert_msg(cs_writer_create(path, &two_schema, &(cs_writer_options){.replace = true}, &w, &err) == CS_OK,
+                "%s", err.msg);
   write_rows(w, t, 0, n);
   ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "%s", err.msg);
   assert_store(path, CS_VERIFY_FULL, t, n, "replaced");
@@ -431,7 +442,11 @@ START_TEST(test_replace_that_cannot_keep_the_owner_fails_before_the_rename) {
     fprintf(stderr, "SKIP (not root): a non-root user refused a replace that would change the owner\n");
     return;
   }
-  static const struct { uid_t uid; gid_t gid; bool ok; } cases[] = {{0, 0, false}, {UT_NOBODY, 0, false}, {UT_NOBODY, UT_NOBODY, true}};
+  static const struct {
+    uid_t uid;
+    gid_t gid;
+    bool ok;
+  } cases[] = {{0, 0, false}, {UT_NOBODY, 0, false}, {UT_NOBODY, UT_NOBODY, true}};
   for (int k = 0; k < 3; k++) {
     ut_scratch sc = ut_scratch_new();
     ck_assert(chmod(sc.dir, 0777) == 0);
@@ -457,7 +472,8 @@ START_TEST(test_replace_that_cannot_keep_the_owner_fails_before_the_rename) {
     }
     int status;
     ck_assert(waitpid(pid, &status, 0) == pid && WIFEXITED(status));
-    ck_assert_msg(WEXITSTATUS(status) == (cases[k].ok ? 0 : 1), "case %d: child exit %d", k, WEXITSTATUS(status));
+    ck_assert_msg(WEXITSTATUS(status) == (cases[k].ok ? 0 : 1), "case %d: child exit %d", k,
+                  WEXITSTATUS(status));
     struct stat after = stat_ok(sc.path);
     ck_assert_uint_eq(after.st_uid, cases[k].uid);
     ck_assert_uint_eq(after.st_gid, cases[k].gid);
@@ -568,7 +584,8 @@ static void crash_append(const char *path, const cs_batch *b, enum crash_point a
   }
   int status;
   ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "crashing child failed early: status %d", status);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "crashing child failed early: status %d",
+                status);
 }
 
 static void crash_case(enum crash_point at) {
@@ -828,7 +845,8 @@ START_TEST(test_second_writer_gets_ebusy_while_the_first_holds_the_lock) {
   ck_assert_int_eq(cs_writer_append(sc.path, NULL, &w1, &err), CS_OK);
   struct timespec a, b;
   clock_gettime(CLOCK_MONOTONIC, &a);
-  ck_assert_int_eq(cs_writer_append(sc.path, &(cs_writer_options){.lock_timeout_ms = 40}, &w2, &err), CS_EBUSY);
+  ck_assert_int_eq(cs_writer_append(sc.path, &(cs_writer_options){.lock_timeout_ms = 40}, &w2, &err),
+                   CS_EBUSY);
   clock_gettime(CLOCK_MONOTONIC, &b);
   ck_assert_ptr_null(w2);
   ck_assert_msg(strstr(err.msg, sc.path) != NULL, "message '%s' does not name the path", err.msg);
@@ -875,7 +893,8 @@ START_TEST(test_writer_waits_for_a_lock_held_by_another_process) {
   cs_writer *w;
   cs_err err = {0};
   ck_assert_int_eq(cs_writer_append(sc.path, NULL, &w, &err), CS_EBUSY);
-  ck_assert_msg(cs_writer_append(sc.path, &(cs_writer_options){.lock_timeout_ms = 10000}, &w, &err) == CS_OK, "%s", err.msg);
+  ck_assert_msg(cs_writer_append(sc.path, &(cs_writer_options){.lock_timeout_ms = 10000}, &w, &err) == CS_OK,
+                "%s", err.msg);
   ck_assert_uint_eq(cs_writer_rows(w), 20); /* it waited for the commit */
   write_rows(w, t, 20, 10);
   ck_assert_int_eq(cs_writer_commit(w, &err), CS_OK);
@@ -928,7 +947,9 @@ END_TEST
 
 START_TEST(test_store_beyond_2_pow_31_rows_reads_back_at_the_end) {
   if (getenv("COLSTORE_ASAN")) {
-    printf("check_writer: skipped test_store_beyond_2_pow_31_rows_reads_back_at_the_end: COLSTORE_ASAN is set\n");
+    printf(
+        "check_writer: skipped test_store_beyond_2_pow_31_rows_reads_back_at_the_end: COLSTORE_ASAN is "
+        "set\n");
     return;
   }
   ut_scratch sc = ut_scratch_new();
@@ -936,7 +957,8 @@ START_TEST(test_store_beyond_2_pow_31_rows_reads_back_at_the_end) {
   ck_assert_int_eq(statvfs(sc.dir, &vfs), 0);
   uint64_t free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
   if (free_bytes < (8ull << 30)) {
-    printf("check_writer: skipped test_store_beyond_2_pow_31_rows_reads_back_at_the_end: only %" PRIu64 " MiB free in %s\n",
+    printf("check_writer: skipped test_store_beyond_2_pow_31_rows_reads_back_at_the_end: only %" PRIu64
+           " MiB free in %s\n",
            free_bytes >> 20, sc.dir);
     ut_scratch_free(&sc);
     return;
@@ -957,8 +979,10 @@ START_TEST(test_store_beyond_2_pow_31_rows_reads_back_at_the_end) {
     cs_batch_end_row(small);
   }
   cs_writer *w;
-  ck_assert_int_eq(cs_writer_create(sc.path, &schema, &(cs_writer_options){.record_rows = big}, &w, &err), CS_OK);
-  for (uint64_t k = 0; k < repeats; k++) ck_assert_msg(cs_writer_write(w, b, &err) == CS_OK, "write %" PRIu64 ": %s", k, err.msg);
+  ck_assert_int_eq(cs_writer_create(sc.path, &schema, &(cs_writer_options){.record_rows = big}, &w, &err),
+                   CS_OK);
+  for (uint64_t k = 0; k < repeats; k++)
+    ck_assert_msg(cs_writer_write(w, b, &err) == CS_OK, "write %" PRIu64 ": %s", k, err.msg);
   ck_assert_int_eq(cs_writer_write(w, small, &err), CS_OK);
   ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "%s", err.msg);
   cs_batch_free(b);

@@ -46,7 +46,8 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 
 void ut_tmpdir_remove(char *dir) {
   if (!dir) return;
-  ck_assert_msg(nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0, "cannot remove %s: %s", dir, strerror(errno));
+  ck_assert_msg(nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0, "cannot remove %s: %s", dir,
+                strerror(errno));
   free(dir);
 }
 
@@ -140,7 +141,9 @@ void ut_truncate(const char *path, uint64_t bytes) {
   ck_assert_msg(truncate(path, (off_t)bytes) == 0, "truncate(%s): %s", path, strerror(errno));
 }
 
-void ut_append_bytes(const char *path, const void *p, size_t n) { ut_pwrite(path, ut_file_bytes(path), p, n); }
+void ut_append_bytes(const char *path, const void *p, size_t n) {
+  ut_pwrite(path, ut_file_bytes(path), p, n);
+}
 
 ut_scratch ut_scratch_new(void) {
   ut_scratch sc;
@@ -247,7 +250,8 @@ void ut_cell_set_bytes(ut_cell *c, const void *p, uint64_t n) {
   free(c->bytes);
   c->null = false;
   c->bytes = malloc(n ? n : 1);
-  if (!c->bytes) ck_abort_msg("out of memory for %" PRIu64 " bytes", n); /* a ck_assert per cell writes to check's pipe */
+  if (!c->bytes)
+    ck_abort_msg("out of memory for %" PRIu64 " bytes", n); /* a ck_assert per cell writes to check's pipe */
   if (n) memcpy(c->bytes, p, n);
   c->len = n;
 }
@@ -270,7 +274,8 @@ static size_t utf8_put(uint8_t *p, uint32_t cp) {
   if (cp < 0x80) return p[0] = (uint8_t)cp, 1;
   if (cp < 0x800) return p[0] = (uint8_t)(0xC0 | (cp >> 6)), p[1] = (uint8_t)(0x80 | (cp & 0x3F)), 2;
   if (cp < 0x10000) {
-    p[0] = (uint8_t)(0xE0 | (cp >> 12)), p[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F)), p[2] = (uint8_t)(0x80 | (cp & 0x3F));
+    p[0] = (uint8_t)(0xE0 | (cp >> 12)), p[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F)),
+    p[2] = (uint8_t)(0x80 | (cp & 0x3F));
     return 3;
   }
   p[0] = (uint8_t)(0xF0 | (cp >> 18)), p[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
@@ -301,8 +306,8 @@ void ut_cell_random(ut_rng *r, cs_type type, bool nullable, unsigned null_permil
   } else if (cs_type_is_float(type)) {
     double v;
     if (edge) {
-      const double picks[] = {0.0,     -0.0,     INFINITY, -INFINITY, DBL_MAX,  -DBL_MAX, DBL_MIN,
-                              4.9e-324, -4.9e-324, 1e-310,  NAN,       FLT_MAX,  FLT_MIN,  1.4e-45};
+      const double picks[] = {0.0,      -0.0,      INFINITY, -INFINITY, DBL_MAX, -DBL_MAX, DBL_MIN,
+                              4.9e-324, -4.9e-324, 1e-310,   NAN,       FLT_MAX, FLT_MIN,  1.4e-45};
       v = picks[ut_rng_below(r, sizeof picks / sizeof picks[0])];
     } else if (ut_rng_below(r, 8) == 0) {
       uint64_t bits = ut_rng_u64(r); /* any pattern, NaN payloads included */
@@ -319,7 +324,8 @@ void ut_cell_random(ut_rng *r, cs_type type, bool nullable, unsigned null_permil
     if (type == CS_TYPE_TEXT) {
       static const uint32_t wide[] = {0xE9, 0x416, 0x20AC, 0x4E2D, 0x1F600, 0x10FFFF};
       for (uint64_t k = 0; k < n; k++)
-        len += utf8_put(buf + len, ut_rng_below(r, 3) ? 0x20 + (uint32_t)ut_rng_below(r, 0x5F) : wide[ut_rng_below(r, 6)]);
+        len += utf8_put(buf + len, ut_rng_below(r, 3) ? 0x20 + (uint32_t)ut_rng_below(r, 0x5F)
+                                                      : wide[ut_rng_below(r, 6)]);
     } else {
       for (; len < n; len++) buf[len] = ut_rng_below(r, 4) == 0 ? 0 : (uint8_t)ut_rng_u64(r);
     }
@@ -384,7 +390,8 @@ cs_batch *ut_table_batch(const ut_table *t, uint64_t first, uint64_t n) {
   return b;
 }
 
-static void writer_write_rows(cs_writer *w, const ut_table *t, uint64_t first, uint64_t n, uint64_t per_write) {
+static void writer_write_rows(cs_writer *w, const ut_table *t, uint64_t first, uint64_t n,
+                              uint64_t per_write) {
   cs_err err = {0};
   if (per_write == 0) per_write = n ? n : 1;
   for (uint64_t at = first; at < first + n; at += per_write) {
@@ -396,11 +403,13 @@ static void writer_write_rows(cs_writer *w, const ut_table *t, uint64_t first, u
   }
 }
 
-void ut_table_create_store(const ut_table *t, const char *path, uint64_t n, uint64_t record_rows, uint64_t per_write) {
+void ut_table_create_store(const ut_table *t, const char *path, uint64_t n, uint64_t record_rows,
+                           uint64_t per_write) {
   cs_writer_options opt = {.record_rows = record_rows};
   cs_writer *w;
   cs_err err = {0};
-  ck_assert_msg(cs_writer_create(path, &t->schema, &opt, &w, &err) == CS_OK, "cs_writer_create(%s): %s", path, err.msg);
+  ck_assert_msg(cs_writer_create(path, &t->schema, &opt, &w, &err) == CS_OK, "cs_writer_create(%s): %s", path,
+                err.msg);
   writer_write_rows(w, t, 0, n, per_write);
   ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "cs_writer_commit(%s): %s", path, err.msg);
 }
@@ -414,30 +423,37 @@ void ut_table_append_store(const ut_table *t, const char *path, uint64_t first, 
 }
 
 /* The model of cs_writer_update: in call order, so later values win. */
-void ut_table_update(ut_table *t, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols) {
+void ut_table_update(ut_table *t, const uint64_t *rows, uint64_t n, const ut_table *vals,
+                     const uint8_t *cols) {
   for (uint64_t i = 0; i < n; i++)
     for (uint32_t c = 0; c < t->schema.n_cols; c++) {
       if (cols && !cols[c]) continue;
       ut_cell *dst = ut_table_cell(t, rows[i], c);
       const ut_cell *src = ut_table_cell(vals, i, c);
-      if (src->null) ut_cell_set_null(dst);
-      else if (cs_type_is_varlen(t->cols[c].type)) ut_cell_set_bytes(dst, src->bytes, src->len);
-      else *dst = (ut_cell){.i = src->i, .f = src->f, .f32 = src->f32};
+      if (src->null)
+        ut_cell_set_null(dst);
+      else if (cs_type_is_varlen(t->cols[c].type))
+        ut_cell_set_bytes(dst, src->bytes, src->len);
+      else
+        *dst = (ut_cell){.i = src->i, .f = src->f, .f32 = src->f32};
     }
 }
 
-cs_rc ut_update_call(cs_writer *w, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols, cs_err *err) {
+cs_rc ut_update_call(cs_writer *w, const uint64_t *rows, uint64_t n, const ut_table *vals,
+                     const uint8_t *cols, cs_err *err) {
   cs_batch *b = ut_table_batch(vals, 0, n);
   cs_rc rc = cs_writer_update(w, rows, n, b, cols, err);
   cs_batch_free(b);
   return rc;
 }
 
-void ut_update_commit(const char *path, ut_table *t, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols) {
+void ut_update_commit(const char *path, ut_table *t, const uint64_t *rows, uint64_t n, const ut_table *vals,
+                      const uint8_t *cols) {
   cs_writer *w;
   cs_err err = {0};
   ck_assert_msg(cs_writer_append(path, NULL, &w, &err) == CS_OK, "cs_writer_append(%s): %s", path, err.msg);
-  ck_assert_msg(ut_update_call(w, rows, n, vals, cols, &err) == CS_OK, "cs_writer_update(%s): %s", path, err.msg);
+  ck_assert_msg(ut_update_call(w, rows, n, vals, cols, &err) == CS_OK, "cs_writer_update(%s): %s", path,
+                err.msg);
   ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "cs_writer_commit(%s): %s", path, err.msg);
   if (t) ut_table_update(t, rows, n, vals, cols);
 }
@@ -448,8 +464,10 @@ ut_table *ut_random_table(const cs_schema *sc, uint64_t n, unsigned null_permill
   for (uint64_t row = 0; row < n; row++) {
     ut_cell *c = ut_table_add_row(t);
     for (uint32_t k = 0; k < sc->n_cols; k++) {
-      if (k == 0 && sc->cols[0].type == CS_TYPE_INT64 && !sc->cols[0].nullable) ut_cell_set_int(&c[0], (int64_t)row);
-      else ut_cell_random(&r, sc->cols[k].type, sc->cols[k].nullable, null_permille, &c[k]);
+      if (k == 0 && sc->cols[0].type == CS_TYPE_INT64 && !sc->cols[0].nullable)
+        ut_cell_set_int(&c[0], (int64_t)row);
+      else
+        ut_cell_random(&r, sc->cols[k].type, sc->cols[k].nullable, null_permille, &c[k]);
     }
   }
   return t;
@@ -460,7 +478,8 @@ uint64_t ut_delete_commit(const char *path, const uint64_t *rows, uint64_t n) {
   cs_err err = {0};
   uint64_t fresh = 0;
   ck_assert_msg(cs_writer_append(path, NULL, &w, &err) == CS_OK, "cs_writer_append(%s): %s", path, err.msg);
-  ck_assert_msg(cs_writer_delete(w, rows, n, &fresh, &err) == CS_OK, "cs_writer_delete(%s): %s", path, err.msg);
+  ck_assert_msg(cs_writer_delete(w, rows, n, &fresh, &err) == CS_OK, "cs_writer_delete(%s): %s", path,
+                err.msg);
   ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "cs_writer_commit(%s): %s", path, err.msg);
   return fresh;
 }
@@ -480,18 +499,22 @@ bool ut_files_equal(const char *a, const char *b) {
 }
 
 void ut_assert_deleted(const cs_store *s, const bool *del, uint64_t n, const char *ctx) {
-  ck_assert_msg(cs_store_rows(s) == n, "%s: %" PRIu64 " positions, expected %" PRIu64, ctx, cs_store_rows(s), n);
+  ck_assert_msg(cs_store_rows(s) == n, "%s: %" PRIu64 " positions, expected %" PRIu64, ctx, cs_store_rows(s),
+                n);
   uint64_t dead = 0;
   for (uint64_t row = 0; row < n; row++) {
     dead += del[row];
-    if (cs_store_row_deleted(s, row) != del[row]) ck_abort_msg("%s: row %" PRIu64 " deleted=%d, expected %d", ctx, row, !del[row], del[row]);
+    if (cs_store_row_deleted(s, row) != del[row])
+      ck_abort_msg("%s: row %" PRIu64 " deleted=%d, expected %d", ctx, row, !del[row], del[row]);
   }
-  ck_assert_msg(cs_store_live_rows(s) == n - dead, "%s: %" PRIu64 " live rows, expected %" PRIu64, ctx, cs_store_live_rows(s), n - dead);
+  ck_assert_msg(cs_store_live_rows(s) == n - dead, "%s: %" PRIu64 " live rows, expected %" PRIu64, ctx,
+                cs_store_live_rows(s), n - dead);
   uint64_t sum = 0;
   for (uint64_t rec = 0; rec < cs_store_records(s); rec++) {
     uint64_t c = cs_store_record_deleted(s, rec), first = cs_store_record_first_row(s, rec), want = 0;
     for (uint64_t i = 0; i < cs_store_record_rows(s, rec); i++) want += del[first + i];
-    ck_assert_msg(c == want, "%s: record %" PRIu64 " counts %" PRIu64 " deleted, expected %" PRIu64, ctx, rec, c, want);
+    ck_assert_msg(c == want, "%s: record %" PRIu64 " counts %" PRIu64 " deleted, expected %" PRIu64, ctx, rec,
+                  c, want);
     ck_assert((cs_store_record_deletions(s, rec) != NULL) == (c > 0));
     sum += c;
   }
@@ -502,7 +525,9 @@ cs_store *ut_store_fresh_like(const cs_store *s, const ut_table *t, const bool *
   cs_writer *w;
   cs_err err = {0};
   unlink(path);
-  ck_assert_msg(cs_writer_create(path, &t->schema, &(cs_writer_options){.record_rows = (uint64_t)1 << 40}, &w, &err) == CS_OK, "%s", err.msg);
+  ck_assert_msg(cs_writer_create(path, &t->schema, &(cs_writer_options){.record_rows = (uint64_t)1 << 40}, &w,
+                                 &err) == CS_OK,
+                "%s", err.msg);
   for (uint64_t rec = 0; rec < cs_store_records(s); rec++) {
     cs_batch *b = ut_table_batch(t, cs_store_record_first_row(s, rec), cs_store_record_rows(s, rec));
     ck_assert_msg(cs_writer_write(w, b, &err) == CS_OK, "%s", err.msg);
@@ -520,13 +545,15 @@ void ut_assert_chunks_like(const cs_store *s, const cs_store *f, const char *ctx
   for (uint64_t rec = 0; rec < cs_store_records(s); rec++)
     for (uint32_t c = 0; c < nc; c++) {
       const cs_chunk *a = cs_store_chunk(s, rec, c), *b = cs_store_chunk(f, rec, c);
-      bool same = a->null_count == b->null_count && a->flags == b->flags && a->data_bytes == b->data_bytes &&
-                  (a->validity != NULL) == (b->validity != NULL) &&
-                  (!(a->flags & CS_CHUNK_HAS_MINMAX) || (a->min.bits == b->min.bits && a->max.bits == b->max.bits));
+      bool same =
+          a->null_count == b->null_count && a->flags == b->flags && a->data_bytes == b->data_bytes &&
+          (a->validity != NULL) == (b->validity != NULL) &&
+          (!(a->flags & CS_CHUNK_HAS_MINMAX) || (a->min.bits == b->min.bits && a->max.bits == b->max.bits));
       if (!same)
-        ck_abort_msg("%s: record %" PRIu64 " column %u: nulls %" PRIu64 "/%" PRIu64 " flags %u/%u min %016" PRIx64 "/%016" PRIx64
-                     " max %016" PRIx64 "/%016" PRIx64,
-                     ctx, rec, c, a->null_count, b->null_count, a->flags, b->flags, a->min.bits, b->min.bits, a->max.bits, b->max.bits);
+        ck_abort_msg("%s: record %" PRIu64 " column %u: nulls %" PRIu64 "/%" PRIu64
+                     " flags %u/%u min %016" PRIx64 "/%016" PRIx64 " max %016" PRIx64 "/%016" PRIx64,
+                     ctx, rec, c, a->null_count, b->null_count, a->flags, b->flags, a->min.bits, b->min.bits,
+                     a->max.bits, b->max.bits);
     }
 }
 
@@ -554,8 +581,10 @@ cs_store *ut_open_ok(const char *path, cs_verify verify, const char *context) {
 cs_rc ut_open_rc(const char *path, cs_verify verify, cs_err *err) {
   cs_store *s = NULL;
   cs_rc rc = cs_store_open(path, verify, &s, err);
-  if (rc == CS_OK) cs_store_close(s);
-  else ck_assert_msg(s == NULL, "cs_store_open failed with %s but returned a store", cs_rc_name(rc));
+  if (rc == CS_OK)
+    cs_store_close(s);
+  else
+    ck_assert_msg(s == NULL, "cs_store_open failed with %s but returned a store", cs_rc_name(rc));
   return rc;
 }
 
@@ -570,14 +599,43 @@ void ut_store_cell(const cs_store *s, uint64_t row, uint32_t col, ut_cell *out) 
   }
   const uint8_t *p = ch->data;
   switch (cs_store_schema(s)->cols[col].type) {
-    case CS_TYPE_INT8: { int8_t x; memcpy(&x, p + local, 1); out->i = x; break; }
-    case CS_TYPE_UINT8: case CS_TYPE_BOOL: out->i = p[local]; break;
-    case CS_TYPE_INT16: { int16_t x; memcpy(&x, p + local * 2, 2); out->i = x; break; }
-    case CS_TYPE_UINT16: { uint16_t x; memcpy(&x, p + local * 2, 2); out->i = x; break; }
-    case CS_TYPE_INT32: { int32_t x; memcpy(&x, p + local * 4, 4); out->i = x; break; }
-    case CS_TYPE_UINT32: { uint32_t x; memcpy(&x, p + local * 4, 4); out->i = x; break; }
+    case CS_TYPE_INT8: {
+      int8_t x;
+      memcpy(&x, p + local, 1);
+      out->i = x;
+      break;
+    }
+    case CS_TYPE_UINT8:
+    case CS_TYPE_BOOL: out->i = p[local]; break;
+    case CS_TYPE_INT16: {
+      int16_t x;
+      memcpy(&x, p + local * 2, 2);
+      out->i = x;
+      break;
+    }
+    case CS_TYPE_UINT16: {
+      uint16_t x;
+      memcpy(&x, p + local * 2, 2);
+      out->i = x;
+      break;
+    }
+    case CS_TYPE_INT32: {
+      int32_t x;
+      memcpy(&x, p + local * 4, 4);
+      out->i = x;
+      break;
+    }
+    case CS_TYPE_UINT32: {
+      uint32_t x;
+      memcpy(&x, p + local * 4, 4);
+      out->i = x;
+      break;
+    }
     case CS_TYPE_INT64: memcpy(&out->i, p + local * 8, 8); break;
-    case CS_TYPE_FLOAT32: memcpy(&out->f32, p + local * 4, 4); out->f = (double)out->f32; break;
+    case CS_TYPE_FLOAT32:
+      memcpy(&out->f32, p + local * 4, 4);
+      out->f = (double)out->f32;
+      break;
     case CS_TYPE_FLOAT64: memcpy(&out->f, p + local * 8, 8); break;
     default: {
       const uint8_t *bytes;
@@ -591,20 +649,23 @@ void ut_store_cell(const cs_store *s, uint64_t row, uint32_t col, ut_cell *out) 
 }
 
 void ut_assert_schema_equals(const cs_schema *got, const cs_schema *want, const char *context) {
-  ck_assert_msg(got->n_cols == want->n_cols, "%s: %u columns, expected %u", context, got->n_cols, want->n_cols);
+  ck_assert_msg(got->n_cols == want->n_cols, "%s: %u columns, expected %u", context, got->n_cols,
+                want->n_cols);
   for (uint32_t c = 0; c < want->n_cols; c++) {
-    ck_assert_msg(strcmp(got->cols[c].name, want->cols[c].name) == 0, "%s: column %u is named '%s', expected '%s'", context, c,
-                  got->cols[c].name, want->cols[c].name);
+    ck_assert_msg(strcmp(got->cols[c].name, want->cols[c].name) == 0,
+                  "%s: column %u is named '%s', expected '%s'", context, c, got->cols[c].name,
+                  want->cols[c].name);
     ck_assert_msg(got->cols[c].type == want->cols[c].type, "%s: column %s has type %d, expected %d", context,
                   want->cols[c].name, got->cols[c].type, want->cols[c].type);
-    ck_assert_msg(got->cols[c].nullable == want->cols[c].nullable, "%s: column %s nullable=%d, expected %d", context,
-                  want->cols[c].name, got->cols[c].nullable, want->cols[c].nullable);
+    ck_assert_msg(got->cols[c].nullable == want->cols[c].nullable, "%s: column %s nullable=%d, expected %d",
+                  context, want->cols[c].name, got->cols[c].nullable, want->cols[c].nullable);
   }
 }
 
 void ut_assert_store_equals(const cs_store *s, const ut_table *t, uint64_t n_rows, const char *context) {
   ut_assert_schema_equals(cs_store_schema(s), &t->schema, context);
-  ck_assert_msg(cs_store_rows(s) == n_rows, "%s: store has %" PRIu64 " rows, expected %" PRIu64, context, cs_store_rows(s), n_rows);
+  ck_assert_msg(cs_store_rows(s) == n_rows, "%s: store has %" PRIu64 " rows, expected %" PRIu64, context,
+                cs_store_rows(s), n_rows);
   for (uint64_t row = 0; row < n_rows; row++) {
     for (uint32_t col = 0; col < t->schema.n_cols; col++) {
       ut_cell got;
@@ -615,8 +676,8 @@ void ut_assert_store_equals(const cs_store *s, const ut_table *t, uint64_t n_row
         char g[128], w[128];
         ut_cell_describe(type, &got, g, sizeof g);
         ut_cell_describe(type, want, w, sizeof w);
-        ck_abort_msg("%s: row %" PRIu64 ", column %s (%s): got %s, expected %s", context, row, t->cols[col].name,
-                     cs_type_name(type), g, w);
+        ck_abort_msg("%s: row %" PRIu64 ", column %s (%s): got %s, expected %s", context, row,
+                     t->cols[col].name, cs_type_name(type), g, w);
       }
     }
   }
@@ -652,10 +713,14 @@ uint64_t ut_store_digest(const cs_store *s) {
       h = fnv(h, &null, 1);
       if (v.null) continue;
       cs_type t = sc->cols[c].type;
-      if (t == CS_TYPE_FLOAT32) h = fnv(h, &v.f32, 4);
-      else if (t == CS_TYPE_FLOAT64) h = fnv(h, &v.f, 8);
-      else if (cs_type_is_varlen(t)) h = fnv(fnv(h, &v.len, 8), v.bytes, v.len);
-      else h = fnv(h, &v.i, 8);
+      if (t == CS_TYPE_FLOAT32)
+        h = fnv(h, &v.f32, 4);
+      else if (t == CS_TYPE_FLOAT64)
+        h = fnv(h, &v.f, 8);
+      else if (cs_type_is_varlen(t))
+        h = fnv(fnv(h, &v.len, 8), v.bytes, v.len);
+      else
+        h = fnv(h, &v.i, 8);
     }
   }
   return h;
@@ -708,7 +773,8 @@ void ut_layout_read(const char *path, ut_layout *l) {
   for (int i = 0; i < 2; i++) {
     cs_disk_slot *s = &l->slot[i];
     ut_pread(path, i ? CS_SLOT1_OFFSET : CS_SLOT0_OFFSET, s, sizeof *s);
-    l->slot_valid[i] = memcmp(s->magic, CS_MAGIC_SLOT, CS_MAGIC_BYTES) == 0 && s->checksum == cs__hash(s, 56) && s->generation > 0;
+    l->slot_valid[i] = memcmp(s->magic, CS_MAGIC_SLOT, CS_MAGIC_BYTES) == 0 &&
+                       s->checksum == cs__hash(s, 56) && s->generation > 0;
     if (l->slot_valid[i] && (l->newest < 0 || s->generation > l->slot[l->newest].generation)) l->newest = i;
   }
   ck_assert_msg(l->newest >= 0, "%s: no valid commit slot", path);
@@ -741,7 +807,8 @@ void ut_layout_read(const char *path, ut_layout *l) {
 }
 
 uint64_t ut_layout_entry_bytes(const ut_layout *l) {
-  return l->footer.layout == CS_FOOTER_LAYOUT_2 ? cs__footer_entry_bytes_v2(l->n_cols) : cs__footer_entry_bytes(l->n_cols);
+  return l->footer.layout == CS_FOOTER_LAYOUT_2 ? cs__footer_entry_bytes_v2(l->n_cols)
+                                                : cs__footer_entry_bytes(l->n_cols);
 }
 
 uint64_t ut_layout_head_bytes(const ut_layout *l) {
@@ -777,7 +844,8 @@ uint64_t ut_layout_validity_offset(const ut_layout *l, uint64_t rec, uint32_t co
   return cs__chunk_base(&l->entries[rec], dc) + dc->validity_offset;
 }
 
-void ut_layout_set_chunk(const char *path, ut_layout *l, uint64_t rec, uint32_t col, const cs_disk_chunk *dc) {
+void ut_layout_set_chunk(const char *path, ut_layout *l, uint64_t rec, uint32_t col,
+                         const cs_disk_chunk *dc) {
   uint32_t nc = l->n_cols;
   /* The record header: its descriptor array, then the two checksums. */
   uint64_t roff = l->entries[rec].record_offset;
@@ -796,8 +864,10 @@ void ut_layout_set_chunk(const char *path, ut_layout *l, uint64_t rec, uint32_t 
   uint8_t *f = malloc(s->footer_bytes);
   ck_assert_ptr_nonnull(f);
   ut_pread(path, s->footer_offset, f, s->footer_bytes);
-  uint64_t eb = ut_layout_entry_bytes(l), xb = l->footer.layout == CS_FOOTER_LAYOUT_2 ? sizeof(cs_disk_entry_ext) : 0;
-  memcpy(f + ut_layout_head_bytes(l) + rec * eb + sizeof(cs_disk_entry) + xb + col * sizeof(cs_disk_chunk), dc, sizeof *dc);
+  uint64_t eb = ut_layout_entry_bytes(l),
+           xb = l->footer.layout == CS_FOOTER_LAYOUT_2 ? sizeof(cs_disk_entry_ext) : 0;
+  memcpy(f + ut_layout_head_bytes(l) + rec * eb + sizeof(cs_disk_entry) + xb + col * sizeof(cs_disk_chunk),
+         dc, sizeof *dc);
   cs_disk_footer *fh = (cs_disk_footer *)(void *)f;
   fh->checksum = cs__hash_seeded(f + sizeof *fh, s->footer_bytes - sizeof *fh, cs__hash(fh, 56));
   ut_pwrite(path, s->footer_offset, f, s->footer_bytes);

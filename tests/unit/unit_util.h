@@ -93,12 +93,12 @@ typedef struct ut_cell {
 } ut_cell;
 
 typedef struct ut_table {
-  cs_schema schema;   /* cols and names owned by the table */
+  cs_schema schema; /* cols and names owned by the table */
   cs_column *cols;
   char *names;
   uint64_t n_rows;
   uint64_t cap_rows;
-  ut_cell *cells;     /* n_rows * n_cols, row-major; owned */
+  ut_cell *cells; /* n_rows * n_cols, row-major; owned */
 } ut_table;
 
 ut_table *ut_table_new(const cs_schema *schema);
@@ -142,9 +142,12 @@ void ut_table_append_store(const ut_table *t, const char *path, uint64_t first, 
 ** ut_update_call is cs_writer_update with rows [0, n) of vals as the batch;
 ** ut_update_commit runs it as one committed transaction and, when t is not
 ** NULL, updates t the same way. */
-void ut_table_update(ut_table *t, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols);
-cs_rc ut_update_call(cs_writer *w, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols, cs_err *err);
-void ut_update_commit(const char *path, ut_table *t, const uint64_t *rows, uint64_t n, const ut_table *vals, const uint8_t *cols);
+void ut_table_update(ut_table *t, const uint64_t *rows, uint64_t n, const ut_table *vals,
+                     const uint8_t *cols);
+cs_rc ut_update_call(cs_writer *w, const uint64_t *rows, uint64_t n, const ut_table *vals,
+                     const uint8_t *cols, cs_err *err);
+void ut_update_commit(const char *path, ut_table *t, const uint64_t *rows, uint64_t n, const ut_table *vals,
+                      const uint8_t *cols);
 
 /* n random rows of sc (ut_cell_random, NULLs at null_permille where
 ** nullable); an INT64 NOT NULL first column counts up instead, so it is
@@ -191,17 +194,17 @@ uint64_t ut_store_digest(const cs_store *s);
 typedef struct ut_layout {
   uint64_t file_bytes;
   cs_disk_preamble pre;
-  uint32_t n_cols;            /* from the schema block */
-  cs_disk_slot slot[2];       /* as read at 512 and 1024 */
-  bool slot_valid[2];         /* magic, checksum and generation > 0 */
-  int newest;                 /* index of the newest valid slot, or -1 */
-  uint64_t slot_offset;       /* file offset of the newest slot */
-  cs_disk_footer footer;      /* the footer the newest slot names */
+  uint32_t n_cols;               /* from the schema block */
+  cs_disk_slot slot[2];          /* as read at 512 and 1024 */
+  bool slot_valid[2];            /* magic, checksum and generation > 0 */
+  int newest;                    /* index of the newest valid slot, or -1 */
+  uint64_t slot_offset;          /* file offset of the newest slot */
+  cs_disk_footer footer;         /* the footer the newest slot names */
   cs_disk_footer_ext footer_ext; /* layout 2: the extension; else zero */
   uint64_t n_records;
-  cs_disk_entry *entries;     /* n_records; owned */
-  cs_disk_entry_ext *ext;     /* n_records (zero from a layout-1 footer); owned */
-  cs_disk_chunk *chunks;      /* n_records * n_cols, from the footer; owned */
+  cs_disk_entry *entries; /* n_records; owned */
+  cs_disk_entry_ext *ext; /* n_records (zero from a layout-1 footer); owned */
+  cs_disk_chunk *chunks;  /* n_records * n_cols, from the footer; owned */
 } ut_layout;
 
 /* Parses path; fails the test unless the newest slot and its footer are
