@@ -2,7 +2,7 @@
 """bench_checksums.py - what checking every chunk on first read costs.
 
 A colstore table checks each chunk it reads against its XXH3 checksum the
-first time the process reads it (core/cs_verified.c); verify=header is the
+first time the process reads it (core/store/cs_verified.c); verify=header is the
 opt-out.  This measures the trade on the bench table's shape (10M rows: a
 FLOAT64 uniform, b INT64 0..999, c FLOAT64 normal-ish, d INT32 10% ones):
 

@@ -955,7 +955,7 @@ cs_rc cs_calibration_clear(const char *path, bool *out_removed, cs_err *err);
 ** listed first (fewest threads, no prefetch, positions before mask). */
 #define CS_CALIB_TOLERANCE 0.05
 
-typedef struct cs_calib_sweep {
+typedef struct cs_calibrate_sweep {
   char name[32]; /* family, regime or density */
   uint32_t n_cand;
   double value[CS_CALIB_MAX_CAND];     /* threads, distance; mask: 0 positions, 1 mask-native */
@@ -965,30 +965,30 @@ typedef struct cs_calib_sweep {
   uint32_t pick;                               /* index: the first within tolerance of the best */
   uint32_t half_pick[2];
   int halves_agree; /* 1 or 0; -1 with fewer than 2 rounds */
-} cs_calib_sweep;
+} cs_calibrate_sweep;
 
 /* times[round * n_cand + cand], microseconds: fills out's statistics, pick
 ** and halves (the first n_rounds / 2 rounds against the rest).  Pure. */
-void cs_calib_summarize(const double *times, uint32_t n_rounds, uint32_t n_cand, double tol,
-                        cs_calib_sweep *out);
+void cs_calibrate_summarize(const double *times, uint32_t n_rounds, uint32_t n_cand, double tol,
+                            cs_calibrate_sweep *out);
 /* The first candidate whose median is within (1 + tol) of the smallest. */
-uint32_t cs_calib_pick(const double *medians, uint32_t n_cand, double tol);
+uint32_t cs_calibrate_pick(const double *medians, uint32_t n_cand, double tol);
 /* Median of n values (mean of the middle two when n is even); sorts a copy. */
-double cs_calib_median(const double *v, uint32_t n);
+double cs_calibrate_median(const double *v, uint32_t n);
 
 /* A generic sweep: run(ctx, cand) runs candidate cand once and returns its
 ** output (*out_bytes bytes, valid until the next call).  Outputs are
 ** compared before timing: CS_EINVAL names the first candidate that differs. */
-typedef const void *(*cs_calib_run_fn)(void *ctx, uint32_t cand, size_t *out_bytes);
-cs_rc cs_calib_sweep_run(cs_calib_run_fn run, void *ctx, uint32_t n_cand, uint32_t rounds,
-                         double per_call_div, cs_calib_sweep *out, cs_err *err);
+typedef const void *(*cs_calibrate_run_fn)(void *ctx, uint32_t cand, size_t *out_bytes);
+cs_rc cs_calibrate_sweep_run(cs_calibrate_run_fn run, void *ctx, uint32_t n_cand, uint32_t rounds,
+                             double per_call_div, cs_calibrate_sweep *out, cs_err *err);
 
 #define CS_CALIB_THREADS 1u
 #define CS_CALIB_PREFETCH 2u
 #define CS_CALIB_MASK 4u
 #define CS_CALIB_ALL 7u
 
-typedef struct cs_calib_options {
+typedef struct cs_calibrate_options {
   uint32_t rounds;         /* 1..CS_CALIB_MAX_ROUNDS; 0 = default */
   uint64_t dram_rows;      /* FLOAT64 rows of the DRAM store; 0 = max(64 MiB, 2 x LLC) up to 128 MiB */
   uint64_t resident_rows;  /* rows of the cache-resident store; 0 = 1 MiB of them */
@@ -999,31 +999,31 @@ typedef struct cs_calib_options {
   ** regime or density; done of total sweeps), e.g. to show progress. */
   void (*progress)(void *arg, const char *step, int done, int total);
   void *progress_arg;
-} cs_calib_options;
+} cs_calibrate_options;
 
 #define CS_CALIB_MASK_DENSITIES 7
-typedef struct cs_calib_report {
+typedef struct cs_calibrate_report {
   unsigned targets; /* CS_CALIB_* measured */
   uint32_t rounds;
   uint64_t dram_bytes, resident_bytes;
   uint32_t n_threads; /* thread sweeps: one per kernel family */
-  cs_calib_sweep threads[4];
+  cs_calibrate_sweep threads[4];
   int threads_pick;                             /* the cap: least total normalized time, ties to fewer */
   int threads_halves_agree;                     /* 0: result.threads is left -1 (the default stays) */
   int cpus;                                     /* online cpus this process may use: the most threads tried */
-  cs_calib_sweep prefetch[CS_REGIME_COUNT];     /* valid with CS_CALIB_PREFETCH */
-  cs_calib_sweep mask[CS_CALIB_MASK_DENSITIES]; /* name = density */
+  cs_calibrate_sweep prefetch[CS_REGIME_COUNT]; /* valid with CS_CALIB_PREFETCH */
+  cs_calibrate_sweep mask[CS_CALIB_MASK_DENSITIES]; /* name = density */
   double mask_gate;      /* lowest density from which mask-native wins throughout; 1 = never */
   int mask_halves_agree; /* the gate from each half agrees */
   cs_calibration result; /* the picks; -1 where unmeasured or where the two halves
                                      ** of the rounds picked differently (too noisy to act on) */
   double seconds;        /* wall time of the run */
-} cs_calib_report;
+} cs_calibrate_report;
 
 /* Measures targets (CS_CALIB_* bits) on this host.  Kernel settings are
 ** overridden for the calling thread only while it runs; the process-wide
 ** calibration is not changed (cs_calibration_apply the result for that). */
-cs_rc cs_calibrate(unsigned targets, const cs_calib_options *opt, cs_calib_report *out, cs_err *err);
+cs_rc cs_calibrate(unsigned targets, const cs_calibrate_options *opt, cs_calibrate_report *out, cs_err *err);
 
 /* -------------------------------------------- ordering (ORDER/GROUP/DISTINCT) */
 

@@ -4,7 +4,7 @@
 ** result in the calibration cache, and say what is in effect.
 **
 ** Calibration is process-wide, like colstore_config: the first load of the
-** extension in a process reads the cache file (core/cs_fingerprint.c) and,
+** extension in a process reads the cache file (core/tuning/cs_calibration_file.c) and,
 ** when its hardware fingerprint is this host's, applies it to the core
 ** (cs_calibration_apply); a colstore_calibrate() run applies its result the
 ** same way and rewrites the cache.  Every connection sees the change from
@@ -112,7 +112,7 @@ static void json_calibration(sqlite3_str *s, const cs_calibration *cal) {
 /* One sweep: every candidate's median, min and max (microseconds per call),
 ** the pick, and whether the halves of the rounds picked the same.  names
 ** replaces the numeric values when given. */
-static void json_sweep(sqlite3_str *s, const cs_calib_sweep *sw, const char *const *names) {
+static void json_sweep(sqlite3_str *s, const cs_calibrate_sweep *sw, const char *const *names) {
   sqlite3_str_appendall(s, "{\"candidates\":[");
   for (uint32_t c = 0; c < sw->n_cand; c++) {
     if (names)
@@ -130,7 +130,7 @@ static void json_sweep(sqlite3_str *s, const cs_calib_sweep *sw, const char *con
   sqlite3_str_appendall(s, "}");
 }
 
-/* A pick whose halves disagreed is not applied (core/cs_calibrate.c): the
+/* A pick whose halves disagreed is not applied (core/tuning/cs_calibrate.c): the
 ** report says so where the pick is. */
 #define CALIB_KEPT_DEFAULT \
   "default kept: the two halves of the rounds picked differently; rerun on a quiet host or with more rounds"
@@ -139,7 +139,7 @@ static void json_applied(sqlite3_str *s, bool applied) {
   sqlite3_str_appendf(s, ",\"applied\":%s", applied ? "true" : "\"" CALIB_KEPT_DEFAULT "\"");
 }
 
-static void json_report(sqlite3_str *s, const char *target, const cs_calib_report *rep) {
+static void json_report(sqlite3_str *s, const char *target, const cs_calibrate_report *rep) {
   static const char *const route_names[2] = {"positions", "mask"};
   sqlite3_str_appendf(
       s, "\"target\":\"%s\",\"rounds\":%u,\"seconds\":%.2f,\"dram_bytes\":%llu,\"resident_bytes\":%llu",
@@ -265,8 +265,8 @@ static void fn_calibrate(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     json_string_or_null(s, have_path ? path : NULL);
     sqlite3_str_appendf(s, ",\"removed\":%s}", removed ? "true" : "false");
   } else {
-    cs_calib_options opt = {.rounds = rounds, .progress = isatty(2) ? calib_show_progress : NULL};
-    cs_calib_report *rep = sqlite3_malloc(sizeof *rep);
+    cs_calibrate_options opt = {.rounds = rounds, .progress = isatty(2) ? calib_show_progress : NULL};
+    cs_calibrate_report *rep = sqlite3_malloc(sizeof *rep);
     if (!rep) {
       sqlite3_free(sqlite3_str_finish(s));
       sqlite3_result_error_nomem(ctx);

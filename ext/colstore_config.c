@@ -257,7 +257,7 @@ static bool set_cache_limit(sqlite3_value *v) {
 }
 static setting_value get_cache_limit(void) { return sv_int((sqlite3_int64)cs_cache_limit()); }
 
-/* Automatic compaction after small commits (core/cs_compact.c): a
+/* Automatic compaction after small commits (core/write/cs_compact.c): a
 ** rewrite may cost this many bytes per byte the small commits wrote. */
 static bool set_auto_compact(sqlite3_value *v) {
   const char *z = (const char *)sqlite3_value_text(v);

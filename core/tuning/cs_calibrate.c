@@ -51,7 +51,7 @@ static int calib_cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-double cs_calib_median(const double *v, uint32_t n) {
+double cs_calibrate_median(const double *v, uint32_t n) {
   if (n == 0) return 0;
   double small[64];
   double *c = n <= 64 ? small : cs__mem_malloc(n * sizeof *c);
@@ -63,7 +63,7 @@ double cs_calib_median(const double *v, uint32_t n) {
   return m;
 }
 
-uint32_t cs_calib_pick(const double *medians, uint32_t n_cand, double tol) {
+uint32_t cs_calibrate_pick(const double *medians, uint32_t n_cand, double tol) {
   if (n_cand == 0) return 0;
   double best = medians[0];
   for (uint32_t c = 1; c < n_cand; c++)
@@ -73,30 +73,30 @@ uint32_t cs_calib_pick(const double *medians, uint32_t n_cand, double tol) {
   return 0;
 }
 
-void cs_calib_summarize(const double *times, uint32_t n_rounds, uint32_t n_cand, double tol,
-                        cs_calib_sweep *out) {
+void cs_calibrate_summarize(const double *times, uint32_t n_rounds, uint32_t n_cand, double tol,
+                            cs_calibrate_sweep *out) {
   if (n_cand > CS_CALIB_MAX_CAND) n_cand = CS_CALIB_MAX_CAND;
   out->n_cand = n_cand;
   uint32_t h = n_rounds / 2;
   double col[CS_CALIB_MAX_ROUNDS];
   for (uint32_t c = 0; c < n_cand; c++) {
     for (uint32_t r = 0; r < n_rounds; r++) col[r] = times[(size_t)r * n_cand + c];
-    out->median_us[c] = cs_calib_median(col, n_rounds);
+    out->median_us[c] = cs_calibrate_median(col, n_rounds);
     out->min_us[c] = out->max_us[c] = n_rounds ? col[0] : 0;
     for (uint32_t r = 1; r < n_rounds; r++) {
       if (col[r] < out->min_us[c]) out->min_us[c] = col[r];
       if (col[r] > out->max_us[c]) out->max_us[c] = col[r];
     }
     if (h > 0) {
-      out->half_median_us[0][c] = cs_calib_median(col, h);
-      out->half_median_us[1][c] = cs_calib_median(col + h, n_rounds - h);
+      out->half_median_us[0][c] = cs_calibrate_median(col, h);
+      out->half_median_us[1][c] = cs_calibrate_median(col + h, n_rounds - h);
     } else {
       out->half_median_us[0][c] = out->half_median_us[1][c] = out->median_us[c];
     }
   }
-  out->pick = cs_calib_pick(out->median_us, n_cand, tol);
-  out->half_pick[0] = cs_calib_pick(out->half_median_us[0], n_cand, tol);
-  out->half_pick[1] = cs_calib_pick(out->half_median_us[1], n_cand, tol);
+  out->pick = cs_calibrate_pick(out->median_us, n_cand, tol);
+  out->half_pick[0] = cs_calibrate_pick(out->half_median_us[0], n_cand, tol);
+  out->half_pick[1] = cs_calibrate_pick(out->half_median_us[1], n_cand, tol);
   out->halves_agree = h == 0 ? -1 : out->half_pick[0] == out->half_pick[1];
 }
 
@@ -106,8 +106,8 @@ static double calib_now_us(void) {
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-cs_rc cs_calib_sweep_run(cs_calib_run_fn run, void *ctx, uint32_t n_cand, uint32_t rounds,
-                         double per_call_div, cs_calib_sweep *out, cs_err *err) {
+cs_rc cs_calibrate_sweep_run(cs_calibrate_run_fn run, void *ctx, uint32_t n_cand, uint32_t rounds,
+                             double per_call_div, cs_calibrate_sweep *out, cs_err *err) {
   if (n_cand < 1 || n_cand > CS_CALIB_MAX_CAND)
     return cs_err_set(err, CS_EINVAL, "calibration sweep %s: %u candidates (1 to %d)", out->name, n_cand,
                       CS_CALIB_MAX_CAND);
@@ -144,7 +144,7 @@ cs_rc cs_calib_sweep_run(cs_calib_run_fn run, void *ctx, uint32_t n_cand, uint32
       times[(size_t)r * n_cand + c] = (calib_now_us() - t0) / per_call_div;
     }
   }
-  cs_calib_summarize(times, rounds, n_cand, CS_CALIB_TOLERANCE, out);
+  cs_calibrate_summarize(times, rounds, n_cand, CS_CALIB_TOLERANCE, out);
   cs__mem_free(times);
   return CS_OK;
 }
@@ -276,7 +276,7 @@ static const void *calib_run(void *p, uint32_t cand, size_t *out_bytes) {
   return x->out;
 }
 
-static void calib_name(cs_calib_sweep *sw, const char *name, const double *values, uint32_t n) {
+static void calib_name(cs_calibrate_sweep *sw, const char *name, const double *values, uint32_t n) {
   memset(sw, 0, sizeof *sw);
   snprintf(sw->name, sizeof sw->name, "%s", name);
   sw->n_cand = n;
@@ -286,7 +286,7 @@ static void calib_name(cs_calib_sweep *sw, const char *name, const double *value
 /* The thread cap for all families: each family's medians divided by its
 ** best, averaged over the families; the first cap within tolerance of the
 ** lowest average.  which: -1 all rounds, 0 or 1 a half. */
-static uint32_t calib_threads_pick(const cs_calib_sweep *sw, uint32_t n_sw, int which) {
+static uint32_t calib_threads_pick(const cs_calibrate_sweep *sw, uint32_t n_sw, int which) {
   double score[CS_CALIB_MAX_CAND] = {0};
   uint32_t n_cand = sw[0].n_cand;
   for (uint32_t f = 0; f < n_sw; f++) {
@@ -296,7 +296,7 @@ static uint32_t calib_threads_pick(const cs_calib_sweep *sw, uint32_t n_sw, int 
       if (m[c] < best) best = m[c];
     for (uint32_t c = 0; c < n_cand; c++) score[c] += (best > 0 ? m[c] / best : 1) / n_sw;
   }
-  return cs_calib_pick(score, n_cand, CS_CALIB_TOLERANCE);
+  return cs_calibrate_pick(score, n_cand, CS_CALIB_TOLERANCE);
 }
 
 static const double mask_densities[CS_CALIB_MASK_DENSITIES] = {0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 0.9};
@@ -305,7 +305,7 @@ static const double mask_densities[CS_CALIB_MASK_DENSITIES] = {0.001, 0.01, 0.05
 ** density above it: 0 if it wins everywhere, 1 if it does not win at the
 ** densest.  Monotone by construction, so one noisy win at a sparse density
 ** cannot lower the gate below a loss. */
-static double calib_mask_gate(const cs_calib_sweep *sw, int which) {
+static double calib_mask_gate(const cs_calibrate_sweep *sw, int which) {
   int j = CS_CALIB_MASK_DENSITIES;
   while (j > 0 && (which < 0 ? sw[j - 1].pick : sw[j - 1].half_pick[which]) == 1) j--;
   if (j == CS_CALIB_MASK_DENSITIES) return 1.0;
@@ -336,7 +336,7 @@ static int calib_usable_cpus(void) {
   return n;
 }
 
-static void calib_progress(const cs_calib_options *opt, const char *target, const char *what, int done,
+static void calib_progress(const cs_calibrate_options *opt, const char *target, const char *what, int done,
                            int total) {
   if (!opt || !opt->progress) return;
   char step[96];
@@ -344,7 +344,7 @@ static void calib_progress(const cs_calib_options *opt, const char *target, cons
   opt->progress(opt->progress_arg, step, done, total);
 }
 
-cs_rc cs_calibrate(unsigned targets, const cs_calib_options *opt, cs_calib_report *out, cs_err *err) {
+cs_rc cs_calibrate(unsigned targets, const cs_calibrate_options *opt, cs_calibrate_report *out, cs_err *err) {
   double t_start = calib_now_us();
   memset(out, 0, sizeof *out);
   cs_calibration_init(&out->result);
@@ -425,7 +425,7 @@ cs_rc cs_calibrate(unsigned targets, const cs_calib_options *opt, cs_calib_repor
       x.n = f == 0 ? n_idx : f == 1 ? n_sorted : f == 2 ? n_mask : dram_rows;
       calib_name(&out->threads[f], fam[f], tv, (uint32_t)max_threads);
       calib_progress(opt, "threads", fam[f], step++, steps);
-      rc = cs_calib_sweep_run(calib_run, &x, (uint32_t)max_threads, rounds, 1, &out->threads[f], err);
+      rc = cs_calibrate_sweep_run(calib_run, &x, (uint32_t)max_threads, rounds, 1, &out->threads[f], err);
       if (rc != CS_OK) goto done;
     }
     out->n_threads = 4;
@@ -456,7 +456,7 @@ cs_rc cs_calibrate(unsigned targets, const cs_calib_options *opt, cs_calib_repor
                      fresh_threads};
       calib_name(&out->prefetch[r], cs_regime_name((cs_regime)r), pv, 6);
       calib_progress(opt, "prefetch", cs_regime_name((cs_regime)r), step++, steps);
-      rc = cs_calib_sweep_run(calib_run, &x, 6, rounds, x.reps, &out->prefetch[r], err);
+      rc = cs_calibrate_sweep_run(calib_run, &x, 6, rounds, x.reps, &out->prefetch[r], err);
       if (rc != CS_OK) goto done;
       out->result.prefetch[r] = out->prefetch[r].halves_agree == 0 ? -1 : (int)pv[out->prefetch[r].pick];
     }
@@ -477,7 +477,7 @@ cs_rc cs_calibrate(unsigned targets, const cs_calib_options *opt, cs_calib_repor
       calib_ctx x = {OP_GATHER_MASK, dram, NULL, n_mask, mask, pos, obuf, 1, mv, 2, fresh_threads};
       calib_name(&out->mask[d], name, mv, 2);
       calib_progress(opt, "mask", name, step++, steps);
-      rc = cs_calib_sweep_run(calib_run, &x, 2, rounds, 1, &out->mask[d], err);
+      rc = cs_calibrate_sweep_run(calib_run, &x, 2, rounds, 1, &out->mask[d], err);
       if (rc != CS_OK) goto done;
     }
     out->mask_gate = calib_mask_gate(out->mask, -1);

@@ -951,11 +951,11 @@ static cs_rc core_calibrate(uint64_t *hash) {
   ** one sample (documented), so its value is not compared. */
   static double samples[100];
   for (int i = 0; i < 100; i++) samples[i] = (i * 37) % 100;
-  (void)cs_calib_median(samples, 100);
+  (void)cs_calibrate_median(samples, 100);
   /* resident_rows: a cache-resident run repeats to 1M elements, so not tiny */
-  cs_calib_options opt = {
+  cs_calibrate_options opt = {
       .rounds = 1, .dram_rows = 8192, .resident_rows = 1u << 17, .max_threads = 2, .scratch_dir = g_work};
-  static cs_calib_report rep;
+  static cs_calibrate_report rep;
   cs_err err;
   /* The mask target alone reaches every allocation of cs_calibrate (its
   ** buffers, the positions, each sweep's copies) in a third of the time. */

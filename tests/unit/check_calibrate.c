@@ -3,7 +3,7 @@
 ** file, the statistics that choose a pick, the sweep runner's identical
 ** output check, precedence in the kernels, and one tiny real run.
 **
-** The statistics are a pure function (cs_calib_summarize), so they are
+** The statistics are a pure function (cs_calibrate_summarize), so they are
 ** checked with fixed numbers rather than timings: medians over odd and
 ** even counts, ties inside the tolerance going to the first candidate, and
 ** halves that agree and disagree.  The cache tests write into a fresh
@@ -167,19 +167,19 @@ END_TEST
 
 START_TEST(test_median_odd_even_and_unsorted) {
   const double a[] = {5, 1, 3};
-  ck_assert_double_eq(cs_calib_median(a, 3), 3);
+  ck_assert_double_eq(cs_calibrate_median(a, 3), 3);
   const double b[] = {4, 1, 3, 2};
-  ck_assert_double_eq(cs_calib_median(b, 4), 2.5);
-  ck_assert_double_eq(cs_calib_median(a, 1), 5);
+  ck_assert_double_eq(cs_calibrate_median(b, 4), 2.5);
+  ck_assert_double_eq(cs_calibrate_median(a, 1), 5);
 }
 END_TEST
 
 START_TEST(test_pick_prefers_first_within_tolerance) {
   const double m[] = {104, 100, 90, 93};
-  ck_assert_uint_eq(cs_calib_pick(m, 4, 0.05), 2); /* 93 is within 5% of 90 but listed later */
+  ck_assert_uint_eq(cs_calibrate_pick(m, 4, 0.05), 2); /* 93 is within 5% of 90 but listed later */
   const double t[] = {94, 100, 90, 93};
-  ck_assert_uint_eq(cs_calib_pick(t, 4, 0.05), 0); /* 94 <= 94.5: the first candidate ties */
-  ck_assert_uint_eq(cs_calib_pick(t, 4, 0.0), 2);
+  ck_assert_uint_eq(cs_calibrate_pick(t, 4, 0.05), 0); /* 94 <= 94.5: the first candidate ties */
+  ck_assert_uint_eq(cs_calibrate_pick(t, 4, 0.0), 2);
 }
 END_TEST
 
@@ -191,9 +191,9 @@ START_TEST(test_summarize_medians_and_halves_agree) {
       12, 5, 8, /* round 2 */
       30, 7, 9, /* round 3: an outlier for candidate 0 */
   };
-  cs_calib_sweep sw;
+  cs_calibrate_sweep sw;
   memset(&sw, 0, sizeof sw);
-  cs_calib_summarize(t, 4, 3, 0.05, &sw);
+  cs_calibrate_summarize(t, 4, 3, 0.05, &sw);
   ck_assert_uint_eq(sw.n_cand, 3);
   ck_assert_double_eq(sw.median_us[0], 11.5);
   ck_assert_double_eq(sw.median_us[1], 5.5);
@@ -213,13 +213,13 @@ START_TEST(test_summarize_halves_disagree_and_single_round) {
       5, 9, 9, 5, /* second half: candidate 1 */
       9, 5,
   };
-  cs_calib_sweep sw;
+  cs_calibrate_sweep sw;
   memset(&sw, 0, sizeof sw);
-  cs_calib_summarize(t, 4, 2, 0.05, &sw);
+  cs_calibrate_summarize(t, 4, 2, 0.05, &sw);
   ck_assert_uint_eq(sw.half_pick[0], 0);
   ck_assert_uint_eq(sw.half_pick[1], 1);
   ck_assert_int_eq(sw.halves_agree, 0);
-  cs_calib_summarize(t, 1, 2, 0.05, &sw);
+  cs_calibrate_summarize(t, 1, 2, 0.05, &sw);
   ck_assert_int_eq(sw.halves_agree, -1); /* one round has no halves */
   ck_assert_uint_eq(sw.pick, 0);
 }
@@ -245,11 +245,11 @@ START_TEST(test_sweep_checks_outputs_identical_before_timing) {
   fake_ctx x;
   memset(&x, 0, sizeof x);
   x.bad_cand = -1;
-  cs_calib_sweep sw;
+  cs_calibrate_sweep sw;
   memset(&sw, 0, sizeof sw);
   snprintf(sw.name, sizeof sw.name, "fake");
   cs_err err;
-  ck_assert_int_eq(cs_calib_sweep_run(fake_run, &x, 3, 5, 1, &sw, &err), CS_OK);
+  ck_assert_int_eq(cs_calibrate_sweep_run(fake_run, &x, 3, 5, 1, &sw, &err), CS_OK);
   for (int c = 0; c < 3; c++) ck_assert_int_eq(x.calls[c], 1 + 5); /* one check, one per round */
   ck_assert_uint_eq(sw.n_cand, 3);
   ck_assert_int_ge(sw.halves_agree, 0);
@@ -257,13 +257,13 @@ START_TEST(test_sweep_checks_outputs_identical_before_timing) {
   memset(&x, 0, sizeof x);
   x.bad_cand = 2;
   memset(&err, 0, sizeof err);
-  ck_assert_int_eq(cs_calib_sweep_run(fake_run, &x, 3, 5, 1, &sw, &err), CS_EINVAL);
+  ck_assert_int_eq(cs_calibrate_sweep_run(fake_run, &x, 3, 5, 1, &sw, &err), CS_EINVAL);
   ck_assert_ptr_nonnull(strstr(err.msg, "candidate 2"));
   ck_assert_ptr_nonnull(strstr(err.msg, "fake"));
   ck_assert_int_eq(x.calls[0], 1); /* nothing was timed */
 
-  ck_assert_int_eq(cs_calib_sweep_run(fake_run, &x, 3, 0, 1, &sw, &err), CS_EINVAL);
-  ck_assert_int_eq(cs_calib_sweep_run(fake_run, &x, 3, CS_CALIB_MAX_ROUNDS + 1, 1, &sw, &err), CS_EINVAL);
+  ck_assert_int_eq(cs_calibrate_sweep_run(fake_run, &x, 3, 0, 1, &sw, &err), CS_EINVAL);
+  ck_assert_int_eq(cs_calibrate_sweep_run(fake_run, &x, 3, CS_CALIB_MAX_ROUNDS + 1, 1, &sw, &err), CS_EINVAL);
 }
 END_TEST
 
@@ -324,9 +324,9 @@ static void count_progress(void *arg, const char *step, int done, int total) {
 ** a pick is applied only where the halves of the rounds agree. */
 START_TEST(test_threads_never_past_the_cpus_and_disagreement_keeps_the_default) {
   char *dir = ut_tmpdir();
-  cs_calib_options opt = {
+  cs_calibrate_options opt = {
       .rounds = 2, .dram_rows = 1u << 14, .resident_rows = 4096, .max_threads = 64, .scratch_dir = dir};
-  cs_calib_report *rep = malloc(sizeof *rep);
+  cs_calibrate_report *rep = malloc(sizeof *rep);
   ck_assert_ptr_nonnull(rep);
   cs_err err;
   memset(&err, 0, sizeof err);
@@ -350,14 +350,14 @@ END_TEST
 START_TEST(test_tiny_calibration_completes_and_cleans_up) {
   char *dir = ut_tmpdir();
   progress_log log = {0, 0, -1};
-  cs_calib_options opt = {.rounds = 1,
-                          .dram_rows = 1u << 15,
-                          .resident_rows = 4096,
-                          .max_threads = 2,
-                          .scratch_dir = dir,
-                          .progress = count_progress,
-                          .progress_arg = &log};
-  cs_calib_report *rep = malloc(sizeof *rep);
+  cs_calibrate_options opt = {.rounds = 1,
+                              .dram_rows = 1u << 15,
+                              .resident_rows = 4096,
+                              .max_threads = 2,
+                              .scratch_dir = dir,
+                              .progress = count_progress,
+                              .progress_arg = &log};
+  cs_calibrate_report *rep = malloc(sizeof *rep);
   ck_assert_ptr_nonnull(rep);
   cs_err err;
   memset(&err, 0, sizeof err);
