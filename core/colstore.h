@@ -113,6 +113,28 @@ static inline bool cs_type_is_varlen(cs_type t) { return t == CS_TYPE_TEXT || t 
 static inline bool cs_type_is_float(cs_type t) { return t == CS_TYPE_FLOAT32 || t == CS_TYPE_FLOAT64; }
 static inline bool cs_type_is_integer(cs_type t) { return !cs_type_is_varlen(t) && !cs_type_is_float(t); }
 
+/* The values an integer column of type t holds (BOOL: 0 and 1); the whole
+** int64 range for INT64 and for the types that are not integers. */
+static inline void cs_type_int_range(cs_type t, int64_t *lo, int64_t *hi) {
+  switch (t) {
+    case CS_TYPE_INT8: *lo = INT8_MIN, *hi = INT8_MAX; break;
+    case CS_TYPE_INT16: *lo = INT16_MIN, *hi = INT16_MAX; break;
+    case CS_TYPE_INT32: *lo = INT32_MIN, *hi = INT32_MAX; break;
+    case CS_TYPE_UINT8: *lo = 0, *hi = UINT8_MAX; break;
+    case CS_TYPE_UINT16: *lo = 0, *hi = UINT16_MAX; break;
+    case CS_TYPE_UINT32: *lo = 0, *hi = UINT32_MAX; break;
+    case CS_TYPE_BOOL: *lo = 0, *hi = 1; break;
+    default: *lo = INT64_MIN, *hi = INT64_MAX; break;
+  }
+}
+
+/* Whether v fits a column of type t (cs_type_int_range). */
+static inline bool cs_type_int_fits(cs_type t, int64_t v) {
+  int64_t lo, hi;
+  cs_type_int_range(t, &lo, &hi);
+  return v >= lo && v <= hi;
+}
+
 #define CS_NAME_MAX_BYTES 255 /* longest column name, in bytes */
 #define CS_MAX_COLUMNS 2000   /* SQLite's default SQLITE_MAX_COLUMN */
 

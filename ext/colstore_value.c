@@ -43,19 +43,6 @@ static int mismatch(const cs_column *col, const char *zTable, sqlite3_value *v, 
   return SQLITE_MISMATCH;
 }
 
-static bool int_fits(cs_type t, sqlite3_int64 i) {
-  switch (t) {
-    case CS_TYPE_INT8: return i >= INT8_MIN && i <= INT8_MAX;
-    case CS_TYPE_INT16: return i >= INT16_MIN && i <= INT16_MAX;
-    case CS_TYPE_INT32: return i >= INT32_MIN && i <= INT32_MAX;
-    case CS_TYPE_UINT8: return i >= 0 && i <= UINT8_MAX;
-    case CS_TYPE_UINT16: return i >= 0 && i <= UINT16_MAX;
-    case CS_TYPE_UINT32: return i >= 0 && i <= (sqlite3_int64)UINT32_MAX;
-    case CS_TYPE_BOOL: return i == 0 || i == 1;
-    default: return true;
-  }
-}
-
 /* SQLite's numeric affinity on text, without asking SQLite to convert a
 ** value in place (argv registers may be shared constants) or a copy (newer
 ** SQLite asserts that a converted value belongs to a connection): optional
@@ -140,7 +127,7 @@ static int put_integer(cs_batch *b, uint32_t iCol, const cs_column *col, const c
     return mismatch(col, zTable, v, num->kind == CS_VAL_TEXT ? "it is not a number" : "only integers fit",
                     pzErr);
   }
-  if (!int_fits(col->type, i))
+  if (!cs_type_int_fits(col->type, i))
     return mismatch(col, zTable, v,
                     col->type == CS_TYPE_BOOL ? "a BOOL holds 0 or 1" : "it is out of the type's range",
                     pzErr);

@@ -535,19 +535,6 @@ static void guess_field(column_guess *g, const uint8_t *p, size_t n) {
     g->may_int = false;
 }
 
-static bool int_fits(cs_type t, int64_t v) {
-  switch (t) {
-    case CS_TYPE_INT8: return v >= INT8_MIN && v <= INT8_MAX;
-    case CS_TYPE_INT16: return v >= INT16_MIN && v <= INT16_MAX;
-    case CS_TYPE_INT32: return v >= INT32_MIN && v <= INT32_MAX;
-    case CS_TYPE_UINT8: return v >= 0 && v <= UINT8_MAX;
-    case CS_TYPE_UINT16: return v >= 0 && v <= UINT16_MAX;
-    case CS_TYPE_UINT32: return v >= 0 && v <= UINT32_MAX;
-    case CS_TYPE_BOOL: return v == 0 || v == 1;
-    default: return true;
-  }
-}
-
 /* Puts field i into the batch; returns a reason (into why) when the value
 ** does not fit its column, "" otherwise; CS_ENOMEM is returned. */
 static cs_rc put_field(const importer *imp, cs_batch *batch, uint32_t col_index, const uint8_t *p, size_t n,
@@ -595,7 +582,7 @@ static cs_rc put_field(const importer *imp, cs_batch *batch, uint32_t col_index,
     }
     iv = (int64_t)fv;
   }
-  if (!int_fits(col->type, iv)) {
+  if (!cs_type_int_fits(col->type, iv)) {
     quote_value(shown, sizeof shown, p, n);
     snprintf(why, why_cap, "cannot store %s in column %s of type %s: %s", shown, col->name,
              cs_type_name(col->type),

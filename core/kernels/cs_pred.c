@@ -134,19 +134,6 @@ static double f32_floor(double d) {
   return f;
 }
 
-static void int_type_range(cs_type t, int64_t *lo, int64_t *hi) {
-  switch (t) {
-    case CS_TYPE_INT8: *lo = INT8_MIN, *hi = INT8_MAX; break;
-    case CS_TYPE_INT16: *lo = INT16_MIN, *hi = INT16_MAX; break;
-    case CS_TYPE_INT32: *lo = INT32_MIN, *hi = INT32_MAX; break;
-    case CS_TYPE_UINT8: *lo = 0, *hi = UINT8_MAX; break;
-    case CS_TYPE_UINT16: *lo = 0, *hi = UINT16_MAX; break;
-    case CS_TYPE_UINT32: *lo = 0, *hi = UINT32_MAX; break;
-    case CS_TYPE_BOOL: *lo = 0, *hi = 1; break;
-    default: *lo = INT64_MIN, *hi = INT64_MAX; break;
-  }
-}
-
 /* A NULL operand, or a NaN one (SQLite binds NaN as NULL). */
 static bool value_is_null(const cs_value *v) {
   return v->kind == CS_VAL_NULL || (v->kind == CS_VAL_FLOAT && isnan(v->f)) ||
@@ -345,7 +332,7 @@ static void compile_range(pcomp *p, cs_cmp op, const cs_value *a, const cs_value
     int64_t lo = INT64_MIN, hi = INT64_MAX, tlo, thi;
     int_apply(op1, a, &lo, &hi, &empty);
     if (op == CS_CMP_BETWEEN) int_apply(CS_CMP_LE, b, &lo, &hi, &empty);
-    int_type_range(p->type, &tlo, &thi);
+    cs_type_int_range(p->type, &tlo, &thi);
     if (lo < tlo) lo = tlo;
     if (hi > thi) hi = thi;
     if (empty || lo > hi)
