@@ -13,11 +13,13 @@ FUZZ_TARGETS ?= fuzz_store fuzz_filter fuzz_writer
 # clang, its sanitizer and libFuzzer runtimes, and its OpenMP runtime: only
 # `make fuzz` and `make fuzz-build` need them.
 FUZZ_PACKAGES := clang libclang-rt-dev libomp-dev
+# setuptools and wheel: only `make wheel` needs them (built offline, no PyPI).
+WHEEL_PACKAGES := python3-setuptools python3-wheel python3-pip
 # matplotlib: only `make plots` needs it (make test does not).
 PLOT_PACKAGES := python3-matplotlib
 
 .PHONY: all deps fuzz-deps build module test test-asan demo bench bench-quick fuzz fuzz-build clean fuzz-sql \
-        install uninstall plot-deps plots
+        install uninstall plot-deps plots wheel npm
 
 # make install: the module goes to $(DESTDIR)$(LIBDIR) as libcolstore.so, whose
 # SONAME is colstore.so, with the link colstore.so beside it.  ldconfig (which
@@ -110,6 +112,22 @@ install: module
 	  fi; \
 	fi
 
+# Packages (python/, node/): each is staged in a temporary folder beside a
+# stripped copy of the module and built there, so the source folders stay
+# clean; the results go to dist/.  The wheel is built with Debian's setuptools and wheel, without
+# PyPI; `pip install dist/colstore-*.whl` then works in any environment on
+# this platform.  The npm tarball is what `npm install ./dist/colstore-*.tgz`
+# takes.
+wheel: module
+	$(call ensure_packages,$(WHEEL_PACKAGES))
+	packaging/build.sh wheel $(BUILD)/colstore.so dist
+
+npm: module
+	@command -v npm >/dev/null 2>&1 || \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; \
+	  else echo "colstore: make npm needs npm; run: sudo apt-get install -y nodejs npm"; exit 1; fi
+	packaging/build.sh npm $(BUILD)/colstore.so dist
+
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libcolstore.so $(DESTDIR)$(LIBDIR)/colstore.so
 	rm -rf $(DESTDIR)$(DOCDIR)
@@ -158,4 +176,4 @@ fuzz-sql: build
 	/usr/bin/python3 tests/sql/fuzz_sql.py --module $(BUILD)/colstore --minutes $(MINUTES) $(if $(SEED),--seed $(SEED)) $(FUZZ_SQL_ARGS)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) dist

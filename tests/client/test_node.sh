@@ -1,10 +1,7 @@
 #!/usr/bin/env bash
 # Node with better-sqlite3 loads build/colstore (db.loadExtension, as the
-# contract shows) and checks query results.  better-sqlite3 is installed
-# once into $COLSTORE_BUILD/node_client (so reruns are fast); when node, npm
-# or the install is unavailable, or under the sanitizers (node does not run
-# with libasan preloaded), the test prints SKIP and exits 77, which ctest
-# reports as skipped (SKIP_RETURN_CODE), never as passed.
+# contract shows) and checks query results.  better-sqlite3 comes from
+# tests/client/node_client.sh, which skips the test where node cannot run it.
 set -uo pipefail
 
 ROOT=${COLSTORE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -12,31 +9,11 @@ BUILD=${COLSTORE_BUILD:-$ROOT/build}
 MODULE=${COLSTORE_MODULE:-$BUILD/colstore}
 INSTALL_TIMEOUT=${COLSTORE_NPM_TIMEOUT:-300}
 
-skip() {
-  echo "SKIP: $1"
-  exit 77
-}
-
-[ -z "${COLSTORE_ASAN:-}" ] || skip "node cannot run with the sanitizer runtimes preloaded (COLSTORE_ASAN is set)"
-command -v node >/dev/null 2>&1 || skip "node is not installed"
-command -v npm >/dev/null 2>&1 || skip "npm is not installed"
 if [ ! -f "$MODULE.so" ]; then
   echo "FAIL: module not built: $MODULE.so"
   exit 1
 fi
-
-cache="$BUILD/node_client"
-mkdir -p "$cache" || skip "cannot create $cache"
-if ! (cd "$cache" && node -e "require('better-sqlite3')" >/dev/null 2>&1); then
-  [ -f "$cache/package.json" ] || echo '{"name": "colstore-node-client", "private": true}' >"$cache/package.json"
-  log="$cache/npm-install.log"
-  if ! (cd "$cache" && timeout "$INSTALL_TIMEOUT" npm install --no-audit --no-fund --loglevel=error \
-        better-sqlite3@12 >"$log" 2>&1); then
-    skip "npm install better-sqlite3@12 failed or took over ${INSTALL_TIMEOUT}s (see $log)"
-  fi
-  (cd "$cache" && node -e "require('better-sqlite3')" >/dev/null 2>&1) ||
-    skip "better-sqlite3 installed but does not load (no native build?); see $log"
-fi
+. "$ROOT/tests/client/node_client.sh"   # better-sqlite3 in $NODE_CLIENT, or SKIP
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -92,7 +69,7 @@ db.close();
 console.log('node checks passed');
 JSEOF
 
-if ! out=$(cd "$cache" && NODE_PATH="$cache/node_modules" node "$tmp/check.cjs" "$MODULE" "$tmp" 2>&1); then
+if ! out=$(cd "$NODE_CLIENT" && NODE_PATH="$NODE_CLIENT/node_modules" node "$tmp/check.cjs" "$MODULE" "$tmp" 2>&1); then
   echo "FAIL: node client"
   echo "$out"
   exit 1

@@ -1,0 +1,195 @@
+"""Whole columns between numpy and colstore, without SQLite's row loop.
+
+colstore_append and colstore_array (docs/sql.md, "Arrays") move a column as
+one BLOB in Arrow's layout: n little-endian values at the column type's
+width, an optional `name:valid` byte per row (0 = NULL), and for TEXT and
+BLOB the bytes plus `name:offsets`, n+1 little-endian int64.  numpy reads and
+writes that layout directly (frombuffer, tobytes), so a column crosses in
+a few memory copies whatever its length.
+
+This file only translates: dtypes to the column types colstore_info
+reports, masked arrays and None to validity bytes, str/bytes objects to
+offsets.  Conversions are only those that keep every value (numpy's "safe"
+casts, and integers into a narrower integer type when every value fits);
+anything else is an error that says how to cast, because a silently
+truncated value is the worst way to lose data.
+
+All columns of one read come from one SELECT, so they come from one
+snapshot of the table even while another connection writes.
+"""
+import json
+
+import numpy as np
+
+# colstore type -> the numpy dtype of its little-endian values.
+DTYPES = {
+    "INT8": np.dtype("<i1"), "INT16": np.dtype("<i2"), "INT32": np.dtype("<i4"),
+    "INT64": np.dtype("<i8"), "UINT8": np.dtype("<u1"), "UINT16": np.dtype("<u2"),
+    "UINT32": np.dtype("<u4"), "FLOAT32": np.dtype("<f4"), "FLOAT64": np.dtype("<f8"),
+    "BOOL": np.dtype("?"),
+}
+VARLEN = ("TEXT", "BLOB")
+
+
+def rows(positions):
+    """The `_rows` BLOB: positions as little-endian int64, in the order given."""
+    a = np.asarray(positions)
+    if a.ndim != 1:
+        raise ValueError("colstore: rows() takes a one-dimensional sequence of positions")
+    if a.size and a.dtype.kind not in "iu":
+        raise TypeError("colstore: rows() takes integer positions, not %s" % a.dtype)
+    return a.astype("<i8", copy=False).tobytes()
+
+
+def mask(bools):
+    """The `_mask` BLOB: one byte per row, 1 where the row is selected."""
+    a = np.asarray(bools)
+    if a.ndim != 1:
+        raise ValueError("colstore: mask() takes a one-dimensional sequence of booleans")
+    return (a != 0).astype(np.uint8).tobytes()
+
+
+def columns_of(con, table):
+    """[(name, type, nullable)] of table, from colstore_info."""
+    info = json.loads(con.execute("SELECT colstore_info(?)", (table,)).fetchone()[0])
+    return [(c["name"], c["type"], c["nullable"]) for c in info["columns"]]
+
+
+def _selection(rows_arg, mask_arg):
+    if rows_arg is not None and mask_arg is not None:
+        raise ValueError("colstore: give rows= or mask=, not both")
+    if rows_arg is not None:
+        return ["_rows", rows_arg if isinstance(rows_arg, (bytes, bytearray, memoryview)) else rows(rows_arg)]
+    if mask_arg is not None:
+        return ["_mask", mask_arg if isinstance(mask_arg, (bytes, bytearray, memoryview)) else mask(mask_arg)]
+    return []
+
+
+def _decode_varlen(kind, data, offsets):
+    out = np.empty(len(offsets) - 1, dtype=object)
+    data = bytes(data)
+    for i in range(len(out)):
+        piece = data[offsets[i]:offsets[i + 1]]
+        out[i] = piece.decode("utf-8") if kind == "TEXT" else piece
+    return out
+
+
+def read(con, table, columns=None, rows=None, mask=None):
+    """A dict {name: numpy array} of table's columns (all, or those named, in
+    that order) for every live row in rowid order, or for the rows that rows=
+    (positions) or mask= (booleans) select.  TEXT and BLOB columns are object
+    arrays of str and bytes; a column with NULLs is a numpy.ma masked array."""
+    schema = {name: (kind, nullable) for name, kind, nullable in columns_of(con, table)}
+    names = list(schema) if columns is None else list(columns)
+    for name in names:
+        if name not in schema:
+            raise KeyError("colstore: table %s has no column %r; its columns are %s"
+                           % (table, name, ", ".join(schema)))
+    sel = _selection(rows, mask)
+    calls, params, parts = [], [], []
+    for name in names:
+        kind, nullable = schema[name]
+        for part in [name] + ([name + ":offsets"] if kind in VARLEN else []) + \
+                ([name + ":valid"] if nullable else []):
+            calls.append("colstore_array(?, ?%s)" % (", ?, ?" if sel else ""))
+            params += [table, part] + sel
+            parts.append(part)
+    if not calls:
+        return {}
+    got = dict(zip(parts, con.execute("SELECT " + ", ".join(calls), params).fetchone()))
+    out = {}
+    for name in names:
+        kind, nullable = schema[name]
+        if kind in VARLEN:
+            values = _decode_varlen(kind, got[name], np.frombuffer(got[name + ":offsets"], dtype="<i8"))
+        else:
+            values = np.frombuffer(got[name], dtype=DTYPES[kind])
+        if nullable:
+            nulls = np.frombuffer(got[name + ":valid"], dtype=np.uint8) == 0
+            if nulls.any():
+                if kind in VARLEN:
+                    values[nulls] = None
+                values = np.ma.masked_array(values, mask=nulls)
+        out[name] = values
+    return out
+
+
+def _numeric_blob(name, kind, values):
+    want = DTYPES[kind]
+    if values.dtype == want:
+        return values.tobytes()
+    if kind == "BOOL":
+        if values.dtype.kind in "iub" and values.size and not np.isin(values, (0, 1)).all():
+            raise ValueError("colstore: column %s is BOOL; its values must be 0 or 1" % name)
+        if values.dtype.kind in "iub":
+            return values.astype(want).tobytes()
+    elif np.can_cast(values.dtype, want, "safe"):
+        return values.astype(want).tobytes()
+    elif values.dtype.kind in "iub" and want.kind in "iu":
+        info = np.iinfo(want)
+        if values.size and (values.min() < info.min or values.max() > info.max):
+            raise ValueError("colstore: column %s is %s; values from %d to %d do not fit it"
+                             % (name, kind, values.min(), values.max()))
+        return values.astype(want).tobytes()
+    raise TypeError("colstore: column %s is %s; an array of %s does not convert to it without loss; "
+                    "cast it first (array.astype(numpy.%s))" % (name, kind, values.dtype, want.name))
+
+
+def _varlen_blobs(name, kind, values, nulls):
+    encoded = []
+    for i, v in enumerate(values.tolist()):
+        if nulls is not None and nulls[i]:
+            encoded.append(b"")
+        elif kind == "TEXT" and isinstance(v, str):
+            encoded.append(v.encode("utf-8"))
+        elif kind == "BLOB" and isinstance(v, (bytes, bytearray, memoryview)):
+            encoded.append(bytes(v))
+        else:
+            raise TypeError("colstore: column %s is %s; row %d holds %s"
+                            % (name, kind, i, type(v).__name__))
+    offsets = np.zeros(len(encoded) + 1, dtype="<i8")
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    return b"".join(encoded), offsets.tobytes()
+
+
+def append(con, table, columns):
+    """Appends the arrays of columns ({name: array}, every array of the same
+    length) to table as new rows; columns not named are NULL.  NULLs come from
+    a masked array's mask, or None in an object array.  Returns the number of
+    rows appended.  Like INSERT it is part of the connection's transaction."""
+    schema = {name: kind for name, kind, _ in columns_of(con, table)}
+    args = [table]
+    for name, arr in columns.items():
+        if name not in schema:
+            raise KeyError("colstore: table %s has no column %r; its columns are %s"
+                           % (table, name, ", ".join(schema)))
+        kind = schema[name]
+        nulls = None
+        if isinstance(arr, np.ma.MaskedArray):
+            nulls = np.ma.getmaskarray(arr)
+            values = arr.data
+        else:
+            values = np.asarray(arr)  # a list with None in it becomes an object array
+            if values.dtype == object and kind not in VARLEN:
+                nulls = np.array([v is None for v in values.tolist()], dtype=bool)
+                if nulls.any():
+                    values = values.copy()
+                    values[nulls] = 0
+                values = np.asarray(values.tolist())
+            elif values.dtype == object:
+                nulls = np.array([v is None for v in values.tolist()], dtype=bool)
+        if values.ndim != 1:
+            raise ValueError("colstore: column %s: give a one-dimensional array" % name)
+        if kind in VARLEN:
+            data, offsets = _varlen_blobs(name, kind, values.astype(object, copy=False), nulls)
+            args += [name, data, name + ":offsets", offsets]
+        else:
+            if nulls is not None:
+                values = np.where(nulls, np.zeros((), dtype=values.dtype), values)
+            args += [name, _numeric_blob(name, kind, values)]
+        if nulls is not None and nulls.any():
+            args += [name + ":valid", (~nulls).astype(np.uint8).tobytes()]
+    if len(args) == 1:
+        return 0
+    sql = "SELECT colstore_append(%s)" % ", ".join("?" * len(args))
+    return con.execute(sql, args).fetchone()[0]
