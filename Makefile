@@ -5,7 +5,9 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 PACKAGES   := sqlite3 libsqlite3-dev libnuma-dev libxxhash-dev check libsubunit-dev \
-              cmake pkg-config gcc make python3 python3-numpy clang-format zlib1g-dev libzstd-dev
+              cmake pkg-config gcc make python3 python3-numpy clang-format zlib1g-dev libzstd-dev \
+              python3-venv python3-pip python3-setuptools python3-wheel \
+              python3-pandas python3-dask python3-distributed
 
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
@@ -13,8 +15,6 @@ FUZZ_TARGETS ?= fuzz_store fuzz_filter fuzz_writer
 # clang, its sanitizer and libFuzzer runtimes, and its OpenMP runtime: only
 # `make fuzz` and `make fuzz-build` need them.
 FUZZ_PACKAGES := clang libclang-rt-dev libomp-dev
-# setuptools and wheel: only `make wheel` needs them (built offline, no PyPI).
-WHEEL_PACKAGES := python3-setuptools python3-wheel python3-pip
 # matplotlib: only `make plots` needs it (make test does not).
 PLOT_PACKAGES := python3-matplotlib
 
@@ -119,7 +119,6 @@ install: module
 # this platform.  The npm tarball is what `npm install ./dist/colstore-*.tgz`
 # takes.
 wheel: module
-	$(call ensure_packages,$(WHEEL_PACKAGES))
 	packaging/build.sh wheel $(BUILD)/colstore.so dist
 
 npm: module

@@ -31,7 +31,14 @@ RUNTIME_PACKAGES = "libnuma1 libgomp1 libzstd1 zlib1g"
 
 def loadable_path():
     """The path of the bundled module without its suffix, as
-    sqlite3.Connection.load_extension and SQL's load_extension() take it."""
+    sqlite3.Connection.load_extension and SQL's load_extension() take it.
+
+    COLSTORE_LOADABLE_PATH, where set, names another module instead (without
+    its suffix): for running the package from a source tree against a build,
+    as the benchmarks do; worker processes inherit it."""
+    override = os.environ.get("COLSTORE_LOADABLE_PATH")
+    if override:
+        return os.path.abspath(override)
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "colstore")
 
 

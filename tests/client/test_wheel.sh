@@ -10,21 +10,8 @@
 # Without python3-venv or the wheel tools the test prints SKIP and exits 77.
 set -euo pipefail
 
-ROOT=${COLSTORE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-MODULE=${COLSTORE_MODULE:-$ROOT/build/colstore}
-PY=/usr/bin/python3
-
-skip() { echo "SKIP: $1"; exit 77; }
-fail() { echo "FAIL: $1"; exit 1; }
-
-[ -f "$MODULE.so" ] || fail "module not built: $MODULE.so"
-"$PY" -c "import venv, ensurepip, setuptools, wheel" 2>/dev/null ||
-  skip "python3-venv, python3-setuptools or python3-wheel is not installed"
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-"$ROOT/packaging/build.sh" wheel "$MODULE.so" "$tmp/dist" >/dev/null || fail "the wheel did not build"
-whl=$(ls "$tmp"/dist/colstore-*.whl)
+. "$(dirname "$0")/wheel_env.sh"
+whl=$WHEEL
 case "$(basename "$whl")" in
   colstore-*-py3-none-linux_*.whl) ;;
   *) fail "the wheel is not tagged py3-none-<platform>: $(basename "$whl")" ;;
@@ -46,12 +33,10 @@ for kind in plain numpy; do
   env="$tmp/venv-$kind"
   if [ "$kind" = numpy ]; then
     "$PY" -c "import numpy" 2>/dev/null || { echo "numpy is not installed: the numpy venv is left out"; continue; }
-    "$PY" -m venv --system-site-packages "$env"
+    new_venv "$env" --system-site-packages
   else
-    "$PY" -m venv "$env"
+    new_venv "$env"
   fi
-  "$env/bin/python" -m pip install -q --no-index --disable-pip-version-check "$whl" ||
-    fail "pip install of $(basename "$whl") into a fresh venv failed"
   mkdir -p "$tmp/work-$kind" && cd "$tmp/work-$kind"
   for ex in "$tmp"/readme/example*.py; do
     if [ "$kind" = plain ] && grep -q "numpy" "$ex"; then continue; fi

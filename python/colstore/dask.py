@@ -1,0 +1,269 @@
+"""colstore datasets on a Dask cluster: one partition, or one task, per store file.
+
+A colstore dataset is already the shape a distributed engine wants: a
+directory (or glob) of independent store files, each a complete store with
+its own schema copy, checksums and row count.  So nothing here splits or
+moves data: each task opens one file itself, on whatever worker runs it
+(reading from a shared or parallel filesystem), with the colstore module the
+worker's own Python environment carries (`colstore.load`), and sends back
+only its result.
+
+- read(source, columns=None, where=None): a dask DataFrame with a partition
+  per file.  The index is the dataset's rowid (the file's first row follows
+  the previous file's last, as a dataset table numbers them), so the
+  divisions are known from the files' row counts.  Columns come through
+  colstore_array (no row loop); a WHERE is run by colstore in each file
+  (pushdown, kernels), and only the selected rows' columns are gathered.
+- aggregate(source, by, where=None): colstore_agg on every file, on the
+  workers, then one combining step over the partial rows: counts and sums
+  add (integer sums exactly, in Python integers, with SQLite's overflow
+  error), minima and maxima take the extreme, averages are sum / count.  The
+  partial results are a row per group per file, so the combining step costs
+  groups x files, never rows.
+
+Threads: a task runs colstore with one kernel thread (colstore_config
+threads, which is per process), because Dask already runs one task per
+worker thread; two workers on a 2-core host then use a core each instead of
+fighting over both.  Pass threads= to change it.
+
+Errors: a file that fails (damaged, missing, another schema) raises its
+`colstore:` error out of compute(); there is no partial answer.
+"""
+import json
+import sqlite3
+
+import numpy as np
+import pandas as pd
+
+import colstore
+from colstore import arrays
+
+# colstore type -> (pandas dtype without NULLs, pandas dtype with NULLs).
+PANDAS_DTYPES = {
+    "INT8": ("int8", "Int8"), "INT16": ("int16", "Int16"), "INT32": ("int32", "Int32"),
+    "INT64": ("int64", "Int64"), "UINT8": ("uint8", "UInt8"), "UINT16": ("uint16", "UInt16"),
+    "UINT32": ("uint32", "UInt32"), "FLOAT32": ("float32", "Float32"),
+    "FLOAT64": ("float64", "Float64"), "BOOL": ("bool", "boolean"),
+    "TEXT": ("object", "object"), "BLOB": ("object", "object"),
+}
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _connect(threads):
+    con = sqlite3.connect(":memory:", isolation_level=None)
+    con.enable_load_extension(True)
+    colstore.load(con)
+    con.enable_load_extension(False)
+    if threads is not None:
+        con.execute("SELECT colstore_config('threads', ?)", (threads,))
+    return con
+
+
+def _quote(name):
+    return '"' + name.replace('"', '""') + '"'
+
+
+def dataset_info(source):
+    """colstore_info of source (a store, a directory or a pattern): its files,
+    their row counts and the schema, as colstore itself expands the source."""
+    con = _connect(None)
+    try:
+        return json.loads(con.execute("SELECT colstore_info(?)", (source,)).fetchone()[0])
+    finally:
+        con.close()
+
+
+def _meta(schema, names):
+    cols = {}
+    for name in names:
+        kind, nullable = schema[name]
+        cols[name] = pd.Series([], dtype=PANDAS_DTYPES[kind][1 if nullable else 0])
+    return pd.DataFrame(cols, index=pd.Index([], dtype="int64", name="rowid"))
+
+
+def _to_pandas(values, kind, nullable):
+    dtype = PANDAS_DTYPES[kind][1 if nullable else 0]
+    if kind in arrays.VARLEN:
+        return pd.Series(np.ma.filled(values, None) if np.ma.isMaskedArray(values) else values, dtype=object)
+    if not nullable:
+        return pd.Series(np.asarray(values), dtype=dtype)
+    data = pd.array(np.ma.getdata(values), dtype=dtype)
+    data[np.ma.getmaskarray(values)] = pd.NA
+    return pd.Series(data)
+
+
+def _read_file(path, offset, names, schema, where, threads):
+    con = _connect(threads)
+    try:
+        con.execute("CREATE VIRTUAL TABLE temp.part USING colstore(%s)" % _quote_literal(path))
+        rows = None
+        if where:
+            got = con.execute("SELECT rowid FROM temp.part WHERE " + where).fetchall()
+            rows = np.fromiter((r[0] for r in got), dtype=np.int64, count=len(got))
+        cols = arrays.read(con, "part", columns=names, rows=rows)
+        if rows is not None:
+            n = len(rows)
+        elif names:
+            n = len(cols[names[0]])
+        else:
+            n = con.execute("SELECT count(*) FROM temp.part").fetchone()[0]
+        index = pd.Index((rows if rows is not None else np.arange(n, dtype=np.int64)) + offset, name="rowid")
+        frame = pd.DataFrame({name: _to_pandas(cols[name], *schema[name]) for name in names})
+        frame.index = index
+        return frame
+    finally:
+        con.close()
+
+
+def _quote_literal(text):
+    return "'" + text.replace("'", "''") + "'"
+
+
+def read(source, columns=None, where=None, threads=1):
+    """A dask DataFrame of source's rows (a store, a dataset directory or a
+    pattern), one partition per file, indexed by rowid.  columns: the names
+    to read (default all); where: an SQL condition run by colstore in each
+    file (e.g. "energy > 10 AND run IN (1, 2)")."""
+    import dask.dataframe as dd
+
+    info = dataset_info(source)
+    schema = {c["name"]: (c["type"], c["nullable"]) for c in info["columns"]}
+    names = list(schema) if columns is None else list(columns)
+    for name in names:
+        if name not in schema:
+            raise KeyError("colstore: %s has no column %r; its columns are %s" % (source, name, ", ".join(schema)))
+    files, counts = info["files"], info["file_rows"]
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    divisions = None
+    if all(c > 0 for c in counts):
+        divisions = [int(o) for o in offsets[:-1]] + [int(offsets[-1]) - 1]
+    return dd.from_map(_read_file, files, [int(o) for o in offsets[:-1]],
+                       args=(names, schema, where, threads), meta=_meta(schema, names),
+                       divisions=divisions, label="colstore-read", enforce_metadata=False)
+
+
+def _aggregate_file(path, by, where, threads, schema):
+    con = _connect(threads)
+    try:
+        con.execute("CREATE VIRTUAL TABLE temp.src USING colstore(%s)" % _quote_literal(path))
+        con.execute("CREATE VIRTUAL TABLE temp.agg USING colstore_agg(src%s)"
+                    % "".join(", " + _quote(k) for k in by))
+        cur = con.execute("SELECT * FROM temp.agg" + (" WHERE " + where if where else ""))
+        names = [d[0] for d in cur.description]
+        return _partial_frame(names, cur.fetchall(), by, schema)
+    finally:
+        con.close()
+
+
+def _partial_dtype(name, by, schema):
+    """The pandas dtype of a colstore_agg output column, from the source
+    column it describes: integers (and BOOL) stay exact in Int64."""
+    if name in by:
+        kind = schema[name]
+    elif name == "count" or name.startswith("count_"):
+        return "int64"
+    else:
+        kind = schema[name.split("_", 1)[1]]
+        if name.startswith("avg_"):
+            return "float64"
+    if kind in arrays.VARLEN:
+        return object
+    return "float64" if kind.startswith("FLOAT") else "Int64"
+
+
+def _partial_column(values, dtype):
+    """A column of partial results (a tuple of Python values, None for NULL)
+    as a pandas array, without pandas' per-element inference."""
+    if dtype == "Int64":
+        if None in values:
+            mask = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
+            data = np.array([0 if v is None else v for v in values], dtype=np.int64)
+        else:
+            mask = np.zeros(len(values), dtype=bool)
+            data = np.array(values, dtype=np.int64)
+        return pd.arrays.IntegerArray(data, mask)
+    if dtype == "float64":
+        return np.array(values, dtype=np.float64)  # None becomes NaN: SQLite has no NaN
+    return np.array(values, dtype=dtype)
+
+
+def _partial_frame(names, rows, by, schema):
+    """The partial rows of one file (colstore_agg's output) as a DataFrame."""
+    if not rows:
+        return pd.DataFrame({n: pd.Series([], dtype=_partial_dtype(n, by, schema)) for n in names})
+    return pd.DataFrame({n: _partial_column(v, _partial_dtype(n, by, schema)) for n, v in zip(names, zip(*rows))})
+
+
+def _combine(frames, by, schema):
+    """One result row per group from the files' partial results (one
+    DataFrame per file): one pandas groupby over all of them."""
+    names = list(frames[0].columns)
+    frame = pd.concat(frames, ignore_index=True)
+    if len(frame) == 0:
+        if by:
+            return frame
+        frame = _partial_frame(names, [tuple(0 if n == "count" or n.startswith("count_") else None for n in names)],
+                               by, schema)
+    values = [n for n in names if n not in by and not n.startswith("avg_")]
+    sums = [n for n in values if n == "count" or n.startswith(("count_", "sum_"))]
+    # Integer sums add in int64, which wraps: the result is exact whenever
+    # the true sum fits, which a float sum beside it tells.
+    exact = [n for n in sums if n.startswith("sum_") and frame[n].dtype == "Int64"]
+    for name in exact:
+        frame["\0" + name] = frame[name].astype("float64")
+    keys = list(by) if by else [np.zeros(len(frame), dtype=np.int8)]
+    groups = frame.groupby(keys, dropna=False, sort=False)
+    extremes = [n for n in values if n.startswith(("min_", "max_"))]
+    numeric = [n for n in extremes if frame[n].dtype != object]
+    pieces = [groups[sums + ["\0" + n for n in exact]].sum(min_count=1),
+              groups[[n for n in numeric if n.startswith("min_")]].min(),
+              groups[[n for n in numeric if n.startswith("max_")]].max()]
+    for name in extremes:
+        if name not in numeric:  # TEXT, BLOB: Python's order of str and bytes is BINARY's; NULLs skipped
+            pick = min if name.startswith("min_") else max
+            pieces.append(groups[name].agg(lambda s: pick((v for v in s if v is not None), default=None)))
+    out = pd.concat(pieces, axis=1)
+    for name in exact:
+        near = out["\0" + name].abs() >= 2.0 ** 62
+        for key in out.index[near.fillna(False).to_numpy()]:
+            _exact_sum(name, groups.get_group(key)[name], out, key)
+    for name in names:
+        if name.startswith("avg_"):
+            col = name[4:]
+            total = out["sum_" + col].astype("float64")
+            n = out["count_" + col]
+            out[name] = (total / n.where(n > 0)).astype("float64")
+    out = out.reset_index(drop=not by)
+    return out[names].reset_index(drop=True)
+
+
+def _exact_sum(name, partial_sums, out, key):
+    """The sum of one group again in Python integers, where the float sum
+    says it is near int64's limit; one that does not fit fails, as SQLite's
+    sum() does."""
+    exact = sum(int(v) for v in partial_sums.dropna())
+    if not INT64_MIN <= exact <= INT64_MAX:
+        raise OverflowError("colstore: integer overflow in %s (as SQLite's sum)" % name)
+    out.loc[key, name] = exact
+
+
+def aggregate(source, by, where=None, threads=1):
+    """colstore_agg over source (a store, a dataset directory or a pattern),
+    computed per file on the Dask workers and combined: a pandas DataFrame
+    with colstore_agg's columns (by's keys, count, then count_X, sum_X,
+    avg_X, min_X, max_X per column), a row per group.  by: a column name or
+    a list of them (empty or None: one row over everything); where: an SQL
+    condition on the source rows, as colstore_agg takes it."""
+    import dask
+
+    if by is None:
+        by = []
+    elif isinstance(by, str):
+        by = [by]
+    info = dataset_info(source)
+    schema = {c["name"]: c["type"] for c in info["columns"]}
+    for k in by:
+        if k not in schema:
+            raise KeyError("colstore: %s has no column %r; its columns are %s" % (source, k, ", ".join(schema)))
+    parts = [dask.delayed(_aggregate_file, pure=False)(f, list(by), where, threads, schema) for f in info["files"]]
+    return dask.delayed(_combine, pure=False)(parts, list(by), schema).compute()
