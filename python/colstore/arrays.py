@@ -115,22 +115,25 @@ def read(con, table, columns=None, rows=None, mask=None):
 
 
 def _numeric_blob(name, kind, values):
+    """The BLOB argument for a numeric column: the array itself where its
+    dtype is the column's (Python's sqlite3 binds any buffer as a BLOB, so a
+    contiguous array goes without a copy), else a lossless conversion."""
     want = DTYPES[kind]
     if values.dtype == want:
-        return values.tobytes()
+        return np.ascontiguousarray(values)
     if kind == "BOOL":
         if values.dtype.kind in "iub" and values.size and not np.isin(values, (0, 1)).all():
             raise ValueError("colstore: column %s is BOOL; its values must be 0 or 1" % name)
         if values.dtype.kind in "iub":
-            return values.astype(want).tobytes()
+            return values.astype(want)
     elif np.can_cast(values.dtype, want, "safe"):
-        return values.astype(want).tobytes()
+        return values.astype(want)
     elif values.dtype.kind in "iub" and want.kind in "iu":
         info = np.iinfo(want)
         if values.size and (values.min() < info.min or values.max() > info.max):
             raise ValueError("colstore: column %s is %s; values from %d to %d do not fit it"
                              % (name, kind, values.min(), values.max()))
-        return values.astype(want).tobytes()
+        return values.astype(want)
     raise TypeError("colstore: column %s is %s; an array of %s does not convert to it without loss; "
                     "cast it first (array.astype(numpy.%s))" % (name, kind, values.dtype, want.name))
 
