@@ -24,7 +24,12 @@ Per shape and round, in this interleaved order:
 
 Before anything is timed, both stores must hold identical columns
 (colstore_array of each, compared byte for byte) and the fetched rows must
-equal the arrays.  GB/s counts the array bytes (values, validity and
+equal the arrays.  Two baselines split the array routes' time into the
+binding's share and colstore's: `bind` hands the same BLOBs to SQLite for
+`SELECT length(?) + ...` (Python's sqlite3 copies every bound BLOB), and
+`array_sql` makes the same colstore_array BLOBs but measures them inside
+SQLite (`length(colstore_array(...))`), without the copy into Python bytes.
+GB/s counts the array bytes (values, validity and
 offsets as a binding hands them over), the same figure for both routes.
 Medians with min and max over --rounds; ratios from the medians of this one
 run.  The host's load average is printed with the figures.
@@ -96,8 +101,7 @@ def create(con, path, cols):
                 (path, ", ".join("%s %s" % (c, t[0]) for c, t in cols.items())))
 
 
-def do_append(con, path, cols):
-    create(con, path, cols)
+def append_args(cols):
     args = ["t"]
     for c, (_, vals, valid, offs) in cols.items():
         args += [c, vals if isinstance(vals, bytes) else memoryview(vals)]
@@ -105,8 +109,39 @@ def do_append(con, path, cols):
             args += [c + ":valid", memoryview(valid)]
         if offs is not None:
             args += [c + ":offsets", memoryview(offs)]
+    return args
+
+
+def do_append(con, path, cols):
+    create(con, path, cols)
+    args = append_args(cols)
     t0 = time.perf_counter()
     con.execute("SELECT colstore_append(%s)" % ", ".join("?" * len(args)), args).fetchone()
+    return time.perf_counter() - t0
+
+
+def do_bind(con, cols):
+    """The binding's share of an append: the same arguments handed to SQLite
+    (Python's sqlite3 copies each BLOB) for a query that only measures them."""
+    args = append_args(cols)
+    t0 = time.perf_counter()
+    con.execute("SELECT %s" % " + ".join("length(?)" for _ in args), args).fetchone()
+    return time.perf_counter() - t0
+
+
+def array_names(cols):
+    names = []
+    for c, (_, _, valid, offs) in cols.items():
+        names += [c] + ([c + ":valid"] if valid is not None else []) + ([c + ":offsets"] if offs is not None else [])
+    return names
+
+
+def do_array_sql(con, cols):
+    """colstore_array's own share: the same BLOBs made and measured inside
+    SQLite, without the copy into Python bytes objects."""
+    names = array_names(cols)
+    t0 = time.perf_counter()
+    con.execute("SELECT %s" % " + ".join("length(colstore_array('t', ?))" for _ in names), names).fetchone()
     return time.perf_counter() - t0
 
 
@@ -179,10 +214,12 @@ def run(args):
         _, fetched = do_fetch(con, cols)
         assert fetched == rows, "%s: fetchall differs from the rows" % shape
         del rows_back, fetched, arrs, arrs_r
-        t = {"append": [], "array": [], "insert": [], "fetch": []}
+        t = {"append": [], "bind": [], "array": [], "array_sql": [], "insert": [], "fetch": []}
         for r in range(args.rounds):
             t["append"].append(do_append(con, pa, cols))
+            t["bind"].append(do_bind(con, cols))
             t["array"].append(do_array(con, cols)[0])
+            t["array_sql"].append(do_array_sql(con, cols))
             t["insert"].append(do_insert(con, pr, cols, rows))
             dt, fetched = do_fetch(con, cols)
             t["fetch"].append(dt)
@@ -194,8 +231,8 @@ def run(args):
                                     "array_vs_fetch": s["fetch"]["median"] / s["array"]["median"]}
         print("%s: %d rows, %.1f MB of arrays%s" % (shape, args.rows, nbytes / 1e6,
                                                     ", glibc keeps freed memory" if results["keep_memory"] else ""))
-        for k in ("append", "array", "insert", "fetch"):
-            print("  %-7s median %8.1f ms (min %8.1f, max %8.1f)  %6.2f GB/s" %
+        for k in ("append", "bind", "array", "array_sql", "insert", "fetch"):
+            print("  %-9s median %8.1f ms (min %8.1f, max %8.1f)  %6.2f GB/s" %
                   (k, s[k]["median"] * 1e3, s[k]["min"] * 1e3, s[k]["max"] * 1e3, gb[k]))
         print("  append / executemany INSERT: %.0fx   array / fetchall: %.0fx" %
               (results["shapes"][shape]["append_vs_insert"], results["shapes"][shape]["array_vs_fetch"]))
