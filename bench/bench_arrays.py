@@ -27,7 +27,8 @@ Before anything is timed, both stores must hold identical columns
 equal the arrays.  Two baselines split the array routes' time into the
 binding's share and colstore's: `bind` hands the same BLOBs to SQLite for
 `SELECT length(?) + ...` (Python's sqlite3 copies every bound BLOB), and
-`array_sql` makes the same colstore_array BLOBs but measures them inside
+`floor` writes the same bytes to a new file and fsyncs it (the disk's
+share of any durable append), and `array_sql` makes the same colstore_array BLOBs but measures them inside
 SQLite (`length(colstore_array(...))`), without the copy into Python bytes.
 GB/s counts the array bytes (values, validity and
 offsets as a binding hands them over), the same figure for both routes.
@@ -117,6 +118,26 @@ def do_append(con, path, cols):
     args = append_args(cols)
     t0 = time.perf_counter()
     con.execute("SELECT colstore_append(%s)" % ", ".join("?" * len(args)), args).fetchone()
+    return time.perf_counter() - t0
+
+
+def do_floor(path, cols):
+    """The disk's share: the same array bytes written to a new file and
+    fsynced, as plain writes (what any durable append must at least do)."""
+    if os.path.exists(path):
+        os.remove(path)
+    parts = []
+    for _, (_, vals, valid, offs) in cols.items():
+        parts += [vals if isinstance(vals, bytes) else memoryview(vals)]
+        parts += [memoryview(x) for x in (valid, offs) if x is not None]
+    t0 = time.perf_counter()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        for part in parts:
+            os.write(fd, part)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     return time.perf_counter() - t0
 
 
@@ -214,9 +235,10 @@ def run(args):
         _, fetched = do_fetch(con, cols)
         assert fetched == rows, "%s: fetchall differs from the rows" % shape
         del rows_back, fetched, arrs, arrs_r
-        t = {"append": [], "bind": [], "array": [], "array_sql": [], "insert": [], "fetch": []}
+        t = {"append": [], "floor": [], "bind": [], "array": [], "array_sql": [], "insert": [], "fetch": []}
         for r in range(args.rounds):
             t["append"].append(do_append(con, pa, cols))
+            t["floor"].append(do_floor(os.path.join(d, "floor.bin"), cols))
             t["bind"].append(do_bind(con, cols))
             t["array"].append(do_array(con, cols)[0])
             t["array_sql"].append(do_array_sql(con, cols))
@@ -231,7 +253,7 @@ def run(args):
                                     "array_vs_fetch": s["fetch"]["median"] / s["array"]["median"]}
         print("%s: %d rows, %.1f MB of arrays%s" % (shape, args.rows, nbytes / 1e6,
                                                     ", glibc keeps freed memory" if results["keep_memory"] else ""))
-        for k in ("append", "bind", "array", "array_sql", "insert", "fetch"):
+        for k in ("append", "floor", "bind", "array", "array_sql", "insert", "fetch"):
             print("  %-9s median %8.1f ms (min %8.1f, max %8.1f)  %6.2f GB/s" %
                   (k, s[k]["median"] * 1e3, s[k]["min"] * 1e3, s[k]["max"] * 1e3, gb[k]))
         print("  append / executemany INSERT: %.0fx   array / fetchall: %.0fx" %
