@@ -518,6 +518,32 @@ bool cs_batch_get(const cs_batch *batch, uint32_t col, uint64_t row, cs_stat *ou
 ** again converted; the caller must re-put exactly cs_batch_rows() values. */
 void cs_batch_column_reset(cs_batch *batch, uint32_t col, cs_type type);
 
+/* One column of n rows given whole (colstore_append): the layout of
+** docs/sql.md "Arrays".  A fixed-width column: data holds n little-endian
+** values at the type's width (BOOL one byte, 0 or 1).  TEXT and BLOB: data
+** holds the bytes and offsets n + 1 little-endian int64 offsets into them,
+** non-decreasing and within [0, data_bytes] (Arrow's large-string layout;
+** offsets[0] need not be 0).  valid: n bytes, 0 = NULL, or NULL when every
+** value is present.  data NULL and data_bytes 0 with n > 0 (and no
+** offsets): the column is all NULL.  Neither offsets nor values need any
+** alignment. */
+typedef struct cs_array {
+  const void *data;
+  uint64_t data_bytes;
+  const void *offsets; /* TEXT/BLOB only */
+  const uint8_t *valid;
+} cs_array;
+/* Appends n rows given as one cs_array per column of schema (the batch's
+** schema; cols[c].data NULL makes column c all NULL).  Everything is
+** checked before a byte is appended: a length that does not match n, an
+** offset out of order or out of range, a BOOL byte other than 0 or 1, a
+** NULL in a NOT NULL column are CS_EINVAL naming the column (and the row
+** or offset); CS_ENOMEM.  A failure leaves the batch as it was.  Nothing
+** is converted: values are copied in bulk, NULL slots stored as zeros
+** (fixed width) or empty (TEXT/BLOB) whatever the arrays held there. */
+cs_rc cs_batch_append_arrays(cs_batch *batch, const cs_schema *schema, const cs_array *cols, uint64_t n,
+                             cs_err *err);
+
 /* ---------------------------------------------------------------- writer */
 
 typedef struct cs_writer cs_writer;
@@ -694,6 +720,25 @@ uint64_t cs_gather_mask(const cs_store *s, uint32_t col, const uint8_t *mask, ui
 ** (out_rows needs room for cs_mask_count(mask, n) of them). */
 uint64_t cs_mask_count(const uint8_t *mask, uint64_t n);
 uint64_t cs_mask_to_rows(const uint8_t *mask, uint64_t n, uint64_t base, uint64_t *out_rows);
+
+/* A column handed out whole (colstore_array, docs/sql.md "Arrays"), one
+** part at a time, for the rows given (rows[0, n), any order, duplicates
+** allowed, each a live position < cs_store_rows(): drop deleted ones
+** first) or, with rows NULL, for every live row in position order.  VALUES:
+** the values at the column's width, 0 where NULL; for TEXT/BLOB the bytes
+** of the values back to back (none for a NULL).  VALID: one byte a row, 1
+** = present, 0 = NULL.  OFFSETS (TEXT/BLOB only): n + 1 int64 offsets into
+** VALUES, from 0.  Fixed-width values are copied a record's run at a time,
+** or through the gathers for a list. */
+typedef enum cs_array_part { CS_ARRAY_VALUES, CS_ARRAY_VALID, CS_ARRAY_OFFSETS } cs_array_part;
+/* The bytes cs_array_read writes.  CS_EINVAL for OFFSETS of a fixed-width
+** column; CS_ECORRUPT when TEXT/BLOB offsets in the store are damaged. */
+cs_rc cs_array_size(const cs_store *s, uint32_t col, cs_array_part part, const uint64_t *rows, uint64_t n,
+                    uint64_t *out_bytes, cs_err *err);
+/* Writes the part into out, which has cap bytes (cs_array_size's answer):
+** CS_ECORRUPT rather than writing past cap, CS_ENOMEM. */
+cs_rc cs_array_read(const cs_store *s, uint32_t col, cs_array_part part, const uint64_t *rows, uint64_t n,
+                    void *out, uint64_t cap, cs_err *err);
 
 /* ------------------------------------------------------------ predicates */
 

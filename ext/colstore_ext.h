@@ -11,7 +11,8 @@
 **   colstore_vtab.c       the colstore table: create, connect, module
 **   colstore_cursor.c     its cursor: xFilter, xNext, xColumn
 **   colstore_func.c       the SQL functions; colstore_calibrate.c;
-**                         colstore_import.c (CSV into a store)
+**                         colstore_import.c (CSV into a store);
+**                         colstore_array.c (whole columns in and out)
 **   colstore_write.c      INSERT, DELETE, UPDATE and the transaction hooks
 **   colstore_selection.c  a selection's inputs, read from xFilter's
 **                         arguments, and the list both cursors walk
@@ -374,6 +375,20 @@ void csx_table_write_free(csx_table *pTab);
 /* Whether the open transaction has INSERTed, DELETEd or UPDATEd rows of
 ** pTab that are not committed yet. */
 bool csx_table_has_pending(const csx_table *pTab);
+/* colstore_append's rows on their way into a table's transaction
+** (colstore_array.c): the function checks its arguments, then runs
+** `INSERT INTO t(_rows) VALUES (?1)` with this bound as a pointer of type
+** CSX_APPEND_POINTER, so SQLite enrols the table in the transaction as for
+** any INSERT, and xUpdate appends the arrays to the pending batch in one
+** call (csx_update).  Only this pointer type reaches that path; a BLOB or
+** anything else in _rows is still refused. */
+#define CSX_APPEND_POINTER "colstore_append"
+typedef struct csx_append {
+  csx_table *table;     /* the table the function resolved; xUpdate refuses another */
+  uint32_t n_cols;      /* the schema's column count when the arrays were matched to it */
+  const cs_array *cols; /* one per column (data NULL: all NULL) */
+  uint64_t n;           /* rows */
+} csx_append;
 /* How long a writer waits for a store's lock before SQLITE_BUSY. */
 #define CSX_LOCK_TIMEOUT_MS 5000
 /* The snapshot this connection's next statement reads (one ref for the

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "colstore_array.h"
 #include "colstore_ext.h"
 #include "colstore_import.h"
 
@@ -630,5 +631,6 @@ int csx_register_functions(sqlite3 *db, csx_conn *conn) {
                                         fns[i].xFunc, NULL, NULL, NULL);
     if (rc != SQLITE_OK) return rc;
   }
-  return csx_register_import(db);
+  int rc = csx_register_import(db);
+  return rc == SQLITE_OK ? csx_register_arrays(db, conn) : rc;
 }

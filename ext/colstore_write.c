@@ -286,6 +286,45 @@ static int update_row(csx_table *pTab, int argc, sqlite3_value **argv) {
   return rc;
 }
 
+/* The pending batch, made on the transaction's first inserted row, when
+** the snapshot is refreshed: its rows are numbered from the snapshot's
+** end, so it must hold every committed row, this connection's last COMMIT
+** included (a snapshot is otherwise refreshed only when a statement starts
+** reading).  Cursors read their own. */
+static int pending_ready(csx_table *pTab) {
+  if (!pTab->pending) {
+    cs_err err;
+    if (cs_batch_new(cs_store_schema(pTab->snap->store), &pTab->pending, &err) != CS_OK) return SQLITE_NOMEM;
+  }
+  if (cs_batch_rows(pTab->pending) == 0)
+    return csx_snapshot_refresh(&pTab->snap, &pTab->base, pTab->zPath, pTab->zName);
+  return SQLITE_OK;
+}
+
+/* colstore_append's rows (csx_append, colstore_array.c): checked and
+** copied into the pending batch by the core in one call, all or none. */
+static int append_arrays(csx_table *pTab, const csx_append *a, sqlite_int64 *pRowid) {
+  if (a->table != pTab)
+    return csx_vtab_error(&pTab->base, SQLITE_ERROR,
+                          "colstore: colstore_append's arrays were matched to another table than %s; call "
+                          "it with the table's name",
+                          pTab->zName);
+  int rc = pending_ready(pTab);
+  if (rc != SQLITE_OK) return rc;
+  const cs_schema *schema = cs_store_schema(pTab->snap->store);
+  if (schema->n_cols != a->n_cols)
+    return csx_vtab_error(&pTab->base, SQLITE_ERROR,
+                          "colstore: %s was replaced by a store with another schema; reconnect the table",
+                          pTab->zPath);
+  cs_err err = {0};
+  cs_rc crc = cs_batch_append_arrays(pTab->pending, schema, a->cols, a->n, &err);
+  if (crc != CS_OK)
+    return csx_vtab_error(&pTab->base, crc == CS_EINVAL ? SQLITE_MISMATCH : csx_rc_to_sqlite(crc), "%s",
+                          err.msg);
+  *pRowid = (sqlite_int64)(cs_store_rows(pTab->snap->store) + cs_batch_rows(pTab->pending) - 1);
+  return SQLITE_OK;
+}
+
 int csx_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite_int64 *pRowid) {
   csx_table *pTab = (csx_table *)pVtab;
   if (argc == 1) return delete_row(pTab, argv[0]);
@@ -298,24 +337,17 @@ int csx_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite_int64
   if (cs_store_is_dataset(pTab->snap->store)) return dataset_read_only(pTab, "INSERT into");
   const cs_schema *schema = cs_store_schema(pTab->snap->store);
   if ((uint32_t)argc != 2 + schema->n_cols + CSX_N_HIDDEN) return SQLITE_ERROR;
+  const csx_append *arrays =
+      sqlite3_value_pointer(argv[2 + schema->n_cols + CSX_HIDDEN_ROWS], CSX_APPEND_POINTER);
+  if (arrays) return append_arrays(pTab, arrays, pRowid);
   for (int h = 0; h < CSX_N_HIDDEN; h++)
     if (sqlite3_value_type(argv[2 + schema->n_cols + h]) != SQLITE_NULL)
       return csx_vtab_error(pVtab, SQLITE_ERROR,
                             "colstore: %s is a selection column of table %s; it cannot be inserted",
                             h == CSX_HIDDEN_ROWS ? "_rows" : "_mask", pTab->zName);
-  if (!pTab->pending) {
-    cs_err err;
-    if (cs_batch_new(schema, &pTab->pending, &err) != CS_OK) return SQLITE_NOMEM;
-  }
-  /* The transaction's first inserted row: its rows are numbered from the
-  ** snapshot's end, so the snapshot must hold every committed row, this
-  ** connection's last COMMIT included (a snapshot is otherwise refreshed
-  ** only when a statement starts reading).  Cursors read their own. */
-  if (cs_batch_rows(pTab->pending) == 0) {
-    int rc = csx_snapshot_refresh(&pTab->snap, pVtab, pTab->zPath, pTab->zName);
-    if (rc != SQLITE_OK) return rc;
-    schema = cs_store_schema(pTab->snap->store);
-  }
+  int prc = pending_ready(pTab);
+  if (prc != SQLITE_OK) return prc;
+  schema = cs_store_schema(pTab->snap->store);
   for (uint32_t c = 0; c < schema->n_cols; c++) {
     char *zErr = NULL;
     int rc = csx_value_put(pTab->pending, c, &schema->cols[c], pTab->zName, argv[2 + c], &zErr);

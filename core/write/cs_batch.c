@@ -20,14 +20,37 @@
 
 #include "cs_write_internal.h"
 
+/* A buffer of `bytes`: from BATCH_BIG_BYTES up a big block (cs_mem_big_alloc:
+** huge pages advised, and a block another query freed reused warm), so a
+** column appended whole (cs_batch_append_arrays) does not pay a page fault
+** every 4 KiB on its first touch; below, the C library's.  Which it is
+** follows from the capacity, so buf_free needs no flag. */
+#define BATCH_BIG_BYTES ((uint64_t)2 << 20) /* where cs_mem_big_alloc starts advising huge pages */
+
+static void *buf_alloc(uint64_t bytes) {
+  return bytes >= BATCH_BIG_BYTES ? cs_mem_big_alloc(bytes) : cs__mem_malloc((size_t)bytes);
+}
+
+static void buf_free(void *p, uint64_t bytes) {
+  if (bytes >= BATCH_BIG_BYTES)
+    cs_mem_big_free(p);
+  else
+    cs__mem_free(p);
+}
+
 static cs_rc grow(void **p, uint64_t *cap, uint64_t need, size_t unit, cs_err *err) {
   if (need <= *cap) return CS_OK;
   uint64_t n = *cap ? *cap : 1024;
   while (n < need) n *= 2;
-  void *q = cs__mem_realloc(*p, n * unit);
+  void *q = n * unit >= BATCH_BIG_BYTES ? buf_alloc(n * unit) : cs__mem_realloc(*p, n * unit);
   if (!q)
     return cs_err_set(err, CS_ENOMEM, "colstore: out of memory growing a batch to %llu values",
                       (unsigned long long)need);
+  if (n * unit >= BATCH_BIG_BYTES) {
+    /* a new block: the old one's contents moved over by hand */
+    if (*cap) memcpy(q, *p, *cap * unit);
+    buf_free(*p, *cap * unit);
+  }
   *p = q;
   *cap = n;
   return CS_OK;
@@ -52,9 +75,9 @@ cs_rc cs_batch_new(const cs_schema *schema, cs_batch **out, cs_err *err) {
 void cs_batch_free(cs_batch *b) {
   if (!b) return;
   for (uint32_t i = 0; i < b->n_cols; i++) {
-    cs__mem_free(b->cols[i].data);
-    cs__mem_free(b->cols[i].offsets);
-    cs__mem_free(b->cols[i].validity);
+    buf_free(b->cols[i].data, b->cols[i].data_cap);
+    buf_free(b->cols[i].offsets, b->cols[i].offsets_cap * sizeof(int64_t));
+    buf_free(b->cols[i].validity, b->cols[i].validity_cap);
   }
   cs__mem_free(b->cols);
   cs__mem_free(b);
@@ -349,4 +372,179 @@ uint64_t cs__batch_lay_rows(const cs_batch_column *col, uint64_t first, uint64_t
   }
   dc->null_count = nulls;
   return cs__chunk_lay(col->type, n, nulls ? scratch : NULL, offs, data, data_bytes, at, iov, n_iov, dc);
+}
+
+/* ------------------------------------------------------ columns as arrays */
+
+static int64_t load_i64(const void *p, uint64_t i) {
+  int64_t x;
+  memcpy(&x, (const uint8_t *)p + 8 * i, 8);
+  return x;
+}
+
+/* Checks column c's array against n rows and its column; *null_spans is
+** set when a NULL TEXT/BLOB value spans bytes (they are dropped). */
+static cs_rc array_check(const cs_column *col, const cs_array *a, uint64_t n, bool *null_spans, cs_err *err) {
+  size_t w = cs_type_width(col->type);
+  *null_spans = false;
+  if (!a->data && !a->offsets && a->data_bytes == 0) {
+    if (!col->nullable && n)
+      return cs_err_set(err, CS_EINVAL, "colstore: column %s is NOT NULL; give its values (%llu rows)",
+                        col->name, (unsigned long long)n);
+    return CS_OK;
+  }
+  if (w) {
+    if (a->data_bytes != n * w)
+      return cs_err_set(err, CS_EINVAL,
+                        "colstore: column %s (%s) takes %llu bytes for %llu rows (%zu a value), got %llu",
+                        col->name, cs_type_name(col->type), (unsigned long long)(n * w),
+                        (unsigned long long)n, w, (unsigned long long)a->data_bytes);
+    if (col->type == CS_TYPE_BOOL) {
+      const uint8_t *v = a->data;
+      for (uint64_t i = 0; i < n; i++)
+        if (v[i] > 1 && (!a->valid || a->valid[i]))
+          return cs_err_set(err, CS_EINVAL,
+                            "colstore: column %s (BOOL) holds byte %u at row %llu; give 0 or 1", col->name,
+                            v[i], (unsigned long long)i);
+    }
+  } else {
+    if (!a->offsets)
+      return cs_err_set(err, CS_EINVAL, "colstore: column %s (%s) needs %s:offsets (%llu int64 offsets)",
+                        col->name, cs_type_name(col->type), col->name, (unsigned long long)(n + 1));
+    int64_t prev = load_i64(a->offsets, 0);
+    if (prev < 0 || (uint64_t)prev > a->data_bytes)
+      return cs_err_set(
+          err, CS_EINVAL,
+          "colstore: %s:offsets[0] is %lld, outside the %llu bytes of %s; offsets point into them", col->name,
+          (long long)prev, (unsigned long long)a->data_bytes, col->name);
+    for (uint64_t i = 1; i <= n; i++) {
+      int64_t x = load_i64(a->offsets, i);
+      if (x < prev || (uint64_t)x > a->data_bytes)
+        return cs_err_set(err, CS_EINVAL,
+                          "colstore: %s:offsets[%llu] is %lld after %lld; offsets must not decrease and "
+                          "stay within the %llu bytes of %s",
+                          col->name, (unsigned long long)i, (long long)x, (long long)prev,
+                          (unsigned long long)a->data_bytes, col->name);
+      if (x != prev && a->valid && !a->valid[i - 1]) *null_spans = true;
+      prev = x;
+    }
+  }
+  if (a->valid && !col->nullable) {
+    const uint8_t *z = memchr(a->valid, 0, n);
+    if (z)
+      return cs_err_set(err, CS_EINVAL, "colstore: column %s is NOT NULL but %s:valid marks row %llu NULL",
+                        col->name, col->name, (unsigned long long)(z - a->valid));
+  }
+  return CS_OK;
+}
+
+/* Bits [d0, d0 + n) of dst from the bytes valid[0, n) (nonzero = 1), eight
+** at a time between dst's byte boundaries: each byte normalized to 0/1
+** (its low seven bits added to 0x7F set bit 7 when any is set) and the
+** eight packed by one multiply (byte j -> bit j). */
+static void bits_from_bytes(uint8_t *dst, uint64_t d0, const uint8_t *valid, uint64_t n) {
+  uint64_t i = 0;
+  for (; i < n && ((d0 + i) & 7); i++) {
+    uint64_t d = d0 + i;
+    dst[d >> 3] = (uint8_t)((dst[d >> 3] & ~(1u << (d & 7))) | ((valid[i] != 0) << (d & 7)));
+  }
+  uint8_t *out = dst + ((d0 + i) >> 3);
+  const uint64_t lo7 = 0x7F7F7F7F7F7F7F7Full, ones = 0x0101010101010101ull;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x;
+    memcpy(&x, valid + i, 8);
+    x = ((((x & lo7) + lo7) | x) >> 7) & ones;
+    *out++ = (uint8_t)((x * 0x0102040810204080ull) >> 56);
+  }
+  for (; i < n; i++) {
+    uint64_t d = d0 + i;
+    dst[d >> 3] = (uint8_t)((dst[d >> 3] & ~(1u << (d & 7))) | ((valid[i] != 0) << (d & 7)));
+  }
+}
+
+/* Copies a checked array (n rows) onto the end of batch column c, whose
+** buffers were grown for it. */
+static void array_copy(cs_batch_column *c, const cs_array *a, uint64_t n, bool null_spans) {
+  uint64_t k = c->n_values;
+  bool all_null = !a->data && !a->offsets && a->data_bytes == 0;
+  if (all_null) {
+    /* bits [k, k + n) cleared: the rest of k's byte, then whole bytes */
+    c->validity[k >> 3] &= (uint8_t)((1u << (k & 7)) - 1);
+    uint64_t from = (k >> 3) + 1, to = (k + n + 7) >> 3;
+    if (to > from) memset(c->validity + from, 0, to - from);
+    c->n_nulls += n;
+  } else if (a->valid) {
+    bits_from_bytes(c->validity, k, a->valid, n);
+    c->n_nulls += cs__bits_zeros(c->validity, k, n);
+  } else {
+    bits_copy(c->validity, k, NULL, 0, n);
+  }
+  if (c->width) {
+    uint8_t *dst = c->data + c->data_bytes;
+    if (all_null)
+      memset(dst, 0, n * c->width);
+    else
+      memcpy(dst, a->data, n * c->width);
+    if (a->valid && !all_null)
+      for (uint64_t i = 0; i < n; i++)
+        if (!a->valid[i]) memset(dst + i * c->width, 0, c->width);
+    c->data_bytes += n * c->width;
+  } else {
+    if (k == 0) c->offsets[0] = 0;
+    int64_t at = (int64_t)c->data_bytes;
+    if (all_null) {
+      for (uint64_t i = 1; i <= n; i++) c->offsets[k + i] = at;
+    } else if (!null_spans) {
+      int64_t o0 = load_i64(a->offsets, 0), on = load_i64(a->offsets, n);
+      if (on > o0) memcpy(c->data + at, (const uint8_t *)a->data + o0, (size_t)(on - o0));
+      for (uint64_t i = 1; i <= n; i++) c->offsets[k + i] = at + load_i64(a->offsets, i) - o0;
+      at += on - o0;
+    } else {
+      for (uint64_t i = 0; i < n; i++) {
+        int64_t s = load_i64(a->offsets, i), e = load_i64(a->offsets, i + 1);
+        if (a->valid[i] && e > s) {
+          memcpy(c->data + at, (const uint8_t *)a->data + s, (size_t)(e - s));
+          at += e - s;
+        }
+        c->offsets[k + i + 1] = at;
+      }
+    }
+    c->data_bytes = (uint64_t)at;
+  }
+  c->n_values += n;
+}
+
+cs_rc cs_batch_append_arrays(cs_batch *b, const cs_schema *schema, const cs_array *cols, uint64_t n,
+                             cs_err *err) {
+  if (schema->n_cols != b->n_cols)
+    return cs_err_set(err, CS_ESCHEMA, "colstore: arrays for %u columns given to a batch of %u",
+                      schema->n_cols, b->n_cols);
+  for (uint32_t i = 0; i < b->n_cols; i++)
+    if (schema->cols[i].type != b->cols[i].type)
+      return cs_err_set(
+          err, CS_ESCHEMA, "colstore: column %s is %s in the arrays' schema but %s in the batch",
+          schema->cols[i].name, cs_type_name(schema->cols[i].type), cs_type_name(b->cols[i].type));
+  if (n == 0) return CS_OK;
+  bool *spans = cs__mem_calloc(b->n_cols ? b->n_cols : 1, sizeof *spans);
+  if (!spans)
+    return cs_err_set(err, CS_ENOMEM, "colstore: out of memory appending %llu rows", (unsigned long long)n);
+  cs_rc rc = CS_OK;
+  for (uint32_t i = 0; rc == CS_OK && i < b->n_cols; i++)
+    rc = array_check(&schema->cols[i], &cols[i], n, &spans[i], err);
+  /* Every buffer is grown before anything is copied, so a failure changes
+  ** nothing but spare capacity. */
+  for (uint32_t i = 0; rc == CS_OK && i < b->n_cols; i++) {
+    cs_batch_column *c = &b->cols[i];
+    const cs_array *a = &cols[i];
+    uint64_t k = c->n_values, bytes = c->width ? n * c->width : 0;
+    if (!c->width && a->offsets) bytes = (uint64_t)(load_i64(a->offsets, n) - load_i64(a->offsets, 0));
+    rc = grow((void **)&c->validity, &c->validity_cap, ((k + n) >> 3) + 1, 1, err);
+    if (!rc && c->width == 0)
+      rc = grow((void **)&c->offsets, &c->offsets_cap, k + n + 2, sizeof(int64_t), err);
+    if (!rc) rc = grow((void **)&c->data, &c->data_cap, c->data_bytes + bytes + 1, 1, err);
+  }
+  for (uint32_t i = 0; rc == CS_OK && i < b->n_cols; i++) array_copy(&b->cols[i], &cols[i], n, spans[i]);
+  if (rc == CS_OK) cs__batch_end_rows(b, n);
+  cs__mem_free(spans);
+  return rc;
 }
