@@ -83,8 +83,10 @@ def _meta(schema, names):
 
 def _to_pandas(values, kind, nullable):
     dtype = PANDAS_DTYPES[kind][1 if nullable else 0]
-    if kind in arrays.VARLEN:
-        return pd.Series(np.ma.filled(values, None) if np.ma.isMaskedArray(values) else values, dtype=object)
+    if kind in arrays.VARLEN:  # an object array, None where NULL (np.ma.filled(None) would give '?')
+        data = np.array(np.ma.getdata(values), dtype=object)
+        data[np.ma.getmaskarray(values)] = None
+        return pd.Series(data, dtype=object)
     if not nullable:
         return pd.Series(np.asarray(values), dtype=dtype)
     data = pd.array(np.ma.getdata(values), dtype=dtype)
