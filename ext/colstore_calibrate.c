@@ -282,8 +282,10 @@ static void fn_calibrate(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     if (crc != CS_OK) {
       sqlite3_free(rep);
       sqlite3_free(sqlite3_str_finish(s));
-      calib_error(ctx, prog.stopped ? SQLITE_INTERRUPT : csx_rc_to_sqlite(cerr.code),
-                  prog.stopped ? "colstore: %s" : "colstore: calibration failed: %s", cerr.msg);
+      if (prog.stopped)
+        csx_progress_result(&prog, ctx, "colstore: calibration interrupted; nothing was applied or saved");
+      else
+        calib_error(ctx, csx_rc_to_sqlite(cerr.code), "colstore: calibration failed: %s", cerr.msg);
       return;
     }
     /* Merge with what is in effect, or with the cache when it is this

@@ -200,7 +200,11 @@ static int job_progress(create_job *j, bool finished) {
                            .rows = j->rows,
                            .has_rows = true,
                            .finished = finished};
-  return csx_progress_tick(j->prog, &r) ? job_interrupted(j) : SQLITE_OK;
+  if (!csx_progress_tick(j->prog, &r)) return SQLITE_OK;
+  if (j->prog->rc == SQLITE_INTERRUPT) return job_interrupted(j);
+  return job_fail(
+      j, j->prog->rc,
+      j->prog->rc == SQLITE_NOMEM ? NULL : sqlite3_mprintf("colstore: %s", sqlite3_errstr(j->prog->rc)));
 }
 
 static int job_flush(create_job *j) {
@@ -616,7 +620,7 @@ static void fn_compact(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   csx_progress_end(&prog);
   if (rc != CS_OK) {
     if (prog.stopped)
-      result_error(ctx, SQLITE_INTERRUPT, err.msg);
+      csx_progress_result(&prog, ctx, err.msg);
     else
       result_cs_error(ctx, rc, &err);
     return;

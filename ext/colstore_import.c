@@ -226,9 +226,11 @@ static void fn_import(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   double ms = csx_progress_ms(&prog);
   csx_progress_end(&prog);
   sqlite3_free(po.nulls_text);
-  if (rc != CS_OK) {
+  if (rc != CS_OK && prog.stopped) {
+    csx_progress_result(&prog, ctx, err.msg);
+  } else if (rc != CS_OK) {
     sqlite3_result_error(ctx, err.msg, -1);
-    sqlite3_result_error_code(ctx, res.interrupted ? SQLITE_INTERRUPT : csx_rc_to_sqlite(rc));
+    sqlite3_result_error_code(ctx, csx_rc_to_sqlite(rc));
   } else {
     char *z = result_json(db, &res, ms);
     if (z)

@@ -132,15 +132,35 @@ int csx_progress_tick(csx_progress *p, const csx_progress_report *r) {
     }
   }
   if (p->stopped) return 1;
+  int rc = SQLITE_DONE;
 #if SQLITE_VERSION_NUMBER >= 3041000
-  if (sqlite3_libversion_number() >= 3041000 && sqlite3_is_interrupted(p->db)) return p->stopped = true;
+  if (sqlite3_libversion_number() >= 3041000 && sqlite3_is_interrupted(p->db)) rc = SQLITE_INTERRUPT;
 #endif
-  int rc;
-  while ((rc = sqlite3_step(p->probe)) == SQLITE_ROW) {
+  if (rc == SQLITE_DONE) {
+    while ((rc = sqlite3_step(p->probe)) == SQLITE_ROW) {
+    }
+    sqlite3_reset(p->probe);
   }
-  sqlite3_reset(p->probe);
-  if (rc == SQLITE_INTERRUPT) p->stopped = true;
+  /* A probe that failed otherwise (out of memory) stops the call too: the
+  ** connection's failed allocation would fail the calling statement
+  ** anyway, after the call had written its store. */
+  if (rc != SQLITE_DONE) p->stopped = true, p->rc = rc;
   return p->stopped;
+}
+
+void csx_progress_result(const csx_progress *p, sqlite3_context *ctx, const char *zInterrupted) {
+  if (p->rc == SQLITE_NOMEM) {
+    sqlite3_result_error_nomem(ctx);
+    return;
+  }
+  if (p->rc == SQLITE_INTERRUPT) {
+    sqlite3_result_error(ctx, zInterrupted ? zInterrupted : "colstore: interrupted", -1);
+  } else {
+    char *z = sqlite3_mprintf("colstore: %s", sqlite3_errstr(p->rc));
+    sqlite3_result_error(ctx, z ? z : "colstore: out of memory", -1);
+    sqlite3_free(z);
+  }
+  sqlite3_result_error_code(ctx, p->rc);
 }
 
 double csx_progress_ms(const csx_progress *p) { return (double)(progress_now_ns() - p->started_ns) / 1e6; }

@@ -30,7 +30,9 @@ typedef struct csx_progress {
   const char *zName;   /* the function, first on the line; static */
   bool show;           /* print the line on stderr */
   bool printed;        /* a line is on stderr (the end adds its newline) */
-  bool stopped;        /* an interrupt or the progress handler stopped the call */
+  bool stopped;        /* the call must stop: see rc */
+  int rc;              /* why: SQLITE_INTERRUPT (an interrupt, or the progress handler),
+                         ** else the probe's own failure (SQLITE_NOMEM) */
   uint64_t started_ns; /* CLOCK_MONOTONIC at csx_progress_begin */
   uint64_t last_print_ns;
 } csx_progress;
@@ -66,6 +68,10 @@ int csx_progress_begin(csx_progress *p, sqlite3 *db, const char *zName, csx_prog
 ** always), calls SQLite's progress handler and looks at the interrupt
 ** flag.  Nonzero (and p->stopped set) when the call must stop. */
 int csx_progress_tick(csx_progress *p, const csx_progress_report *r);
+
+/* Sets the error of a call that tick stopped on ctx: SQLITE_INTERRUPT with
+** zInterrupted (NULL: "colstore: interrupted"), else the probe's error. */
+void csx_progress_result(const csx_progress *p, sqlite3_context *ctx, const char *zInterrupted);
 
 /* Milliseconds since csx_progress_begin. */
 double csx_progress_ms(const csx_progress *p);

@@ -118,8 +118,7 @@ typedef struct calib_ticker {
 static cs_rc calib_tick(calib_ticker *t, cs_err *err) {
   if (!t || !t->opt || !t->opt->progress) return CS_OK;
   if (t->opt->progress(t->opt->progress_arg, t->step, t->done, t->total) == 0) return CS_OK;
-  return cs_err_set(err, CS_EINVAL,
-                    "calibration interrupted; the calibration in effect and its cache are as they were");
+  return cs_err_set(err, CS_EINVAL, "calibration interrupted");
 }
 
 /* cs_calibrate_sweep_run, ticking t (may be NULL) before the sweep and
