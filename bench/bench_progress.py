@@ -33,10 +33,11 @@ clock or random field), and the progress=on runs must have printed a line.
 Then the variants run interleaved (round r runs each once, in an order
 rotated by r), so a burst of load on the host falls on all of them; each
 reports the median wall time with min and max, and the ratio of medians to
-its base.  The load average is printed before and after: the host is shared.
+its base (base, or off without --base-module); the same for the CPU time of
+the statement (the shell's user + sys), which a busy host inflates less.  The load average is printed before and after: the host is shared.
 
     bench/bench_progress.py [--rows N] [--rounds R] [--dir D] [--module build/colstore]
-                            [--base-module OLD/build/colstore] [--json out.json]
+                            [--base-module OLD/build/colstore] [--json out.json] [--only create|compact]
 """
 import argparse
 import filecmp
@@ -52,7 +53,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def shell(module, stmt, workdir, stderr_path=None):
-    """Runs stmt in a fresh sqlite3 shell; returns (seconds, stdout)."""
+    """Runs stmt in a fresh sqlite3 shell; returns ((wall, cpu) seconds, stdout)."""
     script = (".load %s\nCREATE VIRTUAL TABLE src USING colstore('%s');\n.timer on\n%s\n"
               % (module, os.path.join(workdir, "src.cst"), stmt))
     err = open(stderr_path, "wb") if stderr_path else subprocess.DEVNULL
@@ -63,10 +64,10 @@ def shell(module, stmt, workdir, stderr_path=None):
         if stderr_path:
             err.close()
     out = r.stdout.decode()
-    m = re.search(r"Run Time: real ([0-9.]+)", out)
+    m = re.search(r"Run Time: real ([0-9.]+) user ([0-9.]+) sys ([0-9.]+)", out)
     if not m:
         sys.exit("no timing in the shell's output: %r" % out[-300:])
-    return float(m.group(1)), out
+    return (float(m.group(1)), float(m.group(2)) + float(m.group(3))), out
 
 
 def make_data(module, workdir, rows):
@@ -94,6 +95,7 @@ def main():
     ap.add_argument("--module", default=os.path.join(ROOT, "build", "colstore"))
     ap.add_argument("--base-module", default=None)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--only", choices=("create", "compact"), default=None, help="time one function only")
     a = ap.parse_args()
     workdir = os.path.join(os.path.abspath(a.dir), str(a.rows))
     os.makedirs(workdir, exist_ok=True)
@@ -114,7 +116,8 @@ def main():
         return run
 
     variants = {}
-    for op, fn in (("create", create), ("compact", compact)):
+    ops = [(op, fn) for op, fn in (("create", create), ("compact", compact)) if a.only in (None, op)]
+    for op, fn in ops:
         if a.base_module:
             variants[op + "_base"] = fn(a.base_module, "")
         variants[op + "_off"] = fn(a.module, ", 'progress=off'")
@@ -125,7 +128,7 @@ def main():
     for name, run in variants.items():
         (_, _), out = run(name)
         outputs[name] = os.path.join(workdir, out)
-    for op in ("create", "compact"):
+    for op, _ in ops:
         ref = outputs[op + ("_base" if a.base_module else "_off")]
         for name in variants:
             if name.startswith(op) and not filecmp.cmp(ref, outputs[name], shallow=False):
@@ -138,12 +141,14 @@ def main():
 
     load_before = os.getloadavg()
     times = {n: [] for n in variants}
+    cpus = {n: [] for n in variants}
     names = list(variants)
     for r in range(a.rounds):
         order = names[r % len(names):] + names[:r % len(names)]
         for name in order:
-            (t, _), _ = variants[name](name)
+            ((t, c), _), _ = variants[name](name)
             times[name].append(t)
+            cpus[name].append(c)
     load_after = os.getloadavg()
 
     print("rows %d, rounds %d, load average before %.2f %.2f %.2f, after %.2f %.2f %.2f" % (
@@ -151,13 +156,14 @@ def main():
     result = {"rows": a.rows, "rounds": a.rounds, "load_before": load_before, "load_after": load_after,
               "variants": {}}
     for name in names:
-        ts = times[name]
-        med = statistics.median(ts)
-        base = statistics.median(times[name.split("_")[0] + ("_base" if a.base_module else "_off")])
-        print("%-13s median %7.3f s  min %7.3f  max %7.3f  ratio to %s %.3f" % (
-            name, med, min(ts), max(ts), "base" if a.base_module else "off", med / base))
+        ts, cs = times[name], cpus[name]
+        med, cmed = statistics.median(ts), statistics.median(cs)
+        ref = name.split("_")[0] + ("_base" if a.base_module else "_off")
+        base, cbase = statistics.median(times[ref]), statistics.median(cpus[ref])
+        print("%-13s wall median %7.3f s  min %7.3f  max %7.3f  ratio %.3f | cpu median %7.3f s  min %7.3f  "
+              "max %7.3f  ratio %.3f" % (name, med, min(ts), max(ts), med / base, cmed, min(cs), max(cs), cmed / cbase))
         result["variants"][name] = {"median_s": med, "min_s": min(ts), "max_s": max(ts), "times_s": ts,
-                                    "ratio": med / base}
+                                    "ratio": med / base, "cpu_median_s": cmed, "cpu_s": cs, "cpu_ratio": cmed / cbase}
     if a.json:
         with open(a.json, "w") as f:
             json.dump(result, f, indent=1)

@@ -31,8 +31,9 @@ typedef struct csx_progress {
   bool show;           /* print the line on stderr */
   bool printed;        /* a line is on stderr (the end adds its newline) */
   bool stopped;        /* the call must stop: see rc */
-  int rc;              /* why: SQLITE_INTERRUPT (an interrupt, or the progress handler),
-                         ** else the probe's own failure (SQLITE_NOMEM) */
+  /* Why: SQLITE_INTERRUPT (an interrupt, or the progress handler), else
+  ** the probe's own failure (SQLITE_NOMEM). */
+  int rc;
   uint64_t started_ns; /* CLOCK_MONOTONIC at csx_progress_begin */
   uint64_t last_print_ns;
 } csx_progress;
