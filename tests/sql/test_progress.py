@@ -184,6 +184,38 @@ class ProgressTest(cstest.StoreTest):
         r = self.shell("SELECT colstore_compact('%s') ->> '$.after.rows';" % self.store)
         self.assertEqual((r.returncode, r.stderr), (0, b""))
 
+    def test_progress_auto_prints_on_a_terminal(self):
+        """auto (the default) prints the line when stderr is a terminal: here
+        a pseudo-terminal the test reads."""
+        if not shutil.which("sqlite3"):
+            self.skipTest("no sqlite3 shell")
+        import pty
+        master, slave = pty.openpty()
+        script = (".load %s\nSELECT colstore_compact('%s', 'renumber') ->> '$.after.rows';\n"
+                  % (cstest.MODULE, self.store))
+        try:
+            r = subprocess.run(["sqlite3", "-batch", ":memory:"], input=script.encode(), stdout=subprocess.PIPE,
+                               stderr=slave, timeout=300)
+            os.close(slave)
+            slave = None
+            got = b""
+            while True:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: the terminal's other side is closed and drained
+                    break
+                if not chunk:
+                    break
+                got += chunk
+        finally:
+            if slave is not None:
+                os.close(slave)
+            os.close(master)
+        self.assertEqual(r.returncode, 0)
+        self.assertEqual(int(r.stdout), ROWS - len(range(0, ROWS, 7)))
+        self.assertIn(b"\rcolstore_compact: ", got)
+        self.assertRegex(got.decode(), r"[0-9]+ rows  [0-9.]+ MB/s  0s left")
+
     def test_bad_progress_value_lists_the_valid_ones(self):
         for sql, params in [
             ("SELECT colstore_create(?, 'SELECT 1 AS x', 'progress=yes')", (self.path("b.cst"),)),
