@@ -573,6 +573,9 @@ cs_rc cs_writer_append(const char *path, const cs_writer_options *opt, cs_writer
 const cs_schema *cs_writer_schema(const cs_writer *w);
 /* Rows already committed plus rows written by this writer so far. */
 uint64_t cs_writer_rows(const cs_writer *w);
+/* The size of the writer's file now (a new store's temporary file, or the
+** appended store): the bytes written so far, for progress reports. */
+uint64_t cs_writer_file_bytes(const cs_writer *w);
 /* Committed plus written positions less the deleted ones, this
 ** transaction's deletions included. */
 uint64_t cs_writer_live_rows(const cs_writer *w);
@@ -632,7 +635,17 @@ void cs_writer_abort(cs_writer *w);
 ** file when they next check for changes.  Every chunk copied is checked
 ** against its checksum first (CS_ECORRUPT, nothing changed).  A crash
 ** leaves the old file or the new one, whole (and at worst a temporary file
-** beside it, which readers ignore). */
+** beside it, which readers ignore).
+**
+** How far a compaction's copy is, for on_progress: old records, positions
+** and chunk bytes (as stored) handled, of those to handle. */
+typedef struct cs_compact_progress {
+  uint64_t records, records_total;
+  uint64_t positions, positions_total;
+  uint64_t bytes, bytes_total;
+  bool finished;
+} cs_compact_progress;
+
 typedef struct cs_compact_options {
   bool renumber;
   uint64_t record_rows; /* 0: the larger of CS_DEFAULT_RECORD_ROWS and the store's largest record */
@@ -641,6 +654,12 @@ typedef struct cs_compact_options {
   ** ctx; tests crash a child there.  NULL: none. */
   void (*on_step)(void *ctx, const char *step);
   void *step_ctx;
+  /* Called after each old record is copied and once when all are
+  ** (finished), before the new file is synced; nonzero stops the
+  ** compaction: it fails with CS_EINVAL, "colstore: compaction of PATH
+  ** interrupted", and the store is left as it was.  NULL: none. */
+  int (*on_progress)(void *ctx, const cs_compact_progress *p);
+  void *progress_ctx;
 } cs_compact_options;
 
 typedef struct cs_compact_counts {
@@ -1062,9 +1081,12 @@ typedef struct cs_calibrate_options {
   int max_threads;         /* thread candidates 1..max; 0 = the online cpus this process may use
                             ** (at most 8); never more than those */
   const char *scratch_dir; /* where the temporary stores go; NULL = $TMPDIR or /tmp */
-  /* Called before each sweep (step names the target and the family,
-  ** regime or density; done of total sweeps), e.g. to show progress. */
-  void (*progress)(void *arg, const char *step, int done, int total);
+  /* Called before each sweep and after each of its rounds (step names the
+  ** target and the family, regime or density; done of total rounds, over
+  ** all sweeps), and once at the end with done == total, e.g. to show
+  ** progress.  Nonzero stops the run: cs_calibrate fails with CS_EINVAL,
+  ** "calibration interrupted".  NULL: none. */
+  int (*progress)(void *arg, const char *step, int done, int total);
   void *progress_arg;
 } cs_calibrate_options;
 

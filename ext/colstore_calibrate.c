@@ -1,5 +1,5 @@
 /*
-** colstore_calibrate.c - colstore_calibrate([target [, rounds]]) and
+** colstore_calibrate.c - colstore_calibrate([target [, rounds]] [, 'progress=...']) and
 ** colstore_calibration(): measure the kernel knobs on this host, keep the
 ** result in the calibration cache, and say what is in effect.
 **
@@ -22,9 +22,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "colstore_ext.h"
+#include "colstore_progress.h"
 
 #define CSX_PATH_BYTES 4096
 
@@ -195,21 +195,22 @@ static void json_report(sqlite3_str *s, const char *target, const cs_calibrate_r
 
 /* --------------------------------------------------------------- calibrate */
 
-/* Progress on stderr, when it is a terminal (the sqlite3 shell): a run
-** takes seconds to a minute, and silence reads as a hang.  One line,
-** rewritten in place, erased at the end. */
-static void calib_show_progress(void *arg, const char *step, int done, int total) {
-  (void)arg;
-  if (done >= total)
-    fprintf(stderr, "\r%*s\r", 72, "");
-  else
-    fprintf(stderr, "\rcolstore_calibrate: %-40s %2d/%d", step, done + 1, total);
-  fflush(stderr);
+/* Progress (ext/colstore_progress.c): a run takes seconds to a minute, and
+** silence reads as a hang; the rounds done of all sweeps give the time
+** left.  A stop (the progress handler, sqlite3_interrupt) ends the run
+** before anything is applied or saved. */
+static int calib_on_progress(void *arg, const char *step, int done, int total) {
+  /* done reaches total with the last round; the end is the call after it */
+  csx_progress_report r = {
+      .phase = step, .done = done, .total = total, .finished = strcmp(step, "done") == 0};
+  return csx_progress_tick(arg, &r);
 }
 
 static const char calib_targets[] = "all, threads, prefetch, mask, clear";
 
 static void fn_calibrate(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  csx_progress_mode mode = CSX_PROGRESS_AUTO;
+  if (csx_progress_arg(ctx, &argc, argv, 0, &mode) != SQLITE_OK) return;
   const char *target = argc > 0 ? (const char *)sqlite3_value_text(argv[0]) : "all";
   unsigned targets;
   if (!target) target = "";
@@ -265,18 +266,26 @@ static void fn_calibrate(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     json_string_or_null(s, have_path ? path : NULL);
     sqlite3_str_appendf(s, ",\"removed\":%s}", removed ? "true" : "false");
   } else {
-    cs_calibrate_options opt = {.rounds = rounds, .progress = isatty(2) ? calib_show_progress : NULL};
+    csx_progress prog;
     cs_calibrate_report *rep = sqlite3_malloc(sizeof *rep);
-    if (!rep) {
+    if (!rep || csx_progress_begin(&prog, sqlite3_context_db_handle(ctx), "colstore_calibrate", mode)) {
+      if (rep) csx_progress_end(&prog);
+      sqlite3_free(rep);
       sqlite3_free(sqlite3_str_finish(s));
       sqlite3_result_error_nomem(ctx);
       return;
     }
+    cs_calibrate_options opt = {.rounds = rounds, .progress = calib_on_progress, .progress_arg = &prog};
     cs_err cerr = {CS_OK, ""};
-    if (cs_calibrate(targets, &opt, rep, &cerr) != CS_OK) {
+    cs_rc crc = cs_calibrate(targets, &opt, rep, &cerr);
+    csx_progress_end(&prog);
+    if (crc != CS_OK) {
       sqlite3_free(rep);
       sqlite3_free(sqlite3_str_finish(s));
-      calib_error(ctx, csx_rc_to_sqlite(cerr.code), "colstore: calibration failed: %s", cerr.msg);
+      if (prog.stopped)
+        csx_progress_result(&prog, ctx, "colstore: calibration interrupted; nothing was applied or saved");
+      else
+        calib_error(ctx, csx_rc_to_sqlite(cerr.code), "colstore: calibration failed: %s", cerr.msg);
       return;
     }
     /* Merge with what is in effect, or with the cache when it is this
@@ -403,7 +412,7 @@ static void fn_calibration(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 int csx_register_calibrate(sqlite3 *db) {
   pthread_once(&calib_once, calib_load);
   int rc = SQLITE_OK;
-  for (int n = 0; n <= 2 && rc == SQLITE_OK; n++)
+  for (int n = 0; n <= 3 && rc == SQLITE_OK; n++)
     rc = sqlite3_create_function_v2(db, "colstore_calibrate", n, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
                                     fn_calibrate, NULL, NULL, NULL);
   if (rc == SQLITE_OK)

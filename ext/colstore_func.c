@@ -13,6 +13,12 @@
 ** is why such a query is buffered whole in the batch before anything is
 ** written: a later REAL or TEXT can widen an INTEGER column it started as.
 ** The file appears atomically (cs_writer_create's temp file and rename).
+** The query's own steps call SQLite's progress handler and stop at an
+** interrupt; besides, every record's worth of rows reports progress and
+** checks for a stop (ext/colstore_progress.c), so the writing is
+** interruptible too, and a stop aborts the writer: nothing at path, or
+** (replace) the old store as it was.  colstore_compact reports and
+** checks the same way from core's callback, once per old record.
 **
 ** Every function that touches the filesystem is SQLITE_DIRECTONLY, so a
 ** schema's trigger or view cannot make a connection read or write files.
@@ -26,6 +32,7 @@
 #include "colstore_array.h"
 #include "colstore_ext.h"
 #include "colstore_import.h"
+#include "colstore_progress.h"
 
 static void result_cs_error(sqlite3_context *ctx, cs_rc rc, const cs_err *err) {
   sqlite3_result_error(ctx, err->msg, -1);
@@ -91,7 +98,8 @@ typedef struct create_job {
   cs_batch *batch;
   cs_writer *writer;
   uint64_t rows;
-  char *zErr; /* sqlite3_malloc'd */
+  csx_progress *prog; /* the line on stderr, and the interrupt check */
+  char *zErr;         /* sqlite3_malloc'd */
   int rc;
 } create_job;
 
@@ -179,12 +187,33 @@ static int job_infer(create_job *j, int c, sqlite3_value *v) {
   return job_widen(j, c, want == CS_TYPE_TEXT ? CS_TYPE_TEXT : CS_TYPE_FLOAT64);
 }
 
+static int job_interrupted(create_job *j) {
+  return job_fail(
+      j, SQLITE_INTERRUPT,
+      sqlite3_mprintf("colstore: interrupted; colstore_create wrote nothing (an existing store is "
+                      "as it was)"));
+}
+
+/* Reports the rows read and the bytes written; SQLITE_INTERRUPT when the
+** progress handler or sqlite3_interrupt says to stop. */
+static int job_progress(create_job *j, bool finished) {
+  csx_progress_report r = {.bytes = j->writer ? cs_writer_file_bytes(j->writer) : 0,
+                           .rows = j->rows,
+                           .has_rows = true,
+                           .finished = finished};
+  if (!csx_progress_tick(j->prog, &r)) return SQLITE_OK;
+  if (j->prog->rc == SQLITE_INTERRUPT) return job_interrupted(j);
+  return job_fail(
+      j, j->prog->rc,
+      j->prog->rc == SQLITE_NOMEM ? NULL : sqlite3_mprintf("colstore: %s", sqlite3_errstr(j->prog->rc)));
+}
+
 static int job_flush(create_job *j) {
   cs_err err = {0};
   cs_rc rc = cs_writer_write(j->writer, j->batch, &err);
   if (rc != CS_OK) return job_fail(j, csx_rc_to_sqlite(rc), sqlite3_mprintf("%s", err.msg));
   cs_batch_clear(j->batch);
-  return SQLITE_OK;
+  return job_progress(j, false);
 }
 
 static int job_run(create_job *j, const char *zPath, const char *zSql, bool replace) {
@@ -259,9 +288,11 @@ static int job_run(create_job *j, const char *zPath, const char *zSql, bool repl
     }
     cs_batch_end_row(j->batch);
     j->rows++;
-    if (j->writer && cs_batch_rows(j->batch) >= CS_DEFAULT_RECORD_ROWS && (rc = job_flush(j)) != SQLITE_OK)
-      return rc;
+    if (cs_batch_rows(j->batch) % CS_DEFAULT_RECORD_ROWS) continue;
+    /* A record's worth: written when the types are known, and a report */
+    if ((rc = j->writer ? job_flush(j) : job_progress(j, false)) != SQLITE_OK) return rc;
   }
+  if (rc == SQLITE_INTERRUPT) return job_interrupted(j);
   if (rc != SQLITE_DONE)
     return job_fail(j, rc, sqlite3_mprintf("colstore: the query failed: %s", sqlite3_errmsg(j->db)));
   if (!j->writer) {
@@ -269,6 +300,7 @@ static int job_run(create_job *j, const char *zPath, const char *zSql, bool repl
     if (crc != CS_OK) return job_fail(j, csx_rc_to_sqlite(crc), sqlite3_mprintf("%s", err.msg));
   }
   if (cs_batch_rows(j->batch) && (rc = job_flush(j)) != SQLITE_OK) return rc;
+  if ((rc = job_progress(j, true)) != SQLITE_OK) return rc;
   cs_rc crc = cs_writer_commit(j->writer, &err);
   j->writer = NULL;
   if (crc != CS_OK) return job_fail(j, csx_rc_to_sqlite(crc), sqlite3_mprintf("%s", err.msg));
@@ -276,10 +308,14 @@ static int job_run(create_job *j, const char *zPath, const char *zSql, bool repl
 }
 
 static void fn_create(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  csx_progress_mode mode = CSX_PROGRESS_AUTO;
+  if (csx_progress_arg(ctx, &argc, argv, 2, &mode) != SQLITE_OK) return;
   const char *zPath = (const char *)sqlite3_value_text(argv[0]);
   const char *zSql = (const char *)sqlite3_value_text(argv[1]);
-  if (!zPath || !zSql || !*zPath) {
-    result_error(ctx, SQLITE_MISUSE, "colstore: usage: colstore_create(path, select_sql [, 'replace'])");
+  if (!zPath || !zSql || !*zPath || argc > 3) {
+    result_error(
+        ctx, SQLITE_MISUSE,
+        "colstore: usage: colstore_create(path, select_sql [, 'replace'] [, 'progress=auto|on|off'])");
     return;
   }
   bool replace = false;
@@ -291,9 +327,16 @@ static void fn_create(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     }
     replace = true;
   }
-  create_job j = {.db = sqlite3_context_db_handle(ctx)};
-  int rc = job_run(&j, zPath, zSql, replace);
+  csx_progress prog;
+  create_job j = {.db = sqlite3_context_db_handle(ctx), .prog = &prog};
+  int rc = csx_progress_begin(&prog, j.db, "colstore_create", mode);
+  if (rc != SQLITE_OK)
+    job_fail(&j, rc,
+             sqlite3_mprintf("colstore: cannot prepare the interrupt probe: %s", sqlite3_errmsg(j.db)));
+  else
+    rc = job_run(&j, zPath, zSql, replace);
   if (j.writer) cs_writer_abort(j.writer);
+  csx_progress_end(&prog);
   sqlite3_finalize(j.pStmt);
   sqlite3_finalize(j.pToText);
   cs_batch_free(j.batch);
@@ -510,11 +553,27 @@ static void json_counts(sqlite3_str *s, const char *name, const cs_compact_count
       (unsigned long long)c->bytes, (unsigned long long)c->free_bytes);
 }
 
+/* Reports the old records copied, their bytes and positions. */
+static int compact_on_progress(void *ctx, const cs_compact_progress *p) {
+  csx_progress_report r = {.bytes = p->bytes,
+                           .bytes_total = p->bytes_total,
+                           .rows = p->positions,
+                           .has_rows = true,
+                           .done = (double)p->bytes,
+                           .total = (double)p->bytes_total,
+                           .finished = p->finished};
+  return csx_progress_tick(ctx, &r);
+}
+
 static void fn_compact(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  csx_progress_mode mode = CSX_PROGRESS_AUTO;
+  if (csx_progress_arg(ctx, &argc, argv, 1, &mode) != SQLITE_OK) return;
   const char *zPath = resolve_path(ctx, argv[0]);
   const char *zMode = argc > 1 ? (const char *)sqlite3_value_text(argv[1]) : NULL;
-  if (!zPath || (argc > 1 && (!zMode || sqlite3_stricmp(zMode, "renumber") != 0))) {
-    result_error(ctx, SQLITE_MISUSE, "colstore: usage: colstore_compact(path_or_table [, 'renumber'])");
+  if (!zPath || argc > 2 || (argc > 1 && (!zMode || sqlite3_stricmp(zMode, "renumber") != 0))) {
+    result_error(
+        ctx, SQLITE_MISUSE,
+        "colstore: usage: colstore_compact(path_or_table [, 'renumber'] [, 'progress=auto|on|off'])");
     return;
   }
   csx_conn *conn = sqlite3_user_data(ctx);
@@ -546,12 +605,25 @@ static void fn_compact(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     sqlite3_free(z);
     return;
   }
-  cs_compact_options opt = {.renumber = argc > 1, .lock_timeout_ms = CSX_LOCK_TIMEOUT_MS};
+  csx_progress prog;
+  if (csx_progress_begin(&prog, sqlite3_context_db_handle(ctx), "colstore_compact", mode) != SQLITE_OK) {
+    csx_progress_end(&prog);
+    result_error(ctx, SQLITE_ERROR, "colstore: cannot prepare the interrupt probe");
+    return;
+  }
+  cs_compact_options opt = {.renumber = argc > 1,
+                            .lock_timeout_ms = CSX_LOCK_TIMEOUT_MS,
+                            .on_progress = compact_on_progress,
+                            .progress_ctx = &prog};
   cs_compact_report rep;
   cs_err err = {0};
   cs_rc rc = cs_compact(zPath, &opt, &rep, &err);
+  csx_progress_end(&prog);
   if (rc != CS_OK) {
-    result_cs_error(ctx, rc, &err);
+    if (prog.stopped)
+      csx_progress_result(&prog, ctx, err.msg);
+    else
+      result_cs_error(ctx, rc, &err);
     return;
   }
   sqlite3_str *s = sqlite3_str_new(sqlite3_context_db_handle(ctx));
@@ -620,10 +692,12 @@ int csx_register_functions(sqlite3 *db, csx_conn *conn) {
       {"colstore_version", 0, SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, fn_version},
       {"colstore_create", 2, SQLITE_DIRECTONLY, fn_create},
       {"colstore_create", 3, SQLITE_DIRECTONLY, fn_create},
+      {"colstore_create", 4, SQLITE_DIRECTONLY, fn_create},
       {"colstore_info", 1, SQLITE_DIRECTONLY, fn_info},
       {"colstore_verify", 1, SQLITE_DIRECTONLY, fn_verify},
       {"colstore_compact", 1, SQLITE_DIRECTONLY, fn_compact},
       {"colstore_compact", 2, SQLITE_DIRECTONLY, fn_compact},
+      {"colstore_compact", 3, SQLITE_DIRECTONLY, fn_compact},
       {"colstore_last_plan", 0, SQLITE_DIRECTONLY, fn_last_plan},
   };
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {

@@ -6,83 +6,29 @@
 ** arguments into cs_import_options, the result into the contract's JSON
 ** (docs/sql.md, "Getting data in"), and gives SQLite a way to stop it.
 **
-** Stopping is the part SQLite does not make easy from inside a function.
-** sqlite3_interrupt (the shell's Ctrl-C) and a progress handler returning
-** nonzero both act on the VDBE, and a function runs inside one VDBE
-** instruction.  sqlite3_is_interrupted, which would let a function ask,
-** only exists from SQLite 3.41 (Debian 12 ships 3.40).  What works on every
-** version is a statement of our own: a function may run statements on its
-** connection (colstore_create does), and a statement that is stepped while
-** the connection is interrupted returns SQLITE_INTERRUPT at once; stepping
-** it also runs the VDBE's progress-handler check, so the user's handler is
-** called while an import runs, and returning nonzero from it makes the
-** step return SQLITE_INTERRUPT too.  So once per input block (1 MiB) the
-** importer's callback steps a small prepared probe, a recursive count of
-** PROBE_STEPS rows (a few hundred VDBE instructions), which calls a
-** handler registered with N up to a few hundred at least once a block.
-** Where sqlite3_is_interrupted exists it is asked as well.  Either way the
-** import then aborts its writer: no partial store, or the store as it was.
-**
-** progress=on (or auto with stderr a terminal) prints one line, rewritten
-** in place with CR, at most five times a second: the bytes read of the
-** whole work (both passes when types are inferred), rows, rate and the
-** time left at that rate.
+** Progress and stopping are ext/colstore_progress.c's, shared with the
+** other long functions: the importer's callback, once per input block
+** (1 MiB), reports how far it is (the bytes read of the whole work, both
+** passes when types are inferred) and asks whether to stop; told to, the
+** import aborts its writer: no partial store, or the store as it was.
 */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "colstore_import.h"
+#include "colstore_progress.h"
 #include "cs_import.h"
 
-#define PROBE_STEPS 100
 #define MAX_OPTION_NULLS 64
 
-typedef struct import_call {
-  sqlite3 *db;
-  sqlite3_stmt *probe;
-  bool show_progress;
-  uint64_t started_ns, last_print_ns;
-  bool printed;
-} import_call;
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void print_progress(import_call *call, const cs_import_progress *p) {
-  uint64_t now = now_ns();
-  if (!p->finished && call->printed && now - call->last_print_ns < 200000000u) return;
-  call->last_print_ns = now;
-  call->printed = true;
+static int on_progress(void *ctx, const cs_import_progress *p) {
   double total = (double)p->bytes_total * p->passes;
   double done = (double)p->bytes_total * (p->pass - 1) + (double)p->bytes_done;
-  double secs = (double)(now - call->started_ns) / 1e9;
-  double rate = secs > 0 ? done / secs : 0;
-  char eta[32] = "?";
-  if (rate > 0) snprintf(eta, sizeof eta, "%.0fs", (total - done) / rate);
-  fprintf(stderr, "\rcolstore_import: pass %d/%d  %.1f of %.1f MB  %llu rows  %.1f MB/s  %s left   ", p->pass,
-          p->passes, done / 1e6, total / 1e6, (unsigned long long)p->rows, rate / 1e6,
-          p->finished ? "0s" : eta);
-  if (p->finished) fputc('\n', stderr);
-  fflush(stderr);
-}
-
-static int on_progress(void *ctx, const cs_import_progress *p) {
-  import_call *call = ctx;
-  if (call->show_progress) print_progress(call, p);
-#if SQLITE_VERSION_NUMBER >= 3041000
-  if (sqlite3_libversion_number() >= 3041000 && sqlite3_is_interrupted(call->db)) return 1;
-#endif
-  int rc;
-  while ((rc = sqlite3_step(call->probe)) == SQLITE_ROW) {
-  }
-  sqlite3_reset(call->probe);
-  return rc == SQLITE_INTERRUPT;
+  char phase[32];
+  snprintf(phase, sizeof phase, "pass %d/%d", p->pass, p->passes);
+  csx_progress_report r = {phase, (uint64_t)done, (uint64_t)total, p->rows, true, done, total, p->finished};
+  return csx_progress_tick(ctx, &r);
 }
 
 /* --------------------------------------------------------------- options */
@@ -91,7 +37,7 @@ typedef struct parsed_options {
   cs_import_options opt;
   char *nulls_text; /* nulls= split in place */
   const char *nulls[MAX_OPTION_NULLS];
-  int progress; /* 0 off, 1 on, 2 auto */
+  csx_progress_mode progress;
 } parsed_options;
 
 static bool has_suffix(const char *s, const char *suffix) {
@@ -168,14 +114,9 @@ static char *parse_option(parsed_options *po, const char *arg) {
       return option_error("colstore: threads=%s: threads is a number from 1 to 1024", v);
     o->threads = (uint32_t)n;
   } else if (IS("progress")) {
-    if (sqlite3_stricmp(v, "on") == 0)
-      po->progress = 1;
-    else if (sqlite3_stricmp(v, "off") == 0)
-      po->progress = 0;
-    else if (sqlite3_stricmp(v, "auto") == 0)
-      po->progress = 2;
-    else
-      return option_error("colstore: progress=%s: progress is auto, on or off", v);
+    char *zErr;
+    csx_progress_option(arg, &po->progress, &zErr);
+    return zErr;
   } else if (IS("format")) {
     if (sqlite3_stricmp(v, "csv") != 0)
       return option_error("colstore: format=%s: this build imports delimited text only (format=csv)", v);
@@ -254,7 +195,7 @@ static void fn_import(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
         -1);
     return;
   }
-  parsed_options po = {.progress = 2};
+  parsed_options po = {.progress = CSX_PROGRESS_AUTO};
   for (int i = 2; i < argc; i++) {
     const char *arg = (const char *)sqlite3_value_text(argv[i]);
     char *zErr = arg ? parse_option(&po, arg)
@@ -269,31 +210,29 @@ static void fn_import(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
       return;
     }
   }
-  import_call call = {.db = sqlite3_context_db_handle(ctx)};
-  call.show_progress = po.progress == 1 || (po.progress == 2 && isatty(2));
-  static const char probe_sql[] =
-      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) SELECT count(*) FROM n";
-  _Static_assert(PROBE_STEPS == 100, "probe_sql counts PROBE_STEPS rows");
-  if (sqlite3_prepare_v2(call.db, probe_sql, -1, &call.probe, NULL) != SQLITE_OK) {
+  sqlite3 *db = sqlite3_context_db_handle(ctx);
+  csx_progress prog;
+  if (csx_progress_begin(&prog, db, "colstore_import", po.progress) != SQLITE_OK) {
     sqlite3_result_error(ctx, "colstore: cannot prepare the interrupt probe", -1);
+    csx_progress_end(&prog);
     sqlite3_free(po.nulls_text);
     return;
   }
   po.opt.progress = on_progress;
-  po.opt.progress_ctx = &call;
-  call.started_ns = now_ns();
+  po.opt.progress_ctx = &prog;
   cs_import_result res;
   cs_err err;
   cs_rc rc = cs_import_text(zPath, zSource, &po.opt, &res, &err);
-  double ms = (double)(now_ns() - call.started_ns) / 1e6;
-  if (call.show_progress && call.printed && rc != CS_OK) fputc('\n', stderr);
-  sqlite3_finalize(call.probe);
+  double ms = csx_progress_ms(&prog);
+  csx_progress_end(&prog);
   sqlite3_free(po.nulls_text);
-  if (rc != CS_OK) {
+  if (rc != CS_OK && prog.stopped) {
+    csx_progress_result(&prog, ctx, err.msg);
+  } else if (rc != CS_OK) {
     sqlite3_result_error(ctx, err.msg, -1);
-    sqlite3_result_error_code(ctx, res.interrupted ? SQLITE_INTERRUPT : csx_rc_to_sqlite(rc));
+    sqlite3_result_error_code(ctx, csx_rc_to_sqlite(rc));
   } else {
-    char *z = result_json(call.db, &res, ms);
+    char *z = result_json(db, &res, ms);
     if (z)
       sqlite3_result_text(ctx, z, -1, sqlite3_free);
     else

@@ -106,14 +106,33 @@ static double calib_now_us(void) {
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-cs_rc cs_calibrate_sweep_run(cs_calibrate_run_fn run, void *ctx, uint32_t n_cand, uint32_t rounds,
-                             double per_call_div, cs_calibrate_sweep *out, cs_err *err) {
+/* cs_calibrate's progress: the options' callback, the step being run,
+** and rounds done of the whole run. */
+typedef struct calib_ticker {
+  const cs_calibrate_options *opt;
+  char step[96];
+  int done, total;
+} calib_ticker;
+
+/* Tells opt->progress where the run is; CS_EINVAL when it asks to stop. */
+static cs_rc calib_tick(calib_ticker *t, cs_err *err) {
+  if (!t || !t->opt || !t->opt->progress) return CS_OK;
+  if (t->opt->progress(t->opt->progress_arg, t->step, t->done, t->total) == 0) return CS_OK;
+  return cs_err_set(err, CS_EINVAL, "calibration interrupted");
+}
+
+/* cs_calibrate_sweep_run, ticking t (may be NULL) before the sweep and
+** after each round. */
+static cs_rc sweep_run(cs_calibrate_run_fn run, void *ctx, uint32_t n_cand, uint32_t rounds,
+                       double per_call_div, cs_calibrate_sweep *out, calib_ticker *t, cs_err *err) {
   if (n_cand < 1 || n_cand > CS_CALIB_MAX_CAND)
     return cs_err_set(err, CS_EINVAL, "calibration sweep %s: %u candidates (1 to %d)", out->name, n_cand,
                       CS_CALIB_MAX_CAND);
   if (rounds < 1 || rounds > CS_CALIB_MAX_ROUNDS)
     return cs_err_set(err, CS_EINVAL, "calibration rounds %u (1 to %d)", rounds, CS_CALIB_MAX_ROUNDS);
   if (!(per_call_div > 0)) per_call_div = 1;
+  cs_rc rc = calib_tick(t, err);
+  if (rc) return rc;
   /* Identical output first: a candidate that computes something else is a
   ** bug, and timing it would only hide that. */
   size_t ref_bytes = 0;
@@ -143,10 +162,17 @@ cs_rc cs_calibrate_sweep_run(cs_calibrate_run_fn run, void *ctx, uint32_t n_cand
       (void)run(ctx, c, &bytes);
       times[(size_t)r * n_cand + c] = (calib_now_us() - t0) / per_call_div;
     }
+    if (t) t->done++;
+    if ((rc = calib_tick(t, err))) break;
   }
-  cs_calibrate_summarize(times, rounds, n_cand, CS_CALIB_TOLERANCE, out);
+  if (rc == CS_OK) cs_calibrate_summarize(times, rounds, n_cand, CS_CALIB_TOLERANCE, out);
   cs__mem_free(times);
-  return CS_OK;
+  return rc;
+}
+
+cs_rc cs_calibrate_sweep_run(cs_calibrate_run_fn run, void *ctx, uint32_t n_cand, uint32_t rounds,
+                             double per_call_div, cs_calibrate_sweep *out, cs_err *err) {
+  return sweep_run(run, ctx, n_cand, rounds, per_call_div, out, NULL, err);
 }
 
 /* ------------------------------------------------------------------ data */
@@ -336,12 +362,10 @@ static int calib_usable_cpus(void) {
   return n;
 }
 
-static void calib_progress(const cs_calibrate_options *opt, const char *target, const char *what, int done,
-                           int total) {
-  if (!opt || !opt->progress) return;
-  char step[96];
-  snprintf(step, sizeof step, "%s%s%s", target, *what ? " " : "", what);
-  opt->progress(opt->progress_arg, step, done, total);
+/* Names the next sweep for the progress callback. */
+static calib_ticker *calib_step(calib_ticker *t, const char *target, const char *what) {
+  snprintf(t->step, sizeof t->step, "%s%s%s", target, *what ? " " : "", what);
+  return t;
 }
 
 cs_rc cs_calibrate(unsigned targets, const cs_calibrate_options *opt, cs_calibrate_report *out, cs_err *err) {
@@ -373,9 +397,9 @@ cs_rc cs_calibrate(unsigned targets, const cs_calibrate_options *opt, cs_calibra
   out->cpus = cores;
   int max_threads = opt && opt->max_threads > 0 && opt->max_threads < cores ? opt->max_threads : cores;
   if (max_threads > CS_CALIB_MAX_CAND) max_threads = CS_CALIB_MAX_CAND;
-  int step = 0, steps = ((targets & CS_CALIB_THREADS) ? 4 : 0) +
-                        ((targets & CS_CALIB_PREFETCH) ? CS_REGIME_COUNT : 0) +
-                        ((targets & CS_CALIB_MASK) ? CS_CALIB_MASK_DENSITIES : 0);
+  int steps = ((targets & CS_CALIB_THREADS) ? 4 : 0) + ((targets & CS_CALIB_PREFETCH) ? CS_REGIME_COUNT : 0) +
+              ((targets & CS_CALIB_MASK) ? CS_CALIB_MASK_DENSITIES : 0);
+  calib_ticker tick = {opt, "", 0, steps * (int)rounds};
   const char *dir = opt && opt->scratch_dir ? opt->scratch_dir : getenv("TMPDIR");
   if (!dir || !*dir) dir = "/tmp";
 
@@ -424,8 +448,8 @@ cs_rc cs_calibrate(unsigned targets, const cs_calibrate_options *opt, cs_calibra
       calib_ctx x = {ops[f], dram, f == 1 ? sorted : idx, 0, mask, NULL, obuf, 1, tv, 0, 0};
       x.n = f == 0 ? n_idx : f == 1 ? n_sorted : f == 2 ? n_mask : dram_rows;
       calib_name(&out->threads[f], fam[f], tv, (uint32_t)max_threads);
-      calib_progress(opt, "threads", fam[f], step++, steps);
-      rc = cs_calibrate_sweep_run(calib_run, &x, (uint32_t)max_threads, rounds, 1, &out->threads[f], err);
+      rc = sweep_run(calib_run, &x, (uint32_t)max_threads, rounds, 1, &out->threads[f],
+                     calib_step(&tick, "threads", fam[f]), err);
       if (rc != CS_OK) goto done;
     }
     out->n_threads = 4;
@@ -455,8 +479,8 @@ cs_rc cs_calibrate(unsigned targets, const cs_calibrate_options *opt, cs_calibra
                      1,
                      fresh_threads};
       calib_name(&out->prefetch[r], cs_regime_name((cs_regime)r), pv, 6);
-      calib_progress(opt, "prefetch", cs_regime_name((cs_regime)r), step++, steps);
-      rc = cs_calibrate_sweep_run(calib_run, &x, 6, rounds, x.reps, &out->prefetch[r], err);
+      rc = sweep_run(calib_run, &x, 6, rounds, x.reps, &out->prefetch[r],
+                     calib_step(&tick, "prefetch", cs_regime_name((cs_regime)r)), err);
       if (rc != CS_OK) goto done;
       out->result.prefetch[r] = out->prefetch[r].halves_agree == 0 ? -1 : (int)pv[out->prefetch[r].pick];
     }
@@ -476,15 +500,14 @@ cs_rc cs_calibrate(unsigned targets, const cs_calibrate_options *opt, cs_calibra
       calib_mask_fill(mask, n_mask, mask_densities[d], 7 + (uint64_t)d);
       calib_ctx x = {OP_GATHER_MASK, dram, NULL, n_mask, mask, pos, obuf, 1, mv, 2, fresh_threads};
       calib_name(&out->mask[d], name, mv, 2);
-      calib_progress(opt, "mask", name, step++, steps);
-      rc = cs_calibrate_sweep_run(calib_run, &x, 2, rounds, 1, &out->mask[d], err);
+      rc = sweep_run(calib_run, &x, 2, rounds, 1, &out->mask[d], calib_step(&tick, "mask", name), err);
       if (rc != CS_OK) goto done;
     }
     out->mask_gate = calib_mask_gate(out->mask, -1);
     if (rounds >= 2) out->mask_halves_agree = calib_mask_gate(out->mask, 0) == calib_mask_gate(out->mask, 1);
     out->result.mask_gate = out->mask_halves_agree == 0 ? -1 : out->mask_gate;
   }
-  calib_progress(opt, "done", "", steps, steps);
+  rc = calib_tick(calib_step(&tick, "done", ""), err);
 
 done:
   cs__kernel_config_override(NULL);

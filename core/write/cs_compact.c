@@ -35,6 +35,10 @@
 ** holds one record's chunks, one batch and one record's deleted positions,
 ** never a list over the whole store.
 **
+** A compaction of a large store runs for a while, so on_progress hears of
+** every old record copied and may stop it (colstore_compact's interrupt):
+** the stop is an ordinary failure, the new file aborted before its rename.
+**
 ** The same compaction runs automatically after a commit that leaves many
 ** small records (cs__compact_held, docs/format.md 12.1): the committing
 ** writer still holds the lock, so it is the lock here, and the commit is
@@ -89,6 +93,8 @@ typedef struct compact_copy {
   uint64_t buf_cap;
   cs_chunk *chunks;        /* n_cols, into buf; owned */
   uint64_t records_copied; /* records written as they were (no re-lay) */
+  const cs_compact_options *opt;
+  cs_compact_progress progress; /* for opt->on_progress */
 } compact_copy;
 
 /* Reads record rec's chunks into cp->buf with pread and checks each
@@ -200,18 +206,55 @@ static cs_rc deletions_copy(compact_copy *cp, cs_err *err) {
   return rc;
 }
 
+/* A record's chunk bytes as stored: what record_read reads of it. */
+static uint64_t record_bytes(const cs_store *s, uint64_t rec) {
+  uint32_t nc = s->schema.n_cols;
+  uint64_t total = 0;
+  for (uint32_t c = 0; c < nc; c++) total += s->disk_chunks[rec * nc + c].chunk_bytes;
+  return total;
+}
+
+static bool record_skipped(const cs_store *s, uint64_t rec, bool renumber) {
+  return renumber && cs_store_record_deleted(s, rec) == cs_store_record_rows(s, rec);
+}
+
+/* Reports record rec handled (UINT64_MAX: all of them, finished);
+** CS_EINVAL when on_progress asks to stop. */
+static cs_rc copy_progress(compact_copy *cp, uint64_t rec, cs_err *err) {
+  cs_compact_progress *p = &cp->progress;
+  if (!cp->opt || !cp->opt->on_progress) return CS_OK;
+  if (rec == UINT64_MAX) {
+    p->records = p->records_total, p->positions = p->positions_total, p->bytes = p->bytes_total;
+    p->finished = true;
+  } else {
+    p->records++;
+    p->positions += cs_store_record_rows(cp->s, rec);
+    if (!record_skipped(cp->s, rec, cp->opt->renumber)) p->bytes += record_bytes(cp->s, rec);
+  }
+  if (cp->opt->on_progress(cp->opt->progress_ctx, p) == 0) return CS_OK;
+  return cs_err_set(err, CS_EINVAL, "colstore: compaction of %s interrupted; the store is as it was",
+                    cp->s->path);
+}
+
 static cs_rc copy_all(compact_copy *cp, bool renumber, cs_err *err) {
   const cs_store *s = cp->s;
+  if (cp->opt && cp->opt->on_progress) {
+    cp->progress.records_total = cs_store_records(s);
+    cp->progress.positions_total = cs_store_rows(s);
+    for (uint64_t r = 0; r < cs_store_records(s); r++)
+      if (!record_skipped(s, r, renumber)) cp->progress.bytes_total += record_bytes(s, r);
+  }
   for (uint64_t r = 0; r < cs_store_records(s); r++) {
-    if (renumber && cs_store_record_deleted(s, r) == cs_store_record_rows(s, r)) continue;
-    cs_rc rc = copy_record(cp, r, renumber, err);
+    cs_rc rc = record_skipped(s, r, renumber) ? CS_OK : copy_record(cp, r, renumber, err);
+    if (rc == CS_OK) rc = copy_progress(cp, r, err);
     if (rc) return rc;
   }
   if (cs_batch_rows(cp->batch)) {
     cs_rc rc = cs_writer_write(cp->w, cp->batch, err);
     if (rc) return rc;
   }
-  return renumber ? CS_OK : deletions_copy(cp, err);
+  cs_rc rc = renumber ? CS_OK : deletions_copy(cp, err);
+  return rc ? rc : copy_progress(cp, UINT64_MAX, err);
 }
 
 /* Compacts path (no symbolic link) while lock, a writer on it, holds its
@@ -232,6 +275,7 @@ static cs_rc compact_locked(const char *path, cs_writer *lock, const cs_compact_
   }
   counts_of(s, &out->before);
   cp.s = s;
+  cp.opt = opt;
   cp.per = target_rows(s, opt);
   cs_writer_options new_opt = {.record_rows = cp.per, .replace = true};
   if (!(cp.chunks = cs__mem_malloc((s->schema.n_cols ? s->schema.n_cols : 1) * sizeof *cp.chunks))) {
@@ -249,7 +293,7 @@ static cs_rc compact_locked(const char *path, cs_writer *lock, const cs_compact_
   out->records_copied = cp.records_copied;
   step(opt, "written");
   if ((rc = cs_writer_prepare(cp.w, err))) goto done;
-  out->after.bytes = cs__writer_file_bytes(cp.w);
+  out->after.bytes = cs_writer_file_bytes(cp.w);
   step(opt, "synced");
   rc = cs_writer_commit(cp.w, err);
   cp.w = NULL; /* commit frees it, whatever the result */

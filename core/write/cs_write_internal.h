@@ -56,12 +56,11 @@ static inline uint64_t cs__batch_lay_scratch(uint64_t n) {
 uint64_t cs__batch_lay_rows(const cs_batch_column *col, uint64_t first, uint64_t n, uint8_t *scratch,
                             uint64_t at, struct iovec *iov, int *n_iov, cs_disk_chunk *dc);
 
-/* For cs_compact.c: the records a writer has (committed + written), the
-** size of its file now, and the generation a new file's writer commits
-** (set before its first record: the compacted file continues the
-** numbering of the file it replaces). */
+/* For cs_compact.c: the records a writer has (committed + written), and
+** the generation a new file's writer commits (set before its first
+** record: the compacted file continues the numbering of the file it
+** replaces). */
 uint64_t cs__writer_records(const cs_writer *w);
-uint64_t cs__writer_file_bytes(const cs_writer *w);
 void cs__writer_set_generation(cs_writer *w, uint64_t generation);
 /* Writes record rec of the single-file store s into w unchanged: its
 ** chunks, checked by the caller, are in body back to back in column order

@@ -432,7 +432,7 @@ static cs_rc open_locked(cs_writer *w, int timeout_ms, cs_err *err) {
 
 uint64_t cs__writer_records(const cs_writer *w) { return w->n_records; }
 
-uint64_t cs__writer_file_bytes(const cs_writer *w) {
+uint64_t cs_writer_file_bytes(const cs_writer *w) {
   struct stat st;
   return fstat(w->fd, &st) == 0 ? (uint64_t)st.st_size : 0;
 }

@@ -308,15 +308,21 @@ END_TEST
 
 typedef struct progress_log {
   int calls, total, last_done;
+  int stop_at; /* return nonzero once done reaches it; 0: never */
 } progress_log;
 
-static void count_progress(void *arg, const char *step, int done, int total) {
+static int count_progress(void *arg, const char *step, int done, int total) {
   progress_log *log = arg;
   ck_assert_ptr_nonnull(step);
-  ck_assert_int_eq(done, log->last_done + 1); /* in order, none skipped */
+  /* in order, none skipped: a sweep's first call repeats the count the
+  ** last round of the one before it reached */
+  ck_assert_msg(done == log->last_done || done == log->last_done + 1, "done %d after %d", done,
+                log->last_done);
+  ck_assert_int_le(done, total);
   log->calls++;
   log->total = total;
   log->last_done = done;
+  return log->stop_at && done >= log->stop_at;
 }
 
 /* More thread candidates than cpus can only time-share: whatever is asked,
@@ -349,7 +355,7 @@ END_TEST
 
 START_TEST(test_tiny_calibration_completes_and_cleans_up) {
   char *dir = ut_tmpdir();
-  progress_log log = {0, 0, -1};
+  progress_log log = {0, 0, -1, 0};
   cs_calibrate_options opt = {.rounds = 1,
                               .dram_rows = 1u << 15,
                               .resident_rows = 4096,
@@ -376,9 +382,11 @@ START_TEST(test_tiny_calibration_completes_and_cleans_up) {
   ck_assert(rep->mask_gate >= 0 && rep->mask_gate <= 1);
   ck_assert_str_eq(rep->mask[0].name, "0.001");
   ck_assert_int_eq(ut_dir_entries(dir), 0); /* the scratch stores are gone */
-  /* Progress: each sweep once, in order, then the end (done == total). */
-  ck_assert_int_eq(log.total, 4 + CS_REGIME_COUNT + CS_CALIB_MASK_DENSITIES);
-  ck_assert_int_eq(log.calls, log.total + 1);
+  /* Progress: before each sweep and after each of its rounds (one here),
+  ** in order, then the end (done == total, counted in rounds). */
+  int sweeps = 4 + CS_REGIME_COUNT + CS_CALIB_MASK_DENSITIES;
+  ck_assert_int_eq(log.total, sweeps);
+  ck_assert_int_eq(log.calls, 2 * sweeps + 1);
   ck_assert_int_eq(log.last_done, log.total);
   opt.progress = NULL;
   /* A single target measures only its knob. */
@@ -387,6 +395,16 @@ START_TEST(test_tiny_calibration_completes_and_cleans_up) {
   ck_assert_int_eq(rep->result.prefetch[0], -1);
   ck_assert(rep->result.mask_gate >= 0);
   ck_assert_int_eq(cs_calibrate(0, &opt, rep, &err), CS_EINVAL);
+  /* A progress callback returning nonzero stops the run at once, with an
+  ** error that says so and no scratch store left. */
+  log = (progress_log){0, 0, -1, 3};
+  opt.rounds = 2;
+  opt.progress = count_progress;
+  ck_assert_int_eq(cs_calibrate(CS_CALIB_ALL, &opt, rep, &err), CS_EINVAL);
+  ck_assert_msg(strstr(err.msg, "calibration interrupted") != NULL, "%s", err.msg);
+  ck_assert_int_eq(log.last_done, 3);
+  ck_assert_int_lt(log.calls, 2 * 3 + 2); /* it stopped at the first call that reached 3 */
+  ck_assert_int_eq(ut_dir_entries(dir), 0);
   /* The calling thread's settings are its own again afterwards. */
   cs_kernel_config kc;
   cs_kernel_config_get(&kc);

@@ -181,6 +181,65 @@ START_TEST(test_compact_random_stores_keep_every_value_and_position) {
 }
 END_TEST
 
+/* on_progress: once per old record, in order, its counts growing to the
+** totals, then once finished; a nonzero return stops the compaction with
+** the file byte-identical and no temporary file left. */
+typedef struct progress_seen {
+  int calls, finished, stop_at;
+  cs_compact_progress last;
+} progress_seen;
+
+static int on_progress(void *ctx, const cs_compact_progress *p) {
+  progress_seen *seen = ctx;
+  ck_assert(p->records >= seen->last.records && p->positions >= seen->last.positions &&
+            p->bytes >= seen->last.bytes);
+  ck_assert(p->records <= p->records_total && p->positions <= p->positions_total &&
+            p->bytes <= p->bytes_total);
+  seen->calls++;
+  seen->finished += p->finished;
+  seen->last = *p;
+  return seen->stop_at && seen->calls >= seen->stop_at;
+}
+
+START_TEST(test_compact_progress_reports_every_record_and_stops) {
+  for (int renumber = 0; renumber <= 1; renumber++) {
+    ut_rng r = ut_rng_seed(4242 + (uint64_t)renumber);
+    ut_scratch sc = ut_scratch_new();
+    bool *del;
+    ut_table *t = random_store(sc.path, 600, 16, &del, &r);
+    ut_copy_file(sc.path, sc.copy);
+    cs_store *old = ut_open_ok(sc.path, CS_VERIFY_HEADER, "progress");
+    uint64_t records = cs_store_records(old), positions = cs_store_rows(old);
+    cs_store_close(old);
+    ck_assert_uint_gt(records, 4);
+
+    progress_seen seen = {0, 0, 3, {0}};
+    cs_compact_options opt = {.renumber = renumber, .on_progress = on_progress, .progress_ctx = &seen};
+    cs_compact_report rep;
+    cs_err err = {0};
+    ck_assert_int_eq(cs_compact(sc.path, &opt, &rep, &err), CS_EINVAL);
+    ck_assert_msg(strstr(err.msg, "interrupted") != NULL, "%s", err.msg);
+    ck_assert_int_eq(seen.calls, 3);
+    ck_assert_int_eq(seen.finished, 0);
+    ck_assert(ut_files_equal(sc.path, sc.copy));
+    ck_assert_int_eq(ut_dir_entries(sc.dir), 2); /* the store and its copy: no temporary file */
+
+    memset(&seen, 0, sizeof seen);
+    ck_assert_msg(cs_compact(sc.path, &opt, &rep, &err) == CS_OK, "%s", err.msg);
+    ck_assert_int_eq(seen.calls, (int)records + 1);
+    ck_assert_int_eq(seen.finished, 1);
+    ck_assert_uint_eq(seen.last.records, records);
+    ck_assert_uint_eq(seen.last.records_total, records);
+    ck_assert_uint_eq(seen.last.positions, positions);
+    ck_assert_uint_gt(seen.last.bytes_total, 0);
+    ck_assert_uint_eq(seen.last.bytes, seen.last.bytes_total);
+    free(del);
+    ut_table_free(t);
+    ut_scratch_free(&sc);
+  }
+}
+END_TEST
+
 START_TEST(test_compact_empty_and_wholly_deleted_stores) {
   ut_scratch sc = ut_scratch_new();
   ut_table *t = ut_random_table(&schema, 40, 100, 5);
@@ -661,6 +720,7 @@ static Suite *compact_suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_compact_random_stores_keep_every_value_and_position);
   tcase_add_test(tc, test_compact_empty_and_wholly_deleted_stores);
+  tcase_add_test(tc, test_compact_progress_reports_every_record_and_stops);
   tcase_add_test(tc, test_compact_refuses_a_damaged_chunk_and_changes_nothing);
   tcase_add_test(tc, test_compact_waits_for_a_writer);
   tcase_add_test(tc, test_compact_a_waiting_writer_appends_to_the_new_file);

@@ -180,9 +180,13 @@ START_TEST(test_writer_rows_counts_committed_and_written_rows) {
   cs_err err = {0};
   ck_assert_int_eq(cs_writer_append(sc.path, NULL, &w, &err), CS_OK);
   ck_assert_uint_eq(cs_writer_rows(w), 20);
+  uint64_t bytes = cs_writer_file_bytes(w);
+  ck_assert_uint_eq(bytes, ut_file_bytes(sc.path)); /* the appended store's size */
   cs_batch *b = ut_table_batch(t, 20, 30);
   ck_assert_int_eq(cs_writer_write(w, b, &err), CS_OK);
   ck_assert_uint_eq(cs_writer_rows(w), 50);
+  ck_assert_uint_gt(cs_writer_file_bytes(w), bytes); /* the written record counts */
+  ck_assert_uint_eq(cs_writer_file_bytes(w), ut_file_bytes(sc.path));
   ck_assert_uint_eq(cs_batch_rows(b), 30); /* the batch is not consumed */
   ck_assert_int_eq(cs_writer_commit(w, &err), CS_OK);
   cs_batch_free(b);
