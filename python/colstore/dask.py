@@ -6,7 +6,8 @@ its own schema copy, checksums and row count.  So nothing here splits or
 moves data: each task opens one file itself, on whatever worker runs it
 (reading from a shared or parallel filesystem), with the colstore module the
 worker's own Python environment carries (`colstore.load`), and sends back
-only its result.
+only its result.  A worker thread keeps its tables open for the next task
+(_worker_table), so a file read again is already mapped.
 
 - read(source, columns=None, where=None): a dask DataFrame with a partition
   per file.  The index is the dataset's rowid (the file's first row follows
@@ -31,6 +32,7 @@ Errors: a file that fails (damaged, missing, another schema) raises its
 """
 import json
 import sqlite3
+import threading
 
 import numpy as np
 import pandas as pd
@@ -57,6 +59,44 @@ def _connect(threads):
     if threads is not None:
         con.execute("SELECT colstore_config('threads', ?)", (threads,))
     return con
+
+
+# Each worker thread keeps one connection with a table open over every file
+# it has read (and an aggregate table per file and keys): the next task on
+# the same file finds the store mapped and its per-record statistics built,
+# which is most of a cold aggregate's time.  colstore checks every file at
+# each statement's start, so a file changed, replaced or damaged since is
+# seen.  Bounded: past MAX_OPEN tables the thread starts a fresh connection.
+_local = threading.local()
+MAX_OPEN = 256
+
+
+def _worker_table(path, threads, by=None):
+    """(connection, table name) of this thread's table over path, or of its
+    aggregate table grouped by the keys by, made on first use."""
+    st = getattr(_local, "state", None)
+    if st is None or len(st["tables"]) >= MAX_OPEN:
+        if st is not None:
+            st["con"].close()
+        st = _local.state = {"con": _connect(None), "tables": {}}
+    con, tables = st["con"], st["tables"]
+    if threads is not None:
+        con.execute("SELECT colstore_config('threads', ?)", (threads,))
+    name = tables.get(path)
+    if name is None:
+        name = "f%d" % len(tables)
+        con.execute("CREATE VIRTUAL TABLE temp.%s USING colstore(%s)" % (name, _quote_literal(path)))
+        tables[path] = name
+    if by is None:
+        return con, name
+    key = (path, tuple(by))
+    agg = tables.get(key)
+    if agg is None:
+        agg = "a%d" % len(tables)
+        con.execute("CREATE VIRTUAL TABLE temp.%s USING colstore_agg(%s%s)"
+                    % (agg, name, "".join(", " + _quote(k) for k in by)))
+        tables[key] = agg
+    return con, agg
 
 
 def _quote(name):
@@ -95,26 +135,22 @@ def _to_pandas(values, kind, nullable):
 
 
 def _read_file(path, offset, names, schema, where, threads):
-    con = _connect(threads)
-    try:
-        con.execute("CREATE VIRTUAL TABLE temp.part USING colstore(%s)" % _quote_literal(path))
-        rows = None
-        if where:
-            got = con.execute("SELECT rowid FROM temp.part WHERE " + where).fetchall()
-            rows = np.fromiter((r[0] for r in got), dtype=np.int64, count=len(got))
-        cols = arrays.read(con, "part", columns=names, rows=rows)
-        if rows is not None:
-            n = len(rows)
-        elif names:
-            n = len(cols[names[0]])
-        else:
-            n = con.execute("SELECT count(*) FROM temp.part").fetchone()[0]
-        index = pd.Index((rows if rows is not None else np.arange(n, dtype=np.int64)) + offset, name="rowid")
-        frame = pd.DataFrame({name: _to_pandas(cols[name], *schema[name]) for name in names})
-        frame.index = index
-        return frame
-    finally:
-        con.close()
+    con, table = _worker_table(path, threads)
+    rows = None
+    if where:
+        got = con.execute("SELECT rowid FROM temp.%s WHERE %s" % (table, where)).fetchall()
+        rows = np.fromiter((r[0] for r in got), dtype=np.int64, count=len(got))
+    cols = arrays.read(con, table, columns=names, rows=rows)
+    if rows is not None:
+        n = len(rows)
+    elif names:
+        n = len(cols[names[0]])
+    else:
+        n = con.execute("SELECT count(*) FROM temp.%s" % table).fetchone()[0]
+    index = pd.Index((rows if rows is not None else np.arange(n, dtype=np.int64)) + offset, name="rowid")
+    frame = pd.DataFrame({name: _to_pandas(cols[name], *schema[name]) for name in names})
+    frame.index = index
+    return frame
 
 
 def _quote_literal(text):
@@ -145,16 +181,10 @@ def read(source, columns=None, where=None, threads=1):
 
 
 def _aggregate_file(path, by, where, threads, schema):
-    con = _connect(threads)
-    try:
-        con.execute("CREATE VIRTUAL TABLE temp.src USING colstore(%s)" % _quote_literal(path))
-        con.execute("CREATE VIRTUAL TABLE temp.agg USING colstore_agg(src%s)"
-                    % "".join(", " + _quote(k) for k in by))
-        cur = con.execute("SELECT * FROM temp.agg" + (" WHERE " + where if where else ""))
-        names = [d[0] for d in cur.description]
-        return _partial_frame(names, cur.fetchall(), by, schema)
-    finally:
-        con.close()
+    con, agg = _worker_table(path, threads, by)
+    cur = con.execute("SELECT * FROM temp.%s%s" % (agg, " WHERE " + where if where else ""))
+    names = [d[0] for d in cur.description]
+    return _partial_frame(names, cur.fetchall(), by, schema)
 
 
 def _partial_dtype(name, by, schema):
