@@ -138,6 +138,35 @@ cs_num_kind cs_parse_number(const uint8_t *s, size_t n, int64_t *out_i, double *
   return CS_NUM_FLOAT;
 }
 
+bool cs_parse_short_decimal(const uint8_t *s, size_t n, double *out) {
+  /* Clinger's fast path without cs_parse_number's bookkeeping: at most 15
+  ** digits in all (leading zeros counted, so the integer is below 10^15 <
+  ** 2^53 and exact) over an exact power of ten at most 10^15.  Two tight
+  ** loops, before and after the point. */
+  const uint8_t *p = s, *end = s + n;
+  bool negative = false;
+  if (p < end && (*p == '+' || *p == '-')) negative = *p++ == '-';
+  if (end - p > 16) return false;
+  uint64_t v = 0;
+  unsigned d;
+  const uint8_t *digits0 = p;
+  while (p < end && (d = (unsigned)*p - '0') <= 9) v = v * 10 + d, p++;
+  size_t digits = (size_t)(p - digits0), frac = 0;
+  if (p < end) {
+    if (*p++ != '.') return false;
+    const uint8_t *frac0 = p;
+    while (p < end && (d = (unsigned)*p - '0') <= 9) v = v * 10 + d, p++;
+    if (p != end) return false;
+    frac = (size_t)(p - frac0);
+    digits += frac;
+  }
+  if (digits == 0 || digits > 15) return false;
+  double x = (double)v;
+  if (frac) x /= exact_powers_of_ten[frac];
+  *out = negative && v != 0 ? -x : x; /* -0 is 0.0, as INSERT stores it */
+  return true;
+}
+
 cs_num_kind cs_number_kind(const uint8_t *s, size_t n) {
   /* The grammar of cs_parse_number without computing the value: what pass
   ** one of an import needs.  An integer literal with at most 18
