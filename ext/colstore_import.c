@@ -23,6 +23,13 @@
 ** Where sqlite3_is_interrupted exists it is asked as well.  Either way the
 ** import then aborts its writer: no partial store, or the store as it was.
 **
+** The JSON result is made once before the commit, in the callback's last
+** call (the import's figures are final then), and again after it with the
+** time the commit took: if that second one finds no memory the first is
+** returned, so an allocation that fails can never fail the call after the
+** store was committed; one that fails in the first makes the import stop,
+** leaving nothing, with SQLITE_NOMEM.
+**
 ** progress=on (or auto with stderr a terminal) prints one line, rewritten
 ** in place with CR, at most five times a second: the bytes read of the
 ** whole work (both passes when types are inferred), rows, rate and the
@@ -46,7 +53,12 @@ typedef struct import_call {
   bool show_progress;
   uint64_t started_ns, last_print_ns;
   bool printed;
+  const cs_import_result *res; /* filled by the import as it runs */
+  char *ready_json;            /* the result, made before the commit */
+  bool nomem;                  /* making it failed: the import stopped */
 } import_call;
+
+static char *result_json(sqlite3 *db, const cs_import_result *res, double ms);
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -82,7 +94,15 @@ static int on_progress(void *ctx, const cs_import_progress *p) {
   while ((rc = sqlite3_step(call->probe)) == SQLITE_ROW) {
   }
   sqlite3_reset(call->probe);
-  return rc == SQLITE_INTERRUPT;
+  if (rc == SQLITE_INTERRUPT) return 1;
+  /* The probe found no memory: the connection is marked, and the calling
+  ** statement will fail when the function returns, so the import must not
+  ** commit. */
+  if (rc == SQLITE_NOMEM) call->nomem = true;
+  if (!call->nomem && p->finished && p->pass == p->passes &&
+      !(call->ready_json = result_json(call->db, call->res, (double)(now_ns() - call->started_ns) / 1e6)))
+    call->nomem = true;
+  return call->nomem;
 }
 
 /* --------------------------------------------------------------- options */
@@ -269,7 +289,8 @@ static void fn_import(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
       return;
     }
   }
-  import_call call = {.db = sqlite3_context_db_handle(ctx)};
+  cs_import_result res;
+  import_call call = {.db = sqlite3_context_db_handle(ctx), .res = &res};
   call.show_progress = po.progress == 1 || (po.progress == 2 && isatty(2));
   static const char probe_sql[] =
       "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) SELECT count(*) FROM n";
@@ -282,23 +303,23 @@ static void fn_import(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   po.opt.progress = on_progress;
   po.opt.progress_ctx = &call;
   call.started_ns = now_ns();
-  cs_import_result res;
   cs_err err;
   cs_rc rc = cs_import_text(zPath, zSource, &po.opt, &res, &err);
   double ms = (double)(now_ns() - call.started_ns) / 1e6;
   if (call.show_progress && call.printed && rc != CS_OK) fputc('\n', stderr);
   sqlite3_finalize(call.probe);
   sqlite3_free(po.nulls_text);
-  if (rc != CS_OK) {
+  if (rc != CS_OK && call.nomem) {
+    sqlite3_result_error_nomem(ctx);
+  } else if (rc != CS_OK) {
     sqlite3_result_error(ctx, err.msg, -1);
     sqlite3_result_error_code(ctx, res.interrupted ? SQLITE_INTERRUPT : csx_rc_to_sqlite(rc));
   } else {
     char *z = result_json(call.db, &res, ms);
-    if (z)
-      sqlite3_result_text(ctx, z, -1, sqlite3_free);
-    else
-      sqlite3_result_error_nomem(ctx);
+    if (!z) z = call.ready_json, call.ready_json = NULL;
+    sqlite3_result_text(ctx, z, -1, sqlite3_free);
   }
+  sqlite3_free(call.ready_json);
   cs_import_result_free(&res);
 }
 

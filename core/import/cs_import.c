@@ -160,9 +160,9 @@ static cs_rc reject(const importer *imp, sink *s, uint64_t line, const char *fmt
   if (imp->passes == 2 && imp->pass == 2) return CS_OK; /* counted in pass one */
   s->rejected++;
   if (s->n_rejects < imp->max_rejects) {
-    if (!s->rejects && !(s->rejects = calloc(imp->max_rejects, sizeof *s->rejects)))
+    if (!s->rejects && !(s->rejects = cs__mem_calloc(imp->max_rejects, sizeof *s->rejects)))
       return sink_fail(s, CS_ENOMEM, 0, "out of memory");
-    if (!(s->rejects[s->n_rejects].reason = strdup(reason)))
+    if (!(s->rejects[s->n_rejects].reason = cs__mem_strdup(reason)))
       return sink_fail(s, CS_ENOMEM, 0, "out of memory");
     s->rejects[s->n_rejects++].line = line;
   }
@@ -181,18 +181,18 @@ static cs_rc merge_sink(importer *imp, sink *s, const char *file, uint64_t line_
   for (size_t i = 0; i < s->n_rejects; i++) {
     char *reason = s->rejects[i].reason;
     if (rc == CS_OK && res->n_rejects < imp->max_rejects) {
-      if (!res->rejects && !(res->rejects = calloc(imp->max_rejects, sizeof *res->rejects))) {
+      if (!res->rejects && !(res->rejects = cs__mem_calloc(imp->max_rejects, sizeof *res->rejects))) {
         rc = fail(imp, CS_ENOMEM, "colstore: out of memory");
       } else {
         cs_import_reject *r = &res->rejects[res->n_rejects++];
-        r->file = strdup(file);
+        r->file = cs__mem_strdup(file);
         r->line = s->rejects[i].line + line_base;
         r->reason = reason;
         reason = NULL;
         if (!r->file) rc = fail(imp, CS_ENOMEM, "colstore: out of memory");
       }
     }
-    free(reason);
+    cs__mem_free(reason);
   }
   s->n_rejects = 0;
   if (rc != CS_OK) return rc;
@@ -206,10 +206,10 @@ static cs_rc merge_sink(importer *imp, sink *s, const char *file, uint64_t line_
 }
 
 static void sink_free(sink *s) {
-  for (size_t i = 0; i < s->n_rejects; i++) free(s->rejects[i].reason);
-  free(s->rejects);
+  for (size_t i = 0; i < s->n_rejects; i++) cs__mem_free(s->rejects[i].reason);
+  cs__mem_free(s->rejects);
   cs_batch_free(s->batch);
-  free(s->guess);
+  cs__mem_free(s->guess);
   memset(s, 0, sizeof *s);
 }
 
@@ -223,12 +223,13 @@ static cs_rc add_file(importer *imp, const char *name, size_t *cap) {
   cs_import_result *res = imp->res;
   if (res->n_files == *cap) {
     size_t c = *cap ? *cap * 2 : 8;
-    char **f = realloc(res->files, c * sizeof *f);
+    char **f = cs__mem_realloc(res->files, c * sizeof *f);
     if (!f) return fail(imp, CS_ENOMEM, "colstore: out of memory");
     res->files = f;
     *cap = c;
   }
-  if (!(res->files[res->n_files] = strdup(name))) return fail(imp, CS_ENOMEM, "colstore: out of memory");
+  if (!(res->files[res->n_files] = cs__mem_strdup(name)))
+    return fail(imp, CS_ENOMEM, "colstore: out of memory");
   res->n_files++;
   return CS_OK;
 }
@@ -260,14 +261,14 @@ static cs_rc list_files(importer *imp, const char *source) {
     cs_rc rc = CS_OK;
     while (rc == CS_OK && (e = readdir(d)) != NULL) {
       if (e->d_name[0] == '.') continue;
-      char *full = malloc(slen + strlen(e->d_name) + 2);
+      char *full = cs__mem_malloc(slen + strlen(e->d_name) + 2);
       if (!full) {
         rc = fail(imp, CS_ENOMEM, "colstore: out of memory");
         break;
       }
       sprintf(full, "%s%s%s", source, slash ? "" : "/", e->d_name);
       if (stat(full, &st) == 0 && S_ISREG(st.st_mode)) rc = add_file(imp, full, &cap);
-      free(full);
+      cs__mem_free(full);
     }
     closedir(d);
     if (rc != CS_OK) return rc;
@@ -370,10 +371,7 @@ static bool looks_like_header(const cs_record *rec) {
   for (uint32_t i = 0; i < rec->n_fields; i++) {
     size_t n;
     const uint8_t *p = cs_record_field(rec, i, &n);
-    int64_t iv;
-    double fv;
-    if (n == 0 || n > CS_NAME_MAX_BYTES || !cs_utf8_valid(p, n) ||
-        cs_parse_number(p, n, &iv, &fv) != CS_NUM_NONE)
+    if (n == 0 || n > CS_NAME_MAX_BYTES || !cs_utf8_valid(p, n) || cs_number_kind(p, n) != CS_NUM_NONE)
       return false;
     for (uint32_t k = 0; k < i; k++) {
       size_t m;
@@ -393,8 +391,10 @@ static cs_rc set_column(importer *imp, uint32_t i, const char *name, size_t n, c
   for (uint32_t k = 0; k < i; k++)
     if (strlen(imp->cols[k].name) == n && strncasecmp(imp->cols[k].name, name, n) == 0)
       return fail(imp, CS_EINVAL, "colstore: two columns are named %.*s", (int)n, name);
-  char *copy = strndup(name, n);
+  char *copy = cs__mem_malloc(n + 1);
   if (!copy) return fail(imp, CS_ENOMEM, "colstore: out of memory");
+  memcpy(copy, name, n);
+  copy[n] = 0;
   imp->cols[i] = (cs_column){copy, type, nullable};
   return CS_OK;
 }
@@ -402,12 +402,11 @@ static cs_rc set_column(importer *imp, uint32_t i, const char *name, size_t n, c
 static cs_rc alloc_columns(importer *imp, uint32_t n) {
   if (n > CS_MAX_COLUMNS)
     return fail(imp, CS_EINVAL, "colstore: %u columns; a store holds at most %d", n, CS_MAX_COLUMNS);
-  imp->n_cols = n;
-  imp->cols = calloc(n, sizeof *imp->cols);
-  imp->guess = calloc(n, sizeof *imp->guess);
+  imp->cols = cs__mem_calloc(n ? n : 1, sizeof *imp->cols);
+  imp->guess = cs__mem_calloc(n ? n : 1, sizeof *imp->guess);
   imp->res->cols = imp->cols;
-  imp->res->n_cols = n;
   if (!imp->cols || !imp->guess) return fail(imp, CS_ENOMEM, "colstore: out of memory");
+  imp->n_cols = imp->res->n_cols = n; /* the result frees the names it counts */
   return CS_OK;
 }
 
@@ -567,6 +566,7 @@ static cs_rc put_field(const importer *imp, cs_batch *batch, uint32_t col_index,
       return cs_batch_put_i64(batch, col_index, p[0] == '-' ? -(int64_t)v : (int64_t)v, &e);
   }
   cs_num_kind k = cs_parse_number(p, n, &iv, &fv);
+  if (k == CS_NUM_NOMEM) return CS_ENOMEM;
   char shown[80];
   if (k == CS_NUM_NONE) {
     quote_value(shown, sizeof shown, p, n);
@@ -969,9 +969,9 @@ static cs_rc run_file_parallel(importer *imp, size_t f, uint64_t size) {
   const char *file = imp->res->files[f];
   uint32_t threads = imp->threads;
   size_t region_cap = (size_t)threads * imp->chunk_bytes;
-  uint8_t *buf = malloc(region_cap);
-  chunk_job *jobs = calloc(threads, sizeof *jobs);
-  size_t *bounds = malloc((threads + 1) * sizeof *bounds);
+  uint8_t *buf = cs__mem_malloc(region_cap);
+  chunk_job *jobs = cs__mem_calloc(threads, sizeof *jobs);
+  size_t *bounds = cs__mem_malloc((threads + 1) * sizeof *bounds);
   int fd = open(file, O_RDONLY | O_CLOEXEC);
   cs_rc rc = CS_OK;
   if (!buf || !jobs || !bounds)
@@ -1043,7 +1043,7 @@ static cs_rc run_file_parallel(importer *imp, size_t f, uint64_t size) {
       /* A wrong guess: nothing of this try is kept. */
       for (uint32_t k = 0; k < k_chunks; k++) {
         sink *s = &imp->sinks[k];
-        for (size_t i = 0; i < s->n_rejects; i++) free(s->rejects[i].reason);
+        for (size_t i = 0; i < s->n_rejects; i++) cs__mem_free(s->rejects[i].reason);
         s->n_rejects = 0;
         s->rows = s->rejected = s->seen = 0;
         s->fail_code = CS_OK;
@@ -1089,7 +1089,7 @@ static cs_rc run_file_parallel(importer *imp, size_t f, uint64_t size) {
       ** twice as much, with the same offset. */
       if (at_eof) break;
       region_cap *= 2;
-      uint8_t *bigger = realloc(buf, region_cap);
+      uint8_t *bigger = cs__mem_realloc(buf, region_cap);
       if (!bigger) {
         rc = fail(imp, CS_ENOMEM, "colstore: out of memory");
         break;
@@ -1110,9 +1110,9 @@ static cs_rc run_file_parallel(importer *imp, size_t f, uint64_t size) {
   imp->pass_bytes_done = raw_before + size;
   if (fd >= 0) close(fd);
   for (uint32_t k = 0; jobs && k < threads; k++) cs_record_free(&jobs[k].rec);
-  free(jobs);
-  free(bounds);
-  free(buf);
+  cs__mem_free(jobs);
+  cs__mem_free(bounds);
+  cs__mem_free(buf);
   return rc;
 }
 
@@ -1150,7 +1150,9 @@ static cs_rc sample_types(importer *imp) {
   cs_reader *r = NULL;
   cs_rc rc = cs_reader_open(file, &r, imp->err);
   if (rc != CS_OK) return rc;
-  long n = fill_block(imp, r, imp->block, BLOCK_BYTES);
+  size_t want =
+      imp->opt->sample_bytes && imp->opt->sample_bytes < BLOCK_BYTES ? imp->opt->sample_bytes : BLOCK_BYTES;
+  long n = fill_block(imp, r, imp->block, want);
   cs_reader_close(r);
   if (n < 0) return imp->err->code;
   cs_csv c;
@@ -1274,7 +1276,7 @@ cs_rc cs_import_text(const char *path, const char *source, const cs_import_optio
                 "colstore: %s already exists; use mode=replace to overwrite it or mode=append to add to it",
                 path);
   if ((rc = list_files(&imp, source)) != CS_OK) goto done;
-  if (!(imp.block = malloc(BLOCK_BYTES))) {
+  if (!(imp.block = cs__mem_malloc(BLOCK_BYTES))) {
     rc = fail(&imp, CS_ENOMEM, "colstore: out of memory");
     goto done;
   }
@@ -1287,7 +1289,7 @@ cs_rc cs_import_text(const char *path, const char *source, const cs_import_optio
   if ((rc = plan_columns(&imp, imp.writer ? cs_writer_schema(imp.writer) : NULL)) != CS_OK) goto done;
   imp.threads = opt->threads > 1 ? (opt->threads < MAX_THREADS ? opt->threads : MAX_THREADS) : 1;
   imp.chunk_bytes = opt->chunk_bytes ? opt->chunk_bytes : CHUNK_BYTES;
-  if (!(imp.sinks = calloc(imp.threads, sizeof *imp.sinks))) {
+  if (!(imp.sinks = cs__mem_calloc(imp.threads, sizeof *imp.sinks))) {
     rc = fail(&imp, CS_ENOMEM, "colstore: out of memory");
     goto done;
   }
@@ -1311,26 +1313,26 @@ cs_rc cs_import_text(const char *path, const char *source, const cs_import_optio
 done:
   if (imp.writer) cs_writer_abort(imp.writer);
   for (uint32_t k = 0; imp.sinks && k < imp.threads; k++) sink_free(&imp.sinks[k]);
-  free(imp.sinks);
+  cs__mem_free(imp.sinks);
   cs_record_free(&imp.rec);
   cs_record_free(&imp.header_rec);
-  free(imp.guess);
+  cs__mem_free(imp.guess);
   cs__mem_free(imp.spec_unknown);
-  free(imp.block);
+  cs__mem_free(imp.block);
   if (rc != CS_OK && err->code == CS_OK) cs_err_set(err, rc, "colstore: import failed (%s)", cs_rc_name(rc));
   return rc;
 }
 
 void cs_import_result_free(cs_import_result *res) {
   if (!res) return;
-  for (uint32_t i = 0; i < res->n_cols; i++) free((char *)res->cols[i].name);
-  free(res->cols);
-  for (size_t i = 0; i < res->n_files; i++) free(res->files[i]);
-  free(res->files);
+  for (uint32_t i = 0; i < res->n_cols; i++) cs__mem_free((char *)res->cols[i].name);
+  cs__mem_free(res->cols);
+  for (size_t i = 0; i < res->n_files; i++) cs__mem_free(res->files[i]);
+  cs__mem_free(res->files);
   for (size_t i = 0; i < res->n_rejects; i++) {
-    free(res->rejects[i].file);
-    free(res->rejects[i].reason);
+    cs__mem_free(res->rejects[i].file);
+    cs__mem_free(res->rejects[i].reason);
   }
-  free(res->rejects);
+  cs__mem_free(res->rejects);
   memset(res, 0, sizeof *res);
 }

@@ -57,11 +57,12 @@ typedef struct cs_import_options {
   bool has_nulls;
   const char *const *nulls;
   size_t n_nulls;
-  const char *columns;  /* "name TYPE [NOT NULL], ..." or NULL */
-  bool skip_errors;     /* on_error=skip: reject bad lines, go on */
-  uint32_t max_rejects; /* rejects kept in the result; 0: 10 */
-  uint32_t threads;     /* 0, 1: one; N: plain files are read in waves of N chunks, parsed in parallel */
-  uint32_t chunk_bytes; /* threads: bytes per chunk; 0: 8 MiB (tests use tiny ones) */
+  const char *columns;   /* "name TYPE [NOT NULL], ..." or NULL */
+  bool skip_errors;      /* on_error=skip: reject bad lines, go on */
+  uint32_t max_rejects;  /* rejects kept in the result; 0: 10 */
+  uint32_t threads;      /* 0, 1: one; N: plain files are read in waves of N chunks, parsed in parallel */
+  uint32_t chunk_bytes;  /* threads: bytes per chunk; 0: 8 MiB (tests use tiny ones) */
+  uint32_t sample_bytes; /* inferred types: the sample tried for one pass; 0: 1 MiB (tests use tiny ones) */
   cs_import_progress_fn progress;
   void *progress_ctx;
 } cs_import_options;

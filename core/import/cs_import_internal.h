@@ -125,11 +125,12 @@ uint8_t cs_csv_detect_delim(const uint8_t *buf, size_t n, uint8_t quote);
 
 /* ----------------------------------------------------------- cs_infer.c */
 
-typedef enum cs_num_kind { CS_NUM_NONE = 0, CS_NUM_INT, CS_NUM_FLOAT } cs_num_kind;
+typedef enum cs_num_kind { CS_NUM_NONE = 0, CS_NUM_INT, CS_NUM_FLOAT, CS_NUM_NOMEM } cs_num_kind;
 /* Classifies a field by the documented number grammar (docs/sql.md,
 ** "Getting data in"): an integer literal that fits INT64 is CS_NUM_INT,
 ** any other number CS_NUM_FLOAT (correctly rounded; -0.0 becomes 0.0 as
-** INSERT stores it), anything else CS_NUM_NONE. */
+** INSERT stores it), anything else CS_NUM_NONE; CS_NUM_NOMEM when a number
+** longer than 255 bytes could not be copied for strtod. */
 cs_num_kind cs_parse_number(const uint8_t *s, size_t n, int64_t *i, double *f);
 /* A FLOAT64 field of at most 15 digits with at most one point (and a sign):
 ** its value, correctly rounded (one exact division), and true; false for

@@ -369,7 +369,23 @@ START_TEST(numbers_round_like_strtod) {
     if (want == 0.0) want = 0.0;
     ck_assert_msg(memcmp(&f, &want, sizeof f) == 0, "seed %llx: '%s' gave %.17g, strtod %.17g",
                   (unsigned long long)seed, buf, f, want);
+    /* The importer's short path: every decimal of at most 15 digits
+    ** without an exponent, bit for bit strtod's; nothing else. */
+    double g;
+    bool short_ok = cs_parse_short_decimal((const uint8_t *)buf, n, &g);
+    bool is_short = !strpbrk(buf, "eE") && int_digits + frac_digits <= 15;
+    ck_assert_msg(short_ok == is_short, "seed %llx: '%s' short path %d", (unsigned long long)seed, buf,
+                  short_ok);
+    ck_assert_msg(!short_ok || memcmp(&g, &want, sizeof g) == 0,
+                  "seed %llx: '%s' short path gave %.17g, strtod %.17g", (unsigned long long)seed, buf, g,
+                  want);
   }
+  const char *not_short[] = {"", "-", ".", "1.2.3", "1-2", "+-1", "1e5", "0x1", "1234567890123456"};
+  double g;
+  for (size_t k = 0; k < sizeof not_short / sizeof not_short[0]; k++)
+    ck_assert_msg(!cs_parse_short_decimal((const uint8_t *)not_short[k], strlen(not_short[k]), &g), "'%s'",
+                  not_short[k]);
+  ck_assert(cs_parse_short_decimal((const uint8_t *)"-0.000", 6, &g) && g == 0.0 && !signbit(g));
 }
 END_TEST
 
@@ -381,6 +397,28 @@ START_TEST(number_kind_agrees_with_parse) {
     char buf[32];
     size_t n = ut_rng_below(&r, 24);
     for (size_t i = 0; i < n; i++) buf[i] = alphabet[ut_rng_below(&r, sizeof alphabet - 1)];
+    int64_t iv;
+    double fv;
+    cs_num_kind want = cs_parse_number((const uint8_t *)buf, n, &iv, &fv);
+    ck_assert_msg(cs_number_kind((const uint8_t *)buf, n) == want, "seed %llx: '%.*s'",
+                  (unsigned long long)seed, (int)n, buf);
+  }
+  /* Integer literals around INT64's edges, leading zeros and signs. */
+  static const char *const edges[] = {"9223372036854775807", "9223372036854775808", "9223372036854775806",
+                                      "9999999999999999999", "1000000000000000000", "999999999999999999"};
+  for (int round = 0; round < 20000; round++) {
+    char buf[40];
+    size_t n = 0;
+    uint64_t sign = ut_rng_below(&r, 3);
+    if (sign) buf[n++] = sign == 1 ? '-' : '+';
+    for (uint64_t z = ut_rng_below(&r, 4); z > 0; z--) buf[n++] = '0';
+    if (ut_rng_below(&r, 2)) {
+      const char *e = edges[ut_rng_below(&r, sizeof edges / sizeof edges[0])];
+      memcpy(buf + n, e, strlen(e));
+      n += strlen(e);
+    } else {
+      for (uint64_t d = 17 + ut_rng_below(&r, 5); d > 0; d--) buf[n++] = (char)('0' + ut_rng_below(&r, 10));
+    }
     int64_t iv;
     double fv;
     cs_num_kind want = cs_parse_number((const uint8_t *)buf, n, &iv, &fv);
