@@ -1,15 +1,18 @@
 /*
 ** cs_import.c - delimited text files into one store, atomically.
 **
-** The import reads its input twice when it has to infer the column types,
-** and once when it does not (columns= gives them, or mode=append takes the
-** store's).  Two passes are the price of a rule users can rely on: the
-** whole input decides a column's type, so a value on the last line never
-** fails an import that a sample typed too narrowly, and the typing costs
-** no memory: pass one keeps three flags and a count per column, not the
-** rows.  Pass two (or the only pass) converts each field and streams the
-** rows into a writer in batches of one record's rows.  Memory is a read
-** block, one record's fields and one batch, whatever the input's size.
+** The import reads its input once when it knows the column types
+** (columns= gives them, or mode=append takes the store's).  When it infers
+** them, the rule users rely on is that the whole input decides a column's
+** type, so a value on the last line never fails an import that a sample
+** typed too narrowly; the typing costs no memory: pass one keeps three
+** flags and a count per column, not the rows.  Two passes are what that
+** rule costs at most: the import first tries one pass with the types of
+** the first megabyte, checking every value against them, and falls back
+** to the two passes on the first that misfits ("The sample" below).  The
+** writing pass converts each field and streams the rows into a writer in
+** batches of one record's rows.  Memory is a read block, one record's
+** fields and one batch, whatever the input's size.
 **
 ** Atomicity is the writer's (cs_writer.c): a new store is written beside
 ** its path and renamed into place only at commit; an append writes past the

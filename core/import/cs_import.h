@@ -32,9 +32,10 @@ typedef enum cs_import_header { CS_HEADER_AUTO = 0, CS_HEADER_YES, CS_HEADER_NO 
 
 /* What the progress callback sees, once per input block (and once at the
 ** end of each pass).  bytes_total is the sum of the input files' sizes as
-** stored (compressed for .gz/.zst), each pass counted once; passes is 2 when
-** the column types are inferred (a first pass reads the whole input to type
-** it, a second writes it), else 1. */
+** stored (compressed for .gz/.zst), each pass counted once; passes is 1
+** when the types are given or the first megabyte's inferred types held for
+** the whole input, and 2 when a value misfit them (the import then starts
+** again: a first pass types the whole input, a second writes it). */
 typedef struct cs_import_progress {
   int pass, passes;
   uint64_t bytes_done; /* of this pass, as stored */
