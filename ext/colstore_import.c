@@ -11,6 +11,13 @@
 ** (1 MiB), reports how far it is (the bytes read of the whole work, both
 ** passes when types are inferred) and asks whether to stop; told to, the
 ** import aborts its writer: no partial store, or the store as it was.
+**
+** The JSON result is made once before the commit, in the callback's last
+** call (the import's figures are final then), and again after it with the
+** time the commit took: if that second one finds no memory the first is
+** returned, so an allocation that fails can never fail the call after the
+** store was committed; one that fails in the first makes the import stop,
+** leaving nothing, with SQLITE_NOMEM.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,13 +29,31 @@
 
 #define MAX_OPTION_NULLS 64
 
+typedef struct import_call {
+  csx_progress prog;
+  sqlite3 *db;
+  const cs_import_result *res; /* filled by the import as it runs */
+  char *ready_json;            /* the result, made before the commit */
+  bool nomem;                  /* making it failed: the import stopped */
+} import_call;
+
+static char *result_json(sqlite3 *db, const cs_import_result *res, double ms);
+
 static int on_progress(void *ctx, const cs_import_progress *p) {
+  import_call *call = ctx;
   double total = (double)p->bytes_total * p->passes;
   double done = (double)p->bytes_total * (p->pass - 1) + (double)p->bytes_done;
   char phase[32];
   snprintf(phase, sizeof phase, "pass %d/%d", p->pass, p->passes);
   csx_progress_report r = {phase, (uint64_t)done, (uint64_t)total, p->rows, true, done, total, p->finished};
-  return csx_progress_tick(ctx, &r);
+  int stop = csx_progress_tick(&call->prog, &r);
+  if (stop) return stop;
+  if (p->finished && p->pass == p->passes &&
+      !(call->ready_json = result_json(call->db, call->res, csx_progress_ms(&call->prog)))) {
+    call->nomem = true;
+    return 1;
+  }
+  return 0;
 }
 
 /* --------------------------------------------------------------- options */
@@ -210,34 +235,34 @@ static void fn_import(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
       return;
     }
   }
-  sqlite3 *db = sqlite3_context_db_handle(ctx);
-  csx_progress prog;
-  if (csx_progress_begin(&prog, db, "colstore_import", po.progress) != SQLITE_OK) {
+  cs_import_result res;
+  import_call call = {.db = sqlite3_context_db_handle(ctx), .res = &res};
+  if (csx_progress_begin(&call.prog, call.db, "colstore_import", po.progress) != SQLITE_OK) {
     sqlite3_result_error(ctx, "colstore: cannot prepare the interrupt probe", -1);
-    csx_progress_end(&prog);
+    csx_progress_end(&call.prog);
     sqlite3_free(po.nulls_text);
     return;
   }
   po.opt.progress = on_progress;
-  po.opt.progress_ctx = &prog;
-  cs_import_result res;
+  po.opt.progress_ctx = &call;
   cs_err err;
   cs_rc rc = cs_import_text(zPath, zSource, &po.opt, &res, &err);
-  double ms = csx_progress_ms(&prog);
-  csx_progress_end(&prog);
+  double ms = csx_progress_ms(&call.prog);
+  csx_progress_end(&call.prog);
   sqlite3_free(po.nulls_text);
-  if (rc != CS_OK && prog.stopped) {
-    csx_progress_result(&prog, ctx, err.msg);
+  if (rc != CS_OK && call.nomem) {
+    sqlite3_result_error_nomem(ctx);
+  } else if (rc != CS_OK && call.prog.stopped) {
+    csx_progress_result(&call.prog, ctx, err.msg);
   } else if (rc != CS_OK) {
     sqlite3_result_error(ctx, err.msg, -1);
     sqlite3_result_error_code(ctx, csx_rc_to_sqlite(rc));
   } else {
-    char *z = result_json(db, &res, ms);
-    if (z)
-      sqlite3_result_text(ctx, z, -1, sqlite3_free);
-    else
-      sqlite3_result_error_nomem(ctx);
+    char *z = result_json(call.db, &res, ms);
+    if (!z) z = call.ready_json, call.ready_json = NULL;
+    sqlite3_result_text(ctx, z, -1, sqlite3_free);
   }
+  sqlite3_free(call.ready_json);
   cs_import_result_free(&res);
 }
 

@@ -23,13 +23,30 @@
 ** Lines are counted by LF, and by a CR that ends a record without an LF
 ** after it, so a message's line is the one an editor shows.
 **
-** Unquoted runs, the common case, are copied with one scan for the next
-** byte a 256-entry table marks as special (delimiter, CR, LF), not
-** one state transition per byte.
+** Unquoted runs are copied with one scan for the next byte a 256-entry
+** table marks as special (delimiter, CR, LF), not one state transition per
+** byte.
+**
+** The fast path (cs_csv_next).  Most records of most files hold no quote:
+** such a record needs neither the state machine nor a copy.  At a record
+** boundary, a record that ends at an LF (or CRLF) inside the buffer and
+** meets no quote and no lone CR on the way is split where it lies: one
+** table lookup per byte finds each field's end and ORs the byte's class
+** (digit, sign, point, exponent, other, non-ASCII) into the field's mask.
+** The importer types most fields from that mask alone (only digits: an
+** integer; any other byte: text) and skips the UTF-8 check of an all-ASCII
+** record.  A record the fast path cannot take goes, from its first byte, to
+** the state machine, which gives the same fields; the fast path never
+** reads past the buffer's last LF, so it needs no sentinel.  After a miss
+** it stands aside for a few records (more after each miss in a row, at most
+** 64), so a file quoted on every line pays a partial scan on few of them.
+** Measured on the 10M-row bench file: docs/performance.md, "CSV import:
+** the fast path".
 */
 #include <stdlib.h>
 #include <string.h>
 
+#include "cs_base_internal.h"
 #include "cs_import_internal.h"
 
 void cs_csv_init(cs_csv *c, uint8_t delim, uint8_t quote) {
@@ -39,6 +56,14 @@ void cs_csv_init(cs_csv *c, uint8_t delim, uint8_t quote) {
   c->state = CS_CSV_FIELD_START;
   c->line = 1;
   c->special[delim] = c->special['\n'] = c->special['\r'] = 1;
+  for (int b = 0; b < 256; b++)
+    c->cls[b] = b >= '0' && b <= '9'   ? CS_CLS_DIGIT
+                : b == '+' || b == '-' ? CS_CLS_SIGN
+                : b == '.'             ? CS_CLS_DOT
+                : b == 'e' || b == 'E' ? CS_CLS_EXP
+                : b >= 0x80            ? CS_CLS_OTHER | CS_CLS_HIGH
+                                       : CS_CLS_OTHER;
+  c->cls[delim] = c->cls['\n'] = c->cls['\r'] = c->cls[quote] = CS_CSV_STOP;
 }
 
 void cs_record_reset(cs_record *rec) {
@@ -47,9 +72,9 @@ void cs_record_reset(cs_record *rec) {
 }
 
 void cs_record_free(cs_record *rec) {
-  free(rec->bytes);
-  free(rec->ends);
-  free(rec->quoted);
+  cs__mem_free(rec->bytes);
+  cs__mem_free(rec->ends);
+  cs__mem_free(rec->masks);
   memset(rec, 0, sizeof *rec);
 }
 
@@ -63,7 +88,7 @@ static bool grow_bytes(cs_record *rec, size_t n, cs_err *err) {
   }
   size_t cap = rec->cap_bytes ? rec->cap_bytes * 2 : 4096;
   while (cap < rec->n_bytes + n) cap *= 2;
-  uint8_t *b = realloc(rec->bytes, cap);
+  uint8_t *b = cs__mem_realloc(rec->bytes, cap);
   if (!b) {
     cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
     return false;
@@ -75,10 +100,10 @@ static bool grow_bytes(cs_record *rec, size_t n, cs_err *err) {
 
 static bool grow_fields(cs_record *rec, cs_err *err) {
   uint32_t cap = rec->cap_fields ? rec->cap_fields * 2 : 64;
-  uint32_t *e = realloc(rec->ends, cap * sizeof *e);
+  uint32_t *e = cs__mem_realloc(rec->ends, cap * sizeof *e);
   if (e) rec->ends = e;
-  uint8_t *q = realloc(rec->quoted, cap);
-  if (q) rec->quoted = q;
+  uint8_t *q = cs__mem_realloc(rec->masks, cap);
+  if (q) rec->masks = q;
   if (!e || !q) {
     cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
     return false;
@@ -95,12 +120,21 @@ static inline bool push_bytes(cs_record *rec, const uint8_t *p, size_t n, cs_err
   return true;
 }
 
-static inline bool end_field(cs_record *rec, bool quoted, cs_err *err) {
+/* A field ends: its end, its mask, and the separator byte after it. */
+static inline bool end_field(cs_record *rec, bool quoted, uint8_t sep, cs_err *err) {
   if (rec->n_fields == rec->cap_fields && !grow_fields(rec, err)) return false;
   rec->ends[rec->n_fields] = (uint32_t)rec->n_bytes;
-  rec->quoted[rec->n_fields] = quoted;
+  rec->masks[rec->n_fields] = quoted ? CS_FIELD_UNSCANNED | CS_FIELD_QUOTED : CS_FIELD_UNSCANNED;
   rec->n_fields++;
-  return true;
+  return push_bytes(rec, &sep, 1, err);
+}
+
+/* The record is whole: its bytes are the copy, less the last separator. */
+static inline int record_done(cs_record *rec) {
+  rec->data = rec->bytes;
+  rec->n_bytes = rec->ends[rec->n_fields - 1];
+  rec->ascii = false;
+  return 1;
 }
 
 int cs_csv_feed(cs_csv *c, const uint8_t *buf, size_t n, size_t *pos, cs_record *rec, cs_err *err) {
@@ -119,10 +153,10 @@ int cs_csv_feed(cs_csv *c, const uint8_t *buf, size_t n, size_t *pos, cs_record 
           c->line++;
           c->state = b == '\r' ? CS_CSV_AFTER_CR : CS_CSV_FIELD_START;
           if (!c->in_record) break; /* a blank line */
-          if (!end_field(rec, false, err)) return -1;
+          if (!end_field(rec, false, delim, err)) return -1;
           c->in_record = false;
           *pos = i;
-          return 1;
+          return record_done(rec);
         }
         if (!c->in_record) {
           c->in_record = true;
@@ -135,7 +169,7 @@ int cs_csv_feed(cs_csv *c, const uint8_t *buf, size_t n, size_t *pos, cs_record 
           c->quote_line = c->line;
           i++;
         } else if (b == delim) {
-          if (!end_field(rec, false, err)) return -1;
+          if (!end_field(rec, false, delim, err)) return -1;
           i++;
         } else {
           c->state = CS_CSV_UNQUOTED;
@@ -152,7 +186,7 @@ int cs_csv_feed(cs_csv *c, const uint8_t *buf, size_t n, size_t *pos, cs_record 
           i = j;
           if (i == n) break;
           uint8_t b = buf[i++];
-          if (!end_field(rec, c->quoted_field, err)) return -1;
+          if (!end_field(rec, c->quoted_field, delim, err)) return -1;
           if (b == delim) {
             if (i < n && buf[i] != quote && !c->special[buf[i]]) {
               c->quoted_field = false;
@@ -165,7 +199,7 @@ int cs_csv_feed(cs_csv *c, const uint8_t *buf, size_t n, size_t *pos, cs_record 
           c->state = b == '\r' ? CS_CSV_AFTER_CR : CS_CSV_FIELD_START;
           c->in_record = false;
           *pos = i;
-          return 1;
+          return record_done(rec);
         }
         break;
       }
@@ -204,10 +238,84 @@ int cs_csv_finish(cs_csv *c, cs_record *rec, cs_err *err) {
     return -1;
   }
   if (!c->in_record) return 0;
-  if (!end_field(rec, c->quoted_field, err)) return -1;
+  if (!end_field(rec, c->quoted_field, c->delim, err)) return -1;
   c->in_record = false;
   c->state = CS_CSV_FIELD_START;
+  return record_done(rec);
+}
+
+/* One record at buf[*pos], which is at a record boundary and before
+** buf[limit - 1], an LF: 1 with the record in rec, 2 for a blank line
+** skipped, 0 when the tokenizer must read it (a quote, a lone CR, no
+** memory for the fields). */
+static int fast_record(cs_csv *c, const uint8_t *buf, size_t *pos, cs_record *rec) {
+  const uint8_t *start = buf + *pos, *p = start;
+  const uint8_t *cls = c->cls;
+  const uint8_t delim = c->delim;
+  if (*p == '\n') {
+    c->line++;
+    ++*pos;
+    return 2;
+  }
+  if (*p == '\r') return 0; /* a blank line, or a record, ended by CR: the tokenizer's */
+  uint32_t nf = 0;
+  uint8_t all = 0;
+  for (;;) {
+    uint8_t m = 0, k;
+    while (!((k = cls[*p]) & CS_CSV_STOP)) {
+      m |= k;
+      p++;
+    }
+    if (nf == rec->cap_fields && !grow_fields(rec, NULL)) return 0;
+    rec->ends[nf] = (uint32_t)(p - start);
+    rec->masks[nf++] = m;
+    all |= m;
+    uint8_t b = *p++;
+    if (b == delim) continue;
+    if (b == '\n') break;
+    /* p[0] is readable: a CR is never the buffer's last LF. */
+    if (b == '\r' && *p == '\n') {
+      p++;
+      break;
+    }
+    return 0; /* a quote, a lone CR */
+  }
+  if ((size_t)(p - start) > UINT32_MAX) return 0;
+  rec->data = start;
+  rec->n_bytes = rec->ends[nf - 1];
+  rec->n_fields = nf;
+  rec->ascii = !(all & CS_CLS_HIGH);
+  rec->line = c->line++;
+  *pos = (size_t)(p - buf);
   return 1;
+}
+
+int cs_csv_next(cs_csv *c, const uint8_t *buf, size_t n, size_t *pos, cs_record *rec, cs_err *err) {
+  if (c->state == CS_CSV_FIELD_START && !c->in_record) {
+    if (c->fast_skip) {
+      c->fast_skip--;
+    } else {
+      if (c->fast_buf != buf || c->fast_n != n) {
+        const uint8_t *nl = n ? memrchr(buf, '\n', n) : NULL;
+        c->fast_buf = buf;
+        c->fast_n = n;
+        c->fast_limit = nl ? (size_t)(nl - buf) + 1 : 0;
+      }
+      while (*pos < c->fast_limit) {
+        int got = fast_record(c, buf, pos, rec);
+        if (got == 1) {
+          c->fast_misses = 0;
+          return 1;
+        }
+        if (got == 0) {
+          c->fast_skip = c->fast_misses < 6 ? 1u << c->fast_misses : 64;
+          c->fast_misses++;
+          break;
+        }
+      }
+    }
+  }
+  return cs_csv_feed(c, buf, n, pos, rec, err);
 }
 
 uint8_t cs_csv_detect_delim(const uint8_t *buf, size_t n, uint8_t quote) {

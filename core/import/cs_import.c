@@ -1,15 +1,18 @@
 /*
 ** cs_import.c - delimited text files into one store, atomically.
 **
-** The import reads its input twice when it has to infer the column types,
-** and once when it does not (columns= gives them, or mode=append takes the
-** store's).  Two passes are the price of a rule users can rely on: the
-** whole input decides a column's type, so a value on the last line never
-** fails an import that a sample typed too narrowly, and the typing costs
-** no memory: pass one keeps three flags and a count per column, not the
-** rows.  Pass two (or the only pass) converts each field and streams the
-** rows into a writer in batches of one record's rows.  Memory is a read
-** block, one record's fields and one batch, whatever the input's size.
+** The import reads its input once when it knows the column types
+** (columns= gives them, or mode=append takes the store's).  When it infers
+** them, the rule users rely on is that the whole input decides a column's
+** type, so a value on the last line never fails an import that a sample
+** typed too narrowly; the typing costs no memory: pass one keeps three
+** flags and a count per column, not the rows.  Two passes are what that
+** rule costs at most: the import first tries one pass with the types of
+** the first megabyte, checking every value against them, and falls back
+** to the two passes on the first that misfits ("The sample" below).  The
+** writing pass converts each field and streams the rows into a writer in
+** batches of one record's rows.  Memory is a read block, one record's
+** fields and one batch, whatever the input's size.
 **
 ** Atomicity is the writer's (cs_writer.c): a new store is written beside
 ** its path and renamed into place only at commit; an append writes past the
@@ -48,6 +51,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cs_base_internal.h"
 #include "cs_import_internal.h"
 
 #define BLOCK_BYTES (1u << 20)
@@ -81,8 +85,9 @@ typedef struct importer {
   sink *sinks; /* threads of them; the serial path uses the first */
   uint32_t threads;
   size_t chunk_bytes;
-  bool utf8_known_valid;
-  /* pass two after a pass one that rejected nothing */ /* threads: bytes per chunk of a wave */
+  bool utf8_known_valid; /* pass two after a pass one that rejected nothing */
+  bool speculative;      /* one pass with the sample's types; see "The sample" */
+  bool *spec_unknown;    /* speculative: the sample had no value in the column */
   cs_writer *writer;
   uint64_t bytes_total, pass_bytes_done, pass_rows;
   uint32_t max_rejects;
@@ -131,6 +136,7 @@ struct sink {
   uint64_t rejected;
   sink_reject *rejects; /* the first max_rejects */
   size_t n_rejects;
+  bool violated;      /* speculative: a value the sample's types do not hold */
   cs_rc fail_code;    /* the first failure, CS_OK while none */
   uint64_t fail_line; /* 0: a failure not about a line */
   char fail_reason[400];
@@ -157,9 +163,9 @@ static cs_rc reject(const importer *imp, sink *s, uint64_t line, const char *fmt
   if (imp->passes == 2 && imp->pass == 2) return CS_OK; /* counted in pass one */
   s->rejected++;
   if (s->n_rejects < imp->max_rejects) {
-    if (!s->rejects && !(s->rejects = calloc(imp->max_rejects, sizeof *s->rejects)))
+    if (!s->rejects && !(s->rejects = cs__mem_calloc(imp->max_rejects, sizeof *s->rejects)))
       return sink_fail(s, CS_ENOMEM, 0, "out of memory");
-    if (!(s->rejects[s->n_rejects].reason = strdup(reason)))
+    if (!(s->rejects[s->n_rejects].reason = cs__mem_strdup(reason)))
       return sink_fail(s, CS_ENOMEM, 0, "out of memory");
     s->rejects[s->n_rejects++].line = line;
   }
@@ -178,18 +184,18 @@ static cs_rc merge_sink(importer *imp, sink *s, const char *file, uint64_t line_
   for (size_t i = 0; i < s->n_rejects; i++) {
     char *reason = s->rejects[i].reason;
     if (rc == CS_OK && res->n_rejects < imp->max_rejects) {
-      if (!res->rejects && !(res->rejects = calloc(imp->max_rejects, sizeof *res->rejects))) {
+      if (!res->rejects && !(res->rejects = cs__mem_calloc(imp->max_rejects, sizeof *res->rejects))) {
         rc = fail(imp, CS_ENOMEM, "colstore: out of memory");
       } else {
         cs_import_reject *r = &res->rejects[res->n_rejects++];
-        r->file = strdup(file);
+        r->file = cs__mem_strdup(file);
         r->line = s->rejects[i].line + line_base;
         r->reason = reason;
         reason = NULL;
         if (!r->file) rc = fail(imp, CS_ENOMEM, "colstore: out of memory");
       }
     }
-    free(reason);
+    cs__mem_free(reason);
   }
   s->n_rejects = 0;
   if (rc != CS_OK) return rc;
@@ -203,10 +209,10 @@ static cs_rc merge_sink(importer *imp, sink *s, const char *file, uint64_t line_
 }
 
 static void sink_free(sink *s) {
-  for (size_t i = 0; i < s->n_rejects; i++) free(s->rejects[i].reason);
-  free(s->rejects);
+  for (size_t i = 0; i < s->n_rejects; i++) cs__mem_free(s->rejects[i].reason);
+  cs__mem_free(s->rejects);
   cs_batch_free(s->batch);
-  free(s->guess);
+  cs__mem_free(s->guess);
   memset(s, 0, sizeof *s);
 }
 
@@ -220,12 +226,13 @@ static cs_rc add_file(importer *imp, const char *name, size_t *cap) {
   cs_import_result *res = imp->res;
   if (res->n_files == *cap) {
     size_t c = *cap ? *cap * 2 : 8;
-    char **f = realloc(res->files, c * sizeof *f);
+    char **f = cs__mem_realloc(res->files, c * sizeof *f);
     if (!f) return fail(imp, CS_ENOMEM, "colstore: out of memory");
     res->files = f;
     *cap = c;
   }
-  if (!(res->files[res->n_files] = strdup(name))) return fail(imp, CS_ENOMEM, "colstore: out of memory");
+  if (!(res->files[res->n_files] = cs__mem_strdup(name)))
+    return fail(imp, CS_ENOMEM, "colstore: out of memory");
   res->n_files++;
   return CS_OK;
 }
@@ -257,14 +264,14 @@ static cs_rc list_files(importer *imp, const char *source) {
     cs_rc rc = CS_OK;
     while (rc == CS_OK && (e = readdir(d)) != NULL) {
       if (e->d_name[0] == '.') continue;
-      char *full = malloc(slen + strlen(e->d_name) + 2);
+      char *full = cs__mem_malloc(slen + strlen(e->d_name) + 2);
       if (!full) {
         rc = fail(imp, CS_ENOMEM, "colstore: out of memory");
         break;
       }
       sprintf(full, "%s%s%s", source, slash ? "" : "/", e->d_name);
       if (stat(full, &st) == 0 && S_ISREG(st.st_mode)) rc = add_file(imp, full, &cap);
-      free(full);
+      cs__mem_free(full);
     }
     closedir(d);
     if (rc != CS_OK) return rc;
@@ -311,7 +318,7 @@ static cs_rc name_the_file(importer *imp, const char *file) {
 /* ----------------------------------------------------- the first record */
 
 static inline bool is_null_field(const importer *imp, const cs_record *rec, uint32_t i) {
-  if (rec->quoted[i]) return false;
+  if (rec->masks[i] & CS_FIELD_QUOTED) return false;
   size_t n;
   const uint8_t *p = cs_record_field(rec, i, &n);
   if (!imp->opt->has_nulls) return n == 0;
@@ -367,10 +374,7 @@ static bool looks_like_header(const cs_record *rec) {
   for (uint32_t i = 0; i < rec->n_fields; i++) {
     size_t n;
     const uint8_t *p = cs_record_field(rec, i, &n);
-    int64_t iv;
-    double fv;
-    if (n == 0 || n > CS_NAME_MAX_BYTES || !cs_utf8_valid(p, n) ||
-        cs_parse_number(p, n, &iv, &fv) != CS_NUM_NONE)
+    if (n == 0 || n > CS_NAME_MAX_BYTES || !cs_utf8_valid(p, n) || cs_number_kind(p, n) != CS_NUM_NONE)
       return false;
     for (uint32_t k = 0; k < i; k++) {
       size_t m;
@@ -390,8 +394,10 @@ static cs_rc set_column(importer *imp, uint32_t i, const char *name, size_t n, c
   for (uint32_t k = 0; k < i; k++)
     if (strlen(imp->cols[k].name) == n && strncasecmp(imp->cols[k].name, name, n) == 0)
       return fail(imp, CS_EINVAL, "colstore: two columns are named %.*s", (int)n, name);
-  char *copy = strndup(name, n);
+  char *copy = cs__mem_malloc(n + 1);
   if (!copy) return fail(imp, CS_ENOMEM, "colstore: out of memory");
+  memcpy(copy, name, n);
+  copy[n] = 0;
   imp->cols[i] = (cs_column){copy, type, nullable};
   return CS_OK;
 }
@@ -399,12 +405,11 @@ static cs_rc set_column(importer *imp, uint32_t i, const char *name, size_t n, c
 static cs_rc alloc_columns(importer *imp, uint32_t n) {
   if (n > CS_MAX_COLUMNS)
     return fail(imp, CS_EINVAL, "colstore: %u columns; a store holds at most %d", n, CS_MAX_COLUMNS);
-  imp->n_cols = n;
-  imp->cols = calloc(n, sizeof *imp->cols);
-  imp->guess = calloc(n, sizeof *imp->guess);
+  imp->cols = cs__mem_calloc(n ? n : 1, sizeof *imp->cols);
+  imp->guess = cs__mem_calloc(n ? n : 1, sizeof *imp->guess);
   imp->res->cols = imp->cols;
-  imp->res->n_cols = n;
   if (!imp->cols || !imp->guess) return fail(imp, CS_ENOMEM, "colstore: out of memory");
+  imp->n_cols = imp->res->n_cols = n; /* the result frees the names it counts */
   return CS_OK;
 }
 
@@ -525,10 +530,15 @@ static cs_rc plan_columns(importer *imp, const cs_schema *store_schema) {
 
 /* --------------------------------------------------------- the records */
 
-static void guess_field(column_guess *g, const uint8_t *p, size_t n) {
+/* A field's kind from its mask when the fast path read it: only digits
+** (at most 18: always an INT64) or any byte no number has decide without
+** a parse; a sign, a point or an exponent needs the grammar. */
+static cs_num_kind field_kind(const uint8_t *p, size_t n, uint8_t mask);
+
+static void guess_field(column_guess *g, const uint8_t *p, size_t n, uint8_t mask) {
   g->non_null++;
   if (!g->may_float) return;
-  cs_num_kind k = cs_number_kind(p, n);
+  cs_num_kind k = field_kind(p, n, mask);
   if (k == CS_NUM_NONE)
     g->may_int = g->may_float = false;
   else if (k == CS_NUM_FLOAT)
@@ -538,13 +548,17 @@ static void guess_field(column_guess *g, const uint8_t *p, size_t n) {
 /* Puts field i into the batch; returns a reason (into why) when the value
 ** does not fit its column, "" otherwise; CS_ENOMEM is returned. */
 static cs_rc put_field(const importer *imp, cs_batch *batch, uint32_t col_index, const uint8_t *p, size_t n,
-                       char *why, size_t why_cap) {
+                       uint8_t mask, char *why, size_t why_cap) {
   const cs_column *col = &imp->cols[col_index];
   cs_err e;
   why[0] = 0;
   if (cs_type_is_varlen(col->type)) return cs_batch_put_bytes(batch, col_index, p, n, &e);
   int64_t iv = 0;
   double fv = 0;
+  /* The common FLOAT64 field: digits and one point, no exponent. */
+  if (col->type == CS_TYPE_FLOAT64 && !(mask & ~(CS_CLS_DIGIT | CS_CLS_DOT | CS_CLS_SIGN)) &&
+      cs_parse_short_decimal(p, n, &fv))
+    return cs_batch_put_f64(batch, col_index, fv, &e);
   if (col->type == CS_TYPE_INT64 && n > 0 && n <= 18) {
     /* The common case: at most 18 digits, optional sign, always fits. */
     size_t i = p[0] == '-' || p[0] == '+';
@@ -555,6 +569,7 @@ static cs_rc put_field(const importer *imp, cs_batch *batch, uint32_t col_index,
       return cs_batch_put_i64(batch, col_index, p[0] == '-' ? -(int64_t)v : (int64_t)v, &e);
   }
   cs_num_kind k = cs_parse_number(p, n, &iv, &fv);
+  if (k == CS_NUM_NOMEM) return CS_ENOMEM;
   char shown[80];
   if (k == CS_NUM_NONE) {
     quote_value(shown, sizeof shown, p, n);
@@ -599,14 +614,15 @@ static cs_rc write_batch(importer *imp, cs_batch *batch) {
   return rc;
 }
 
-/* Every field valid UTF-8, checked in one pass over the record's bytes:
-** the concatenation is valid and no field starts with a continuation byte
-** (which would be the tail of a character the field before cut). */
+/* Every field valid UTF-8, checked in one pass over the record's bytes
+** (none at all for a record the fast path saw to be ASCII). */
 static bool record_utf8_valid(const cs_record *rec) {
-  if (!cs_utf8_valid(rec->bytes, rec->n_bytes)) return false;
-  for (uint32_t i = 0; i + 1 < rec->n_fields; i++)
-    if (rec->ends[i] < rec->n_bytes && (rec->bytes[rec->ends[i]] & 0xC0) == 0x80) return false;
-  return true;
+  if (rec->ascii) return true;
+  /* The separators between the fields are the delimiter: when it is
+  ** ASCII, a character cut by one fails the check of the whole; when it is
+  ** not, only the fields one by one can tell. */
+  if (rec->n_fields > 1 && rec->data[rec->ends[0]] >= 0x80) return false;
+  return cs_utf8_valid(rec->data, rec->n_bytes);
 }
 
 /* A file's first record when the input has a header: the first file's was
@@ -615,13 +631,56 @@ static cs_rc check_header(importer *imp, size_t file_index, const cs_record *rec
   const cs_record *h = &imp->header_rec;
   if (file_index == imp->first_file) return CS_OK;
   bool same = rec->n_fields == h->n_fields && rec->n_bytes == h->n_bytes &&
-              (rec->n_bytes == 0 || memcmp(rec->bytes, h->bytes, rec->n_bytes) == 0);
+              (rec->n_bytes == 0 || memcmp(rec->data, h->data, rec->n_bytes) == 0);
   for (uint32_t i = 0; same && i < rec->n_fields; i++) same = rec->ends[i] == h->ends[i];
   if (!same)
     return fail(imp, CS_EINVAL,
                 "colstore: %s line %llu: the header differs from %s's; files imported together must share it",
                 imp->res->files[file_index], (unsigned long long)rec->line, imp->res->files[imp->first_file]);
   return CS_OK;
+}
+
+/* ------------------------------------------------------------ the sample
+**
+** Two passes are the price of letting the whole input decide the types,
+** but most files say in their first megabyte what every later line holds.
+** So an inferred import first types the records of the first file's first
+** block (BLOCK_BYTES) as pass one would, and then writes the whole input in
+** one pass with those types, checking each value against them: an INT64
+** column takes only integer literals that fit (not 1e5, which INSERT would
+** take but inference makes FLOAT64), a FLOAT64 column only numbers, and a
+** column with no value in the sample no value at all.  If every value
+** conforms, the types are exactly what the two passes would have given
+** (each column's kind is the same over the sample as over the whole), and
+** the import read the input once.  The first value that does not conform
+** ends the speculative pass: the writer is aborted (nothing of it stays),
+** the result emptied, and the import starts again with the two passes.
+** The cost of a late surprise is the speculative pass up to it: on the
+** bench's 10M-row file with a misfit on its last line, 3.2 s of CPU against
+** 1.4 s without it and about 2.2 s for two passes alone; the gain on a file
+** that does not surprise is pass one (docs/performance.md, "CSV import: the
+** fast path").  Progress reports one
+** pass, then (after a restart) pass 1 of 2 from the start again. */
+
+/* The kind of a field, from its mask where that decides it. */
+static cs_num_kind field_kind(const uint8_t *p, size_t n, uint8_t mask) {
+  if (mask == CS_CLS_DIGIT && n <= 18) return CS_NUM_INT;
+  if ((mask & (CS_CLS_OTHER | CS_FIELD_UNSCANNED)) == CS_CLS_OTHER) return CS_NUM_NONE;
+  return cs_number_kind(p, n);
+}
+
+/* Whether a non-NULL field fits column i as the sample typed it (a FLOAT64
+** field that is not a number is found by put_field's reason). */
+static bool conforms(const importer *imp, uint32_t i, const uint8_t *p, size_t n, uint8_t mask) {
+  if (imp->spec_unknown[i]) return false;
+  if (imp->cols[i].type != CS_TYPE_INT64) return true;
+  return (mask == CS_CLS_DIGIT && n <= 18) || field_kind(p, n, mask) == CS_NUM_INT;
+}
+
+static cs_rc violation(sink *s) {
+  cs_batch_cancel_row(s->batch);
+  s->violated = true;
+  return CS_EINVAL;
 }
 
 /* One record into s: checked, then typed (pass one of two) or converted
@@ -644,7 +703,7 @@ static cs_rc handle_record(const importer *imp, sink *s, const cs_record *rec) {
       if (is_null_field(imp, rec, i)) continue;
       size_t n;
       const uint8_t *p = cs_record_field(rec, i, &n);
-      guess_field(&s->guess[i], p, n);
+      guess_field(&s->guess[i], p, n, rec->masks[i]);
     }
     return CS_OK;
   }
@@ -662,10 +721,12 @@ static cs_rc handle_record(const importer *imp, sink *s, const cs_record *rec) {
     } else {
       size_t n;
       const uint8_t *p = cs_record_field(rec, i, &n);
-      rc = put_field(imp, s->batch, i, p, n, why, sizeof why);
+      if (imp->speculative && !conforms(imp, i, p, n, rec->masks[i])) return violation(s);
+      rc = put_field(imp, s->batch, i, p, n, rec->masks[i], why, sizeof why);
     }
     if (rc != CS_OK) return sink_fail(s, rc, 0, "out of memory");
     if (why[0]) {
+      if (imp->speculative) return violation(s); /* a FLOAT64 field not a number */
       cs_batch_cancel_row(s->batch);
       return reject(imp, s, rec->line, "%s", why);
     }
@@ -673,6 +734,13 @@ static cs_rc handle_record(const importer *imp, sink *s, const cs_record *rec) {
   cs_batch_end_row(s->batch);
   s->rows++;
   return CS_OK;
+}
+
+static cs_type guessed_type(const column_guess *g) {
+  return g->non_null == 0 ? CS_TYPE_TEXT
+         : g->may_int     ? CS_TYPE_INT64
+         : g->may_float   ? CS_TYPE_FLOAT64
+                          : CS_TYPE_TEXT;
 }
 
 /* A sink's pass-one guesses into the importer's, the sink's made fresh. */
@@ -706,6 +774,7 @@ static cs_rc serial_record(importer *imp, size_t f, bool first) {
   sink *s = &imp->sinks[0];
   if (first && imp->header) return check_header(imp, f, &imp->rec);
   cs_rc rc = handle_record(imp, s, &imp->rec);
+  if (s->violated) return rc;
   if (rc != CS_OK || s->n_rejects) rc = merge_sink(imp, s, imp->res->files[f], 0);
   if (rc == CS_OK && writing(imp) && cs_batch_rows(s->batch) >= CS_DEFAULT_RECORD_ROWS)
     rc = write_batch(imp, s->batch);
@@ -731,6 +800,7 @@ static cs_rc run_file_serial(importer *imp, size_t f) {
     }
     size_t pos = at_start ? bom_bytes(imp->block, (size_t)n) : 0;
     at_start = false;
+    cs_csv_refill(&c);
     int got;
     if (n == 0) {
       got = cs_csv_finish(&c, &imp->rec, imp->err);
@@ -742,7 +812,7 @@ static cs_rc run_file_serial(importer *imp, size_t f) {
       }
       break;
     }
-    while ((got = cs_csv_feed(&c, imp->block, (size_t)n, &pos, &imp->rec, imp->err)) == 1) {
+    while ((got = cs_csv_next(&c, imp->block, (size_t)n, &pos, &imp->rec, imp->err)) == 1) {
       rc = serial_record(imp, f, first);
       first = false;
       cs_record_reset(&imp->rec);
@@ -758,7 +828,7 @@ static cs_rc run_file_serial(importer *imp, size_t f) {
       break;
     }
   }
-  if (rc == CS_OK) rc = merge_sink(imp, &imp->sinks[0], file, 0);
+  if (rc == CS_OK && !imp->sinks[0].violated) rc = merge_sink(imp, &imp->sinks[0], file, 0);
   /* A file's rows are written before the next file's, which a parallel
   ** pass may write from other sinks. */
   if (rc == CS_OK && writing(imp)) rc = write_batch(imp, imp->sinks[0].batch);
@@ -826,7 +896,7 @@ static void run_chunk(const importer *imp, sink *s, chunk_job *job, const uint8_
   job->rc = CS_OK;
   job->clean = false;
   int got;
-  while ((got = cs_csv_feed(&c, buf, job->end, &pos, &job->rec, &job->err)) == 1) {
+  while ((got = cs_csv_next(&c, buf, job->end, &pos, &job->rec, &job->err)) == 1) {
     job->rc = handle_record(imp, s, &job->rec);
     cs_record_reset(&job->rec);
     job->stop = pos;
@@ -903,9 +973,9 @@ static cs_rc run_file_parallel(importer *imp, size_t f, uint64_t size) {
   const char *file = imp->res->files[f];
   uint32_t threads = imp->threads;
   size_t region_cap = (size_t)threads * imp->chunk_bytes;
-  uint8_t *buf = malloc(region_cap);
-  chunk_job *jobs = calloc(threads, sizeof *jobs);
-  size_t *bounds = malloc((threads + 1) * sizeof *bounds);
+  uint8_t *buf = cs__mem_malloc(region_cap);
+  chunk_job *jobs = cs__mem_calloc(threads, sizeof *jobs);
+  size_t *bounds = cs__mem_malloc((threads + 1) * sizeof *bounds);
   int fd = open(file, O_RDONLY | O_CLOEXEC);
   cs_rc rc = CS_OK;
   if (!buf || !jobs || !bounds)
@@ -977,7 +1047,7 @@ static cs_rc run_file_parallel(importer *imp, size_t f, uint64_t size) {
       /* A wrong guess: nothing of this try is kept. */
       for (uint32_t k = 0; k < k_chunks; k++) {
         sink *s = &imp->sinks[k];
-        for (size_t i = 0; i < s->n_rejects; i++) free(s->rejects[i].reason);
+        for (size_t i = 0; i < s->n_rejects; i++) cs__mem_free(s->rejects[i].reason);
         s->n_rejects = 0;
         s->rows = s->rejected = s->seen = 0;
         s->fail_code = CS_OK;
@@ -991,6 +1061,10 @@ static cs_rc run_file_parallel(importer *imp, size_t f, uint64_t size) {
     for (uint32_t k = 0; k < k_chunks && rc == CS_OK; k++) {
       chunk_job *job = &jobs[k];
       sink *s = &imp->sinks[k];
+      if (s->violated) {
+        rc = job->rc;
+        break;
+      }
       if (job->rc != CS_OK && s->fail_code == CS_OK) {
         /* a tokenizer error: "colstore: line N: ..." relative to the chunk */
         *imp->err = job->err;
@@ -1019,7 +1093,7 @@ static cs_rc run_file_parallel(importer *imp, size_t f, uint64_t size) {
       ** twice as much, with the same offset. */
       if (at_eof) break;
       region_cap *= 2;
-      uint8_t *bigger = realloc(buf, region_cap);
+      uint8_t *bigger = cs__mem_realloc(buf, region_cap);
       if (!bigger) {
         rc = fail(imp, CS_ENOMEM, "colstore: out of memory");
         break;
@@ -1040,9 +1114,9 @@ static cs_rc run_file_parallel(importer *imp, size_t f, uint64_t size) {
   imp->pass_bytes_done = raw_before + size;
   if (fd >= 0) close(fd);
   for (uint32_t k = 0; jobs && k < threads; k++) cs_record_free(&jobs[k].rec);
-  free(jobs);
-  free(bounds);
-  free(buf);
+  cs__mem_free(jobs);
+  cs__mem_free(bounds);
+  cs__mem_free(buf);
   return rc;
 }
 
@@ -1072,6 +1146,121 @@ static cs_rc run_pass(importer *imp, int pass) {
 
 /* ------------------------------------------------------------ the whole */
 
+/* The types of the records in the first file's first block (the header
+** left out), tried for one pass when they are usable: the sample ended
+** without a failure and held a record.  See "The sample". */
+static cs_rc sample_types(importer *imp) {
+  const char *file = imp->res->files[imp->first_file];
+  cs_reader *r = NULL;
+  cs_rc rc = cs_reader_open(file, &r, imp->err);
+  if (rc != CS_OK) return rc;
+  size_t want =
+      imp->opt->sample_bytes && imp->opt->sample_bytes < BLOCK_BYTES ? imp->opt->sample_bytes : BLOCK_BYTES;
+  long n = fill_block(imp, r, imp->block, want);
+  cs_reader_close(r);
+  if (n < 0) return imp->err->code;
+  cs_csv c;
+  cs_csv_init(&c, imp->delim, imp->quote);
+  cs_record_reset(&imp->rec);
+  sink *s = &imp->sinks[0];
+  imp->pass = 1;
+  size_t pos = bom_bytes(imp->block, (size_t)n);
+  bool header = imp->header;
+  uint64_t records = 0;
+  cs_err tok_err = {0}; /* a tokenizer error is the real pass's to report */
+  while (s->fail_code == CS_OK && cs_csv_next(&c, imp->block, (size_t)n, &pos, &imp->rec, &tok_err) == 1) {
+    if (!header) handle_record(imp, s, &imp->rec), records++;
+    header = false;
+    cs_record_reset(&imp->rec);
+  }
+  cs_record_reset(&imp->rec);
+  bool usable = s->fail_code == CS_OK && records > 0;
+  for (size_t i = 0; i < s->n_rejects; i++) cs__mem_free(s->rejects[i].reason);
+  s->n_rejects = 0;
+  s->rows = s->rejected = s->seen = 0;
+  s->fail_code = CS_OK;
+  if (usable) {
+    if (!(imp->spec_unknown = cs__mem_calloc(imp->n_cols ? imp->n_cols : 1, sizeof *imp->spec_unknown)))
+      return fail(imp, CS_ENOMEM, "colstore: out of memory");
+    for (uint32_t i = 0; i < imp->n_cols; i++) {
+      imp->cols[i].type = guessed_type(&s->guess[i]);
+      imp->spec_unknown[i] = s->guess[i].non_null == 0;
+    }
+    imp->speculative = true;
+    imp->passes = 1;
+  }
+  for (uint32_t i = 0; i < imp->n_cols; i++) s->guess[i] = (column_guess){true, true, 0};
+  return CS_OK;
+}
+
+static bool spec_violated(const importer *imp) {
+  for (uint32_t k = 0; k < imp->threads; k++)
+    if (imp->sinks[k].violated) return true;
+  return false;
+}
+
+/* Pass one over the whole input; the columns typed by it. */
+static cs_rc infer_types(importer *imp) {
+  imp->passes = 2;
+  cs_rc rc = run_pass(imp, 1);
+  if (rc != CS_OK) return rc;
+  for (uint32_t i = 0; i < imp->n_cols; i++) imp->cols[i].type = guessed_type(&imp->guess[i]);
+  return CS_OK;
+}
+
+/* The writer (unless appending), a batch a sink, the writing pass, the
+** commit.  On a failure the caller's cleanup aborts the writer. */
+static cs_rc write_all(importer *imp, const cs_writer_options *wopt) {
+  cs_err *err = imp->err;
+  cs_schema schema = {imp->n_cols, imp->cols};
+  cs_rc rc;
+  if (!imp->writer && (rc = cs_writer_create(imp->path, &schema, wopt, &imp->writer, err)) != CS_OK) {
+    if (rc == CS_EEXIST) {
+      *err = (cs_err){0};
+      rc = fail(imp, CS_EEXIST,
+                "colstore: %s already exists; use mode=replace to overwrite it or mode=append to add to it",
+                imp->path);
+    }
+    return rc;
+  }
+  for (uint32_t k = 0; k < imp->threads; k++)
+    if ((rc = cs_batch_new(&schema, &imp->sinks[k].batch, err)) != CS_OK) return rc;
+  /* Pass one checked every record's UTF-8 and rejected none: pass two
+  ** reads the same bytes.  (The field counts are checked again: cheap, and
+  ** a file rewritten between the passes then fails instead of misfiling.) */
+  imp->utf8_known_valid = imp->passes == 2 && imp->res->rejected == 0;
+  if ((rc = run_pass(imp, imp->passes)) != CS_OK) return rc;
+  if (!report(imp, true)) return err->code;
+  rc = cs_writer_commit(imp->writer, err);
+  imp->writer = NULL;
+  return rc;
+}
+
+/* After a speculative pass met a misfit: nothing of it is kept. */
+static void restart(importer *imp) {
+  cs_writer_abort(imp->writer);
+  imp->writer = NULL;
+  imp->speculative = false;
+  cs_import_result *res = imp->res;
+  for (size_t i = 0; i < res->n_rejects; i++) {
+    cs__mem_free(res->rejects[i].file);
+    cs__mem_free(res->rejects[i].reason);
+  }
+  res->n_rejects = 0;
+  res->rows = res->rejected = 0;
+  for (uint32_t k = 0; k < imp->threads; k++) {
+    sink *s = &imp->sinks[k];
+    for (size_t i = 0; i < s->n_rejects; i++) cs__mem_free(s->rejects[i].reason);
+    s->n_rejects = 0;
+    s->rows = s->rejected = s->seen = 0;
+    s->fail_code = CS_OK;
+    s->violated = false;
+    cs_batch_free(s->batch);
+    s->batch = NULL;
+  }
+  for (uint32_t i = 0; i < imp->n_cols; i++) imp->guess[i] = (column_guess){true, true, 0};
+}
+
 cs_rc cs_import_text(const char *path, const char *source, const cs_import_options *opt,
                      cs_import_result *res, cs_err *err) {
   memset(res, 0, sizeof *res);
@@ -1091,7 +1280,7 @@ cs_rc cs_import_text(const char *path, const char *source, const cs_import_optio
                 "colstore: %s already exists; use mode=replace to overwrite it or mode=append to add to it",
                 path);
   if ((rc = list_files(&imp, source)) != CS_OK) goto done;
-  if (!(imp.block = malloc(BLOCK_BYTES))) {
+  if (!(imp.block = cs__mem_malloc(BLOCK_BYTES))) {
     rc = fail(&imp, CS_ENOMEM, "colstore: out of memory");
     goto done;
   }
@@ -1104,72 +1293,50 @@ cs_rc cs_import_text(const char *path, const char *source, const cs_import_optio
   if ((rc = plan_columns(&imp, imp.writer ? cs_writer_schema(imp.writer) : NULL)) != CS_OK) goto done;
   imp.threads = opt->threads > 1 ? (opt->threads < MAX_THREADS ? opt->threads : MAX_THREADS) : 1;
   imp.chunk_bytes = opt->chunk_bytes ? opt->chunk_bytes : CHUNK_BYTES;
-  if (!(imp.sinks = calloc(imp.threads, sizeof *imp.sinks))) {
+  if (!(imp.sinks = cs__mem_calloc(imp.threads, sizeof *imp.sinks))) {
     rc = fail(&imp, CS_ENOMEM, "colstore: out of memory");
     goto done;
   }
   if (imp.passes == 2) {
     for (uint32_t k = 0; k < imp.threads; k++) {
-      if (!(imp.sinks[k].guess = calloc(imp.n_cols ? imp.n_cols : 1, sizeof *imp.sinks[k].guess))) {
+      if (!(imp.sinks[k].guess = cs__mem_calloc(imp.n_cols ? imp.n_cols : 1, sizeof *imp.sinks[k].guess))) {
         rc = fail(&imp, CS_ENOMEM, "colstore: out of memory");
         goto done;
       }
       for (uint32_t i = 0; i < imp.n_cols; i++) imp.sinks[k].guess[i] = (column_guess){true, true, 0};
     }
-    if ((rc = run_pass(&imp, 1)) != CS_OK) goto done;
-    for (uint32_t i = 0; i < imp.n_cols; i++) {
-      const column_guess *g = &imp.guess[i];
-      imp.cols[i].type = g->non_null == 0 ? CS_TYPE_TEXT
-                         : g->may_int     ? CS_TYPE_INT64
-                         : g->may_float   ? CS_TYPE_FLOAT64
-                                          : CS_TYPE_TEXT;
-    }
+    if ((rc = sample_types(&imp)) != CS_OK) goto done;
+    if (!imp.speculative && (rc = infer_types(&imp)) != CS_OK) goto done;
   }
-  cs_schema schema = {imp.n_cols, imp.cols};
-  if (!imp.writer && (rc = cs_writer_create(path, &schema, &wopt, &imp.writer, err)) != CS_OK) {
-    if (rc == CS_EEXIST) {
-      *err = (cs_err){0};
-      rc = fail(&imp, CS_EEXIST,
-                "colstore: %s already exists; use mode=replace to overwrite it or mode=append to add to it",
-                path);
-    }
-    goto done;
+  rc = write_all(&imp, &wopt);
+  if (rc != CS_OK && imp.speculative && spec_violated(&imp) && err->code == CS_OK) {
+    /* A value the sample's types do not hold: the two passes, anew. */
+    restart(&imp);
+    if ((rc = infer_types(&imp)) == CS_OK) rc = write_all(&imp, &wopt);
   }
-  for (uint32_t k = 0; k < imp.threads; k++)
-    if ((rc = cs_batch_new(&schema, &imp.sinks[k].batch, err)) != CS_OK) goto done;
-  /* Pass one checked every record's UTF-8 and rejected none: pass two
-  ** reads the same bytes.  (The field counts are checked again: cheap, and
-  ** a file rewritten between the passes then fails instead of misfiling.) */
-  imp.utf8_known_valid = imp.passes == 2 && res->rejected == 0;
-  if ((rc = run_pass(&imp, imp.passes)) != CS_OK) goto done;
-  if (!report(&imp, true)) {
-    rc = err->code;
-    goto done;
-  }
-  rc = cs_writer_commit(imp.writer, err);
-  imp.writer = NULL;
 done:
   if (imp.writer) cs_writer_abort(imp.writer);
   for (uint32_t k = 0; imp.sinks && k < imp.threads; k++) sink_free(&imp.sinks[k]);
-  free(imp.sinks);
+  cs__mem_free(imp.sinks);
   cs_record_free(&imp.rec);
   cs_record_free(&imp.header_rec);
-  free(imp.guess);
-  free(imp.block);
+  cs__mem_free(imp.guess);
+  cs__mem_free(imp.spec_unknown);
+  cs__mem_free(imp.block);
   if (rc != CS_OK && err->code == CS_OK) cs_err_set(err, rc, "colstore: import failed (%s)", cs_rc_name(rc));
   return rc;
 }
 
 void cs_import_result_free(cs_import_result *res) {
   if (!res) return;
-  for (uint32_t i = 0; i < res->n_cols; i++) free((char *)res->cols[i].name);
-  free(res->cols);
-  for (size_t i = 0; i < res->n_files; i++) free(res->files[i]);
-  free(res->files);
+  for (uint32_t i = 0; i < res->n_cols; i++) cs__mem_free((char *)res->cols[i].name);
+  cs__mem_free(res->cols);
+  for (size_t i = 0; i < res->n_files; i++) cs__mem_free(res->files[i]);
+  cs__mem_free(res->files);
   for (size_t i = 0; i < res->n_rejects; i++) {
-    free(res->rejects[i].file);
-    free(res->rejects[i].reason);
+    cs__mem_free(res->rejects[i].file);
+    cs__mem_free(res->rejects[i].reason);
   }
-  free(res->rejects);
+  cs__mem_free(res->rejects);
   memset(res, 0, sizeof *res);
 }

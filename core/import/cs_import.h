@@ -32,9 +32,10 @@ typedef enum cs_import_header { CS_HEADER_AUTO = 0, CS_HEADER_YES, CS_HEADER_NO 
 
 /* What the progress callback sees, once per input block (and once at the
 ** end of each pass).  bytes_total is the sum of the input files' sizes as
-** stored (compressed for .gz/.zst), each pass counted once; passes is 2 when
-** the column types are inferred (a first pass reads the whole input to type
-** it, a second writes it), else 1. */
+** stored (compressed for .gz/.zst), each pass counted once; passes is 1
+** when the types are given or the first megabyte's inferred types held for
+** the whole input, and 2 when a value misfit them (the import then starts
+** again: a first pass types the whole input, a second writes it). */
 typedef struct cs_import_progress {
   int pass, passes;
   uint64_t bytes_done; /* of this pass, as stored */
@@ -57,11 +58,12 @@ typedef struct cs_import_options {
   bool has_nulls;
   const char *const *nulls;
   size_t n_nulls;
-  const char *columns;  /* "name TYPE [NOT NULL], ..." or NULL */
-  bool skip_errors;     /* on_error=skip: reject bad lines, go on */
-  uint32_t max_rejects; /* rejects kept in the result; 0: 10 */
-  uint32_t threads;     /* 0, 1: one; N: plain files are read in waves of N chunks, parsed in parallel */
-  uint32_t chunk_bytes; /* threads: bytes per chunk; 0: 8 MiB (tests use tiny ones) */
+  const char *columns;   /* "name TYPE [NOT NULL], ..." or NULL */
+  bool skip_errors;      /* on_error=skip: reject bad lines, go on */
+  uint32_t max_rejects;  /* rejects kept in the result; 0: 10 */
+  uint32_t threads;      /* 0, 1: one; N: plain files are read in waves of N chunks, parsed in parallel */
+  uint32_t chunk_bytes;  /* threads: bytes per chunk; 0: 8 MiB (tests use tiny ones) */
+  uint32_t sample_bytes; /* inferred types: the sample tried for one pass; 0: 1 MiB (tests use tiny ones) */
   cs_import_progress_fn progress;
   void *progress_ctx;
 } cs_import_options;

@@ -32,21 +32,46 @@ void cs_reader_close(cs_reader *r);
 
 /* ------------------------------------------------------------- cs_csv.c */
 
-/* A record: the fields' bytes one after another (quotes removed, doubled
-** quotes undone), where each ends, and whether it was quoted. */
+/* A field's mask (cs_record.masks): the OR of the classes of its bytes,
+** which the fast path (cs_csv_next) computes while it finds the field's
+** end, so that typing a field is a table lookup for most fields instead of
+** a parse; and two flags of the field itself. */
+enum {
+  CS_CLS_DIGIT = 1,         /* 0-9 */
+  CS_CLS_SIGN = 2,          /* + - */
+  CS_CLS_DOT = 4,           /* . */
+  CS_CLS_EXP = 8,           /* e E */
+  CS_CLS_OTHER = 16,        /* any other byte: the field is not a number */
+  CS_CLS_HIGH = 32,         /* a byte >= 0x80 (with OTHER): not ASCII */
+  CS_FIELD_QUOTED = 64,     /* the field was quoted */
+  CS_FIELD_UNSCANNED = 128, /* the tokenizer read it: classes unknown */
+  CS_CSV_STOP = 128         /* in cs_csv.cls only: a byte that ends a field's scan */
+};
+
+/* A record: its fields' bytes in data, one after another with one
+** separator byte between two fields (quotes removed, doubled quotes
+** undone), where each ends, and each one's mask.  data is bytes (the
+** tokenizer's copy) or, for a record the fast path read, the input itself:
+** valid until the input buffer changes. */
 typedef struct cs_record {
-  uint8_t *bytes;
+  const uint8_t *data;
+  uint8_t *bytes; /* owned: what the tokenizer collects */
   size_t n_bytes, cap_bytes;
-  uint32_t *ends; /* ends[i]: offset past field i */
-  uint8_t *quoted;
+  uint32_t *ends; /* ends[i]: offset past field i; field i + 1 starts one byte later */
+  uint8_t *masks; /* CS_CLS_* | CS_FIELD_* per field */
   uint32_t n_fields, cap_fields;
+  bool ascii;    /* every byte is below 0x80 (so valid UTF-8); false: unknown */
   uint64_t line; /* the physical line the record starts on, from 1 */
 } cs_record;
 
 static inline const uint8_t *cs_record_field(const cs_record *r, uint32_t i, size_t *n) {
-  uint32_t start = i ? r->ends[i - 1] : 0;
+  uint32_t start = i ? r->ends[i - 1] + 1 : 0;
   *n = r->ends[i] - start;
-  return r->bytes + start;
+  return r->data + start;
+}
+
+static inline bool cs_record_quoted(const cs_record *r, uint32_t i) {
+  return (r->masks[i] & CS_FIELD_QUOTED) != 0;
 }
 
 /* Tokenizer state between blocks: it can stop at any byte and go on with
@@ -62,11 +87,16 @@ typedef enum cs_csv_state {
 typedef struct cs_csv {
   uint8_t delim, quote;
   cs_csv_state state;
-  bool in_record;       /* some byte of the current record was seen */
-  bool quoted_field;    /* the field being read started with a quote */
-  uint8_t special[256]; /* bytes that end an unquoted run */
-  uint64_t line;        /* the current physical line, from 1 */
-  uint64_t quote_line;  /* where the open quote started (for the error) */
+  bool in_record;            /* some byte of the current record was seen */
+  bool quoted_field;         /* the field being read started with a quote */
+  uint8_t special[256];      /* bytes that end an unquoted run */
+  uint8_t cls[256];          /* the fast path's byte classes (CS_CLS_*, CS_CSV_STOP) */
+  uint64_t line;             /* the current physical line, from 1 */
+  uint64_t quote_line;       /* where the open quote started (for the error) */
+  const uint8_t *fast_buf;   /* cs_csv_next: the buffer fast_limit is for */
+  size_t fast_n, fast_limit; /* its length; past its last LF */
+  uint32_t fast_skip;        /* records left to give the tokenizer after a miss */
+  uint32_t fast_misses;      /* misses in a row */
 } cs_csv;
 
 void cs_csv_init(cs_csv *c, uint8_t delim, uint8_t quote);
@@ -78,6 +108,14 @@ int cs_csv_feed(cs_csv *c, const uint8_t *buf, size_t n, size_t *pos, cs_record 
 ** end is complete in rec, 0 when nothing was pending, -1 for a quote left
 ** open (err names its line). */
 int cs_csv_finish(cs_csv *c, cs_record *rec, cs_err *err);
+/* cs_csv_feed with a fast path: a record that starts at a line's start and
+** holds no quote and no lone CR is split where it lies in buf (no copy),
+** its fields' masks computed on the way; anything else goes to
+** cs_csv_feed.  The same records, lines and errors as cs_csv_feed; buf's
+** bytes must stay as they are while rec is used, and cs_csv_refill must be
+** called when the same buffer is filled again. */
+int cs_csv_next(cs_csv *c, const uint8_t *buf, size_t n, size_t *pos, cs_record *rec, cs_err *err);
+static inline void cs_csv_refill(cs_csv *c) { c->fast_buf = NULL; }
 void cs_record_reset(cs_record *rec);
 void cs_record_free(cs_record *rec);
 /* The delimiter among , TAB ; | that splits the first lines of buf into the
@@ -87,12 +125,17 @@ uint8_t cs_csv_detect_delim(const uint8_t *buf, size_t n, uint8_t quote);
 
 /* ----------------------------------------------------------- cs_infer.c */
 
-typedef enum cs_num_kind { CS_NUM_NONE = 0, CS_NUM_INT, CS_NUM_FLOAT } cs_num_kind;
+typedef enum cs_num_kind { CS_NUM_NONE = 0, CS_NUM_INT, CS_NUM_FLOAT, CS_NUM_NOMEM } cs_num_kind;
 /* Classifies a field by the documented number grammar (docs/sql.md,
 ** "Getting data in"): an integer literal that fits INT64 is CS_NUM_INT,
 ** any other number CS_NUM_FLOAT (correctly rounded; -0.0 becomes 0.0 as
-** INSERT stores it), anything else CS_NUM_NONE. */
+** INSERT stores it), anything else CS_NUM_NONE; CS_NUM_NOMEM when a number
+** longer than 255 bytes could not be copied for strtod. */
 cs_num_kind cs_parse_number(const uint8_t *s, size_t n, int64_t *i, double *f);
+/* A FLOAT64 field of at most 15 digits with at most one point (and a sign):
+** its value, correctly rounded (one exact division), and true; false for
+** anything else, which cs_parse_number reads. */
+bool cs_parse_short_decimal(const uint8_t *s, size_t n, double *f);
 /* cs_parse_number's kind alone, without the value (cheaper). */
 cs_num_kind cs_number_kind(const uint8_t *s, size_t n);
 bool cs_utf8_valid(const uint8_t *s, size_t n);

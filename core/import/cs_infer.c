@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cs_base_internal.h"
 #include "cs_import_internal.h"
 
 static const double exact_powers_of_ten[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
@@ -49,16 +50,18 @@ static locale_t c_locale(void) {
   return l;
 }
 
-static double slow_strtod(const uint8_t *s, size_t n) {
-  char small[128];
-  char *buf = n < sizeof small ? small : malloc(n + 1);
-  if (!buf) return 0.0 / 0.0; /* cannot happen in practice; NaN marks it */
+/* strtod wants a terminated string: a copy, on the heap past 255 bytes
+** (false when that allocation fails). */
+static bool slow_strtod(const uint8_t *s, size_t n, double *out) {
+  char small[256];
+  char *buf = n < sizeof small ? small : cs__mem_malloc(n + 1);
+  if (!buf) return false;
   memcpy(buf, s, n);
   buf[n] = 0;
   locale_t loc = c_locale();
-  double d = loc ? strtod_l(buf, NULL, loc) : strtod(buf, NULL);
-  if (buf != small) free(buf);
-  return d;
+  *out = loc ? strtod_l(buf, NULL, loc) : strtod(buf, NULL);
+  if (buf != small) cs__mem_free(buf);
+  return true;
 }
 
 cs_num_kind cs_parse_number(const uint8_t *s, size_t n, int64_t *out_i, double *out_f) {
@@ -131,18 +134,45 @@ cs_num_kind cs_parse_number(const uint8_t *s, size_t n, int64_t *out_i, double *
     d = scale < 0 ? d / exact_powers_of_ten[-scale] : d * exact_powers_of_ten[scale];
     if (negative) d = -d;
   } else {
-    d = slow_strtod(s, n);
+    if (!slow_strtod(s, n, &d)) return CS_NUM_NOMEM;
   }
   if (d == 0.0) d = 0.0; /* -0.0 as INSERT stores it */
   *out_f = d;
   return CS_NUM_FLOAT;
 }
 
+bool cs_parse_short_decimal(const uint8_t *s, size_t n, double *out) {
+  /* Clinger's fast path without cs_parse_number's bookkeeping: at most 15
+  ** digits in all (leading zeros counted, so the integer is below 10^15 <
+  ** 2^53 and exact) over an exact power of ten at most 10^15.  Two tight
+  ** loops, before and after the point. */
+  const uint8_t *p = s, *end = s + n;
+  bool negative = false;
+  if (p < end && (*p == '+' || *p == '-')) negative = *p++ == '-';
+  if (end - p > 16) return false;
+  uint64_t v = 0;
+  unsigned d;
+  const uint8_t *digits0 = p;
+  while (p < end && (d = (unsigned)*p - '0') <= 9) v = v * 10 + d, p++;
+  size_t digits = (size_t)(p - digits0), frac = 0;
+  if (p < end) {
+    if (*p++ != '.') return false;
+    const uint8_t *frac0 = p;
+    while (p < end && (d = (unsigned)*p - '0') <= 9) v = v * 10 + d, p++;
+    if (p != end) return false;
+    frac = (size_t)(p - frac0);
+    digits += frac;
+  }
+  if (digits == 0 || digits > 15) return false;
+  double x = (double)v;
+  if (frac) x /= exact_powers_of_ten[frac];
+  *out = negative && v != 0 ? -x : x; /* -0 is 0.0, as INSERT stores it */
+  return true;
+}
+
 cs_num_kind cs_number_kind(const uint8_t *s, size_t n) {
   /* The grammar of cs_parse_number without computing the value: what pass
-  ** one of an import needs.  An integer literal with at most 18
-  ** significant digits always fits INT64; longer ones are decided by
-  ** cs_parse_number, which is rare enough not to matter. */
+  ** one of an import needs; it allocates nothing. */
   size_t i = 0;
   if (i < n && (s[i] == '+' || s[i] == '-')) i++;
   size_t digits_start = i;
@@ -151,9 +181,14 @@ cs_num_kind cs_number_kind(const uint8_t *s, size_t n) {
   if (i == n) {
     if (int_digits == 0) return CS_NUM_NONE;
     if (int_digits <= 18) return CS_NUM_INT;
-    int64_t iv;
-    double fv;
-    return cs_parse_number(s, n, &iv, &fv);
+    /* Longer: INT64 when its significant digits are at most 18, or 19
+    ** not past 2^63 - 1 (2^63 for a negative one); else a double. */
+    size_t z = digits_start;
+    while (z + 1 < n && s[z] == '0') z++;
+    size_t significant = n - z;
+    if (significant != 19) return significant < 19 ? CS_NUM_INT : CS_NUM_FLOAT;
+    const char *limit = s[0] == '-' ? "9223372036854775808" : "9223372036854775807";
+    return memcmp(s + z, limit, 19) <= 0 ? CS_NUM_INT : CS_NUM_FLOAT;
   }
   size_t frac_digits = 0;
   if (s[i] == '.') {

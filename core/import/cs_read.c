@@ -23,6 +23,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "cs_base_internal.h"
 #include "cs_import_internal.h"
 
 typedef enum reader_kind { READ_PLAIN, READ_GZIP, READ_ZSTD } reader_kind;
@@ -49,7 +50,7 @@ static bool has_suffix(const char *s, const char *suffix) {
 
 cs_rc cs_reader_open(const char *path, cs_reader **out, cs_err *err) {
   *out = NULL;
-  cs_reader *r = calloc(1, sizeof *r);
+  cs_reader *r = cs__mem_calloc(1, sizeof *r);
   if (!r) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
   r->path = path;
   r->fd = -1;
@@ -57,7 +58,7 @@ cs_rc cs_reader_open(const char *path, cs_reader **out, cs_err *err) {
   r->fd = open(path, O_RDONLY | O_CLOEXEC);
   if (r->fd < 0) {
     int e = errno;
-    free(r);
+    cs__mem_free(r);
     return cs_err_set(err, e == ENOENT ? CS_ENOENT : CS_EIO, "colstore: cannot open %s: %s", path,
                       strerror(e));
   }
@@ -65,14 +66,14 @@ cs_rc cs_reader_open(const char *path, cs_reader **out, cs_err *err) {
     r->gz = gzdopen(r->fd, "rb");
     if (!r->gz) {
       close(r->fd);
-      free(r);
+      cs__mem_free(r);
       return cs_err_set(err, CS_ENOMEM, "colstore: out of memory opening %s", path);
     }
     r->fd = -1; /* gzclose closes it */
     gzbuffer(r->gz, 1u << 17);
   } else if (r->kind == READ_ZSTD) {
     r->zstd = ZSTD_createDCtx();
-    r->zin = malloc(ZSTD_IN_BYTES);
+    r->zin = cs__mem_malloc(ZSTD_IN_BYTES);
     if (!r->zstd || !r->zin) {
       cs_reader_close(r);
       return cs_err_set(err, CS_ENOMEM, "colstore: out of memory opening %s", path);
@@ -153,6 +154,6 @@ void cs_reader_close(cs_reader *r) {
   if (r->gz) gzclose(r->gz);
   if (r->fd >= 0) close(r->fd);
   ZSTD_freeDCtx(r->zstd);
-  free(r->zin);
-  free(r);
+  cs__mem_free(r->zin);
+  cs__mem_free(r);
 }

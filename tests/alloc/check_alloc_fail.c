@@ -74,6 +74,7 @@
 
 #include "colstore.h"
 #include "cs_format.h" /* the commit slots' offsets, to damage them */
+#include "cs_import.h" /* the importer's threads, which no small SQL file reaches */
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
@@ -572,6 +573,16 @@ static const scenario scenarios[] = {
       "CASE WHEN i % 5 = 0 THEN i ELSE s END AS c FROM n WHERE i < 2000')"},
      NULL, 0, "new.cst", 0, false, NULL},
     {"create from colstore", K_CREATE, {"SELECT colstore_create('@/new.cst', 'SELECT * FROM t WHERE k < 5')"}, NULL, 0, "new.cst", 0, false, NULL},
+    /* colstore_import: the store is compared with the clean run's; the JSON
+    ** is not (its ms differ, and taking it apart would allocate after the
+    ** commit, where a failure is the query's, not the import's) */
+    {"import inferred, quoted, rejects skipped", K_CREATE,
+     {"SELECT colstore_import('@/new.cst', '@/imp.csv', 'on_error=skip', 'progress=off') IS NOT NULL"}, NULL, 0, "new.cst", 0, false, NULL},
+    {"import columns=, NOT NULL", K_CREATE,
+     {"SELECT colstore_import('@/new.cst', '@/imp.csv', 'columns=a INT64 NOT NULL, b FLOAT64, c TEXT, d TEXT', "
+      "'on_error=skip', 'progress=off') IS NOT NULL"}, NULL, 0, "new.cst", 0, false, NULL},
+    {"import a late misfit (sample, then two passes)", K_CREATE,
+     {"SELECT colstore_import('@/new.cst', '@/late.csv', 'progress=off') IS NOT NULL"}, NULL, 0, "new.cst", 0, false, NULL},
     /* colstore_compact */
     {"compact small records", K_COMPACT, {"SELECT colstore_compact('@/store.cst')"}, NULL, 0, "store.cst", 0, false, NULL},
     {"compact deleted and updated", K_COMPACT, {"SELECT colstore_compact('@/changed.cst')"}, NULL, 0, "changed.cst", 0, false, NULL},
@@ -962,6 +973,32 @@ static cs_rc core_calibrate(uint64_t *hash) {
   return cs_calibrate(CS_CALIB_MASK, &opt, &rep, &err);
 }
 
+/* threads=2 over chunks of 4 KiB: the parallel pass's buffers, chunk
+** records and sinks (a file of 8 MiB chunks is too big to fail at every
+** allocation).  A failure must leave no store. */
+static cs_rc core_import_threads(uint64_t *hash) {
+  char src[1200], dst[1200];
+  path_join(src, sizeof src, g_pristine, "imp_big.csv");
+  path_join(dst, sizeof dst, g_work, "threads.cst");
+  cs_import_options opt = {.threads = 2, .chunk_bytes = 4096, .skip_errors = true};
+  cs_import_result res;
+  cs_err err;
+  cs_rc rc = cs_import_text(dst, src, &opt, &res, &err);
+  if (rc == CS_OK) {
+    *hash = fnv(*hash, &res.rows, sizeof res.rows);
+    *hash = fnv(*hash, &res.rejected, sizeof res.rejected);
+    for (uint32_t i = 0; i < res.n_cols; i++) *hash = fnv(*hash, &res.cols[i].type, sizeof res.cols[i].type);
+    /* (the store is not read here: that would allocate under the armed
+    ** countdown; the SQL scenarios above read theirs) */
+    if (!file_exists(dst)) fail("the import returned CS_OK and made no store");
+    unlink(dst);
+  } else if (file_exists(dst)) {
+    fail("a failed import (%s) left %s", err.msg, dst);
+  }
+  cs_import_result_free(&res);
+  return rc;
+}
+
 static void core_run(const char *name, core_fn fn, long *total_runs) {
   uint64_t clean_hash = 0;
   long n_allocs = 0, runs = 0, ok = 0, nomem = 0, failures_before = g_failures;
@@ -1042,6 +1079,43 @@ static void many_records_make(const char *path) {
   cs_batch_free(b);
 }
 
+/* The importer's inputs: imp.csv, small, with every tokenizer path (quoted
+** fields with delimiters, doubled quotes and newlines, CRLF, NULLs, a
+** ragged line, UTF-8); imp_big.csv, the same lines repeated to several
+** 4 KiB chunks; late.csv, past the 1 MiB sample, whose last line holds a
+** text in an integer column (the speculative pass aborted, two passes). */
+static void import_inputs_make(void) {
+  static const char *const lines[] = {"1,2.5,plain,\"x, y\"\n",
+                                      "2,,\"say \"\"hi\"\"\",\n",
+                                      "3,1e5,\"two\nlines\",caf\xc3\xa9\r\n",
+                                      "4,-0.125,,\"\"\n",
+                                      "5,6,7\n",
+                                      "6,123456789.123456789,tail,z\n"};
+  static const struct {
+    const char *name;
+    int repeats;
+  } files[] = {{"imp.csv", 5}, {"imp_big.csv", 300}};
+  char p[1200];
+  FILE *f;
+  for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+    path_join(p, sizeof p, g_pristine, files[k].name);
+    if (!(f = fopen(p, "w"))) die("fopen %s", p);
+    fputs("a,b,c,d\n", f);
+    for (int r = 0; r < files[k].repeats; r++)
+      for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) fputs(lines[i], f);
+    fclose(f);
+  }
+  path_join(p, sizeof p, g_pristine, "late.csv");
+  if (!(f = fopen(p, "w"))) die("fopen %s", p);
+  fputs("id,x,note\n", f);
+  char note[1001];
+  memset(note, 'n', 1000);
+  note[1000] = 0;
+  for (int r = 0; r < 1100; r++) fprintf(f, "%d,%d.5,%s\n", r, r, note);
+  fputs("late,1,z\n", f);
+  fclose(f);
+}
+
 static void fixtures_make(void) {
   const char *tmp = getenv("TMPDIR");
   snprintf(g_root, sizeof g_root, "%s/colstore-alloc-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -1085,6 +1159,7 @@ static void fixtures_make(void) {
   char many[1200];
   path_join(many, sizeof many, g_pristine, "many_recovered.cst");
   many_records_make(many);
+  import_inputs_make();
   byte_flip(many, CS_SLOT0_OFFSET + 8);
   byte_flip(many, CS_SLOT1_OFFSET + 8);
 }
@@ -1135,6 +1210,7 @@ int main(int argc, char **argv) {
       {"core: gather rows, 20 predicates", core_gather_and_preds},
       {"core: worker pool", core_workers},
       {"core: calibrate (small)", core_calibrate},
+      {"core: import, threads=2, small chunks", core_import_threads},
   };
   dir_empty(g_work);
   for (size_t i = 0; i < sizeof cores / sizeof cores[0]; i++) {

@@ -8,7 +8,8 @@
 # The corpus grows in BUILD/corpus/TARGET and is kept between runs (it is in
 # the build directory, so never in git).  Each run starts from it plus a seed
 # directory made here: the golden files (tests/data/valid, corrupt) for
-# fuzz_store, and for every target its committed regressions
+# fuzz_store, tests/fuzz/seeds/<name>/ where a target has a seed corpus
+# (fuzz_import), and for every target its committed regressions
 # (tests/fuzz/regressions/<name>/), so what once failed is tried first.
 set -u
 build=$1 target=$2 seconds=$3
@@ -22,6 +23,7 @@ case $name in
   store) max_len=65536 ;;
   filter) max_len=4096 ;;
   writer) max_len=8192 ;;
+  import) max_len=8195 ;;
   *) max_len=4096 ;;
 esac
 
@@ -33,6 +35,9 @@ if [ "$name" = store ]; then
   for d in valid corrupt; do
     for f in "$root"/tests/data/$d/*.cst; do cp "$f" "$seeds/${d}_$(basename "$f")"; done
   done
+fi
+if [ -d "$root/tests/fuzz/seeds/$name" ]; then
+  for f in "$root"/tests/fuzz/seeds/$name/*; do [ -f "$f" ] && cp "$f" "$seeds/seed_$(basename "$f")"; done
 fi
 if [ -d "$root/tests/fuzz/regressions/$name" ]; then
   for f in "$root"/tests/fuzz/regressions/$name/*; do [ -f "$f" ] && cp "$f" "$seeds/regression_$(basename "$f")"; done

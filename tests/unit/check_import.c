@@ -135,7 +135,23 @@ static void ref_free(ref_parse *p) {
 
 /* Feeds s in pieces: [0, split) then the rest, or every byte alone when
 ** split is 0; compares each record with the reference as it comes. */
-static void check_streamed(const char *s, size_t n, size_t split, const ref_parse *ref, const char *what) {
+/* The mask cs_csv_next's fast path must give a field of these bytes. */
+static uint8_t expected_mask(const uint8_t *p, size_t n) {
+  uint8_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    m |= p[i] >= '0' && p[i] <= '9'   ? CS_CLS_DIGIT
+         : p[i] == '+' || p[i] == '-' ? CS_CLS_SIGN
+         : p[i] == '.'                ? CS_CLS_DOT
+         : p[i] == 'e' || p[i] == 'E' ? CS_CLS_EXP
+         : p[i] >= 0x80               ? CS_CLS_OTHER | CS_CLS_HIGH
+                                      : CS_CLS_OTHER;
+  return m;
+}
+
+/* fast: through cs_csv_next (the fast path where it applies), else
+** cs_csv_feed alone; both must give the reference's records. */
+static void check_streamed(const char *s, size_t n, size_t split, bool fast, const ref_parse *ref,
+                           const char *what) {
   cs_csv c;
   cs_csv_init(&c, ',', '"');
   cs_record rec = {0};
@@ -148,8 +164,9 @@ static void check_streamed(const char *s, size_t n, size_t split, const ref_pars
     if (piece_end > n) piece_end = n;
     size_t pos = 0;
     int got;
-    while ((got = cs_csv_feed(&c, (const uint8_t *)s + piece_start, piece_end - piece_start, &pos, &rec,
-                              &err)) == 1) {
+    const uint8_t *piece = (const uint8_t *)s + piece_start;
+    while ((got = fast ? cs_csv_next(&c, piece, piece_end - piece_start, &pos, &rec, &err)
+                       : cs_csv_feed(&c, piece, piece_end - piece_start, &pos, &rec, &err)) == 1) {
       ck_assert_msg(got_records < ref->n_records, "%s split %zu: more records than the reference", what,
                     split);
       const ref_record *want = &ref->records[got_records];
@@ -161,8 +178,12 @@ static void check_streamed(const char *s, size_t n, size_t split, const ref_pars
         size_t fn;
         const uint8_t *p = cs_record_field(&rec, f, &fn);
         ck_assert_msg(fn == want->fields[f].n && (fn == 0 || memcmp(p, want->fields[f].bytes, fn) == 0) &&
-                          rec.quoted[f] == want->fields[f].quoted,
+                          cs_record_quoted(&rec, f) == want->fields[f].quoted,
                       "%s split %zu record %zu field %u differs", what, split, got_records, f);
+        ck_assert_msg((rec.masks[f] & CS_FIELD_UNSCANNED) || rec.masks[f] == expected_mask(p, fn),
+                      "%s split %zu record %zu field %u: mask %#x, expected %#x", what, split, got_records, f,
+                      rec.masks[f], expected_mask(p, fn));
+        for (size_t k = 0; rec.ascii && k < fn; k++) ck_assert_msg(p[k] < 0x80, "%s: not ASCII", what);
       }
       got_records++;
       cs_record_reset(&rec);
@@ -192,9 +213,11 @@ static void check_streamed(const char *s, size_t n, size_t split, const ref_pars
 
 static void check_every_split(const char *s, size_t n, const char *what) {
   ref_parse ref = ref_tokenize(s, n, ',', '"');
-  for (size_t split = 1; split < n; split++) check_streamed(s, n, split, &ref, what);
-  check_streamed(s, n, n ? n : 1, &ref, what);
-  check_streamed(s, n, 0, &ref, what);
+  for (int fast = 0; fast <= 1; fast++) {
+    for (size_t split = 1; split < n; split++) check_streamed(s, n, split, fast, &ref, what);
+    check_streamed(s, n, n ? n : 1, fast, &ref, what);
+    check_streamed(s, n, 0, fast, &ref, what);
+  }
   ref_free(&ref);
 }
 
@@ -228,7 +251,7 @@ START_TEST(tokenizer_edges_every_split) {
 END_TEST
 
 START_TEST(tokenizer_random_every_split) {
-  static const char alphabet[] = "aa,,\"\"\n\r b";
+  static const char alphabet[] = "aa,,\"\"\n\r b1.-e\xc3\xa9";
   uint64_t seed = 0x1234abcd;
   ut_rng r = ut_rng_seed(seed);
   for (int round = 0; round < 400; round++) {
@@ -346,7 +369,23 @@ START_TEST(numbers_round_like_strtod) {
     if (want == 0.0) want = 0.0;
     ck_assert_msg(memcmp(&f, &want, sizeof f) == 0, "seed %llx: '%s' gave %.17g, strtod %.17g",
                   (unsigned long long)seed, buf, f, want);
+    /* The importer's short path: every decimal of at most 15 digits
+    ** without an exponent, bit for bit strtod's; nothing else. */
+    double g;
+    bool short_ok = cs_parse_short_decimal((const uint8_t *)buf, n, &g);
+    bool is_short = !strpbrk(buf, "eE") && int_digits + frac_digits <= 15;
+    ck_assert_msg(short_ok == is_short, "seed %llx: '%s' short path %d", (unsigned long long)seed, buf,
+                  short_ok);
+    ck_assert_msg(!short_ok || memcmp(&g, &want, sizeof g) == 0,
+                  "seed %llx: '%s' short path gave %.17g, strtod %.17g", (unsigned long long)seed, buf, g,
+                  want);
   }
+  const char *not_short[] = {"", "-", ".", "1.2.3", "1-2", "+-1", "1e5", "0x1", "1234567890123456"};
+  double g;
+  for (size_t k = 0; k < sizeof not_short / sizeof not_short[0]; k++)
+    ck_assert_msg(!cs_parse_short_decimal((const uint8_t *)not_short[k], strlen(not_short[k]), &g), "'%s'",
+                  not_short[k]);
+  ck_assert(cs_parse_short_decimal((const uint8_t *)"-0.000", 6, &g) && g == 0.0 && !signbit(g));
 }
 END_TEST
 
@@ -358,6 +397,28 @@ START_TEST(number_kind_agrees_with_parse) {
     char buf[32];
     size_t n = ut_rng_below(&r, 24);
     for (size_t i = 0; i < n; i++) buf[i] = alphabet[ut_rng_below(&r, sizeof alphabet - 1)];
+    int64_t iv;
+    double fv;
+    cs_num_kind want = cs_parse_number((const uint8_t *)buf, n, &iv, &fv);
+    ck_assert_msg(cs_number_kind((const uint8_t *)buf, n) == want, "seed %llx: '%.*s'",
+                  (unsigned long long)seed, (int)n, buf);
+  }
+  /* Integer literals around INT64's edges, leading zeros and signs. */
+  static const char *const edges[] = {"9223372036854775807", "9223372036854775808", "9223372036854775806",
+                                      "9999999999999999999", "1000000000000000000", "999999999999999999"};
+  for (int round = 0; round < 20000; round++) {
+    char buf[40];
+    size_t n = 0;
+    uint64_t sign = ut_rng_below(&r, 3);
+    if (sign) buf[n++] = sign == 1 ? '-' : '+';
+    for (uint64_t z = ut_rng_below(&r, 4); z > 0; z--) buf[n++] = '0';
+    if (ut_rng_below(&r, 2)) {
+      const char *e = edges[ut_rng_below(&r, sizeof edges / sizeof edges[0])];
+      memcpy(buf + n, e, strlen(e));
+      n += strlen(e);
+    } else {
+      for (uint64_t d = 17 + ut_rng_below(&r, 5); d > 0; d--) buf[n++] = (char)('0' + ut_rng_below(&r, 10));
+    }
     int64_t iv;
     double fv;
     cs_num_kind want = cs_parse_number((const uint8_t *)buf, n, &iv, &fv);
