@@ -5,7 +5,8 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 PACKAGES   := sqlite3 libsqlite3-dev libnuma-dev libxxhash-dev check libsubunit-dev \
-              cmake pkg-config gcc make python3 python3-numpy clang-format zlib1g-dev libzstd-dev
+              cmake pkg-config gcc make python3 python3-numpy clang-format zlib1g-dev libzstd-dev \
+              libsnappy-dev liblz4-dev
 
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
