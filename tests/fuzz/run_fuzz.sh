@@ -22,6 +22,7 @@ case $name in
   store) max_len=65536 ;;
   filter) max_len=4096 ;;
   writer) max_len=8192 ;;
+  parquet) max_len=16384 ;;
   *) max_len=4096 ;;
 esac
 
