@@ -286,7 +286,7 @@ static cs_rc read_schema(cs_thrift *t, uint8_t type, cs_pq_file *f, cs_err *err)
   if (!(f->cols = calloc(n, sizeof *f->cols))) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
   for (uint32_t i = 1; i < n; i++) {
     schema_element e;
-    if (!read_schema_element(t, elem, &e))
+    if (!read_schema_element(t, elem, &e) || !e.name)
       return cs_err_set(err, CS_ECORRUPT, "colstore: %s: the Parquet schema is damaged", f->path);
     cs_pq_column *c = &f->cols[f->n_cols];
     cs_rc rc = name_dup(e.name, e.name_n, &c->name, err);
