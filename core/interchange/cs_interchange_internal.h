@@ -196,7 +196,10 @@ cs_rc cs_pq_column_supported(const cs_pq_file *f, uint32_t col, cs_err *err);
 
 /* ---------------------------------------------------- cs_parquet_page.c */
 
-/* One column of one row group, decoded: a cs_chunk's layout. */
+/* One column of one row group, decoded: a cs_chunk's layout.  Reused from
+** row group to row group, with the decoder's buffers (scratch), so a
+** column's import allocates once, not once per chunk. */
+typedef struct cs_pq_scratch cs_pq_scratch;
 typedef struct cs_pq_values {
   uint64_t n_rows;
   uint8_t *validity; /* LSB-first, 1 = valid; NULL when null_count == 0 */
@@ -205,6 +208,7 @@ typedef struct cs_pq_values {
   uint64_t data_bytes, data_cap;
   int64_t *offsets; /* TEXT/BLOB: n_rows + 1 */
   size_t validity_cap, offsets_cap;
+  cs_pq_scratch *scratch; /* cs_parquet_page.c's buffers; freed by cs_pq_values_free */
 } cs_pq_values;
 
 /* Reads column chunk col of row group rg from the file (a pread of its

@@ -58,22 +58,20 @@ typedef struct page_header {
   bool is_compressed, has_body;
 } page_header;
 
-typedef struct decoder {
-  const cs_pq_file *f;
-  const cs_pq_column *c;
-  uint32_t rg, col;
-  cs_err *err;
-  cs_pq_values *out;
-  uint64_t rows_left; /* of the row group, not yet decoded */
-  size_t pw;          /* bytes per staged physical value; 0 for byte arrays */
-  /* the dictionary, in the staging form */
-  bool have_dict;
-  uint32_t dict_n;
+/* The decoder's buffers, kept between calls in cs_pq_values (one per
+** column being imported): a buffer freed after every chunk would come back
+** as fresh pages, and their faults cost more than the decoding (a quarter
+** of an import's time, measured: docs/performance.md, "Parquet import"). */
+struct cs_pq_scratch {
+  uint8_t *chunk; /* the chunk's bytes as read from the file */
+  size_t chunk_cap;
   uint8_t *dict_fixed;
+  size_t dict_fixed_cap;
   span *dict_spans;
+  size_t dict_spans_cap;
   uint8_t *dict_page; /* the dictionary page's bytes, which dict_spans point into */
-  /* scratch, reused page to page */
-  uint8_t *page;
+  size_t dict_page_cap;
+  uint8_t *page; /* a decompressed page */
   size_t page_cap;
   uint32_t *levels, *idx;
   size_t levels_cap, idx_cap;
@@ -86,6 +84,20 @@ typedef struct decoder {
   int64_t *deltas;
   size_t deltas_cap;
   ZSTD_DCtx *zstd;
+};
+
+typedef struct decoder {
+  const cs_pq_file *f;
+  const cs_pq_column *c;
+  uint32_t rg, col;
+  cs_err *err;
+  cs_pq_values *out;
+  uint64_t rows_left; /* of the row group, not yet decoded */
+  size_t pw;          /* bytes per staged physical value; 0 for byte arrays */
+  /* the dictionary, in the staging form (its buffers in s) */
+  bool have_dict;
+  uint32_t dict_n;
+  cs_pq_scratch *s;
 } decoder;
 
 static cs_rc bad(decoder *d, cs_rc code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -184,11 +196,11 @@ static const char *codec_name(int32_t codec) {
 
 /* Doubles the page buffer, to at most n_out + 1 bytes. */
 static bool grow_page(decoder *d, size_t n_out) {
-  size_t want = d->page_cap * 2 < n_out + 1 ? d->page_cap * 2 : n_out + 1;
-  return reserve(&d->page, &d->page_cap, want, 1);
+  size_t want = d->s->page_cap * 2 < n_out + 1 ? d->s->page_cap * 2 : n_out + 1;
+  return reserve(&d->s->page, &d->s->page_cap, want, 1);
 }
 
-/* Decompresses src into d->page (n_out bytes, what the header says), or
+/* Decompresses src into d->s->page (n_out bytes, what the header says), or
 ** points *out at src when the body is stored. */
 static cs_rc decompress(decoder *d, int32_t codec, const uint8_t *src, size_t n_src, size_t n_out,
                         const uint8_t **out) {
@@ -205,32 +217,32 @@ static cs_rc decompress(decoder *d, int32_t codec, const uint8_t *src, size_t n_
     return damaged(d, "a page (its plain size is more than its codec can expand to)");
   size_t first =
       codec == PQ_ZSTD || codec == PQ_GZIP ? (n_out < n_src * 8 + 4096 ? n_out : n_src * 8 + 4096) : n_out;
-  if (!reserve(&d->page, &d->page_cap, first + 1, 1)) return oom(d);
-  *out = d->page;
+  if (!reserve(&d->s->page, &d->s->page_cap, first + 1, 1)) return oom(d);
+  *out = d->s->page;
   if (n_out == 0) return CS_OK; /* an empty body (an all-NULL page's values) */
   switch (codec) {
     case PQ_SNAPPY: {
       size_t len = 0;
       if (snappy_uncompressed_length((const char *)src, n_src, &len) != SNAPPY_OK || len != n_out ||
-          snappy_uncompress((const char *)src, n_src, (char *)d->page, &len) != SNAPPY_OK || len != n_out)
+          snappy_uncompress((const char *)src, n_src, (char *)d->s->page, &len) != SNAPPY_OK || len != n_out)
         return damaged(d, "a SNAPPY page");
       return CS_OK;
     }
     case PQ_LZ4_RAW: {
       if (n_src > INT32_MAX ||
-          LZ4_decompress_safe((const char *)src, (char *)d->page, (int)n_src, (int)n_out) != (int)n_out)
+          LZ4_decompress_safe((const char *)src, (char *)d->s->page, (int)n_src, (int)n_out) != (int)n_out)
         return damaged(d, "an LZ4_RAW page");
       return CS_OK;
     }
     case PQ_ZSTD: {
-      if (!d->zstd && !(d->zstd = ZSTD_createDCtx())) return oom(d);
-      ZSTD_DCtx_reset(d->zstd, ZSTD_reset_session_only);
+      if (!d->s->zstd && !(d->s->zstd = ZSTD_createDCtx())) return oom(d);
+      ZSTD_DCtx_reset(d->s->zstd, ZSTD_reset_session_only);
       ZSTD_inBuffer in = {src, n_src, 0};
       size_t done = 0;
       for (;;) {
-        size_t lim = d->page_cap - 1 < n_out ? d->page_cap - 1 : n_out;
-        ZSTD_outBuffer o = {d->page, lim, done};
-        size_t r = ZSTD_decompressStream(d->zstd, &o, &in);
+        size_t lim = d->s->page_cap - 1 < n_out ? d->s->page_cap - 1 : n_out;
+        ZSTD_outBuffer o = {d->s->page, lim, done};
+        size_t r = ZSTD_decompressStream(d->s->zstd, &o, &in);
         if (ZSTD_isError(r)) return damaged(d, "a ZSTD page");
         done = o.pos;
         if (r == 0 && in.pos == in.size) break; /* the last frame ended */
@@ -241,7 +253,7 @@ static cs_rc decompress(decoder *d, int32_t codec, const uint8_t *src, size_t n_
         }
       }
       if (done != n_out) return damaged(d, "a ZSTD page (fewer bytes than its header says)");
-      *out = d->page;
+      *out = d->s->page;
       return CS_OK;
     }
     case PQ_GZIP: {
@@ -252,8 +264,8 @@ static cs_rc decompress(decoder *d, int32_t codec, const uint8_t *src, size_t n_
       size_t done = 0;
       int zr;
       for (;;) {
-        size_t lim = d->page_cap - 1 < n_out ? d->page_cap - 1 : n_out;
-        z.next_out = d->page + done;
+        size_t lim = d->s->page_cap - 1 < n_out ? d->s->page_cap - 1 : n_out;
+        z.next_out = d->s->page + done;
         z.avail_out = (uInt)(lim - done);
         zr = inflate(&z, Z_NO_FLUSH);
         done = lim - z.avail_out;
@@ -268,7 +280,7 @@ static cs_rc decompress(decoder *d, int32_t codec, const uint8_t *src, size_t n_
       }
       inflateEnd(&z);
       if (zr != Z_STREAM_END || done != n_out || z.avail_in != 0) return damaged(d, "a GZIP page");
-      *out = d->page;
+      *out = d->s->page;
       return CS_OK;
     }
     default:
@@ -339,7 +351,7 @@ bool cs_pq_rle_decode(const uint8_t *p, const uint8_t *end, int bit_width, uint3
 
 /* ------------------------------------------------------------ encodings */
 
-/* DELTA_BINARY_PACKED: exactly n values into d->deltas; *pp moves past
+/* DELTA_BINARY_PACKED: exactly n values into d->s->deltas; *pp moves past
 ** the blocks it used. */
 static cs_rc delta_decode(decoder *d, const uint8_t **pp, const uint8_t *end, uint32_t n) {
   cs_thrift t;
@@ -351,9 +363,9 @@ static cs_rc delta_decode(decoder *d, const uint8_t **pp, const uint8_t *end, ui
   if (block == 0 || block % 128 || block > (1u << 20) || minis == 0 || block % minis || (block / minis) % 32)
     return damaged(d, "a DELTA_BINARY_PACKED header (its block sizes)");
   if (total != n) return damaged(d, "a DELTA_BINARY_PACKED page (its value count)");
-  if (!reserve(&d->deltas, &d->deltas_cap, n ? n : 1, sizeof(int64_t))) return oom(d);
+  if (!reserve(&d->s->deltas, &d->s->deltas_cap, n ? n : 1, sizeof(int64_t))) return oom(d);
   uint64_t v = (u >> 1) ^ -(u & 1), per_mini = block / minis;
-  if (n) d->deltas[0] = (int64_t)v;
+  if (n) d->s->deltas[0] = (int64_t)v;
   uint32_t i = n ? 1 : 0;
   const uint8_t *p = t.p;
   while (i < n) {
@@ -371,7 +383,7 @@ static cs_rc delta_decode(decoder *d, const uint8_t **pp, const uint8_t *end, ui
       if (bytes > (size_t)(end - p)) return damaged(d, "a DELTA_BINARY_PACKED miniblock");
       for (uint64_t k = 0; k < per_mini && i < n; k++, i++) {
         v += min_delta + unpack_one(p, bytes, k, w);
-        d->deltas[i] = (int64_t)v;
+        d->s->deltas[i] = (int64_t)v;
       }
       p += bytes;
     }
@@ -387,7 +399,7 @@ static cs_rc plain_spans(decoder *d, const uint8_t *p, const uint8_t *end, uint3
     uint32_t len = load_u32le(p);
     p += 4;
     if (len > (size_t)(end - p)) return damaged(d, "a PLAIN page (a value runs past it)");
-    d->spans[i] = (span){p, len};
+    d->s->spans[i] = (span){p, len};
     p += len;
   }
   return CS_OK;
@@ -399,9 +411,9 @@ static cs_rc delta_length_spans(decoder *d, const uint8_t *p, const uint8_t *end
   cs_rc rc = delta_decode(d, &p, end, n);
   if (rc != CS_OK) return rc;
   for (uint32_t i = 0; i < n; i++) {
-    int64_t len = d->deltas[i];
+    int64_t len = d->s->deltas[i];
     if (len < 0 || (uint64_t)len > (uint64_t)(end - p)) return damaged(d, "a DELTA_LENGTH_BYTE_ARRAY page");
-    d->spans[i] = (span){p, (uint32_t)len};
+    d->s->spans[i] = (span){p, (uint32_t)len};
     p += len;
   }
   if (after) *after = p;
@@ -410,13 +422,13 @@ static cs_rc delta_length_spans(decoder *d, const uint8_t *p, const uint8_t *end
 
 /* DELTA_BYTE_ARRAY: prefix lengths, then suffixes as DELTA_LENGTH_BYTE_ARRAY;
 ** each value is the previous one's prefix and its suffix, rebuilt in
-** d->built (grown as values arrive: the output is never claimed ahead). */
+** d->s->built (grown as values arrive: the output is never claimed ahead). */
 static cs_rc delta_byte_spans(decoder *d, const uint8_t *p, const uint8_t *end, uint32_t n) {
   cs_rc rc = delta_decode(d, &p, end, n);
   if (rc != CS_OK) return rc;
   int64_t *prefix = malloc((n ? n : 1) * sizeof *prefix);
   if (!prefix) return oom(d);
-  memcpy(prefix, d->deltas, n * sizeof *prefix);
+  memcpy(prefix, d->s->deltas, n * sizeof *prefix);
   if ((rc = delta_length_spans(d, p, end, n, NULL)) != CS_OK) goto done;
   size_t used = 0, prev_at = 0, prev_n = 0;
   for (uint32_t i = 0; i < n; i++) {
@@ -425,49 +437,49 @@ static cs_rc delta_byte_spans(decoder *d, const uint8_t *p, const uint8_t *end, 
       rc = damaged(d, "a DELTA_BYTE_ARRAY page (a prefix longer than the value before)");
       goto done;
     }
-    size_t len = (size_t)pre + d->spans[i].n;
-    if (len > MAX_PAGE_BYTES || !reserve(&d->built, &d->built_cap, used + len + 1, 1)) {
+    size_t len = (size_t)pre + d->s->spans[i].n;
+    if (len > MAX_PAGE_BYTES || !reserve(&d->s->built, &d->s->built_cap, used + len + 1, 1)) {
       rc = len > MAX_PAGE_BYTES ? damaged(d, "a DELTA_BYTE_ARRAY page") : oom(d);
       goto done;
     }
-    memmove(d->built + used, d->built + prev_at, (size_t)pre);
-    memcpy(d->built + used + pre, d->spans[i].p, d->spans[i].n);
-    d->spans[i].n = (uint32_t)len;
-    d->spans[i].p = (const uint8_t *)(uintptr_t)used; /* an offset until built stops moving */
+    memmove(d->s->built + used, d->s->built + prev_at, (size_t)pre);
+    memcpy(d->s->built + used + pre, d->s->spans[i].p, d->s->spans[i].n);
+    d->s->spans[i].n = (uint32_t)len;
+    d->s->spans[i].p = (const uint8_t *)(uintptr_t)used; /* an offset until built stops moving */
     prev_at = used, prev_n = len;
     used += len;
   }
-  for (uint32_t i = 0; i < n; i++) d->spans[i].p = d->built + (uintptr_t)d->spans[i].p;
+  for (uint32_t i = 0; i < n; i++) d->s->spans[i].p = d->s->built + (uintptr_t)d->s->spans[i].p;
 done:
   free(prefix);
   return rc;
 }
 
 /* Decodes n non-NULL values of encoding enc from [p, end) into the staging
-** (d->stage at d->pw bytes each, or d->spans); dict: a dictionary page. */
+** (d->s->stage at d->pw bytes each, or d->s->spans); dict: a dictionary page. */
 static cs_rc decode_values(decoder *d, int32_t enc, const uint8_t *p, const uint8_t *end, uint32_t n) {
   int32_t phys = d->c->phys;
   size_t pw = d->pw;
-  if (pw ? !reserve(&d->stage, &d->stage_cap, (size_t)n * 8 + 8, 1)
-         : !reserve(&d->spans, &d->spans_cap, n + 1, sizeof(span)))
+  if (pw ? !reserve(&d->s->stage, &d->s->stage_cap, (size_t)n * 8 + 8, 1)
+         : !reserve(&d->s->spans, &d->s->spans_cap, n + 1, sizeof(span)))
     return oom(d);
   size_t avail = (size_t)(end - p);
   switch (enc) {
     case PQ_PLAIN:
       if (phys == PQ_BOOLEAN) {
         if ((n + 7) / 8 > avail) return damaged(d, "a PLAIN page (too short)");
-        for (uint32_t i = 0; i < n; i++) d->stage[i] = (p[i >> 3] >> (i & 7)) & 1;
+        for (uint32_t i = 0; i < n; i++) d->s->stage[i] = (p[i >> 3] >> (i & 7)) & 1;
         return CS_OK;
       }
       if (pw) {
         if ((uint64_t)n * pw > avail) return damaged(d, "a PLAIN page (too short)");
-        memcpy(d->stage, p, (size_t)n * pw);
+        memcpy(d->s->stage, p, (size_t)n * pw);
         return CS_OK;
       }
       if (phys == PQ_FLBA) {
         uint64_t w = (uint64_t)d->c->type_length;
         if (d->c->type_length < 0 || (uint64_t)n * w > avail) return damaged(d, "a PLAIN page (too short)");
-        for (uint32_t i = 0; i < n; i++) d->spans[i] = (span){p + i * w, (uint32_t)w};
+        for (uint32_t i = 0; i < n; i++) d->s->spans[i] = (span){p + i * w, (uint32_t)w};
         return CS_OK;
       }
       return plain_spans(d, p, end, n);
@@ -475,40 +487,42 @@ static cs_rc decode_values(decoder *d, int32_t enc, const uint8_t *p, const uint
     case PQ_RLE_DICTIONARY: {
       if (!d->have_dict) return damaged(d, "a dictionary-encoded page without a dictionary page");
       if (avail < 1) return damaged(d, "a dictionary-encoded page");
-      if (!reserve(&d->idx, &d->idx_cap, n + 1, sizeof(uint32_t))) return oom(d);
-      if (!cs_pq_rle_decode(p + 1, end, p[0], d->idx, n)) return damaged(d, "a dictionary-encoded page");
+      if (!reserve(&d->s->idx, &d->s->idx_cap, n + 1, sizeof(uint32_t))) return oom(d);
+      if (!cs_pq_rle_decode(p + 1, end, p[0], d->s->idx, n)) return damaged(d, "a dictionary-encoded page");
       for (uint32_t i = 0; i < n; i++)
-        if (d->idx[i] >= d->dict_n)
+        if (d->s->idx[i] >= d->dict_n)
           return damaged(d, "a dictionary-encoded page (an index past the dictionary)");
       if (pw == 8)
-        for (uint32_t i = 0; i < n; i++) memcpy(d->stage + i * 8, d->dict_fixed + (size_t)d->idx[i] * 8, 8);
+        for (uint32_t i = 0; i < n; i++)
+          memcpy(d->s->stage + i * 8, d->s->dict_fixed + (size_t)d->s->idx[i] * 8, 8);
       else if (pw == 4)
-        for (uint32_t i = 0; i < n; i++) memcpy(d->stage + i * 4, d->dict_fixed + (size_t)d->idx[i] * 4, 4);
+        for (uint32_t i = 0; i < n; i++)
+          memcpy(d->s->stage + i * 4, d->s->dict_fixed + (size_t)d->s->idx[i] * 4, 4);
       else if (pw)
         for (uint32_t i = 0; i < n; i++)
-          memcpy(d->stage + i * pw, d->dict_fixed + (size_t)d->idx[i] * pw, pw);
+          memcpy(d->s->stage + i * pw, d->s->dict_fixed + (size_t)d->s->idx[i] * pw, pw);
       else
-        for (uint32_t i = 0; i < n; i++) d->spans[i] = d->dict_spans[d->idx[i]];
+        for (uint32_t i = 0; i < n; i++) d->s->spans[i] = d->s->dict_spans[d->s->idx[i]];
       return CS_OK;
     }
     case PQ_RLE:
       if (phys != PQ_BOOLEAN) break;
       if (avail < 4 || load_u32le(p) > avail - 4) return damaged(d, "an RLE boolean page");
-      if (!reserve(&d->idx, &d->idx_cap, n + 1, sizeof(uint32_t))) return oom(d);
-      if (!cs_pq_rle_decode(p + 4, p + 4 + load_u32le(p), 1, d->idx, n))
+      if (!reserve(&d->s->idx, &d->s->idx_cap, n + 1, sizeof(uint32_t))) return oom(d);
+      if (!cs_pq_rle_decode(p + 4, p + 4 + load_u32le(p), 1, d->s->idx, n))
         return damaged(d, "an RLE boolean page");
-      for (uint32_t i = 0; i < n; i++) d->stage[i] = (uint8_t)d->idx[i];
+      for (uint32_t i = 0; i < n; i++) d->s->stage[i] = (uint8_t)d->s->idx[i];
       return CS_OK;
     case PQ_DELTA_BINARY_PACKED: {
       if (phys != PQ_INT32 && phys != PQ_INT64) break;
       cs_rc rc = delta_decode(d, &p, end, n);
       if (rc != CS_OK) return rc;
       if (phys == PQ_INT64) {
-        memcpy(d->stage, d->deltas, (size_t)n * 8);
+        memcpy(d->s->stage, d->s->deltas, (size_t)n * 8);
       } else {
         for (uint32_t i = 0; i < n; i++) {
-          int32_t v = (int32_t)(uint32_t)(uint64_t)d->deltas[i];
-          memcpy(d->stage + i * 4, &v, 4);
+          int32_t v = (int32_t)(uint32_t)(uint64_t)d->s->deltas[i];
+          memcpy(d->s->stage + i * 4, &v, 4);
         }
       }
       return CS_OK;
@@ -523,15 +537,15 @@ static cs_rc decode_values(decoder *d, int32_t enc, const uint8_t *p, const uint
       size_t w = pw ? pw : (size_t)d->c->type_length;
       if (phys == PQ_BOOLEAN || phys == PQ_BYTE_ARRAY || w == 0) break;
       if ((uint64_t)n * w > avail) return damaged(d, "a BYTE_STREAM_SPLIT page (too short)");
-      uint8_t *dst = d->stage;
+      uint8_t *dst = d->s->stage;
       if (!pw) {
-        if (!reserve(&d->built, &d->built_cap, (size_t)n * w + 1, 1)) return oom(d);
-        dst = d->built;
+        if (!reserve(&d->s->built, &d->s->built_cap, (size_t)n * w + 1, 1)) return oom(d);
+        dst = d->s->built;
       }
       for (size_t k = 0; k < w; k++)
         for (uint32_t i = 0; i < n; i++) dst[(size_t)i * w + k] = p[k * n + i];
       if (!pw)
-        for (uint32_t i = 0; i < n; i++) d->spans[i] = (span){d->built + (size_t)i * w, (uint32_t)w};
+        for (uint32_t i = 0; i < n; i++) d->s->spans[i] = (span){d->s->built + (size_t)i * w, (uint32_t)w};
       return CS_OK;
     }
     default: break;
@@ -551,16 +565,16 @@ static cs_rc convert(decoder *d, uint32_t n) {
       size_t w = cs_type_width(c->type);
       for (uint32_t i = 0; i < n; i++) {
         int32_t v;
-        memcpy(&v, d->stage + (size_t)i * 4, 4);
+        memcpy(&v, d->s->stage + (size_t)i * 4, 4);
         if (!cs_type_int_fits(c->type, v))
           return bad(d, CS_EINVAL, "value %d does not fit %s, the column's annotated type %s", v,
                      cs_type_name(c->type), c->logical);
         if (w == 1) {
           int8_t b = (int8_t)v;
-          memcpy(d->stage + i, &b, 1);
+          memcpy(d->s->stage + i, &b, 1);
         } else {
           int16_t s = (int16_t)v;
-          memcpy(d->stage + (size_t)i * 2, &s, 2);
+          memcpy(d->s->stage + (size_t)i * 2, &s, 2);
         }
       }
       return CS_OK;
@@ -568,15 +582,15 @@ static cs_rc convert(decoder *d, uint32_t n) {
     case PQ_CONV_WIDEN:
       for (uint32_t i = n; i-- > 0;) {
         int32_t v;
-        memcpy(&v, d->stage + (size_t)i * 4, 4);
+        memcpy(&v, d->s->stage + (size_t)i * 4, 4);
         int64_t w = v;
-        memcpy(d->stage + (size_t)i * 8, &w, 8);
+        memcpy(d->s->stage + (size_t)i * 8, &w, 8);
       }
       return CS_OK;
     case PQ_CONV_U64:
       for (uint32_t i = 0; i < n; i++) {
         int64_t v;
-        memcpy(&v, d->stage + (size_t)i * 8, 8);
+        memcpy(&v, d->s->stage + (size_t)i * 8, 8);
         if (v < 0)
           return bad(d, CS_EINVAL,
                      "value %llu is over INT64's maximum; colstore stores UINT64 values as INT64 "
@@ -606,12 +620,12 @@ static cs_rc emit(decoder *d, const uint32_t *levels, uint32_t n_rows, uint32_t 
   if (w) {
     uint8_t *dst = o->data + at * w;
     if (!levels || n_values == n_rows) {
-      memcpy(dst, d->stage, (size_t)n_values * w);
+      memcpy(dst, d->s->stage, (size_t)n_values * w);
     } else {
       uint32_t j = 0;
       for (uint32_t r = 0; r < n_rows; r++) {
         if (levels[r])
-          memcpy(dst + (size_t)r * w, d->stage + (size_t)j++ * w, w);
+          memcpy(dst + (size_t)r * w, d->s->stage + (size_t)j++ * w, w);
         else
           memset(dst + (size_t)r * w, 0, w);
       }
@@ -619,13 +633,13 @@ static cs_rc emit(decoder *d, const uint32_t *levels, uint32_t n_rows, uint32_t 
     o->data_bytes += (uint64_t)n_rows * w;
   } else {
     uint64_t bytes = 0;
-    for (uint32_t j = 0; j < n_values; j++) bytes += d->spans[j].n;
+    for (uint32_t j = 0; j < n_values; j++) bytes += d->s->spans[j].n;
     if (!reserve(&o->data, &o->data_cap, o->data_bytes + bytes + 1, 1)) return oom(d);
     uint32_t j = 0;
     for (uint32_t r = 0; r < n_rows; r++) {
       if (!levels || levels[r]) {
-        memcpy(o->data + o->data_bytes, d->spans[j].p, d->spans[j].n);
-        o->data_bytes += d->spans[j++].n;
+        memcpy(o->data + o->data_bytes, d->s->spans[j].p, d->s->spans[j].n);
+        o->data_bytes += d->s->spans[j++].n;
       }
       o->offsets[at + r + 1] = (int64_t)o->data_bytes;
     }
@@ -645,17 +659,17 @@ static cs_rc dictionary_page(decoder *d, const page_header *h, const uint8_t *bo
   if (d->pw && (uint64_t)h->num_values * d->pw > n + 8) return damaged(d, "the dictionary page (too short)");
   /* The staging belongs to data pages; the dictionary keeps its own copy,
   ** and byte arrays point into a copy of the page. */
-  if (!(d->dict_page = malloc(n ? n : 1))) return oom(d);
-  memcpy(d->dict_page, body, n);
+  if (!reserve(&d->s->dict_page, &d->s->dict_page_cap, n + 1, 1)) return oom(d);
+  memcpy(d->s->dict_page, body, n);
   uint32_t k = (uint32_t)h->num_values;
-  cs_rc rc = decode_values(d, PQ_PLAIN, d->dict_page, d->dict_page + n, k);
+  cs_rc rc = decode_values(d, PQ_PLAIN, d->s->dict_page, d->s->dict_page + n, k);
   if (rc != CS_OK) return rc;
   if (d->pw) {
-    if (!(d->dict_fixed = malloc((size_t)k * d->pw + 1))) return oom(d);
-    memcpy(d->dict_fixed, d->stage, (size_t)k * d->pw);
+    if (!reserve(&d->s->dict_fixed, &d->s->dict_fixed_cap, (size_t)k * d->pw + 1, 1)) return oom(d);
+    memcpy(d->s->dict_fixed, d->s->stage, (size_t)k * d->pw);
   } else {
-    if (!(d->dict_spans = malloc(((size_t)k + 1) * sizeof(span)))) return oom(d);
-    memcpy(d->dict_spans, d->spans, (size_t)k * sizeof(span));
+    if (!reserve(&d->s->dict_spans, &d->s->dict_spans_cap, (size_t)k + 1, sizeof(span))) return oom(d);
+    memcpy(d->s->dict_spans, d->s->spans, (size_t)k * sizeof(span));
   }
   d->dict_n = k;
   d->have_dict = true;
@@ -668,12 +682,12 @@ static cs_rc data_values(decoder *d, const page_header *h, const uint8_t *levels
   uint32_t n_rows = (uint32_t)h->num_values, n_values = n_rows;
   const uint32_t *levels = NULL;
   if (d->c->optional) {
-    if (!reserve(&d->levels, &d->levels_cap, n_rows + 1, sizeof(uint32_t))) return oom(d);
-    if (!cs_pq_rle_decode(levels_p, levels_p + levels_n, 1, d->levels, n_rows))
+    if (!reserve(&d->s->levels, &d->s->levels_cap, n_rows + 1, sizeof(uint32_t))) return oom(d);
+    if (!cs_pq_rle_decode(levels_p, levels_p + levels_n, 1, d->s->levels, n_rows))
       return damaged(d, "a page's definition levels");
     n_values = 0;
-    for (uint32_t r = 0; r < n_rows; r++) n_values += d->levels[r] != 0;
-    levels = d->levels;
+    for (uint32_t r = 0; r < n_rows; r++) n_values += d->s->levels[r] != 0;
+    levels = d->s->levels;
   }
   cs_rc rc = decode_values(d, h->encoding, values_p, values_p + values_n, n_values);
   return rc != CS_OK ? rc : emit(d, levels, n_rows, n_values);
@@ -721,6 +735,8 @@ cs_rc cs_pq_decode_chunk(const cs_pq_file *f, uint32_t rg, uint32_t col, const u
   decoder d = {.f = f, .c = c, .rg = rg, .col = col, .err = err, .out = out, .rows_left = rows};
   cs_rc rc = cs_pq_column_supported(f, col, err);
   if (rc != CS_OK) return rc;
+  if (!out->scratch && !(out->scratch = calloc(1, sizeof *out->scratch))) return oom(&d);
+  d.s = out->scratch;
   if (rows > CS_PQ_MAX_GROUP_ROWS)
     return bad(&d, CS_EINVAL,
                "%llu rows in one row group is over colstore's limit "
@@ -777,17 +793,6 @@ cs_rc cs_pq_decode_chunk(const cs_pq_file *f, uint32_t rg, uint32_t col, const u
     if (rc != CS_OK) goto done;
   }
 done:
-  free(d.dict_fixed);
-  free(d.dict_spans);
-  free(d.dict_page);
-  free(d.page);
-  free(d.levels);
-  free(d.idx);
-  free(d.stage);
-  free(d.spans);
-  free(d.built);
-  free(d.deltas);
-  ZSTD_freeDCtx(d.zstd);
   return rc;
 }
 
@@ -797,15 +802,24 @@ cs_rc cs_pq_read_column(const cs_pq_file *f, uint32_t rg, uint32_t col, cs_pq_va
     return cs_err_set(err, CS_ECORRUPT,
                       "colstore: %s: row group %u, column %s: its chunk lies outside the file", f->path, rg,
                       f->cols[col].name);
-  uint8_t *buf = malloc((size_t)m->n_bytes + 1);
-  if (!buf) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
-  cs_rc rc = cs__pread_full(f->fd, buf, (size_t)m->n_bytes, (uint64_t)m->start, f->path, err);
-  if (rc == CS_OK) rc = cs_pq_decode_chunk(f, rg, col, buf, (size_t)m->n_bytes, out, err);
-  free(buf);
-  return rc;
+  if (!out->scratch && !(out->scratch = calloc(1, sizeof *out->scratch)))
+    return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
+  cs_pq_scratch *s = out->scratch;
+  if (!reserve(&s->chunk, &s->chunk_cap, (size_t)m->n_bytes + 1, 1))
+    return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
+  cs_rc rc = cs__pread_full(f->fd, s->chunk, (size_t)m->n_bytes, (uint64_t)m->start, f->path, err);
+  return rc == CS_OK ? cs_pq_decode_chunk(f, rg, col, s->chunk, (size_t)m->n_bytes, out, err) : rc;
 }
 
 void cs_pq_values_free(cs_pq_values *v) {
+  cs_pq_scratch *s = v->scratch;
+  if (s) {
+    void *bufs[] = {s->chunk, s->dict_fixed, s->dict_spans, s->dict_page, s->page,  s->levels,
+                    s->idx,   s->stage,      s->spans,      s->built,     s->deltas};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
+    ZSTD_freeDCtx(s->zstd);
+    free(s);
+  }
   free(v->validity);
   free(v->data);
   free(v->offsets);
