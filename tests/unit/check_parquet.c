@@ -419,16 +419,22 @@ static void put_u32(bitbuf *bb, uint32_t v) {
   for (int i = 0; i < 4; i++) bb_byte(bb, (uint8_t)(v >> (8 * i)));
 }
 
-/* A v1 page of PLAIN INT32 values: levels (RLE, length-prefixed), values. */
+/* A v1 page of PLAIN INT32 values: levels (RLE, length-prefixed; valid
+** NULL: a REQUIRED column, no levels), values. */
 static void plain_page(bitbuf *bb, const int32_t *v, const uint8_t *valid, uint32_t n) {
+  static const uint8_t all_valid[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+  bool required = !valid;
+  if (required) valid = all_valid;
   bitbuf body = {0};
   bitbuf lv = {0};
   bb_varint(&lv, (uint64_t)1 << 1 | 1); /* one bit-packed group of 8 */
   uint8_t bits = 0;
   for (uint32_t i = 0; i < n; i++) bits |= (uint8_t)(valid[i] << i);
   bb_byte(&lv, bits);
-  put_u32(&body, (uint32_t)lv.n);
-  for (size_t i = 0; i < lv.n; i++) bb_byte(&body, lv.b[i]);
+  if (!required) {
+    put_u32(&body, (uint32_t)lv.n);
+    for (size_t i = 0; i < lv.n; i++) bb_byte(&body, lv.b[i]);
+  }
   for (uint32_t i = 0; i < n; i++)
     if (valid[i]) put_u32(&body, (uint32_t)v[i]);
   cs_thrift_out h = {0};
@@ -495,6 +501,30 @@ START_TEST(chunk_by_hand) {
 }
 END_TEST
 
+START_TEST(required_chunk_has_no_levels) {
+  static const leaf leaves[] = {{"r", PQ_INT32, 0, -1, 0, 0, 0, 0}};
+  cs_thrift_out o = {0};
+  write_footer(&o, leaves, 1);
+  cs_pq_file *f;
+  cs_err err = {0};
+  ck_assert(cs_pq_parse_metadata(o.buf, o.n, "r.parquet", &f, &err) == CS_OK);
+  ck_assert(!f->cols[0].optional && f->cols[0].type == CS_TYPE_INT32);
+  static const int32_t v[10] = {5, -6, 7, INT32_MIN, INT32_MAX, 0, 1, 2, 3, 4};
+  bitbuf chunk = {0};
+  plain_page(&chunk, v, NULL, 3);
+  plain_page(&chunk, v + 3, NULL, 7);
+  cs_pq_values out = {0};
+  ck_assert_msg(cs_pq_decode_chunk(f, 0, 0, chunk.b, chunk.n, &out, &err) == CS_OK, "%s", err.msg);
+  ck_assert_uint_eq(out.n_rows, 10);
+  ck_assert_uint_eq(out.null_count, 0);
+  ck_assert(memcmp(out.data, v, sizeof v) == 0);
+  cs_pq_values_free(&out);
+  free(chunk.b);
+  cs_pq_close(f);
+  cs_thrift_out_free(&o);
+}
+END_TEST
+
 static Suite *parquet_suite(void) {
   Suite *s = suite_create("parquet");
   TCase *tc = tcase_create("core");
@@ -508,6 +538,7 @@ static Suite *parquet_suite(void) {
   tcase_add_test(tc, footer_refuses_nested);
   tcase_add_test(tc, rle_matches_naive_encoder);
   tcase_add_test(tc, chunk_by_hand);
+  tcase_add_test(tc, required_chunk_has_no_levels);
   suite_add_tcase(s, tc);
   return s;
 }
