@@ -20,8 +20,11 @@
 ** be refused.  The seed is COLSTORE_SEED's when set, printed on failure.
 **
 ** DuckDB-written files are the end-to-end oracle (tests/sql/test_parquet.py);
-** here a chunk is built by hand to pin one case DuckDB does not write: a
-** v1 page of PLAIN values with definition levels, split into two pages.
+** here chunks are built by hand for what DuckDB does not write: PLAIN pages
+** with definition levels split across two pages, a REQUIRED column (DuckDB
+** marks every column OPTIONAL), and DELTA_BYTE_ARRAY strings, with a naive
+** DELTA_BINARY_PACKED encoder written here (bits one at a time) that the
+** decoder must agree with on integers that wrap at both extremes.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,8 +207,8 @@ typedef struct leaf {
   int children;
 } leaf;
 
-/* FileMetaData of one row group of 10 rows over the leaves given. */
-static void write_footer(cs_thrift_out *o, const leaf *leaves, int n) {
+/* FileMetaData of one row group of rows rows over the leaves given. */
+static void write_footer_rows(cs_thrift_out *o, const leaf *leaves, int n, int64_t rows) {
   cs_thrift_put_i64(o, 1, CS_THRIFT_I32, 1);
   cs_thrift_put_list(o, 2, CS_THRIFT_STRUCT, (uint32_t)n + 1);
   cs_thrift_put_struct_begin(o, 0);
@@ -235,7 +238,7 @@ static void write_footer(cs_thrift_out *o, const leaf *leaves, int n) {
     }
     cs_thrift_put_struct_end(o);
   }
-  cs_thrift_put_i64(o, 3, CS_THRIFT_I64, 10);
+  cs_thrift_put_i64(o, 3, CS_THRIFT_I64, rows);
   cs_thrift_put_list(o, 4, CS_THRIFT_STRUCT, 1);
   cs_thrift_put_struct_begin(o, 0);
   cs_thrift_put_list(o, 1, CS_THRIFT_STRUCT, (uint32_t)n);
@@ -255,10 +258,12 @@ static void write_footer(cs_thrift_out *o, const leaf *leaves, int n) {
     cs_thrift_put_struct_end(o);
   }
   cs_thrift_put_i64(o, 2, CS_THRIFT_I64, 100);
-  cs_thrift_put_i64(o, 3, CS_THRIFT_I64, 10);
+  cs_thrift_put_i64(o, 3, CS_THRIFT_I64, rows);
   cs_thrift_put_struct_end(o);
   cs_thrift_put_struct_end(o);
 }
+
+static void write_footer(cs_thrift_out *o, const leaf *leaves, int n) { write_footer_rows(o, leaves, n, 10); }
 
 START_TEST(footer_maps_types) {
   static const leaf leaves[] = {
@@ -419,6 +424,24 @@ static void put_u32(bitbuf *bb, uint32_t v) {
   for (int i = 0; i < 4; i++) bb_byte(bb, (uint8_t)(v >> (8 * i)));
 }
 
+/* A v1 data page header of n values of encoding enc, then its body. */
+static void page_with_body(bitbuf *bb, const bitbuf *body, uint32_t n, int enc) {
+  cs_thrift_out h = {0};
+  cs_thrift_put_i64(&h, 1, CS_THRIFT_I32, 0);
+  cs_thrift_put_i64(&h, 2, CS_THRIFT_I32, (int64_t)body->n);
+  cs_thrift_put_i64(&h, 3, CS_THRIFT_I32, (int64_t)body->n);
+  cs_thrift_put_struct_begin(&h, 5);
+  cs_thrift_put_i64(&h, 1, CS_THRIFT_I32, n);
+  cs_thrift_put_i64(&h, 2, CS_THRIFT_I32, enc);
+  cs_thrift_put_i64(&h, 3, CS_THRIFT_I32, PQ_RLE);
+  cs_thrift_put_i64(&h, 4, CS_THRIFT_I32, PQ_RLE);
+  cs_thrift_put_struct_end(&h);
+  cs_thrift_put_struct_end(&h);
+  for (size_t i = 0; i < h.n; i++) bb_byte(bb, h.buf[i]);
+  for (size_t i = 0; i < body->n; i++) bb_byte(bb, body->b[i]);
+  cs_thrift_out_free(&h);
+}
+
 /* A v1 page of PLAIN INT32 values: levels (RLE, length-prefixed; valid
 ** NULL: a REQUIRED column, no levels), values. */
 static void plain_page(bitbuf *bb, const int32_t *v, const uint8_t *valid, uint32_t n) {
@@ -437,20 +460,7 @@ static void plain_page(bitbuf *bb, const int32_t *v, const uint8_t *valid, uint3
   }
   for (uint32_t i = 0; i < n; i++)
     if (valid[i]) put_u32(&body, (uint32_t)v[i]);
-  cs_thrift_out h = {0};
-  cs_thrift_put_i64(&h, 1, CS_THRIFT_I32, 0);
-  cs_thrift_put_i64(&h, 2, CS_THRIFT_I32, (int64_t)body.n);
-  cs_thrift_put_i64(&h, 3, CS_THRIFT_I32, (int64_t)body.n);
-  cs_thrift_put_struct_begin(&h, 5);
-  cs_thrift_put_i64(&h, 1, CS_THRIFT_I32, n);
-  cs_thrift_put_i64(&h, 2, CS_THRIFT_I32, PQ_PLAIN);
-  cs_thrift_put_i64(&h, 3, CS_THRIFT_I32, PQ_RLE);
-  cs_thrift_put_i64(&h, 4, CS_THRIFT_I32, PQ_RLE);
-  cs_thrift_put_struct_end(&h);
-  cs_thrift_put_struct_end(&h);
-  for (size_t i = 0; i < h.n; i++) bb_byte(bb, h.buf[i]);
-  for (size_t i = 0; i < body.n; i++) bb_byte(bb, body.b[i]);
-  cs_thrift_out_free(&h);
+  page_with_body(bb, &body, n, PQ_PLAIN);
   free(body.b);
   free(lv.b);
 }
@@ -525,6 +535,116 @@ START_TEST(required_chunk_has_no_levels) {
 }
 END_TEST
 
+/* DELTA_BINARY_PACKED, naively: blocks of 128 values in 4 miniblocks, the
+** bits packed one at a time, unneeded miniblocks of the last block left
+** without data (as the format allows). */
+static uint64_t zz(int64_t x) { return (uint64_t)x << 1 ^ (uint64_t)(x >> 63); }
+
+static void delta_encode(bitbuf *bb, const int64_t *v, uint32_t n) {
+  bb_varint(bb, 128);
+  bb_varint(bb, 4);
+  bb_varint(bb, n);
+  bb_varint(bb, zz(n ? v[0] : 0));
+  for (uint32_t start = 1; start < n; start += 128) {
+    uint32_t m = n - start < 128 ? n - start : 128;
+    uint64_t d[128];
+    int64_t min = INT64_MAX;
+    for (uint32_t k = 0; k < m; k++) {
+      d[k] = (uint64_t)v[start + k] - (uint64_t)v[start + k - 1];
+      if ((int64_t)d[k] < min) min = (int64_t)d[k];
+    }
+    bb_varint(bb, zz(min));
+    int widths[4] = {0, 0, 0, 0};
+    for (uint32_t k = 0; k < m; k++) {
+      uint64_t x = d[k] - (uint64_t)min;
+      while (widths[k / 32] < 64 && (x >> widths[k / 32])) widths[k / 32]++;
+    }
+    for (int mb = 0; mb < 4; mb++) bb_byte(bb, (uint8_t)widths[mb]);
+    for (uint32_t mb = 0; mb < 4 && mb * 32 < m; mb++) {
+      size_t at = bb->n, w = (size_t)widths[mb];
+      for (size_t k = 0; k < 32 * w / 8; k++) bb_byte(bb, 0);
+      for (uint32_t k = 0; k < 32; k++) {
+        uint32_t idx = mb * 32 + k;
+        uint64_t x = idx < m ? d[idx] - (uint64_t)min : 0;
+        for (size_t b = 0; b < w; b++)
+          if (x >> b & 1) bb->b[at + (k * w + b) / 8] |= (uint8_t)(1u << ((k * w + b) % 8));
+      }
+    }
+  }
+}
+
+/* DELTA_BINARY_PACKED integers and DELTA_BYTE_ARRAY strings (which DuckDB
+** does not write) from the naive encoder above, over several blocks. */
+START_TEST(delta_encodings_by_hand) {
+  uint64_t seed = test_seed();
+  ut_rng r = ut_rng_seed(seed);
+  enum { N = 1000 };
+  static const leaf leaves[] = {{"n", PQ_INT64, 0, -1, 0, 0, 0, 0}, {"s", PQ_BYTE_ARRAY, 0, 0, 0, 0, 0, 0}};
+  cs_thrift_out o = {0};
+  write_footer_rows(&o, leaves, 2, N);
+  cs_pq_file *f;
+  cs_err err = {0};
+  ck_assert(cs_pq_parse_metadata(o.buf, o.n, "d.parquet", &f, &err) == CS_OK);
+  ck_assert(f->cols[1].type == CS_TYPE_TEXT);
+  /* Integers: runs, jumps and both extremes (deltas that wrap). */
+  int64_t v[N];
+  for (int i = 0; i < N; i++) {
+    uint64_t k = ut_rng_below(&r, 10);
+    v[i] = k == 0 ? INT64_MIN : k == 1 ? INT64_MAX : k < 5 ? (int64_t)ut_rng_u64(&r) : (i ? v[i - 1] : 0) + 3;
+  }
+  bitbuf body = {0}, chunk = {0};
+  delta_encode(&body, v, N);
+  page_with_body(&chunk, &body, N, PQ_DELTA_BINARY_PACKED);
+  cs_pq_values out = {0};
+  ck_assert_msg(cs_pq_decode_chunk(f, 0, 0, chunk.b, chunk.n, &out, &err) == CS_OK, "seed %llx: %s",
+                (unsigned long long)seed, err.msg);
+  ck_assert_msg(memcmp(out.data, v, sizeof v) == 0, "seed %llx: DELTA_BINARY_PACKED values differ",
+                (unsigned long long)seed);
+  /* Strings sharing prefixes: prefix lengths, suffix lengths, suffixes. */
+  char str[N][12];
+  int64_t pre[N], suf[N];
+  bitbuf bytes = {0};
+  for (int i = 0; i < N; i++) {
+    int len = (int)ut_rng_below(&r, 11);
+    int keep = i ? (int)ut_rng_below(&r, 12) : 0;
+    if (i && keep > (int)strlen(str[i - 1])) keep = (int)strlen(str[i - 1]);
+    if (keep > len) len = keep;
+    if (i) memcpy(str[i], str[i - 1], (size_t)keep);
+    for (int k = keep; k < len; k++) str[i][k] = (char)('a' + ut_rng_below(&r, 3));
+    str[i][len] = 0;
+    pre[i] = keep;
+    suf[i] = len - keep;
+    for (int k = keep; k < len; k++) bb_byte(&bytes, (uint8_t)str[i][k]);
+  }
+  bitbuf sbody = {0}, schunk = {0};
+  delta_encode(&sbody, pre, N);
+  delta_encode(&sbody, suf, N);
+  for (size_t i = 0; i < bytes.n; i++) bb_byte(&sbody, bytes.b[i]);
+  page_with_body(&schunk, &sbody, N, PQ_DELTA_BYTE_ARRAY);
+  ck_assert_msg(cs_pq_decode_chunk(f, 0, 1, schunk.b, schunk.n, &out, &err) == CS_OK, "seed %llx: %s",
+                (unsigned long long)seed, err.msg);
+  for (int i = 0; i < N; i++) {
+    size_t len = (size_t)(out.offsets[i + 1] - out.offsets[i]);
+    ck_assert_msg(len == strlen(str[i]) && memcmp(out.data + out.offsets[i], str[i], len) == 0,
+                  "seed %llx: string %d is '%.*s', want '%s'", (unsigned long long)seed, i, (int)len,
+                  (const char *)out.data + out.offsets[i], str[i]);
+  }
+  /* A prefix longer than the value before it is damage. */
+  pre[5] = 100;
+  bitbuf bad = {0}, bchunk = {0};
+  delta_encode(&bad, pre, N);
+  delta_encode(&bad, suf, N);
+  for (size_t i = 0; i < bytes.n; i++) bb_byte(&bad, bytes.b[i]);
+  page_with_body(&bchunk, &bad, N, PQ_DELTA_BYTE_ARRAY);
+  ck_assert(cs_pq_decode_chunk(f, 0, 1, bchunk.b, bchunk.n, &out, &err) == CS_ECORRUPT);
+  ck_assert_msg(strstr(err.msg, "column s") && strstr(err.msg, "prefix"), "%s", err.msg);
+  cs_pq_values_free(&out);
+  free(body.b), free(chunk.b), free(bytes.b), free(sbody.b), free(schunk.b), free(bad.b), free(bchunk.b);
+  cs_pq_close(f);
+  cs_thrift_out_free(&o);
+}
+END_TEST
+
 static Suite *parquet_suite(void) {
   Suite *s = suite_create("parquet");
   TCase *tc = tcase_create("core");
@@ -539,6 +659,7 @@ static Suite *parquet_suite(void) {
   tcase_add_test(tc, rle_matches_naive_encoder);
   tcase_add_test(tc, chunk_by_hand);
   tcase_add_test(tc, required_chunk_has_no_levels);
+  tcase_add_test(tc, delta_encodings_by_hand);
   suite_add_tcase(s, tc);
   return s;
 }
