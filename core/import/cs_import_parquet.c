@@ -267,6 +267,15 @@ cs_rc cs_import_parquet(const char *path, const char *source, const cs_import_op
   pq_import im = {.path = path, .opt = opt, .res = res, .err = err};
   im.threads = opt->threads > 1 ? (opt->threads < MAX_THREADS ? opt->threads : MAX_THREADS) : 1;
   res->format = CS_FORMAT_PARQUET;
+  const char *text_only = opt->header != CS_HEADER_AUTO ? "header="
+                          : opt->delim                  ? "delim="
+                          : opt->quote                  ? "quote="
+                          : opt->has_nulls              ? "nulls="
+                          : opt->skip_errors            ? "on_error=skip"
+                                                        : NULL;
+  if (text_only)
+    return fail(&im, CS_EINVAL, "colstore: %s applies to delimited text only; %s is Parquet (leave it out)",
+                text_only, source);
   if (opt->mode == CS_IMPORT_CREATE && access(path, F_OK) == 0)
     return fail(&im, CS_EEXIST,
                 "colstore: %s already exists; use mode=replace to overwrite it or mode=append to add to it",

@@ -299,6 +299,10 @@ class ParquetTest(cstest.StoreTest):
         self.assertEqual(got, [(7,)])
         self.assertSqlError(con, "SELECT colstore_import('%s', '%s', 'columns=nope', 'progress=off')" %
                             (self.path("n.cst"), f), code=None, contains=("no column nope",))
+        for opt in ("header=true", "delim=;", "nulls=NA", "on_error=skip"):
+            self.assertSqlError(con, "SELECT colstore_import('%s', '%s', '%s', 'progress=off')" %
+                                (self.path("n.cst"), f, opt), code=None,
+                                contains=(opt.split("=")[0] + "=", "delimited text only"))
         # A file cut short, and bytes that are not Parquet.
         good = self.write("cut.parquet", table_sql(10), ", COMPRESSION snappy")
         data = cstest.read_bytes(good)
