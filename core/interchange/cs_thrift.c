@@ -210,6 +210,10 @@ void cs_thrift_put_varint(cs_thrift_out *o, uint64_t v) {
   put_bytes(o, b, n);
 }
 
+/* Signed to zigzag, shifting the unsigned bits (a negative value's left
+** shift is undefined). */
+static uint64_t zigzag_of(int64_t v) { return (uint64_t)v << 1 ^ (v < 0 ? ~(uint64_t)0 : 0); }
+
 void cs_thrift_put_field(cs_thrift_out *o, int16_t id, uint8_t type) {
   int16_t *last = &o->last[o->depth];
   int delta = id - *last;
@@ -218,7 +222,7 @@ void cs_thrift_put_field(cs_thrift_out *o, int16_t id, uint8_t type) {
     put_bytes(o, &b, 1);
   } else {
     put_bytes(o, &type, 1);
-    cs_thrift_put_varint(o, (uint64_t)(((int64_t)id << 1) ^ ((int64_t)id >> 63)));
+    cs_thrift_put_varint(o, zigzag_of(id));
   }
   *last = id;
 }
@@ -230,7 +234,7 @@ void cs_thrift_put_i64(cs_thrift_out *o, int16_t id, uint8_t type, int64_t v) {
     put_bytes(o, &b, 1);
     return;
   }
-  cs_thrift_put_varint(o, (uint64_t)(v << 1) ^ (uint64_t)(v >> 63));
+  cs_thrift_put_varint(o, zigzag_of(v));
 }
 
 void cs_thrift_put_binary(cs_thrift_out *o, int16_t id, const void *p, uint32_t n) {

@@ -590,7 +590,10 @@ START_TEST(delta_encodings_by_hand) {
   int64_t v[N];
   for (int i = 0; i < N; i++) {
     uint64_t k = ut_rng_below(&r, 10);
-    v[i] = k == 0 ? INT64_MIN : k == 1 ? INT64_MAX : k < 5 ? (int64_t)ut_rng_u64(&r) : (i ? v[i - 1] : 0) + 3;
+    v[i] = k == 0   ? INT64_MIN
+           : k == 1 ? INT64_MAX
+           : k < 5  ? (int64_t)ut_rng_u64(&r)
+                    : (int64_t)((uint64_t)(i ? v[i - 1] : 0) + 3);
   }
   bitbuf body = {0}, chunk = {0};
   delta_encode(&body, v, N);
