@@ -7,11 +7,11 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 PACKAGES   := sqlite3 libsqlite3-dev libnuma-dev libxxhash-dev check libsubunit-dev \
               cmake pkg-config gcc make python3 python3-numpy clang-format zlib1g-dev libzstd-dev \
               python3-venv python3-pip python3-setuptools python3-wheel \
-              python3-pandas python3-dask python3-distributed
+              python3-pandas python3-dask python3-distributed libsnappy-dev liblz4-dev
 
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= fuzz_store fuzz_filter fuzz_writer fuzz_import
+FUZZ_TARGETS ?= fuzz_store fuzz_filter fuzz_writer fuzz_import fuzz_parquet
 # clang, its sanitizer and libFuzzer runtimes, and its OpenMP runtime: only
 # `make fuzz` and `make fuzz-build` need them.
 FUZZ_PACKAGES := clang libclang-rt-dev libomp-dev

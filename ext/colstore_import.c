@@ -1,6 +1,6 @@
 /*
 ** colstore_import.c - colstore_import(path, source [, 'option=value' ...]):
-** delimited text files into a new store, or appended to one.
+** delimited text or Parquet files into a new store, or appended to one.
 **
 ** The work is core's (core/import/cs_import.c); this file turns the SQL
 ** arguments into cs_import_options, the result into the contract's JSON
@@ -143,8 +143,13 @@ static char *parse_option(parsed_options *po, const char *arg) {
     csx_progress_option(arg, &po->progress, &zErr);
     return zErr;
   } else if (IS("format")) {
-    if (sqlite3_stricmp(v, "csv") != 0)
-      return option_error("colstore: format=%s: this build imports delimited text only (format=csv)", v);
+    if (sqlite3_stricmp(v, "csv") == 0)
+      o->format = CS_FORMAT_CSV;
+    else if (sqlite3_stricmp(v, "parquet") == 0)
+      o->format = CS_FORMAT_PARQUET;
+    else
+      return option_error("colstore: format=%s: this build imports csv and parquet (Arrow is not built yet)",
+                          v);
   } else {
     return sqlite3_mprintf(
         "colstore: unknown colstore_import option '%.*s' (mode, columns, header, delim, quote, nulls, "
@@ -196,10 +201,14 @@ static char *result_json(sqlite3 *db, const cs_import_result *res, double ms) {
     append_json_text(s, res->rejects[i].reason);
     sqlite3_str_appendchar(s, 1, '}');
   }
-  char delim[2] = {res->delim, 0};
-  sqlite3_str_appendall(s, "],\"delim\":");
-  append_json_text(s, delim);
-  sqlite3_str_appendf(s, ",\"header\":%s}", res->header ? "true" : "false");
+  sqlite3_str_appendchar(s, 1, ']');
+  if (res->format != CS_FORMAT_PARQUET) { /* what text detection decided */
+    char delim[2] = {res->delim, 0};
+    sqlite3_str_appendall(s, ",\"delim\":");
+    append_json_text(s, delim);
+    sqlite3_str_appendf(s, ",\"header\":%s", res->header ? "true" : "false");
+  }
+  sqlite3_str_appendchar(s, 1, '}');
   return sqlite3_str_finish(s);
 }
 
@@ -213,11 +222,9 @@ static void fn_import(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     sqlite3_result_error_code(ctx, SQLITE_MISUSE);
     return;
   }
-  if (has_suffix(zSource, ".parquet") || has_suffix(zSource, ".arrow") || has_suffix(zSource, ".feather") ||
-      has_suffix(zSource, ".arrows")) {
+  if (has_suffix(zSource, ".arrow") || has_suffix(zSource, ".feather") || has_suffix(zSource, ".arrows")) {
     sqlite3_result_error(
-        ctx, "colstore: this build imports delimited text only; Parquet and Arrow input is not built yet",
-        -1);
+        ctx, "colstore: this build imports delimited text and Parquet; Arrow input is not built yet", -1);
     return;
   }
   parsed_options po = {.progress = CSX_PROGRESS_AUTO};
@@ -246,7 +253,7 @@ static void fn_import(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   po.opt.progress = on_progress;
   po.opt.progress_ctx = &call;
   cs_err err;
-  cs_rc rc = cs_import_text(zPath, zSource, &po.opt, &res, &err);
+  cs_rc rc = cs_import(zPath, zSource, &po.opt, &res, &err);
   double ms = csx_progress_ms(&call.prog);
   csx_progress_end(&call.prog);
   sqlite3_free(po.nulls_text);

@@ -1327,6 +1327,43 @@ done:
   return rc;
 }
 
+/* ---------------------------------------------------- the other formats */
+
+cs_rc cs__import_list_files(const char *source, cs_import_result *res, uint64_t *out_bytes_total,
+                            cs_err *err) {
+  importer imp = {.res = res, .err = err};
+  cs_rc rc = list_files(&imp, source);
+  *out_bytes_total = imp.bytes_total;
+  return rc;
+}
+
+static bool has_suffix(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && strcasecmp(s + n - k, suffix) == 0;
+}
+
+/* AUTO: a name ending .parquet, or a directory whose files all do. */
+static bool source_is_parquet(const char *source) {
+  if (has_suffix(source, ".parquet")) return true;
+  struct stat st;
+  if (stat(source, &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+  cs_import_result res = {0};
+  cs_err e = {0};
+  uint64_t bytes;
+  bool all = cs__import_list_files(source, &res, &bytes, &e) == CS_OK;
+  for (size_t i = 0; all && i < res.n_files; i++) all = has_suffix(res.files[i], ".parquet");
+  cs_import_result_free(&res);
+  return all;
+}
+
+cs_rc cs_import(const char *path, const char *source, const cs_import_options *opt, cs_import_result *res,
+                cs_err *err) {
+  cs_import_format format = opt ? opt->format : CS_FORMAT_AUTO;
+  if (format == CS_FORMAT_PARQUET || (format == CS_FORMAT_AUTO && source_is_parquet(source)))
+    return cs_import_parquet(path, source, opt, res, err);
+  return cs_import_text(path, source, opt, res, err);
+}
+
 void cs_import_result_free(cs_import_result *res) {
   if (!res) return;
   for (uint32_t i = 0; i < res->n_cols; i++) cs__mem_free((char *)res->cols[i].name);

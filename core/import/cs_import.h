@@ -1,5 +1,6 @@
 /*
-** cs_import.h - importing delimited text into a store: the public C API.
+** cs_import.h - importing delimited text and Parquet into a store: the
+** public C API.
 **
 ** colstore_import (ext/colstore_import.c) is a thin layer over this, so the
 ** importer is core code: it knows nothing of SQLite, and is tested and
@@ -29,6 +30,8 @@
 
 typedef enum cs_import_mode { CS_IMPORT_CREATE = 0, CS_IMPORT_REPLACE, CS_IMPORT_APPEND } cs_import_mode;
 typedef enum cs_import_header { CS_HEADER_AUTO = 0, CS_HEADER_YES, CS_HEADER_NO } cs_import_header;
+/* AUTO: from the source's name (.parquet, or a directory of them), else text. */
+typedef enum cs_import_format { CS_FORMAT_AUTO = 0, CS_FORMAT_CSV, CS_FORMAT_PARQUET } cs_import_format;
 
 /* What the progress callback sees, once per input block (and once at the
 ** end of each pass).  bytes_total is the sum of the input files' sizes as
@@ -50,6 +53,7 @@ typedef int (*cs_import_progress_fn)(void *ctx, const cs_import_progress *p);
 
 typedef struct cs_import_options {
   cs_import_mode mode;
+  cs_import_format format;
   cs_import_header header;
   char delim; /* 0: detected among , TAB ; | */
   char quote; /* 0: '"' */
@@ -58,10 +62,11 @@ typedef struct cs_import_options {
   bool has_nulls;
   const char *const *nulls;
   size_t n_nulls;
-  const char *columns;   /* "name TYPE [NOT NULL], ..." or NULL */
+  const char *columns;   /* text: "name TYPE [NOT NULL], ..."; Parquet: "name, ..."; or NULL */
   bool skip_errors;      /* on_error=skip: reject bad lines, go on */
   uint32_t max_rejects;  /* rejects kept in the result; 0: 10 */
-  uint32_t threads;      /* 0, 1: one; N: plain files are read in waves of N chunks, parsed in parallel */
+  uint32_t threads;      /* 0, 1: one; N: plain files are read in waves of N chunks, parsed in parallel;
+                           Parquet: a row group's columns decoded by N threads */
   uint32_t chunk_bytes;  /* threads: bytes per chunk; 0: 8 MiB (tests use tiny ones) */
   uint32_t sample_bytes; /* inferred types: the sample tried for one pass; 0: 1 MiB (tests use tiny ones) */
   cs_import_progress_fn progress;
@@ -84,8 +89,9 @@ typedef struct cs_import_result {
   size_t n_files;
   cs_import_reject *rejects; /* the first max_rejects rejects */
   size_t n_rejects;
-  char delim;  /* the delimiter used */
-  bool header; /* whether the first line of each file was a header */
+  char delim;              /* the delimiter used */
+  bool header;             /* whether the first line of each file was a header */
+  cs_import_format format; /* what was read: CS_FORMAT_PARQUET, else text */
   bool interrupted;
 } cs_import_result;
 
@@ -93,6 +99,13 @@ typedef struct cs_import_result {
 ** files in name order, or a glob pattern) into a store at path. */
 cs_rc cs_import_text(const char *path, const char *source, const cs_import_options *opt,
                      cs_import_result *res, cs_err *err);
+/* Imports Parquet files (cs_import_parquet.c): their columns, or those
+** opt->columns names, with the types Parquet gives them. */
+cs_rc cs_import_parquet(const char *path, const char *source, const cs_import_options *opt,
+                        cs_import_result *res, cs_err *err);
+/* Either, by opt->format (AUTO: the source's name decides). */
+cs_rc cs_import(const char *path, const char *source, const cs_import_options *opt, cs_import_result *res,
+                cs_err *err);
 void cs_import_result_free(cs_import_result *res);
 
 #endif

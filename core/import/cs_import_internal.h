@@ -19,6 +19,13 @@
 
 #include "cs_import.h"
 
+/* ---------------------------------------------------------- cs_import.c */
+
+/* The files source names (a file, a directory's files, a glob), in name
+** order, into res->files; *out_bytes_total their sizes. */
+cs_rc cs__import_list_files(const char *source, cs_import_result *res, uint64_t *out_bytes_total,
+                            cs_err *err);
+
 /* ------------------------------------------------------------ cs_read.c */
 
 typedef struct cs_reader cs_reader;

@@ -2,7 +2,7 @@
 ** fuzz.h - what the fuzz targets share: the libFuzzer entry points, a
 ** reader that turns the fuzzer's bytes into decisions, and a loud failure.
 **
-** Each target (fuzz_store.c, fuzz_filter.c, fuzz_writer.c) defines
+** Each target (fuzz_store.c, fuzz_filter.c, fuzz_writer.c, fuzz_parquet.c) defines
 ** LLVMFuzzerTestOneInput and is linked two ways: with clang's libFuzzer
 ** (-fsanitize=fuzzer, COLSTORE_FUZZ=ON) to search for inputs, and with
 ** replay_main.c in the normal build, where ctest feeds it every committed

@@ -24,6 +24,7 @@ case $name in
   filter) max_len=4096 ;;
   writer) max_len=8192 ;;
   import) max_len=8195 ;;
+  parquet) max_len=16384 ;;
   *) max_len=4096 ;;
 esac
 
