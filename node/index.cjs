@@ -13,7 +13,7 @@
 const fs = require('fs');
 const path = require('path');
 
-const RUNTIME_PACKAGES = 'libnuma1 libgomp1 libzstd1 zlib1g';
+const RUNTIME_PACKAGES = 'libnuma1 libgomp1 libzstd1 zlib1g libsnappy1v5 liblz4-1';
 
 function getLoadablePath() {
   const base = path.join(__dirname, 'lib', 'colstore');

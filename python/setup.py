@@ -5,8 +5,8 @@ module (colstore/colstore.so) and runs `pip wheel --no-build-isolation`
 there, with Debian's setuptools and wheel: no network.  The module is a SQLite extension, not a CPython
 extension, so the wheel is tagged for any Python 3 (py3-none) but for this
 platform only (linux_x86_64 or whatever the build machine is): it carries
-machine code.  It links against the system's libnuma, libgomp, libzstd and
-zlib (SQLite itself is the process that loads it); colstore.load() names the
+machine code.  It links against the system's libnuma, libgomp, libzstd,
+zlib, libsnappy and liblz4 (SQLite itself is the process that loads it); colstore.load() names the
 Debian packages when one is missing.
 """
 import os

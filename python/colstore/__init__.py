@@ -26,7 +26,7 @@ __all__ = ["load", "loadable_path", "rows", "mask", "read", "append", "__version
 
 # The runtime libraries the module links against, as Debian names them: what
 # a load that fails on a missing shared object asks the user to install.
-RUNTIME_PACKAGES = "libnuma1 libgomp1 libzstd1 zlib1g"
+RUNTIME_PACKAGES = "libnuma1 libgomp1 libzstd1 zlib1g libsnappy1v5 liblz4-1"
 
 
 def loadable_path():
