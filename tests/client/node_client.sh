@@ -17,13 +17,22 @@ command -v npm >/dev/null 2>&1 || node_skip "npm is not installed"
 
 NODE_CLIENT="$BUILD/node_client"
 mkdir -p "$NODE_CLIENT" || node_skip "cannot create $NODE_CLIENT"
-if ! (cd "$NODE_CLIENT" && node -e "require('better-sqlite3')" >/dev/null 2>&1); then
+# Loaded means its native addon too: require() alone succeeds while another
+# test's install is still compiling it.  The install is serialized (flock),
+# since ctest runs the Node tests side by side.
+node_client_ready() {
+  (cd "$NODE_CLIENT" && node -e "new (require('better-sqlite3'))(':memory:').close()" >/dev/null 2>&1)
+}
+exec 9>"$NODE_CLIENT/.install-lock"
+flock 9
+if ! node_client_ready; then
   [ -f "$NODE_CLIENT/package.json" ] || echo '{"name": "colstore-node-client", "private": true}' >"$NODE_CLIENT/package.json"
   log="$NODE_CLIENT/npm-install.log"
   if ! (cd "$NODE_CLIENT" && timeout "$INSTALL_TIMEOUT" npm install --no-audit --no-fund --loglevel=error \
         better-sqlite3@12 >"$log" 2>&1); then
     node_skip "npm install better-sqlite3@12 failed or took over ${INSTALL_TIMEOUT}s (see $log)"
   fi
-  (cd "$NODE_CLIENT" && node -e "require('better-sqlite3')" >/dev/null 2>&1) ||
-    node_skip "better-sqlite3 installed but does not load (no native build?); see $log"
+  node_client_ready || node_skip "better-sqlite3 installed but does not load (no native build?); see $log"
 fi
+flock -u 9
+exec 9>&-
