@@ -55,6 +55,14 @@ def columns_of(con, table):
     return [(c["name"], c["type"], c["nullable"]) for c in info["columns"]]
 
 
+def check_names(where, names, schema):
+    """A KeyError naming the first of names that is not a column of schema
+    (where: the table or source, for the message)."""
+    for name in names:
+        if name not in schema:
+            raise KeyError("colstore: %s has no column %r; its columns are %s" % (where, name, ", ".join(schema)))
+
+
 def _selection(rows_arg, mask_arg):
     if rows_arg is not None and mask_arg is not None:
         raise ValueError("colstore: give rows= or mask=, not both")
@@ -81,10 +89,7 @@ def read(con, table, columns=None, rows=None, mask=None):
     arrays of str and bytes; a column with NULLs is a numpy.ma masked array."""
     schema = {name: (kind, nullable) for name, kind, nullable in columns_of(con, table)}
     names = list(schema) if columns is None else list(columns)
-    for name in names:
-        if name not in schema:
-            raise KeyError("colstore: table %s has no column %r; its columns are %s"
-                           % (table, name, ", ".join(schema)))
+    check_names("table " + table, names, schema)
     sel = _selection(rows, mask)
     calls, params, parts = [], [], []
     for name in names:
@@ -161,34 +166,28 @@ def append(con, table, columns):
     a masked array's mask, or None in an object array.  Returns the number of
     rows appended.  Like INSERT it is part of the connection's transaction."""
     schema = {name: kind for name, kind, _ in columns_of(con, table)}
+    check_names("table " + table, columns, schema)
     args = [table]
     for name, arr in columns.items():
-        if name not in schema:
-            raise KeyError("colstore: table %s has no column %r; its columns are %s"
-                           % (table, name, ", ".join(schema)))
         kind = schema[name]
         nulls = None
+        # A NULL's slot is stored as 0 whatever it holds, but a numeric one
+        # is set to 0 here too, so the conversion checks see no junk.
         if isinstance(arr, np.ma.MaskedArray):
             nulls = np.ma.getmaskarray(arr)
-            values = arr.data
+            values = arr.data if kind in VARLEN else arr.filled(0)
         else:
             values = np.asarray(arr)  # a list with None in it becomes an object array
-            if values.dtype == object and kind not in VARLEN:
+            if values.dtype == object:
                 nulls = np.array([v is None for v in values.tolist()], dtype=bool)
-                if nulls.any():
-                    values = values.copy()
-                    values[nulls] = 0
-                values = np.asarray(values.tolist())
-            elif values.dtype == object:
-                nulls = np.array([v is None for v in values.tolist()], dtype=bool)
+                if kind not in VARLEN:
+                    values = np.asarray([0 if v is None else v for v in values.tolist()])
         if values.ndim != 1:
             raise ValueError("colstore: column %s: give a one-dimensional array" % name)
         if kind in VARLEN:
             data, offsets = _varlen_blobs(name, kind, values.astype(object, copy=False), nulls)
             args += [name, data, name + ":offsets", offsets]
         else:
-            if nulls is not None:
-                values = np.where(nulls, np.zeros((), dtype=values.dtype), values)
             args += [name, _numeric_blob(name, kind, values)]
         if nulls is not None and nulls.any():
             args += [name + ":valid", (~nulls).astype(np.uint8).tobytes()]

@@ -51,13 +51,11 @@ PANDAS_DTYPES = {
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
-def _connect(threads):
+def _connect():
     con = sqlite3.connect(":memory:", isolation_level=None)
     con.enable_load_extension(True)
     colstore.load(con)
     con.enable_load_extension(False)
-    if threads is not None:
-        con.execute("SELECT colstore_config('threads', ?)", (threads,))
     return con
 
 
@@ -78,7 +76,7 @@ def _worker_table(path, threads, by=None):
     if st is None or len(st["tables"]) >= MAX_OPEN:
         if st is not None:
             st["con"].close()
-        st = _local.state = {"con": _connect(None), "tables": {}}
+        st = _local.state = {"con": _connect(), "tables": {}}
     con, tables = st["con"], st["tables"]
     if threads is not None:
         con.execute("SELECT colstore_config('threads', ?)", (threads,))
@@ -106,7 +104,7 @@ def _quote(name):
 def dataset_info(source):
     """colstore_info of source (a store, a directory or a pattern): its files,
     their row counts and the schema, as colstore itself expands the source."""
-    con = _connect(None)
+    con = _connect()
     try:
         return json.loads(con.execute("SELECT colstore_info(?)", (source,)).fetchone()[0])
     finally:
@@ -167,9 +165,7 @@ def read(source, columns=None, where=None, threads=1):
     info = dataset_info(source)
     schema = {c["name"]: (c["type"], c["nullable"]) for c in info["columns"]}
     names = list(schema) if columns is None else list(columns)
-    for name in names:
-        if name not in schema:
-            raise KeyError("colstore: %s has no column %r; its columns are %s" % (source, name, ", ".join(schema)))
+    arrays.check_names(source, names, schema)
     files, counts = info["files"], info["file_rows"]
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     divisions = None
@@ -294,8 +290,6 @@ def aggregate(source, by, where=None, threads=1):
         by = [by]
     info = dataset_info(source)
     schema = {c["name"]: c["type"] for c in info["columns"]}
-    for k in by:
-        if k not in schema:
-            raise KeyError("colstore: %s has no column %r; its columns are %s" % (source, k, ", ".join(schema)))
+    arrays.check_names(source, by, schema)
     parts = [dask.delayed(_aggregate_file, pure=False)(f, list(by), where, threads, schema) for f in info["files"]]
     return dask.delayed(_combine, pure=False)(parts, list(by), schema).compute()
