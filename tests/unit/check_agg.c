@@ -108,7 +108,7 @@ static void gen_cell(ut_rng *r, uint32_t c, uint64_t row, ut_cell *cell) {
     ut_cell_set_float(cell, t, p[ut_rng_below(r, 6)]);
   } else if (cs_type_is_integer(t)) {
     int64_t lo, hi;
-    ut_int_range(t, &lo, &hi);
+    cs_type_int_range(t, &lo, &hi);
     uint64_t k = ut_rng_below(r, 8);
     int64_t v = k == 0   ? lo
                 : k == 1 ? hi

@@ -415,7 +415,7 @@ START_TEST(test_round_trip_integer_extremes_of_each_width) {
     ut_cell *c = ut_table_add_row(t);
     for (uint32_t col = 0; col < schema.n_cols; col++) {
       int64_t lo, hi;
-      ut_int_range(cols[col].type, &lo, &hi);
+      cs_type_int_range(cols[col].type, &lo, &hi);
       const int64_t v[6] = {lo, hi, 0, lo + 1, hi - 1, hi / 2};
       ut_cell_set_int(&c[col], v[pick]);
     }
@@ -424,7 +424,7 @@ START_TEST(test_round_trip_integer_extremes_of_each_width) {
   cs_store *s = ut_open_ok(sc.path, CS_VERIFY_FULL, "integer extremes");
   for (uint32_t col = 0; col < schema.n_cols; col++) {
     int64_t lo, hi;
-    ut_int_range(cols[col].type, &lo, &hi);
+    cs_type_int_range(cols[col].type, &lo, &hi);
     const cs_chunk *ch = cs_store_chunk(s, 0, col);
     ck_assert_msg(ch->min.i == lo && ch->max.i == hi,
                   "%s: zone map %" PRId64 "..%" PRId64 ", expected %" PRId64 "..%" PRId64, cols[col].name,
@@ -777,7 +777,7 @@ START_TEST(test_random_tables_round_trip_with_correct_metadata) {
       cs_type type = cols[col].type;
       if (ascending[col] && cs_type_is_integer(type) && type != CS_TYPE_BOOL) {
         int64_t lo, hi;
-        ut_int_range(type, &lo, &hi);
+        cs_type_int_range(type, &lo, &hi);
         int64_t step = (int64_t)ut_rng_below(&r, 3);
         int64_t prev = row ? ut_table_cell(t, row - 1, col)->i : lo;
         ut_cell_set_int(&c[col], prev > hi - step ? hi : prev + step);

@@ -124,7 +124,7 @@ static void gen_cell(ut_rng *r, const ocol *c, unsigned null_permille, ut_cell *
     default: break; /* FL_LOW */
   }
   if (cs_type_is_integer(c->type)) {
-    ut_int_range(c->type, &lo, &hi);
+    cs_type_int_range(c->type, &lo, &hi);
     const int64_t picks[] = {lo, hi, -2, -1, 0, 1, 2, 3};
     int64_t v = picks[ut_rng_below(r, 8)];
     ut_cell_set_int(cell, v < lo ? lo : v > hi ? hi : v);

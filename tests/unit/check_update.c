@@ -126,7 +126,7 @@ static ut_table *edge_values(void) {
     ut_cell_set_int(&c[0], 1000 + row);
     for (int k = 1; k <= 7; k++) {
       int64_t lo, hi;
-      ut_int_range(all_cols[k].type, &lo, &hi);
+      cs_type_int_range(all_cols[k].type, &lo, &hi);
       if (row == 0)
         ut_cell_set_int(&c[k], lo);
       else if (row == 1)

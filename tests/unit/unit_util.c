@@ -256,19 +256,6 @@ void ut_cell_set_bytes(ut_cell *c, const void *p, uint64_t n) {
   c->len = n;
 }
 
-void ut_int_range(cs_type type, int64_t *lo, int64_t *hi) {
-  switch (type) {
-    case CS_TYPE_INT8: *lo = INT8_MIN, *hi = INT8_MAX; break;
-    case CS_TYPE_INT16: *lo = INT16_MIN, *hi = INT16_MAX; break;
-    case CS_TYPE_INT32: *lo = INT32_MIN, *hi = INT32_MAX; break;
-    case CS_TYPE_UINT8: *lo = 0, *hi = UINT8_MAX; break;
-    case CS_TYPE_UINT16: *lo = 0, *hi = UINT16_MAX; break;
-    case CS_TYPE_UINT32: *lo = 0, *hi = UINT32_MAX; break;
-    case CS_TYPE_BOOL: *lo = 0, *hi = 1; break;
-    default: *lo = INT64_MIN, *hi = INT64_MAX; break;
-  }
-}
-
 /* Appends one code point as UTF-8. */
 static size_t utf8_put(uint8_t *p, uint32_t cp) {
   if (cp < 0x80) return p[0] = (uint8_t)cp, 1;
@@ -291,7 +278,7 @@ void ut_cell_random(ut_rng *r, cs_type type, bool nullable, unsigned null_permil
   bool edge = ut_rng_below(r, 6) == 0;
   if (cs_type_is_integer(type)) {
     int64_t lo, hi;
-    ut_int_range(type, &lo, &hi);
+    cs_type_int_range(type, &lo, &hi);
     if (edge) {
       const int64_t picks[] = {lo, hi, 0, 1, -1, lo + 1, hi - 1};
       int64_t v = picks[ut_rng_below(r, 7)];

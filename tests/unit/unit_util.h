@@ -107,10 +107,6 @@ void ut_table_free(ut_table *t);
 ut_cell *ut_table_add_row(ut_table *t);
 ut_cell *ut_table_cell(const ut_table *t, uint64_t row, uint32_t col);
 
-/* The range of an integer type (BOOL: 0..1; INT64 and anything else: the
-** int64 range). */
-void ut_int_range(cs_type type, int64_t *lo, int64_t *hi);
-
 /* Setters that keep a cell exactly as the writer will store it. */
 void ut_cell_set_null(ut_cell *c);
 void ut_cell_set_int(ut_cell *c, int64_t v);
