@@ -95,15 +95,14 @@ typedef struct importer {
 
 /* ------------------------------------------------------------- messages */
 
-static cs_rc fail(importer *imp, cs_rc code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static cs_rc fail(importer *imp, cs_rc code, const char *fmt, ...) {
-  if (imp->err->code != CS_OK) return imp->err->code; /* keep the first */
+cs_rc cs__import_fail(cs_err *err, cs_rc code, const char *fmt, ...) {
+  if (err->code != CS_OK) return err->code; /* keep the first */
   va_list ap;
   va_start(ap, fmt);
   char msg[CS_ERR_MSG_BYTES];
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return cs_err_set(imp->err, code, "%s", msg);
+  return cs_err_set(err, code, "%s", msg);
 }
 
 /* A value for a message: at most 60 bytes, cut at a character boundary. */
@@ -185,14 +184,14 @@ static cs_rc merge_sink(importer *imp, sink *s, const char *file, uint64_t line_
     char *reason = s->rejects[i].reason;
     if (rc == CS_OK && res->n_rejects < imp->max_rejects) {
       if (!res->rejects && !(res->rejects = cs__mem_calloc(imp->max_rejects, sizeof *res->rejects))) {
-        rc = fail(imp, CS_ENOMEM, "colstore: out of memory");
+        rc = cs__import_fail(imp->err, CS_ENOMEM, "colstore: out of memory");
       } else {
         cs_import_reject *r = &res->rejects[res->n_rejects++];
         r->file = cs__mem_strdup(file);
         r->line = s->rejects[i].line + line_base;
         r->reason = reason;
         reason = NULL;
-        if (!r->file) rc = fail(imp, CS_ENOMEM, "colstore: out of memory");
+        if (!r->file) rc = cs__import_fail(imp->err, CS_ENOMEM, "colstore: out of memory");
       }
     }
     cs__mem_free(reason);
@@ -201,9 +200,9 @@ static cs_rc merge_sink(importer *imp, sink *s, const char *file, uint64_t line_
   if (rc != CS_OK) return rc;
   if (s->fail_code != CS_OK) {
     if (s->fail_line)
-      return fail(imp, s->fail_code, "colstore: %s line %llu: %s", file,
-                  (unsigned long long)(s->fail_line + line_base), s->fail_reason);
-    return fail(imp, s->fail_code, "colstore: %s", s->fail_reason);
+      return cs__import_fail(imp->err, s->fail_code, "colstore: %s line %llu: %s", file,
+                             (unsigned long long)(s->fail_line + line_base), s->fail_reason);
+    return cs__import_fail(imp->err, s->fail_code, "colstore: %s", s->fail_reason);
   }
   return CS_OK;
 }
@@ -227,12 +226,12 @@ static cs_rc add_file(importer *imp, const char *name, size_t *cap) {
   if (res->n_files == *cap) {
     size_t c = *cap ? *cap * 2 : 8;
     char **f = cs__mem_realloc(res->files, c * sizeof *f);
-    if (!f) return fail(imp, CS_ENOMEM, "colstore: out of memory");
+    if (!f) return cs__import_fail(imp->err, CS_ENOMEM, "colstore: out of memory");
     res->files = f;
     *cap = c;
   }
   if (!(res->files[res->n_files] = cs__mem_strdup(name)))
-    return fail(imp, CS_ENOMEM, "colstore: out of memory");
+    return cs__import_fail(imp->err, CS_ENOMEM, "colstore: out of memory");
   res->n_files++;
   return CS_OK;
 }
@@ -245,19 +244,24 @@ static cs_rc list_files(importer *imp, const char *source) {
   if (strpbrk(source, "*?[")) {
     glob_t g;
     int grc = glob(source, 0, NULL, &g);
-    if (grc == GLOB_NOMATCH) return fail(imp, CS_ENOENT, "colstore: no file matches %s", source);
-    if (grc != 0) return fail(imp, CS_EIO, "colstore: cannot list the files matching %s", source);
+    if (grc == GLOB_NOMATCH)
+      return cs__import_fail(imp->err, CS_ENOENT, "colstore: no file matches %s", source);
+    if (grc != 0)
+      return cs__import_fail(imp->err, CS_EIO, "colstore: cannot list the files matching %s", source);
     cs_rc rc = CS_OK;
     for (size_t i = 0; i < g.gl_pathc && rc == CS_OK; i++)
       if (stat(g.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode)) rc = add_file(imp, g.gl_pathv[i], &cap);
     globfree(&g);
     if (rc != CS_OK) return rc;
-    if (imp->res->n_files == 0) return fail(imp, CS_ENOENT, "colstore: no file matches %s", source);
+    if (imp->res->n_files == 0)
+      return cs__import_fail(imp->err, CS_ENOENT, "colstore: no file matches %s", source);
   } else if (stat(source, &st) != 0) {
-    return fail(imp, CS_ENOENT, "colstore: cannot read %s: %s", source, strerror(errno));
+    return cs__import_fail(imp->err, CS_ENOENT, "colstore: cannot read %s: %s", source, strerror(errno));
   } else if (S_ISDIR(st.st_mode)) {
     DIR *d = opendir(source);
-    if (!d) return fail(imp, CS_EIO, "colstore: cannot list the directory %s: %s", source, strerror(errno));
+    if (!d)
+      return cs__import_fail(imp->err, CS_EIO, "colstore: cannot list the directory %s: %s", source,
+                             strerror(errno));
     struct dirent *e;
     size_t slen = strlen(source);
     bool slash = slen > 0 && source[slen - 1] == '/';
@@ -266,7 +270,7 @@ static cs_rc list_files(importer *imp, const char *source) {
       if (e->d_name[0] == '.') continue;
       char *full = cs__mem_malloc(slen + strlen(e->d_name) + 2);
       if (!full) {
-        rc = fail(imp, CS_ENOMEM, "colstore: out of memory");
+        rc = cs__import_fail(imp->err, CS_ENOMEM, "colstore: out of memory");
         break;
       }
       sprintf(full, "%s%s%s", source, slash ? "" : "/", e->d_name);
@@ -276,7 +280,7 @@ static cs_rc list_files(importer *imp, const char *source) {
     closedir(d);
     if (rc != CS_OK) return rc;
     if (imp->res->n_files == 0)
-      return fail(imp, CS_ENOENT, "colstore: the directory %s holds no files", source);
+      return cs__import_fail(imp->err, CS_ENOENT, "colstore: the directory %s holds no files", source);
   } else {
     cs_rc rc = add_file(imp, source, &cap);
     if (rc != CS_OK) return rc;
@@ -363,9 +367,11 @@ static cs_rc read_first_record(importer *imp) {
     }
   }
   if (imp->res->n_files == 1)
-    return fail(imp, CS_EINVAL, "colstore: %s is empty: there are no columns to import", imp->res->files[0]);
-  return fail(imp, CS_EINVAL, "colstore: the %zu files are all empty: there are no columns to import",
-              imp->res->n_files);
+    return cs__import_fail(imp->err, CS_EINVAL, "colstore: %s is empty: there are no columns to import",
+                           imp->res->files[0]);
+  return cs__import_fail(imp->err, CS_EINVAL,
+                         "colstore: the %zu files are all empty: there are no columns to import",
+                         imp->res->n_files);
 }
 
 /* header=auto: the first line is a header when each of its fields is
@@ -389,13 +395,13 @@ static bool looks_like_header(const cs_record *rec) {
 
 static cs_rc set_column(importer *imp, uint32_t i, const char *name, size_t n, cs_type type, bool nullable) {
   if (n == 0 || n > CS_NAME_MAX_BYTES)
-    return fail(imp, CS_EINVAL, "colstore: column %u: a name must have 1 to %d bytes", i + 1,
-                CS_NAME_MAX_BYTES);
+    return cs__import_fail(imp->err, CS_EINVAL, "colstore: column %u: a name must have 1 to %d bytes", i + 1,
+                           CS_NAME_MAX_BYTES);
   for (uint32_t k = 0; k < i; k++)
     if (strlen(imp->cols[k].name) == n && strncasecmp(imp->cols[k].name, name, n) == 0)
-      return fail(imp, CS_EINVAL, "colstore: two columns are named %.*s", (int)n, name);
+      return cs__import_fail(imp->err, CS_EINVAL, "colstore: two columns are named %.*s", (int)n, name);
   char *copy = cs__mem_malloc(n + 1);
-  if (!copy) return fail(imp, CS_ENOMEM, "colstore: out of memory");
+  if (!copy) return cs__import_fail(imp->err, CS_ENOMEM, "colstore: out of memory");
   memcpy(copy, name, n);
   copy[n] = 0;
   imp->cols[i] = (cs_column){copy, type, nullable};
@@ -404,11 +410,12 @@ static cs_rc set_column(importer *imp, uint32_t i, const char *name, size_t n, c
 
 static cs_rc alloc_columns(importer *imp, uint32_t n) {
   if (n > CS_MAX_COLUMNS)
-    return fail(imp, CS_EINVAL, "colstore: %u columns; a store holds at most %d", n, CS_MAX_COLUMNS);
+    return cs__import_fail(imp->err, CS_EINVAL, "colstore: %u columns; a store holds at most %d", n,
+                           CS_MAX_COLUMNS);
   imp->cols = cs__mem_calloc(n ? n : 1, sizeof *imp->cols);
   imp->guess = cs__mem_calloc(n ? n : 1, sizeof *imp->guess);
   imp->res->cols = imp->cols;
-  if (!imp->cols || !imp->guess) return fail(imp, CS_ENOMEM, "colstore: out of memory");
+  if (!imp->cols || !imp->guess) return cs__import_fail(imp->err, CS_ENOMEM, "colstore: out of memory");
   imp->n_cols = imp->res->n_cols = n; /* the result frees the names it counts */
   return CS_OK;
 }
@@ -437,8 +444,9 @@ static cs_rc parse_columns(importer *imp, const char *spec) {
     const char *name_end = s;
     while (name_end < e && *name_end != ' ' && *name_end != '\t') name_end++;
     if (name_end == s)
-      return fail(imp, CS_EINVAL, "colstore: columns=: item %u is empty; write 'name TYPE [NOT NULL], ...'",
-                  i + 1);
+      return cs__import_fail(imp->err, CS_EINVAL,
+                             "colstore: columns=: item %u is empty; write 'name TYPE [NOT NULL], ...'",
+                             i + 1);
     const char *type = skip_space(name_end, e);
     bool nullable = true;
     if (e - type >= 8 && strncasecmp(e - 8, "NOT NULL", 8) == 0 &&
@@ -447,13 +455,13 @@ static cs_rc parse_columns(importer *imp, const char *spec) {
       e = trim_end(type, e - 8);
     }
     if (type == e)
-      return fail(imp, CS_EINVAL,
-                  "colstore: columns=: column %.*s has no type; write 'name TYPE [NOT NULL], ...'",
-                  (int)(name_end - s), s);
+      return cs__import_fail(imp->err, CS_EINVAL,
+                             "colstore: columns=: column %.*s has no type; write 'name TYPE [NOT NULL], ...'",
+                             (int)(name_end - s), s);
     cs_type t = cs_type_parse(type, (size_t)(e - type));
     if (t == 0)
-      return fail(imp, CS_EINVAL, "colstore: columns=: column %.*s: unknown type '%.*s'", (int)(name_end - s),
-                  s, (int)(e - type), type);
+      return cs__import_fail(imp->err, CS_EINVAL, "colstore: columns=: column %.*s: unknown type '%.*s'",
+                             (int)(name_end - s), s, (int)(e - type), type);
     if ((rc = set_column(imp, i, s, (size_t)(name_end - s), t, nullable)) != CS_OK) return rc;
     item = end + 1;
   }
@@ -474,8 +482,9 @@ static cs_rc plan_columns(importer *imp, const cs_schema *store_schema) {
   if (imp->opt->columns) {
     if ((rc = parse_columns(imp, imp->opt->columns)) != CS_OK) return rc;
     if (imp->n_cols != first->n_fields)
-      return fail(imp, CS_EINVAL, "colstore: columns= names %u columns but %s line %llu has %u fields",
-                  imp->n_cols, file0, (unsigned long long)first->line, first->n_fields);
+      return cs__import_fail(imp->err, CS_EINVAL,
+                             "colstore: columns= names %u columns but %s line %llu has %u fields",
+                             imp->n_cols, file0, (unsigned long long)first->line, first->n_fields);
   } else if (store_schema) {
     if ((rc = alloc_columns(imp, store_schema->n_cols)) != CS_OK) return rc;
     for (uint32_t i = 0; i < imp->n_cols; i++) {
@@ -483,9 +492,9 @@ static cs_rc plan_columns(importer *imp, const cs_schema *store_schema) {
       if ((rc = set_column(imp, i, c->name, strlen(c->name), c->type, c->nullable)) != CS_OK) return rc;
     }
     if (imp->n_cols != first->n_fields)
-      return fail(imp, CS_EINVAL,
-                  "colstore: mode=append: the store has %u columns but %s line %llu has %u fields",
-                  imp->n_cols, file0, (unsigned long long)first->line, first->n_fields);
+      return cs__import_fail(imp->err, CS_EINVAL,
+                             "colstore: mode=append: the store has %u columns but %s line %llu has %u fields",
+                             imp->n_cols, file0, (unsigned long long)first->line, first->n_fields);
   } else {
     if ((rc = alloc_columns(imp, first->n_fields)) != CS_OK) return rc;
     for (uint32_t i = 0; i < imp->n_cols; i++) {
@@ -495,8 +504,9 @@ static cs_rc plan_columns(importer *imp, const cs_schema *store_schema) {
       if (!imp->header)
         n = (size_t)snprintf(fallback, sizeof fallback, "c%u", i), name = fallback;
       else if (!cs_utf8_valid((const uint8_t *)name, n))
-        return fail(imp, CS_EINVAL, "colstore: %s line %llu: the header's field %u is not valid UTF-8", file0,
-                    (unsigned long long)first->line, i + 1);
+        return cs__import_fail(imp->err, CS_EINVAL,
+                               "colstore: %s line %llu: the header's field %u is not valid UTF-8", file0,
+                               (unsigned long long)first->line, i + 1);
       if ((rc = set_column(imp, i, name, n, CS_TYPE_TEXT, true)) != CS_OK) return rc;
       imp->guess[i] = (column_guess){true, true, 0};
     }
@@ -513,16 +523,18 @@ static cs_rc plan_columns(importer *imp, const cs_schema *store_schema) {
       size_t hn = strlen(name);
       if (!imp->opt->columns && imp->header) name = (const char *)cs_record_field(first, i, &hn);
       if ((imp->opt->columns || imp->header) && (hn != n || strncasecmp(name, want->name, n) != 0))
-        return fail(imp, CS_ESCHEMA, "colstore: mode=append: column %u is %s in the store but %.*s in %s",
-                    i + 1, want->name, (int)hn, name, imp->opt->columns ? "columns=" : file0);
+        return cs__import_fail(imp->err, CS_ESCHEMA,
+                               "colstore: mode=append: column %u is %s in the store but %.*s in %s", i + 1,
+                               want->name, (int)hn, name, imp->opt->columns ? "columns=" : file0);
       if (have->type != want->type)
-        return fail(imp, CS_ESCHEMA,
-                    "colstore: mode=append: column %s is %s in the store but %s in columns=", want->name,
-                    cs_type_name(want->type), cs_type_name(have->type));
+        return cs__import_fail(imp->err, CS_ESCHEMA,
+                               "colstore: mode=append: column %s is %s in the store but %s in columns=",
+                               want->name, cs_type_name(want->type), cs_type_name(have->type));
       if (have->nullable != want->nullable)
-        return fail(imp, CS_ESCHEMA,
-                    "colstore: mode=append: column %s is %s in the store but %s in columns=", want->name,
-                    want->nullable ? "nullable" : "NOT NULL", have->nullable ? "nullable" : "NOT NULL");
+        return cs__import_fail(
+            imp->err, CS_ESCHEMA,
+            "colstore: mode=append: column %s is %s in the store but %s in columns=", want->name,
+            want->nullable ? "nullable" : "NOT NULL", have->nullable ? "nullable" : "NOT NULL");
     }
   }
   return CS_OK;
@@ -634,9 +646,10 @@ static cs_rc check_header(importer *imp, size_t file_index, const cs_record *rec
               (rec->n_bytes == 0 || memcmp(rec->data, h->data, rec->n_bytes) == 0);
   for (uint32_t i = 0; same && i < rec->n_fields; i++) same = rec->ends[i] == h->ends[i];
   if (!same)
-    return fail(imp, CS_EINVAL,
-                "colstore: %s line %llu: the header differs from %s's; files imported together must share it",
-                imp->res->files[file_index], (unsigned long long)rec->line, imp->res->files[imp->first_file]);
+    return cs__import_fail(
+        imp->err, CS_EINVAL,
+        "colstore: %s line %llu: the header differs from %s's; files imported together must share it",
+        imp->res->files[file_index], (unsigned long long)rec->line, imp->res->files[imp->first_file]);
   return CS_OK;
 }
 
@@ -762,7 +775,7 @@ static bool report(importer *imp, bool finished) {
                           imp->bytes_total, imp->pass_rows, finished};
   if (imp->opt->progress(imp->opt->progress_ctx, &p) != 0) {
     imp->interrupted = imp->res->interrupted = true;
-    fail(imp, CS_EINVAL, "colstore: interrupted");
+    cs__import_fail(imp->err, CS_EINVAL, "colstore: interrupted");
     return false;
   }
   return true;
@@ -979,16 +992,16 @@ static cs_rc run_file_parallel(importer *imp, size_t f, uint64_t size) {
   int fd = open(file, O_RDONLY | O_CLOEXEC);
   cs_rc rc = CS_OK;
   if (!buf || !jobs || !bounds)
-    rc = fail(imp, CS_ENOMEM, "colstore: out of memory");
+    rc = cs__import_fail(imp->err, CS_ENOMEM, "colstore: out of memory");
   else if (fd < 0)
-    rc = fail(imp, CS_EIO, "colstore: cannot open %s: %s", file, strerror(errno));
+    rc = cs__import_fail(imp->err, CS_EIO, "colstore: cannot open %s: %s", file, strerror(errno));
   uint64_t off = 0, line_base = 0, raw_before = imp->pass_bytes_done;
   bool first = true, after_cr = false;
   while (rc == CS_OK && off < size) {
     size_t n = size - off < region_cap ? (size_t)(size - off) : region_cap;
     if (!read_at(fd, buf, n, off)) {
-      rc = fail(imp, CS_EIO, "colstore: cannot read %s: %s", file,
-                errno ? strerror(errno) : "it shrank while read");
+      rc = cs__import_fail(imp->err, CS_EIO, "colstore: cannot read %s: %s", file,
+                           errno ? strerror(errno) : "it shrank while read");
       break;
     }
     bool at_eof = off + n == size;
@@ -1095,7 +1108,7 @@ static cs_rc run_file_parallel(importer *imp, size_t f, uint64_t size) {
       region_cap *= 2;
       uint8_t *bigger = cs__mem_realloc(buf, region_cap);
       if (!bigger) {
-        rc = fail(imp, CS_ENOMEM, "colstore: out of memory");
+        rc = cs__import_fail(imp->err, CS_ENOMEM, "colstore: out of memory");
         break;
       }
       buf = bigger;
@@ -1181,7 +1194,7 @@ static cs_rc sample_types(importer *imp) {
   s->fail_code = CS_OK;
   if (usable) {
     if (!(imp->spec_unknown = cs__mem_calloc(imp->n_cols ? imp->n_cols : 1, sizeof *imp->spec_unknown)))
-      return fail(imp, CS_ENOMEM, "colstore: out of memory");
+      return cs__import_fail(imp->err, CS_ENOMEM, "colstore: out of memory");
     for (uint32_t i = 0; i < imp->n_cols; i++) {
       imp->cols[i].type = guessed_type(&s->guess[i]);
       imp->spec_unknown[i] = s->guess[i].non_null == 0;
@@ -1217,9 +1230,10 @@ static cs_rc write_all(importer *imp, const cs_writer_options *wopt) {
   if (!imp->writer && (rc = cs_writer_create(imp->path, &schema, wopt, &imp->writer, err)) != CS_OK) {
     if (rc == CS_EEXIST) {
       *err = (cs_err){0};
-      rc = fail(imp, CS_EEXIST,
-                "colstore: %s already exists; use mode=replace to overwrite it or mode=append to add to it",
-                imp->path);
+      rc = cs__import_fail(
+          imp->err, CS_EEXIST,
+          "colstore: %s already exists; use mode=replace to overwrite it or mode=append to add to it",
+          imp->path);
     }
     return rc;
   }
@@ -1272,16 +1286,17 @@ cs_rc cs_import_text(const char *path, const char *source, const cs_import_optio
   imp.max_rejects = opt->max_rejects ? opt->max_rejects : DEFAULT_MAX_REJECTS;
   cs_rc rc = CS_OK;
   if (opt->delim && (opt->delim == imp.quote || opt->delim == '\n' || opt->delim == '\r'))
-    return fail(&imp, CS_EINVAL, "colstore: the delimiter must differ from the quote and from CR and LF");
+    return cs__import_fail(imp.err, CS_EINVAL,
+                           "colstore: the delimiter must differ from the quote and from CR and LF");
   if (imp.quote == '\n' || imp.quote == '\r')
-    return fail(&imp, CS_EINVAL, "colstore: the quote must not be CR or LF");
+    return cs__import_fail(imp.err, CS_EINVAL, "colstore: the quote must not be CR or LF");
   if (opt->mode == CS_IMPORT_CREATE && access(path, F_OK) == 0)
-    return fail(&imp, CS_EEXIST,
-                "colstore: %s already exists; use mode=replace to overwrite it or mode=append to add to it",
-                path);
+    return cs__import_fail(
+        imp.err, CS_EEXIST,
+        "colstore: %s already exists; use mode=replace to overwrite it or mode=append to add to it", path);
   if ((rc = list_files(&imp, source)) != CS_OK) goto done;
   if (!(imp.block = cs__mem_malloc(BLOCK_BYTES))) {
-    rc = fail(&imp, CS_ENOMEM, "colstore: out of memory");
+    rc = cs__import_fail(imp.err, CS_ENOMEM, "colstore: out of memory");
     goto done;
   }
   cs_writer_options wopt = {.replace = opt->mode == CS_IMPORT_REPLACE, .lock_timeout_ms = 10000};
@@ -1294,13 +1309,13 @@ cs_rc cs_import_text(const char *path, const char *source, const cs_import_optio
   imp.threads = opt->threads > 1 ? (opt->threads < MAX_THREADS ? opt->threads : MAX_THREADS) : 1;
   imp.chunk_bytes = opt->chunk_bytes ? opt->chunk_bytes : CHUNK_BYTES;
   if (!(imp.sinks = cs__mem_calloc(imp.threads, sizeof *imp.sinks))) {
-    rc = fail(&imp, CS_ENOMEM, "colstore: out of memory");
+    rc = cs__import_fail(imp.err, CS_ENOMEM, "colstore: out of memory");
     goto done;
   }
   if (imp.passes == 2) {
     for (uint32_t k = 0; k < imp.threads; k++) {
       if (!(imp.sinks[k].guess = cs__mem_calloc(imp.n_cols ? imp.n_cols : 1, sizeof *imp.sinks[k].guess))) {
-        rc = fail(&imp, CS_ENOMEM, "colstore: out of memory");
+        rc = cs__import_fail(imp.err, CS_ENOMEM, "colstore: out of memory");
         goto done;
       }
       for (uint32_t i = 0; i < imp.n_cols; i++) imp.sinks[k].guess[i] = (column_guess){true, true, 0};

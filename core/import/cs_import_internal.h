@@ -21,6 +21,11 @@
 
 /* ---------------------------------------------------------- cs_import.c */
 
+/* Sets err to the message unless err already holds an error: the first
+** failure of an import is the one reported (a later one is often its
+** consequence).  Returns err's code. */
+cs_rc cs__import_fail(cs_err *err, cs_rc code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* The files source names (a file, a directory's files, a glob), in name
 ** order, into res->files; *out_bytes_total their sizes. */
 cs_rc cs__import_list_files(const char *source, cs_import_result *res, uint64_t *out_bytes_total,

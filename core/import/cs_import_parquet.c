@@ -23,7 +23,6 @@
 ** no inference pass, so one pass reads every file once.
 */
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,17 +59,6 @@ typedef struct pq_import {
   uint64_t bytes_total, bytes_done, rows;
 } pq_import;
 
-static cs_rc fail(pq_import *im, cs_rc code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static cs_rc fail(pq_import *im, cs_rc code, const char *fmt, ...) {
-  if (im->err->code != CS_OK) return im->err->code;
-  va_list ap;
-  va_start(ap, fmt);
-  char msg[CS_ERR_MSG_BYTES];
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  return cs_err_set(im->err, code, "%s", msg);
-}
-
 static int64_t column_index(const cs_pq_file *f, const char *name, size_t n) {
   for (uint32_t i = 0; i < f->n_cols; i++)
     if (strlen(f->cols[i].name) == n && memcmp(f->cols[i].name, name, n) == 0) return i;
@@ -88,16 +76,20 @@ static cs_rc plan_columns(pq_import *im, const cs_pq_file *f) {
       const char *e = comma ? comma : s + strlen(s);
       while (s < e && (*s == ' ' || *s == '\t')) s++;
       while (e > s && (e[-1] == ' ' || e[-1] == '\t')) e--;
-      if (s == e) return fail(im, CS_EINVAL, "colstore: columns=%s: an empty column name", spec);
+      if (s == e)
+        return cs__import_fail(im->err, CS_EINVAL, "colstore: columns=%s: an empty column name", spec);
       int64_t i = column_index(f, s, (size_t)(e - s));
       if (i < 0)
-        return fail(im, CS_EINVAL,
-                    "colstore: columns=: %s has no column %.*s; columns= names the columns to read", f->path,
-                    (int)(e - s), s);
+        return cs__import_fail(
+            im->err, CS_EINVAL,
+            "colstore: columns=: %s has no column %.*s; columns= names the columns to read", f->path,
+            (int)(e - s), s);
       for (uint32_t k = 0; k < n; k++)
         if (want[k] == (uint32_t)i)
-          return fail(im, CS_EINVAL, "colstore: columns=: %.*s is named twice", (int)(e - s), s);
-      if (n == CS_MAX_COLUMNS) return fail(im, CS_EINVAL, "colstore: columns=: too many columns");
+          return cs__import_fail(im->err, CS_EINVAL, "colstore: columns=: %.*s is named twice", (int)(e - s),
+                                 s);
+      if (n == CS_MAX_COLUMNS)
+        return cs__import_fail(im->err, CS_EINVAL, "colstore: columns=: too many columns");
       want[n++] = (uint32_t)i;
       if (!comma) break;
       s = comma + 1;
@@ -105,15 +97,16 @@ static cs_rc plan_columns(pq_import *im, const cs_pq_file *f) {
   } else {
     for (uint32_t i = 0; i < f->n_cols; i++) want[n++] = i;
   }
-  if (n == 0) return fail(im, CS_EINVAL, "colstore: %s has no columns", f->path);
+  if (n == 0) return cs__import_fail(im->err, CS_EINVAL, "colstore: %s has no columns", f->path);
   if (!(im->cols = calloc(n, sizeof *im->cols)) || !(im->jobs = calloc(n, sizeof *im->jobs)))
-    return fail(im, CS_ENOMEM, "colstore: out of memory");
+    return cs__import_fail(im->err, CS_ENOMEM, "colstore: out of memory");
   im->res->cols = im->cols;
   for (uint32_t k = 0; k < n; k++) {
     const cs_pq_column *c = &f->cols[want[k]];
     cs_rc rc = cs_pq_column_supported(f, want[k], im->err);
     if (rc != CS_OK) return rc;
-    if (!(im->cols[k].name = strdup(c->name))) return fail(im, CS_ENOMEM, "colstore: out of memory");
+    if (!(im->cols[k].name = strdup(c->name)))
+      return cs__import_fail(im->err, CS_ENOMEM, "colstore: out of memory");
     im->res->n_cols = ++im->n_cols;
     im->cols[k].type = c->type;
     im->cols[k].nullable = c->optional;
@@ -128,19 +121,20 @@ static cs_rc match_file(pq_import *im, const cs_pq_file *f) {
     const cs_column *want = &im->cols[k];
     int64_t i = column_index(f, want->name, strlen(want->name));
     if (i < 0)
-      return fail(im, CS_ESCHEMA,
-                  "colstore: %s has no column %s, which %s has; the files of one import share their "
-                  "columns",
-                  f->path, want->name, im->res->files[0]);
+      return cs__import_fail(
+          im->err, CS_ESCHEMA,
+          "colstore: %s has no column %s, which %s has; the files of one import share their "
+          "columns",
+          f->path, want->name, im->res->files[0]);
     const cs_pq_column *c = &f->cols[i];
     cs_rc rc = cs_pq_column_supported(f, (uint32_t)i, im->err);
     if (rc != CS_OK) return rc;
     if (c->type != want->type || (c->optional && !want->nullable))
-      return fail(im, CS_ESCHEMA,
-                  "colstore: %s: column %s is %s%s, but %s in %s; the files of one import share "
-                  "their column types",
-                  f->path, c->name, c->logical, c->optional ? " (nullable)" : "", cs_type_name(want->type),
-                  im->res->files[0]);
+      return cs__import_fail(im->err, CS_ESCHEMA,
+                             "colstore: %s: column %s is %s%s, but %s in %s; the files of one import share "
+                             "their column types",
+                             f->path, c->name, c->logical, c->optional ? " (nullable)" : "",
+                             cs_type_name(want->type), im->res->files[0]);
     im->jobs[k].src = (uint32_t)i;
   }
   return CS_OK;
@@ -149,16 +143,17 @@ static cs_rc match_file(pq_import *im, const cs_pq_file *f) {
 /* An existing store's columns must be the imported ones. */
 static cs_rc match_store(pq_import *im, const cs_schema *s) {
   if (s->n_cols != im->n_cols)
-    return fail(im, CS_ESCHEMA,
-                "colstore: %s has %u columns but the Parquet input %u; name the columns to read "
-                "with columns=",
-                im->path, s->n_cols, im->n_cols);
+    return cs__import_fail(im->err, CS_ESCHEMA,
+                           "colstore: %s has %u columns but the Parquet input %u; name the columns to read "
+                           "with columns=",
+                           im->path, s->n_cols, im->n_cols);
   for (uint32_t k = 0; k < s->n_cols; k++) {
     const cs_column *a = &s->cols[k], *b = &im->cols[k];
     if (strcmp(a->name, b->name) != 0 || a->type != b->type || (b->nullable && !a->nullable))
-      return fail(im, CS_ESCHEMA, "colstore: column %u of %s is %s %s%s but the Parquet input has %s %s%s",
-                  k + 1, im->path, a->name, cs_type_name(a->type), a->nullable ? "" : " NOT NULL", b->name,
-                  cs_type_name(b->type), b->nullable ? "" : " NOT NULL");
+      return cs__import_fail(im->err, CS_ESCHEMA,
+                             "colstore: column %u of %s is %s %s%s but the Parquet input has %s %s%s", k + 1,
+                             im->path, a->name, cs_type_name(a->type), a->nullable ? "" : " NOT NULL",
+                             b->name, cs_type_name(b->type), b->nullable ? "" : " NOT NULL");
   }
   return CS_OK;
 }
@@ -197,10 +192,10 @@ static cs_rc check_text(pq_import *im, uint32_t k, uint64_t rows) {
   for (uint64_t r = 0; r < rows; r++) {
     const uint8_t *s = v->data + v->offsets[r];
     if (!cs_utf8_valid(s, (size_t)(v->offsets[r + 1] - v->offsets[r])))
-      return fail(im, CS_EINVAL,
-                  "colstore: %s: row group %u, column %s: row %llu of the row group is not valid "
-                  "UTF-8; a STRING column must be",
-                  im->file->path, im->rg, im->cols[k].name, (unsigned long long)r + 1);
+      return cs__import_fail(im->err, CS_EINVAL,
+                             "colstore: %s: row group %u, column %s: row %llu of the row group is not valid "
+                             "UTF-8; a STRING column must be",
+                             im->file->path, im->rg, im->cols[k].name, (unsigned long long)r + 1);
   }
   return CS_OK;
 }
@@ -222,7 +217,7 @@ static bool report(pq_import *im, bool finished) {
                           .finished = finished};
   if (im->opt->progress(im->opt->progress_ctx, &p) == 0) return true;
   im->res->interrupted = true;
-  fail(im, CS_EINVAL, "colstore: interrupted");
+  cs__import_fail(im->err, CS_EINVAL, "colstore: interrupted");
   return false;
 }
 
@@ -235,12 +230,14 @@ static cs_rc import_file(pq_import *im) {
     for (uint32_t k = 0; k < im->n_cols; k++) {
       cs_pq_values *v = &im->jobs[k].values;
       if (v->n_rows != rows)
-        return fail(im, CS_ECORRUPT,
-                    "colstore: %s: row group %u, column %s: %llu rows where the row group has %llu", f->path,
-                    im->rg, im->cols[k].name, (unsigned long long)v->n_rows, (unsigned long long)rows);
+        return cs__import_fail(
+            im->err, CS_ECORRUPT,
+            "colstore: %s: row group %u, column %s: %llu rows where the row group has %llu", f->path, im->rg,
+            im->cols[k].name, (unsigned long long)v->n_rows, (unsigned long long)rows);
       if (v->null_count && !im->cols[k].nullable)
-        return fail(im, CS_ECORRUPT, "colstore: %s: row group %u, column %s: NULLs in a required column",
-                    f->path, im->rg, im->cols[k].name);
+        return cs__import_fail(im->err, CS_ECORRUPT,
+                               "colstore: %s: row group %u, column %s: NULLs in a required column", f->path,
+                               im->rg, im->cols[k].name);
       if (im->cols[k].type == CS_TYPE_TEXT && (rc = check_text(im, k, rows)) != CS_OK) return rc;
       cs_chunk ch = {.validity = v->null_count ? v->validity : NULL,
                      .offsets = cs_type_is_varlen(im->cols[k].type) ? v->offsets : NULL,
@@ -274,12 +271,13 @@ cs_rc cs_import_parquet(const char *path, const char *source, const cs_import_op
                           : opt->skip_errors            ? "on_error=skip"
                                                         : NULL;
   if (text_only)
-    return fail(&im, CS_EINVAL, "colstore: %s applies to delimited text only; %s is Parquet (leave it out)",
-                text_only, source);
+    return cs__import_fail(im.err, CS_EINVAL,
+                           "colstore: %s applies to delimited text only; %s is Parquet (leave it out)",
+                           text_only, source);
   if (opt->mode == CS_IMPORT_CREATE && access(path, F_OK) == 0)
-    return fail(&im, CS_EEXIST,
-                "colstore: %s already exists; use mode=replace to overwrite it or mode=append to add to it",
-                path);
+    return cs__import_fail(
+        im.err, CS_EEXIST,
+        "colstore: %s already exists; use mode=replace to overwrite it or mode=append to add to it", path);
   cs_rc rc = cs__import_list_files(source, res, &im.bytes_total, err);
   res->bytes_read = im.bytes_total;
   if (rc != CS_OK) return rc;
