@@ -225,4 +225,59 @@ void cs_pq_values_free(cs_pq_values *v);
 ** exceed n, or a width is over 32. */
 bool cs_pq_rle_decode(const uint8_t *p, const uint8_t *end, int bit_width, uint32_t *out, uint32_t n);
 
+/* ---------------------------------------------- writing other formats */
+
+/* colstore_export (core/export) writes a file through one of these
+** writers, one per format.  The exporter owns the file: it writes a
+** temporary beside the path and renames it into place on success, so a
+** writer only produces bytes, through a sink, and never opens, syncs or
+** removes a file.
+**
+** The rows come as slices: n_rows rows of every column of the schema,
+** each column in a store chunk's layout (cs_chunk: an LSB-first validity
+** bitmap, NULL when the slice has no NULL in that column, with null_count;
+** for TEXT/BLOB n_rows + 1 int64 offsets into data, offsets[0] not
+** necessarily 0; else n_rows values at the type's width, 0 where NULL;
+** min, max and flags are not read).  Deleted rows are already left out.
+** A slice is whatever the exporter had at hand (a store's record, a
+** SELECT's batch): a writer that groups rows otherwise (Parquet row groups
+** of row_group_rows) buffers or splits slices itself, and may keep no
+** pointer into a slice after write returns. */
+typedef struct cs_sink {
+  cs_rc (*write)(void *ctx, const void *p, size_t n, cs_err *err);
+  void *ctx;
+} cs_sink;
+
+typedef enum cs_out_codec {
+  CS_OUT_NONE = 0,
+  CS_OUT_SNAPPY, /* Parquet */
+  CS_OUT_ZSTD,   /* Parquet, Arrow IPC */
+  CS_OUT_GZIP,   /* Parquet */
+  CS_OUT_LZ4     /* Parquet: LZ4_RAW; Arrow IPC: LZ4_FRAME */
+} cs_out_codec;
+
+typedef struct cs_out_options {
+  cs_out_codec codec;
+  uint64_t row_group_rows; /* Parquet: rows per row group; 0: the writer's default */
+  uint32_t threads;        /* 0, 1: one; N: a writer may encode columns on N threads */
+} cs_out_options;
+
+typedef struct cs_format_writer cs_format_writer; /* each format's own state */
+
+typedef struct cs_format_writer_ops {
+  const char *name; /* "parquet", "arrow", "arrows", "csv": for messages */
+  /* Starts a file of schema's columns (the schema is copied as needed). */
+  cs_rc (*open)(const cs_schema *schema, const cs_out_options *opt, cs_sink sink, cs_format_writer **out,
+                cs_err *err);
+  cs_rc (*write)(cs_format_writer *w, uint64_t n_rows, const cs_chunk *cols, cs_err *err);
+  /* Writes what is buffered and the footer; *out_groups: the row groups
+  ** (Parquet) or record batches (Arrow) written, 0 for CSV. */
+  cs_rc (*finish)(cs_format_writer *w, uint64_t *out_groups, cs_err *err);
+  void (*free)(cs_format_writer *w); /* after finish, or instead of it on a failure */
+} cs_format_writer_ops;
+
+extern const cs_format_writer_ops cs_parquet_writer_ops;      /* cs_parquet_write.c */
+extern const cs_format_writer_ops cs_arrow_file_writer_ops;   /* cs_arrow_write.c: IPC file */
+extern const cs_format_writer_ops cs_arrow_stream_writer_ops; /* cs_arrow_write.c: IPC stream */
+
 #endif
