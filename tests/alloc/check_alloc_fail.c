@@ -583,6 +583,11 @@ static const scenario scenarios[] = {
       "'on_error=skip', 'progress=off') IS NOT NULL"}, NULL, 0, "new.cst", 0, false, NULL},
     {"import a late misfit (sample, then two passes)", K_CREATE,
      {"SELECT colstore_import('@/new.cst', '@/late.csv', 'progress=off') IS NOT NULL"}, NULL, 0, "new.cst", 0, false, NULL},
+    /* mode=append: one transaction on the store, the old file byte for
+    ** byte when it fails */
+    {"import append, rejects skipped", K_WRITE,
+     {"SELECT colstore_import('@/store.cst', '@/app.csv', 'mode=append', 'on_error=skip', 'progress=off') IS NOT NULL"},
+     NULL, 0, "store.cst", 0, false, NULL},
     /* colstore_compact */
     {"compact small records", K_COMPACT, {"SELECT colstore_compact('@/store.cst')"}, NULL, 0, "store.cst", 0, false, NULL},
     {"compact deleted and updated", K_COMPACT, {"SELECT colstore_compact('@/changed.cst')"}, NULL, 0, "changed.cst", 0, false, NULL},
@@ -1113,6 +1118,17 @@ static void import_inputs_make(void) {
   note[1000] = 0;
   for (int r = 0; r < 1100; r++) fprintf(f, "%d,%d.5,%s\n", r, r, note);
   fputs("late,1,z\n", f);
+  fclose(f);
+  /* app.csv: rows for store.cst's schema (i, f, s, b, k), a NULL in each
+  ** nullable column, a quoted field, and one line past k's INT32 range
+  ** that on_error=skip rejects. */
+  path_join(p, sizeof p, g_pristine, "app.csv");
+  if (!(f = fopen(p, "w"))) die("fopen %s", p);
+  fputs("i,f,s,b,k\n", f);
+  for (int r = 0; r < 300; r++)
+    fprintf(f, "%d,%s,%s,%s,%d\n", 20000 + r, r % 5 ? "1.25" : "", r % 7 ? "\"a, b\"" : "",
+            r % 3 ? "bytes" : "", r % 100);
+  fputs("20300,1,s,b,4294967296\n", f);
   fclose(f);
 }
 
