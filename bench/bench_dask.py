@@ -112,11 +112,12 @@ def same(a, b):
 
 def combine_sweep():
     import random
-    from colstore.dask import _combine, _partial_frame
+    from colstore.dask import FAN_IN, _combine, _partial_frame
     cols = ["a", "b", "c", "d"]
     names = ["g", "count"] + [p + x for x in cols for p in ("count_", "sum_", "avg_", "min_", "max_")]
     rng = random.Random(5)
-    print("%8s %8s %12s %14s %14s" % ("groups", "files", "combine s", "ns/partial row", "worker ns/row"))
+    print("%8s %8s %12s %14s %14s %14s" % ("groups", "files", "combine s", "ns/partial row", "worker ns/row",
+                                            "tree s (1 core)"))
     for groups in (100, 10000, 100000):
         for files in (4, 16, 64, 256):
             if groups * files > 4000000:
@@ -140,8 +141,17 @@ def combine_sweep():
             t = time.perf_counter()
             _combine(frames, ["g"], schema)
             dt = time.perf_counter() - t
-            print("%8d %8d %12.3f %14.0f %14.0f" % (groups, files, dt, dt / (groups * files) * 1e9,
-                                                    t_frames / (groups * files) * 1e9), flush=True)
+            # aggregate()'s tree of FAN_IN-way combines, run here one after
+            # another: its total work (on a cluster the tasks of a level run
+            # in parallel).
+            t = time.perf_counter()
+            level = frames
+            while len(level) > FAN_IN:
+                level = [_combine(level[i:i + FAN_IN], ["g"], schema) for i in range(0, len(level), FAN_IN)]
+            _combine(level, ["g"], schema)
+            dt_tree = time.perf_counter() - t
+            print("%8d %8d %12.3f %14.0f %14.0f %14.3f" % (groups, files, dt, dt / (groups * files) * 1e9,
+                                                           t_frames / (groups * files) * 1e9, dt_tree), flush=True)
 
 
 def main():

@@ -16,11 +16,16 @@ only its result.  A worker thread keeps its tables open for the next task
   colstore_array (no row loop); a WHERE is run by colstore in each file
   (pushdown, kernels), and only the selected rows' columns are gathered.
 - aggregate(source, by, where=None): colstore_agg on every file, on the
-  workers, then one combining step over the partial rows: counts and sums
-  add (integer sums exactly, in Python integers, with SQLite's overflow
-  error), minima and maxima take the extreme, averages are sum / count.  The
-  partial results are a row per group per file, so the combining step costs
-  groups x files, never rows.
+  workers, then combining steps over the partial rows: counts and sums add
+  (integer sums exactly, in Python integers, with SQLite's overflow error),
+  minima and maxima take the extreme, averages are sum / count.  The
+  partial results are a row per group per file, so combining costs groups x
+  files, never rows.  A combined result has the partial results' own
+  columns (the averages derived again from the sums and counts), so the
+  steps form a tree: FAN_IN partial results a task, on the workers, until
+  one is left.  One task over every file's groups would hold files x groups
+  rows in one process; the tree holds FAN_IN x groups at a time, and its
+  combining runs in parallel.
 
 Threads: a task runs colstore with one kernel thread (colstore_config
 threads, which is per process), because Dask already runs one task per
@@ -49,6 +54,9 @@ PANDAS_DTYPES = {
     "TEXT": ("object", "object"), "BLOB": ("object", "object"),
 }
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+# Partial results combined by one task (aggregate's tree); see the sweep in
+# bench/bench_dask.py --combine-sweep and docs/scale.md.
+FAN_IN = 16
 
 
 def _connect():
@@ -275,13 +283,14 @@ def _exact_sum(name, partial_sums, out, key):
     out.loc[key, name] = exact
 
 
-def aggregate(source, by, where=None, threads=1):
+def aggregate(source, by, where=None, threads=1, fan_in=FAN_IN):
     """colstore_agg over source (a store, a dataset directory or a pattern),
     computed per file on the Dask workers and combined: a pandas DataFrame
     with colstore_agg's columns (by's keys, count, then count_X, sum_X,
     avg_X, min_X, max_X per column), a row per group.  by: a column name or
     a list of them (empty or None: one row over everything); where: an SQL
-    condition on the source rows, as colstore_agg takes it."""
+    condition on the source rows, as colstore_agg takes it; fan_in: the
+    partial results one combining task takes (at least 2)."""
     import dask
 
     if by is None:
@@ -291,5 +300,10 @@ def aggregate(source, by, where=None, threads=1):
     info = dataset_info(source)
     schema = {c["name"]: c["type"] for c in info["columns"]}
     arrays.check_names(source, by, schema)
+    if fan_in < 2:
+        raise ValueError("colstore: fan_in must be at least 2 (it is %r)" % (fan_in,))
     parts = [dask.delayed(_aggregate_file, pure=False)(f, list(by), where, threads, schema) for f in info["files"]]
+    while len(parts) > fan_in:
+        parts = [dask.delayed(_combine, pure=False)(parts[i:i + fan_in], list(by), schema)
+                 for i in range(0, len(parts), fan_in)]
     return dask.delayed(_combine, pure=False)(parts, list(by), schema).compute()

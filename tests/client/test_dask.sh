@@ -78,20 +78,22 @@ def main(seed):
         if len(client.scheduler_info()["workers"]) != 2:
             raise SystemExit("the cluster has not 2 workers: %r" % client.scheduler_info()["workers"])
         checks = 0
-        for by in ([], ["k"], ["g", "k"]):
-            for where in (None, "x > 0", "v > 5 AND s IS NOT NULL"):
-                names, want = expect_agg(by, where)
-                got = csd.aggregate("ds", by, where=where)
-                if list(got.columns) != names:
-                    raise SystemExit("columns %r != %r" % (list(got.columns), names))
-                if len(got) != len(want):
-                    raise SystemExit("by=%r where=%r: %d groups, want %d" % (by, where, len(got), len(want)))
-                for row in got.itertuples(index=False):
-                    row = [native(v) for v in row]
-                    exp = want[tuple(row[:len(by)])]
-                    for name, a, b in zip(names, row, exp):
-                        same(a, b, "by=%r where=%r %s" % (by, where, name))
-                        checks += 1
+        for by, where, fan_in in [(by, where, csd.FAN_IN) for by in ([], ["k"], ["g", "k"])
+                                  for where in (None, "x > 0", "v > 5 AND s IS NOT NULL")] + \
+                [([], None, 2), (["k"], "x > 0", 2), (["g", "k"], None, 3)]:
+            names, want = expect_agg(by, where)
+            got = csd.aggregate("ds", by, where=where, fan_in=fan_in)
+            if list(got.columns) != names:
+                raise SystemExit("columns %r != %r" % (list(got.columns), names))
+            if len(got) != len(want):
+                raise SystemExit("by=%r where=%r fan_in=%d: %d groups, want %d"
+                                 % (by, where, fan_in, len(got), len(want)))
+            for row in got.itertuples(index=False):
+                row = [native(v) for v in row]
+                exp = want[tuple(row[:len(by)])]
+                for name, a, b in zip(names, row, exp):
+                    same(a, b, "by=%r where=%r fan_in=%d %s" % (by, where, fan_in, name))
+                    checks += 1
         print("aggregate: %d values equal" % checks)
         for columns, where in ((None, None), (["x", "s"], "k = 2 OR b"), (["v"], "x > 100")):
             frame = csd.read("ds", columns=columns, where=where).compute()
