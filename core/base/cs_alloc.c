@@ -87,6 +87,15 @@ void *cs__mem_calloc(size_t count, size_t size) {
   return cs_mem_tick() ? NULL : live_add(calloc(count, size));
 }
 
+void *cs__mem_calloc_lines(size_t count, size_t size) {
+  if (size && count > SIZE_MAX / size) return NULL;
+  size_t n = (count * size + CS_CACHE_LINE - 1) / CS_CACHE_LINE * CS_CACHE_LINE;
+  if (cs_mem_tick()) return NULL;
+  void *p = aligned_alloc(CS_CACHE_LINE, n ? n : CS_CACHE_LINE);
+  if (p) memset(p, 0, n);
+  return live_add(p);
+}
+
 /* Never called with n == 0 (that would be a free in glibc). */
 void *cs__mem_realloc(void *p, size_t n) {
   if (cs_mem_tick()) return NULL;

@@ -35,6 +35,13 @@ void *cs__mem_malloc(size_t n);
 ** 4 KiB pages, for measuring what the advice buys); cs_mem_big_free. */
 void *cs__mem_big_alloc(uint64_t bytes, bool huge);
 void *cs__mem_calloc(size_t count, size_t size);
+/* cs__mem_calloc on whole cache lines: the block starts on a line and its
+** size is rounded up to whole lines, so a thread writing it shares no line
+** with another thread's block (false sharing: two threads' counters on one
+** line made a parallel CSV import cost four times the CPU of a serial one,
+** docs/performance.md).  Freed with cs__mem_free. */
+#define CS_CACHE_LINE 64
+void *cs__mem_calloc_lines(size_t count, size_t size);
 void *cs__mem_realloc(void *p, size_t n);
 char *cs__mem_strdup(const char *s);
 void cs__mem_free(void *p);

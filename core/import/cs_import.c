@@ -139,7 +139,7 @@ struct sink {
   cs_rc fail_code;    /* the first failure, CS_OK while none */
   uint64_t fail_line; /* 0: a failure not about a line */
   char fail_reason[400];
-};
+} __attribute__((aligned(CS_CACHE_LINE))); /* a thread's own lines (cs__mem_calloc_lines) */
 
 static cs_rc sink_fail(sink *s, cs_rc code, uint64_t line, const char *reason) {
   s->fail_code = code;
@@ -883,7 +883,7 @@ typedef struct chunk_job {
   cs_rc rc;
   cs_err err;
   cs_record rec;
-} chunk_job;
+} __attribute__((aligned(CS_CACHE_LINE))) chunk_job; /* a thread's own lines */
 
 static size_t record_start_after(const uint8_t *buf, size_t from, size_t to, uint8_t quote, bool in_quotes) {
   for (size_t i = from; i < to; i++) {
@@ -987,7 +987,7 @@ static cs_rc run_file_parallel(importer *imp, size_t f, uint64_t size) {
   uint32_t threads = imp->threads;
   size_t region_cap = (size_t)threads * imp->chunk_bytes;
   uint8_t *buf = cs__mem_malloc(region_cap);
-  chunk_job *jobs = cs__mem_calloc(threads, sizeof *jobs);
+  chunk_job *jobs = cs__mem_calloc_lines(threads, sizeof *jobs);
   size_t *bounds = cs__mem_malloc((threads + 1) * sizeof *bounds);
   int fd = open(file, O_RDONLY | O_CLOEXEC);
   cs_rc rc = CS_OK;
@@ -1308,13 +1308,14 @@ cs_rc cs_import_text(const char *path, const char *source, const cs_import_optio
   if ((rc = plan_columns(&imp, imp.writer ? cs_writer_schema(imp.writer) : NULL)) != CS_OK) goto done;
   imp.threads = opt->threads > 1 ? (opt->threads < MAX_THREADS ? opt->threads : MAX_THREADS) : 1;
   imp.chunk_bytes = opt->chunk_bytes ? opt->chunk_bytes : CHUNK_BYTES;
-  if (!(imp.sinks = cs__mem_calloc(imp.threads, sizeof *imp.sinks))) {
+  if (!(imp.sinks = cs__mem_calloc_lines(imp.threads, sizeof *imp.sinks))) {
     rc = cs__import_fail(imp.err, CS_ENOMEM, "colstore: out of memory");
     goto done;
   }
   if (imp.passes == 2) {
     for (uint32_t k = 0; k < imp.threads; k++) {
-      if (!(imp.sinks[k].guess = cs__mem_calloc(imp.n_cols ? imp.n_cols : 1, sizeof *imp.sinks[k].guess))) {
+      if (!(imp.sinks[k].guess =
+                cs__mem_calloc_lines(imp.n_cols ? imp.n_cols : 1, sizeof *imp.sinks[k].guess))) {
         rc = cs__import_fail(imp.err, CS_ENOMEM, "colstore: out of memory");
         goto done;
       }

@@ -67,8 +67,10 @@ static cs_rc grow_to(void **p, uint64_t *cap, uint64_t need, size_t unit, cs_err
 
 cs_rc cs_batch_new(const cs_schema *schema, cs_batch **out, cs_err *err) {
   *out = NULL;
-  cs_batch *b = cs__mem_calloc(1, sizeof *b);
-  if (!b || !(b->cols = cs__mem_calloc(schema->n_cols ? schema->n_cols : 1, sizeof *b->cols))) {
+  /* On lines of their own: the importer fills a batch per thread, and each
+  ** put writes the counters here (cs__mem_calloc_lines). */
+  cs_batch *b = cs__mem_calloc_lines(1, sizeof *b);
+  if (!b || !(b->cols = cs__mem_calloc_lines(schema->n_cols ? schema->n_cols : 1, sizeof *b->cols))) {
     cs__mem_free(b);
     return cs_err_set(err, CS_ENOMEM, "colstore: out of memory creating a batch");
   }
