@@ -195,6 +195,8 @@ static void fn_export(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   csx_progress_end(&call.prog);
   if (call.prog.stopped) {
     csx_progress_result(&call.prog, ctx, EXPORT_INTERRUPTED);
+  } else if (rc == SQLITE_NOMEM || (rc == SQLITE_OK && crc == CS_ENOMEM)) {
+    sqlite3_result_error_nomem(ctx);
   } else if (rc != SQLITE_OK) {
     sqlite3_result_error(ctx, zErr ? zErr : "colstore: out of memory", -1);
     sqlite3_result_error_code(ctx, zErr ? rc : SQLITE_NOMEM);

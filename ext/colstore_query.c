@@ -150,18 +150,21 @@ static int job_begin(query_job *j) {
   char *zErr = NULL;
   cs_schema schema = {(uint32_t)j->nCol, j->cols};
   j->begun = true;
-  return job_callback(j, j->ops->begin(j->ctx, &schema, &zErr), zErr);
+  int rc = j->ops->begin(j->ctx, &schema, &zErr); /* before zErr is read: argument order is unspecified */
+  return job_callback(j, rc, zErr);
 }
 
 static int job_progress(query_job *j, bool finished) {
   char *zErr = NULL;
-  return job_callback(j, j->ops->progress(j->ctx, j->rows, finished, &zErr), zErr);
+  int rc = j->ops->progress(j->ctx, j->rows, finished, &zErr);
+  return job_callback(j, rc, zErr);
 }
 
 /* The batch to the caller, then emptied, and a report. */
 static int job_flush(query_job *j) {
   char *zErr = NULL;
-  int rc = job_callback(j, j->ops->flush(j->ctx, j->batch, &zErr), zErr);
+  int rc = j->ops->flush(j->ctx, j->batch, &zErr);
+  rc = job_callback(j, rc, zErr);
   if (rc != SQLITE_OK) return rc;
   cs_batch_clear(j->batch);
   return job_progress(j, false);

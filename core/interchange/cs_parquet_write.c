@@ -479,11 +479,11 @@ static int bit_width(uint64_t max) {
   return w;
 }
 
-/* Builds the dictionary of the group's values into c->entries and c->idx;
-** false when it does not pay (or memory is short: plain is then written,
-** which needs none of it). */
-static bool dict_build(pq_col *c) {
-  if (c->type == CS_TYPE_BOOL || c->n_vals < 2) return false;
+/* Builds the dictionary of the group's values into c->entries and c->idx:
+** 1 when it pays, 0 when it does not, -1 when memory is short (an error,
+** not plain instead: the same rows always make the same file). */
+static int dict_build(pq_col *c) {
+  if (c->type == CS_TYPE_BOOL || c->n_vals < 2) return 0;
   uint64_t want = 1;
   uint64_t most = c->n_vals < DICT_MAX_ENTRIES ? c->n_vals : DICT_MAX_ENTRIES;
   while (want < 2 * most) want *= 2;
@@ -492,21 +492,21 @@ static bool dict_build(pq_col *c) {
     c->slots = cs__mem_malloc(want * sizeof *c->slots);
     c->entries = cs__mem_malloc(DICT_MAX_ENTRIES * sizeof *c->entries);
     c->n_slots = c->slots && c->entries ? want : 0;
-    if (!c->n_slots) return false;
+    if (!c->n_slots) return -1;
   }
   uint64_t mask = want - 1;
   memset(c->slots, 0, want * sizeof *c->slots);
   cs__mem_free(c->idx);
-  if (!(c->idx = cs__mem_malloc(c->n_vals * sizeof *c->idx))) return false;
+  if (!(c->idx = cs__mem_malloc(c->n_vals * sizeof *c->idx))) return -1;
   uint64_t n = 0, bytes = 0;
   for (uint64_t k = 0; k < c->n_vals; k++) {
     uint64_t s = val_hash(c, k) & mask;
     for (;;) {
       uint32_t e = c->slots[s];
       if (!e) {
-        if (n == most) return false;
+        if (n == most) return 0;
         bytes += c->pw ? c->pw : 4 + (uint64_t)(c->offs[k + 1] - c->offs[k]);
-        if (bytes > DICT_MAX_BYTES) return false;
+        if (bytes > DICT_MAX_BYTES) return 0;
         c->entries[n] = k;
         c->slots[s] = (uint32_t)++n;
         c->idx[k] = (uint32_t)(n - 1);
@@ -609,7 +609,9 @@ static void col_encode(pq_col *c, uint64_t n_rows) {
   c->uncompressed = 0;
   c->dict_at = -1;
   c->rc = CS_OK;
-  c->dict = dict_build(c);
+  int dict = dict_build(c);
+  if (dict < 0) goto nomem;
+  c->dict = dict > 0;
   if (c->dict) {
     c->page.n = 0;
     size_t bytes = plain_bytes(c, 0, 0);
