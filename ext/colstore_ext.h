@@ -12,6 +12,9 @@
 **   colstore_cursor.c     its cursor: xFilter, xNext, xColumn
 **   colstore_func.c       the SQL functions; colstore_calibrate.c;
 **                         colstore_import.c (CSV into a store);
+**                         colstore_export.c (out to Parquet, CSV);
+**                         colstore_query.c (a SELECT as batches, for
+**                         colstore_create and colstore_export)
 **                         colstore_array.c (whole columns in and out)
 **   colstore_write.c      INSERT, DELETE, UPDATE and the transaction hooks
 **   colstore_selection.c  a selection's inputs, read from xFilter's

@@ -7,11 +7,9 @@
 ** (they would be lost or refused at COMMIT against the new file).
 **
 ** colstore_create runs a query on the calling connection and streams its
-** rows into a new store through the same value conversion INSERT uses.
-** Column types come from the result's declared types when there are any;
-** a column without one (an expression) is inferred from its values, which
-** is why such a query is buffered whole in the batch before anything is
-** written: a later REAL or TEXT can widen an INTEGER column it started as.
+** rows into a new store through the same value conversion INSERT uses;
+** colstore_query.c reads and types the query (colstore_export of a SELECT
+** shares it), this file writes the batches it hands over.
 ** The file appears atomically (cs_writer_create's temp file and rename).
 ** The query's own steps call SQLite's progress handler and stop at an
 ** interrupt; besides, every record's worth of rows reports progress and
@@ -30,9 +28,11 @@
 #include <unistd.h>
 
 #include "colstore_array.h"
+#include "colstore_export.h"
 #include "colstore_ext.h"
 #include "colstore_import.h"
 #include "colstore_progress.h"
+#include "colstore_query.h"
 
 static void result_cs_error(sqlite3_context *ctx, cs_rc rc, const cs_err *err) {
   sqlite3_result_error(ctx, err->msg, -1);
@@ -68,244 +68,54 @@ static const char *resolve_path(sqlite3_context *ctx, sqlite3_value *v) {
 
 /* ------------------------------------------------------ colstore_create */
 
-/* Type for a declared type: a colstore name or alias, else SQLite's
-** affinity rules; 0 means "infer from the values". */
-static cs_type decltype_map(const char *z) {
-  if (!z || !*z) return 0;
-  cs_type t = cs_type_parse(z, strlen(z));
-  if (t) return t;
-  char up[64];
-  size_t n = strlen(z);
-  if (n >= sizeof up) n = sizeof up - 1;
-  for (size_t i = 0; i < n; i++) up[i] = (char)((z[i] >= 'a' && z[i] <= 'z') ? z[i] - 32 : z[i]);
-  up[n] = 0;
-  if (strstr(up, "INT")) return CS_TYPE_INT64;
-  if (strstr(up, "CHAR") || strstr(up, "CLOB") || strstr(up, "TEXT")) return CS_TYPE_TEXT;
-  if (strstr(up, "BLOB")) return CS_TYPE_BLOB;
-  if (strstr(up, "REAL") || strstr(up, "FLOA") || strstr(up, "DOUB")) return CS_TYPE_FLOAT64;
-  return 0; /* NUMERIC affinity and friends: the values decide */
-}
-
+/* colstore_query.c types and reads the query; this writes its batches. */
 typedef struct create_job {
-  sqlite3 *db;
-  sqlite3_stmt *pStmt;   /* the user's query */
-  sqlite3_stmt *pToText; /* SELECT CAST(?1 AS TEXT), for widening */
-  int nCol;
-  cs_column *cols; /* current types; names point into names[] */
-  char **names;
-  bool *inferred; /* type comes from values */
-  bool *seen;     /* inferred column has had a non-NULL value */
-  cs_batch *batch;
+  const char *zPath;
+  bool replace;
   cs_writer *writer;
-  uint64_t rows;
   csx_progress *prog; /* the line on stderr, and the interrupt check */
-  char *zErr;         /* sqlite3_malloc'd */
-  int rc;
 } create_job;
 
-static int job_fail(create_job *j, int rc, char *zErr) {
-  j->rc = zErr ? rc : SQLITE_NOMEM;
-  sqlite3_free(j->zErr);
-  j->zErr = zErr;
-  return j->rc;
+#define CREATE_INTERRUPTED \
+  "colstore: interrupted; colstore_create wrote nothing (an existing store is as it was)"
+
+static int create_begin(void *ctx, const cs_schema *schema, char **pzErr) {
+  create_job *j = ctx;
+  cs_err err = {0};
+  cs_writer_options opt = {.replace = j->replace};
+  cs_rc crc = cs_writer_create(j->zPath, schema, &opt, &j->writer, &err);
+  if (crc == CS_OK) return SQLITE_OK;
+  const char *hint = crc == CS_EEXIST ? "; pass 'replace' as the third argument to overwrite it" : "";
+  *pzErr = sqlite3_mprintf("%s%s", err.msg, hint);
+  return csx_rc_to_sqlite(crc);
 }
 
-/* Re-puts the rows of column c converted to type to (only widening:
-** NULLs to anything, INT64 to FLOAT64, numbers to TEXT). */
-static int job_widen(create_job *j, int c, cs_type to) {
-  uint64_t n = cs_batch_rows(j->batch);
-  cs_type from = j->cols[c].type;
-  cs_err err;
-  cs_stat *vals = NULL;
-  bool *valid = NULL;
-  if (n) {
-    vals = sqlite3_malloc64(n * sizeof *vals);
-    valid = sqlite3_malloc64(n * sizeof *valid);
-    if (!vals || !valid) {
-      sqlite3_free(vals), sqlite3_free(valid);
-      return job_fail(j, SQLITE_NOMEM, NULL);
-    }
-  }
-  for (uint64_t r = 0; r < n; r++) valid[r] = j->seen[c] && cs_batch_get(j->batch, (uint32_t)c, r, &vals[r]);
-  cs_batch_column_reset(j->batch, (uint32_t)c, to);
-  j->cols[c].type = to;
-  int rc = SQLITE_OK;
-  for (uint64_t r = 0; r < n && rc == SQLITE_OK; r++) {
-    cs_rc crc;
-    if (!valid[r]) {
-      crc = cs_batch_put_null(j->batch, (uint32_t)c, &err);
-    } else if (to == CS_TYPE_FLOAT64) {
-      crc = cs_batch_put_f64(j->batch, (uint32_t)c, from == CS_TYPE_FLOAT64 ? vals[r].f : (double)vals[r].i,
-                             &err);
-    } else { /* TEXT: exactly the text SQLite would give the number */
-      if (!j->pToText &&
-          sqlite3_prepare_v2(j->db, "SELECT CAST(?1 AS TEXT)", -1, &j->pToText, NULL) != SQLITE_OK) {
-        rc = job_fail(j, SQLITE_ERROR, sqlite3_mprintf("colstore: %s", sqlite3_errmsg(j->db)));
-        break;
-      }
-      if (from == CS_TYPE_FLOAT64)
-        sqlite3_bind_double(j->pToText, 1, vals[r].f);
-      else
-        sqlite3_bind_int64(j->pToText, 1, vals[r].i);
-      sqlite3_step(j->pToText);
-      const unsigned char *z = sqlite3_column_text(j->pToText, 0);
-      crc = z ? cs_batch_put_bytes(j->batch, (uint32_t)c, z, (uint64_t)sqlite3_column_bytes(j->pToText, 0),
-                                   &err)
-              : CS_ENOMEM;
-      sqlite3_reset(j->pToText);
-    }
-    if (crc != CS_OK) rc = job_fail(j, SQLITE_NOMEM, NULL);
-  }
-  sqlite3_free(vals);
-  sqlite3_free(valid);
-  return rc;
-}
-
-/* Chooses or widens an inferred column's type for value v. */
-static int job_infer(create_job *j, int c, sqlite3_value *v) {
-  int t = sqlite3_value_type(v);
-  if (t == SQLITE_NULL) return SQLITE_OK;
-  cs_type want = t == SQLITE_INTEGER ? CS_TYPE_INT64
-                 : t == SQLITE_FLOAT ? CS_TYPE_FLOAT64
-                 : t == SQLITE_TEXT  ? CS_TYPE_TEXT
-                                     : CS_TYPE_BLOB;
-  cs_type have = j->cols[c].type;
-  if (!j->seen[c]) {
-    int rc = have == want ? SQLITE_OK : job_widen(j, c, want);
-    j->seen[c] = true;
-    return rc;
-  }
-  if (have == want || (have == CS_TYPE_TEXT && want != CS_TYPE_BLOB) ||
-      (have == CS_TYPE_FLOAT64 && want == CS_TYPE_INT64))
-    return SQLITE_OK;
-  if (have == CS_TYPE_BLOB || want == CS_TYPE_BLOB)
-    return job_fail(
-        j, SQLITE_MISMATCH,
-        sqlite3_mprintf(
-            "colstore: column %s mixes BLOB values with other values; give it a declared type, or CAST it",
-            j->cols[c].name));
-  return job_widen(j, c, want == CS_TYPE_TEXT ? CS_TYPE_TEXT : CS_TYPE_FLOAT64);
-}
-
-static int job_interrupted(create_job *j) {
-  return job_fail(
-      j, SQLITE_INTERRUPT,
-      sqlite3_mprintf("colstore: interrupted; colstore_create wrote nothing (an existing store is "
-                      "as it was)"));
+static int create_flush(void *ctx, const cs_batch *batch, char **pzErr) {
+  create_job *j = ctx;
+  cs_err err = {0};
+  cs_rc rc = cs_writer_write(j->writer, batch, &err);
+  if (rc == CS_OK) return SQLITE_OK;
+  *pzErr = sqlite3_mprintf("%s", err.msg);
+  return csx_rc_to_sqlite(rc);
 }
 
 /* Reports the rows read and the bytes written; SQLITE_INTERRUPT when the
 ** progress handler or sqlite3_interrupt says to stop. */
-static int job_progress(create_job *j, bool finished) {
+static int create_progress(void *ctx, uint64_t rows, bool finished, char **pzErr) {
+  create_job *j = ctx;
   csx_progress_report r = {.bytes = j->writer ? cs_writer_file_bytes(j->writer) : 0,
-                           .rows = j->rows,
+                           .rows = rows,
                            .has_rows = true,
                            .finished = finished};
   if (!csx_progress_tick(j->prog, &r)) return SQLITE_OK;
-  if (j->prog->rc == SQLITE_INTERRUPT) return job_interrupted(j);
-  return job_fail(
-      j, j->prog->rc,
-      j->prog->rc == SQLITE_NOMEM ? NULL : sqlite3_mprintf("colstore: %s", sqlite3_errstr(j->prog->rc)));
+  if (j->prog->rc == SQLITE_INTERRUPT)
+    *pzErr = sqlite3_mprintf(CREATE_INTERRUPTED);
+  else if (j->prog->rc != SQLITE_NOMEM)
+    *pzErr = sqlite3_mprintf("colstore: %s", sqlite3_errstr(j->prog->rc));
+  return j->prog->rc;
 }
 
-static int job_flush(create_job *j) {
-  cs_err err = {0};
-  cs_rc rc = cs_writer_write(j->writer, j->batch, &err);
-  if (rc != CS_OK) return job_fail(j, csx_rc_to_sqlite(rc), sqlite3_mprintf("%s", err.msg));
-  cs_batch_clear(j->batch);
-  return job_progress(j, false);
-}
-
-static int job_run(create_job *j, const char *zPath, const char *zSql, bool replace) {
-  const char *zTail = NULL;
-  if (sqlite3_prepare_v2(j->db, zSql, -1, &j->pStmt, &zTail) != SQLITE_OK)
-    return job_fail(j, SQLITE_ERROR,
-                    sqlite3_mprintf("colstore: cannot prepare the query: %s", sqlite3_errmsg(j->db)));
-  while (zTail && (*zTail == ' ' || *zTail == '\t' || *zTail == '\n' || *zTail == '\r' || *zTail == ';'))
-    zTail++;
-  if (!j->pStmt || (zTail && *zTail))
-    return job_fail(j, SQLITE_ERROR,
-                    sqlite3_mprintf("colstore: colstore_create takes exactly one SELECT statement"));
-  j->nCol = sqlite3_column_count(j->pStmt);
-  if (j->nCol == 0 || !sqlite3_stmt_readonly(j->pStmt))
-    return job_fail(j, SQLITE_ERROR,
-                    sqlite3_mprintf("colstore: colstore_create needs a query that returns rows (a SELECT)"));
-  if (j->nCol > CS_MAX_COLUMNS)
-    return job_fail(j, SQLITE_ERROR, sqlite3_mprintf("colstore: too many columns (%d)", j->nCol));
-  j->cols = sqlite3_malloc64((sqlite3_uint64)j->nCol * sizeof *j->cols);
-  j->names = sqlite3_malloc64((sqlite3_uint64)j->nCol * sizeof *j->names);
-  j->inferred = sqlite3_malloc64((sqlite3_uint64)j->nCol * sizeof *j->inferred);
-  j->seen = sqlite3_malloc64((sqlite3_uint64)j->nCol * sizeof *j->seen);
-  /* Emptied before the check: fn_create frees every name, on failure too. */
-  if (j->names) memset(j->names, 0, (size_t)j->nCol * sizeof *j->names);
-  if (!j->cols || !j->names || !j->inferred || !j->seen) return job_fail(j, SQLITE_NOMEM, NULL);
-  bool any_inferred = false;
-  for (int c = 0; c < j->nCol; c++) {
-    const char *zName = sqlite3_column_name(j->pStmt, c);
-    if (!(j->names[c] = sqlite3_mprintf("%s", zName ? zName : ""))) return job_fail(j, SQLITE_NOMEM, NULL);
-    for (int k = 0; k < c; k++)
-      if (sqlite3_stricmp(j->names[k], j->names[c]) == 0)
-        return job_fail(
-            j, SQLITE_ERROR,
-            sqlite3_mprintf("colstore: the query returns two columns named %s; rename one with AS",
-                            j->names[c]));
-    cs_type t = decltype_map(sqlite3_column_decltype(j->pStmt, c));
-    j->inferred[c] = t == 0;
-    j->seen[c] = false;
-    any_inferred |= t == 0;
-    j->cols[c] = (cs_column){j->names[c], t ? t : CS_TYPE_INT64, true};
-  }
-  cs_err err = {0};
-  cs_schema schema = {(uint32_t)j->nCol, j->cols};
-  if (cs_batch_new(&schema, &j->batch, &err) != CS_OK) return job_fail(j, SQLITE_NOMEM, NULL);
-  cs_writer_options opt = {.replace = replace};
-  int rc;
-  /* Streaming needs the final types up front; inferred columns wait. */
-  if (!any_inferred) {
-    cs_rc crc = cs_writer_create(zPath, &schema, &opt, &j->writer, &err);
-    if (crc != CS_OK) {
-      const char *hint = crc == CS_EEXIST ? "; pass 'replace' as the third argument to overwrite it" : "";
-      return job_fail(j, csx_rc_to_sqlite(crc), sqlite3_mprintf("%s%s", err.msg, hint));
-    }
-  } else if (!replace && access(zPath, F_OK) == 0) {
-    return job_fail(
-        j, SQLITE_ERROR,
-        sqlite3_mprintf("colstore: %s already exists; pass 'replace' as the third argument to overwrite it",
-                        zPath));
-  }
-  while ((rc = sqlite3_step(j->pStmt)) == SQLITE_ROW) {
-    for (int c = 0; c < j->nCol; c++) {
-      sqlite3_value *v = sqlite3_column_value(j->pStmt, c);
-      if (j->inferred[c] && (rc = job_infer(j, c, v)) != SQLITE_OK) return rc;
-      char *zErr = NULL;
-      rc = csx_value_put(j->batch, (uint32_t)c, &j->cols[c], NULL, v, &zErr);
-      if (rc != SQLITE_OK) {
-        char *z = zErr ? sqlite3_mprintf("%s (row %llu of the query)", zErr, (unsigned long long)j->rows + 1)
-                       : NULL;
-        sqlite3_free(zErr);
-        return job_fail(j, rc, z);
-      }
-    }
-    cs_batch_end_row(j->batch);
-    j->rows++;
-    if (cs_batch_rows(j->batch) % CS_DEFAULT_RECORD_ROWS) continue;
-    /* A record's worth: written when the types are known, and a report */
-    if ((rc = j->writer ? job_flush(j) : job_progress(j, false)) != SQLITE_OK) return rc;
-  }
-  if (rc == SQLITE_INTERRUPT) return job_interrupted(j);
-  if (rc != SQLITE_DONE)
-    return job_fail(j, rc, sqlite3_mprintf("colstore: the query failed: %s", sqlite3_errmsg(j->db)));
-  if (!j->writer) {
-    cs_rc crc = cs_writer_create(zPath, &schema, &opt, &j->writer, &err);
-    if (crc != CS_OK) return job_fail(j, csx_rc_to_sqlite(crc), sqlite3_mprintf("%s", err.msg));
-  }
-  if (cs_batch_rows(j->batch) && (rc = job_flush(j)) != SQLITE_OK) return rc;
-  if ((rc = job_progress(j, true)) != SQLITE_OK) return rc;
-  cs_rc crc = cs_writer_commit(j->writer, &err);
-  j->writer = NULL;
-  if (crc != CS_OK) return job_fail(j, csx_rc_to_sqlite(crc), sqlite3_mprintf("%s", err.msg));
-  return SQLITE_OK;
-}
+static const csx_query_ops create_ops = {create_begin, create_flush, create_progress, CREATE_INTERRUPTED};
 
 static void fn_create(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   csx_progress_mode mode = CSX_PROGRESS_AUTO;
@@ -327,30 +137,31 @@ static void fn_create(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     }
     replace = true;
   }
+  sqlite3 *db = sqlite3_context_db_handle(ctx);
   csx_progress prog;
-  create_job j = {.db = sqlite3_context_db_handle(ctx), .prog = &prog};
-  int rc = csx_progress_begin(&prog, j.db, "colstore_create", mode);
-  if (rc != SQLITE_OK)
-    job_fail(&j, rc,
-             sqlite3_mprintf("colstore: cannot prepare the interrupt probe: %s", sqlite3_errmsg(j.db)));
-  else
-    rc = job_run(&j, zPath, zSql, replace);
+  create_job j = {.zPath = zPath, .replace = replace, .prog = &prog};
+  char *zErr = NULL;
+  uint64_t rows = 0;
+  int rc = csx_progress_begin(&prog, db, "colstore_create", mode);
+  if (rc != SQLITE_OK) {
+    zErr = sqlite3_mprintf("colstore: cannot prepare the interrupt probe: %s", sqlite3_errmsg(db));
+  } else if (!replace && access(zPath, F_OK) == 0) { /* before the query runs, not after */
+    rc = SQLITE_ERROR;
+    zErr = sqlite3_mprintf(
+        "colstore: %s already exists; pass 'replace' as the third argument to overwrite it", zPath);
+  } else if ((rc = csx_query_run(db, zSql, "colstore_create", &create_ops, &j, &rows, &zErr)) == SQLITE_OK) {
+    cs_err err = {0};
+    cs_rc crc = cs_writer_commit(j.writer, &err);
+    j.writer = NULL;
+    if (crc != CS_OK) rc = csx_rc_to_sqlite(crc), zErr = sqlite3_mprintf("%s", err.msg);
+  }
   if (j.writer) cs_writer_abort(j.writer);
   csx_progress_end(&prog);
-  sqlite3_finalize(j.pStmt);
-  sqlite3_finalize(j.pToText);
-  cs_batch_free(j.batch);
-  if (j.names)
-    for (int c = 0; c < j.nCol; c++) sqlite3_free(j.names[c]);
-  sqlite3_free(j.names);
-  sqlite3_free(j.cols);
-  sqlite3_free(j.inferred);
-  sqlite3_free(j.seen);
   if (rc == SQLITE_OK)
-    sqlite3_result_int64(ctx, (sqlite3_int64)j.rows);
+    sqlite3_result_int64(ctx, (sqlite3_int64)rows);
   else
-    result_error(ctx, rc, j.zErr);
-  sqlite3_free(j.zErr);
+    result_error(ctx, rc, zErr);
+  sqlite3_free(zErr);
 }
 
 /* -------------------------------------------------- colstore_info/verify */
@@ -706,5 +517,6 @@ int csx_register_functions(sqlite3 *db, csx_conn *conn) {
     if (rc != SQLITE_OK) return rc;
   }
   int rc = csx_register_import(db);
+  if (rc == SQLITE_OK) rc = csx_register_export(db, conn);
   return rc == SQLITE_OK ? csx_register_arrays(db, conn) : rc;
 }

@@ -56,6 +56,10 @@ uint64_t cs__bits_zeros(const uint8_t *bits, uint64_t first, uint64_t n);
 /* Reads n bytes at off, whole (EINTR retried); CS_EIO, or CS_ECORRUPT when
 ** the file ends first. */
 cs_rc cs__pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, cs_err *err);
+/* fsyncs the directory holding path, after a file was renamed or linked
+** into it (the writer's commit, the exporter's); it cannot fail for want
+** of memory (the name is copied to the stack). */
+cs_rc cs__dir_sync(const char *path, cs_err *err);
 
 /* [off, off + len) lies inside [lo, hi), without overflow. */
 static inline bool cs__span_in(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi) {

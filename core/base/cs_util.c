@@ -10,6 +10,8 @@
 */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -177,4 +179,21 @@ cs_rc cs__pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path
     p += got, n -= (size_t)got, off += (uint64_t)got;
   }
   return CS_OK;
+}
+
+/* Runs after a rename, when the file already exists, so it must not be
+** able to fail for want of memory: the directory name is copied to the
+** stack (the path was just created, so it is shorter than PATH_MAX). */
+cs_rc cs__dir_sync(const char *path, cs_err *err) {
+  char dir[PATH_MAX];
+  if ((size_t)snprintf(dir, sizeof dir, "%s", path) >= sizeof dir)
+    return cs_err_set(err, CS_EIO, "colstore: cannot sync the directory of %s: path too long", path);
+  char *slash = strrchr(dir, '/');
+  const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
+  int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  cs_rc rc = CS_OK;
+  if (fd < 0 || fsync(fd) != 0)
+    rc = cs_err_set(err, CS_EIO, "colstore: cannot sync directory %s: %s", d, strerror(errno));
+  if (fd >= 0) close(fd);
+  return rc;
 }

@@ -109,6 +109,9 @@ void cs_thrift_put_binary(cs_thrift_out *o, int16_t id, const void *p, uint32_t 
 void cs_thrift_put_list(cs_thrift_out *o, int16_t id, uint8_t elem, uint32_t n);
 void cs_thrift_put_struct_begin(cs_thrift_out *o, int16_t id); /* id 0: a list element */
 void cs_thrift_put_struct_end(cs_thrift_out *o);               /* writes the STOP */
+/* Bytes already encoded elsewhere: list elements (structs) that another
+** cs_thrift_out wrote, whole, as the Parquet writer's row groups. */
+void cs_thrift_put_raw(cs_thrift_out *o, const void *p, size_t n);
 void cs_thrift_out_free(cs_thrift_out *o);
 
 /* --------------------------------------------------------- cs_parquet.c */
@@ -193,6 +196,13 @@ void cs_pq_close(cs_pq_file *f);
 /* The reason column col cannot be imported, as a message naming it and its
 ** type; CS_OK when it can. */
 cs_rc cs_pq_column_supported(const cs_pq_file *f, uint32_t col, cs_err *err);
+
+/* A PageHeader (cs_parquet_write.c): a version-1 data page (PQ_PAGE_DATA,
+** levels RLE) or a dictionary page (PQ_PAGE_DICTIONARY) of num_values
+** values of encoding, its body's sizes uncompressed and compressed. */
+enum { PQ_PAGE_DATA = 0, PQ_PAGE_DICTIONARY = 2 };
+void cs_pq_put_page_header(cs_thrift_out *o, int32_t type, size_t uncompressed, size_t compressed,
+                           int32_t num_values, int32_t encoding);
 
 /* ---------------------------------------------------- cs_parquet_page.c */
 

@@ -250,6 +250,8 @@ void cs_thrift_put_list(cs_thrift_out *o, int16_t id, uint8_t elem, uint32_t n) 
   if (n >= 15) cs_thrift_put_varint(o, n);
 }
 
+void cs_thrift_put_raw(cs_thrift_out *o, const void *p, size_t n) { put_bytes(o, p, n); }
+
 void cs_thrift_put_struct_begin(cs_thrift_out *o, int16_t id) {
   if (id) cs_thrift_put_field(o, id, CS_THRIFT_STRUCT);
   if (o->depth + 1 >= CS_THRIFT_MAX_DEPTH) {

@@ -1156,23 +1156,6 @@ cs_rc cs_writer_prepare(cs_writer *w, cs_err *err) {
   return CS_OK;
 }
 
-/* Runs after the rename, when the store already exists, so it must not be
-** able to fail for want of memory: the directory name is copied to the
-** stack (the path was just created, so it is shorter than PATH_MAX). */
-static cs_rc dir_sync(const char *path, cs_err *err) {
-  char dir[PATH_MAX];
-  if ((size_t)snprintf(dir, sizeof dir, "%s", path) >= sizeof dir)
-    return cs_err_set(err, CS_EIO, "colstore: cannot sync the directory of %s: path too long", path);
-  char *slash = strrchr(dir, '/');
-  const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
-  int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  cs_rc rc = CS_OK;
-  if (fd < 0 || fsync(fd) != 0)
-    rc = cs_err_set(err, CS_EIO, "colstore: cannot sync directory %s: %s", d, strerror(errno));
-  if (fd >= 0) close(fd);
-  return rc;
-}
-
 /* After a durable commit, still holding the lock: compacts the store when
 ** its small records make that worth it (cs__compact_due).  The commit
 ** stands whatever happens here; a compaction that fails (a full disk, an
@@ -1215,7 +1198,7 @@ cs_rc cs_writer_commit(cs_writer *w, cs_err *err) {
     }
     cs__mem_free(w->tmp_path);
     w->tmp_path = NULL;
-    rc = dir_sync(w->path, err);
+    rc = cs__dir_sync(w->path, err);
     writer_free(w);
     return rc;
   }

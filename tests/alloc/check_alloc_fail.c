@@ -311,6 +311,18 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
   return h;
 }
 
+/* A file's bytes hashed (0 when it does not exist). */
+static uint64_t file_hash(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  uint64_t h = 0xcbf29ce484222325ULL;
+  char buf[1 << 14];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) h = fnv(h, buf, n);
+  fclose(f);
+  return h;
+}
+
 /* What a statement or script ended with: the first failure. */
 typedef struct outcome {
   int rc;        /* SQLITE_OK, or the first error code */
@@ -415,7 +427,7 @@ static bool store_check(const char *path, uint64_t *out_hash, uint64_t *out_rows
 
 /* ------------------------------------------------------------- scenarios */
 
-typedef enum { K_OPEN, K_SCAN, K_WRITE, K_CREATE, K_COMPACT } kind;
+typedef enum { K_OPEN, K_SCAN, K_WRITE, K_CREATE, K_COMPACT, K_EXPORT } kind;
 
 /* Statements a scenario may run (all of them: a script cut short would
 ** never reach its COMMIT). */
@@ -588,6 +600,17 @@ static const scenario scenarios[] = {
     {"import append, rejects skipped", K_WRITE,
      {"SELECT colstore_import('@/store.cst', '@/app.csv', 'mode=append', 'on_error=skip', 'progress=off') IS NOT NULL"},
      NULL, 0, "store.cst", 0, false, NULL},
+    /* colstore_export: the file is compared byte for byte with the clean
+    ** run's (the JSON is made after the link, where a failure leaves the
+    ** whole file: allowed, counted) */
+    {"export table with deletions to parquet", K_EXPORT,
+     {"DELETE FROM t WHERE k = 7", "SELECT colstore_export('t', '@/out.parquet', 'row_group_rows=3000', 'compression=zstd', 'progress=off') IS NOT NULL"},
+     NULL, 0, "out.parquet", 0, false, NULL},
+    {"export query to parquet", K_EXPORT,
+     {"SELECT colstore_export('SELECT i, s, i * 0.5 AS h FROM n WHERE i < 3000', '@/out.parquet', 'progress=off') IS NOT NULL"},
+     NULL, 0, "out.parquet", 0, false, NULL},
+    {"export store to csv", K_EXPORT, {"SELECT colstore_export('@/store.cst', '@/out.csv', 'progress=off') IS NOT NULL"},
+     NULL, 0, "out.csv", 0, false, NULL},
     /* colstore_compact */
     {"compact small records", K_COMPACT, {"SELECT colstore_compact('@/store.cst')"}, NULL, 0, "store.cst", 0, false, NULL},
     {"compact deleted and updated", K_COMPACT, {"SELECT colstore_compact('@/changed.cst')"}, NULL, 0, "changed.cst", 0, false, NULL},
@@ -848,6 +871,16 @@ static long run_once(const scenario *sc, long k, bool sticky, const expect *ex, 
     char psource[2048];
     path_join(psource, sizeof psource, g_pristine, "store.cst");
     if (!files_equal(source, psource)) fail("colstore_create changed the store it read");
+  } else if (sc->kind == K_EXPORT) {
+    char target[2048];
+    path_join(target, sizeof target, g_work, sc->target);
+    uint64_t h = file_hash(target);
+    if (k == 0)
+      out_clean->new_hash = h;
+    else if (file_exists(target) && h != ex->new_hash)
+      fail("colstore_export left a file that differs from the clean run's (%s)", o.msg);
+    else if (o.rc != SQLITE_OK && file_exists(target))
+      t->failed_committed++; /* the file whole; the JSON after it failed */
   }
   if (k == 0) out_clean->clean = o;
   return n;

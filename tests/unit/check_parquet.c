@@ -427,16 +427,7 @@ static void put_u32(bitbuf *bb, uint32_t v) {
 /* A v1 data page header of n values of encoding enc, then its body. */
 static void page_with_body(bitbuf *bb, const bitbuf *body, uint32_t n, int enc) {
   cs_thrift_out h = {0};
-  cs_thrift_put_i64(&h, 1, CS_THRIFT_I32, 0);
-  cs_thrift_put_i64(&h, 2, CS_THRIFT_I32, (int64_t)body->n);
-  cs_thrift_put_i64(&h, 3, CS_THRIFT_I32, (int64_t)body->n);
-  cs_thrift_put_struct_begin(&h, 5);
-  cs_thrift_put_i64(&h, 1, CS_THRIFT_I32, n);
-  cs_thrift_put_i64(&h, 2, CS_THRIFT_I32, enc);
-  cs_thrift_put_i64(&h, 3, CS_THRIFT_I32, PQ_RLE);
-  cs_thrift_put_i64(&h, 4, CS_THRIFT_I32, PQ_RLE);
-  cs_thrift_put_struct_end(&h);
-  cs_thrift_put_struct_end(&h);
+  cs_pq_put_page_header(&h, PQ_PAGE_DATA, body->n, body->n, (int32_t)n, enc);
   for (size_t i = 0; i < h.n; i++) bb_byte(bb, h.buf[i]);
   for (size_t i = 0; i < body->n; i++) bb_byte(bb, body->b[i]);
   cs_thrift_out_free(&h);
