@@ -655,14 +655,14 @@ static cs_rc read_var(col_read *r, uint32_t buf, uint64_t n, int w, cs_pq_values
   cs_rc rc = get_buffer(r, buf, 1, &op, &olen);
   if (rc == CS_OK) rc = get_buffer(r, buf + 1, 2, &dp, &dlen);
   if (rc != CS_OK) return rc;
+  if (n > 0 && olen / (uint64_t)w < n + 1) /* before anything is allocated for n rows */
+    return col_fail(r, "an offsets buffer of %llu bytes for %llu rows", (unsigned long long)olen,
+                    (unsigned long long)n);
   if (!grow((void **)&out->offsets, &out->offsets_cap, (n + 1) * 8))
     return cs_err_set(r->err, CS_ENOMEM, "colstore: out of memory");
   out->offsets[0] = 0;
   out->data_bytes = 0;
   if (n == 0) return CS_OK;
-  if (olen / (uint64_t)w < n + 1)
-    return col_fail(r, "an offsets buffer of %llu bytes for %llu rows", (unsigned long long)olen,
-                    (unsigned long long)n);
   int64_t first = offset_at(op, w, 0), last = offset_at(op, w, n);
   if (first < 0 || last < first || (uint64_t)last > dlen)
     return col_fail(r, "offsets outside the data buffer");
