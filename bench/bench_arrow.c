@@ -21,6 +21,8 @@
 **   null_none    IPC file, uncompressed, to a sink that drops the bytes
 **                (the writer's own cost, no kernel copy)
 **   file_zstd, file_lz4  IPC file with zstd (level 1) / LZ4_FRAME bodies
+**   raw_write    the 320 MB of values written to a file with no format at
+**                all: the ceiling a file sink puts on file_none
 ** and the files file_none, file_zstd, file_lz4 are imported with cs_import
 ** (the core API under colstore_import, no SQLite) into a new store:
 **   import_none_t1, import_none_t2, import_zstd_t1, import_lz4_t1.
@@ -169,10 +171,20 @@ static void store_hash(const char *path, uint64_t h[NCOLS]) {
   cs_store_close(s);
 }
 
-enum { W_FILE, W_STREAM, W_NULL, W_ZSTD, W_LZ4, I_NONE1, I_NONE2, I_ZSTD, I_LZ4, N_VAR };
-static const char *const NAMES[N_VAR] = {"file_none",      "stream_none",    "null_none",
-                                         "file_zstd",      "file_lz4",       "import_none_t1",
-                                         "import_none_t2", "import_zstd_t1", "import_lz4_t1"};
+/* The ceiling of a file sink: the four columns' bytes written as they lie. */
+static void write_raw(const char *path) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  cs_err err = {0};
+  const void *cols[NCOLS] = {col_a, col_b, col_c, col_d};
+  for (int c = 0; c < NCOLS; c++)
+    if (fd_write(&fd, cols[c], rows * 8, &err) != CS_OK) die(path, &err);
+  close(fd);
+}
+
+enum { W_FILE, W_STREAM, W_NULL, W_ZSTD, W_LZ4, I_NONE1, I_NONE2, I_ZSTD, I_LZ4, W_RAW, N_VAR };
+static const char *const NAMES[N_VAR] = {
+    "file_none",      "stream_none",    "null_none",      "file_zstd",     "file_lz4",
+    "import_none_t1", "import_none_t2", "import_zstd_t1", "import_lz4_t1", "raw_write"};
 
 static void path_of(char *out, size_t n, const char *name) { bench_path(out, n, "%s/%s", dir, name); }
 
@@ -184,6 +196,7 @@ static void run(int v) {
     case W_NULL: write_file(NULL, false, CS_OUT_NONE, true); break;
     case W_ZSTD: path_of(p, sizeof p, "zstd.arrow"), write_file(p, false, CS_OUT_ZSTD, false); break;
     case W_LZ4: path_of(p, sizeof p, "lz4.arrow"), write_file(p, false, CS_OUT_LZ4, false); break;
+    case W_RAW: path_of(p, sizeof p, "raw.bin"), write_raw(p); break;
     default: {
       const char *src = v == I_ZSTD ? "zstd.arrow" : v == I_LZ4 ? "lz4.arrow" : "none.arrow";
       path_of(p, sizeof p, src);
@@ -211,7 +224,7 @@ int main(int argc, char **argv) {
   for (int v = 0; v < N_VAR; v++) {
     run(v);
     char p[600];
-    if (v == W_NULL) continue;
+    if (v == W_NULL || v == W_RAW) continue;
     if (v <= W_LZ4) {
       static const char *const files[] = {"none.arrow", "none.arrows", "", "zstd.arrow", "lz4.arrow"};
       path_of(p, sizeof p, files[v]);

@@ -820,6 +820,7 @@ static cs_rc values_append(col_read *r, cs_pq_values *dst, const cs_pq_values *s
     if (!dst->null_count) memset(dst->validity, 0xff, (n0 + 7) / 8 + 1);
     for (uint64_t k = 0; k < src->n_rows; k++) set_valid(dst, n0 + k, !is_null(src, k));
   }
+  if (src->n_rows == 0) return CS_OK; /* an empty delta (its buffers may be absent) */
   if (varlen) {
     memcpy(dst->data + dst->data_bytes, src->data, src->data_bytes);
     for (uint64_t k = 1; k <= src->n_rows; k++)

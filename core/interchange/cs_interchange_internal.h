@@ -346,7 +346,7 @@ typedef struct cs_arrow_file {
 /* The error of a column's data, for both readers: "colstore: <path>:
 ** <where>, column <col>: <message>" (where: "row group 3"). */
 cs_rc cs_ic_column_error(cs_err *err, cs_rc code, const char *path, const char *where, const char *col,
-                         const char *fmt, va_list ap);
+                         const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
 
 /* Opens an Arrow IPC file or stream (ARROW1 at the start decides) and
 ** reads its schema and where its batches lie.  An unsupported column is
