@@ -11,7 +11,7 @@ PACKAGES   := sqlite3 libsqlite3-dev libnuma-dev libxxhash-dev check libsubunit-
 
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= fuzz_store fuzz_filter fuzz_writer fuzz_import fuzz_parquet
+FUZZ_TARGETS ?= fuzz_store fuzz_filter fuzz_writer fuzz_import fuzz_parquet fuzz_arrow
 # clang, its sanitizer and libFuzzer runtimes, and its OpenMP runtime: only
 # `make fuzz` and `make fuzz-build` need them.
 FUZZ_PACKAGES := clang libclang-rt-dev libomp-dev

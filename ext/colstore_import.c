@@ -65,11 +65,6 @@ typedef struct parsed_options {
   csx_progress_mode progress;
 } parsed_options;
 
-static bool has_suffix(const char *s, const char *suffix) {
-  size_t n = strlen(s), k = strlen(suffix);
-  return n >= k && sqlite3_stricmp(s + n - k, suffix) == 0;
-}
-
 static char *option_error(const char *fmt, const char *a) { return sqlite3_mprintf(fmt, a); }
 
 /* One 'name=value' argument; an error message (sqlite3_malloc'd) or NULL. */
@@ -147,9 +142,10 @@ static char *parse_option(parsed_options *po, const char *arg) {
       o->format = CS_FORMAT_CSV;
     else if (sqlite3_stricmp(v, "parquet") == 0)
       o->format = CS_FORMAT_PARQUET;
+    else if (sqlite3_stricmp(v, "arrow") == 0)
+      o->format = CS_FORMAT_ARROW;
     else
-      return option_error("colstore: format=%s: this build imports csv and parquet (Arrow is not built yet)",
-                          v);
+      return option_error("colstore: format=%s: format is csv, parquet or arrow", v);
   } else {
     return sqlite3_mprintf(
         "colstore: unknown colstore_import option '%.*s' (mode, columns, header, delim, quote, nulls, "
@@ -202,7 +198,7 @@ static char *result_json(sqlite3 *db, const cs_import_result *res, double ms) {
     sqlite3_str_appendchar(s, 1, '}');
   }
   sqlite3_str_appendchar(s, 1, ']');
-  if (res->format != CS_FORMAT_PARQUET) { /* what text detection decided */
+  if (res->format != CS_FORMAT_PARQUET && res->format != CS_FORMAT_ARROW) { /* what text detection decided */
     char delim[2] = {res->delim, 0};
     sqlite3_str_appendall(s, ",\"delim\":");
     append_json_text(s, delim);
@@ -220,11 +216,6 @@ static void fn_import(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   if (argc < 2 || !zPath || !*zPath || !zSource || !*zSource) {
     sqlite3_result_error(ctx, "colstore: usage: colstore_import(path, source [, 'option=value' ...])", -1);
     sqlite3_result_error_code(ctx, SQLITE_MISUSE);
-    return;
-  }
-  if (has_suffix(zSource, ".arrow") || has_suffix(zSource, ".feather") || has_suffix(zSource, ".arrows")) {
-    sqlite3_result_error(
-        ctx, "colstore: this build imports delimited text and Parquet; Arrow input is not built yet", -1);
     return;
   }
   parsed_options po = {.progress = CSX_PROGRESS_AUTO};

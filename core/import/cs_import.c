@@ -1358,25 +1358,37 @@ static bool has_suffix(const char *s, const char *suffix) {
   return n >= k && strcasecmp(s + n - k, suffix) == 0;
 }
 
-/* AUTO: a name ending .parquet, or a directory whose files all do. */
-static bool source_is_parquet(const char *source) {
-  if (has_suffix(source, ".parquet")) return true;
+/* A columnar format by a file's name; CS_FORMAT_AUTO for text. */
+static cs_import_format format_of(const char *name) {
+  if (has_suffix(name, ".parquet")) return CS_FORMAT_PARQUET;
+  if (has_suffix(name, ".arrow") || has_suffix(name, ".feather") || has_suffix(name, ".arrows"))
+    return CS_FORMAT_ARROW;
+  return CS_FORMAT_AUTO;
+}
+
+/* AUTO: a name with a columnar suffix, or a directory whose files all
+** have one format's. */
+static cs_import_format source_format(const char *source) {
+  cs_import_format f = format_of(source);
+  if (f != CS_FORMAT_AUTO) return f;
   struct stat st;
-  if (stat(source, &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+  if (stat(source, &st) != 0 || !S_ISDIR(st.st_mode)) return CS_FORMAT_AUTO;
   cs_import_result res = {0};
   cs_err e = {0};
   uint64_t bytes;
-  bool all = cs__import_list_files(source, &res, &bytes, &e) == CS_OK;
-  for (size_t i = 0; all && i < res.n_files; i++) all = has_suffix(res.files[i], ".parquet");
+  bool all = cs__import_list_files(source, &res, &bytes, &e) == CS_OK && res.n_files > 0;
+  f = all ? format_of(res.files[0]) : CS_FORMAT_AUTO;
+  for (size_t i = 1; all && i < res.n_files; i++) all = format_of(res.files[i]) == f;
   cs_import_result_free(&res);
-  return all;
+  return all ? f : CS_FORMAT_AUTO;
 }
 
 cs_rc cs_import(const char *path, const char *source, const cs_import_options *opt, cs_import_result *res,
                 cs_err *err) {
   cs_import_format format = opt ? opt->format : CS_FORMAT_AUTO;
-  if (format == CS_FORMAT_PARQUET || (format == CS_FORMAT_AUTO && source_is_parquet(source)))
-    return cs_import_parquet(path, source, opt, res, err);
+  if (format == CS_FORMAT_AUTO) format = source_format(source);
+  if (format == CS_FORMAT_PARQUET) return cs_import_parquet(path, source, opt, res, err);
+  if (format == CS_FORMAT_ARROW) return cs_import_arrow(path, source, opt, res, err);
   return cs_import_text(path, source, opt, res, err);
 }
 

@@ -30,8 +30,14 @@
 
 typedef enum cs_import_mode { CS_IMPORT_CREATE = 0, CS_IMPORT_REPLACE, CS_IMPORT_APPEND } cs_import_mode;
 typedef enum cs_import_header { CS_HEADER_AUTO = 0, CS_HEADER_YES, CS_HEADER_NO } cs_import_header;
-/* AUTO: from the source's name (.parquet, or a directory of them), else text. */
-typedef enum cs_import_format { CS_FORMAT_AUTO = 0, CS_FORMAT_CSV, CS_FORMAT_PARQUET } cs_import_format;
+/* AUTO: from the source's name (.parquet; .arrow, .feather, .arrows; or a
+** directory of them), else text. */
+typedef enum cs_import_format {
+  CS_FORMAT_AUTO = 0,
+  CS_FORMAT_CSV,
+  CS_FORMAT_PARQUET,
+  CS_FORMAT_ARROW
+} cs_import_format;
 
 /* What the progress callback sees, once per input block (and once at the
 ** end of each pass).  bytes_total is the sum of the input files' sizes as
@@ -62,7 +68,7 @@ typedef struct cs_import_options {
   bool has_nulls;
   const char *const *nulls;
   size_t n_nulls;
-  const char *columns;   /* text: "name TYPE [NOT NULL], ..."; Parquet: "name, ..."; or NULL */
+  const char *columns;   /* text: "name TYPE [NOT NULL], ..."; Parquet, Arrow: "name, ..."; or NULL */
   bool skip_errors;      /* on_error=skip: reject bad lines, go on */
   uint32_t max_rejects;  /* rejects kept in the result; 0: 10 */
   uint32_t threads;      /* 0, 1: one; N: plain files are read in waves of N chunks, parsed in parallel;
@@ -91,7 +97,7 @@ typedef struct cs_import_result {
   size_t n_rejects;
   char delim;              /* the delimiter used */
   bool header;             /* whether the first line of each file was a header */
-  cs_import_format format; /* what was read: CS_FORMAT_PARQUET, else text */
+  cs_import_format format; /* what was read: CS_FORMAT_PARQUET, CS_FORMAT_ARROW, else text */
   bool interrupted;
 } cs_import_result;
 
@@ -103,7 +109,10 @@ cs_rc cs_import_text(const char *path, const char *source, const cs_import_optio
 ** opt->columns names, with the types Parquet gives them. */
 cs_rc cs_import_parquet(const char *path, const char *source, const cs_import_options *opt,
                         cs_import_result *res, cs_err *err);
-/* Either, by opt->format (AUTO: the source's name decides). */
+/* Imports Arrow IPC files and streams (cs_import_arrow.c), likewise. */
+cs_rc cs_import_arrow(const char *path, const char *source, const cs_import_options *opt,
+                      cs_import_result *res, cs_err *err);
+/* One of them, by opt->format (AUTO: the source's name decides). */
 cs_rc cs_import(const char *path, const char *source, const cs_import_options *opt, cs_import_result *res,
                 cs_err *err);
 void cs_import_result_free(cs_import_result *res);

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "cs_import.h"
+#include "cs_interchange_internal.h"
 
 /* ---------------------------------------------------------- cs_import.c */
 
@@ -30,6 +31,40 @@ cs_rc cs__import_fail(cs_err *err, cs_rc code, const char *fmt, ...) __attribute
 ** order, into res->files; *out_bytes_total their sizes. */
 cs_rc cs__import_list_files(const char *source, cs_import_result *res, uint64_t *out_bytes_total,
                             cs_err *err);
+
+/* ------------------------------------------------- cs_import_columnar.c */
+
+/* A column of a columnar file, as the driver sees it. */
+typedef struct cs_columnar_col {
+  const char *name;
+  cs_type type; /* 0: unsupported (supported() says why) */
+  bool nullable;
+  const char *desc; /* the format's type, for messages */
+} cs_columnar_col;
+
+/* A columnar format (Parquet, Arrow IPC) for the shared import driver: a
+** file is read as groups (row groups, record batches) of whole columns.
+** read_column may run on several threads at once for different columns. */
+typedef struct cs_columnar_ops {
+  const char *name;      /* "Parquet", "Arrow" */
+  const char *group;     /* "row group", "record batch" */
+  const char *text_type; /* the format's name for a text column: "STRING", "Utf8" */
+  cs_import_format format;
+  cs_rc (*open)(const char *path, void **out, cs_err *err);
+  void (*close)(void *f);
+  uint32_t (*n_cols)(void *f);
+  void (*column)(void *f, uint32_t i, cs_columnar_col *out);
+  cs_rc (*supported)(void *f, uint32_t i, cs_err *err);
+  /* Steps to the next group: *have false at the end; *bytes its size in
+  ** the file, for progress. */
+  cs_rc (*next_group)(void *f, bool *have, uint64_t *rows, uint64_t *bytes, cs_err *err);
+  cs_rc (*read_column)(void *f, uint32_t i, cs_pq_values *out, cs_err *err);
+} cs_columnar_ops;
+
+/* Imports source's files of that format into a store at path: writer
+** lifecycle, columns=, append matching, progress, errors. */
+cs_rc cs__import_columnar(const cs_columnar_ops *ops, const char *path, const char *source,
+                          const cs_import_options *opt, cs_import_result *res, cs_err *err);
 
 /* ------------------------------------------------------------ cs_read.c */
 

@@ -24,6 +24,7 @@
 #ifndef CS_INTERCHANGE_INTERNAL_H
 #define CS_INTERCHANGE_INTERNAL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -234,6 +235,143 @@ void cs_pq_values_free(cs_pq_values *v);
 ** bit_width bits from [p, end) into out; false when the runs end early,
 ** exceed n, or a width is over 32. */
 bool cs_pq_rle_decode(const uint8_t *p, const uint8_t *end, int bit_width, uint32_t *out, uint32_t n);
+
+/* ---------------------------------------------------------- cs_flatbuf.c */
+
+/* A flatbuffer being read: every reader checks the bytes it follows and
+** on a failure sets failed (and returns false, 0 or the default), so a
+** parser may read a whole message and check failed once. */
+typedef struct cs_fb {
+  const uint8_t *p;
+  size_t n;
+  bool failed;
+} cs_fb;
+
+#define CS_FB_MAX_DEPTH 32
+
+typedef struct cs_fb_table {
+  cs_fb *fb; /* NULL: an absent table (every field reads as its default) */
+  uint32_t pos, vt;
+  uint16_t vt_n, tbl_n;
+  int depth;
+} cs_fb_table;
+
+typedef struct cs_fb_vec {
+  cs_fb *fb;
+  uint32_t pos, n, elem_size;
+  int depth;
+} cs_fb_vec;
+
+/* The root table; false (and failed) when the buffer does not hold one. */
+bool cs_fb_root(cs_fb *fb, cs_fb_table *out);
+bool cs_fb_has(const cs_fb_table *t, int id);
+/* A scalar field of width 1, 2, 4 or 8 bytes; dflt when absent. */
+int64_t cs_fb_int(const cs_fb_table *t, int id, int width, bool is_signed, int64_t dflt);
+/* Offset fields: false when absent (failed stays false) or bad (failed).
+** A union's value is a table field, its type the scalar field before it. */
+bool cs_fb_table_field(const cs_fb_table *t, int id, cs_fb_table *out);
+bool cs_fb_string(const cs_fb_table *t, int id, const char **out, uint32_t *out_n);
+/* A vector of elem_size-byte elements (4 for a vector of tables), its
+** count checked against the bytes present. */
+bool cs_fb_vector(const cs_fb_table *t, int id, uint32_t elem_size, cs_fb_vec *out);
+bool cs_fb_vec_table(const cs_fb_vec *v, uint32_t i, cs_fb_table *out);
+const uint8_t *cs_fb_vec_elem(const cs_fb_vec *v, uint32_t i); /* a struct or scalar, unaligned */
+
+/* Building, back to front: objects before the objects that refer to them;
+** each returns a reference (0 after an allocation failure: b->failed). */
+#define CS_FBB_MAX_FIELDS 16
+typedef struct cs_fbb {
+  uint8_t *buf;
+  size_t cap, n, max_align; /* the bytes are buf[cap - n, cap) */
+  uint32_t fields[CS_FBB_MAX_FIELDS];
+  int n_fields;
+  size_t table_start;
+  bool failed;
+} cs_fbb;
+
+uint32_t cs_fbb_string(cs_fbb *b, const char *s, size_t n);
+uint32_t cs_fbb_vector(cs_fbb *b, const void *elems, uint32_t count, uint32_t elem_size, uint32_t align);
+uint32_t cs_fbb_vector_refs(cs_fbb *b, const uint32_t *refs, uint32_t count);
+/* One table at a time: its fields' objects are built before begin. */
+void cs_fbb_table_begin(cs_fbb *b);
+void cs_fbb_add_int(cs_fbb *b, int id, int64_t v, int width);
+void cs_fbb_add_ref(cs_fbb *b, int id, uint32_t ref);
+void cs_fbb_add_struct(cs_fbb *b, int id, const void *p, size_t size, size_t align);
+uint32_t cs_fbb_table_end(cs_fbb *b);
+/* The finished buffer (root offset first), valid until the next reset;
+** its size is a multiple of 8. */
+bool cs_fbb_finish(cs_fbb *b, uint32_t root, const uint8_t **out, size_t *out_n);
+void cs_fbb_reset(cs_fbb *b);
+void cs_fbb_free(cs_fbb *b);
+
+/* ------------------------------------------------------------ cs_arrow.c */
+
+/* Arrow's Type union (Schema.fbs), the members colstore reads or writes. */
+enum {
+  ARROW_NULL = 1,
+  ARROW_INT = 2,
+  ARROW_FLOAT = 3,
+  ARROW_BINARY = 4,
+  ARROW_UTF8 = 5,
+  ARROW_BOOL = 6,
+  ARROW_DATE = 8,
+  ARROW_TIME = 9,
+  ARROW_TIMESTAMP = 10,
+  ARROW_LARGE_BINARY = 19,
+  ARROW_LARGE_UTF8 = 20
+};
+
+/* A top-level field of an Arrow schema. */
+typedef struct cs_arrow_column {
+  char *name;
+  bool nullable;
+  cs_type type;  /* the colstore type; 0 when unsupported */
+  uint8_t width; /* bytes of a value in the file (offsets: 4 or 8) */
+  bool bits;     /* Bool: bit-packed */
+  bool widen;    /* Time32: int32 into INT64 */
+  bool u64;      /* Int(64, unsigned): range-checked into INT64 */
+  bool dict;     /* dictionary-encoded: indices of index_width bytes */
+  uint8_t index_width;
+  bool index_signed;
+  int64_t dict_id;
+  bool located;          /* its buffers can be found (no view type before it) */
+  uint32_t node, buffer; /* its first field node and buffer in a record batch */
+  char desc[96];         /* the Arrow type as a message names it: "Int(64, unsigned)" */
+  char unit[4];          /* Time/Timestamp: "s", "ms", "us", "ns" */
+} cs_arrow_column;
+
+typedef struct cs_arrow_file {
+  char *path;
+  const uint8_t *p; /* the file's bytes (mapped, or the caller's) */
+  size_t n;
+  void *map;
+  size_t map_n;
+  bool stream; /* the stream format, else the file format */
+  uint32_t n_cols;
+  cs_arrow_column *cols;
+  uint64_t n_batches; /* record batches */
+  struct cs_arrow_file_priv *priv;
+} cs_arrow_file;
+
+/* The error of a column's data, for both readers: "colstore: <path>:
+** <where>, column <col>: <message>" (where: "row group 3"). */
+cs_rc cs_ic_column_error(cs_err *err, cs_rc code, const char *path, const char *where, const char *col,
+                         const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
+
+/* Opens an Arrow IPC file or stream (ARROW1 at the start decides) and
+** reads its schema and where its batches lie.  An unsupported column is
+** not an error here, only reading it is. */
+cs_rc cs_arrow_open(const char *path, cs_arrow_file **out, cs_err *err);
+/* The same over bytes in memory, which must outlive the file (fuzzing). */
+cs_rc cs_arrow_open_mem(const uint8_t *p, size_t n, const char *path, cs_arrow_file **out, cs_err *err);
+void cs_arrow_close(cs_arrow_file *f);
+cs_rc cs_arrow_column_supported(const cs_arrow_file *f, uint32_t col, cs_err *err);
+/* Steps to the next record batch (decoding the dictionary batches before
+** it): *out_have false at the end. */
+cs_rc cs_arrow_next_batch(cs_arrow_file *f, bool *out_have, uint64_t *out_rows, cs_err *err);
+/* Column col of the current record batch in colstore's layout.  Reads
+** only the file and out: threads may read different columns at once. */
+cs_rc cs_arrow_read_column(const cs_arrow_file *f, uint32_t col, cs_pq_values *out, cs_err *err);
 
 /* ---------------------------------------------- writing other formats */
 

@@ -102,13 +102,13 @@ typedef struct decoder {
 
 static cs_rc bad(decoder *d, cs_rc code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static cs_rc bad(decoder *d, cs_rc code, const char *fmt, ...) {
-  char what[256];
+  char where[32];
+  snprintf(where, sizeof where, "row group %u", d->rg);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
+  cs_rc rc = cs_ic_column_error(d->err, code, d->f->path, where, d->c->name, fmt, ap);
   va_end(ap);
-  return cs_err_set(d->err, code, "colstore: %s: row group %u, column %s: %s", d->f->path, d->rg, d->c->name,
-                    what);
+  return rc;
 }
 
 static cs_rc damaged(decoder *d, const char *what) { return bad(d, CS_ECORRUPT, "%s is damaged", what); }

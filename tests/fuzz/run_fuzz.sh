@@ -25,6 +25,7 @@ case $name in
   writer) max_len=8192 ;;
   import) max_len=8195 ;;
   parquet) max_len=16384 ;;
+  arrow) max_len=8192 ;;
   *) max_len=4096 ;;
 esac
 

@@ -476,6 +476,54 @@ def assert_reopened(tc, con, path, where):
     fresh.close()
 
 
+class NodeChild:
+    """A node script as a test's oracle, one JSON request a line on stdin and
+    one JSON answer a line on stdout, with its npm package installed into
+    $BUILD/<client> once (test_parquet.py's DuckDB, test_arrow.py's
+    apache-arrow).  Without node, npm or the package (no network), the test
+    exits 77: SKIP."""
+
+    def __init__(self, client, package, script):
+        def skip(why):
+            print("SKIP: %s" % why)
+            sys.exit(77)
+
+        if not shutil.which("node") or not shutil.which("npm"):
+            skip("node or npm is not installed")
+        cdir = os.path.join(os.path.dirname(os.path.abspath(MODULE)), client)
+        os.makedirs(cdir, exist_ok=True)
+        if not os.path.isdir(os.path.join(cdir, "node_modules", *package.split("/"))):
+            if not os.path.exists(os.path.join(cdir, "package.json")):
+                with open(os.path.join(cdir, "package.json"), "w") as f:
+                    f.write('{"name": "colstore-%s", "private": true, "type": "module"}\n' % client.replace("_", "-"))
+            try:
+                r = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", package],
+                                   cwd=cdir, capture_output=True, text=True, timeout=300)
+            except subprocess.TimeoutExpired:
+                skip("npm install %s took over 300 s" % package)
+            if r.returncode != 0:
+                skip("npm install %s failed: %s" % (package, (r.stderr.strip().splitlines() or ["?"])[-1]))
+        target = os.path.join(cdir, os.path.basename(script))
+        shutil.copyfile(script, target)
+        self.proc = subprocess.Popen(["node", target], cwd=cdir, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, bufsize=1)
+        line = self.proc.stdout.readline()
+        if not line:
+            skip("the %s child did not start" % package)
+        self.version = json.loads(line)["ready"]
+
+    def ask(self, request):
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        answer = json.loads(self.proc.stdout.readline())
+        if "error" in answer:
+            raise AssertionError("%s: %s\n%s" % (self.proc.args[-1], answer["error"], json.dumps(request)[:500]))
+        return answer
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
 def child_env():
     """The environment for a /usr/bin/python3 child that imports cstest."""
     env = dict(os.environ)

@@ -39,7 +39,6 @@ import cstest  # noqa: E402
 from duckchild import DuckTest  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BUILD = os.path.dirname(os.path.abspath(cstest.MODULE))
 SEED = int(os.environ.get("COLSTORE_SEED") or 20261205)
 ROWS = cstest.scaled(10000, 3000)
 
