@@ -41,6 +41,25 @@
 ** large ranges are threaded over pieces and the mask is the same for any
 ** thread count.
 **
+** TEXT and BLOB (issue 26).  Format 1 keeps no min/max for them, and a
+** row-by-row byte comparison costs about 12 ns a row.  So a TEXT/BLOB test
+** that reads values (RANGE, NE, IN) asks for the record's dictionary codes
+** (cs_codes.c: at most CS__CODE_VALUES distinct values and a byte per row,
+** built by the first query that reads the record and cached on the
+** snapshot), tests each distinct value once into a table of a byte per
+** code, and decides the record from it as a zone map would (no value
+** passes: skipped; every value passes and no NULL: every row) or else gives
+** each row table[code].  That is exact, and better than a min/max zone map
+** would be: a record of {"ATL", "ORD", "SFO"} is skipped by `= 'JFK'`.  A
+** record with more distinct values is marked uncoded once and keeps the
+** byte path (bench/bench_textpred.py's sweep: through the codes a record
+** costs the same whatever its number of values up to 256; the limit is the
+** code's byte, not a measured crossover).  The decisions and tables are
+** made once per record per span (eval_span keeps them for the first
+** CS_PRED_STACK predicates; later ones read bytes).  The plan feeds `LIKE
+** 'p%'` here as SQLite's bounds (x >= 'p' AND x < 'q'), re-checked by
+** SQLite.  Comparisons are BINARY: memcmp, then length, as value_cmp.
+**
 ** The choice a newcomer might question: FLOAT zone maps decide "every row
 ** true" only for chunks flagged CS_CHUNK_SORTED.  The writer's min/max skip
 ** NaN and its null count does not count NaN, so an unsorted float chunk may
@@ -555,7 +574,7 @@ static int zone_decide_kind(const pcomp *p, const cs_chunk *ch, uint64_t rows) {
     default: break;
   }
   if (nn == rows) return 0;
-  if (p->dom == DOM_BYTES) return -1; /* no zone map for TEXT/BLOB in format 1 */
+  if (p->dom == DOM_BYTES) return -1; /* no zone map for TEXT/BLOB in format 1: see record_decide */
   if (!mm) return 0;                  /* every value NULL or NaN */
   bool clean = p->dom == DOM_INT ? nn == 0 : no_nan;
   if (p->dom == DOM_INT) {
