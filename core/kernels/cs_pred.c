@@ -695,7 +695,7 @@ PRED_IN_SORTED(k_f64, double, double)
   }
 
 /* Whether the TEXT/BLOB value x[0, nx) satisfies p (RANGE, NE or IN). */
-static bool bytes_match(const pcomp *p, const uint8_t *x, uint64_t nx) {
+CS__INLINE bool bytes_match(const pcomp *p, const uint8_t *x, uint64_t nx) {
   if (p->kind == PK_RANGE) {
     if (p->blo.on) {
       int c = cs__bytes_cmp(x, nx, p->blo.p, p->blo.n);
