@@ -59,6 +59,16 @@ static int pred_from_slot(csx_selection *s, const csx_slot *slot, sqlite3_value 
   pr->op = CS_CMP_IN;
   pr->set = s->vals + *m;
   sqlite3_value *v = NULL;
+  if (type == CS_TYPE_TEXT) {
+    /* A number in a TEXT column's list: NUMERIC affinity, which SQLite,
+    ** checking such a list again, applies; narrowed to non-NULL rows only
+    ** (colstore_plan.c's essay). */
+    for (int r = sqlite3_vtab_in_first(arg, &v); r == SQLITE_OK && v; r = sqlite3_vtab_in_next(arg, &v))
+      if (sqlite3_value_type(v) == SQLITE_INTEGER || sqlite3_value_type(v) == SQLITE_FLOAT) {
+        pr->op = CS_CMP_NOTNULL;
+        return SQLITE_OK;
+      }
+  }
   for (int r = sqlite3_vtab_in_first(arg, &v); r == SQLITE_OK && v; r = sqlite3_vtab_in_next(arg, &v)) {
     void *held = NULL;
     int rc = csx_value_for_column(type, v, &s->vals[*m], &held);

@@ -53,7 +53,7 @@
 **     it goes to the table row by row, as before (bounded memory, no
 **     quadratic case; docs/performance.md has the high-cardinality numbers).
 **     In front of both, over ranges, the dictionary codes of the key
-**     column, cached on the snapshot (cs_agg_codes.c): a record with at
+**     column, cached on the snapshot (kernels/cs_codes.c): a record with at
 **     most 256 distinct values (NULL one of them) has a code per row and
 **     the list of its values, built the first time a query reads it.  Its
 **     values' groups are looked up in the member's table the first time a
@@ -121,12 +121,12 @@
 ** never used (see DELETIONS).  Persisting these statistics in the format
 ** is for a later format version.  Integer columns need the cache only for
 ** sums: their count is rows - null_count and their min/max the zone maps
-** (exact: the writer computes them over the valid values).  The same
-** cache holds a TEXT/BLOB column's dictionary codes (codes_of, one
-** cs__agg_codes per column, each record's block published by
-** compare-and-swap): per snapshot for the same reason, so an update's
-** patched chunks, which only a new snapshot (or a view, a snapshot of its
-** own) shows, are never read through old codes.
+** (exact: the writer computes them over the valid values).  A TEXT/BLOB
+** column's dictionary codes are the kernels' (kernels/cs_codes.c, the
+** snapshot's kernels slot, shared with the predicates): per snapshot for
+** the same reason, so an update's patched chunks, which only a new
+** snapshot (or a view, a snapshot of its own) shows, are never read
+** through old codes.
 **
 ** DETERMINISM.  The work is cut into chunks of AGG_CHUNK_ROWS rows of the
 ** call, a fixed size (never a function of the thread count), and each
@@ -188,8 +188,8 @@
 #define AGG_LANES 4u
 #define AGG_LANE_GROUPS 64u
 /* The most bytes the dictionary codes of one store column may hold
-** (cs_agg_codes.c: about 1.06 bytes a row, so some 250 million rows). */
-#define AGG_CODES_BYTES (256ull << 20)
+** (kernels/cs_codes.c: about 1.06 bytes a row, so some 250 million rows). */
+#define AGG_CODES_BYTES CS__CODES_BYTES
 
 #define AGG_MINMAX (CS_AGG_MIN | CS_AGG_MAX)
 
@@ -339,10 +339,10 @@ typedef struct agg_scratch {
   uint64_t *lrows;            /* grouped: [AGG_LANE_GROUPS * AGG_LANES] rows per lane cell */
   agg_cell *lcells;           /* grouped: [AGG_LANE_GROUPS * AGG_LANES * nv], initialised between pieces */
   agg_table table;            /* members >= 1: their own groups */
-  const cs__agg_rcodes
+  const cs__rcodes
       *rcodes;     /* bytes kernel, ranges: the codes of the record read (piece_gids_codes), or NULL */
   uint64_t rlocal; /* the piece's first row within that record */
-  uint32_t *cmap;  /* bytes kernel: [CS__AGG_CODE_VALUES] the record's codes' groups, 0 = not looked up */
+  uint32_t *cmap;  /* bytes kernel: [CS__CODE_VALUES] the record's codes' groups, 0 = not looked up */
 } agg_scratch;
 
 struct cs_agg {
@@ -362,23 +362,21 @@ struct cs_agg {
   uint64_t ncodes; /* direct: codes (the table's slots) */
   uint32_t
       dict_max; /* bytes: keys a record's dictionary holds (tune.dict_max when chosen); 0 = no dictionary */
-  cs__agg_codes *codes; /* bytes, ranges: the key column's codes on the store (not owned), or NULL */
-  uint64_t codes_max;   /* their cap (tune.codes_bytes when taken) */
-  agg_table table;      /* the groups; ungrouped: group 0 */
-  agg_scratch **scr;    /* [n_scr] per team member */
+  cs__codes *codes;   /* bytes, ranges: the key column's codes on the store (not owned), or NULL */
+  uint64_t codes_max; /* their cap (tune.codes_bytes when taken) */
+  agg_table table;    /* the groups; ungrouped: group 0 */
+  agg_scratch **scr;  /* [n_scr] per team member */
   int n_scr;
   uint64_t *out;  /* direct: group -> slot; owned */
   uint64_t n_out; /* groups */
   cs_agg_stats st;
 };
 
-/* The per-store cache of per-record statistics and dictionary codes (see
-** the essay). */
+/* The per-store cache of per-record statistics (see the essay). */
 typedef struct agg_cache {
-  cs__derived derived; /* first: the store's derived-data slot holds it, and frees it with agg_cache_free */
+  cs__derived derived; /* first: the store's analytics slot holds it, and frees it with agg_cache_free */
   uint32_t n_cols;
-  cs__agg_codes *_Atomic *codes; /* [n_cols] after cols: a TEXT/BLOB column's codes, or NULL; in this block */
-  agg_cell *_Atomic cols[];      /* [n_cols]: n_records cells, or NULL */
+  agg_cell *_Atomic cols[]; /* [n_cols]: n_records cells, or NULL */
 } agg_cache;
 
 /* ----------------------------------------------------------------- cells */
@@ -769,7 +767,7 @@ CS__INLINE void bytes_key(const uint8_t *p, uint64_t n, const uint8_t *end, agg_
   k->p = p, k->n = n, k->null = 0;
   if (end && (uint64_t)(end - p) >= 16) {
     /* the common case: two loads and two masks, no branch on the length */
-    const uint64_t *keep = cs__agg_keep[n < 16 ? n : 16];
+    const uint64_t *keep = cs__key_keep[n < 16 ? n : 16];
     k->w0 = cs__load64(p) & keep[0], k->w1 = cs__load64(p + 8) & keep[1];
   } else {
     uint8_t b[16] = {0};
@@ -1030,7 +1028,7 @@ static void dict_reset(agg_dict *d) {
 ** length: "abcde" and "abcde", ten zero bytes, byte 5), and from a longer
 ** one by its full length and a memcmp of its tail against the group's
 ** copy. */
-CS__INLINE uint64_t dict_w1(uint64_t n, uint64_t w1) { return cs__agg_w1(n, w1); }
+CS__INLINE uint64_t dict_w1(uint64_t n, uint64_t w1) { return cs__key_w1(n, w1); }
 CS__INLINE uint64_t dict_ng(uint32_t g, uint64_t n) {
   return (uint64_t)g << 32 | (n < UINT32_MAX ? n : UINT32_MAX);
 }
@@ -1038,7 +1036,7 @@ CS__INLINE uint64_t dict_ng(uint32_t g, uint64_t n) {
 /* The dictionary's slot of a key of two words: one multiply (the table's
 ** hash, two multiplies and a shift, is computed only for the keys new to
 ** the record). */
-CS__INLINE uint64_t dict_home(uint64_t w0, uint64_t w1) { return cs__agg_home(w0, w1, AGG_DICT_BITS); }
+CS__INLINE uint64_t dict_home(uint64_t w0, uint64_t w1) { return cs__key_home(w0, w1, AGG_DICT_BITS); }
 
 /* A key missing from the dictionary, probe ended at empty slot j: the
 ** member's table gives its group (0 when the table cannot grow), kept in
@@ -1133,7 +1131,7 @@ CS__INLINE bool dict_loop(const cs_agg *a, agg_dict *d, agg_table *t, const agg_
       gid[i] = g;
       continue;
     }
-    const uint64_t *keep = cs__agg_keep[len];
+    const uint64_t *keep = cs__key_keep[len];
     uint64_t w0 = cs__load64(p) & keep[0], w1 = (cs__load64(p + 8) & keep[1]) | (len << 56);
     uint64_t j = dict_home(w0, w1);
     const agg_dent *de = &ent[j];
@@ -1176,9 +1174,9 @@ static bool piece_gids_dict(const cs_agg *a, agg_scratch *sc, agg_table *t, cons
                   : dict_loop(a, d, t, v, m, n, sc->gid, NULL);
 }
 
-/* The group of a record's value number c (cs_agg_codes.c), added when
+/* The group of a record's value number c (kernels/cs_codes.c), added when
 ** new; 0 when the table cannot grow. */
-__attribute__((noinline)) static uint32_t codes_group(const cs_agg *a, agg_table *t, const cs__agg_rcodes *rc,
+__attribute__((noinline)) static uint32_t codes_group(const cs_agg *a, agg_table *t, const cs__rcodes *rc,
                                                       uint32_t c) {
   agg_bkey k;
   if (c == rc->null_code)
@@ -1196,7 +1194,7 @@ __attribute__((noinline)) static uint32_t codes_group(const cs_agg *a, agg_table
 ** selected row has; until then its rows get the sink (they are
 ** unselected).  False when the table cannot grow. */
 static bool piece_gids_codes(const cs_agg *a, agg_scratch *sc, agg_table *t, const uint8_t *m, uint64_t n) {
-  const cs__agg_rcodes *rc = sc->rcodes;
+  const cs__rcodes *rc = sc->rcodes;
   const uint8_t *restrict code = rc->code + sc->rlocal;
   uint32_t *restrict cmap = sc->cmap, *restrict gid = sc->gid;
   uint32_t missing = 0;
@@ -1454,53 +1452,31 @@ static void piece_ungrouped(const cs_agg *a, agg_scratch *sc, const uint8_t *m, 
 
 static void agg_cache_free(cs__derived *d) {
   agg_cache *c = (agg_cache *)d;
-  for (uint32_t k = 0; k < c->n_cols; k++) {
-    cs__mem_free(atomic_load(&c->cols[k]));
-    cs__agg_codes_free(atomic_load(&c->codes[k]));
-  }
+  for (uint32_t k = 0; k < c->n_cols; k++) cs__mem_free(atomic_load(&c->cols[k]));
   cs__mem_free(c);
 }
 
 long cs__agg_cache_blocks(const cs_store *s) {
-  agg_cache *c = (agg_cache *)cs__store_derived(s);
-  if (!c) return 0;
-  long n = 1;
-  for (uint32_t k = 0; k < c->n_cols; k++) {
-    n += atomic_load(&c->cols[k]) != NULL;
-    cs__agg_codes *codes = atomic_load(&c->codes[k]);
-    if (codes) n += cs__agg_codes_blocks(codes);
-  }
+  agg_cache *c = (agg_cache *)cs__store_derived(s, CS__DERIVED_ANALYTICS);
+  long n = cs__codes_cache_blocks(s);
+  if (!c) return n;
+  n++;
+  for (uint32_t k = 0; k < c->n_cols; k++) n += atomic_load(&c->cols[k]) != NULL;
   return n;
 }
 
 /* The store's cache, made empty the first time (NULL when out of memory). */
 static agg_cache *cache_of(const cs_store *s) {
-  agg_cache *c = (agg_cache *)cs__store_derived(s);
+  agg_cache *c = (agg_cache *)cs__store_derived(s, CS__DERIVED_ANALYTICS);
   if (c) return c;
   uint32_t nc = s->schema.n_cols;
-  agg_cache *fresh = cs__mem_calloc(1, sizeof *fresh + nc * (sizeof fresh->cols[0] + sizeof fresh->codes[0]));
+  agg_cache *fresh = cs__mem_calloc(1, sizeof *fresh + nc * sizeof fresh->cols[0]);
   if (!fresh) return NULL;
   fresh->derived.free = agg_cache_free;
   fresh->n_cols = nc;
-  fresh->codes = (cs__agg_codes * _Atomic *)(void *)(fresh->cols + nc);
-  agg_cache *won = (agg_cache *)cs__store_derived_install(s, &fresh->derived);
+  agg_cache *won = (agg_cache *)cs__store_derived_install(s, CS__DERIVED_ANALYTICS, &fresh->derived);
   if (won != fresh) cs__mem_free(fresh);
   return won;
-}
-
-/* TEXT/BLOB column col's dictionary codes on the store, made empty the
-** first time (NULL when out of memory: the records are read the old way). */
-static cs__agg_codes *codes_of(const cs_store *s, uint32_t col) {
-  agg_cache *c = cache_of(s);
-  if (!c) return NULL;
-  cs__agg_codes *codes = atomic_load(&c->codes[col]);
-  if (codes) return codes;
-  cs__agg_codes *fresh = cs__agg_codes_new(s->n_records);
-  if (!fresh) return NULL;
-  cs__agg_codes *expected = NULL;
-  if (atomic_compare_exchange_strong(&c->codes[col], &expected, fresh)) return fresh;
-  cs__agg_codes_free(fresh);
-  return expected;
 }
 
 /* Record r's statistics of column uc: the record's pieces from its first
@@ -1632,7 +1608,7 @@ static agg_scratch *scratch_new(const cs_agg *a, bool own_table) {
   if (ok && a->kind == K_BYTES) {
     sc->dict.ent = cs__mem_calloc(AGG_DICT_SLOTS, sizeof *sc->dict.ent);
     sc->dict.used = cs__mem_malloc(AGG_DICT_MAX * sizeof *sc->dict.used);
-    sc->cmap = cs__mem_malloc(CS__AGG_CODE_VALUES * sizeof *sc->cmap);
+    sc->cmap = cs__mem_malloc(CS__CODE_VALUES * sizeof *sc->cmap);
     ok = sc->dict.ent && sc->dict.used && sc->cmap;
   }
   if (ok && own_table) ok = table_make(a, &sc->table);
@@ -1910,7 +1886,7 @@ static void range_chunk(void *ctx, uint64_t c, int member) {
       dict_reset(&sc->dict); /* group ids hold for the call; the keys' bytes are the record's */
     sc->rcodes = NULL;
     if (a->codes && rhi > rlo &&
-        (sc->rcodes = cs__agg_codes_record(a->codes, s, a->ucols[a->key_u[0]].col, r, a->codes_max))) {
+        (sc->rcodes = cs__codes_record(a->codes, s, a->ucols[a->key_u[0]].col, r, a->codes_max))) {
       memset(sc->cmap, 0,
              sc->rcodes->n_vals * sizeof *sc->cmap); /* codes are the record's, groups the call's */
       coded++;
@@ -1999,7 +1975,7 @@ cs_rc cs_agg_add_range(cs_agg *a, const cs_selector *sel, uint64_t first, uint64
   cs_rc rc = agg_choose(a, n, err);
   if (rc != CS_OK || n == 0) return rc;
   if (a->kind == K_BYTES && tune.codes_bytes && !a->codes) {
-    a->codes = codes_of(s, a->ucols[a->key_u[0]].col); /* NULL when out of memory: the old way */
+    a->codes = cs__codes_of(s, a->ucols[a->key_u[0]].col); /* NULL when out of memory: the old way */
     a->codes_max = tune.codes_bytes;
   }
   const cs__pred_set *preds = sel ? cs__selector_preds(sel) : NULL;

@@ -154,4 +154,66 @@ bool cs__pred_set_row(const cs__pred_set *set, uint64_t rec, uint64_t local);
 const cs__pred_set *cs__selector_preds(const cs_selector *sel);
 const cs_store *cs__selector_store(const cs_selector *sel);
 
+/* ------------------------------------------------- dictionary codes
+** (cs_codes.c): a TEXT/BLOB column's values record by record as a list of
+** its distinct values and a one-byte code per position, built the first
+** time a record is asked for and cached on the snapshot (its kernels'
+** derived slot).  The predicates (cs_pred.c) test a record's distinct
+** values once and map its rows through their codes; aggregation
+** (analytics/cs_agg.c) maps the codes to its groups. */
+
+/* Keys of up to 16 bytes as two words (cs_codes.c's build and cs_agg.c's
+** dictionary per record share them).  The bytes of the first and second
+** word a key of n bytes keeps, by min(n, 16): a table, because computing
+** them branched on n. */
+extern const uint64_t cs__key_keep[17][2];
+
+/* A key below 16 bytes keeps its length in the last byte of its second
+** word (a padding byte there), so that a slot's hash tells "a" from "a\0";
+** a key of 16 bytes or more is told apart by its full length. */
+CS__INLINE uint64_t cs__key_w1(uint64_t n, uint64_t w1) { return n < 16 ? w1 | (n << 56) : w1; }
+
+/* The slot of a key of two words in a table of 2^bits slots: one multiply. */
+CS__INLINE uint64_t cs__key_home(uint64_t w0, uint64_t w1, unsigned bits) {
+  return ((w0 ^ ((w1 << 29) | (w1 >> 35))) * 0x9E3779B97F4A7C15ull) >> (64 - bits);
+}
+
+/* Most distinct values (NULL one of them) a record may have to be coded:
+** a code is one byte. */
+#define CS__CODE_VALUES 256u
+/* null_code of a record without NULL. */
+#define CS__CODE_NO_NULL UINT32_MAX
+/* The most bytes the codes of one store column may hold by default (about
+** 1.06 bytes a row, so some 250 million rows). */
+#define CS__CODES_BYTES (256ull << 20)
+
+/* One record's codes of one TEXT/BLOB column; immutable once published. */
+typedef struct cs__rcodes {
+  const uint8_t *code; /* [the record's rows] each position's value index; in this block */
+  const uint8_t *
+      *vp;      /* [n_vals] each value's first byte, into the store's data (NULL for NULL); in this block */
+  uint64_t *vn; /* [n_vals] each value's length in bytes; in this block */
+  uint32_t n_vals;    /* distinct values, NULL included, <= CS__CODE_VALUES */
+  uint32_t null_code; /* NULL's index, or CS__CODE_NO_NULL */
+} cs__rcodes;
+
+/* A store column's codes, record by record; opaque. */
+typedef struct cs__codes cs__codes;
+
+/* TEXT/BLOB column col's codes on s, made empty the first time (NULL when
+** out of memory: the caller reads the bytes).  Thread-safe. */
+cs__codes *cs__codes_of(const cs_store *s, uint32_t col);
+/* Record r's codes of TEXT/BLOB column col of s, built the first time it
+** is asked for and kept in c (which must be cs__codes_of(s, col)); NULL
+** when the record has more than CS__CODE_VALUES distinct values, when c
+** would hold more than max_bytes with it, or when out of memory.
+** Thread-safe: racing builders both build, one copy is kept. */
+const cs__rcodes *cs__codes_record(cs__codes *c, const cs_store *s, uint32_t col, uint64_t r,
+                                   uint64_t max_bytes);
+/* Bytes c holds (its records' codes and values). */
+uint64_t cs__codes_bytes(const cs__codes *c);
+/* Blocks the codes cached on s hold (0 before any), for the tests' leak
+** accounting: they belong to the store and are freed with it. */
+long cs__codes_cache_blocks(const cs_store *s);
+
 #endif /* CS_KERNELS_INTERNAL_H */

@@ -41,6 +41,25 @@
 ** large ranges are threaded over pieces and the mask is the same for any
 ** thread count.
 **
+** TEXT and BLOB (issue 26).  Format 1 keeps no min/max for them, and a
+** row-by-row byte comparison costs about 12 ns a row.  So a TEXT/BLOB test
+** that reads values (RANGE, NE, IN) asks for the record's dictionary codes
+** (cs_codes.c: at most CS__CODE_VALUES distinct values and a byte per row,
+** built by the first query that reads the record and cached on the
+** snapshot), tests each distinct value once into a table of a byte per
+** code, and decides the record from it as a zone map would (no value
+** passes: skipped; every value passes and no NULL: every row) or else gives
+** each row table[code].  That is exact, and better than a min/max zone map
+** would be: a record of {"ATL", "ORD", "SFO"} is skipped by `= 'JFK'`.  A
+** record with more distinct values is marked uncoded once and keeps the
+** byte path (bench/bench_textpred.py's sweep: through the codes a record
+** costs the same whatever its number of values up to 256; the limit is the
+** code's byte, not a measured crossover).  The decisions and tables are
+** made once per record per span (eval_span keeps them for the first
+** CS_PRED_STACK predicates; later ones read bytes).  The plan feeds `LIKE
+** 'p%'` here as SQLite's bounds (x >= 'p' AND x < 'q'), re-checked by
+** SQLite.  Comparisons are BINARY: memcmp, then length, as value_cmp.
+**
 ** The choice a newcomer might question: FLOAT zone maps decide "every row
 ** true" only for chunks flagged CS_CHUNK_SORTED.  The writer's min/max skip
 ** NaN and its null count does not count NaN, so an unsorted float chunk may
@@ -93,6 +112,7 @@ typedef struct pcomp {
   uint64_t n_sorted;          /* 0: test the members of set one by one */
   int64_t set_imin, set_imax; /* IN: range of the members that can match */
   double set_dmin, set_dmax;
+  cs__codes *codes; /* DOM_BYTES RANGE, NE, IN: the column's dictionary codes on the store, or NULL */
 } pcomp;
 
 /* -------------------------------------------------------- exact numerics */
@@ -491,6 +511,14 @@ static void pred_compile(const cs_store *s, const cs_pred *pr, pcomp *p, void **
   p->kind = PK_NONE; /* an unknown op selects nothing */
 }
 
+/* pred_compile, and a TEXT/BLOB test that reads values gets the column's
+** dictionary codes (NULL when out of memory: the bytes are read). */
+static void pred_compile_codes(const cs_store *s, const cs_pred *pr, pcomp *p, void **owned) {
+  pred_compile(s, pr, p, owned);
+  if (p->dom == DOM_BYTES && (p->kind == PK_RANGE || p->kind == PK_NE || p->kind == PK_IN))
+    p->codes = cs__codes_of(s, p->col);
+}
+
 /* -------------------------------------------------------------- zone maps */
 
 /* Whether some IN member lies in [mn, mx] (a record's zone map). */
@@ -546,7 +574,7 @@ static int zone_decide_kind(const pcomp *p, const cs_chunk *ch, uint64_t rows) {
     default: break;
   }
   if (nn == rows) return 0;
-  if (p->dom == DOM_BYTES) return -1; /* no zone map for TEXT/BLOB in format 1 */
+  if (p->dom == DOM_BYTES) return -1; /* no zone map for TEXT/BLOB in format 1: see record_decide */
   if (!mm) return 0;                  /* every value NULL or NaN */
   bool clean = p->dom == DOM_INT ? nn == 0 : no_nan;
   if (p->dom == DOM_INT) {
@@ -666,6 +694,27 @@ PRED_IN_SORTED(k_f64, double, double)
     default: break;                                              \
   }
 
+/* Whether the TEXT/BLOB value x[0, nx) satisfies p (RANGE, NE or IN). */
+CS__INLINE bool bytes_match(const pcomp *p, const uint8_t *x, uint64_t nx) {
+  if (p->kind == PK_RANGE) {
+    if (p->blo.on) {
+      int c = cs__bytes_cmp(x, nx, p->blo.p, p->blo.n);
+      if (p->blo.incl ? c < 0 : c <= 0) return false;
+    }
+    if (p->bhi.on) {
+      int c = cs__bytes_cmp(x, nx, p->bhi.p, p->bhi.n);
+      if (p->bhi.incl ? c > 0 : c >= 0) return false;
+    }
+    return true;
+  }
+  if (p->kind == PK_NE) return cs__bytes_cmp(x, nx, p->blo.p, p->blo.n) != 0;
+  for (uint64_t k = 0; k < p->n_set; k++) { /* IN */
+    const cs_value *m = &p->set[k];
+    if (m->kind == p->bkind && cs__bytes_cmp(x, nx, m->p, m->n) == 0) return true;
+  }
+  return false;
+}
+
 /* TEXT/BLOB rows [a, a + n) of ch.  Offsets are clamped into the data, so
 ** a damaged chunk gives wrong answers, never an out-of-bounds read. */
 static void bytes_piece(const pcomp *p, const cs_chunk *ch, uint64_t a, uint64_t n, uint8_t *restrict d) {
@@ -676,31 +725,53 @@ static void bytes_piece(const pcomp *p, const cs_chunk *ch, uint64_t a, uint64_t
   for (uint64_t i = 0; i < n; i++) {
     uint64_t e = (uint64_t)off[i + 1] > db ? db : (uint64_t)off[i + 1];
     if (e < s0) e = s0;
-    const uint8_t *x = data + s0;
-    uint64_t nx = e - s0;
-    bool ok;
-    if (p->kind == PK_RANGE) {
-      ok = true;
-      if (p->blo.on) {
-        int c = cs__bytes_cmp(x, nx, p->blo.p, p->blo.n);
-        ok = p->blo.incl ? c >= 0 : c > 0;
-      }
-      if (ok && p->bhi.on) {
-        int c = cs__bytes_cmp(x, nx, p->bhi.p, p->bhi.n);
-        ok = p->bhi.incl ? c <= 0 : c < 0;
-      }
-    } else if (p->kind == PK_NE) {
-      ok = cs__bytes_cmp(x, nx, p->blo.p, p->blo.n) != 0;
-    } else { /* IN */
-      ok = false;
-      for (uint64_t k = 0; k < p->n_set && !ok; k++) {
-        const cs_value *m = &p->set[k];
-        ok = m->kind == p->bkind && cs__bytes_cmp(x, nx, m->p, m->n) == 0;
-      }
-    }
-    d[i] = ok;
+    d[i] = bytes_match(p, data + s0, e - s0);
     s0 = e;
   }
+}
+
+/* ------------------------------------------------ through the codes
+** A TEXT/BLOB predicate on a record with dictionary codes (cs_codes.c):
+** its distinct values are tested once into a table of a byte per code
+** (NULL's 0), which decides the record when no value or every value
+** passes (an exact zone map, where format 1 stores none for TEXT/BLOB),
+** and otherwise gives each row its answer by one table load. */
+
+/* mt[v] for each value v of rc; 0 when none passes, 1 when every one does
+** (NULL never does), -1 otherwise. */
+static int codes_table(const pcomp *p, const cs__rcodes *rc, uint8_t *mt) {
+  uint32_t n_pass = 0;
+  for (uint32_t v = 0; v < rc->n_vals; v++) {
+    mt[v] = v != rc->null_code && bytes_match(p, rc->vp[v], rc->vn[v]);
+    n_pass += mt[v];
+  }
+  return n_pass == 0 ? 0 : n_pass == rc->n_vals ? 1 : -1;
+}
+
+/* What p decides for record r (its chunk ch of rows rows): the zone map's
+** answer, or when that is "read the data" and the column has codes, the
+** codes' (1, 0 or -1, after IS NOT's inversion).  With -1 from the codes,
+** *out_rc is the record's codes and mt (room for CS__CODE_VALUES) their
+** table; else *out_rc is NULL. */
+static int record_decide(const cs_store *s, const pcomp *p, uint64_t r, const cs_chunk *ch, uint64_t rows,
+                         uint8_t *mt, const cs__rcodes **out_rc) {
+  *out_rc = NULL;
+  int d = zone_decide(p, ch, rows);
+  if (d >= 0 || !p->codes) return d;
+  const cs__rcodes *rc = cs__codes_record(p->codes, s, p->col, r, CS__CODES_BYTES);
+  if (!rc) return -1; /* too many values, over the budget or out of memory: the bytes */
+  d = codes_table(p, rc, mt);
+  if (d >= 0) return p->negate ? !d : d;
+  *out_rc = rc;
+  return -1;
+}
+
+/* piece_eval through codes: rows [a, a + n) of rc's record by the table. */
+static void codes_piece(const pcomp *p, const cs__rcodes *rc, const uint8_t *mt, uint64_t a, uint64_t n,
+                        uint8_t *restrict d) {
+  const uint8_t *c = rc->code + a;
+  uint8_t flip = p->negate;
+  for (uint64_t i = 0; i < n; i++) d[i] = mt[c[i]] ^ flip;
 }
 
 /* d[i] = whether row a + i of ch satisfies p's value test, ignoring the
@@ -819,6 +890,14 @@ static void eval_span(const cs_store *s, const pcomp *cp, uint32_t np, uint64_t 
   uint32_t nc = s->schema.n_cols;
   uint64_t scanned = 0, skipped = 0;
   uint8_t tmp[CS_PRED_PIECE_ROWS];
+  /* The current record's decision per predicate and, for the first
+  ** CS_PRED_STACK, its codes and their table (the later ones get the zone
+  ** map's decision and read their bytes). */
+  int dk[CS_PRED_STACK];
+  const cs__rcodes *rck[CS_PRED_STACK];
+  uint8_t mt[CS_PRED_STACK][CS__CODE_VALUES];
+  uint64_t cur = UINT64_MAX;
+  int dec = 1; /* the AND of the record's decisions */
   uint64_t i = i0;
   uint64_t r = i0 < i1 ? cs__locate(s, first + i0) : 0;
   while (i < i1) {
@@ -827,14 +906,22 @@ static void eval_span(const cs_store *s, const pcomp *cp, uint32_t np, uint64_t 
     if (b - i > CS_PRED_PIECE_ROWS) b = i + CS_PRED_PIECE_ROWS;
     uint64_t len = b - i, local = first + i - lo;
     const cs_chunk *chs = s->chunks + r * nc;
-    int dec = 1; /* the AND of the zone-map decisions */
-    for (uint32_t k = 0; k < np; k++) {
-      int d = zone_decide(&cp[k], &chs[cp[k].col], rows);
-      if (d == 0) {
-        dec = 0;
-        break;
+    if (r != cur) {
+      cur = r, dec = 1;
+      for (uint32_t k = 0; k < np && k < CS_PRED_STACK; k++) {
+        int d = record_decide(s, &cp[k], r, &chs[cp[k].col], rows, mt[k], &rck[k]);
+        dk[k] = d;
+        if (d == 0) {
+          dec = 0;
+          break;
+        }
+        if (d < 0) dec = -1;
       }
-      if (d < 0) dec = -1;
+      for (uint32_t k = CS_PRED_STACK; k < np && dec != 0; k++) {
+        int d = zone_decide(&cp[k], &chs[cp[k].col], rows);
+        if (d == 0) dec = 0;
+        if (d < 0) dec = -1;
+      }
     }
     if (local == 0 || first + i == count_from) {
       if (dec < 0)
@@ -851,9 +938,14 @@ static void eval_span(const cs_store *s, const pcomp *cp, uint32_t np, uint64_t 
       bool have = and_mode;
       for (uint32_t k = 0; k < np; k++) {
         const cs_chunk *ch = &chs[cp[k].col];
-        if (zone_decide(&cp[k], ch, rows) == 1) continue;
+        bool on_stack = k < CS_PRED_STACK;
+        if ((on_stack ? dk[k] : zone_decide(&cp[k], ch, rows)) == 1) continue;
         if (have && all_zero(m, len)) break;
-        piece_eval(&cp[k], ch, local, len, have ? tmp : m);
+        uint8_t *d = have ? tmp : m;
+        if (on_stack && rck[k])
+          codes_piece(&cp[k], rck[k], mt[k], local, len, d);
+        else
+          piece_eval(&cp[k], ch, local, len, d);
         if (have) {
 #pragma omp simd
           for (uint64_t j = 0; j < len; j++) m[j] &= tmp[j];
@@ -932,7 +1024,7 @@ void cs_pred_eval(const cs_store *s, const cs_pred *preds, uint32_t n_preds, uin
   }
   for (uint32_t g = 0; g < n_preds; g += group) {
     uint32_t np = n_preds - g < group ? n_preds - g : group;
-    for (uint32_t k = 0; k < np; k++) pred_compile(s, &preds[g + k], &cp[k], &owned[k]);
+    for (uint32_t k = 0; k < np; k++) pred_compile_codes(s, &preds[g + k], &cp[k], &owned[k]);
     uint64_t scanned = 0, skipped = 0;
     eval_group(s, cp, np, first, n, mask, g > 0, &scanned, &skipped);
     if (g == 0) st.records_scanned = scanned, st.records_skipped = skipped;
@@ -1079,7 +1171,7 @@ cs_rc cs__pred_set_compile(const cs_store *s, const cs_pred *preds, uint32_t n_p
     return cs_err_set(err, CS_ENOMEM, "colstore: out of memory compiling %u predicates", n_preds);
   }
   set->s = s;
-  for (uint32_t k = 0; k < n_preds; k++) pred_compile(s, &preds[k], &set->cp[k], &set->owned[k]);
+  for (uint32_t k = 0; k < n_preds; k++) pred_compile_codes(s, &preds[k], &set->cp[k], &set->owned[k]);
   set->n = n_preds;
   *out = set;
   return CS_OK;
@@ -1101,8 +1193,11 @@ bool cs__pred_set_span_empty(const cs__pred_set *set, uint64_t first, uint64_t i
     const cs_chunk *chs = s->chunks + r * nc;
     uint64_t rows = s->first_rows[r + 1] - s->first_rows[r];
     bool none = false;
-    for (uint32_t k = 0; k < set->n && !none; k++)
-      none = zone_decide(&set->cp[k], &chs[set->cp[k].col], rows) == 0;
+    for (uint32_t k = 0; k < set->n && !none; k++) {
+      uint8_t mt[CS__CODE_VALUES];
+      const cs__rcodes *rc;
+      none = record_decide(s, &set->cp[k], r, &chs[set->cp[k].col], rows, mt, &rc) == 0;
+    }
     if (!none) return false;
   }
   /* counted as eval_span counts them: where a record's first row is, or at
@@ -1138,7 +1233,9 @@ int cs__pred_set_record(const cs__pred_set *set, uint64_t rec) {
   uint64_t rows = s->first_rows[rec + 1] - s->first_rows[rec];
   int dec = 1;
   for (uint32_t k = 0; k < set->n; k++) {
-    int d = zone_decide(&set->cp[k], &chs[set->cp[k].col], rows);
+    uint8_t mt[CS__CODE_VALUES];
+    const cs__rcodes *rc;
+    int d = record_decide(s, &set->cp[k], rec, &chs[set->cp[k].col], rows, mt, &rc);
     if (d == 0) return 0;
     if (d < 0) dec = -1;
   }

@@ -729,8 +729,10 @@ void cs_store_close(cs_store *s) {
   cs__mem_free(s->disk_chunks);
   cs__mem_free(s->chunks);
   cs__verified_free(s);
-  cs__derived *derived = cs__store_derived(s);
-  if (derived) derived->free(derived);
+  for (int k = 0; k < CS__DERIVED_SLOTS; k++) {
+    cs__derived *derived = cs__store_derived(s, k);
+    if (derived) derived->free(derived);
+  }
   cs__mem_free(s->cols);
   cs__mem_free(s->names);
   cs__mem_free(s->path);

@@ -10,8 +10,9 @@
 ** changes) each bring a small table of operations (cs__store_ops, as
 ** SQLite's sqlite3_io_methods do for files), so cs_store.c dispatches
 ** through s->ops instead of naming the dataset's or the view's functions.
-** And data derived from a snapshot by a layer above (aggregation's
-** per-record statistics) hangs in one opaque slot with its own destructor
+** And data derived from a snapshot by a layer above (the kernels'
+** dictionary codes, aggregation's per-record statistics) hangs in an
+** opaque slot per deriving layer, each with its own destructor
 ** (cs__derived), so closing a store frees it without naming it.
 */
 #ifndef CS_STORE_INTERNAL_H
@@ -44,6 +45,9 @@ typedef struct cs__derived cs__derived;
 struct cs__derived {
   void (*free)(cs__derived *self);
 };
+/* The slots, one per layer that derives: a layer owns its slot, so two
+** layers never contend for one (kernels: cs_codes.c; analytics: cs_agg.c). */
+enum { CS__DERIVED_KERNELS, CS__DERIVED_ANALYTICS, CS__DERIVED_SLOTS };
 
 /* A record's deletions as the readers use them (cs_delete.c). */
 typedef struct cs__dels {
@@ -123,12 +127,13 @@ struct cs_store {
   _Atomic uint8_t *chunk_checked;
   _Atomic uint64_t *col_checked;
   cs__file_checks *checks; /* the process's entry for this file; a reference */
-  /* Data derived from the snapshot by a layer above (aggregation's
+  /* Data derived from the snapshot by the layers above (a slot each:
+  ** the kernels' dictionary codes, kernels/cs_codes.c; aggregation's
   ** per-record statistics, analytics/cs_agg.c), made the first time it is
-  ** needed and kept for the snapshot's life.  Set once by
+  ** needed and kept for the snapshot's life.  Each set once by
   ** compare-and-swap (cs__store_derived_install); owned; freed by
   ** cs_store_close through its own free.  NULL until first needed. */
-  cs__derived *_Atomic derived;
+  cs__derived *_Atomic derived[CS__DERIVED_SLOTS];
   /* cache=memory (cs_cache.c).  With a copy, map points at it (the file
   ** offsets [0, data_end) of it are the file's committed bytes) and the
   ** file's mapping is gone, so every reader, checksums included, reads the
@@ -197,17 +202,17 @@ void cs__dataset_release(cs_store *s);
 /* One file of cs_store_verify_source: loads path verify=full with the sink
 ** (every damaged part reported) and closes it (cs_store.c). */
 cs_rc cs__store_verify_file(const char *path, struct cs__damage_sink *sink, cs_err *err);
-/* The derived-data slot: what is installed, or NULL; installs d when the
-** slot is empty and returns d, else returns what another thread installed
-** first (the caller then frees d). */
-static inline cs__derived *cs__store_derived(const cs_store *s) {
-  return atomic_load(&((cs_store *)s)->derived);
+/* Derived-data slot `slot` (CS__DERIVED_*): what is installed, or NULL;
+** installs d when the slot is empty and returns d, else returns what
+** another thread installed first (the caller then frees d). */
+static inline cs__derived *cs__store_derived(const cs_store *s, int slot) {
+  return atomic_load(&((cs_store *)s)->derived[slot]);
 }
-static inline cs__derived *cs__store_derived_install(const cs_store *s, cs__derived *d) {
+static inline cs__derived *cs__store_derived_install(const cs_store *s, int slot, cs__derived *d) {
   cs__derived *expected = NULL;
   /* Logically part of the immutable snapshot (a lazily filled field),
   ** hence the cast: only the atomic pointer changes. */
-  if (atomic_compare_exchange_strong(&((cs_store *)s)->derived, &expected, d)) return d;
+  if (atomic_compare_exchange_strong(&((cs_store *)s)->derived[slot], &expected, d)) return d;
   return expected;
 }
 /* Copies from's schema into s (a dataset or a view); CS_ENOMEM. */

@@ -459,7 +459,7 @@ typedef struct scenario {
 /* The store of every scenario: N_ROWS rows in three records, every type
 ** the cursor reads in place or gathers, NULLs in each nullable column; s
 ** and b repeat (212 and 98 values, NULL one) so that a GROUP BY on them
-** builds the dictionary codes of cs_agg_codes.c. */
+** builds the dictionary codes of kernels/cs_codes.c. */
 #define NATIVE_SQL                                                                                          \
   "CREATE TABLE n(i INT64 NOT NULL, f FLOAT64, s TEXT, b BLOB, k INT32);"                                   \
   "WITH RECURSIVE c(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM c WHERE x < 9999) "                         \

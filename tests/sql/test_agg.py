@@ -283,7 +283,7 @@ class Agg(cstest.StoreTest):
 
     def test_text_key_codes_follow_updates_and_deletes(self):
         # A GROUP BY on one TEXT or BLOB key reads a record through the
-        # dictionary codes cached on the snapshot (cs_agg_codes.c), built by
+        # dictionary codes cached on the snapshot (kernels/cs_codes.c), built by
         # the first query that reads it; an UPDATE or a DELETE commits a new
         # snapshot with codes of its own.  colstore_last_plan says how many
         # records were read so.

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "cs_agg_internal.h"
+#include "cs_kernels_internal.h"
 #include "unit_util.h"
 
 __extension__ typedef __int128 i128;
@@ -1533,7 +1534,7 @@ static void cw_check_all(tk_case *Q, uint64_t *sel, bool want_coded, const char 
   free(mask), free(list);
 }
 
-/* The dictionary codes (cs_agg_codes.c) against the sorted reference: a
+/* The dictionary codes (kernels/cs_codes.c) against the sorted reference: a
 ** TEXT (or BLOB) key whose records have few or too many distinct values;
 ** then an older snapshot after an update (patched chunks), a deletion and
 ** an append each commit a new one (each with codes of its own, the old
@@ -1614,7 +1615,7 @@ START_TEST(test_agg_text_key_codes_match_sorted_reference) {
   cs_store *s6 = ut_open_ok(sc.path, CS_VERIFY_HEADER, "codes store, budget");
   cs__agg_tuning tu;
   cs__agg_tuning_default(&tu);
-  tu.codes_bytes = 3 * (sizeof(cs__agg_rcodes) + CS__AGG_CODE_VALUES * 16 + 512) + 100;
+  tu.codes_bytes = 3 * (sizeof(cs__rcodes) + CS__CODE_VALUES * 16 + 512) + 100;
   cs__agg_tuning_set(&tu);
   Q.s = s6;
   for (int threads = 1; threads <= 2; threads++) {

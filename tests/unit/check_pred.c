@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cs_kernels_internal.h"
 #include "unit_util.h"
 
 _Static_assert(LDBL_MANT_DIG >= 64, "the reference compares int64 with double in long double");
@@ -465,6 +466,80 @@ static void check_all_ops(const pstore *p, uint64_t seed) {
   }
 }
 
+/* TEXT/BLOB values for the dictionary codes (kernels/cs_codes.c): few per
+** record, so that cs_pred.c tests each once and maps the rows through their
+** codes; they include the empty value, values that are prefixes of each
+** other, non-ASCII UTF-8, a DEL byte and embedded NUL bytes. */
+static const char *const few_vals[] = {
+    "",      "a",    "ab",  "abc", "abd", "b", "ORD", "ORE", "\xc3\xa9t\xc3\xa9", "\xe6\x97\xa5",
+    "z\x7f", "a\0b", "a\0", "\0"};
+static const uint64_t few_lens[] = {0, 1, 2, 3, 3, 1, 3, 3, 6, 3, 2, 3, 2, 1};
+
+/* Records of `per` rows whose TEXT/BLOB columns hold few distinct values
+** (a record's own subset of few_vals, so zone decisions by the codes happen:
+** records where no value or every value passes) except every third record,
+** which holds more than a record's codes do (the byte path beside). */
+static void pstore_few_text(pstore *p, uint64_t n_records, uint64_t per, uint64_t seed) {
+  cs_schema schema = {N_ALL_COLS, all_cols};
+  p->t = ut_table_new(&schema);
+  ut_rng r = ut_rng_seed(seed);
+  uint64_t nf = sizeof few_vals / sizeof few_vals[0];
+  for (uint64_t rec = 0; rec < n_records; rec++) {
+    uint64_t lo = ut_rng_below(&r, nf), span = 1 + ut_rng_below(&r, rec % 4 == 1 ? 1 : nf);
+    bool many = rec % 3 == 2, nulls = rec % 2 == 0;
+    for (uint64_t i = 0; i < per; i++) {
+      uint64_t row = p->t->n_rows;
+      ut_table_add_row(p->t);
+      for (uint32_t c = 0; c < N_ALL_COLS; c++) {
+        cs_type ty = all_cols[c].type;
+        ut_cell *cell = ut_table_cell(p->t, row, c);
+        if (!cs_type_is_varlen(ty)) {
+          ut_cell_random(&r, ty, all_cols[c].nullable, 100, cell);
+          continue;
+        }
+        if (all_cols[c].nullable && nulls && ut_rng_below(&r, 6) == 0) {
+          ut_cell_set_null(cell);
+        } else if (many) {
+          char buf[16];
+          int len = snprintf(buf, sizeof buf, "m%03u", (unsigned)ut_rng_below(&r, 600));
+          ut_cell_set_bytes(cell, buf, (uint64_t)len);
+        } else {
+          uint64_t k = (lo + ut_rng_below(&r, span)) % nf;
+          ut_cell_set_bytes(cell, few_vals[k], few_lens[k]);
+        }
+      }
+    }
+  }
+  pstore_write(p, 0, per, seed);
+}
+
+START_TEST(test_pred_text_blob_through_codes) {
+  /* Twice over the same store: first the codes are built inside the
+  ** evaluation, then read from the snapshot's cache. */
+  pstore p;
+  pstore_few_text(&p, 9, 700, 731);
+  check_all_ops(&p, 731);
+  /* the codes were built: the 6 records of few values, and the column
+  ** caches (the records of many values are marked uncoded, no block) */
+  ck_assert_int_ge(cs__codes_cache_blocks(p.s), 1 + 3 + 3 * 6);
+  check_all_ops(&p, 732);
+  /* two TEXT/BLOB predicates ANDed, one through codes and one not */
+  ut_rng r = ut_rng_seed(733);
+  cs_value pool[POOL_MAX];
+  int np = operand_pool(p.t, 10, &r, pool);
+  for (int k = 0; k < np; k++) {
+    cs_pred prs[] = {{.col = 10, .op = CS_CMP_GE, .a = pool[k]},
+                     {.col = 11, .op = CS_CMP_NE, .a = vblob("a\0", 2)},
+                     {.col = 14, .op = CS_CMP_LT, .a = pool[(k + 7) % np]}};
+    check_preds(p.s, p.t, prs, 3, 0, p.t->n_rows, "seed 733 text AND");
+    uint64_t first = ut_rng_below(&r, p.t->n_rows);
+    check_preds(p.s, p.t, prs, 3, first, ut_rng_below(&r, p.t->n_rows - first + 1),
+                "seed 733 text AND range");
+  }
+  pstore_free(&p);
+}
+END_TEST
+
 START_TEST(test_pred_every_op_type_and_operand_kind_random) {
   static const uint64_t seeds[] = {701, 702, 703};
   pstore p;
@@ -858,6 +933,7 @@ static Suite *pred_suite(void) {
   tcase_set_timeout(tc, 600);
   tcase_add_loop_test(tc, test_pred_every_op_type_and_operand_kind_random, 0, 3);
   tcase_add_test(tc, test_pred_every_op_clustered_zone_maps);
+  tcase_add_test(tc, test_pred_text_blob_through_codes);
   tcase_add_loop_test(tc, test_pred_and_of_several, 0, 2);
   tcase_add_test(tc, test_pred_no_predicates_selects_every_row);
   tcase_add_test(tc, test_pred_int_float_comparison_is_exact);
