@@ -1426,9 +1426,17 @@ done:
 ** buffer is cut back to the k best and its k-th becomes the threshold. */
 typedef struct topk_state {
   opair *buf;
-  uint64_t m, cap, thr;
-  bool have; /* thr is set */
+  uint64_t m, cap, thr, thr_j; /* thr_j: the k-th's position (the pruned path's tie-break) */
+  bool have;                   /* thr is set */
 } topk_state;
+
+/* Cuts a full buffer back to the k best; the k-th becomes the threshold. */
+static void topk_cut(topk_state *t, uint64_t k) {
+  pairs_nth(t->buf, t->m, k - 1);
+  t->m = k;
+  t->thr = t->buf[k - 1].code, t->thr_j = t->buf[k - 1].j;
+  t->have = true;
+}
 
 /* live: NULL, or 0 at the positions (deleted) that must not be offered. */
 static void topk_offer(topk_state *t, uint64_t k, const uint64_t *cbuf, const uint8_t *live, uint64_t j0,
@@ -1437,12 +1445,7 @@ static void topk_offer(topk_state *t, uint64_t k, const uint64_t *cbuf, const ui
     uint64_t code = cbuf[j - j0];
     if ((t->have && code >= t->thr) || (live && !live[j - j0])) continue;
     t->buf[t->m].code = code, t->buf[t->m].j = j;
-    if (++t->m == t->cap) {
-      pairs_nth(t->buf, t->m, k - 1);
-      t->m = k;
-      t->thr = t->buf[k - 1].code;
-      t->have = true;
-    }
+    if (++t->m == t->cap) topk_cut(t, k);
   }
 }
 
@@ -1467,84 +1470,9 @@ static int topk_finish(octx *c, opair *buf, uint64_t m) {
   return rc;
 }
 
-/* Top-k over an implicit range of one fixed key on the thread team: each
-** member keeps its own buffer and threshold over the chunks it claims.
-** Chunks are claimed in ascending order, so a member meets equal codes in
-** ascending position and its threshold never drops a row that ties would
-** keep; the union of the members' k best holds the k best overall, and
-** topk_finish picks them by (code, position): the same rows for any
-** interleaving. */
-typedef struct topk_team {
-  octx *c;
-  uint64_t chunk;
-  topk_state *st; /* per member */
-  okey *key;      /* per member: its own record cursor */
-  _Atomic int bad;
-} topk_team;
-
-static void topk_team_chunk(void *ctx, uint64_t ch, int member) {
-  topk_team *T = ctx;
-  topk_state *t = &T->st[member];
-  okey *k = &T->key[member];
-  uint64_t i0, i1, cbuf[ORDER_CHUNK];
-  uint8_t live[ORDER_CHUNK];
-  cs__team_span(ch, T->chunk, T->c->n, &i0, &i1);
-  for (uint64_t j0 = i0; j0 < i1; j0 += ORDER_CHUNK) {
-    uint64_t j1 = j0 + ORDER_CHUNK < i1 ? j0 + ORDER_CHUNK : i1;
-    bool ok = true;
-#define SPAN_CALL(T_) ok = span_body(T->c->s, k, T_, T->c->first + j0, j1 - j0, cbuf)
-    ORDER_TYPE_SWITCH(k->type, SPAN_CALL);
-#undef SPAN_CALL
-    if (!ok) {
-      atomic_store_explicit(&T->bad, 1, memory_order_relaxed);
-      return;
-    }
-    topk_offer(t, T->c->limit, cbuf, stream_deleted(T->c, j0, j1, live) ? live : NULL, j0, j1);
-  }
-}
-
-static int path_topk_team(octx *c, int threads) {
-  const oseg *g = &c->segs[0];
-  uint64_t k = c->limit, cap = k + (k > 1024 ? k : 1024), total = 0;
-  int rc = ORD_NOMEM;
-  topk_team T = {.c = c, .chunk = cs__team_chunk(c->n, threads, 1u << 16, ORDER_CHUNK, 0)};
-  T.st = cs__mem_calloc((size_t)threads, sizeof *T.st);
-  T.key = cs__mem_calloc((size_t)threads, sizeof *T.key);
-  opair *all = NULL;
-  if (!T.st || !T.key) goto done;
-  for (int i = 0; i < threads; i++) {
-    if (!(T.st[i].buf = ord_alloc(cap, sizeof(opair)))) goto done;
-    T.st[i].cap = cap;
-    T.key[i] = c->keys[g->k0];
-    T.key[i].cur = (ocur){0, 0, 0, NULL};
-  }
-  cs__team_run(threads, (c->n + T.chunk - 1) / T.chunk, topk_team_chunk, &T);
-  if (atomic_load(&T.bad)) {
-    rc = ORD_REDO;
-    goto done;
-  }
-  for (int i = 0; i < threads; i++) {
-    if (T.st[i].m > k) pairs_nth(T.st[i].buf, T.st[i].m, k - 1), T.st[i].m = k;
-    total += T.st[i].m;
-  }
-  if (!(all = ord_alloc(total ? total : 1, sizeof *all))) goto done;
-  uint64_t at = 0;
-  for (int i = 0; i < threads; i++) {
-    memcpy(all + at, T.st[i].buf, T.st[i].m * sizeof *all);
-    at += T.st[i].m;
-  }
-  rc = topk_finish(c, all, total);
-done:
-  for (int i = 0; T.st && i < threads; i++) ord_free(T.st[i].buf);
-  cs__mem_free(T.st), cs__mem_free(T.key), ord_free(all);
-  return rc;
-}
-
 static int path_topk(octx *c) {
   const oseg *g = &c->segs[0];
   uint64_t n = c->n, k = c->limit;
-  int threads = c->implicit && g->k1 == g->k0 + 1 && n >= tune.team_min ? cs_kernel_threads(n) : 1;
-  if (threads > 1) return path_topk_team(c, threads);
   topk_state t = {.cap = k + (k > 1024 ? k : 1024)};
   uint64_t cbuf[ORDER_CHUNK], rowbuf[ORDER_CHUNK];
   uint8_t live[ORDER_CHUNK];
@@ -1561,6 +1489,301 @@ static int path_topk(octx *c) {
   }
   rc = topk_finish(c, t.buf, t.m);
   ord_free(t.buf);
+  return rc;
+}
+
+/* ------------------------------------------------ pruned top-k over a range */
+
+/* The top-k of a range (cs_order_range) visits records, not rows: each
+** record's zone map bounds the first key's field of every row in it, so a
+** record whose bound cannot beat the current k-th is skipped unread, and
+** the records are visited best bound first (by min ASC, by max DESC) so the
+** threshold is good after the first one.  Within a record the first key's
+** values are compared with the threshold in the column's own type (one
+** vectorisable pass into a byte mask); only the rows that pass are
+** encoded and offered.  Visiting out of position order, the threshold is
+** the pair (code, position) of the k-th: a later row that ties the k-th
+** code still enters when its position is smaller. */
+
+/* One record of the range. */
+typedef struct orec {
+  uint64_t vis; /* visit key: the record's best first-key field (by min ASC, by max DESC) */
+  uint64_t lb;  /* no code in the record is below this (its lowest first-key field, shifted) */
+  uint64_t r;   /* the record */
+} orec;
+
+static int orec_cmp(const void *pa, const void *pb) {
+  const orec *a = pa, *b = pb;
+  if (a->vis != b->vis) return a->vis < b->vis ? -1 : 1;
+  return a->r < b->r ? -1 : a->r > b->r;
+}
+
+/* Record r's bounds for first key k of a segment whose code has rest bits
+** below k's field.  NULL's field is 0 ASC (first) and fmax DESC (last): a
+** record that may hold a NULL (a null count, or a float not flagged
+** SORTED, which may hold a NaN) has the lowest bound 0 ASC; DESC it changes
+** nothing.  A record without a zone map holds only NULLs (and NaNs): DESC
+** fmax; otherwise it is bounded by nothing (0). */
+static orec orec_make(const cs_store *s, const okey *k, unsigned rest, uint64_t r) {
+  const cs_chunk *ch = &s->chunks[r * s->schema.n_cols + k->col];
+  uint64_t lo_f = 0, hi_f = 0, f_vis = 0, f_lb = 0;
+  bool in = false;
+  if (ch->flags & CS_CHUNK_HAS_MINMAX) {
+    uint64_t a = code_of_stat(k->type, ch->min), b = code_of_stat(k->type, ch->max);
+    if (a >= k->min && b >= a && b - k->min <= k->span)
+      lo_f = a - k->min + k->off, hi_f = b - k->min + k->off, in = true;
+  }
+  bool may_null = ch->null_count > 0 || (cs_type_is_float(k->type) && !(ch->flags & CS_CHUNK_SORTED));
+  if (!k->desc) {
+    f_vis = in ? lo_f : 0;
+    f_lb = in && !may_null ? lo_f : 0;
+  } else if (in) {
+    f_vis = f_lb = k->fmax - hi_f;
+  } else if (!(ch->flags & CS_CHUNK_HAS_MINMAX)) {
+    f_vis = f_lb = k->fmax;
+  }
+  orec o = {f_vis, shl(f_lb, rest), r};
+  return o;
+}
+
+/* The first key's test against a threshold, in the column's type. */
+enum { PR_ALL, PR_LE, PR_GE, PR_NULL };
+typedef struct oprune {
+  int mode; /* PR_ALL: every row; PR_LE: value <= bound or NULL (ASC); PR_GE: value >= bound, not NULL
+            ** (DESC); PR_NULL: NULL rows only (ASC, the k-th is NULL) */
+  int64_t bi;
+  double bf;
+} oprune;
+
+/* The double whose code_f64 is x. */
+static double f64_of_code(uint64_t x) {
+  uint64_t b = (x & ORDER_SIGN) ? x ^ ORDER_SIGN : ~x;
+  double d;
+  memcpy(&d, &b, 8);
+  return d;
+}
+
+/* The rows of first key k that may make a code <= thr: those whose field
+** is <= thr's first field (rest bits below it). */
+static oprune prune_of(const okey *k, unsigned rest, uint64_t thr) {
+  uint64_t t = rest >= 64 ? 0 : thr >> rest, b;
+  oprune p = {PR_ALL, 0, 0};
+  if (!k->desc) {
+    if (t < k->off) return p.mode = PR_NULL, p;
+    if (t - k->off >= k->span) return p;
+    b = k->min + (t - k->off), p.mode = PR_LE;
+  } else {
+    if (t >= k->fmax) return p; /* NULL's field passes: every row */
+    b = k->min + (t >= k->span ? 0 : k->span - t), p.mode = PR_GE;
+  }
+  if (cs_type_is_float(k->type))
+    p.bf = f64_of_code(b);
+  else
+    p.bi = (int64_t)(b ^ ORDER_SIGN);
+  return p;
+}
+
+/* mask[i] = whether element local + i of a column of type T passes p
+** (validity not yet applied).  A NaN passes PR_LE and PR_NULL (NULL ASC),
+** never PR_GE. */
+#define PRUNE_LOOP(CT, LE, GE, NUL)                              \
+  do {                                                           \
+    const CT *v = (const CT *)(const void *)data + local;        \
+    if (p->mode == PR_LE)                                        \
+      for (uint64_t i = 0; i < m; i++) mask[i] = (uint8_t)(LE);  \
+    else if (p->mode == PR_GE)                                   \
+      for (uint64_t i = 0; i < m; i++) mask[i] = (uint8_t)(GE);  \
+    else                                                         \
+      for (uint64_t i = 0; i < m; i++) mask[i] = (uint8_t)(NUL); \
+  } while (0)
+#define PRUNE_INT(CT) PRUNE_LOOP(CT, (int64_t)v[i] <= bi, (int64_t)v[i] >= bi, 0 * v[i])
+#define PRUNE_FLT(CT, B) PRUNE_LOOP(CT, !(v[i] > B), v[i] >= B, v[i] != v[i])
+
+static void prune_mask(cs_type t, const void *data, uint64_t local, uint64_t m, const oprune *p,
+                       uint8_t *restrict mask) {
+  const int64_t bi = p->bi;
+  const double bf = p->bf;
+  const float bf32 = (float)bf; /* exact: the bound is a FLOAT32 column's value */
+  switch (t) {
+    case CS_TYPE_INT8: PRUNE_INT(int8_t); break;
+    case CS_TYPE_INT16: PRUNE_INT(int16_t); break;
+    case CS_TYPE_INT32: PRUNE_INT(int32_t); break;
+    case CS_TYPE_INT64: PRUNE_INT(int64_t); break;
+    case CS_TYPE_UINT16: PRUNE_INT(uint16_t); break;
+    case CS_TYPE_UINT32: PRUNE_INT(uint32_t); break;
+    case CS_TYPE_FLOAT32: PRUNE_FLT(float, bf32); break;
+    case CS_TYPE_FLOAT64: PRUNE_FLT(double, bf); break;
+    default: PRUNE_INT(uint8_t); break; /* UINT8, BOOL */
+  }
+}
+#undef PRUNE_FLT
+#undef PRUNE_INT
+#undef PRUNE_LOOP
+
+/* What the pruned top-k shares between the members of a team. */
+typedef struct topk_prune {
+  octx *c;
+  const oseg *g;
+  unsigned rest; /* code bits below the first key's field */
+  orec *recs;    /* in visit order */
+  uint64_t n_recs;
+  topk_state *st;         /* per member */
+  okey *keys;             /* per member: a copy of the segment's keys (their record cursors) */
+  uint64_t *visited;      /* per member: records read */
+  _Atomic uint64_t share; /* the lowest member threshold code (UINT64_MAX: none yet) */
+  _Atomic int bad;        /* a candidate's value lay outside the zone maps' range */
+} topk_prune;
+
+/* Offers rows (code, j) that passed the first key's test: in when below
+** the member's threshold pair and not above the shared code. */
+static void topk_offer_at(topk_prune *P, topk_state *t, const uint64_t *codes, const uint64_t *js,
+                          uint64_t n) {
+  uint64_t k = P->c->limit, share = atomic_load_explicit(&P->share, memory_order_relaxed);
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t code = codes[i], j = js[i];
+    if (code > share || (t->have && (code > t->thr || (code == t->thr && j > t->thr_j)))) continue;
+    t->buf[t->m].code = code, t->buf[t->m].j = j;
+    if (++t->m < t->cap) continue;
+    topk_cut(t, k);
+    uint64_t cur = atomic_load_explicit(&P->share, memory_order_relaxed);
+    while (t->thr < cur && !atomic_compare_exchange_weak(&P->share, &cur, t->thr)) {
+    }
+    share = t->thr < share ? t->thr : share;
+  }
+}
+
+/* Whether nothing in the positions from j of a record bounded by lb can
+** enter member t's buffer. */
+static bool topk_beyond(const topk_prune *P, const topk_state *t, uint64_t lb, uint64_t j) {
+  if (lb > atomic_load_explicit(&P->share, memory_order_relaxed)) return true;
+  return t->have && (lb > t->thr || (lb == t->thr && j > t->thr_j));
+}
+
+/* Reads record P->recs[v] (the part in the range) for member `member`,
+** unless its bound rules it out. */
+static void topk_prune_record(void *ctx, uint64_t v, int member) {
+  topk_prune *P = ctx;
+  const octx *c = P->c;
+  const cs_store *s = c->s;
+  topk_state *t = &P->st[member];
+  okey *keys = P->keys + (size_t)member * c->n_keys, *k = &keys[P->g->k0];
+  const orec *o = &P->recs[v];
+  uint64_t lo = s->first_rows[o->r], hi = s->first_rows[o->r + 1], end = c->first + c->n;
+  lo = lo < c->first ? c->first : lo;
+  hi = hi > end ? end : hi;
+  if (lo >= hi || topk_beyond(P, t, o->lb, lo - c->first)) return;
+  P->visited[member]++;
+  const cs_chunk *ch = &s->chunks[o->r * s->schema.n_cols + k->col];
+  uint64_t base = s->first_rows[o->r];
+  uint64_t cbuf[ORDER_CHUNK], rows[ORDER_CHUNK], js[ORDER_CHUNK];
+  uint8_t mask[ORDER_CHUNK + 8], live[ORDER_CHUNK];
+  for (uint64_t r0 = lo; r0 < hi; r0 += ORDER_CHUNK) {
+    uint64_t r1 = r0 + ORDER_CHUNK < hi ? r0 + ORDER_CHUNK : hi, m = r1 - r0, j0 = r0 - c->first;
+    if (topk_beyond(P, t, o->lb, j0)) return;
+    uint64_t share = atomic_load_explicit(&P->share, memory_order_relaxed);
+    uint64_t thr = t->have && t->thr < share ? t->thr : share;
+    oprune p = thr == UINT64_MAX ? (oprune){PR_ALL, 0, 0} : prune_of(k, P->rest, thr);
+    uint64_t local = r0 - base;
+    if (p.mode == PR_ALL)
+      memset(mask, 1, m);
+    else
+      prune_mask(k->type, ch->data, local, m, &p, mask);
+    if (ch->validity && p.mode != PR_ALL) {
+      if (p.mode == PR_GE)
+        for (uint64_t i = 0; i < m; i++) mask[i] &= cs__valid_bit(ch->validity, local + i);
+      else
+        for (uint64_t i = 0; i < m; i++) mask[i] |= !cs__valid_bit(ch->validity, local + i);
+    }
+    if (stream_deleted(c, j0, j0 + m, live))
+      for (uint64_t i = 0; i < m; i++) mask[i] &= live[i];
+    memset(mask + m, 0, 8);
+    uint64_t nc = 0;
+    for (uint64_t i = 0; i < m; i += 8) {
+      uint64_t w;
+      memcpy(&w, mask + i, 8);
+      if (!w) continue;
+      for (uint64_t b = i; b < i + 8; b++) {
+        rows[nc] = r0 + b, js[nc] = j0 + b;
+        nc += mask[b];
+      }
+    }
+    if (!nc) continue;
+    bool ok = true;
+    for (uint32_t i = P->g->k0; i < P->g->k1; i++)
+      ok &= key_encode(s, &keys[i], rows, NULL, 0, nc, cbuf, i == P->g->k0, NULL);
+    if (!ok) {
+      atomic_store_explicit(&P->bad, 1, memory_order_relaxed);
+      return;
+    }
+    topk_offer_at(P, t, cbuf, js, nc);
+  }
+}
+
+/* Per thread: the records the last pruned top-k read and skipped. */
+static _Thread_local uint64_t last_visited, last_skipped;
+void cs__order_last_prune(uint64_t *visited, uint64_t *skipped) {
+  *visited = last_visited, *skipped = last_skipped;
+}
+
+/* The top-k of an implicit range over one fixed-width code segment, records
+** pruned by their zone maps; on the thread team from tune.team_min rows:
+** the records in visit order are the chunks, each member keeps its own
+** buffer and (code, position) threshold, and the lowest threshold code is
+** shared (a row above it cannot be among the k best: the member that set
+** it holds k rows below).  topk_finish picks the k best of the union by
+** (code, position), the same rows for any interleaving. */
+static int path_topk_pruned(octx *c) {
+  const oseg *g = &c->segs[0];
+  const cs_store *s = c->s;
+  uint64_t k = c->limit, cap = k + (k > 1024 ? k : 1024), total = 0;
+  int threads = c->n >= tune.team_min ? cs_kernel_threads(c->n) : 1, rc = ORD_NOMEM;
+  if (threads < 1) threads = 1;
+  uint64_t r0 = cs__locate(s, c->first), r1 = cs__locate(s, c->first + c->n - 1);
+  topk_prune P = {.c = c, .g = g, .rest = g->bits - c->keys[g->k0].bits, .n_recs = r1 - r0 + 1};
+  atomic_init(&P.share, UINT64_MAX);
+  atomic_init(&P.bad, 0);
+  opair *all = NULL;
+  P.recs = cs__mem_malloc(P.n_recs * sizeof *P.recs);
+  P.st = cs__mem_calloc((size_t)threads, sizeof *P.st);
+  P.keys = cs__mem_calloc((size_t)threads * c->n_keys, sizeof *P.keys);
+  P.visited = cs__mem_calloc((size_t)threads, sizeof *P.visited);
+  if (!P.recs || !P.st || !P.keys || !P.visited) goto done;
+  for (uint64_t r = r0; r <= r1; r++) P.recs[r - r0] = orec_make(s, &c->keys[g->k0], P.rest, r);
+  qsort(P.recs, P.n_recs, sizeof *P.recs, orec_cmp);
+  for (int i = 0; i < threads; i++) {
+    if (!(P.st[i].buf = ord_alloc(cap, sizeof(opair)))) goto done;
+    P.st[i].cap = cap;
+    for (uint32_t q = 0; q < c->n_keys; q++) {
+      P.keys[(size_t)i * c->n_keys + q] = c->keys[q];
+      P.keys[(size_t)i * c->n_keys + q].cur = (ocur){0, 0, 0, NULL};
+    }
+  }
+  if (threads > 1)
+    cs__team_run(threads, P.n_recs, topk_prune_record, &P);
+  else
+    for (uint64_t v = 0; v < P.n_recs && !atomic_load_explicit(&P.bad, memory_order_relaxed); v++)
+      topk_prune_record(&P, v, 0);
+  if (atomic_load(&P.bad)) {
+    rc = ORD_REDO;
+    goto done;
+  }
+  last_visited = 0;
+  for (int i = 0; i < threads; i++) {
+    if (P.st[i].m > k) pairs_nth(P.st[i].buf, P.st[i].m, k - 1), P.st[i].m = k;
+    total += P.st[i].m;
+    last_visited += P.visited[i];
+  }
+  last_skipped = P.n_recs - last_visited;
+  if (!(all = ord_alloc(total ? total : 1, sizeof *all))) goto done;
+  uint64_t at = 0;
+  for (int i = 0; i < threads; i++) {
+    memcpy(all + at, P.st[i].buf, P.st[i].m * sizeof *all);
+    at += P.st[i].m;
+  }
+  rc = topk_finish(c, all, total);
+done:
+  for (int i = 0; P.st && i < threads; i++) ord_free(P.st[i].buf);
+  cs__mem_free(P.recs), cs__mem_free(P.st), cs__mem_free(P.keys), cs__mem_free(P.visited), ord_free(all);
   return rc;
 }
 
@@ -1851,7 +2074,7 @@ static cs_rc range_stream(const cs_store *s, const cs_order_key *keys, uint32_t 
   const oseg *g = &c.segs[0];
   if (c.n_segs != 1 || g->wide || g->split) goto out;
   if (mode == CS_ORDER_DISTINCT && !counting_fits(g, n)) goto out;
-  int orc = mode == CS_ORDER_SORT ? path_topk(&c) : path_counting(&c);
+  int orc = mode == CS_ORDER_SORT ? path_topk_pruned(&c) : path_counting(&c);
   if (orc == ORD_NOMEM) rc = CS_ENOMEM;
   if (orc == ORD_OK) {
     *n_out = c.n_out;

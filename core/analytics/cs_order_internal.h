@@ -40,5 +40,8 @@ void cs__order_tuning_get(cs__order_tuning *out);
 ** a TEXT/BLOB key was dictionary-encoded or sorted by its bytes, and
 ** "+redo" when the zone maps did not hold.  A static string. */
 const char *cs__order_last_path(void);
+/* The records the last pruned top-k over a range (cs_order_range, path
+** "topk+range") on this thread read and skipped by their zone maps. */
+void cs__order_last_prune(uint64_t *visited, uint64_t *skipped);
 
 #endif /* CS_ORDER_INTERNAL_H */
