@@ -46,6 +46,9 @@ typedef struct export_format {
 
 static const export_format formats[] = {
     {".parquet", &cs_parquet_writer_ops, "snappy,zstd,gzip,lz4,none"},
+    {".arrow", &cs_arrow_file_writer_ops, "none,zstd,lz4"},
+    {".feather", &cs_arrow_file_writer_ops, "none,zstd,lz4"},
+    {".arrows", &cs_arrow_stream_writer_ops, "none,zstd,lz4"},
     {".csv", &cs_csv_writer_ops, "none"},
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
