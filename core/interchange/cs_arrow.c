@@ -613,8 +613,8 @@ static cs_rc read_fixed(col_read *r, uint32_t buf, uint64_t n, int w, bool indic
   uint64_t len;
   cs_rc rc = get_buffer(r, buf, 1, &p, &len);
   if (rc != CS_OK) return rc;
-  uint64_t need = c->bits ? (n + 7) / 8 : n * (uint64_t)w;
-  if (len < need)
+  /* len / w, not n * w: a length field near 2^62 must not wrap into a pass. */
+  if (c->bits ? len < (n + 7) / 8 : len / (uint64_t)w < n)
     return col_fail(r, "a values buffer of %llu bytes for %llu rows", (unsigned long long)len,
                     (unsigned long long)n);
   uint64_t out_w = c->bits ? 1 : c->widen ? 8 : (uint64_t)w;
