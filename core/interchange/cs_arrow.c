@@ -487,7 +487,9 @@ typedef struct col_read {
   int codec;
   const char *what; /* "record batch 3" */
   const cs_arrow_column *c;
-  void *tmp[3]; /* decompressed buffers, freed after the column */
+  cs_fb fb;         /* the batch's metadata, this reader's own copy: */
+  cs_fb_table copy; /* threads reading columns at once never share */
+  void *tmp[3];     /* decompressed buffers, freed after the column */
   cs_err *err;
 } col_read;
 
@@ -611,8 +613,8 @@ static cs_rc read_fixed(col_read *r, uint32_t buf, uint64_t n, int w, bool indic
   uint64_t len;
   cs_rc rc = get_buffer(r, buf, 1, &p, &len);
   if (rc != CS_OK) return rc;
-  uint64_t need = c->bits ? (n + 7) / 8 : n * (uint64_t)w;
-  if (len < need)
+  /* len / w, not n * w: a length field near 2^62 must not wrap into a pass. */
+  if (c->bits ? len < (n + 7) / 8 : len / (uint64_t)w < n)
     return col_fail(r, "a values buffer of %llu bytes for %llu rows", (unsigned long long)len,
                     (unsigned long long)n);
   uint64_t out_w = c->bits ? 1 : c->widen ? 8 : (uint64_t)w;
@@ -838,13 +840,16 @@ static void col_read_init(col_read *r, const cs_arrow_file *f, const cs_arrow_co
                           cs_err *err) {
   const struct cs_arrow_file_priv *p = f->priv;
   *r = (col_read){.f = f,
-                  .batch = &p->batch,
                   .body = p->body,
                   .body_n = p->body_n,
                   .codec = p->codec,
                   .what = what,
                   .c = c,
-                  .err = err};
+                  .err = err,
+                  .fb = p->fb,
+                  .copy = p->batch};
+  r->copy.fb = &r->fb; /* a failure marks this copy, not the file's */
+  r->batch = &r->copy;
 }
 
 static cs_rc read_dictionary(cs_arrow_file *f, const cs_fb_table *hdr, cs_err *err) {

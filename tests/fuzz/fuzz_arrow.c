@@ -22,8 +22,7 @@
 ** and colstore's writer wrote (file and stream, dictionaries, zstd and
 ** lz4 bodies), so mutations start from real messages.
 */
-#include "cs_interchange_internal.h"
-#include "fuzz.h"
+#include "fuzz_columns.h"
 
 static void check_error(const cs_err *err, const char *what) {
   FZ_CHECK(strncmp(err->msg, "colstore: ", 10) == 0, "%s: message '%s'", what, err->msg);
@@ -38,16 +37,7 @@ static void check_column(const cs_arrow_file *f, uint32_t col, uint64_t rows, co
     FZ_CHECK(nulls == v->null_count, "column %u: %llu NULL bits, count %llu", col, (unsigned long long)nulls,
              (unsigned long long)v->null_count);
   }
-  if (cs_type_is_varlen(f->cols[col].type)) {
-    FZ_CHECK(v->offsets[0] == 0, "offsets start at %lld", (long long)v->offsets[0]);
-    for (uint64_t r = 0; r < rows; r++)
-      FZ_CHECK(v->offsets[r + 1] >= v->offsets[r], "offsets decrease at %llu", (unsigned long long)r);
-    FZ_CHECK((uint64_t)v->offsets[rows] == v->data_bytes, "offsets end at %lld of %llu bytes",
-             (long long)v->offsets[rows], (unsigned long long)v->data_bytes);
-  } else {
-    FZ_CHECK(v->data_bytes == rows * cs_type_width(f->cols[col].type), "%llu value bytes for %llu rows",
-             (unsigned long long)v->data_bytes, (unsigned long long)rows);
-  }
+  fz_check_layout(v, f->cols[col].type, rows);
 }
 
 /* Any bytes as a flatbuffer: the root's fields as every kind. */

@@ -26,8 +26,7 @@
 ** The seeds (tests/fuzz/regressions/parquet/) are small files DuckDB wrote
 ** with each codec and page version, so mutations start from real pages.
 */
-#include "cs_interchange_internal.h"
-#include "fuzz.h"
+#include "fuzz_columns.h"
 
 #define MAX_ROWS (1u << 16)
 
@@ -42,16 +41,7 @@ static void check_column(const cs_pq_file *f, uint32_t rg, uint32_t col, const c
   for (uint64_t r = 0; r < rows; r++) nulls += !((v->validity[r >> 3] >> (r & 7)) & 1);
   FZ_CHECK(nulls == v->null_count, "row group %u column %u: %llu NULL bits, count %llu", rg, col,
            (unsigned long long)nulls, (unsigned long long)v->null_count);
-  if (cs_type_is_varlen(f->cols[col].type)) {
-    FZ_CHECK(v->offsets[0] == 0, "offsets start at %lld", (long long)v->offsets[0]);
-    for (uint64_t r = 0; r < rows; r++)
-      FZ_CHECK(v->offsets[r + 1] >= v->offsets[r], "offsets decrease at %llu", (unsigned long long)r);
-    FZ_CHECK((uint64_t)v->offsets[rows] == v->data_bytes, "offsets end at %lld of %llu bytes",
-             (long long)v->offsets[rows], (unsigned long long)v->data_bytes);
-  } else {
-    FZ_CHECK(v->data_bytes == rows * cs_type_width(f->cols[col].type), "%llu value bytes for %llu rows",
-             (unsigned long long)v->data_bytes, (unsigned long long)rows);
-  }
+  fz_check_layout(v, f->cols[col].type, rows);
 }
 
 static void decode_all(const cs_pq_file *f, const uint8_t *data, size_t body) {
