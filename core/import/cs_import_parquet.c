@@ -8,6 +8,7 @@
 */
 #include <stdlib.h>
 
+#include "cs_base_internal.h"
 #include "cs_import_internal.h"
 
 typedef struct pq_source {
@@ -16,11 +17,11 @@ typedef struct pq_source {
 } pq_source;
 
 static cs_rc pq_open(const char *path, void **out, cs_err *err) {
-  pq_source *s = calloc(1, sizeof *s);
+  pq_source *s = cs__mem_calloc(1, sizeof *s);
   if (!s) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
   cs_rc rc = cs_pq_open(path, &s->f, err);
   if (rc != CS_OK) {
-    free(s);
+    cs__mem_free(s);
     return rc;
   }
   *out = s;
@@ -30,7 +31,7 @@ static cs_rc pq_open(const char *path, void **out, cs_err *err) {
 static void pq_close(void *p) {
   pq_source *s = p;
   cs_pq_close(s->f);
-  free(s);
+  cs__mem_free(s);
 }
 
 static uint32_t pq_n_cols(void *p) { return ((pq_source *)p)->f->n_cols; }

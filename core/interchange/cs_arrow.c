@@ -43,6 +43,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "cs_base_internal.h"
 #include "cs_interchange_internal.h"
 
 /* Message header union members (Message.fbs) and Type union members. */
@@ -208,7 +209,7 @@ static cs_rc read_schema(cs_arrow_file *f, const cs_fb_table *schema, cs_err *er
   if (fields.n > CS_MAX_COLUMNS)
     return cs_err_set(err, CS_EINVAL, "colstore: %s has %u columns, more than colstore's %d", f->path,
                       fields.n, CS_MAX_COLUMNS);
-  if (!(f->cols = calloc(fields.n ? fields.n : 1, sizeof *f->cols)))
+  if (!(f->cols = cs__mem_calloc(fields.n ? fields.n : 1, sizeof *f->cols)))
     return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
   uint32_t nodes = 0, buffers = 0;
   bool located = true;
@@ -219,7 +220,7 @@ static cs_rc read_schema(cs_arrow_file *f, const cs_fb_table *schema, cs_err *er
     const char *name;
     uint32_t name_n = 0;
     if (!cs_fb_string(&fld, 0, &name, &name_n)) name = "";
-    if (!(c->name = malloc(name_n + 1))) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
+    if (!(c->name = cs__mem_malloc(name_n + 1))) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
     memcpy(c->name, name, name_n);
     c->name[name_n] = 0;
     f->n_cols = i + 1;
@@ -256,7 +257,7 @@ static cs_rc read_schema(cs_arrow_file *f, const cs_fb_table *schema, cs_err *er
     }
     if (schema->fb->failed) return bad(err, f->path, "a bad schema field");
   }
-  f->priv->dicts = calloc(fields.n ? fields.n : 1, sizeof *f->priv->dicts);
+  f->priv->dicts = cs__mem_calloc(fields.n ? fields.n : 1, sizeof *f->priv->dicts);
   if (!f->priv->dicts) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
   for (uint32_t i = 0; i < f->n_cols; i++) {
     if (!f->cols[i].dict) continue;
@@ -316,7 +317,7 @@ static cs_rc add_msg(cs_arrow_file *f, arrow_msg m, uint32_t *cap, cs_err *err) 
   struct cs_arrow_file_priv *p = f->priv;
   if (p->n_msgs == *cap) {
     uint32_t nc = *cap ? *cap * 2 : 16;
-    arrow_msg *nm = realloc(p->msgs, nc * sizeof *nm);
+    arrow_msg *nm = cs__mem_realloc(p->msgs, nc * sizeof *nm);
     if (!nm) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
     p->msgs = nm, *cap = nc;
   }
@@ -407,7 +408,8 @@ static cs_rc open_file_format(cs_arrow_file *f, cs_err *err) {
 }
 
 static cs_rc open_bytes(cs_arrow_file *f, cs_err *err) {
-  if (!(f->priv = calloc(1, sizeof *f->priv))) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
+  if (!(f->priv = cs__mem_calloc(1, sizeof *f->priv)))
+    return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
   if (f->n >= 8 && memcmp(f->p, "ARROW1", 6) == 0) {
     f->stream = false;
     return open_file_format(f, err);
@@ -418,9 +420,9 @@ static cs_rc open_bytes(cs_arrow_file *f, cs_err *err) {
 
 cs_rc cs_arrow_open_mem(const uint8_t *p, size_t n, const char *path, cs_arrow_file **out, cs_err *err) {
   *out = NULL;
-  cs_arrow_file *f = calloc(1, sizeof *f);
-  if (!f || !(f->path = strdup(path))) {
-    free(f);
+  cs_arrow_file *f = cs__mem_calloc(1, sizeof *f);
+  if (!f || !(f->path = cs__mem_strdup(path))) {
+    cs__mem_free(f);
     return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
   }
   f->p = p, f->n = n;
@@ -463,17 +465,17 @@ cs_rc cs_arrow_open(const char *path, cs_arrow_file **out, cs_err *err) {
 
 void cs_arrow_close(cs_arrow_file *f) {
   if (!f) return;
-  for (uint32_t i = 0; i < f->n_cols; i++) free(f->cols[i].name);
-  free(f->cols);
+  for (uint32_t i = 0; i < f->n_cols; i++) cs__mem_free(f->cols[i].name);
+  cs__mem_free(f->cols);
   if (f->priv) {
     for (uint32_t i = 0; i < f->priv->n_dicts; i++) cs_pq_values_free(&f->priv->dicts[i].values);
-    free(f->priv->dicts);
-    free(f->priv->msgs);
-    free(f->priv);
+    cs__mem_free(f->priv->dicts);
+    cs__mem_free(f->priv->msgs);
+    cs__mem_free(f->priv);
   }
   if (f->map) munmap(f->map, f->map_n);
-  free(f->path);
-  free(f);
+  cs__mem_free(f->path);
+  cs__mem_free(f);
 }
 
 /* ---------------------------------------------------- a batch's columns */
@@ -514,7 +516,7 @@ static bool grow(void **p, size_t *cap, uint64_t need) {
   if (need > SIZE_MAX / 2) return false;
   size_t nc = *cap ? *cap : 64;
   while (nc < need) nc *= 2;
-  void *q = realloc(*p, nc);
+  void *q = cs__mem_realloc(*p, nc);
   if (!q) return false;
   *p = q, *cap = nc;
   return true;
@@ -548,7 +550,7 @@ static cs_rc get_buffer(col_read *r, uint32_t i, int slot, const uint8_t **out, 
   if (raw < 0 || (uint64_t)raw > limit)
     return col_fail(r, "a compressed buffer claims %lld bytes, more than its %lld bytes can hold",
                     (long long)raw, (long long)len);
-  uint8_t *dst = malloc(raw ? (size_t)raw : 1);
+  uint8_t *dst = cs__mem_malloc(raw ? (size_t)raw : 1);
   if (!dst) return cs_err_set(r->err, CS_ENOMEM, "colstore: out of memory");
   r->tmp[slot] = dst;
   size_t got = 0;
@@ -708,7 +710,7 @@ static cs_rc read_values(col_read *r, uint32_t node, uint32_t buffer, bool indic
 }
 
 static void free_tmp(col_read *r) {
-  for (int i = 0; i < 3; i++) free(r->tmp[i]), r->tmp[i] = NULL;
+  for (int i = 0; i < 3; i++) cs__mem_free(r->tmp[i]), r->tmp[i] = NULL;
 }
 
 static bool values_reserve(cs_pq_values *v, uint64_t n, uint64_t bytes, bool varlen) {

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "cs_base_internal.h"
 #include "cs_interchange_internal.h"
 
 typedef struct scratch {
@@ -86,7 +87,7 @@ static bool reserve(scratch *s, size_t n) {
   if (n <= s->cap) return true;
   size_t cap = s->cap ? s->cap : 4096;
   while (cap < n) cap *= 2;
-  void *p = realloc(s->p, cap);
+  void *p = cs__mem_realloc(s->p, cap);
   if (!p) return false;
   s->p = p, s->cap = cap;
   return true;
@@ -165,18 +166,18 @@ static uint32_t build_schema(cs_format_writer *w) {
 
 static void writer_free(cs_format_writer *w) {
   if (!w) return;
-  for (uint32_t i = 0; w->cols && i < w->n_cols; i++) free((char *)w->cols[i].name);
-  for (uint32_t i = 0; w->conv && i < 2 * w->n_cols; i++) free(w->conv[i].p);
-  for (uint32_t i = 0; w->comp && i < 3 * w->n_cols; i++) free(w->comp[i].p);
-  free(w->cols);
-  free(w->conv);
-  free(w->comp);
-  free(w->bufs);
-  free(w->nodes);
-  free(w->blocks);
+  for (uint32_t i = 0; w->cols && i < w->n_cols; i++) cs__mem_free((char *)w->cols[i].name);
+  for (uint32_t i = 0; w->conv && i < 2 * w->n_cols; i++) cs__mem_free(w->conv[i].p);
+  for (uint32_t i = 0; w->comp && i < 3 * w->n_cols; i++) cs__mem_free(w->comp[i].p);
+  cs__mem_free(w->cols);
+  cs__mem_free(w->conv);
+  cs__mem_free(w->comp);
+  cs__mem_free(w->bufs);
+  cs__mem_free(w->nodes);
+  cs__mem_free(w->blocks);
   ZSTD_freeCCtx(w->zstd);
   cs_fbb_free(&w->fbb);
-  free(w);
+  cs__mem_free(w);
 }
 
 static cs_rc writer_open(bool file, const cs_schema *schema, const cs_out_options *opt, cs_sink sink,
@@ -188,18 +189,20 @@ static cs_rc writer_open(bool file, const cs_schema *schema, const cs_out_option
                       "colstore: Arrow IPC compresses with zstd or lz4 only; choose one of them or none");
   if (schema->n_cols == 0 || schema->n_cols > CS_MAX_COLUMNS)
     return cs_err_set(err, CS_EINVAL, "colstore: an Arrow file needs 1 to %d columns", CS_MAX_COLUMNS);
-  cs_format_writer *w = calloc(1, sizeof *w);
+  cs_format_writer *w = cs__mem_calloc(1, sizeof *w);
   uint32_t n = schema->n_cols;
-  if (!w || !(w->cols = calloc(n, sizeof *w->cols)) || !(w->conv = calloc(2 * n, sizeof *w->conv)) ||
-      !(w->comp = calloc(3 * n, sizeof *w->comp)) || !(w->bufs = calloc(3 * n, sizeof *w->bufs)) ||
-      !(w->nodes = calloc(n, 16)) || (codec == CS_OUT_ZSTD && !(w->zstd = ZSTD_createCCtx()))) {
+  if (!w || !(w->cols = cs__mem_calloc(n, sizeof *w->cols)) ||
+      !(w->conv = cs__mem_calloc(2 * n, sizeof *w->conv)) ||
+      !(w->comp = cs__mem_calloc(3 * n, sizeof *w->comp)) ||
+      !(w->bufs = cs__mem_calloc(3 * n, sizeof *w->bufs)) || !(w->nodes = cs__mem_calloc(n, 16)) ||
+      (codec == CS_OUT_ZSTD && !(w->zstd = ZSTD_createCCtx()))) {
     writer_free(w);
     return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
   }
   w->file = file, w->sink = sink, w->codec = codec;
   for (uint32_t i = 0; i < n; i++) {
     w->cols[i] = schema->cols[i];
-    if (!(w->cols[i].name = strdup(schema->cols[i].name))) {
+    if (!(w->cols[i].name = cs__mem_strdup(schema->cols[i].name))) {
       w->n_cols = i;
       writer_free(w);
       return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
@@ -323,7 +326,7 @@ static cs_rc write_batch(cs_format_writer *w, const cs_chunk *cols, uint64_t fro
   }
   /* The metadata: buffers and nodes as vectors of structs. */
   cs_fbb *b = &w->fbb;
-  int64_t *desc = malloc(16 * (size_t)n_bufs);
+  int64_t *desc = cs__mem_malloc(16 * (size_t)n_bufs);
   if (!desc) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
   uint32_t k = 0;
   for (uint32_t i = 0; i < w->n_cols; i++)
@@ -340,7 +343,7 @@ static cs_rc write_batch(cs_format_writer *w, const cs_chunk *cols, uint64_t fro
   }
   uint32_t bufs = cs_fbb_vector(b, desc, n_bufs, 16, 8);
   uint32_t nodes = cs_fbb_vector(b, w->nodes, w->n_cols, 16, 8);
-  free(desc);
+  cs__mem_free(desc);
   cs_fbb_table_begin(b);
   cs_fbb_add_int(b, 0, (int64_t)n, 8);
   cs_fbb_add_ref(b, 1, nodes);
@@ -349,7 +352,7 @@ static cs_rc write_batch(cs_format_writer *w, const cs_chunk *cols, uint64_t fro
   uint32_t batch = cs_fbb_table_end(b);
   if (w->n_blocks == w->cap_blocks) {
     uint64_t cap = w->cap_blocks ? 2 * w->cap_blocks : 16;
-    block *nb = realloc(w->blocks, cap * sizeof *nb);
+    block *nb = cs__mem_realloc(w->blocks, cap * sizeof *nb);
     if (!nb) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
     w->blocks = nb, w->cap_blocks = cap;
   }

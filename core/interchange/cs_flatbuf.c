@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cs_base_internal.h"
 #include "cs_interchange_internal.h"
 
 /* ---------------------------------------------------------------- reader */
@@ -162,10 +163,10 @@ static bool fbb_room(cs_fbb *b, size_t extra) {
   if (b->cap - b->n >= extra) return true;
   size_t cap = b->cap ? b->cap : 256;
   while (cap - b->n < extra) cap *= 2;
-  uint8_t *p = malloc(cap);
+  uint8_t *p = cs__mem_malloc(cap);
   if (!p) return !(b->failed = true);
   if (b->n) memcpy(p + cap - b->n, b->buf + b->cap - b->n, b->n);
-  free(b->buf);
+  cs__mem_free(b->buf);
   b->buf = p;
   b->cap = cap;
   return true;
@@ -286,6 +287,6 @@ void cs_fbb_reset(cs_fbb *b) {
 }
 
 void cs_fbb_free(cs_fbb *b) {
-  free(b->buf);
+  cs__mem_free(b->buf);
   memset(b, 0, sizeof *b);
 }

@@ -265,7 +265,7 @@ static void map_column(const schema_element *e, cs_pq_column *c) {
 }
 
 static cs_rc name_dup(const uint8_t *p, uint32_t n, char **out, cs_err *err) {
-  if (!(*out = malloc((size_t)n + 1))) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
+  if (!(*out = cs__mem_malloc((size_t)n + 1))) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
   memcpy(*out, p, n);
   (*out)[n] = 0;
   return CS_OK;
@@ -283,7 +283,8 @@ static cs_rc read_schema(cs_thrift *t, uint8_t type, cs_pq_file *f, cs_err *err)
   if (n - 1 > CS_MAX_COLUMNS)
     return cs_err_set(err, CS_EINVAL, "colstore: %s: %u columns; a store holds at most %d", f->path, n - 1,
                       CS_MAX_COLUMNS);
-  if (!(f->cols = calloc(n, sizeof *f->cols))) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
+  if (!(f->cols = cs__mem_calloc(n, sizeof *f->cols)))
+    return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
   for (uint32_t i = 1; i < n; i++) {
     schema_element e;
     if (!read_schema_element(t, elem, &e) || !e.name)
@@ -375,7 +376,7 @@ static cs_rc read_row_group(cs_thrift *t, uint8_t type, cs_pq_file *f, cs_pq_row
       if (n_chunks != f->n_cols)
         return cs_err_set(err, CS_ECORRUPT, "colstore: %s: row group %u has %u column chunks for %u columns",
                           f->path, index, n_chunks, f->n_cols);
-      if (!(g->chunks = calloc(n_chunks ? n_chunks : 1, sizeof *g->chunks)))
+      if (!(g->chunks = cs__mem_calloc(n_chunks ? n_chunks : 1, sizeof *g->chunks)))
         return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
       for (uint32_t i = 0; i < n_chunks; i++) {
         int32_t phys = -1;
@@ -403,9 +404,9 @@ damaged:
 
 cs_rc cs_pq_parse_metadata(const uint8_t *p, size_t n, const char *path, cs_pq_file **out, cs_err *err) {
   *out = NULL;
-  cs_pq_file *f = calloc(1, sizeof *f);
-  if (!f || !(f->path = strdup(path))) {
-    free(f);
+  cs_pq_file *f = cs__mem_calloc(1, sizeof *f);
+  if (!f || !(f->path = cs__mem_strdup(path))) {
+    cs__mem_free(f);
     return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
   }
   f->fd = -1;
@@ -426,7 +427,7 @@ cs_rc cs_pq_parse_metadata(const uint8_t *p, size_t n, const char *path, cs_pq_f
       uint8_t elem;
       uint32_t k;
       if (!cs_thrift_list(&t, ft, &elem, &k) || elem != CS_THRIFT_STRUCT) goto damaged;
-      if (!(f->row_groups = calloc(k ? k : 1, sizeof *f->row_groups))) {
+      if (!(f->row_groups = cs__mem_calloc(k ? k : 1, sizeof *f->row_groups))) {
         rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
         goto fail;
       }
@@ -484,14 +485,14 @@ cs_rc cs_pq_open(const char *path, cs_pq_file **out, cs_err *err) {
                     meta_n, (unsigned long long)size);
     goto fail;
   }
-  uint8_t *meta = malloc(meta_n ? meta_n : 1);
+  uint8_t *meta = cs__mem_malloc(meta_n ? meta_n : 1);
   if (!meta) {
     rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
     goto fail;
   }
   rc = cs__pread_full(fd, meta, meta_n, size - 8 - meta_n, path, err);
   if (rc == CS_OK) rc = cs_pq_parse_metadata(meta, meta_n, path, out, err);
-  free(meta);
+  cs__mem_free(meta);
   if (rc != CS_OK) goto fail;
   (*out)->fd = fd;
   (*out)->file_bytes = size;
@@ -504,12 +505,12 @@ fail:
 void cs_pq_close(cs_pq_file *f) {
   if (!f) return;
   if (f->fd >= 0) close(f->fd);
-  for (uint32_t i = 0; i < f->n_cols; i++) free(f->cols[i].name);
-  free(f->cols);
-  for (uint32_t i = 0; i < f->n_row_groups; i++) free(f->row_groups[i].chunks);
-  free(f->row_groups);
-  free(f->path);
-  free(f);
+  for (uint32_t i = 0; i < f->n_cols; i++) cs__mem_free(f->cols[i].name);
+  cs__mem_free(f->cols);
+  for (uint32_t i = 0; i < f->n_row_groups; i++) cs__mem_free(f->row_groups[i].chunks);
+  cs__mem_free(f->row_groups);
+  cs__mem_free(f->path);
+  cs__mem_free(f);
 }
 
 cs_rc cs_pq_column_supported(const cs_pq_file *f, uint32_t col, cs_err *err) {

@@ -118,7 +118,7 @@ static bool reserve(void *pp, size_t *cap, size_t n, size_t sz) {
   if (n <= *cap) return true;
   size_t c = *cap ? *cap : 64;
   while (c < n) c *= 2;
-  void *q = realloc(*(void **)pp, c * sz);
+  void *q = cs__mem_realloc(*(void **)pp, c * sz);
   if (!q) return false;
   *(void **)pp = q;
   *cap = c;
@@ -426,7 +426,7 @@ static cs_rc delta_length_spans(decoder *d, const uint8_t *p, const uint8_t *end
 static cs_rc delta_byte_spans(decoder *d, const uint8_t *p, const uint8_t *end, uint32_t n) {
   cs_rc rc = delta_decode(d, &p, end, n);
   if (rc != CS_OK) return rc;
-  int64_t *prefix = malloc((n ? n : 1) * sizeof *prefix);
+  int64_t *prefix = cs__mem_malloc((n ? n : 1) * sizeof *prefix);
   if (!prefix) return oom(d);
   memcpy(prefix, d->s->deltas, n * sizeof *prefix);
   if ((rc = delta_length_spans(d, p, end, n, NULL)) != CS_OK) goto done;
@@ -451,7 +451,7 @@ static cs_rc delta_byte_spans(decoder *d, const uint8_t *p, const uint8_t *end, 
   }
   for (uint32_t i = 0; i < n; i++) d->s->spans[i].p = d->s->built + (uintptr_t)d->s->spans[i].p;
 done:
-  free(prefix);
+  cs__mem_free(prefix);
   return rc;
 }
 
@@ -735,7 +735,7 @@ cs_rc cs_pq_decode_chunk(const cs_pq_file *f, uint32_t rg, uint32_t col, const u
   decoder d = {.f = f, .c = c, .rg = rg, .col = col, .err = err, .out = out, .rows_left = rows};
   cs_rc rc = cs_pq_column_supported(f, col, err);
   if (rc != CS_OK) return rc;
-  if (!out->scratch && !(out->scratch = calloc(1, sizeof *out->scratch))) return oom(&d);
+  if (!out->scratch && !(out->scratch = cs__mem_calloc(1, sizeof *out->scratch))) return oom(&d);
   d.s = out->scratch;
   if (rows > CS_PQ_MAX_GROUP_ROWS)
     return bad(&d, CS_EINVAL,
@@ -802,7 +802,7 @@ cs_rc cs_pq_read_column(const cs_pq_file *f, uint32_t rg, uint32_t col, cs_pq_va
     return cs_err_set(err, CS_ECORRUPT,
                       "colstore: %s: row group %u, column %s: its chunk lies outside the file", f->path, rg,
                       f->cols[col].name);
-  if (!out->scratch && !(out->scratch = calloc(1, sizeof *out->scratch)))
+  if (!out->scratch && !(out->scratch = cs__mem_calloc(1, sizeof *out->scratch)))
     return cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
   cs_pq_scratch *s = out->scratch;
   if (!reserve(&s->chunk, &s->chunk_cap, (size_t)m->n_bytes + 1, 1))
@@ -816,12 +816,12 @@ void cs_pq_values_free(cs_pq_values *v) {
   if (s) {
     void *bufs[] = {s->chunk, s->dict_fixed, s->dict_spans, s->dict_page, s->page,  s->levels,
                     s->idx,   s->stage,      s->spans,      s->built,     s->deltas};
-    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) cs__mem_free(bufs[i]);
     ZSTD_freeDCtx(s->zstd);
-    free(s);
+    cs__mem_free(s);
   }
-  free(v->validity);
-  free(v->data);
-  free(v->offsets);
+  cs__mem_free(v->validity);
+  cs__mem_free(v->data);
+  cs__mem_free(v->offsets);
   memset(v, 0, sizeof *v);
 }

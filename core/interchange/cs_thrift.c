@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cs_base_internal.h"
 #include "cs_interchange_internal.h"
 
 bool cs_thrift_varint(cs_thrift *t, uint64_t *out) {
@@ -186,7 +187,7 @@ static void put_bytes(cs_thrift_out *o, const void *p, size_t n) {
   if (o->n + n > o->cap) {
     size_t cap = o->cap ? o->cap : 256;
     while (cap < o->n + n) cap *= 2;
-    uint8_t *b = realloc(o->buf, cap);
+    uint8_t *b = cs__mem_realloc(o->buf, cap);
     if (!b) {
       o->failed = true;
       return;
@@ -268,6 +269,6 @@ void cs_thrift_put_struct_end(cs_thrift_out *o) {
 }
 
 void cs_thrift_out_free(cs_thrift_out *o) {
-  free(o->buf);
+  cs__mem_free(o->buf);
   *o = (cs_thrift_out){0};
 }
