@@ -34,6 +34,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cs_base_internal.h"
 #include "cs_import_internal.h"
 #include "cs_write_internal.h"
 
@@ -109,15 +110,16 @@ static cs_rc plan_columns(pq_import *im, void *f) {
     for (uint32_t i = 0; i < cols && i < CS_MAX_COLUMNS; i++) want[n++] = i;
   }
   if (n == 0) return cs__import_fail(im->err, CS_EINVAL, "colstore: %s has no columns", im->file_path);
-  if (!(im->cols = calloc(n, sizeof *im->cols)) || !(im->jobs = calloc(n, sizeof *im->jobs)))
+  /* The result owns the columns from here, so a failure below frees them. */
+  if ((im->res->cols = im->cols = cs__mem_calloc(n, sizeof *im->cols)) == NULL ||
+      !(im->jobs = cs__mem_calloc(n, sizeof *im->jobs)))
     return cs__import_fail(im->err, CS_ENOMEM, "colstore: out of memory");
-  im->res->cols = im->cols;
   for (uint32_t k = 0; k < n; k++) {
     cs_columnar_col c;
     im->ops->column(f, want[k], &c);
     cs_rc rc = im->ops->supported(f, want[k], im->err);
     if (rc != CS_OK) return rc;
-    if (!(im->cols[k].name = strdup(c.name)))
+    if (!(im->cols[k].name = cs__mem_strdup(c.name)))
       return cs__import_fail(im->err, CS_ENOMEM, "colstore: out of memory");
     im->res->n_cols = ++im->n_cols;
     im->cols[k].type = c.type;
@@ -338,7 +340,7 @@ done:
   cs_batch_free(im.batch);
   if (im.file) ops->close(im.file);
   for (uint32_t k = 0; im.jobs && k < im.n_cols; k++) cs_pq_values_free(&im.jobs[k].values);
-  free(im.jobs);
+  cs__mem_free(im.jobs);
   if (rc != CS_OK && err->code == CS_OK) cs_err_set(err, rc, "colstore: import failed (%s)", cs_rc_name(rc));
   return rc;
 }

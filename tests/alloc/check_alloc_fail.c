@@ -595,6 +595,10 @@ static const scenario scenarios[] = {
       "'on_error=skip', 'progress=off') IS NOT NULL"}, NULL, 0, "new.cst", 0, false, NULL},
     {"import a late misfit (sample, then two passes)", K_CREATE,
      {"SELECT colstore_import('@/new.cst', '@/late.csv', 'progress=off') IS NOT NULL"}, NULL, 0, "new.cst", 0, false, NULL},
+    {"import parquet, 3 row groups, threads=2", K_CREATE,
+     {"SELECT colstore_import('@/new.cst', '@/imp.parquet', 'threads=2', 'progress=off') IS NOT NULL"}, NULL, 0, "new.cst", 0, false, NULL},
+    {"import arrow stream, zstd, columns=", K_CREATE,
+     {"SELECT colstore_import('@/new.cst', '@/imp.arrows', 'columns=s,i,b', 'progress=off') IS NOT NULL"}, NULL, 0, "new.cst", 0, false, NULL},
     /* mode=append: one transaction on the store, the old file byte for
     ** byte when it fails */
     {"import append, rejects skipped", K_WRITE,
@@ -1194,8 +1198,11 @@ static void fixtures_make(void) {
       "k INT32);"
       "INSERT INTO c SELECT * FROM n;"
       "DELETE FROM c WHERE k %% 3 = 0;"
-      "UPDATE c SET s = 'u' || i, f = NULL WHERE i %% 7 = 1;",
-      g_pristine, g_pristine, g_pristine, g_pristine);
+      "UPDATE c SET s = 'u' || i, f = NULL WHERE i %% 7 = 1;"
+      /* the Parquet and Arrow importers' inputs: colstore's own writers */
+      "SELECT colstore_export('%q/store.cst', '%q/imp.parquet', 'row_group_rows=4000', 'progress=off');"
+      "SELECT colstore_export('%q/store.cst', '%q/imp.arrows', 'compression=zstd', 'progress=off');",
+      g_pristine, g_pristine, g_pristine, g_pristine, g_pristine, g_pristine, g_pristine, g_pristine);
   exec_ok(db, sql);
   sqlite3_free(sql);
   sqlite3_close(db);
