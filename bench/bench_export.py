@@ -33,10 +33,8 @@ average before and after.
 
     bench/bench_export.py [--rows N] [--rounds R] [--codecs snappy,zstd] [--csv] [--dir D] [--module build/colstore]
 """
-import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -47,16 +45,11 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 from bench_import import make_csv  # noqa: E402
-from bench_parquet import same  # noqa: E402
-
-CLIENT = os.path.join(ROOT, "build", "duckdb_client")
+from bench_parquet import bench_args, interleave, need_tools, node, same  # noqa: E402
 
 
 def duck(*args):
-    p = subprocess.run(["node", "duckdb_export.mjs"] + list(args), cwd=CLIENT, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit("bench_export: DuckDB %s failed:\n%s%s" % (args[0], p.stdout, p.stderr))
-    return p.stdout
+    return node("bench_export", "duckdb_export.mjs", *args)
 
 
 def shell(module, sql):
@@ -84,21 +77,10 @@ def run(variant, codec, module, store, db, workdir):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", type=int, default=10000000)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--seed", type=int, default=23)
-    ap.add_argument("--codecs", default="snappy,zstd")
+    ap = bench_args(__doc__)
     ap.add_argument("--csv", action="store_true", help="also CSV export")
-    ap.add_argument("--dir", default=os.path.join(ROOT, "build", "bench-import"))
-    ap.add_argument("--module", default=os.path.join(ROOT, "build", "colstore"))
     args = ap.parse_args()
-    if not shutil.which("sqlite3") or not shutil.which("node"):
-        sys.exit("bench_export: needs the sqlite3 shell and node")
-    if not os.path.isdir(os.path.join(CLIENT, "node_modules", "@duckdb", "node-api")):
-        sys.exit("bench_export: @duckdb/node-api is not in %s: run bench/bench_agg_sql.py once (it installs it), "
-                 "or npm install @duckdb/node-api there" % CLIENT)
-    shutil.copyfile(os.path.join(HERE, "duckdb_export.mjs"), os.path.join(CLIENT, "duckdb_export.mjs"))
+    need_tools("bench_export", "duckdb_export.mjs")
     os.makedirs(args.dir, exist_ok=True)
     module = os.path.abspath(args.module)
     stem = os.path.join(args.dir, "bench_%d_%d" % (args.rows, args.seed))
@@ -128,18 +110,7 @@ def main():
                 sys.exit("bench_export: %s and %s differ on %s:\n%r\n%r" % (first, v, codec, results[first], r))
         print("%s: all variants agree (DuckDB's count, sum, min, max of a, b, c, d of each file; %s rows)" %
               (codec, results[first][0]))
-    walls = {cv: [] for cv in variants}
-    stmt = {cv: [] for cv in variants}
-    for r in range(args.rounds):
-        order = variants[r % len(variants):] + variants[:r % len(variants)]
-        for codec, v in order:
-            _, wall, secs = run(v, codec, module, store, db, args.dir)
-            walls[(codec, v)].append(wall)
-            if secs is not None:
-                stmt[(codec, v)].append(secs)
-        print("round %d: %s" % (r + 1, "  ".join("%s/%s %.2fs" % (c, v, walls[(c, v)][-1]) for c, v in variants)),
-              flush=True)
-    print("load average after: %s" % " ".join("%.2f" % v for v in os.getloadavg()))
+    walls, stmt = interleave(variants, args.rounds, lambda codec, v: run(v, codec, module, store, db, args.dir)[1:])
     print()
     print("%-8s %-12s %9s %9s %9s %12s %10s" % ("codec", "variant", "median s", "min s", "max s", "statement s",
                                               "MB"))
