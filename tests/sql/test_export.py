@@ -284,6 +284,27 @@ class ExportTest(DuckTest):
         self.assertEqual(cstest.canon_rows(con.execute("SELECT * FROM back").fetchall(), True),
                          cstest.canon_rows(want, True), "CSV read by colstore_import")
 
+    def test_long_text_pages_and_bounds(self):
+        # TEXT past 1 MiB a row group: several plain pages; a bound longer
+        # than 256 bytes: no min/max (a truncated max would be wrong), the
+        # null count still there
+        rng = random.Random(SEED + 11)
+        con = self.connect()
+        con.execute("CREATE VIRTUAL TABLE w USING colstore('%s', k INT64 NOT NULL, s TEXT)" % self.path("w.cst"))
+        rows = [(i, None if rng.random() < 0.1 else "".join(rng.choice("abcxyz,\"é") for _ in range(rng.randrange(
+            200, 1500)))) for i in range(3000)]
+        con.executemany("INSERT INTO w VALUES (?, ?)", rows)
+        f, res = self.export(con, "w", "w.parquet", "row_group_rows=2000")
+        self.assertEqual(res["row_groups"], 2)
+        got = [tuple(r) for r in self.duck.rows("SELECT CAST(k AS VARCHAR), s FROM read_parquet('%s')" % f)]
+        self.assertEqual(got, [(str(k), v) for k, v in rows], "COLSTORE_SEED=%d" % SEED)
+        meta = self.duck.rows("SELECT row_group_id, stats_min_value, stats_max_value, stats_null_count FROM "
+                              "parquet_metadata('%s') WHERE path_in_schema = 's' ORDER BY 1" % f)
+        for rg, lo, hi, nulls in meta:
+            part = rows[int(rg) * 2000:(int(rg) + 1) * 2000]
+            self.assertEqual(int(nulls), sum(v is None for _, v in part))
+            self.assertEqual((lo, hi), (None, None))
+
     def test_atomic_and_errors(self):
         con = self.connect()
         rows = draw_rows(SEED + 5, ROWS, 10)
