@@ -77,7 +77,10 @@ def draw_value(rng, ctype, row):
     if base == "FLOAT32":
         return f32(rng.uniform(-1e6, 1e6)) if rng.random() < 0.9 else f32(rng.choice([1e-30, 3.4e38, -2.5, 0.1]))
     if base == "FLOAT64":
-        return rng.uniform(-1e12, 1e12) if rng.random() < 0.9 else rng.choice([5e-324, 1.7976931348623157e308, 0.1])
+        pick = rng.random()
+        if pick < 0.45:  # few decimals: CSV's plain-decimal path
+            return round(rng.uniform(-2000, 2000), rng.randrange(10)) * rng.choice([1, 1e-5, 1e9])
+        return rng.uniform(-1e12, 1e12) if pick < 0.9 else rng.choice([5e-324, 1.7976931348623157e308, 0.1, 2e-6])
     if base == "BOOL":
         return rng.randint(0, 1)
     if base == "BLOB":
