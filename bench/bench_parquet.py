@@ -57,11 +57,58 @@ from bench_import import make_csv  # noqa: E402
 CLIENT = os.path.join(ROOT, "build", "duckdb_client")
 
 
-def duck(*args):
-    p = subprocess.run(["node", "duckdb_parquet.mjs"] + list(args), cwd=CLIENT, capture_output=True, text=True)
+def node(bench, script, *args):
+    """Runs a DuckDB script of bench/ (copied into CLIENT by need_tools)."""
+    p = subprocess.run(["node", script] + list(args), cwd=CLIENT, capture_output=True, text=True)
     if p.returncode != 0:
-        sys.exit("bench_parquet: DuckDB %s failed:\n%s%s" % (args[0], p.stdout, p.stderr))
+        sys.exit("%s: DuckDB %s failed:\n%s%s" % (bench, args[0], p.stdout, p.stderr))
     return p.stdout
+
+
+def duck(*args):
+    return node("bench_parquet", "duckdb_parquet.mjs", *args)
+
+
+def interleave(variants, rounds, run_one):
+    """Runs every (codec, variant) once a round, in an order rotated by the
+    round; run_one(codec, variant) gives (wall s, DuckDB's statement s or
+    None).  Prints each round and the load average after; returns the wall
+    and statement times per variant."""
+    walls = {cv: [] for cv in variants}
+    stmt = {cv: [] for cv in variants}
+    for r in range(rounds):
+        order = variants[r % len(variants):] + variants[:r % len(variants)]
+        for codec, v in order:
+            wall, secs = run_one(codec, v)
+            walls[(codec, v)].append(wall)
+            if secs is not None:
+                stmt[(codec, v)].append(secs)
+        print("round %d: %s" % (r + 1, "  ".join("%s/%s %.2fs" % (c, v, walls[(c, v)][-1]) for c, v in variants)),
+              flush=True)
+    print("load average after: %s" % " ".join("%.2f" % v for v in os.getloadavg()))
+    return walls, stmt
+
+
+def bench_args(doc):
+    """The options bench_parquet.py and bench_export.py share."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=10000000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=23)
+    ap.add_argument("--codecs", default="snappy,zstd")
+    ap.add_argument("--dir", default=os.path.join(ROOT, "build", "bench-import"))
+    ap.add_argument("--module", default=os.path.join(ROOT, "build", "colstore"))
+    return ap
+
+
+def need_tools(bench, script):
+    """Exits unless the sqlite3 shell, node and DuckDB are here; puts script beside DuckDB."""
+    if not shutil.which("sqlite3") or not shutil.which("node"):
+        sys.exit("%s: needs the sqlite3 shell and node" % bench)
+    if not os.path.isdir(os.path.join(CLIENT, "node_modules", "@duckdb", "node-api")):
+        sys.exit("%s: @duckdb/node-api is not in %s: run bench/bench_agg_sql.py once (it installs it), "
+                 "or npm install @duckdb/node-api there" % (bench, CLIENT))
+    shutil.copyfile(os.path.join(HERE, script), os.path.join(CLIENT, script))
 
 
 def run(variant, module, parquet, workdir):
@@ -106,20 +153,9 @@ def same(x, y):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", type=int, default=10000000)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--seed", type=int, default=23)
-    ap.add_argument("--codecs", default="snappy,zstd")
-    ap.add_argument("--dir", default=os.path.join(ROOT, "build", "bench-import"))
-    ap.add_argument("--module", default=os.path.join(ROOT, "build", "colstore"))
+    ap = bench_args(__doc__)
     args = ap.parse_args()
-    if not shutil.which("sqlite3") or not shutil.which("node"):
-        sys.exit("bench_parquet: needs the sqlite3 shell and node")
-    if not os.path.isdir(os.path.join(CLIENT, "node_modules", "@duckdb", "node-api")):
-        sys.exit("bench_parquet: @duckdb/node-api is not in %s: run bench/bench_agg_sql.py once (it installs it), "
-                 "or npm install @duckdb/node-api there" % CLIENT)
-    shutil.copyfile(os.path.join(HERE, "duckdb_parquet.mjs"), os.path.join(CLIENT, "duckdb_parquet.mjs"))
+    need_tools("bench_parquet", "duckdb_parquet.mjs")
     os.makedirs(args.dir, exist_ok=True)
     module = os.path.abspath(args.module)
     files = {}
@@ -143,18 +179,7 @@ def main():
                 sys.exit("bench_parquet: %s and %s differ on %s:\n%r\n%r" % (base[0], v, codec, results[base[0]],
                                                                             results[v]))
         print("%s: all variants agree (count, sum, min, max of a, b, c, d; %d rows)" % (codec, results[base[0]][0]))
-    walls = {cv: [] for cv in variants}
-    stmt = {cv: [] for cv in variants}
-    for r in range(args.rounds):
-        order = variants[r % len(variants):] + variants[:r % len(variants)]
-        for codec, v in order:
-            _, wall, secs = run(v, module, files[codec], args.dir)
-            walls[(codec, v)].append(wall)
-            if secs is not None:
-                stmt[(codec, v)].append(secs)
-        print("round %d: %s" % (r + 1, "  ".join("%s/%s %.2fs" % (c, v, walls[(c, v)][-1]) for c, v in variants)),
-              flush=True)
-    print("load average after: %s" % " ".join("%.2f" % v for v in os.getloadavg()))
+    walls, stmt = interleave(variants, args.rounds, lambda codec, v: run(v, module, files[codec], args.dir)[1:])
     print()
     print("%-8s %-12s %9s %9s %9s %12s" % ("codec", "variant", "median s", "min s", "max s", "statement s"))
     for codec, v in variants:

@@ -12,7 +12,10 @@
 **     allow_quoted_nulls=false to see it so);
 **   - integers in decimal; BOOL as 0 and 1, the values SQLite shows;
 **   - FLOAT64 as the shortest of %.15g, %.16g, %.17g that reads back as
-**     the same double (SQLite's own rule for printing a REAL), FLOAT32 the
+**     the same double (SQLite's own rule for printing a REAL), or, for a
+**     value of at most 15 fraction digits between 1e-6 and 1e15 that is
+**     exactly its decimal divided as IEEE divides, that decimal in plain
+**     notation (fmt_decimal: no printf, no strtod), FLOAT32 the
 **     same way with %.6g ... %.9g read back as the same float; NaN and
 **     infinities as nan, inf, -inf (what strtod, Python and DuckDB read);
 **   - BLOB as its bytes in upper-case hex, as SQLite's hex() writes them
@@ -94,11 +97,41 @@ static size_t fmt_i64(char *out, int64_t v) {
   return k;
 }
 
+/* A double that is m / 10^k exactly as IEEE divides, for an integer m
+** below 2^53 and the least such k <= 15: m with a decimal point k digits
+** from its right.  strtod reads that decimal to the double nearest to it,
+** which is m / 10^k rounded, which is v: it round-trips, in the fewest
+** fraction digits, without printf's and strtod's cost (most values of a
+** table that came from decimal text).  0 when v is not such a number. */
+static size_t fmt_decimal(char *out, double v) {
+  static const double p10[16] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+  double a = fabs(v);
+  if (!(a >= 1e-6 && a < 1e15)) return 0; /* %g's exponent form, and zero, take the slow path */
+  for (int k = 0; k < 16; k++) {
+    double m = nearbyint(a * p10[k]);
+    if (m >= 9007199254740992.0) return 0;
+    if (m / p10[k] != a) continue;
+    char digits[24];
+    size_t n = 0;
+    for (uint64_t u = (uint64_t)m; u || n <= (size_t)k; u /= 10) digits[n++] = (char)('0' + u % 10);
+    size_t o = 0;
+    if (v < 0) out[o++] = '-';
+    while (n > (size_t)k) out[o++] = digits[--n];
+    if (k) out[o++] = '.';
+    while (n) out[o++] = digits[--n];
+    return o;
+  }
+  return 0;
+}
+
 /* The shortest %.Ng (N from lo to hi) that reads back as v (as a float
-** when single). */
+** when single); a double of few decimals through fmt_decimal. */
 static size_t fmt_float(char *out, double v, bool single) {
   if (isnan(v)) return (size_t)snprintf(out, 32, "nan");
   if (isinf(v)) return (size_t)snprintf(out, 32, v < 0 ? "-inf" : "inf");
+  size_t d = single ? 0 : fmt_decimal(out, v);
+  if (d) return d;
   int lo = single ? 6 : 15, hi = single ? 9 : 17;
   for (int p = lo;; p++) {
     int n = snprintf(out, 32, "%.*g", p, v);

@@ -1,7 +1,8 @@
 /*
 ** cs_interchange_internal.h - the interchange formats: what the files of
-** interchange/ offer the importer above them and their unit test
-** (tests/unit/check_parquet.c) and fuzz target (tests/fuzz/fuzz_parquet.c).
+** interchange/ offer the importer and exporter above them and their unit
+** tests (tests/unit/check_parquet.c, check_parquet_write.c) and fuzz
+** target (tests/fuzz/fuzz_parquet.c).
 **
 ** interchange/ reads files other programs wrote (Parquet today) and hands
 ** back whole columns in colstore's own layout: values at the column type's
@@ -15,7 +16,10 @@
 **   cs_parquet.c  the footer: FileMetaData, the flat schema and how each
 **                 column maps to a colstore type, row groups, chunks;
 **   cs_parquet_page.c  a column chunk's pages: codecs, levels, encodings,
-**                 conversion to the column type.
+**                 conversion to the column type;
+**   cs_parquet_write.c  the other way: colstore columns out as a Parquet
+**                 file, behind the format-writer interface at the end
+**                 (colstore_export, core/export).
 **
 ** Everything read from a file is distrusted: a length is checked against
 ** the bytes present before anything is allocated for it, so a crafted file

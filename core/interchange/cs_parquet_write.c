@@ -32,7 +32,9 @@
 ** Per column chunk:
 **   dictionary  tried for every type but BOOL: a hash of the distinct
 **               values, given up past DICT_MAX_ENTRIES entries or
-**               DICT_MAX_BYTES bytes, kept only when the dictionary and
+**               DICT_MAX_BYTES bytes or when 7/8 of the first
+**               DICT_PROBE_VALUES values are distinct (unique values: the
+**               hashing of the rest would be wasted), kept only when the dictionary and
 **               its indices are smaller than the plain values ("where it
 **               pays"); then a PLAIN dictionary page and RLE_DICTIONARY
 **               data pages (DuckDB's choice of encodings);
@@ -66,6 +68,7 @@
 #define PAGE_BYTES (1u << 20)
 #define DICT_MAX_ENTRIES 65536u
 #define DICT_MAX_BYTES (1u << 20)
+#define DICT_PROBE_VALUES 8192u
 #define STAT_MAX_BYTES 256u
 #define ZSTD_LEVEL 3
 
@@ -468,7 +471,16 @@ static inline uint64_t val_hash(const pq_col *c, uint64_t k) {
 }
 
 static inline bool val_equal(const pq_col *c, uint64_t a, uint64_t b) {
-  if (c->pw) return memcmp(c->vals.p + c->pw * a, c->vals.p + c->pw * b, c->pw) == 0;
+  if (c->pw == 8) {
+    uint64_t x, y;
+    memcpy(&x, c->vals.p + 8 * a, 8), memcpy(&y, c->vals.p + 8 * b, 8);
+    return x == y;
+  }
+  if (c->pw == 4) {
+    uint32_t x, y;
+    memcpy(&x, c->vals.p + 4 * a, 4), memcpy(&y, c->vals.p + 4 * b, 4);
+    return x == y;
+  }
   int64_t la = c->offs[a + 1] - c->offs[a], lb = c->offs[b + 1] - c->offs[b];
   return la == lb && memcmp(c->vals.p + c->offs[a], c->vals.p + c->offs[b], (size_t)la) == 0;
 }
@@ -500,6 +512,9 @@ static int dict_build(pq_col *c) {
   if (!(c->idx = cs__mem_malloc(c->n_vals * sizeof *c->idx))) return -1;
   uint64_t n = 0, bytes = 0;
   for (uint64_t k = 0; k < c->n_vals; k++) {
+    /* Nearly every value new so far: a column of unique values, whose
+    ** dictionary cannot pay; stop before hashing the rest. */
+    if (k == DICT_PROBE_VALUES && n > DICT_PROBE_VALUES / 8 * 7) return 0;
     uint64_t s = val_hash(c, k) & mask;
     for (;;) {
       uint32_t e = c->slots[s];

@@ -77,7 +77,10 @@ def draw_value(rng, ctype, row):
     if base == "FLOAT32":
         return f32(rng.uniform(-1e6, 1e6)) if rng.random() < 0.9 else f32(rng.choice([1e-30, 3.4e38, -2.5, 0.1]))
     if base == "FLOAT64":
-        return rng.uniform(-1e12, 1e12) if rng.random() < 0.9 else rng.choice([5e-324, 1.7976931348623157e308, 0.1])
+        pick = rng.random()
+        if pick < 0.45:  # few decimals: CSV's plain-decimal path
+            return round(rng.uniform(-2000, 2000), rng.randrange(10)) * rng.choice([1, 1e-5, 1e9])
+        return rng.uniform(-1e12, 1e12) if pick < 0.9 else rng.choice([5e-324, 1.7976931348623157e308, 0.1, 2e-6])
     if base == "BOOL":
         return rng.randint(0, 1)
     if base == "BLOB":
@@ -283,6 +286,27 @@ class ExportTest(DuckTest):
         want = [tuple(v.hex().upper() if isinstance(v, bytes) else v for v in r) for r in rows]
         self.assertEqual(cstest.canon_rows(con.execute("SELECT * FROM back").fetchall(), True),
                          cstest.canon_rows(want, True), "CSV read by colstore_import")
+
+    def test_long_text_pages_and_bounds(self):
+        # TEXT past 1 MiB a row group: several plain pages; a bound longer
+        # than 256 bytes: no min/max (a truncated max would be wrong), the
+        # null count still there
+        rng = random.Random(SEED + 11)
+        con = self.connect()
+        con.execute("CREATE VIRTUAL TABLE w USING colstore('%s', k INT64 NOT NULL, s TEXT)" % self.path("w.cst"))
+        rows = [(i, None if rng.random() < 0.1 else "".join(rng.choice("abcxyz,\"é") for _ in range(rng.randrange(
+            200, 1500)))) for i in range(3000)]
+        con.executemany("INSERT INTO w VALUES (?, ?)", rows)
+        f, res = self.export(con, "w", "w.parquet", "row_group_rows=2000")
+        self.assertEqual(res["row_groups"], 2)
+        got = [tuple(r) for r in self.duck.rows("SELECT CAST(k AS VARCHAR), s FROM read_parquet('%s')" % f)]
+        self.assertEqual(got, [(str(k), v) for k, v in rows], "COLSTORE_SEED=%d" % SEED)
+        meta = self.duck.rows("SELECT row_group_id, stats_min_value, stats_max_value, stats_null_count FROM "
+                              "parquet_metadata('%s') WHERE path_in_schema = 's' ORDER BY 1" % f)
+        for rg, lo, hi, nulls in meta:
+            part = rows[int(rg) * 2000:(int(rg) + 1) * 2000]
+            self.assertEqual(int(nulls), sum(v is None for _, v in part))
+            self.assertEqual((lo, hi), (None, None))
 
     def test_atomic_and_errors(self):
         con = self.connect()
