@@ -20,8 +20,9 @@
 ** bits) is "split": its NULLs are set apart, in order, and put first or last.
 **
 ** The range comes from the zone maps (per-record min/max, O(records), no
-** pass over the rows) of the records the selection spans.  They are a hint,
-** never trusted: every field is checked against the range as it is made,
+** pass over the rows) of the records the selection spans.  For the range
+** they are a hint (the pruned top-k below also skips records by them):
+** every field made is checked against the range as it is made,
 ** and a value outside it (stale or damaged statistics) restarts the call
 ** with exact bounds from one pass over the selected values.
 **
@@ -51,11 +52,28 @@
 **     n log k.  It beats the full sort by a wide margin for small k and
 **     still at k = n/32; from about n/16 it starts to lose.
 **   the same top-k over a whole range (cs_order_range: ORDER BY with a
-**     LIMIT on a table or a rowid range): codes are made record by record
-**     straight from each chunk's array and the range's positions are never
-**     written (80 MB at 10M rows), several times faster than through
-**     written positions.  DISTINCT over a range with a countable key
-**     likewise keeps only the first row of each code.
+**     LIMIT on a table or a rowid range) prunes by the zone maps: records
+**     are visited best bound first (by their min ASC, their max DESC) and a
+**     record whose bound cannot beat the current k-th row is not read;
+**     within a record the first key is compared with the threshold in the
+**     column's own type (a vectorised pass into a byte mask) and only the
+**     rows that pass are encoded and offered, so the range's positions are
+**     never written (80 MB at 10M rows).  Out of position order, the
+**     threshold is the k-th's (code, position): a later row that ties the
+**     k-th code still enters when its position is smaller, and a record
+**     whose bound equals the threshold is read unless all its positions
+**     are larger.  NULL is field 0 ASC, so a record with a null count, or
+**     a float record not flagged SORTED (it may hold a NaN, which reads as
+**     NULL and is in no zone map), has bound 0 ASC; DESC a NULL sorts last
+**     and changes no bound.  Keys that do not make one code segment but
+**     whose first key is fixed-width (ORDER BY b, a: 10 + 64 bits) take
+**     the pruned top-k of the first key alone for its k-th value, then
+**     collect the rows whose first key is at most that value (the only
+**     ones that can be among the k best) for the general sort.  Here the
+**     zone maps are trusted to skip records, as the predicate kernels
+**     trust them; the rows that are read are still checked against the
+**     range.  A sorted column reads about one record.  DISTINCT over a
+**     range with a countable key keeps only the first row of each code.
 **   one segment, GROUP or DISTINCT, wider: a hash table from code to group
 **     (first appearance), then a counting sort by group id.  It beats the
 **     radix sort for hundreds to tens of thousands of groups and is several
@@ -94,11 +112,15 @@
 ** fixed-width key of one segment needs at most 24 B/row.  At most UINT32_MAX
 ** rows per call (4-byte positions).
 **
-** THREADING: the top-k over a range of one fixed key (from ORDER_TEAM_MIN
-** rows) runs on the thread team, a candidate buffer per member, merged by
-** (code, position) so the answer does not depend on the interleaving; so
-** does the counting sort of GROUP and SORT over positions (a histogram per
-** chunk, prefix-summed code by code and chunk by chunk, so each scatter is
+** THREADING: the pruned top-k over a range (from ORDER_TEAM_MIN rows)
+** runs on the thread team: the records in visit order are the chunks, each
+** member keeps its own candidate buffer and (code, position) threshold,
+** and the lowest threshold code is shared through an atomic (a row above it
+** cannot be among the k best), so a member skips what another has already
+** ruled out; the buffers are merged by (code, position), so the answer does
+** not depend on the interleaving.  So does the counting sort of GROUP and
+** SORT over positions (a histogram per chunk, prefix-summed code by code
+** and chunk by chunk, so each scatter is
 ** stable).  The rest is single-threaded; every pass is a loop over positions whose state is a
 ** histogram, a hash table or a candidate buffer.  Chunks of positions can
 ** each build their own (histograms per chunk, prefix-summed across chunks in
@@ -489,6 +511,8 @@ typedef struct octx {
   uint64_t n_out;          /* result */
   cs_order_counts *counts; /* cs_order_count: the counting sort's codes and starts, rows left as they are */
   uint32_t min_codes;      /* cs_order_count: ... when the key's range holds at least this many codes */
+  uint64_t kth;            /* top-k: the k-th row's code, when have_kth (k rows were found) */
+  bool have_kth;
 } octx;
 
 /* Puts the record cursors of segment g's keys back before the first
@@ -1461,6 +1485,7 @@ static int topk_finish(octx *c, opair *buf, uint64_t m) {
   int rc = ORD_NOMEM;
   if (tmp && out) {
     pairs_sort(buf, tmp, m);
+    if (m == k) c->kth = buf[m - 1].code, c->have_kth = true;
     for (uint64_t t = 0; t < m; t++) out[t] = input_row(c, buf[t].j);
     memcpy(c->rows, out, m * 8);
     c->n_out = m;
@@ -1634,8 +1659,23 @@ typedef struct topk_prune {
   _Atomic int bad;        /* a candidate's value lay outside the zone maps' range */
 } topk_prune;
 
+/* Cuts member t's buffer to the k best and lowers the shared code to its
+** threshold; returns the shared code. */
+static uint64_t topk_cut_share(topk_prune *P, topk_state *t) {
+  topk_cut(t, P->c->limit);
+  uint64_t cur = atomic_load_explicit(&P->share, memory_order_relaxed);
+  while (t->thr < cur && !atomic_compare_exchange_weak(&P->share, &cur, t->thr)) {
+  }
+  return t->thr < cur ? t->thr : cur;
+}
+
 /* Offers rows (code, j) that passed the first key's test: in when below
-** the member's threshold pair and not above the shared code. */
+** the member's threshold pair and not above the shared code.  Past the
+** rows, a buffer that gained half k + 1 since its last cut is cut again:
+** the threshold must follow the better rows as they come (a buffer cut
+** only when full would keep the first record's threshold while the later,
+** sparser candidates trickle in), and each cut costs O(m), so at most a
+** few comparisons a candidate. */
 static void topk_offer_at(topk_prune *P, topk_state *t, const uint64_t *codes, const uint64_t *js,
                           uint64_t n) {
   uint64_t k = P->c->limit, share = atomic_load_explicit(&P->share, memory_order_relaxed);
@@ -1643,13 +1683,9 @@ static void topk_offer_at(topk_prune *P, topk_state *t, const uint64_t *codes, c
     uint64_t code = codes[i], j = js[i];
     if (code > share || (t->have && (code > t->thr || (code == t->thr && j > t->thr_j)))) continue;
     t->buf[t->m].code = code, t->buf[t->m].j = j;
-    if (++t->m < t->cap) continue;
-    topk_cut(t, k);
-    uint64_t cur = atomic_load_explicit(&P->share, memory_order_relaxed);
-    while (t->thr < cur && !atomic_compare_exchange_weak(&P->share, &cur, t->thr)) {
-    }
-    share = t->thr < share ? t->thr : share;
+    if (++t->m == t->cap) share = topk_cut_share(P, t);
   }
+  if (t->m >= k + k / 2 + 1) topk_cut_share(P, t);
 }
 
 /* Whether nothing in the positions from j of a record bounded by lb can
@@ -1657,6 +1693,41 @@ static void topk_offer_at(topk_prune *P, topk_state *t, const uint64_t *codes, c
 static bool topk_beyond(const topk_prune *P, const topk_state *t, uint64_t lb, uint64_t j) {
   if (lb > atomic_load_explicit(&P->share, memory_order_relaxed)) return true;
   return t->have && (lb > t->thr || (lb == t->thr && j > t->thr_j));
+}
+
+/* The rows [r0, r0 + m) of one record (chunk ch of first key k, the
+** record's first row base) that are live and whose first field may make a
+** code <= thr (UINT64_MAX: every live row): rows and input positions into
+** rows and js; returns how many. */
+static uint64_t block_candidates(const octx *c, const okey *k, const cs_chunk *ch, uint64_t base, uint64_t r0,
+                                 uint64_t m, unsigned rest, uint64_t thr, uint64_t *rows, uint64_t *js) {
+  uint8_t mask[ORDER_CHUNK + 8], live[ORDER_CHUNK];
+  uint64_t local = r0 - base, j0 = r0 - c->first;
+  oprune p = thr == UINT64_MAX ? (oprune){PR_ALL, 0, 0} : prune_of(k, rest, thr);
+  if (p.mode == PR_ALL)
+    memset(mask, 1, m);
+  else
+    prune_mask(k->type, ch->data, local, m, &p, mask);
+  if (ch->validity && p.mode != PR_ALL) {
+    if (p.mode == PR_GE)
+      for (uint64_t i = 0; i < m; i++) mask[i] &= cs__valid_bit(ch->validity, local + i);
+    else
+      for (uint64_t i = 0; i < m; i++) mask[i] |= !cs__valid_bit(ch->validity, local + i);
+  }
+  if (stream_deleted(c, j0, j0 + m, live))
+    for (uint64_t i = 0; i < m; i++) mask[i] &= live[i];
+  memset(mask + m, 0, 8);
+  uint64_t nc = 0;
+  for (uint64_t i = 0; i < m; i += 8) {
+    uint64_t w;
+    memcpy(&w, mask + i, 8);
+    if (!w) continue;
+    for (uint64_t b = i; b < i + 8 && b < m; b++) {
+      rows[nc] = r0 + b, js[nc] = j0 + b;
+      nc += mask[b];
+    }
+  }
+  return nc;
 }
 
 /* Reads record P->recs[v] (the part in the range) for member `member`,
@@ -1676,37 +1747,12 @@ static void topk_prune_record(void *ctx, uint64_t v, int member) {
   const cs_chunk *ch = &s->chunks[o->r * s->schema.n_cols + k->col];
   uint64_t base = s->first_rows[o->r];
   uint64_t cbuf[ORDER_CHUNK], rows[ORDER_CHUNK], js[ORDER_CHUNK];
-  uint8_t mask[ORDER_CHUNK + 8], live[ORDER_CHUNK];
   for (uint64_t r0 = lo; r0 < hi; r0 += ORDER_CHUNK) {
     uint64_t r1 = r0 + ORDER_CHUNK < hi ? r0 + ORDER_CHUNK : hi, m = r1 - r0, j0 = r0 - c->first;
     if (topk_beyond(P, t, o->lb, j0)) return;
     uint64_t share = atomic_load_explicit(&P->share, memory_order_relaxed);
     uint64_t thr = t->have && t->thr < share ? t->thr : share;
-    oprune p = thr == UINT64_MAX ? (oprune){PR_ALL, 0, 0} : prune_of(k, P->rest, thr);
-    uint64_t local = r0 - base;
-    if (p.mode == PR_ALL)
-      memset(mask, 1, m);
-    else
-      prune_mask(k->type, ch->data, local, m, &p, mask);
-    if (ch->validity && p.mode != PR_ALL) {
-      if (p.mode == PR_GE)
-        for (uint64_t i = 0; i < m; i++) mask[i] &= cs__valid_bit(ch->validity, local + i);
-      else
-        for (uint64_t i = 0; i < m; i++) mask[i] |= !cs__valid_bit(ch->validity, local + i);
-    }
-    if (stream_deleted(c, j0, j0 + m, live))
-      for (uint64_t i = 0; i < m; i++) mask[i] &= live[i];
-    memset(mask + m, 0, 8);
-    uint64_t nc = 0;
-    for (uint64_t i = 0; i < m; i += 8) {
-      uint64_t w;
-      memcpy(&w, mask + i, 8);
-      if (!w) continue;
-      for (uint64_t b = i; b < i + 8; b++) {
-        rows[nc] = r0 + b, js[nc] = j0 + b;
-        nc += mask[b];
-      }
-    }
+    uint64_t nc = block_candidates(c, k, ch, base, r0, m, P->rest, thr, rows, js);
     if (!nc) continue;
     bool ok = true;
     for (uint32_t i = P->g->k0; i < P->g->k1; i++)
@@ -2086,6 +2132,57 @@ out:
   return rc;
 }
 
+/* The live rows of [first, first + n) whose first key's field is at most
+** thr (first key k alone, range from the zone maps), ascending, into rows
+** (room for n); records whose bound exceeds thr are not read. */
+static uint64_t range_collect(const octx *c, const okey *k, uint64_t thr, uint64_t *rows) {
+  const cs_store *s = c->s;
+  uint64_t r0 = cs__locate(s, c->first), r1 = cs__locate(s, c->first + c->n - 1), end = c->first + c->n,
+           nc = 0;
+  uint64_t js[ORDER_CHUNK];
+  for (uint64_t r = r0; r <= r1; r++) {
+    if (orec_make(s, k, 0, r).lb > thr) continue;
+    const cs_chunk *ch = &s->chunks[r * s->schema.n_cols + k->col];
+    uint64_t base = s->first_rows[r], lo = base < c->first ? c->first : base;
+    uint64_t hi = s->first_rows[r + 1] < end ? s->first_rows[r + 1] : end;
+    for (uint64_t b0 = lo; b0 < hi; b0 += ORDER_CHUNK) {
+      uint64_t m = hi - b0 < ORDER_CHUNK ? hi - b0 : ORDER_CHUNK;
+      nc += block_candidates(c, k, ch, base, b0, m, 0, thr, rows + nc, js);
+    }
+  }
+  return nc;
+}
+
+/* A top-k by several keys whose first is fixed-width but which do not make
+** one code segment (ORDER BY b, a: 10 + 64 bits): the pruned top-k by the
+** first key alone finds its k-th value, and only the rows whose first key
+** is at most that value can be among the k best by all keys (any other row
+** has k rows before it on the first key).  Those rows, ascending, go into
+** rows for cs_order_rows; *done false (rows undefined) when fewer than k
+** live rows or the zone maps did not hold. */
+static cs_rc range_candidates(const cs_store *s, const cs_order_key *key0, uint64_t first, uint64_t n,
+                              uint64_t limit, uint64_t *rows, uint64_t *n_out, bool *done) {
+  *done = false;
+  octx c;
+  okey k;
+  oseg g;
+  memset(&c, 0, sizeof c);
+  memset(&k, 0, sizeof k);
+  c.s = s, c.keys = &k, c.segs = &g, c.n_keys = 1, c.rows = rows, c.implicit = true, c.first = first, c.n = n;
+  c.mode = CS_ORDER_SORT, c.limit = limit;
+  key_init(s, &k, key0);
+  k.kind = KEY_FIXED;
+  key_bounds_zone(s, &k, cs__locate(s, first), cs__locate(s, first + n - 1));
+  segs_plan(&c);
+  if (g.split) return CS_OK;
+  int orc = path_topk_pruned(&c);
+  if (orc == ORD_NOMEM) return CS_ENOMEM;
+  if (orc != ORD_OK || !c.have_kth) return CS_OK;
+  *n_out = range_collect(&c, &k, c.kth, rows);
+  *done = true;
+  return CS_OK;
+}
+
 cs_rc cs_order_range(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode,
                      uint64_t first, uint64_t n, uint64_t *rows, uint64_t *n_out, uint64_t limit,
                      cs_err *err) {
@@ -2101,6 +2198,12 @@ cs_rc cs_order_range(const cs_store *s, const cs_order_key *keys, uint32_t n_key
     if ((rc = range_stream(s, keys, n_keys, mode, first, n, limit, rows, n_out, &done)) != CS_OK)
       return cs_err_set(err, rc, "colstore: out of memory ordering %llu rows", (unsigned long long)n);
     if (done) return CS_OK;
+  }
+  if (topk && n_keys > 1 && !cs_type_is_varlen(s->cols[keys[0].col].type) && limit > 0 && n > 1) {
+    bool done;
+    if (range_candidates(s, &keys[0], first, n, limit, rows, n_out, &done) != CS_OK)
+      return cs_err_set(err, CS_ENOMEM, "colstore: out of memory ordering %llu rows", (unsigned long long)n);
+    if (done) return cs_order_rows(s, keys, n_keys, mode, rows, n_out, limit, err);
   }
   for (uint64_t j = 0; j < n; j++) rows[j] = first + j;
   *n_out = cs_store_filter_deleted(s, rows, n);

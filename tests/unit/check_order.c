@@ -1038,6 +1038,204 @@ START_TEST(test_order_range_skips_deleted_positions) {
 }
 END_TEST
 
+/* ------------------------------------------- the pruned top-k of a range */
+
+/* A store whose records are drawn to make zone maps overlap, interleave and
+** tie: records of `rec` rows, each column of each record in its own style
+** (a few values, an ascending or descending run, one constant, all NULL,
+** one value and NULLs, random; floats sprinkle NaNs, which read as NULL
+** but leave the zone map and null count alone). */
+static const ocol prune_cols[] = {{"k32", CS_TYPE_INT32, true, FL_RANGE, -40, 40},
+                                  {"f64", CS_TYPE_FLOAT64, true, FL_RANGE, -40, 40},
+                                  {"u8", CS_TYPE_UINT8, false, FL_RANGE, 0, 30},
+                                  {"i64", CS_TYPE_INT64, true, FL_RANGE, -3, 3},
+                                  {"f32", CS_TYPE_FLOAT32, true, FL_RANGE, -40, 40}};
+#define N_PRUNE (sizeof prune_cols / sizeof prune_cols[0])
+
+static void prune_cell(ut_rng *g, const ocol *c, int style, int64_t v0, uint64_t i, uint64_t rec,
+                       ut_cell *cell) {
+  int64_t span = c->hi - c->lo, v;
+  bool null = false;
+  switch (style) {
+    case 0: v = v0 + (int64_t)ut_rng_below(g, 3); break;                      /* a few values */
+    case 1: v = c->lo + (int64_t)((uint64_t)span * i / rec); break;           /* ascending run */
+    case 2: v = c->hi - (int64_t)((uint64_t)span * i / rec); break;           /* descending run */
+    case 3: v = v0; break;                                                    /* constant */
+    case 4: v = 0, null = c->nullable; break;                                 /* all NULL */
+    case 5: v = v0, null = c->nullable && ut_rng_below(g, 4) == 0; break;     /* one value and NULLs */
+    default: v = c->lo + (int64_t)ut_rng_below(g, (uint64_t)span + 1); break; /* random */
+  }
+  if (v > c->hi) v = c->hi;
+  if (null) {
+    free(cell->bytes);
+    memset(cell, 0, sizeof *cell);
+    cell->null = true;
+  } else if (cs_type_is_float(c->type)) {
+    double x = style == 6 && ut_rng_below(g, 50) == 0 ? NAN : (double)v / 4;
+    ut_cell_set_float(cell, c->type, x);
+  } else {
+    ut_cell_set_int(cell, v);
+  }
+}
+
+static void prune_store(ostore *o, uint64_t n_recs, uint64_t rec, uint64_t seed) {
+  o->sc = ut_scratch_new();
+  cs_column cc[N_PRUNE];
+  for (uint32_t c = 0; c < N_PRUNE; c++)
+    cc[c] = (cs_column){prune_cols[c].name, prune_cols[c].type, prune_cols[c].nullable};
+  cs_schema schema = {N_PRUNE, cc};
+  cs_writer_options opt = {.record_rows = rec};
+  cs_writer *w;
+  cs_err err = {0};
+  ck_assert_msg(cs_writer_create(o->sc.path, &schema, &opt, &w, &err) == CS_OK, "create: %s", err.msg);
+  ut_rng g = ut_rng_seed(seed);
+  ut_cell cells[N_PRUNE];
+  memset(cells, 0, sizeof cells);
+  cs_batch *b;
+  ck_assert(cs_batch_new(&schema, &b, &err) == CS_OK);
+  for (uint64_t r = 0; r < n_recs; r++) {
+    int style[N_PRUNE];
+    int64_t v0[N_PRUNE];
+    for (uint32_t c = 0; c < N_PRUNE; c++) {
+      style[c] = (int)ut_rng_below(&g, 8);
+      v0[c] =
+          prune_cols[c].lo + (int64_t)ut_rng_below(&g, (uint64_t)(prune_cols[c].hi - prune_cols[c].lo) + 1);
+    }
+    cs_batch_clear(b);
+    for (uint64_t i = 0; i < rec; i++) {
+      for (uint32_t c = 0; c < N_PRUNE; c++) {
+        prune_cell(&g, &prune_cols[c], style[c], v0[c], i, rec, &cells[c]);
+        if (put_cell(b, c, prune_cols[c].type, &cells[c], &err) != CS_OK) ck_abort_msg("put: %s", err.msg);
+      }
+      cs_batch_end_row(b);
+    }
+    ck_assert_msg(cs_writer_write(w, b, &err) == CS_OK, "write: %s", err.msg);
+  }
+  cs_batch_free(b);
+  for (uint32_t c = 0; c < N_PRUNE; c++) free(cells[c].bytes);
+  ck_assert_msg(cs_writer_commit(w, &err) == CS_OK, "commit: %s", err.msg);
+  o->s = ut_open_ok(o->sc.path, CS_VERIFY_FULL, "prune store");
+}
+
+/* cs_order_range's pruned top-k against the naive reference (qsort of the
+** live rows by SQLite's rules, ties by position): one and two keys (the
+** first prunes; two keys of one code), ASC and DESC, limits from 1 to
+** n / 32, sub-ranges that start and end inside records, on 1, 2 and 4
+** threads (team_min lowered), committed and pending deletions (_i 1, 2). */
+START_TEST(test_order_range_pruned_topk_matches_reference) {
+  uint64_t seed = 0x26A + (uint64_t)_i, rec = 8192, n_recs = 40,
+           N = rec * n_recs; /* threads from 262,144 rows */
+  cs__order_tuning tuning;
+  cs__order_tuning_default(&tuning);
+  tuning.team_min = 1u << 14;
+  cs__order_tuning_set(&tuning);
+  cs_kernel_config saved;
+  cs_kernel_config_get(&saved);
+  ostore o;
+  prune_store(&o, n_recs, rec, seed);
+  if (_i > 0) ostore_delete(&o, 200, seed + 1, _i == 1);
+  uint64_t *live = malloc(N * 8), *got = malloc(N * 8);
+  ck_assert(live && got);
+  ut_rng rng = ut_rng_seed(seed);
+  for (int trial = 0; trial < 12; trial++) {
+    uint64_t first = trial < 4 ? 0 : ut_rng_below(&rng, N / 2),
+             n = trial < 4 ? N : N / 8 + ut_rng_below(&rng, N - first - N / 8);
+    cs_order_key keys[2] = {{(uint32_t)ut_rng_below(&rng, N_PRUNE), ut_rng_below(&rng, 2) != 0},
+                            {(uint32_t)ut_rng_below(&rng, N_PRUNE), ut_rng_below(&rng, 2) != 0}};
+    uint32_t nk = 1 + (uint32_t)ut_rng_below(&rng, 2);
+    uint64_t nl = 0;
+    for (uint64_t j = 0; j < n; j++)
+      if (!cs_store_row_deleted(o.s, first + j)) live[nl++] = first + j;
+    ref r;
+    ref_build(&r, o.s, keys, nk, live, nl);
+    const uint64_t limits[] = {1, 3, 10, 100, n / 32};
+    for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++)
+      for (int threads = 1; threads <= 4; threads *= 2) {
+        cs_kernel_config_set(&(cs_kernel_config){.threads = threads, .prefetch = -1});
+        uint64_t ng = 0, want = nl < limits[l] ? nl : limits[l], runs0, runs1, helped, alone;
+        cs__team_stats(&runs0, &helped, &alone);
+        ck_assert(cs_order_range(o.s, keys, nk, CS_ORDER_SORT, first, n, got, &ng, limits[l], NULL) == CS_OK);
+        cs__team_stats(&runs1, &helped, &alone);
+        if (threads > 1 && trial < 4 && runs1 == runs0)
+          ck_abort_msg("trial %d, %d threads: the pruned top-k did not run on the team", trial, threads);
+        bool bad = ng != want;
+        for (uint64_t t = 0; t < want && !bad; t++) bad = got[t] != live[r.sorted[t]];
+        if (bad)
+          ck_abort_msg("seed %" PRIu64 " trial %d: rows [%" PRIu64 ", +%" PRIu64
+                       "), keys %s%s %s%s, limit %" PRIu64
+                       ", %d threads (path %s): differs from the reference",
+                       seed, trial, first, n, prune_cols[keys[0].col].name, keys[0].desc ? " DESC" : "",
+                       nk > 1 ? prune_cols[keys[1].col].name : "", nk > 1 && keys[1].desc ? " DESC" : "",
+                       limits[l], threads, cs__order_last_path());
+      }
+    ref_free(&r);
+  }
+  cs_kernel_config_set(&saved);
+  cs__order_tuning_default(&tuning);
+  cs__order_tuning_set(&tuning);
+  free(live), free(got);
+  ostore_free(&o);
+}
+END_TEST
+
+/* Pruning reads few records where the zone maps allow: a sorted key (ASC
+** and DESC) reads the record holding the answer and at most the next one
+** whose bound ties it; a uniform key DESC reads a small share; a float key
+** ASC reads every record (one that may hold a NaN, read as NULL, cannot be
+** ruled out by its min). */
+START_TEST(test_order_range_pruned_topk_skips_records) {
+  uint64_t N = 64 * 4096, k = 10;
+  ostore o;
+  o.sc = ut_scratch_new();
+  cs_column cc[3] = {{"s", CS_TYPE_INT64, false}, {"u", CS_TYPE_INT32, false}, {"f", CS_TYPE_FLOAT64, false}};
+  cs_schema schema = {3, cc};
+  cs_writer_options opt = {.record_rows = 4096};
+  cs_writer *w;
+  cs_err err = {0};
+  ck_assert(cs_writer_create(o.sc.path, &schema, &opt, &w, &err) == CS_OK);
+  cs_batch *b;
+  ck_assert(cs_batch_new(&schema, &b, &err) == CS_OK);
+  ut_rng g = ut_rng_seed(0x5EC);
+  for (uint64_t i = 0; i < N; i++) {
+    ck_assert(cs_batch_put_i64(b, 0, (int64_t)(i / 3), &err) == CS_OK);
+    ck_assert(cs_batch_put_i64(b, 1, (int64_t)ut_rng_below(&g, (uint64_t)1 << 30), &err) == CS_OK);
+    ck_assert(cs_batch_put_f64(b, 2, (double)ut_rng_below(&g, 1000000) / 7, &err) == CS_OK);
+    cs_batch_end_row(b);
+  }
+  ck_assert(cs_writer_write(w, b, &err) == CS_OK);
+  ck_assert(cs_writer_commit(w, &err) == CS_OK);
+  cs_batch_free(b);
+  o.s = ut_open_ok(o.sc.path, CS_VERIFY_FULL, "skip store");
+  uint64_t *rows = malloc(N * 8), visited, skipped;
+  ck_assert_ptr_nonnull(rows);
+  const struct {
+    uint32_t col;
+    bool desc;
+    uint64_t most;
+  } cases[] = {{0, false, 2}, {0, true, 2}, {1, true, 16}, {1, false, 16}, {2, false, 64}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    cs_order_key key = {cases[c].col, cases[c].desc};
+    uint64_t ng = 0;
+    ck_assert(cs_order_range(o.s, &key, 1, CS_ORDER_SORT, 0, N, rows, &ng, k, NULL) == CS_OK);
+    ck_assert_str_eq(cs__order_last_path(), "topk+range");
+    cs__order_last_prune(&visited, &skipped);
+    ck_assert_uint_eq(visited + skipped, 64);
+    ck_assert_msg(visited <= cases[c].most,
+                  "case %zu: %" PRIu64 " records read, at most %" PRIu64 " expected", c, visited,
+                  cases[c].most);
+    if (cases[c].col == 0) { /* the sorted key: its first or last k rows, ties (three a value) by position */
+      uint64_t t = 0;
+      for (uint64_t v = (N - 1) / 3 + 1; cases[c].desc && v-- > 0 && t < k;)
+        for (uint64_t row = 3 * v; row < 3 * v + 3 && row < N && t < k; row++, t++)
+          ck_assert_uint_eq(rows[t], row);
+      for (; t < k; t++) ck_assert_uint_eq(rows[t], t);
+    }
+  }
+  free(rows);
+  ostore_free(&o);
+}
+END_TEST
+
 /* Each allocation fails in turn: CS_ENOMEM with a message, the rows and
 ** the count untouched, nothing left allocated; then the same answer. */
 START_TEST(test_order_allocation_failures_leave_rows_unchanged) {
@@ -1122,5 +1320,11 @@ int main(void) {
   tcase_add_test(tl, test_order_counting_threads_match);
   tcase_add_loop_test(tl, test_order_range_skips_deleted_positions, 0, 3);
   suite_add_tcase(s, tl);
+  TCase *tp = tcase_create("prune");
+  tcase_add_checked_fixture(tp, NULL, profile_reset);
+  tcase_set_timeout(tp, 600);
+  tcase_add_loop_test(tp, test_order_range_pruned_topk_matches_reference, 0, 3);
+  tcase_add_test(tp, test_order_range_pruned_topk_skips_records);
+  suite_add_tcase(s, tp);
   return ut_run_suite(s);
 }
