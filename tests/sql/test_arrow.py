@@ -118,7 +118,10 @@ class Oracle(cstest.NodeChild):
         super().__init__("arrow_client", "apache-arrow", os.path.join(HERE, "arrow_oracle.mjs"))
 
 
-class ArrowTest(cstest.StoreTest):
+class OracleTest(cstest.StoreTest):
+    """A StoreTest with one apache-arrow child for the class: self.arrow
+    (test_export_arrow.py uses it too)."""
+
     @classmethod
     def setUpClass(cls):
         cls.arrow = Oracle()
@@ -126,6 +129,9 @@ class ArrowTest(cstest.StoreTest):
     @classmethod
     def tearDownClass(cls):
         cls.arrow.close()
+
+
+class ArrowTest(OracleTest):
 
     def write(self, name, batches, stream=False, cols=COLUMNS, nullable=True):
         path = self.path(name)

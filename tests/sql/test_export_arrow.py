@@ -27,7 +27,7 @@ import unittest
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cstest  # noqa: E402
-from test_arrow import Oracle, canon  # noqa: E402
+from test_arrow import OracleTest, canon  # noqa: E402
 
 SEED = int(os.environ.get("COLSTORE_SEED") or 20261205)
 ROWS = cstest.scaled(5000, 1500)
@@ -50,15 +50,7 @@ COLUMNS = [
 TYPES = {n: t for n, t, _, _ in COLUMNS}
 
 
-class ExportArrowTest(cstest.StoreTest):
-    @classmethod
-    def setUpClass(cls):
-        cls.arrow = Oracle()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.arrow.close()
-
+class ExportArrowTest(OracleTest):
     def setUp(self):
         super().setUp()
         rng = random.Random(SEED)

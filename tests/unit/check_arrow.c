@@ -163,23 +163,6 @@ END_TEST
 
 /* --------------------------------------------------- the writer, read back */
 
-typedef struct membuf {
-  uint8_t *p;
-  size_t n, cap;
-} membuf;
-
-static cs_rc mem_write(void *ctx, const void *p, size_t n, cs_err *err) {
-  (void)err;
-  membuf *m = ctx;
-  if (m->n + n > m->cap) {
-    m->cap = (m->n + n) * 2;
-    m->p = realloc(m->p, m->cap);
-  }
-  memcpy(m->p + m->n, p, n);
-  m->n += n;
-  return CS_OK;
-}
-
 /* A cell's value at its type's width, and back. */
 static void cell_store(cs_type type, const ut_cell *x, uint8_t *p) {
   if (type == CS_TYPE_FLOAT32)
@@ -255,11 +238,12 @@ static cs_chunk slice_of(const ut_table *t, uint32_t c, uint64_t from, uint64_t 
 ** and compares every value. */
 static void round_trip(const ut_table *t, const cs_format_writer_ops *ops, cs_out_codec codec, uint64_t slice,
                        uint64_t seed) {
-  membuf m = {0};
+  ut_membuf m = {0};
   cs_err err = {0};
   cs_format_writer *w;
   cs_out_options opt = {.codec = codec};
-  ck_assert_msg(ops->open(&t->schema, &opt, (cs_sink){mem_write, &m}, &w, &err) == CS_OK, "%s", err.msg);
+  ck_assert_msg(ops->open(&t->schema, &opt, (cs_sink){ut_membuf_write, &m}, &w, &err) == CS_OK, "%s",
+                err.msg);
   uint32_t nc = t->schema.n_cols;
   for (uint64_t from = 0; from < t->n_rows; from += slice) {
     uint64_t n = t->n_rows - from < slice ? t->n_rows - from : slice;
@@ -354,11 +338,12 @@ END_TEST
 START_TEST(writer_refuses_codec) {
   cs_column col = {"x", CS_TYPE_INT32, true};
   cs_schema schema = {1, &col};
-  membuf m = {0};
+  ut_membuf m = {0};
   cs_err err = {0};
   cs_format_writer *w;
   cs_out_options opt = {.codec = CS_OUT_SNAPPY};
-  ck_assert(cs_arrow_file_writer_ops.open(&schema, &opt, (cs_sink){mem_write, &m}, &w, &err) == CS_EINVAL);
+  ck_assert(cs_arrow_file_writer_ops.open(&schema, &opt, (cs_sink){ut_membuf_write, &m}, &w, &err) ==
+            CS_EINVAL);
   ck_assert(strstr(err.msg, "zstd or lz4"));
   free(m.p);
 }

@@ -25,23 +25,6 @@ static uint64_t test_seed(void) {
   return s && *s ? strtoull(s, NULL, 0) : 0x5eedf00dull;
 }
 
-typedef struct membuf {
-  uint8_t *p;
-  size_t n, cap;
-} membuf;
-
-static cs_rc mem_write(void *ctx, const void *p, size_t n, cs_err *err) {
-  (void)err;
-  membuf *m = ctx;
-  if (m->n + n > m->cap) {
-    m->cap = (m->n + n) * 2;
-    m->p = realloc(m->p, m->cap);
-  }
-  memcpy(m->p + m->n, p, n);
-  m->n += n;
-  return CS_OK;
-}
-
 #define N_COLS 14
 static const cs_column cols[N_COLS] = {
     {"id", CS_TYPE_INT64, false},   {"i8", CS_TYPE_INT8, true},    {"i16", CS_TYPE_INT16, true},
@@ -132,13 +115,13 @@ static void check_round_trip(cs_out_codec codec, int null_pct, uint64_t rows, ui
   ut_rng r = ut_rng_seed(seed);
   table t = {0};
   table_fill(&t, rows, null_pct, &r);
-  membuf m = {0};
+  ut_membuf m = {0};
   cs_schema schema = {N_COLS, cols};
   cs_out_options opt = {.codec = codec, .row_group_rows = group_rows, .threads = (uint32_t)(seed % 3)};
   cs_format_writer *w;
   cs_err err = {0};
-  ck_assert_msg(cs_parquet_writer_ops.open(&schema, &opt, (cs_sink){mem_write, &m}, &w, &err) == CS_OK, "%s",
-                err.msg);
+  ck_assert_msg(cs_parquet_writer_ops.open(&schema, &opt, (cs_sink){ut_membuf_write, &m}, &w, &err) == CS_OK,
+                "%s", err.msg);
   for (uint64_t from = 0; from < rows;) {
     uint64_t n = 1 + ut_rng_below(&r, group_rows + group_rows / 2);
     if (n > rows - from) n = rows - from;
@@ -220,11 +203,11 @@ START_TEST(round_trip_small_groups) {
 END_TEST
 
 START_TEST(empty_file_has_no_row_group) {
-  membuf m = {0};
+  ut_membuf m = {0};
   cs_schema schema = {N_COLS, cols};
   cs_format_writer *w;
   cs_err err = {0};
-  ck_assert(cs_parquet_writer_ops.open(&schema, NULL, (cs_sink){mem_write, &m}, &w, &err) == CS_OK);
+  ck_assert(cs_parquet_writer_ops.open(&schema, NULL, (cs_sink){ut_membuf_write, &m}, &w, &err) == CS_OK);
   uint64_t groups = 9;
   ck_assert(cs_parquet_writer_ops.finish(w, &groups, &err) == CS_OK);
   cs_parquet_writer_ops.free(w);

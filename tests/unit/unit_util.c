@@ -965,3 +965,17 @@ int ut_run_suite(Suite *suite) {
   srunner_free(sr);
   return failed == 0 ? 0 : 1;
 }
+
+cs_rc ut_membuf_write(void *ctx, const void *p, size_t n, cs_err *err) {
+  ut_membuf *m = ctx;
+  if (m->n + n > m->cap) {
+    size_t cap = (m->n + n) * 2;
+    uint8_t *q = realloc(m->p, cap);
+    if (!q) return cs_err_set(err, CS_ENOMEM, "colstore: out of memory (test sink)");
+    m->p = q;
+    m->cap = cap;
+  }
+  if (n) memcpy(m->p + m->n, p, n);
+  m->n += n;
+  return CS_OK;
+}

@@ -282,6 +282,14 @@ void ut_ref_gather(const cs_store *s, uint32_t col, const uint64_t *rows, uint64
 void ut_kernel_config_set(int threads, int prefetch);
 void ut_kernel_config_reset(void);
 
+/* A format writer's sink into memory (the writer tests read the bytes
+** back): ut_membuf_write appends, growing p; free(m.p) after. */
+typedef struct ut_membuf {
+  uint8_t *p;
+  size_t n, cap;
+} ut_membuf;
+cs_rc ut_membuf_write(void *ctx, const void *p, size_t n, cs_err *err);
+
 /* ------------------------------------------------------------- running */
 
 /* Runs the suite with srunner and returns the process exit status. */
