@@ -318,11 +318,24 @@ int cs_csv_next(cs_csv *c, const uint8_t *buf, size_t n, size_t *pos, cs_record 
   return cs_csv_feed(c, buf, n, pos, rec, err);
 }
 
+/* Whether a field of rec that was not quoted holds the quote byte (the
+** lenient reading of a quote that did not open a field). */
+static bool stray_quote(const cs_record *rec, uint8_t quote) {
+  for (uint32_t i = 0; i < rec->n_fields; i++) {
+    if (rec->masks[i] & CS_FIELD_QUOTED) continue;
+    size_t len;
+    const uint8_t *p = cs_record_field(rec, i, &len);
+    if (len && memchr(p, quote, len)) return true;
+  }
+  return false;
+}
+
 uint8_t cs_csv_detect_delim(const uint8_t *buf, size_t n, uint8_t quote) {
   static const uint8_t candidates[] = {',', '\t', ';', '|'};
   enum { SAMPLE_RECORDS = 20 };
   uint8_t best = 0;
   uint32_t best_fields = 1;
+  bool best_clean = false;
   for (size_t k = 0; k < sizeof candidates; k++) {
     cs_csv c;
     cs_csv_init(&c, candidates[k], quote);
@@ -330,7 +343,7 @@ uint8_t cs_csv_detect_delim(const uint8_t *buf, size_t n, uint8_t quote) {
     cs_err err = {0};
     size_t pos = 0;
     uint32_t fields = 0, records = 0;
-    bool consistent = true;
+    bool consistent = true, clean = true;
     while (records < SAMPLE_RECORDS) {
       int got = cs_csv_feed(&c, buf, n, &pos, &rec, &err);
       if (got <= 0) break;
@@ -338,13 +351,21 @@ uint8_t cs_csv_detect_delim(const uint8_t *buf, size_t n, uint8_t quote) {
         fields = rec.n_fields;
       else if (rec.n_fields != fields)
         consistent = false;
+      clean &= !stray_quote(&rec, quote);
       records++;
       cs_record_reset(&rec);
     }
     /* A sample without a whole line: the bytes seen are all there is. */
-    if (records == 0 && cs_csv_finish(&c, &rec, &err) == 1) fields = rec.n_fields, records = 1;
+    if (records == 0 && cs_csv_finish(&c, &rec, &err) == 1)
+      fields = rec.n_fields, records = 1, clean = !stray_quote(&rec, quote);
     cs_record_free(&rec);
-    if (records > 0 && consistent && fields > best_fields) best = candidates[k], best_fields = fields;
+    /* A split that leaves a quote inside an unquoted field is a worse
+    ** reading than one that does not, whatever its field count:
+    ** |"a<TAB>b" is two fields by '|' (the second quoted), and by TAB two
+    ** fields with stray quotes. */
+    if (records > 0 && consistent && fields > 1 &&
+        ((clean && !best_clean) || (clean == best_clean && fields > best_fields)))
+      best = candidates[k], best_fields = fields, best_clean = clean;
   }
   if (best) return best;
   /* No candidate splits every line alike: the one most frequent outside

@@ -103,7 +103,7 @@ static bool buf_reserve(buf *b, size_t more) {
 
 /* Appends after a buf_reserve that covered it. */
 static inline void buf_put(buf *b, const void *p, size_t n) {
-  memcpy(b->p + b->n, p, n);
+  if (n) memcpy(b->p + b->n, p, n); /* both may be NULL when n is 0 */
   b->n += n;
 }
 

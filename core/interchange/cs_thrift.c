@@ -195,7 +195,7 @@ static void put_bytes(cs_thrift_out *o, const void *p, size_t n) {
     o->buf = b;
     o->cap = cap;
   }
-  memcpy(o->buf + o->n, p, n);
+  if (n) memcpy(o->buf + o->n, p, n); /* p may be NULL when n is 0 */
   o->n += n;
 }
 
