@@ -42,6 +42,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "cs_base_internal.h"
 #include "cs_interchange_internal.h"
@@ -554,10 +555,13 @@ static cs_rc get_buffer(col_read *r, uint32_t i, int slot, const uint8_t **out, 
   if (!dst) return cs_err_set(r->err, CS_ENOMEM, "colstore: out of memory");
   r->tmp[slot] = dst;
   size_t got = 0;
+  bool overflow = false; /* the frame holds more than the prefix claims */
   if (r->codec == 1) {
     size_t z = ZSTD_decompress(dst, (size_t)raw, p, (size_t)len);
-    if (ZSTD_isError(z)) return col_fail(r, "zstd: %s", ZSTD_getErrorName(z));
-    got = z;
+    if (ZSTD_isError(z) && ZSTD_getErrorCode(z) != ZSTD_error_dstSize_tooSmall)
+      return col_fail(r, "zstd: %s", ZSTD_getErrorName(z));
+    overflow = ZSTD_isError(z);
+    got = overflow ? 0 : z;
   } else {
     LZ4F_dctx *d;
     if (LZ4F_isError(LZ4F_createDecompressionContext(&d, LZ4F_VERSION)))
@@ -571,10 +575,21 @@ static cs_rc get_buffer(col_read *r, uint32_t i, int slot, const uint8_t **out, 
         return col_fail(r, "lz4: %s", LZ4F_getErrorName(z));
       }
       got += dn, in_done += sn;
-      if (z == 0 || (dn == 0 && sn == 0) || in_done == (size_t)len) break;
+      if (z == 0 || (dn == 0 && sn == 0) || in_done == (size_t)len) {
+        overflow = z != 0 && got == (size_t)raw;
+        break;
+      }
     }
     LZ4F_freeDecompressionContext(d);
   }
+  /* apache-arrow for JavaScript up to 21.2 writes the compressed length in
+  ** the prefix (apache/arrow-js#470); Arrow C++ rejects such files too. */
+  if (overflow)
+    return col_fail(r,
+                    "a compressed buffer holds more than the %lld bytes its length prefix claims (the "
+                    "writer put another length there, as apache-arrow for JavaScript up to 21.2 does); "
+                    "write the file uncompressed or with a writer that follows the format",
+                    (long long)raw);
   if (got != (uint64_t)raw)
     return col_fail(r, "a compressed buffer gave %zu bytes where it claims %lld", got, (long long)raw);
   *out = dst, *out_n = (uint64_t)raw;

@@ -484,25 +484,30 @@ class NodeChild:
     exits 77: SKIP."""
 
     def __init__(self, client, package, script):
+        """package: one npm package name, or a list of them (the first is the
+        one the ready line names)."""
         def skip(why):
             print("SKIP: %s" % why)
             sys.exit(77)
 
+        packages = [package] if isinstance(package, str) else list(package)
+        package = packages[0]
         if not shutil.which("node") or not shutil.which("npm"):
             skip("node or npm is not installed")
         cdir = os.path.join(os.path.dirname(os.path.abspath(MODULE)), client)
         os.makedirs(cdir, exist_ok=True)
-        if not os.path.isdir(os.path.join(cdir, "node_modules", *package.split("/"))):
+        missing = [p for p in packages if not os.path.isdir(os.path.join(cdir, "node_modules", *p.split("/")))]
+        if missing:
             if not os.path.exists(os.path.join(cdir, "package.json")):
                 with open(os.path.join(cdir, "package.json"), "w") as f:
                     f.write('{"name": "colstore-%s", "private": true, "type": "module"}\n' % client.replace("_", "-"))
             try:
-                r = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", package],
+                r = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"] + missing,
                                    cwd=cdir, capture_output=True, text=True, timeout=300)
             except subprocess.TimeoutExpired:
-                skip("npm install %s took over 300 s" % package)
+                skip("npm install %s took over 300 s" % " ".join(missing))
             if r.returncode != 0:
-                skip("npm install %s failed: %s" % (package, (r.stderr.strip().splitlines() or ["?"])[-1]))
+                skip("npm install %s failed: %s" % (" ".join(missing), (r.stderr.strip().splitlines() or ["?"])[-1]))
         target = os.path.join(cdir, os.path.basename(script))
         shutil.copyfile(script, target)
         self.proc = subprocess.Popen(["node", target], cwd=cdir, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -510,7 +515,8 @@ class NodeChild:
         line = self.proc.stdout.readline()
         if not line:
             skip("the %s child did not start" % package)
-        self.version = json.loads(line)["ready"]
+        self.ready = json.loads(line)
+        self.version = self.ready["ready"]
 
     def ask(self, request):
         self.proc.stdin.write(json.dumps(request) + "\n")

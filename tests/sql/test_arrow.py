@@ -17,12 +17,11 @@ integers).
 The writer goes the other way: tests/unit/check_arrow --convert reads each
 file with colstore's reader and writes it with its writer
 (cs_arrow_write.c, the ops colstore_export uses), and apache-arrow's read
-of that must equal its read of the original.  apache-arrow for JavaScript
-reads and writes compressed bodies only through codecs the application
-registers, and node 20 has no zstd or lz4: compressed files (zstd, lz4)
-are written by colstore's writer and must import to the same store as the
-uncompressed file, while tests/unit/check_arrow.c reads them back value by
-value.
+of that must equal its read of the original.  Compressed files (zstd, lz4)
+written by colstore's writer must import to the same store as the
+uncompressed file here; apache-arrow reads and writes compressed bodies
+only through codecs the application registers, so test_arrow_codecs.py
+checks them against apache-arrow with codecs from npm.
 
 Without node, npm or apache-arrow (no network for npm), the test exits 77.
 """
@@ -120,22 +119,29 @@ class Oracle(cstest.NodeChild):
 
 class OracleTest(cstest.StoreTest):
     """A StoreTest with one apache-arrow child for the class: self.arrow
-    (test_export_arrow.py uses it too)."""
+    (test_export_arrow.py uses it too; test_arrow_codecs.py sets ORACLE to
+    a child that has the compression codecs)."""
+    ORACLE = Oracle
 
     @classmethod
     def setUpClass(cls):
-        cls.arrow = Oracle()
+        cls.arrow = cls.ORACLE()
 
     @classmethod
     def tearDownClass(cls):
         cls.arrow.close()
 
 
-class ArrowTest(OracleTest):
+class ArrowCase(OracleTest):
+    """What the Arrow tests share: apache-arrow writes and reads, colstore
+    imports and converts (test_arrow_codecs.py's tests use it too)."""
 
-    def write(self, name, batches, stream=False, cols=COLUMNS, nullable=True):
+    def write(self, name, batches, stream=False, cols=COLUMNS, nullable=True, compression=None):
         path = self.path(name)
-        self.arrow.ask({"write": path, "stream": stream, "schema": schema(cols, nullable), "batches": batches})
+        request = {"write": path, "stream": stream, "schema": schema(cols, nullable), "batches": batches}
+        if compression:
+            request["compression"] = compression
+        self.arrow.ask(request)
         return path
 
     def read(self, path, cols=COLUMNS):
@@ -171,6 +177,9 @@ class ArrowTest(OracleTest):
                            capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
         return dst
+
+
+class ArrowTest(ArrowCase):
 
     def test_every_type_density_and_format_both_ways(self):
         rng = random.Random(SEED)

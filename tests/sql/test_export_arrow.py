@@ -7,10 +7,9 @@ into a store through colstore_create; rows are then deleted through the
 colstore table.  Exported from the table name, the store path and a SELECT,
 as IPC file and stream, apache-arrow's read must equal the table's rows
 value by value, with each column in the Arrow type of the same width and
-signedness (SQL-CONTRACT.md, "Import and export").  apache-arrow for
-JavaScript reads compressed bodies only through codecs the application
-registers (node has none for zstd or lz4), so the zstd and lz4 exports are
-imported again by colstore and must equal the table.  Also: an existing
+signedness (SQL-CONTRACT.md, "Import and export").  The zstd and lz4
+exports are imported again by colstore and must equal the table (apache-arrow
+reads them in test_arrow_codecs.py, whose client has the codecs).  Also: an existing
 path is an error unless mode=replace, a compression Arrow does not take is
 an error naming the ones it does, and a failed export leaves no file.
 
