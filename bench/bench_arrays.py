@@ -58,6 +58,8 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODULE = os.environ.get("COLSTORE_MODULE") or os.path.join(ROOT, "build", "colstore")
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from colstore import arrays as pkg_arrays  # noqa: E402
 
 
 def connect():
@@ -118,6 +120,18 @@ def do_append(con, path, cols):
     args = append_args(cols)
     t0 = time.perf_counter()
     con.execute("SELECT colstore_append(%s)" % ", ".join("?" * len(args)), args).fetchone()
+    return time.perf_counter() - t0
+
+
+def do_append_pkg(con, path, cols):
+    """The package's append (colstore.arrays.append): the same columns in
+    pieces of about 4 MiB, one SAVEPOINT; numeric shapes only (the package
+    takes TEXT as Python strings, which is another cost)."""
+    create(con, path, cols)
+    given = {c: vals if valid is None else np.ma.masked_array(vals, mask=valid == 0)
+             for c, (_, vals, valid, _) in cols.items()}
+    t0 = time.perf_counter()
+    pkg_arrays.append(con, "t", given)
     return time.perf_counter() - t0
 
 
@@ -234,10 +248,20 @@ def run(args):
             assert arrs[k].tobytes() == arrs_r[k].tobytes(), "%s: %s differs between the routes" % (shape, k)
         _, fetched = do_fetch(con, cols)
         assert fetched == rows, "%s: fetchall differs from the rows" % shape
+        pkg = all(offs is None for _, (_, _, _, offs) in cols.items())
+        if pkg:
+            do_append_pkg(con, pa, cols)
+            _, arrs_p = do_array(con, cols)
+            for k in arrs:
+                assert arrs[k].tobytes() == arrs_p[k].tobytes(), "%s: %s differs, package append" % (shape, k)
+            del arrs_p
         del rows_back, fetched, arrs, arrs_r
-        t = {"append": [], "floor": [], "bind": [], "array": [], "array_sql": [], "insert": [], "fetch": []}
+        t = {"append": [], "append_pkg": [], "floor": [], "bind": [], "array": [], "array_sql": [], "insert": [],
+             "fetch": []}
         for r in range(args.rounds):
             t["append"].append(do_append(con, pa, cols))
+            if pkg:
+                t["append_pkg"].append(do_append_pkg(con, pa, cols))
             t["floor"].append(do_floor(os.path.join(d, "floor.bin"), cols))
             t["bind"].append(do_bind(con, cols))
             t["array"].append(do_array(con, cols)[0])
@@ -246,18 +270,23 @@ def run(args):
             dt, fetched = do_fetch(con, cols)
             t["fetch"].append(dt)
             del fetched
-        s = {k: stats(v) for k, v in t.items()}
+        s = {k: stats(v) for k, v in t.items() if v}
         gb = {k: nbytes / s[k]["median"] / 1e9 for k in s}
         results["shapes"][shape] = {"array_bytes": nbytes, "seconds": s, "gb_per_s": gb,
                                     "append_vs_insert": s["insert"]["median"] / s["append"]["median"],
+                                    "append_pkg_vs_insert": (s["insert"]["median"] / s["append_pkg"]["median"]
+                                                             if "append_pkg" in s else None),
                                     "array_vs_fetch": s["fetch"]["median"] / s["array"]["median"]}
         print("%s: %d rows, %.1f MB of arrays%s" % (shape, args.rows, nbytes / 1e6,
                                                     ", glibc keeps freed memory" if results["keep_memory"] else ""))
-        for k in ("append", "floor", "bind", "array", "array_sql", "insert", "fetch"):
+        for k in [k for k in t if k in s]:
             print("  %-9s median %8.1f ms (min %8.1f, max %8.1f)  %6.2f GB/s" %
                   (k, s[k]["median"] * 1e3, s[k]["min"] * 1e3, s[k]["max"] * 1e3, gb[k]))
         print("  append / executemany INSERT: %.0fx   array / fetchall: %.0fx" %
               (results["shapes"][shape]["append_vs_insert"], results["shapes"][shape]["array_vs_fetch"]))
+        if "append_pkg" in s:
+            print("  colstore.arrays.append (pieces) / executemany INSERT: %.0fx"
+                  % results["shapes"][shape]["append_pkg_vs_insert"])
         del rows
     results["loadavg"] = os.getloadavg()
     print("load average %.2f %.2f %.2f on %d CPUs" % (results["loadavg"] + (os.cpu_count(),)))
