@@ -25,11 +25,13 @@ file must be the same bytes (sha256).  The variants then run interleaved
 with min and max, in ms and GB/s of the 320 MB of values.  Then
 build/bench_arrow --only file_none,raw_write runs with as many rounds, to
 the data directory on disk, so the writer alone and a raw write(2) of the
-same bytes are measured in the same run.  The load average is printed
+same bytes are measured in the same run.  --ext parquet or csv times those
+exports instead (their default codecs), to see that the change to the read
+path costs them nothing (bench_export.py compares them with DuckDB).  The load average is printed
 before and after: other engineers share the host.
 
     bench/bench_export_sql.py --build before=/path/colstore.so --build after=build/colstore.so
-        [--rows N] [--rounds R] [--targets /dev/shm,DIR] [--dir D]
+        [--rows N] [--rounds R] [--targets /dev/shm,DIR] [--dir D] [--ext parquet|csv]
 (a module's file must be named colstore.so: sqlite3 finds its entry point by
 the name).
 """
@@ -71,6 +73,7 @@ def main():
     ap = bench_args(__doc__)
     ap.add_argument("--targets", default=None, help="comma-separated directories (default /dev/shm and --dir)")
     ap.add_argument("--build", action="append", default=[], help="LABEL=MODULE, repeatable (default: --module)")
+    ap.add_argument("--ext", default="arrow", help="the target's format: arrow (default), parquet, csv")
     ap.add_argument("--bench-arrow", default=os.path.join(ROOT, "build", "bench_arrow"))
     args = ap.parse_args()
     modules = [m.split("=", 1) for m in args.build] or [["build", args.module]]
@@ -88,7 +91,7 @@ def main():
     variants = [(label, os.path.abspath(path), t) for label, path in modules for t in targets]
 
     def target_of(label, t):
-        return os.path.join(t, "bench_export_sql_%s.arrow" % label)
+        return os.path.join(t, "bench_export_sql_%s.%s" % (label, args.ext))
 
     print("load average before: %s" % " ".join("%.2f" % v for v in os.getloadavg()), flush=True)
     digests = {}
@@ -126,7 +129,7 @@ def main():
     for label, _, t in variants:
         os.remove(target_of(label, t))
     print()
-    if os.path.exists(args.bench_arrow):
+    if os.path.exists(args.bench_arrow) and args.ext == "arrow":
         p = subprocess.run([args.bench_arrow, "--rows", str(args.rows), "--rounds", str(args.rounds),
                             "--dir", os.path.join(args.dir, "arrow"), "--only", "file_none,raw_write"],
                            capture_output=True, text=True)

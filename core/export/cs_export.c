@@ -17,9 +17,10 @@
 **
 ** The check of a whole record is fused with the write.  A store is far
 ** larger than the caches, and checking a record before writing it read
-** every byte from memory twice: once to hash it, once to copy it into the
-** file (a 10M-row export to tmpfs spent 38% of its time in XXH3 and 35% in
-** the kernel's copy).  So the chunks this process has not checked yet
+** every byte twice: once to hash it, once to copy it into the file (a
+** 10M-row export to tmpfs spent 38% of its time in XXH3 and 35% in the
+** kernel's copy; the second read mostly came from L3, a record being a few
+** MiB, so fusing them saved less than that: docs/performance.md).  So the chunks this process has not checked yet
 ** (cs__chunk_to_check, which checks TEXT/BLOB offsets at once, before the
 ** writer indexes by them) are pending while the writer runs, and the sink
 ** hashes the bytes of a pending chunk's span as they pass through it, in

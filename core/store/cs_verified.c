@@ -29,6 +29,13 @@
 ** no bits of its own: it asks its parts, which other snapshots of the
 ** dataset share.
 **
+** A reader that reads every byte of a chunk anyway may do the check itself
+** (cs__chunk_to_check, cs__chunk_hashed): colstore_export hashes a chunk
+** as it writes it, so its bytes come from memory once, and the chunk is
+** then remembered as checked like any other.  The offsets of a TEXT/BLOB
+** chunk are checked before the reader gets the span, since it indexes by
+** them before the hash is done.
+**
 ** What it does not do: catch a byte changed in place, by something other
 ** than colstore, after this process checked the chunk (verify=full at
 ** open, or colstore_verify(), re-hash everything).  And it checks only
