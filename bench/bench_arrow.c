@@ -33,7 +33,10 @@
 ** and max, in ms and GB/s of the table's 320 MB of values.  The load
 ** average is printed before and after: other engineers share the host.
 **
-**     build/bench_arrow [--rows N] [--rounds R] [--dir D]
+**     build/bench_arrow [--rows N] [--rounds R] [--dir D] [--only a,b]
+**
+** --only runs the variants named (bench_export_sql.py runs file_none and
+** raw_write beside the SQL export).
 */
 #include <fcntl.h>
 #include <math.h>
@@ -206,14 +209,29 @@ static void run(int v) {
   }
 }
 
+/* Whether name is one of the comma-separated list. */
+static bool chosen(const char *list, const char *name) {
+  size_t k = strlen(name);
+  for (const char *p = list; *p;) {
+    size_t n = strcspn(p, ",");
+    if (n == k && strncmp(p, name, n) == 0) return true;
+    p += n + (p[n] == ',');
+  }
+  return false;
+}
+
 int main(int argc, char **argv) {
   int rounds = 5;
+  const char *only = NULL;
   snprintf(dir, sizeof dir, "/tmp/colstore-bench-arrow");
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--rows") == 0) rows = strtoull(argv[i + 1], NULL, 10);
     if (strcmp(argv[i], "--rounds") == 0) rounds = atoi(argv[i + 1]);
     if (strcmp(argv[i], "--dir") == 0) snprintf(dir, sizeof dir, "%s", argv[i + 1]);
+    if (strcmp(argv[i], "--only") == 0) only = argv[i + 1];
   }
+  bool on[N_VAR];
+  for (int v = 0; v < N_VAR; v++) on[v] = !only || chosen(only, NAMES[v]);
   bench_mkdir_p(dir);
   printf("bench_arrow: %llu rows, %d rounds, load average %.2f, %ld CPUs\n", (unsigned long long)rows, rounds,
          bench_loadavg(), bench_nproc());
@@ -222,6 +240,7 @@ int main(int argc, char **argv) {
   source_hash(want);
   /* Every variant once, and its output checked against the source. */
   for (int v = 0; v < N_VAR; v++) {
+    if (!on[v]) continue;
     run(v);
     char p[600];
     if (v == W_NULL || v == W_RAW) continue;
@@ -240,12 +259,14 @@ int main(int argc, char **argv) {
   for (int r = 0; r < rounds; r++)
     for (int k = 0; k < N_VAR; k++) {
       int v = (k + r) % N_VAR;
+      if (!on[v]) continue;
       uint64_t t0 = bench_now_ns();
       run(v);
       t[v * rounds + r] = (double)(bench_now_ns() - t0) / 1e6;
     }
   double gb = (double)rows * 32 / 1e9;
   for (int v = 0; v < N_VAR; v++) {
+    if (!on[v]) continue;
     bench_stats st = bench_stats_of(t + v * rounds, rounds);
     char p[600];
     long long bytes = -1;

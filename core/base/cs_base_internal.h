@@ -19,6 +19,20 @@ uint64_t cs__hash(const void *p, size_t n);
 uint64_t cs__hash_seeded(const void *p, size_t n, uint64_t seed);
 struct iovec;
 uint64_t cs__hash_iov(const struct iovec *iov, int n);
+/* XXH3-64 streamed piece by piece, for a reader that hashes bytes as it
+** passes them on (colstore_export): the same value as cs__hash of the
+** pieces joined.  The state is xxhash's, kept in raw bytes so that no
+** xxhash type leaves cs_util.c, and aligned inside them, so a state may sit
+** in any allocation. */
+typedef struct cs__hash_state {
+  unsigned char raw[704];
+} cs__hash_state;
+void cs__hash_reset(cs__hash_state *h);
+void cs__hash_update(cs__hash_state *h, const void *p, size_t n);
+uint64_t cs__hash_digest(cs__hash_state *h);
+/* Set by a test or a bench: the SSE2 build of XXH3 even where AVX2 would
+** run (cs_hash_avx2.c), to compare the two. */
+extern bool cs__hash_no_avx2;
 
 /* Forces inlining: the kernels' inner-loop helpers must not become calls. */
 #define CS__INLINE static inline __attribute__((always_inline))

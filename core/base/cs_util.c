@@ -5,8 +5,9 @@
 ** Small pieces every other core file needs, none of which knows the file
 ** format or a store: they sit at the bottom of core/ (base/) so that any
 ** layer may use them without a call running upward.  xxhash.h is included with
-** XXH_INLINE_ALL here and only here, so no XXH symbol leaks out of the
-** loadable module and the hash is inlined into its two callers.
+** XXH_INLINE_ALL here (and in cs_hash_avx2.c, its AVX2 build for long
+** inputs, chosen at run time), so no XXH symbol leaks out of the loadable
+** module and the hash is inlined into its callers.
 */
 #include <ctype.h>
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -56,7 +58,34 @@ uint64_t cs__bits_zeros(const uint8_t *bits, uint64_t first, uint64_t n) {
   return n - ones;
 }
 
-uint64_t cs__hash(const void *p, size_t n) { return XXH3_64bits(p, n); }
+#ifdef CS_HASH_AVX2
+uint64_t cs__hash_avx2(const void *p, size_t n);
+void cs__hash_update_avx2(void *state, const void *p, size_t n);
+
+/* Whether the CPU and the OS let AVX2 run (libgcc checks both). */
+static bool avx2_usable(void) {
+  static _Atomic int known; /* 0: not asked yet, 1: yes, 2: no */
+  int v = atomic_load_explicit(&known, memory_order_relaxed);
+  if (!v) {
+    __builtin_cpu_init();
+    v = __builtin_cpu_supports("avx2") ? 1 : 2;
+    atomic_store_explicit(&known, v, memory_order_relaxed);
+  }
+  return v == 1 && !cs__hash_no_avx2;
+}
+#define HASH_LONG(n) ((n) > 1024 && avx2_usable())
+#else
+#define HASH_LONG(n) false
+#endif
+
+bool cs__hash_no_avx2;
+
+uint64_t cs__hash(const void *p, size_t n) {
+#ifdef CS_HASH_AVX2
+  if (HASH_LONG(n)) return cs__hash_avx2(p, n);
+#endif
+  return XXH3_64bits(p, n);
+}
 uint64_t cs__hash_seeded(const void *p, size_t n, uint64_t seed) { return XXH3_64bits_withSeed(p, n, seed); }
 
 /* ----------------------------------------------------------------- types */
@@ -161,6 +190,22 @@ uint64_t cs__hash_iov(const struct iovec *iov, int n) {
   for (int i = 0; i < n; i++) XXH3_64bits_update(&state, iov[i].iov_base, iov[i].iov_len);
   return XXH3_64bits_digest(&state);
 }
+
+static XXH3_state_t *state_of(cs__hash_state *h) {
+  _Static_assert(sizeof(XXH3_state_t) + 63 <= sizeof h->raw, "cs__hash_state too small for XXH3_state_t");
+  return (XXH3_state_t *)(void *)(((uintptr_t)h->raw + 63) & ~(uintptr_t)63);
+}
+void cs__hash_reset(cs__hash_state *h) { XXH3_64bits_reset(state_of(h)); }
+void cs__hash_update(cs__hash_state *h, const void *p, size_t n) {
+#ifdef CS_HASH_AVX2
+  if (HASH_LONG(n)) {
+    cs__hash_update_avx2(state_of(h), p, n);
+    return;
+  }
+#endif
+  XXH3_64bits_update(state_of(h), p, n);
+}
+uint64_t cs__hash_digest(cs__hash_state *h) { return XXH3_64bits_digest(state_of(h)); }
 
 /* ----------------------------------------------------------- whole reads */
 

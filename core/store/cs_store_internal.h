@@ -235,6 +235,19 @@ cs_rc cs__verified_check_chunk(const cs_store *s, uint64_t rec, uint32_t col, bo
 ** chunks with pread rather than through the mapping). */
 cs_rc cs__verified_check_bytes(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t *span,
                                cs_err *err);
+/* The chunk check done by a reader that reads the bytes anyway and hashes
+** them on the way (colstore_export, cs_export.c), so that they come from
+** memory once.  cs__chunk_to_check: whether chunk (rec, col) of s (a file
+** or a dataset) is still to be checked; if it is, *out_span and *out_n are
+** its span (the bytes the checksum covers, in the mapping) and its TEXT/BLOB
+** offsets are checked now, before anything indexes by them (CS_ECORRUPT);
+** if not (checked by this snapshot or another of the file), *out_span is
+** NULL.  cs__chunk_hashed: hash, XXH3-64 of the whole span, against the
+** checksum, with a read's error (CS_ECORRUPT); a match marks the chunk
+** checked, as cs_store_check_chunks would have. */
+cs_rc cs__chunk_to_check(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t **out_span,
+                         uint64_t *out_n, cs_err *err);
+cs_rc cs__chunk_hashed(const cs_store *s, uint64_t rec, uint32_t col, uint64_t hash, cs_err *err);
 /* A verify that reports every damaged part (cs_store_verify_source).  A
 ** check that finds damage with a sink to report to notes the part and goes
 ** on; without one (every other caller) the damage is the error. */

@@ -29,6 +29,13 @@
 ** no bits of its own: it asks its parts, which other snapshots of the
 ** dataset share.
 **
+** A reader that reads every byte of a chunk anyway may do the check itself
+** (cs__chunk_to_check, cs__chunk_hashed): colstore_export hashes a chunk
+** as it writes it, so its bytes come from memory once, and the chunk is
+** then remembered as checked like any other.  The offsets of a TEXT/BLOB
+** chunk are checked before the reader gets the span, since it indexes by
+** them before the hash is done.
+**
 ** What it does not do: catch a byte changed in place, by something other
 ** than colstore, after this process checked the chunk (verify=full at
 ** open, or colstore_verify(), re-hash everything).  And it checks only
@@ -154,23 +161,27 @@ static void mark(const cs_store *s, uint64_t rec, uint32_t col) {
   if (!was) atomic_fetch_add_explicit(&s->col_checked[col], 1, memory_order_release);
 }
 
-/* Hashes chunk (rec, col) of a single-file store and checks its TEXT/BLOB
-** offsets, as cs_store_verify does; advise adds what to do to a checksum
-** failure (a read's error stands alone; a line of colstore_verify's list
-** does not repeat it). */
-static cs_rc chunk_bytes_check(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t *span,
-                               bool advise, cs_err *err) {
+/* got, the hash of chunk (rec, col)'s span, against its checksum; advise
+** adds what to do to a failure (a read's error stands alone; a line of
+** colstore_verify's list does not repeat it). */
+static cs_rc checksum_compare(const cs_store *s, uint64_t rec, uint32_t col, uint64_t got, bool advise,
+                              cs_err *err) {
   const cs_disk_chunk *dc = &s->disk_chunks[rec * s->schema.n_cols + col];
-  uint64_t got = cs__hash(span, dc->chunk_bytes);
-  if (got != dc->checksum)
-    return cs_err_set(
-        err, CS_ECORRUPT,
-        "colstore: %s: record %llu, column %s: checksum mismatch (expected %016llx, found %016llx)%s",
-        s->path, (unsigned long long)rec, s->cols[col].name, (unsigned long long)dc->checksum,
-        (unsigned long long)got,
-        advise ? ": the file is damaged there; restore it from a copy (colstore_verify() names every damaged "
-                 "part)"
-               : "");
+  if (got == dc->checksum) return CS_OK;
+  return cs_err_set(
+      err, CS_ECORRUPT,
+      "colstore: %s: record %llu, column %s: checksum mismatch (expected %016llx, found %016llx)%s", s->path,
+      (unsigned long long)rec, s->cols[col].name, (unsigned long long)dc->checksum, (unsigned long long)got,
+      advise ? ": the file is damaged there; restore it from a copy (colstore_verify() names every damaged "
+               "part)"
+             : "");
+}
+
+/* The TEXT/BLOB offsets of chunk (rec, col), whose span is at span: from
+** 0, never decreasing, ending at the data's size (nothing for a fixed-width
+** chunk), so that no reader indexes past the chunk. */
+static cs_rc offsets_check(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t *span, cs_err *err) {
+  const cs_disk_chunk *dc = &s->disk_chunks[rec * s->schema.n_cols + col];
   if (dc->offsets_offset) {
     const int64_t *offsets = (const int64_t *)(const void *)(span + (dc->offsets_offset - dc->chunk_offset));
     uint64_t n = s->entries[rec].n_rows;
@@ -183,6 +194,15 @@ static cs_rc chunk_bytes_check(const cs_store *s, uint64_t rec, uint32_t col, co
                         (unsigned long long)rec, s->cols[col].name);
   }
   return CS_OK;
+}
+
+/* Hashes chunk (rec, col) of a single-file store and checks its TEXT/BLOB
+** offsets, as cs_store_verify does. */
+static cs_rc chunk_bytes_check(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t *span,
+                               bool advise, cs_err *err) {
+  const cs_disk_chunk *dc = &s->disk_chunks[rec * s->schema.n_cols + col];
+  cs_rc rc = checksum_compare(s, rec, col, cs__hash(span, dc->chunk_bytes), advise, err);
+  return rc ? rc : offsets_check(s, rec, col, span, err);
 }
 
 cs_rc cs__verified_check_bytes(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t *span,
@@ -285,5 +305,51 @@ cs_rc cs_store_check_rows(const cs_store *s, const uint64_t *rows, uint64_t n, c
     cs_rc rc = cs_store_check_chunks(s, rec, rec + 1, cols, err);
     if (rc) return rc;
   }
+  return CS_OK;
+}
+
+/* ---------------------------------------------- checks done by a reader */
+
+/* The single-file store holding record *rec of s, *rec made its own. */
+static const cs_store *file_of(const cs_store *s, uint64_t *rec) {
+  if (!s->parts) return s;
+  uint32_t lo = 0, hi = s->n_parts; /* part_first_record[lo] <= *rec < part_first_record[hi] */
+  while (hi - lo > 1) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (s->part_first_record[mid] <= *rec)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  *rec -= s->part_first_record[lo];
+  return s->parts[lo];
+}
+
+cs_rc cs__chunk_to_check(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t **out_span,
+                         uint64_t *out_n, cs_err *err) {
+  *out_span = NULL, *out_n = 0;
+  const cs_store *f = file_of(s, &rec);
+  uint32_t nc = f->schema.n_cols;
+  if (atomic_load_explicit(&f->chunk_checked[rec * nc + col], memory_order_relaxed)) return CS_OK;
+  chunk_key k = key_of(f, rec, col);
+  if (set_has(f->checks, &k)) {
+    mark(f, rec, col);
+    return CS_OK;
+  }
+  const cs_disk_chunk *dc = &f->disk_chunks[rec * nc + col];
+  const uint8_t *span = f->map + cs__chunk_base(&f->entries[rec], dc) + dc->chunk_offset;
+  if (offsets_check(f, rec, col, span, err))
+    return chunk_bytes_check(f, rec, col, span, true, err); /* the checksum's error first, as a read says */
+  *out_span = span, *out_n = dc->chunk_bytes;
+  return CS_OK;
+}
+
+cs_rc cs__chunk_hashed(const cs_store *s, uint64_t rec, uint32_t col, uint64_t hash, cs_err *err) {
+  const cs_store *f = file_of(s, &rec);
+  cs_rc rc = checksum_compare(f, rec, col, hash, true, err);
+  if (rc) return rc;
+  chunk_key k = key_of(f, rec, col);
+  set_add(f->checks, &k);
+  mark(f, rec, col);
   return CS_OK;
 }

@@ -615,6 +615,9 @@ static const scenario scenarios[] = {
      NULL, 0, "out.parquet", 0, false, NULL},
     {"export store to csv", K_EXPORT, {"SELECT colstore_export('@/store.cst', '@/out.csv', 'progress=off') IS NOT NULL"},
      NULL, 0, "out.csv", 0, false, NULL},
+    /* a store's chunks hashed as the Arrow writer's bytes pass the sink */
+    {"export store to arrow", K_EXPORT, {"SELECT colstore_export('@/store.cst', '@/out.arrow', 'progress=off') IS NOT NULL"},
+     NULL, 0, "out.arrow", 0, false, NULL},
     /* colstore_compact */
     {"compact small records", K_COMPACT, {"SELECT colstore_compact('@/store.cst')"}, NULL, 0, "store.cst", 0, false, NULL},
     {"compact deleted and updated", K_COMPACT, {"SELECT colstore_compact('@/changed.cst')"}, NULL, 0, "changed.cst", 0, false, NULL},

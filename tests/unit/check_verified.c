@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cs_base_internal.h"
 #include "unit_util.h"
 
 static const cs_column cols[] = {
@@ -625,6 +626,46 @@ START_TEST(test_truncation_at_page_boundaries_inside_the_data_is_ecorrupt) {
 }
 END_TEST
 
+/* ---------------------------------------------------------- the hash */
+
+/* cs__hash's two builds of XXH3 (SSE2, and AVX2 where the CPU has it:
+** cs_hash_avx2.c) and the streamed hash give one value: XXH3-64's known
+** value of no bytes, and of every size around the builds' switch points,
+** from unaligned starts, streamed in uneven pieces. */
+START_TEST(test_hash_builds_and_streaming_agree) {
+  ck_assert_uint_eq(cs__hash("", 0), 0x2D06800538D394C2ull); /* XXH3_64bits of no bytes */
+  size_t cap = (1u << 20) + 64;
+  uint8_t *buf = malloc(cap);
+  ck_assert_ptr_nonnull(buf);
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (size_t i = 0; i < cap; i++)
+    x = x * 6364136223846793005ull + 1442695040888963407ull, buf[i] = (uint8_t)(x >> 56);
+  static const size_t sizes[] = {1, 17, 240, 241, 1024, 1025, 4096, 65549, 1u << 20};
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+    for (size_t at = 0; at < 3; at++) {
+      const uint8_t *p = buf + at * 7;
+      size_t n = sizes[k];
+      cs__hash_no_avx2 = true;
+      uint64_t sse2 = cs__hash(p, n);
+      cs__hash_no_avx2 = false;
+      uint64_t best = cs__hash(p, n);
+      ck_assert_msg(best == sse2, "size %zu at %zu: %016llx vs %016llx", n, at, (unsigned long long)best,
+                    (unsigned long long)sse2);
+      cs__hash_state h;
+      cs__hash_reset(&h);
+      for (size_t done = 0, piece = 1; done < n; piece = piece * 3 + 5) {
+        size_t m = piece < n - done ? piece : n - done;
+        cs__hash_no_avx2 = (piece & 1) != 0; /* both builds on one state */
+        cs__hash_update(&h, p + done, m);
+        done += m;
+      }
+      cs__hash_no_avx2 = false;
+      ck_assert_uint_eq(cs__hash_digest(&h), sse2);
+    }
+  free(buf);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ main */
 
 static Suite *checksum_suite(void) {
@@ -636,6 +677,7 @@ static Suite *checksum_suite(void) {
   tcase_add_test(tc, test_flipped_validity_byte_is_caught_by_the_chunk_checksum);
   tcase_add_test(tc, test_flipped_offsets_byte_is_caught_by_the_chunk_checksum);
   tcase_add_test(tc, test_flipped_padding_byte_is_caught_by_the_chunk_checksum);
+  tcase_add_test(tc, test_hash_builds_and_streaming_agree);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("fixed_areas");
