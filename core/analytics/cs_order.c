@@ -1591,16 +1591,33 @@ static bool rec_has_nan(const cs_store *s, uint32_t col, cs_type t, uint64_t r) 
   if (known) return known == 2;
   const cs_chunk *ch = &s->chunks[at];
   uint64_t n = s->first_rows[r + 1] - s->first_rows[r];
-  unsigned any = 0;
+  /* On the bits, in eight independent lanes so that the compiler makes
+  ** vector code of it at -O2: x is a NaN when its magnitude bits exceed the
+  ** infinity's, that is when adding the mantissa mask carries into the
+  ** sign bit (a compare per element in a serial OR chain ran at a third of
+  ** the speed of reading the record as a candidate). */
+  bool any = false;
   if (t == CS_TYPE_FLOAT32) {
-    const float *v = ch->data;
-    for (uint64_t i = 0; i < n; i++) any |= v[i] != v[i];
+    const uint32_t *v = ch->data;
+    uint32_t acc[8] = {0}, tail = 0;
+    uint64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      for (int l = 0; l < 8; l++) acc[l] |= (v[i + l] & 0x7FFFFFFFu) + 0x007FFFFFu;
+    for (; i < n; i++) tail |= (v[i] & 0x7FFFFFFFu) + 0x007FFFFFu;
+    for (int l = 0; l < 8; l++) tail |= acc[l];
+    any = (tail >> 31) != 0;
   } else {
-    const double *v = ch->data;
-    for (uint64_t i = 0; i < n; i++) any |= v[i] != v[i];
+    const uint64_t *v = ch->data;
+    uint64_t acc[8] = {0}, tail = 0;
+    uint64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      for (int l = 0; l < 8; l++) acc[l] |= (v[i + l] & ~ORDER_SIGN) + 0x000FFFFFFFFFFFFFull;
+    for (; i < n; i++) tail |= (v[i] & ~ORDER_SIGN) + 0x000FFFFFFFFFFFFFull;
+    for (int l = 0; l < 8; l++) tail |= acc[l];
+    any = (tail >> 63) != 0;
   }
   if (c) atomic_store_explicit(&c->st[at], any ? 2 : 1, memory_order_relaxed);
-  return any != 0;
+  return any;
 }
 
 static int orec_cmp(const void *pa, const void *pb) {
@@ -2303,8 +2320,9 @@ cs_rc cs_order_select(const cs_selector *sel, const cs_order_key *keys, uint32_t
                       cs_err *err) {
   const cs_store *s = cs__selector_store(sel);
   *done = false;
-  cs_rc rc = order_args_check(s, keys, n_keys, mode, n, err);
-  if (rc != CS_OK || mode != CS_ORDER_SORT) return rc;
+  cs_rc rc = order_args_check(s, keys, n_keys, mode, 0, err);
+  /* more rows than one call orders: the caller's selection may hold fewer */
+  if (rc != CS_OK || mode != CS_ORDER_SORT || n > UINT32_MAX) return rc;
   if (limit == 0) {
     *n_out = 0, *done = true;
     return CS_OK;
