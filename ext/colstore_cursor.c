@@ -219,7 +219,7 @@ static void cursor_clear_filter(csx_cursor *pCur) {
   cs_order_counts_free(&pCur->counts);
   pCur->scatter = pCur->scatter_range = false;
   pCur->order_more = false;
-  pCur->order_range = false;
+  pCur->order_range = pCur->order_select = false;
   pCur->distinct_watch = false;
   sqlite3_free(pCur->repeat);
   pCur->repeat = NULL;
