@@ -1169,6 +1169,20 @@ cs_rc cs_order_rows(const cs_store *s, const cs_order_key *keys, uint32_t n_keys
 cs_rc cs_order_range(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode,
                      uint64_t first, uint64_t n, uint64_t *rows, uint64_t *n_out, uint64_t limit,
                      cs_err *err);
+/* cs_order_range over the rows of [first, first + n) that sel's predicates
+** select (ORDER BY ... LIMIT under a WHERE): a SORT with a small limit
+** takes the pruned top-k, records visited best zone-map bound first, a
+** record skipped when its bound cannot beat the k-th selected row or the
+** predicates' zone maps rule it out, and the predicates read only for the
+** rows that pass the threshold; *done then set and rows[0, *n_out) the
+** rows delivered (rows: room for n).  *done false (CS_OK, rows undefined)
+** when it does not apply (another mode, too large a limit, keys that do
+** not take it, zone maps that did not hold): the caller makes the
+** selection (cs_select_range) and calls cs_order_rows.  Errors as
+** cs_order_rows. */
+cs_rc cs_order_select(const cs_selector *sel, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode,
+                      uint64_t first, uint64_t n, uint64_t *rows, uint64_t *n_out, uint64_t limit, bool *done,
+                      cs_err *err);
 
 /* The counting sort's plan instead of its reorder, for delivery by scatter
 ** (cs_scatter.c): when cs_order_rows would order rows[0, n) (or, rows NULL,

@@ -177,7 +177,8 @@ typedef struct csx_cursor {
   uint64_t *order_rest;
   uint64_t n_order_rest;
   uint64_t order_lo, order_hi;
-  bool order_range; /* pos[0, n_pos) is order_lo.. implicitly, not yet written (cs_order_range) */
+  bool order_range;  /* pos[0, n_pos) is order_lo.. implicitly, not yet written (cs_order_range) */
+  bool order_select; /* the selection over [order_lo, order_hi) is not made yet (cs_order_select) */
   uint64_t order_col_used;
   cs_order_key order_keys[CSX_MAX_ORDER_KEYS];
   uint32_t n_order_keys;
@@ -218,7 +219,7 @@ static void cursor_clear_filter(csx_cursor *pCur) {
   cs_order_counts_free(&pCur->counts);
   pCur->scatter = pCur->scatter_range = false;
   pCur->order_more = false;
-  pCur->order_range = false;
+  pCur->order_range = pCur->order_select = false;
   pCur->distinct_watch = false;
   sqlite3_free(pCur->repeat);
   pCur->repeat = NULL;
@@ -877,6 +878,19 @@ static int order_run(csx_cursor *pCur, uint64_t limit) {
   return order_outcome(pCur, rc, t0, &err);
 }
 
+/* cs_order_select over [order_lo, order_hi) into pos, timed; *done false
+** when it does not apply (nothing delivered). */
+static int order_select_run(csx_cursor *pCur, uint64_t limit, bool *done) {
+  cs_err err;
+  uint64_t t0 = csx_mono_ns();
+  uint64_t n = 0;
+  cs_rc rc =
+      cs_order_select(pCur->selector, pCur->order_keys, pCur->n_order_keys, pCur->order_mode, pCur->order_lo,
+                      pCur->order_hi - pCur->order_lo, pCur->pos, &n, limit, done, &err);
+  if (rc == CS_OK && *done) pCur->n_pos = n;
+  return order_outcome(pCur, rc, t0, &err);
+}
+
 /* cs_order_count over the positions, or (rows NULL) over the range
 ** order_lo .. + n_pos - 1. */
 static int order_count_run(csx_cursor *pCur, const uint64_t *rows, bool *done) {
@@ -939,7 +953,7 @@ static int order_positions(csx_cursor *pCur, const csx_plan *plan, bool list_inp
   ** range or a filtered selection was checked record by record as it was
   ** made; a list is checked here). */
   cs_err err;
-  if (pCur->check && pCur->n_pos && list_input &&
+  if (pCur->check && pCur->n_pos && list_input && !pCur->order_select &&
       !check_outcome(pCur, cs_store_check_rows(pCur->store, pCur->pos, pCur->n_pos, pCur->check_cols, &err),
                      &err))
     return pCur->check_rc;
@@ -953,6 +967,19 @@ static int order_positions(csx_cursor *pCur, const csx_plan *plan, bool list_inp
       pCur->order_more = true;
       limit = plan->limit_hint;
     }
+  }
+  /* A filtered selection under a small limit: the pruned top-k evaluates
+  ** the predicates only in the records it reads; else the selection is
+  ** made here. */
+  if (pCur->order_select) {
+    pCur->order_select = false;
+    if (limit != CS_ORDER_NO_LIMIT) {
+      bool done = false;
+      int rc = order_select_run(pCur, limit, &done);
+      if (rc != SQLITE_OK || done) return rc;
+    }
+    int rc = filtered_positions(pCur, pCur->order_lo, pCur->order_hi);
+    if (rc != SQLITE_OK) return rc;
   }
   /* When the selection may have to be ordered again (order_remake), a list
   ** is kept, in its order; a range or filtered selection is made again. */
@@ -1072,7 +1099,19 @@ static int selector_ready(csx_cursor *pCur) {
 ** positions, ordered, then delivered as a list. */
 static int select_ordered(csx_cursor *pCur, const csx_plan *plan, uint64_t lo, uint64_t hi) {
   int rc;
-  if (pCur->sel.n_preds || pCur->sel.user_mask) {
+  if (pCur->sel.n_preds && !pCur->sel.user_mask && plan->order_mode == CS_ORDER_SORT && !plan->group_by &&
+      hi > lo) {
+    /* made by order_positions: under a small limit, only in the records
+    ** the pruned top-k reads (checked here, as a range is) */
+    if ((rc = selector_ready(pCur)) != SQLITE_OK) return rc;
+    if (pCur->check && !records_ok(pCur, cs_store_find_record(pCur->store, lo),
+                                   cs_store_find_record(pCur->store, hi - 1) + 1))
+      return pCur->check_rc;
+    if (hi - lo > pCur->pos_cap && (rc = pos_reserve(pCur, hi - lo)) != SQLITE_OK) return rc;
+    pCur->order_select = true;
+    pCur->n_pos = hi - lo;
+    pCur->stats.rows_scanned = hi - lo;
+  } else if (pCur->sel.n_preds || pCur->sel.user_mask) {
     if ((rc = selector_ready(pCur)) != SQLITE_OK) return rc;
     if ((rc = filtered_positions(pCur, lo, hi)) != SQLITE_OK) return rc;
   } else {

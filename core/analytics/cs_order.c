@@ -62,10 +62,20 @@
 **     threshold is the k-th's (code, position): a later row that ties the
 **     k-th code still enters when its position is smaller, and a record
 **     whose bound equals the threshold is read unless all its positions
-**     are larger.  NULL is field 0 ASC, so a record with a null count, or
-**     a float record not flagged SORTED (it may hold a NaN, which reads as
-**     NULL and is in no zone map), has bound 0 ASC; DESC a NULL sorts last
-**     and changes no bound.  Keys that do not make one code segment but
+**     are larger.  NULL is field 0 ASC, so a record with a null count has
+**     bound 0 ASC; DESC a NULL sorts last and changes no bound.  A float
+**     record not flagged SORTED may hold a NaN (read as NULL, in no zone
+**     map and no count): ASC, when its min would rule it out, it is
+**     scanned for one (a vectorised pass, cheaper than reading it as a
+**     candidate) and the answer is kept on the snapshot, so later queries
+**     skip it unread ("NaN knowledge per record" below).  Under a WHERE
+**     (cs_order_select) the same walk takes only the selected rows: a
+**     record the predicates' zone maps rule out is skipped, the
+**     predicates are evaluated only in the blocks of a record where some
+**     row passes the threshold, and only rows that pass them are offered,
+**     so the threshold is always a selected row's (a record's zone map
+**     bounds its selected rows too, so skipping by it stays exact).
+**     Keys that do not make one code segment but
 **     whose first key is fixed-width (ORDER BY b, a: 10 + 64 bits) take
 **     the pruned top-k of the first key alone for its k-th value, then
 **     collect the rows whose first key is at most that value (the only
@@ -513,6 +523,7 @@ typedef struct octx {
   uint32_t min_codes;      /* cs_order_count: ... when the key's range holds at least this many codes */
   uint64_t kth;            /* top-k: the k-th row's code, when have_kth (k rows were found) */
   bool have_kth;
+  const cs__pred_set *preds; /* pruned top-k over a range: only the rows these select (NULL: all) */
 } octx;
 
 /* Puts the record cursors of segment g's keys back before the first
@@ -1532,10 +1543,82 @@ static int path_topk(octx *c) {
 
 /* One record of the range. */
 typedef struct orec {
-  uint64_t vis; /* visit key: the record's best first-key field (by min ASC, by max DESC) */
-  uint64_t lb;  /* no code in the record is below this (its lowest first-key field, shifted) */
-  uint64_t r;   /* the record */
+  uint64_t vis;      /* visit key: the record's best first-key field (by min ASC, by max DESC) */
+  uint64_t lb;       /* no code in the record is below this (its lowest first-key field, shifted) */
+  uint64_t lb_clean; /* ... when it holds no NaN (differs from lb only ASC on a float record that may) */
+  uint64_t r;        /* the record */
 } orec;
+
+/* --------------------------------------------- NaN knowledge per record
+**
+** A FLOAT record's zone map skips NaN (docs/format.md 6.5) and no count
+** says whether it holds one, yet a NaN reads as NULL and sorts first
+** ascending: a float record not flagged SORTED could hold the best row of
+** any ASC top-k.  So the first ASC top-k that would skip such a record
+** scans it for a NaN (one vectorised pass over its values, cheaper than
+** reading it as a candidate) and keeps the answer on the snapshot, a byte
+** per (record, column) in the store's ordering slot, set once by whoever
+** comes first (any thread; the answer is the same): the later ones skip it
+** as DESC does, unread.  The snapshot is immutable, so the answer never
+** goes stale (a commit makes a new snapshot with its own slot).  Out of
+** memory, the record is scanned each time. */
+typedef struct onan_cache {
+  cs__derived derived;  /* first: the store's ordering slot holds it */
+  _Atomic uint8_t st[]; /* per chunk (record * n_cols + col): 0 unknown, 1 no NaN, 2 a NaN */
+} onan_cache;
+
+static void onan_free(cs__derived *d) { cs__mem_free(d); }
+
+/* The snapshot's answers, made empty the first time (a byte per chunk, as
+** the checked chunks take); NULL when out of memory. */
+static onan_cache *onan_of(const cs_store *s) {
+  onan_cache *c = (onan_cache *)cs__store_derived(s, CS__DERIVED_ORDER);
+  if (c) return c;
+  onan_cache *fresh = cs__mem_calloc(1, sizeof *fresh + s->n_records * s->schema.n_cols);
+  if (!fresh) return NULL;
+  fresh->derived.free = onan_free;
+  c = (onan_cache *)cs__store_derived_install(s, CS__DERIVED_ORDER, &fresh->derived);
+  if (c != fresh) cs__mem_free(fresh);
+  return c;
+}
+
+/* Whether record r of float column col holds a NaN (under a NULL too:
+** the answer only has to be safe). */
+static bool rec_has_nan(const cs_store *s, uint32_t col, cs_type t, uint64_t r) {
+  onan_cache *c = onan_of(s);
+  uint64_t at = r * s->schema.n_cols + col;
+  uint8_t known = c ? atomic_load_explicit(&c->st[at], memory_order_relaxed) : 0;
+  if (known) return known == 2;
+  const cs_chunk *ch = &s->chunks[at];
+  uint64_t n = s->first_rows[r + 1] - s->first_rows[r];
+  /* On the bits, in eight independent lanes so that the compiler makes
+  ** vector code of it at -O2: x is a NaN when its magnitude bits exceed the
+  ** infinity's, that is when adding the mantissa mask carries into the
+  ** sign bit (a compare per element in a serial OR chain ran at a third of
+  ** the speed of reading the record as a candidate). */
+  bool any = false;
+  if (t == CS_TYPE_FLOAT32) {
+    const uint32_t *v = ch->data;
+    uint32_t acc[8] = {0}, tail = 0;
+    uint64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      for (int l = 0; l < 8; l++) acc[l] |= (v[i + l] & 0x7FFFFFFFu) + 0x007FFFFFu;
+    for (; i < n; i++) tail |= (v[i] & 0x7FFFFFFFu) + 0x007FFFFFu;
+    for (int l = 0; l < 8; l++) tail |= acc[l];
+    any = (tail >> 31) != 0;
+  } else {
+    const uint64_t *v = ch->data;
+    uint64_t acc[8] = {0}, tail = 0;
+    uint64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      for (int l = 0; l < 8; l++) acc[l] |= (v[i + l] & ~ORDER_SIGN) + 0x000FFFFFFFFFFFFFull;
+    for (; i < n; i++) tail |= (v[i] & ~ORDER_SIGN) + 0x000FFFFFFFFFFFFFull;
+    for (int l = 0; l < 8; l++) tail |= acc[l];
+    any = (tail >> 63) != 0;
+  }
+  if (c) atomic_store_explicit(&c->st[at], any ? 2 : 1, memory_order_relaxed);
+  return any;
+}
 
 static int orec_cmp(const void *pa, const void *pb) {
   const orec *a = pa, *b = pb;
@@ -1558,16 +1641,18 @@ static orec orec_make(const cs_store *s, const okey *k, unsigned rest, uint64_t 
     if (a >= k->min && b >= a && b - k->min <= k->span)
       lo_f = a - k->min + k->off, hi_f = b - k->min + k->off, in = true;
   }
-  bool may_null = ch->null_count > 0 || (cs_type_is_float(k->type) && !(ch->flags & CS_CHUNK_SORTED));
+  bool may_nan = cs_type_is_float(k->type) && !(ch->flags & CS_CHUNK_SORTED);
+  uint64_t f_clean = 0;
   if (!k->desc) {
     f_vis = in ? lo_f : 0;
-    f_lb = in && !may_null ? lo_f : 0;
+    f_clean = in && ch->null_count == 0 ? lo_f : 0;
+    f_lb = may_nan ? 0 : f_clean;
   } else if (in) {
-    f_vis = f_lb = k->fmax - hi_f;
+    f_vis = f_lb = f_clean = k->fmax - hi_f;
   } else if (!(ch->flags & CS_CHUNK_HAS_MINMAX)) {
-    f_vis = f_lb = k->fmax;
+    f_vis = f_lb = f_clean = k->fmax;
   }
-  orec o = {f_vis, shl(f_lb, rest), r};
+  orec o = {f_vis, shl(f_lb, rest), shl(f_clean, rest), r};
   return o;
 }
 
@@ -1696,12 +1781,15 @@ static bool topk_beyond(const topk_prune *P, const topk_state *t, uint64_t lb, u
 }
 
 /* The rows [r0, r0 + m) of one record (chunk ch of first key k, the
-** record's first row base) that are live and whose first field may make a
-** code <= thr (UINT64_MAX: every live row): rows and input positions into
-** rows and js; returns how many. */
+** record's first row base) that are live, selected by c->preds when eval
+** (the record's zone maps left them undecided) and whose first field may
+** make a code <= thr (UINT64_MAX: every live row): rows and input positions
+** into rows and js; returns how many.  The predicates are read only for a
+** block where some row passes the threshold. */
 static uint64_t block_candidates(const octx *c, const okey *k, const cs_chunk *ch, uint64_t base, uint64_t r0,
-                                 uint64_t m, unsigned rest, uint64_t thr, uint64_t *rows, uint64_t *js) {
-  uint8_t mask[ORDER_CHUNK + 8], live[ORDER_CHUNK];
+                                 uint64_t m, unsigned rest, uint64_t thr, bool eval, uint64_t *rows,
+                                 uint64_t *js) {
+  uint8_t mask[ORDER_CHUNK + 8], live[ORDER_CHUNK], sel[ORDER_CHUNK];
   uint64_t local = r0 - base, j0 = r0 - c->first;
   oprune p = thr == UINT64_MAX ? (oprune){PR_ALL, 0, 0} : prune_of(k, rest, thr);
   if (p.mode == PR_ALL)
@@ -1716,6 +1804,11 @@ static uint64_t block_candidates(const octx *c, const okey *k, const cs_chunk *c
   }
   if (stream_deleted(c, j0, j0 + m, live))
     for (uint64_t i = 0; i < m; i++) mask[i] &= live[i];
+  if (eval && memchr(mask, 1, m)) {
+    uint64_t scanned = 0, skipped = 0;
+    cs__pred_set_eval_span(c->preds, r0, 0, m, sel, UINT64_MAX, &scanned, &skipped);
+    for (uint64_t i = 0; i < m; i++) mask[i] &= sel[i];
+  }
   memset(mask + m, 0, 8);
   uint64_t nc = 0;
   for (uint64_t i = 0; i < m; i += 8) {
@@ -1742,17 +1835,25 @@ static void topk_prune_record(void *ctx, uint64_t v, int member) {
   uint64_t lo = s->first_rows[o->r], hi = s->first_rows[o->r + 1], end = c->first + c->n;
   lo = lo < c->first ? c->first : lo;
   hi = hi > end ? end : hi;
-  if (lo >= hi || topk_beyond(P, t, o->lb, lo - c->first)) return;
+  if (lo >= hi) return;
+  uint64_t lb = o->lb; /* a float record ruled out but for a NaN: is there one? */
+  if (o->lb_clean != lb && topk_beyond(P, t, o->lb_clean, lo - c->first) &&
+      !rec_has_nan(s, k->col, k->type, o->r))
+    lb = o->lb_clean;
+  if (topk_beyond(P, t, lb, lo - c->first)) return;
+  /* the predicates' zone maps may rule the record out before any key is read */
+  int dec = c->preds ? cs__pred_set_record(c->preds, o->r) : 1;
+  if (dec == 0) return;
   P->visited[member]++;
   const cs_chunk *ch = &s->chunks[o->r * s->schema.n_cols + k->col];
   uint64_t base = s->first_rows[o->r];
   uint64_t cbuf[ORDER_CHUNK], rows[ORDER_CHUNK], js[ORDER_CHUNK];
   for (uint64_t r0 = lo; r0 < hi; r0 += ORDER_CHUNK) {
     uint64_t r1 = r0 + ORDER_CHUNK < hi ? r0 + ORDER_CHUNK : hi, m = r1 - r0, j0 = r0 - c->first;
-    if (topk_beyond(P, t, o->lb, j0)) return;
+    if (topk_beyond(P, t, lb, j0)) return;
     uint64_t share = atomic_load_explicit(&P->share, memory_order_relaxed);
     uint64_t thr = t->have && t->thr < share ? t->thr : share;
-    uint64_t nc = block_candidates(c, k, ch, base, r0, m, P->rest, thr, rows, js);
+    uint64_t nc = block_candidates(c, k, ch, base, r0, m, P->rest, thr, dec < 0, rows, js);
     if (!nc) continue;
     bool ok = true;
     for (uint32_t i = P->g->k0; i < P->g->k1; i++)
@@ -2097,14 +2198,14 @@ static cs_rc order_args_check(const cs_store *s, const cs_order_key *keys, uint3
 ** *done, or *done false when it does not apply here (keys that are not one
 ** fixed-width segment, too wide a range to count, zone maps that did not
 ** hold). */
-static cs_rc range_stream(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode,
-                          uint64_t first, uint64_t n, uint64_t limit, uint64_t *rows, uint64_t *n_out,
-                          bool *done) {
+static cs_rc range_stream(const cs_store *s, const cs__pred_set *preds, const cs_order_key *keys,
+                          uint32_t n_keys, cs_order_mode mode, uint64_t first, uint64_t n, uint64_t limit,
+                          uint64_t *rows, uint64_t *n_out, bool *done) {
   *done = false;
   octx c;
   memset(&c, 0, sizeof c);
   c.s = s, c.n_keys = n_keys, c.rows = rows, c.implicit = true, c.first = first, c.n = n, c.mode = mode;
-  c.limit = limit;
+  c.limit = limit, c.preds = preds;
   cs_rc rc = CS_ENOMEM;
   c.keys = cs__mem_calloc(n_keys, sizeof *c.keys);
   c.segs = ord_alloc(n_keys, sizeof *c.segs);
@@ -2141,13 +2242,16 @@ static uint64_t range_collect(const octx *c, const okey *k, uint64_t thr, uint64
            nc = 0;
   uint64_t js[ORDER_CHUNK];
   for (uint64_t r = r0; r <= r1; r++) {
-    if (orec_make(s, k, 0, r).lb > thr) continue;
+    orec o = orec_make(s, k, 0, r);
+    if (o.lb > thr || (o.lb_clean > thr && !rec_has_nan(s, k->col, k->type, r))) continue;
+    int dec = c->preds ? cs__pred_set_record(c->preds, r) : 1;
+    if (dec == 0) continue;
     const cs_chunk *ch = &s->chunks[r * s->schema.n_cols + k->col];
     uint64_t base = s->first_rows[r], lo = base < c->first ? c->first : base;
     uint64_t hi = s->first_rows[r + 1] < end ? s->first_rows[r + 1] : end;
     for (uint64_t b0 = lo; b0 < hi; b0 += ORDER_CHUNK) {
       uint64_t m = hi - b0 < ORDER_CHUNK ? hi - b0 : ORDER_CHUNK;
-      nc += block_candidates(c, k, ch, base, b0, m, 0, thr, rows + nc, js);
+      nc += block_candidates(c, k, ch, base, b0, m, 0, thr, dec < 0, rows + nc, js);
     }
   }
   return nc;
@@ -2160,8 +2264,9 @@ static uint64_t range_collect(const octx *c, const okey *k, uint64_t thr, uint64
 ** has k rows before it on the first key).  Those rows, ascending, go into
 ** rows for cs_order_rows; *done false (rows undefined) when fewer than k
 ** live rows or the zone maps did not hold. */
-static cs_rc range_candidates(const cs_store *s, const cs_order_key *key0, uint64_t first, uint64_t n,
-                              uint64_t limit, uint64_t *rows, uint64_t *n_out, bool *done) {
+static cs_rc range_candidates(const cs_store *s, const cs__pred_set *preds, const cs_order_key *key0,
+                              uint64_t first, uint64_t n, uint64_t limit, uint64_t *rows, uint64_t *n_out,
+                              bool *done) {
   *done = false;
   octx c;
   okey k;
@@ -2169,7 +2274,7 @@ static cs_rc range_candidates(const cs_store *s, const cs_order_key *key0, uint6
   memset(&c, 0, sizeof c);
   memset(&k, 0, sizeof k);
   c.s = s, c.keys = &k, c.segs = &g, c.n_keys = 1, c.rows = rows, c.implicit = true, c.first = first, c.n = n;
-  c.mode = CS_ORDER_SORT, c.limit = limit;
+  c.mode = CS_ORDER_SORT, c.limit = limit, c.preds = preds;
   key_init(s, &k, key0);
   k.kind = KEY_FIXED;
   key_bounds_zone(s, &k, cs__locate(s, first), cs__locate(s, first + n - 1));
@@ -2183,28 +2288,57 @@ static cs_rc range_candidates(const cs_store *s, const cs_order_key *key0, uint6
   return CS_OK;
 }
 
+/* The paths of cs_order_range and cs_order_select that read the keys
+** straight from the columns: *done false when none applies (rows then
+** undefined).  With preds, DISTINCT is left to the caller (the counting
+** pass does not test predicates). */
+static cs_rc range_paths(const cs_store *s, const cs__pred_set *preds, const cs_order_key *keys,
+                         uint32_t n_keys, cs_order_mode mode, uint64_t first, uint64_t n, uint64_t *rows,
+                         uint64_t *n_out, uint64_t limit, bool *done, cs_err *err) {
+  *done = false;
+  bool fixed = n_keys > 0;
+  for (uint32_t i = 0; i < n_keys; i++) fixed &= !cs_type_is_varlen(s->cols[keys[i].col].type);
+  bool topk = topk_fits(mode, limit, n);
+  cs_rc rc;
+  /* The streaming paths skip deleted positions chunk by chunk
+  ** (stream_deleted); the others get the range written out and filtered. */
+  if ((topk || (mode == CS_ORDER_DISTINCT && !preds)) && fixed && limit > 0 && n > 1) {
+    if ((rc = range_stream(s, preds, keys, n_keys, mode, first, n, limit, rows, n_out, done)) != CS_OK)
+      return cs_err_set(err, rc, "colstore: out of memory ordering %llu rows", (unsigned long long)n);
+    if (*done) return CS_OK;
+  }
+  if (topk && n_keys > 1 && !cs_type_is_varlen(s->cols[keys[0].col].type) && limit > 0 && n > 1) {
+    if (range_candidates(s, preds, &keys[0], first, n, limit, rows, n_out, done) != CS_OK)
+      return cs_err_set(err, CS_ENOMEM, "colstore: out of memory ordering %llu rows", (unsigned long long)n);
+    if (*done) return cs_order_rows(s, keys, n_keys, mode, rows, n_out, limit, err);
+  }
+  return CS_OK;
+}
+
+cs_rc cs_order_select(const cs_selector *sel, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode,
+                      uint64_t first, uint64_t n, uint64_t *rows, uint64_t *n_out, uint64_t limit, bool *done,
+                      cs_err *err) {
+  const cs_store *s = cs__selector_store(sel);
+  *done = false;
+  cs_rc rc = order_args_check(s, keys, n_keys, mode, 0, err);
+  /* more rows than one call orders: the caller's selection may hold fewer */
+  if (rc != CS_OK || mode != CS_ORDER_SORT || n > UINT32_MAX) return rc;
+  if (limit == 0) {
+    *n_out = 0, *done = true;
+    return CS_OK;
+  }
+  return range_paths(s, cs__selector_preds(sel), keys, n_keys, mode, first, n, rows, n_out, limit, done, err);
+}
+
 cs_rc cs_order_range(const cs_store *s, const cs_order_key *keys, uint32_t n_keys, cs_order_mode mode,
                      uint64_t first, uint64_t n, uint64_t *rows, uint64_t *n_out, uint64_t limit,
                      cs_err *err) {
   cs_rc rc = order_args_check(s, keys, n_keys, mode, n, err);
   if (rc != CS_OK) return rc;
-  bool fixed = n_keys > 0;
-  for (uint32_t i = 0; i < n_keys; i++) fixed &= !cs_type_is_varlen(s->cols[keys[i].col].type);
-  bool topk = topk_fits(mode, limit, n);
-  /* The streaming paths skip deleted positions chunk by chunk
-  ** (stream_deleted); the others get the range written out and filtered. */
-  if ((topk || mode == CS_ORDER_DISTINCT) && fixed && limit > 0 && n > 1) {
-    bool done;
-    if ((rc = range_stream(s, keys, n_keys, mode, first, n, limit, rows, n_out, &done)) != CS_OK)
-      return cs_err_set(err, rc, "colstore: out of memory ordering %llu rows", (unsigned long long)n);
-    if (done) return CS_OK;
-  }
-  if (topk && n_keys > 1 && !cs_type_is_varlen(s->cols[keys[0].col].type) && limit > 0 && n > 1) {
-    bool done;
-    if (range_candidates(s, &keys[0], first, n, limit, rows, n_out, &done) != CS_OK)
-      return cs_err_set(err, CS_ENOMEM, "colstore: out of memory ordering %llu rows", (unsigned long long)n);
-    if (done) return cs_order_rows(s, keys, n_keys, mode, rows, n_out, limit, err);
-  }
+  bool done;
+  if ((rc = range_paths(s, NULL, keys, n_keys, mode, first, n, rows, n_out, limit, &done, err)) != CS_OK ||
+      done)
+    return rc;
   for (uint64_t j = 0; j < n; j++) rows[j] = first + j;
   *n_out = cs_store_filter_deleted(s, rows, n);
   return cs_order_rows(s, keys, n_keys, mode, rows, n_out, limit, err);

@@ -46,8 +46,9 @@ struct cs__derived {
   void (*free)(cs__derived *self);
 };
 /* The slots, one per layer that derives: a layer owns its slot, so two
-** layers never contend for one (kernels: cs_codes.c; analytics: cs_agg.c). */
-enum { CS__DERIVED_KERNELS, CS__DERIVED_ANALYTICS, CS__DERIVED_SLOTS };
+** layers never contend for one (kernels: cs_codes.c; analytics: cs_agg.c;
+** ordering's NaN knowledge per record: analytics/cs_order.c). */
+enum { CS__DERIVED_KERNELS, CS__DERIVED_ANALYTICS, CS__DERIVED_ORDER, CS__DERIVED_SLOTS };
 
 /* A record's deletions as the readers use them (cs_delete.c). */
 typedef struct cs__dels {

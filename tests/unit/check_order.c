@@ -1117,6 +1117,52 @@ static void prune_store(ostore *o, uint64_t n_recs, uint64_t rec, uint64_t seed)
   o->s = ut_open_ok(o->sc.path, CS_VERIFY_FULL, "prune store");
 }
 
+/* The reference tests' setup: the thread team from 2^14 rows, the kernel
+** configuration kept in saved, prune_store's store with deletions (del 0:
+** none, 1: committed, 2: pending).  Undone by prune_teardown. */
+static void prune_setup(ostore *o, uint64_t n_recs, uint64_t rec, uint64_t seed, int del,
+                        cs_kernel_config *saved) {
+  cs__order_tuning tuning;
+  cs__order_tuning_default(&tuning);
+  tuning.team_min = 1u << 14;
+  cs__order_tuning_set(&tuning);
+  cs_kernel_config_get(saved);
+  prune_store(o, n_recs, rec, seed);
+  if (del > 0) ostore_delete(o, 200, seed + 1, del == 1);
+}
+
+static void prune_teardown(ostore *o, const cs_kernel_config *saved) {
+  cs_kernel_config_set(saved);
+  cs__order_tuning_set(NULL);
+  ostore_free(o);
+}
+
+/* A trial's range [*first, + *n) (the whole store in the first four) and
+** keys (one or two, returned). */
+static uint32_t prune_trial(ut_rng *rng, uint64_t N, int trial, uint64_t *first, uint64_t *n,
+                            cs_order_key keys[2]) {
+  *first = trial < 4 ? 0 : ut_rng_below(rng, N / 2);
+  *n = trial < 4 ? N : N / 8 + ut_rng_below(rng, N - *first - N / 8);
+  for (int i = 0; i < 2; i++) {
+    keys[i].col = (uint32_t)ut_rng_below(rng, N_PRUNE);
+    keys[i].desc = ut_rng_below(rng, 2) != 0;
+  }
+  return 1 + (uint32_t)ut_rng_below(rng, 2);
+}
+
+/* Fails unless got[0, ng) are the reference's first min(nl, limit) rows. */
+static void prune_check(const uint64_t *got, uint64_t ng, const uint64_t *live, uint64_t nl, const ref *r,
+                        uint64_t limit, const cs_order_key *keys, uint32_t nk, const char *what) {
+  uint64_t want = nl < limit ? nl : limit;
+  bool bad = ng != want;
+  for (uint64_t t = 0; t < want && !bad; t++) bad = got[t] != live[r->sorted[t]];
+  if (bad)
+    ck_abort_msg("%s, keys %s%s %s%s, limit %" PRIu64 " (path %s): differs from the reference", what,
+                 prune_cols[keys[0].col].name, keys[0].desc ? " DESC" : "",
+                 nk > 1 ? prune_cols[keys[1].col].name : "", nk > 1 && keys[1].desc ? " DESC" : "", limit,
+                 cs__order_last_path());
+}
+
 /* cs_order_range's pruned top-k against the naive reference (qsort of the
 ** live rows by SQLite's rules, ties by position): one and two keys (the
 ** first prunes; two keys of one code), ASC and DESC, limits from 1 to
@@ -1125,24 +1171,16 @@ static void prune_store(ostore *o, uint64_t n_recs, uint64_t rec, uint64_t seed)
 START_TEST(test_order_range_pruned_topk_matches_reference) {
   uint64_t seed = 0x26A + (uint64_t)_i, rec = 8192, n_recs = 40,
            N = rec * n_recs; /* threads from 262,144 rows */
-  cs__order_tuning tuning;
-  cs__order_tuning_default(&tuning);
-  tuning.team_min = 1u << 14;
-  cs__order_tuning_set(&tuning);
   cs_kernel_config saved;
-  cs_kernel_config_get(&saved);
   ostore o;
-  prune_store(&o, n_recs, rec, seed);
-  if (_i > 0) ostore_delete(&o, 200, seed + 1, _i == 1);
+  prune_setup(&o, n_recs, rec, seed, _i, &saved);
   uint64_t *live = malloc(N * 8), *got = malloc(N * 8);
   ck_assert(live && got);
   ut_rng rng = ut_rng_seed(seed);
   for (int trial = 0; trial < 12; trial++) {
-    uint64_t first = trial < 4 ? 0 : ut_rng_below(&rng, N / 2),
-             n = trial < 4 ? N : N / 8 + ut_rng_below(&rng, N - first - N / 8);
-    cs_order_key keys[2] = {{(uint32_t)ut_rng_below(&rng, N_PRUNE), ut_rng_below(&rng, 2) != 0},
-                            {(uint32_t)ut_rng_below(&rng, N_PRUNE), ut_rng_below(&rng, 2) != 0}};
-    uint32_t nk = 1 + (uint32_t)ut_rng_below(&rng, 2);
+    uint64_t first, n;
+    cs_order_key keys[2];
+    uint32_t nk = prune_trial(&rng, N, trial, &first, &n, keys);
     uint64_t nl = 0;
     for (uint64_t j = 0; j < n; j++)
       if (!cs_store_row_deleted(o.s, first + j)) live[nl++] = first + j;
@@ -1152,37 +1190,112 @@ START_TEST(test_order_range_pruned_topk_matches_reference) {
     for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++)
       for (int threads = 1; threads <= 4; threads *= 2) {
         cs_kernel_config_set(&(cs_kernel_config){.threads = threads, .prefetch = -1});
-        uint64_t ng = 0, want = nl < limits[l] ? nl : limits[l], runs0, runs1, helped, alone;
+        uint64_t ng = 0, runs0, runs1, helped, alone;
         cs__team_stats(&runs0, &helped, &alone);
         ck_assert(cs_order_range(o.s, keys, nk, CS_ORDER_SORT, first, n, got, &ng, limits[l], NULL) == CS_OK);
         cs__team_stats(&runs1, &helped, &alone);
         if (threads > 1 && trial < 4 && runs1 == runs0)
           ck_abort_msg("trial %d, %d threads: the pruned top-k did not run on the team", trial, threads);
-        bool bad = ng != want;
-        for (uint64_t t = 0; t < want && !bad; t++) bad = got[t] != live[r.sorted[t]];
-        if (bad)
-          ck_abort_msg("seed %" PRIu64 " trial %d: rows [%" PRIu64 ", +%" PRIu64
-                       "), keys %s%s %s%s, limit %" PRIu64
-                       ", %d threads (path %s): differs from the reference",
-                       seed, trial, first, n, prune_cols[keys[0].col].name, keys[0].desc ? " DESC" : "",
-                       nk > 1 ? prune_cols[keys[1].col].name : "", nk > 1 && keys[1].desc ? " DESC" : "",
-                       limits[l], threads, cs__order_last_path());
+        char what[160];
+        snprintf(what, sizeof what, "seed %" PRIu64 " trial %d: rows [%" PRIu64 ", +%" PRIu64 "), %d threads",
+                 seed, trial, first, n, threads);
+        prune_check(got, ng, live, nl, &r, limits[l], keys, nk, what);
       }
     ref_free(&r);
   }
-  cs_kernel_config_set(&saved);
-  cs__order_tuning_default(&tuning);
-  cs__order_tuning_set(&tuning);
+  prune_teardown(&o, &saved);
   free(live), free(got);
-  ostore_free(&o);
+}
+END_TEST
+
+/* cs_order_select (the pruned top-k under predicates) against the
+** reference over the rows cs_pred_eval selects: range, IN, IS NULL and NOT
+** NULL predicates on the key and on other columns (one, two or none
+** undecided by the zone maps), one and two keys ASC and DESC, limits from
+** 1 to n / 32, sub-ranges, 1 and 2 threads, committed deletions (_i 1). */
+START_TEST(test_order_select_pruned_topk_matches_reference) {
+  uint64_t seed = 0x26B + (uint64_t)_i, rec = 4096, n_recs = 48, N = rec * n_recs;
+  cs_kernel_config saved;
+  ostore o;
+  prune_setup(&o, n_recs, rec, seed, _i, &saved);
+  uint64_t *live = malloc(N * 8), *got = malloc(N * 8);
+  uint8_t *mask = malloc(N);
+  ck_assert(live && got && mask);
+  ut_rng rng = ut_rng_seed(seed);
+  for (int trial = 0; trial < 16; trial++) {
+    uint64_t first, n;
+    cs_order_key keys[2];
+    uint32_t nk = prune_trial(&rng, N, trial, &first, &n, keys);
+    cs_value set[3];
+    cs_pred preds[2];
+    uint32_t np = 1 + (uint32_t)ut_rng_below(&rng, 2);
+    for (uint32_t q = 0; q < np; q++) {
+      uint32_t col = q == 0 && ut_rng_below(&rng, 2) ? keys[0].col : (uint32_t)ut_rng_below(&rng, N_PRUNE);
+      int64_t v = (int64_t)ut_rng_below(&rng, 61) - 30;
+      cs_pred *pr = &preds[q];
+      memset(pr, 0, sizeof *pr);
+      pr->col = col;
+      pr->a = (cs_value){.kind = CS_VAL_INT, .i = v};
+      pr->b = (cs_value){.kind = CS_VAL_INT, .i = v + (int64_t)ut_rng_below(&rng, 20)};
+      switch (ut_rng_below(&rng, 6)) {
+        case 0: pr->op = CS_CMP_LT; break;
+        case 1: pr->op = CS_CMP_GE; break;
+        case 2: pr->op = CS_CMP_BETWEEN; break;
+        case 3:
+          pr->op = CS_CMP_IN, pr->set = set, pr->n_set = 3;
+          for (int m = 0; m < 3; m++) set[m] = (cs_value){.kind = CS_VAL_INT, .i = v + m * 3};
+          break;
+        case 4: pr->op = CS_CMP_NOTNULL; break;
+        default: pr->op = CS_CMP_NE; break;
+      }
+    }
+    cs_selector *sel;
+    ck_assert(cs_selector_new(o.s, preds, np, &sel, NULL) == CS_OK);
+    cs_pred_eval(o.s, preds, np, first, n, mask, NULL);
+    uint64_t nl = 0;
+    for (uint64_t j = 0; j < n; j++)
+      if (mask[j] && !cs_store_row_deleted(o.s, first + j)) live[nl++] = first + j;
+    ref r;
+    ref_build(&r, o.s, keys, nk, live, nl);
+    const uint64_t limits[] = {1, 3, 10, 100, n / 32};
+    for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++)
+      for (int threads = 1; threads <= 2; threads++) {
+        cs_kernel_config_set(&(cs_kernel_config){.threads = threads, .prefetch = -1});
+        uint64_t ng = 0;
+        bool done = false;
+        ck_assert(cs_order_select(sel, keys, nk, CS_ORDER_SORT, first, n, got, &ng, limits[l], &done, NULL) ==
+                  CS_OK);
+        if (!done) { /* the caller's way: the selection, then cs_order_rows */
+          memcpy(got, live, nl * 8);
+          ng = nl;
+          ck_assert(cs_order_rows(o.s, keys, nk, CS_ORDER_SORT, got, &ng, limits[l], NULL) == CS_OK);
+        }
+        ck_assert_msg(done || limits[l] > n / 32 || (nk > 1 && nl < limits[l]),
+                      "trial %d: limit %" PRIu64 " not taken (%u keys, %" PRIu64 " rows selected)", trial,
+                      limits[l], nk, nl);
+        char what[160];
+        snprintf(what, sizeof what,
+                 "seed %" PRIu64 " trial %d: rows [%" PRIu64 ", +%" PRIu64
+                 "), %u preds (op %d on %s), %d threads",
+                 seed, trial, first, n, np, (int)preds[0].op, prune_cols[preds[0].col].name, threads);
+        prune_check(got, ng, live, nl, &r, limits[l], keys, nk, what);
+      }
+    ref_free(&r);
+    cs_selector_free(sel);
+  }
+  prune_teardown(&o, &saved);
+  free(live), free(got), free(mask);
 }
 END_TEST
 
 /* Pruning reads few records where the zone maps allow: a sorted key (ASC
 ** and DESC) reads the record holding the answer and at most the next one
-** whose bound ties it; a uniform key DESC reads a small share; a float key
-** ASC reads every record (one that may hold a NaN, read as NULL, cannot be
-** ruled out by its min). */
+** whose bound ties it; a uniform key DESC reads a small share; so does a
+** float key ASC (a record that may hold a NaN, read as NULL, is scanned for
+** one the first time its min would rule it out, and the answer is kept on
+** the snapshot), until a NaN is there: then its record is read and its row
+** comes first; under a predicate, the records it rules out by their zone
+** maps are not read. */
 START_TEST(test_order_range_pruned_topk_skips_records) {
   uint64_t N = 64 * 4096, k = 10;
   ostore o;
@@ -1212,7 +1325,7 @@ START_TEST(test_order_range_pruned_topk_skips_records) {
     uint32_t col;
     bool desc;
     uint64_t most;
-  } cases[] = {{0, false, 2}, {0, true, 2}, {1, true, 16}, {1, false, 16}, {2, false, 64}};
+  } cases[] = {{0, false, 2}, {0, true, 2}, {1, true, 16}, {1, false, 16}, {2, false, 16}, {2, false, 16}};
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     cs_order_key key = {cases[c].col, cases[c].desc};
     uint64_t ng = 0;
@@ -1230,6 +1343,44 @@ START_TEST(test_order_range_pruned_topk_skips_records) {
           ck_assert_uint_eq(rows[t], row);
       for (; t < k; t++) ck_assert_uint_eq(rows[t], t);
     }
+  }
+  /* under s < 1000 (rows 0 .. 2999: the first records), f DESC: the zone
+  ** maps of s rule out all but the first record or so */
+  cs_pred lt = {.col = 0, .op = CS_CMP_LT, .a = {.kind = CS_VAL_INT, .i = 1000}};
+  cs_selector *sel;
+  ck_assert(cs_selector_new(o.s, &lt, 1, &sel, NULL) == CS_OK);
+  cs_order_key fd = {2, true};
+  uint64_t ng = 0;
+  bool done = false;
+  ck_assert(cs_order_select(sel, &fd, 1, CS_ORDER_SORT, 0, N, rows, &ng, k, &done, NULL) == CS_OK);
+  ck_assert(done && ng == k);
+  for (uint64_t t = 0; t < k; t++) ck_assert_uint_lt(rows[t], 3000);
+  cs__order_last_prune(&visited, &skipped);
+  ck_assert_msg(visited <= 1, "%" PRIu64 " records read under the predicate", visited);
+  cs_selector_free(sel);
+  ostore_free(&o);
+  /* a NaN in record 40 (row 40 * 4096 + 7): first ASC, and its record read */
+  o.sc = ut_scratch_new();
+  ck_assert(cs_writer_create(o.sc.path, &schema, &opt, &w, &err) == CS_OK);
+  ck_assert(cs_batch_new(&schema, &b, &err) == CS_OK);
+  for (uint64_t i = 0; i < N; i++) {
+    ck_assert(cs_batch_put_i64(b, 0, (int64_t)(i / 3), &err) == CS_OK);
+    ck_assert(cs_batch_put_i64(b, 1, 0, &err) == CS_OK);
+    ck_assert(cs_batch_put_f64(b, 2, i == 40 * 4096 + 7 ? NAN : (double)ut_rng_below(&g, 1000000) / 7,
+                               &err) == CS_OK);
+    cs_batch_end_row(b);
+  }
+  ck_assert(cs_writer_write(w, b, &err) == CS_OK);
+  ck_assert(cs_writer_commit(w, &err) == CS_OK);
+  cs_batch_free(b);
+  o.s = ut_open_ok(o.sc.path, CS_VERIFY_FULL, "nan store");
+  for (int again = 0; again < 2; again++) {
+    cs_order_key fa = {2, false};
+    ck_assert(cs_order_range(o.s, &fa, 1, CS_ORDER_SORT, 0, N, rows, &ng, k, NULL) == CS_OK);
+    ck_assert_uint_eq(ng, k);
+    ck_assert_uint_eq(rows[0], 40 * 4096 + 7);
+    cs__order_last_prune(&visited, &skipped);
+    ck_assert_msg(visited <= 16, "%" PRIu64 " records read with one NaN", visited);
   }
   free(rows);
   ostore_free(&o);
@@ -1325,6 +1476,7 @@ int main(void) {
   tcase_set_timeout(tp, 600);
   tcase_add_loop_test(tp, test_order_range_pruned_topk_matches_reference, 0, 3);
   tcase_add_test(tp, test_order_range_pruned_topk_skips_records);
+  tcase_add_loop_test(tp, test_order_select_pruned_topk_matches_reference, 0, 2);
   suite_add_tcase(s, tp);
   return ut_run_suite(s);
 }
