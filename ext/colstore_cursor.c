@@ -45,7 +45,12 @@
 **
 ** Batches are sized by colstore_config('batch_bytes') across the mask, the
 ** positions and the buffers; every buffer is allocated once per cursor
-** and grown only when a later filter needs more, never per batch.  The
+** and grown only when a later filter needs more, never per batch.  A
+** FILTERED batch's mask and positions share the buffers' block, a big
+** block that the next query gets back without a page fault (cs_alloc.c's
+** kept blocks): as separate mallocs they were fresh memory every query,
+** and writing the mask faulted every 4 KiB page of it (75% of a sparse
+** query's page faults, docs/performance.md).  The
 ** positions of a mask-gathered batch are compacted only if someone asks
 ** for them (xRowid, or a column read in place), so `count(*) WHERE ...`
 ** never computes them.  OFFSET skips and LIMIT stops on the rows produced,
@@ -77,10 +82,8 @@ typedef enum { SEL_RANGE, SEL_FILTERED, SEL_LIST } sel_shape;
 ** two, so the worker can select the next batch into one while SQLite reads
 ** the other; LIST uses the first one's buffers. */
 typedef struct csx_batch_buf {
-  uint8_t *mask; /* FILTERED: the batch's mask */
-  uint64_t mask_cap;
-  uint64_t *pos; /* FILTERED: the batch's positions, once computed */
-  uint64_t pos_cap;
+  uint8_t *mask;                 /* FILTERED: the batch's mask (in mem) */
+  uint64_t *pos;                 /* FILTERED: the batch's positions, once computed (in mem) */
   cs_gather_target *targets;     /* n_cols slots; n_targets used: a buffer per column read */
   cs_gather_target *job_targets; /* n_cols slots: the ones the kernel fills */
   uint8_t *mem;                  /* every buffer, in one block */
@@ -238,8 +241,6 @@ int csx_close(sqlite3_vtab_cursor *cur) {
   cursor_clear_filter(pCur);
   cs_mem_big_free(pCur->pos);
   for (int i = 0; i < 2; i++) {
-    sqlite3_free(pCur->bufs[i].mask);
-    sqlite3_free(pCur->bufs[i].pos);
     sqlite3_free(pCur->bufs[i].targets);
     sqlite3_free(pCur->bufs[i].job_targets);
     sqlite3_free(pCur->bufs[i].bins);
@@ -641,6 +642,10 @@ static int buffers_prepare(csx_cursor *pCur, csx_batch_buf *b, uint64_t col_used
   }
   if (pCur->scatter)
     bytes += batch_rows * sizeof *b->scatter_pos; /* huge pages: a whole selection's may be 80 MB */
+  /* FILTERED: the mask and positions in the same block, so that a kept
+  ** block serves them too (see the essay above, on batches). */
+  bool filtered = pCur->shape == SEL_FILTERED;
+  if (filtered) bytes += ((batch_rows + 63) & ~(uint64_t)63) + batch_rows * sizeof *b->pos;
   pCur->n_targets = n;
   if (bytes + 64 > b->mem_bytes) {
     cs_mem_big_free(b->mem);
@@ -661,15 +666,15 @@ static int buffers_prepare(csx_cursor *pCur, csx_batch_buf *b, uint64_t col_used
   }
   b->is_list = false;
   b->counts = NULL;
+  b->mask = filtered ? p : NULL;
+  b->pos = filtered ? (uint64_t *)(void *)(p + ((batch_rows + 63) & ~(uint64_t)63)) : NULL;
   b->scatter_pos = pCur->scatter ? (uint64_t *)p : NULL;
   if (pCur->scatter)
     return csx_grow((void **)&b->scatter_scratch, &b->scratch_cap, pCur->counts.n_codes,
                     sizeof *b->scatter_scratch);
-  if (pCur->shape == SEL_LIST)
-    return pCur->list_sorted ? SQLITE_OK
-                             : csx_grow((void **)&b->bins, &b->bins_cap, batch_rows, sizeof *b->bins);
-  int rc = csx_grow((void **)&b->mask, &b->mask_cap, batch_rows, 1);
-  return rc != SQLITE_OK ? rc : csx_grow((void **)&b->pos, &b->pos_cap, batch_rows, sizeof *b->pos);
+  if (pCur->shape == SEL_LIST && !pCur->list_sorted)
+    return csx_grow((void **)&b->bins, &b->bins_cap, batch_rows, sizeof *b->bins);
+  return SQLITE_OK;
 }
 
 /* Bytes a row of a batch costs: its position, mask byte, record number

@@ -20,6 +20,16 @@
 ** 0.2-0.6x at mid densities, and Round 7 kept the all-ones memcpy because
 ** long runs regress 0.81x without it.
 **
+** A sparse gather (a thread's region selecting under one row in 16) goes
+** another way: 64 mask bytes are packed into a bitmap word without a
+** branch and only the set bits are copied (mask_segment_sparse).  At a few
+** percent most 8-row words are empty and the rest hold one row, so the
+** per-word classification mispredicts and the branchless store copies 8
+** lanes for one; at p = 0.05 the gather went from 0.51-0.70x of the raw
+** compaction loop to 1.05-1.14x (bench_kernels, docs/performance.md).
+** Deciding per region, from the count every kernel makes first, keeps the
+** branch out of the loop and leaves denser masks on the word path.
+**
 ** The gather prefetches the values a few hundred rows ahead, selected or
 ** not (CS__MASK_LOOKAHEAD): a sparse mask touches lines too far apart for
 ** the hardware prefetcher to follow.
@@ -248,6 +258,37 @@ CS__INLINE void mask_segment(size_t W, bool V, const uint8_t *mask, uint64_t a, 
   *kp = k;
 }
 
+/* A sparse region's part of a record (the same arguments as mask_segment):
+** 64 rows at a time, their mask bytes packed into one bitmap word without a
+** branch, then only the selected rows copied, one per set bit.  The word
+** path above classifies every 8 rows (a branch that a mask of a few percent
+** mispredicts) and stores 8 lanes for a word of one row.  The values 256
+** rows ahead are prefetched, every line, as above. */
+CS__INLINE void mask_segment_sparse(size_t W, bool V, const uint8_t *mask, uint64_t a, uint64_t b,
+                                    const uint8_t *src, const uint8_t *validity, uint64_t local_a,
+                                    uint8_t *restrict out, uint8_t *restrict ov, uint64_t *kp) {
+  uint64_t k = *kp;
+  for (uint64_t i = a; i < b; i += 64) {
+    uint64_t len = b - i < 64 ? b - i : 64;
+    if (b - i > 8 * CS__MASK_LOOKAHEAD + 64)
+      for (size_t l = 0; l < W; l++) __builtin_prefetch(src + (i - a + 8 * CS__MASK_LOOKAHEAD) * W + 64 * l);
+    uint64_t bits = 0;
+    for (unsigned w = 0; 8 * w < len; w++)
+      bits |= (uint64_t)cs__pack8(mask_word(mask, i + 8 * w, b)) << (8 * w);
+    for (; bits; bits &= bits - 1) {
+      unsigned j = (unsigned)__builtin_ctzll(bits);
+      memcpy(out + k * W, src + (i - a + j) * W, W);
+      if (V) ov[k] = cs__valid_bit(validity, local_a + (i - a) + j);
+      k++;
+    }
+  }
+  *kp = k;
+}
+
+/* A region selecting fewer than one row in this many goes the sparse way
+** (mask_segment_sparse). */
+#define CS__MASK_SPARSE_RATIO 16
+
 /* Mask span [i0, i1) (rows first + i) into the output region at out/ov of
 ** exactly cap elements. */
 CS__INLINE void mask_body(const cs_store *s, uint32_t col, size_t W, bool V, const uint8_t *mask,
@@ -256,13 +297,17 @@ CS__INLINE void mask_body(const cs_store *s, uint32_t col, size_t W, bool V, con
   const uint64_t *fr = s->first_rows;
   uint32_t nc = s->schema.n_cols;
   uint64_t r = cs__locate(s, first + i0), k = 0, i = i0;
+  bool sparse = cap < (i1 - i0) / CS__MASK_SPARSE_RATIO;
   while (i < i1 && k < cap) {
     uint64_t lo = fr[r], end = fr[r + 1] - first; /* end of the record, in mask indices */
     uint64_t b = end < i1 ? end : i1;
     const cs_chunk *ch = s->chunks + r * nc + col;
     uint64_t local = first + i - lo;
-    mask_segment(W, V, mask, i, b, (const uint8_t *)ch->data + local * W, ch->validity, local, out, ov, &k,
-                 cap);
+    const uint8_t *src = (const uint8_t *)ch->data + local * W;
+    if (sparse)
+      mask_segment_sparse(W, V, mask, i, b, src, ch->validity, local, out, ov, &k);
+    else
+      mask_segment(W, V, mask, i, b, src, ch->validity, local, out, ov, &k, cap);
     i = b;
     r++;
   }

@@ -199,6 +199,40 @@ class TextPredicates(unittest.TestCase):
         finally:
             self.con.execute("SELECT colstore_config('threads', 1)")
 
+    def test_sparse_batches_over_pending_inserts(self):
+        """Sparse TEXT selections (a value on a few percent of the rows, an
+        IN list of such values) delivered in many small batches, so that
+        each batch's mask and positions are laid out again and the next
+        batch is selected on the worker; over the deleted and updated table
+        with rows inserted in the open transaction (not yet committed), as
+        count/sum and as rows by rowid, both ways, under LIMIT/OFFSET."""
+        rng = random.Random(SEED + 50)
+        default_batch = self.con.execute("SELECT colstore_config('batch_bytes')").fetchone()[0]
+        extra = draw_rows(SEED + 51, 3000)
+        self.con.execute("SELECT colstore_config('batch_bytes', 65536)")
+        self.con.execute("BEGIN")
+        try:
+            first = self.con.execute("SELECT max(rowid) + 1 FROM cm").fetchone()[0]
+            self.con.executemany("INSERT INTO nm(rowid, %s) VALUES (?, ?, ?, ?, ?, ?, ?)" % COLS,
+                                 [(first + i,) + r for i, r in enumerate(extra)])
+            self.con.executemany("INSERT INTO cm(%s) VALUES (?, ?, ?, ?, ?, ?)" % COLS, extra)
+            d = cstest.Differ(self, self.con, {"T": "nm"}, [("pending", {"T": "cm"})], SEED)
+            for _ in range(N_QUERIES // 4):
+                v = cstest.sql_literal(rng.choice(FEW))
+                w = rng.choice(["few = %s" % v, "mixed = 'ORD'", "few IN (%s, 'abd')" % v,
+                                "mixed IN ('ORD', %s)" % v, "few = %s AND x > %d" % (v, rng.randrange(-50, 50))])
+                lim = "LIMIT %d OFFSET %d" % (rng.randrange(1, 400), rng.randrange(0, 3000))
+                sql = rng.choice(["SELECT count(*), sum(x), sum(k), max(few) FROM {T} WHERE " + w,
+                                  "SELECT rowid, k, x, few, mixed FROM {T} WHERE %s ORDER BY rowid %s" % (w, lim),
+                                  "SELECT rowid, x FROM {T} WHERE %s ORDER BY rowid DESC %s" % (w, lim)])
+                d.same(sql, ordered="ORDER BY" in sql)
+            self.assertGreaterEqual(d.n_queries, N_QUERIES // 4)
+        finally:
+            self.con.execute("ROLLBACK")
+            self.con.execute("SELECT colstore_config('batch_bytes', ?)", (default_batch,))
+        self.assertEqual(self.con.execute("SELECT count(*) FROM cm").fetchone(),
+                         self.con.execute("SELECT count(*) FROM nm").fetchone())
+
     def test_text_predicates_are_taken(self):
         """The plan takes =, ranges and IN on TEXT (else nothing here would
         reach the kernels), and a record of few values is read by its codes:
