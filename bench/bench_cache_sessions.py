@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench_cache_sessions.py - cache=map against cache=memory over whole sessions.
+"""bench_cache_sessions.py - cache=map, cache=memory and cache=auto over whole sessions.
 
 WHY.  Issue 26 asks for the default `cache` setting to be chosen by
 measurement.  bench_busy.py times single queries in set situations (back to
@@ -20,9 +20,16 @@ times sessions, each a fresh process, the way users run them:
 
 A session's time is the open (CREATE VIRTUAL TABLE) plus its queries, the
 pauses left out.  Every session runs once per cache setting per round, the
-two settings in alternating order, so the host's drift hits both.  The
-answers of the two settings must be equal (refresh: each step's count and
-sum), else the bench exits nonzero before reporting.
+settings in an order rotated from round to round, so the host's drift hits
+each.  The answers of all settings must be equal (refresh: each step's
+count and sum), else the bench exits nonzero before reporting.
+
+cache=auto (the third variant) starts on the mapping and copies the store
+once the table has proved long-lived (core/store/cs_cache.c); the question
+this bench answers is whether it gets the better of the other two in every
+session.  --busy keeps one core busy with a spinning process for the whole
+run (bench_busy.py's spinner), the state of a host where something else
+runs beside the session.
 
 Data: bench_busy.py's table (10M rows: a REAL uniform, b INTEGER 0..999, c
 REAL normal, d INT32), made when missing; the refresh session works on a
@@ -32,6 +39,7 @@ copy of the store, made fresh for each run.
 """
 import argparse
 import json
+import multiprocessing
 import os
 import shutil
 import statistics
@@ -53,6 +61,7 @@ QUERIES = [
 ]
 ONESHOT = [0, 1, 3]
 SESSIONS = ("interactive", "oneshot", "refresh")
+CACHES = ("map", "memory", "auto")
 
 
 def timed(con, sql):
@@ -91,6 +100,7 @@ def child(a):
             out["queries"].append(ms)
             out["answers"].append(rows)
         writer.close()
+    out["effective"] = json.loads(con.execute("SELECT colstore_info('t')").fetchone()[0])["cache"]["effective"]
     con.close()
     print(json.dumps(out))
 
@@ -110,7 +120,9 @@ def main():
     ap.add_argument("--pause", type=float, default=1.0, help="think time before each interactive query (s)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--session", choices=SESSIONS, help=argparse.SUPPRESS)
-    ap.add_argument("--cache", choices=("map", "memory"), help=argparse.SUPPRESS)
+    ap.add_argument("--cache", choices=CACHES, help=argparse.SUPPRESS)
+    ap.add_argument("--busy", action="store_true", help="a spinning process keeps one core busy throughout")
+    ap.add_argument("--sessions", default=",".join(SESSIONS), help="which sessions to run (comma-separated)")
     ap.add_argument("--store", help=argparse.SUPPRESS)
     ap.add_argument("--query", type=int, default=0, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -118,14 +130,34 @@ def main():
         return child(a)
     _, _, store = bench_busy.data_files(a)
     bench_busy.warm_file(store)
+    spinner = None
+    if a.busy:
+        ctx = multiprocessing.get_context("fork")
+        ready = ctx.Event()
+        spinner = ctx.Process(target=bench_busy.spin, args=(ready,), daemon=True)
+        spinner.start()
+        ready.wait()
+    try:
+        totals, opens, detail, load, ends = measure(a, store)
+    finally:
+        if spinner:
+            spinner.terminate()
+            spinner.join()
+    report(a, store, totals, opens, detail, load, ends)
+
+
+def measure(a, store):
+    """Every session under every setting, a.rounds times, order rotated."""
     scratch = store + ".refresh.cst"
     totals = {}  # (session, cache) -> [session ms]
     opens = {}
     detail = {}  # (session, cache) -> [[query ms]]
     load = [bench_busy.loadavg().split()[0]]
+    ends = {}  # (session, cache) -> {effective cache at the session's end: count}
     for rnd in range(a.rounds):
-        for session in SESSIONS:
-            order = ("map", "memory") if (rnd + SESSIONS.index(session)) % 2 == 0 else ("memory", "map")
+        for session in a.sessions.split(","):
+            k = (rnd + SESSIONS.index(session)) % len(CACHES)
+            order = CACHES[k:] + CACHES[:k]
             answers = {}
             for cache in order:
                 if session == "oneshot":
@@ -140,31 +172,44 @@ def main():
                 totals.setdefault((session, cache), []).append(total)
                 opens.setdefault((session, cache), []).extend(r["open_ms"] for r in runs)
                 detail.setdefault((session, cache), []).append([q for r in runs for q in r["queries"]])
-            if answers["map"] != answers["memory"]:
-                sys.exit("bench_cache_sessions: %s: cache=map and cache=memory answer differently:\n%r\n%r"
-                         % (session, answers["map"], answers["memory"]))
+                for r in runs:
+                    e = ends.setdefault((session, cache), {})
+                    e[r["effective"]] = e.get(r["effective"], 0) + 1
+            for cache in CACHES[1:]:
+                if answers[cache] != answers["map"]:
+                    sys.exit("bench_cache_sessions: %s: cache=map and cache=%s answer differently:\n%r\n%r"
+                             % (session, cache, answers["map"], answers[cache]))
         load.append(bench_busy.loadavg().split()[0])
     if os.path.exists(scratch):
         os.remove(scratch)
+    return totals, opens, detail, load, ends
+
+
+def report(a, store, totals, opens, detail, load, ends):
+    med = statistics.median
     size = os.path.getsize(store)
-    print("store %s, %.0f MB; %d rounds; pause %.1f s; load average %s" % (
-        store, size / 1e6, a.rounds, a.pause, " ".join(load)))
-    print("answers equal between cache=map and cache=memory in every session")
+    print("store %s, %.0f MB; %d rounds; pause %.1f s; %s; load average %s" % (
+        store, size / 1e6, a.rounds, a.pause, "one core busy (spinner)" if a.busy else "no spinner",
+        " ".join(load)))
+    print("answers equal between cache=map, memory and auto in every session")
     print()
-    print("%-12s %-7s %12s %16s %28s" % ("session", "cache", "open ms", "session ms", "min-max"))
-    for session in SESSIONS:
-        for cache in ("map", "memory"):
+    print("%-12s %-7s %12s %16s %24s  %s" % ("session", "cache", "open ms", "session ms", "min-max", "read at the end"))
+    sessions = a.sessions.split(",")
+    for session in sessions:
+        for cache in CACHES:
             t = totals[(session, cache)]
-            print("%-12s %-7s %12.1f %16.1f %28s" % (session, cache, statistics.median(opens[(session, cache)]),
-                                                   statistics.median(t), "%.1f-%.1f" % (min(t), max(t))))
-        r = statistics.median(totals[(session, "map")]) / statistics.median(totals[(session, "memory")])
-        print("%-12s map / memory = %.2fx" % ("", r))
+            end = ", ".join("%s %d" % kv for kv in sorted(ends[(session, cache)].items()))
+            print("%-12s %-7s %12.1f %16.1f %24s  %s" % (session, cache, med(opens[(session, cache)]), med(t),
+                                                       "%.1f-%.1f" % (min(t), max(t)), end))
+        m, n, u = (med(totals[(session, c)]) for c in CACHES)
+        print("%-12s map / memory = %.2fx, map / auto = %.2fx, memory / auto = %.2fx" % ("", m / n, m / u, n / u))
+    if "interactive" not in sessions:
+        return
     print()
     print("per query, medians (ms), interactive:")
     for i, (label, _) in enumerate(QUERIES):
-        m = statistics.median(d[i] for d in detail[("interactive", "map")])
-        n = statistics.median(d[i] for d in detail[("interactive", "memory")])
-        print("  %-36s map %8.1f  memory %8.1f  %5.2fx" % (label, m, n, m / n))
+        m, n, u = (med(d[i] for d in detail[("interactive", c)]) for c in CACHES)
+        print("  %-36s map %8.1f  memory %8.1f  auto %8.1f" % (label, m, n, u))
 
 
 if __name__ == "__main__":

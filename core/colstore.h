@@ -194,8 +194,11 @@ typedef struct cs_store cs_store;
 ** pages that went cold (docs/performance.md, "What else slows a query
 ** after a pause").  A store whose committed bytes exceed cs_cache_limit()
 ** is read through the mapping even when MEMORY is asked for, and
-** cs_store_cache_info says so and why. */
-typedef enum cs_cache { CS_CACHE_MAP = 0, CS_CACHE_MEMORY = 1 } cs_cache;
+** cs_store_cache_info says so and why.  AUTO opens and refreshes as MAP;
+** the caller, which knows when a statement starts and how long the table
+** has lived, asks cs_store_cache_promote for a MEMORY snapshot of the same
+** committed state once the table has proved long-lived (cs_cache.c). */
+typedef enum cs_cache { CS_CACHE_MAP = 0, CS_CACHE_MEMORY = 1, CS_CACHE_AUTO = 2 } cs_cache;
 
 /* Opens the last committed state of the store at path.  CS_ENOENT when the
 ** path does not exist, CS_ENOTSTORE when its first bytes are not a store,
@@ -226,8 +229,21 @@ void cs_store_cache_info(const cs_store *store, cs_cache_info *out);
 ** applies to opens and reopens from the next one. */
 void cs_cache_limit_set(uint64_t bytes);
 uint64_t cs_cache_limit(void);
-/* The cache's name: "map" or "memory". */
+/* The cache's name: "map", "memory" or "auto". */
 const char *cs_cache_name(cs_cache cache);
+/* cache=auto's size rule: whether a copy of bytes fits comfortably, i.e.
+** within cs_cache_limit() and within half of the memory the kernel reports
+** available now (MemAvailable of /proc/meminfo, else sysconf's available
+** pages).  When not, why says so. */
+bool cs_cache_auto_fits(uint64_t bytes, char *why, size_t cap);
+/* cache=auto: a snapshot of exactly store's committed state (same file,
+** generation and extent) that reads a private copy, in *out (a new
+** reference, cache requested AUTO, so its reopen after a commit is on the
+** mapping again).  *out is NULL, with why set and CS_OK, when the store is
+** not a single file on its mapping, fails cs_cache_auto_fits, or changed
+** while it was copied; CS_ENOMEM or CS_EIO when the copy failed.  store is
+** untouched either way: the caller keeps reading it. */
+cs_rc cs_store_cache_promote(const cs_store *store, cs_store **out, char *why, size_t cap, cs_err *err);
 /* Releases a reference: the one from an open, or one cs_store_reopen gave. */
 void cs_store_close(cs_store *store);
 

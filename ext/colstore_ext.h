@@ -42,6 +42,11 @@ typedef struct csx_snapshot {
   cs_store *store;     /* owned */
   int n_refs;          /* table + open cursors; freed at 0 */
   signed char *sorted; /* per column: 1 sorted, 0 not, -1 not yet known; owned */
+  /* cache=auto (colstore_snapshot.c): statements that read this snapshot,
+  ** when the last of them started, and whether a copy was tried. */
+  uint32_t n_reads;
+  uint64_t last_read_ns;
+  bool promote_tried;
 } csx_snapshot;
 
 /* Whether column col of the snapshot is non-decreasing with no NULLs
@@ -244,6 +249,10 @@ void csx_snapshot_release(csx_snapshot *snap);
 bool csx_schema_equal(const cs_schema *a, const cs_schema *b);
 /* Makes pTab->snap the newest committed state if no cursor is open. */
 int csx_table_refresh(csx_table *pTab);
+/* cache=auto: at a statement's start (after csx_table_refresh), counts a
+** read of pTab->snap and, when the table has proved long-lived, swaps it
+** for a copy of the same state; a failed copy leaves it as it was. */
+void csx_table_auto_cache(csx_table *pTab, bool writes_pending);
 /* A snapshot of a new store (one ref), NULL when out of memory. */
 csx_snapshot *csx_snapshot_new(cs_store *store);
 /* Replaces *pSnap with the store's last committed state when another

@@ -9,8 +9,28 @@
 ** committed state (cs_store_reopen), and only when no cursor is open.
 ** This file sits below the table, the cursors, writing and colstore_agg,
 ** which all take snapshots from it; it calls none of them.
+**
+** cache=auto (core/store/cs_cache.c has the why): a snapshot counts the
+** statements that read it and when the last one started.  At a
+** statement's start, a table on auto whose snapshot on the mapping was
+** read by a statement before (COLSTORE_CACHE_AUTO_READS, default 1) that
+** started at least COLSTORE_CACHE_AUTO_GAP_MS (default 200) ms ago, with
+** no cursor open and no write pending, is swapped for a copy of the same
+** committed state (cs_store_cache_promote).  Why these: a process that
+** asks one question never copies (the copy would be its whole cost), a
+** table refreshed before each statement by another connection's appends
+** never reads one snapshot twice, and the gap is the idle time after which
+** this VM's mapped pages were measured to have gone cold (200 ms:
+** docs/performance.md, "What else slows a query after a pause"), so a
+** script that runs statements back to back, which the mapping serves at
+** full speed, does not pay for a copy either.  A copy that fails (out of
+** memory, a read error, the size rule, a commit meanwhile) is not an
+** error: the statement reads the mapping, and the snapshot is not tried
+** again; its successor after a refresh may be.
 */
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "colstore_ext.h"
 
@@ -27,6 +47,9 @@ csx_snapshot *csx_snapshot_new(cs_store *store) {
   s->store = store;
   s->n_refs = 1;
   s->sorted = sorted;
+  s->n_reads = 0;
+  s->last_read_ns = 0;
+  s->promote_tried = false;
   return s;
 }
 
@@ -54,6 +77,41 @@ bool csx_schema_equal(const cs_schema *a, const cs_schema *b) {
         strcmp(a->cols[i].name, b->cols[i].name) != 0)
       return false;
   return true;
+}
+
+static uint64_t env_or(const char *name, uint64_t dflt) {
+  const char *z = getenv(name);
+  char *end;
+  unsigned long long v = z && *z ? strtoull(z, &end, 10) : 0;
+  return z && *z && !*end ? (uint64_t)v : dflt;
+}
+
+void csx_table_auto_cache(csx_table *pTab, bool writes_pending) {
+  csx_snapshot *snap = pTab->snap;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  if (pTab->cache == CS_CACHE_AUTO && !snap->promote_tried && pTab->n_open_cursors == 0 && !writes_pending &&
+      snap->n_reads >= env_or("COLSTORE_CACHE_AUTO_READS", 1) &&
+      now - snap->last_read_ns >= env_or("COLSTORE_CACHE_AUTO_GAP_MS", 200) * 1000000u) {
+    snap->promote_tried = true;
+    cs_store *store = NULL;
+    cs_err err = {0};
+    char why[192];
+    csx_snapshot *s = NULL;
+    if (cs_store_cache_promote(snap->store, &store, why, sizeof why, &err) == CS_OK && store &&
+        !(s = csx_snapshot_new(store)))
+      cs_store_close(store);
+    if (s) {
+      memcpy(s->sorted, snap->sorted, cs_store_schema(store)->n_cols);
+      s->n_reads = snap->n_reads;
+      s->promote_tried = true;
+      csx_snapshot_release(snap);
+      pTab->snap = snap = s;
+    }
+  }
+  snap->n_reads++;
+  snap->last_read_ns = now;
 }
 
 int csx_table_refresh(csx_table *pTab) {

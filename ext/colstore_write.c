@@ -545,8 +545,9 @@ int csx_table_read_snapshot(csx_table *pTab, csx_snapshot **out) {
   ** other connections append meanwhile show after COMMIT. */
   int rc = n_ins ? SQLITE_OK : csx_table_refresh(pTab);
   if (rc != SQLITE_OK) return rc;
-  csx_snapshot *snap = pTab->snap;
   uint64_t n_upd = updates_pending(pTab);
+  csx_table_auto_cache(pTab, n_ins > 0 || pTab->n_dels > 0 || n_upd > 0);
+  csx_snapshot *snap = pTab->snap;
   if (n_ins > 0 || pTab->n_dels > 0 || n_upd > 0) {
     /* The lists grow between views (a rollback that shrinks one drops the
     ** view), so the counts and the snapshot say whether the view is current. */

@@ -53,6 +53,27 @@
 ** reopen (an append must not make a working table fail).  A failed
 ** allocation is CS_ENOMEM like every other one in core, never a silent
 ** fall-back: the fault injector of cs_alloc.c covers it.
+**
+** cache=auto.  Neither setting is right for every session (docs/
+** performance.md, "The default cache setting"): the copy wins 1.6x for an
+** interactive session and loses for a process that asks one question or a
+** table that follows another connection's appends.  AUTO opens and
+** refreshes exactly as MAP; the SQL glue, which sees statements start and
+** knows how long the table has been read, calls cs_store_cache_promote
+** once the table has proved long-lived.  Promotion opens the path again as
+** MEMORY (the structures through a fresh mapping, the data by pread) and
+** keeps the result only if it is the same committed state, so a commit that
+** lands meanwhile never shows early; the old snapshot is not touched, so a
+** failed copy leaves the caller reading it.  The size rule is stricter than
+** MEMORY's limit because nobody asked for the copy: it must also fit in
+** half of what the kernel reports available at the time (MemAvailable),
+** so an automatic copy never pushes the host into reclaim.  A promoted
+** snapshot's reopen after a commit is AUTO again, that is on the mapping:
+** the next copy waits until the new state proves long-lived too (a table
+** that follows appends would otherwise copy the whole store per commit,
+** the 0.64x of cache=memory in that session).  A dataset stays on its
+** mappings under AUTO (its parts are shared across reopens, and promoting
+** them one by one is not done).
 */
 #include <errno.h>
 #include <stdatomic.h>
@@ -78,7 +99,38 @@ uint64_t cs_cache_limit(void) {
   return (uint64_t)pages * (uint64_t)page / 2;
 }
 
-const char *cs_cache_name(cs_cache cache) { return cache == CS_CACHE_MEMORY ? "memory" : "map"; }
+const char *cs_cache_name(cs_cache cache) {
+  return cache == CS_CACHE_MEMORY ? "memory" : cache == CS_CACHE_AUTO ? "auto" : "map";
+}
+
+/* Bytes the kernel reports available for new allocations without
+** swapping: MemAvailable, else the free pages sysconf knows; 0 unknown. */
+static uint64_t mem_available(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  char line[128];
+  unsigned long long kb = 0;
+  bool found = false;
+  while (f && !found && fgets(line, sizeof line, f)) found = sscanf(line, "MemAvailable: %llu kB", &kb) == 1;
+  if (f) fclose(f);
+  if (found) return (uint64_t)kb * 1024u;
+  long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+}
+
+bool cs_cache_auto_fits(uint64_t bytes, char *why, size_t cap) {
+  uint64_t limit = cs_cache_limit(), avail = mem_available();
+  if (bytes > limit) {
+    snprintf(why, cap, "the store's %llu committed bytes exceed the cache limit of %llu bytes",
+             (unsigned long long)bytes, (unsigned long long)limit);
+    return false;
+  }
+  if (bytes > avail / 2) {
+    snprintf(why, cap, "the store's %llu committed bytes exceed half of the %llu bytes of memory available",
+             (unsigned long long)bytes, (unsigned long long)avail);
+    return false;
+  }
+  return true;
+}
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -164,4 +216,25 @@ void cs_store_cache_info(const cs_store *s, cs_cache_info *out) {
       snprintf(out->why, sizeof out->why, "%.80s: %.100s", p->path, p->cache_why);
   }
   out->effective = all && s->n_parts ? CS_CACHE_MEMORY : CS_CACHE_MAP;
+}
+
+cs_rc cs_store_cache_promote(const cs_store *s, cs_store **out, char *why, size_t cap, cs_err *err) {
+  *out = NULL;
+  if (s->parts || s->view || s->copy) {
+    snprintf(why, cap, "%s", s->copy ? "already a copy" : "a dataset or a view with pending changes");
+    return CS_OK;
+  }
+  if (!cs_cache_auto_fits(s->data_end, why, cap)) return CS_OK;
+  cs_store *n = NULL;
+  cs_rc rc = cs__store_open_path(s->path, CS_VERIFY_HEADER, CS_CACHE_MEMORY, NULL, &n, err);
+  if (rc) return rc;
+  if (!n->copy || n->file_ino != s->file_ino || n->file_dev != s->file_dev ||
+      n->generation != s->generation || n->data_end != s->data_end) {
+    snprintf(why, cap, "%s", n->copy ? "the store changed while it was copied" : n->cache_why);
+    cs_store_close(n);
+    return CS_OK;
+  }
+  n->cache_req = CS_CACHE_AUTO;
+  *out = n;
+  return CS_OK;
 }
