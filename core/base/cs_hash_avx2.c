@@ -13,7 +13,7 @@
 ** difference is seen.  This file alone is compiled with -mavx2 (CMakeLists.txt, x86-64 only),
 ** and nothing in it runs unless the CPU and the OS say AVX2 is usable
 ** (__builtin_cpu_supports), so the binary stays portable.  Every XXH3 vector path gives
-** the same value (xxhash's promise; check_hash compares them), so a state
+** the same value (xxhash's promise; check_verified compares them), so a state
 ** may be updated by either.
 */
 #include "cs_base_internal.h"

@@ -210,10 +210,14 @@ cs_rc cs__verified_check_bytes(const cs_store *s, uint64_t rec, uint32_t col, co
   return chunk_bytes_check(s, rec, col, span, true, err);
 }
 
-cs_rc cs__verified_check_chunk(const cs_store *s, uint64_t rec, uint32_t col, bool advise, cs_err *err) {
+/* Where chunk (rec, col) of a single-file store lies in its mapping. */
+static const uint8_t *chunk_span(const cs_store *s, uint64_t rec, uint32_t col) {
   const cs_disk_chunk *dc = &s->disk_chunks[rec * s->schema.n_cols + col];
-  return chunk_bytes_check(s, rec, col, s->map + cs__chunk_base(&s->entries[rec], dc) + dc->chunk_offset,
-                           advise, err);
+  return s->map + cs__chunk_base(&s->entries[rec], dc) + dc->chunk_offset;
+}
+
+cs_rc cs__verified_check_chunk(const cs_store *s, uint64_t rec, uint32_t col, bool advise, cs_err *err) {
+  return chunk_bytes_check(s, rec, col, chunk_span(s, rec, col), advise, err);
 }
 
 static void damage_put(cs__damage_sink *sink, cs_damage *part, const cs_err *e) {
@@ -235,13 +239,26 @@ void cs__damage_note_file(cs__damage_sink *sink, const char *path, const cs_err 
   damage_put(sink, &part, e);
 }
 
+/* Chunk (r, c) was checked here: in the file's set and marked. */
+static void remember_checked(const cs_store *s, uint64_t r, uint32_t c) {
+  chunk_key k = key_of(s, r, c);
+  set_add(s->checks, &k);
+  mark(s, r, c);
+}
+
+/* Whether chunk (r, c) needs no check: marked, or checked by another
+** snapshot of the file (then marked here too). */
+static bool already_checked(const cs_store *s, uint64_t r, uint32_t c) {
+  if (atomic_load_explicit(&s->chunk_checked[r * s->schema.n_cols + c], memory_order_relaxed)) return true;
+  chunk_key k = key_of(s, r, c);
+  if (!set_has(s->checks, &k)) return false;
+  mark(s, r, c);
+  return true;
+}
+
 void cs__verified_mark_all(const cs_store *s) {
   for (uint64_t r = 0; r < s->n_records; r++)
-    for (uint32_t c = 0; c < s->schema.n_cols; c++) {
-      chunk_key k = key_of(s, r, c);
-      set_add(s->checks, &k);
-      mark(s, r, c);
-    }
+    for (uint32_t c = 0; c < s->schema.n_cols; c++) remember_checked(s, r, c);
 }
 
 /* Whether every chunk of the columns cols names (NULL: all) is checked. */
@@ -258,15 +275,10 @@ static cs_rc file_check(const cs_store *s, uint64_t rec_first, uint64_t rec_end,
   uint32_t nc = s->schema.n_cols;
   for (uint64_t r = rec_first; r < rec_end; r++)
     for (uint32_t c = 0; c < nc; c++) {
-      if ((cols && !cols[c]) || atomic_load_explicit(&s->chunk_checked[r * nc + c], memory_order_relaxed))
-        continue;
-      chunk_key k = key_of(s, r, c);
-      if (!set_has(s->checks, &k)) {
-        cs_rc rc = cs__verified_check_chunk(s, r, c, true, err);
-        if (rc) return rc;
-        set_add(s->checks, &k);
-      }
-      mark(s, r, c);
+      if ((cols && !cols[c]) || already_checked(s, r, c)) continue;
+      cs_rc rc = cs__verified_check_chunk(s, r, c, true, err);
+      if (rc) return rc;
+      remember_checked(s, r, c);
     }
   return CS_OK;
 }
@@ -329,18 +341,11 @@ cs_rc cs__chunk_to_check(const cs_store *s, uint64_t rec, uint32_t col, const ui
                          uint64_t *out_n, cs_err *err) {
   *out_span = NULL, *out_n = 0;
   const cs_store *f = file_of(s, &rec);
-  uint32_t nc = f->schema.n_cols;
-  if (atomic_load_explicit(&f->chunk_checked[rec * nc + col], memory_order_relaxed)) return CS_OK;
-  chunk_key k = key_of(f, rec, col);
-  if (set_has(f->checks, &k)) {
-    mark(f, rec, col);
-    return CS_OK;
-  }
-  const cs_disk_chunk *dc = &f->disk_chunks[rec * nc + col];
-  const uint8_t *span = f->map + cs__chunk_base(&f->entries[rec], dc) + dc->chunk_offset;
+  if (already_checked(f, rec, col)) return CS_OK;
+  const uint8_t *span = chunk_span(f, rec, col);
   if (offsets_check(f, rec, col, span, err))
     return chunk_bytes_check(f, rec, col, span, true, err); /* the checksum's error first, as a read says */
-  *out_span = span, *out_n = dc->chunk_bytes;
+  *out_span = span, *out_n = f->disk_chunks[rec * f->schema.n_cols + col].chunk_bytes;
   return CS_OK;
 }
 
@@ -348,8 +353,6 @@ cs_rc cs__chunk_hashed(const cs_store *s, uint64_t rec, uint32_t col, uint64_t h
   const cs_store *f = file_of(s, &rec);
   cs_rc rc = checksum_compare(f, rec, col, hash, true, err);
   if (rc) return rc;
-  chunk_key k = key_of(f, rec, col);
-  set_add(f->checks, &k);
-  mark(f, rec, col);
+  remember_checked(f, rec, col);
   return CS_OK;
 }
