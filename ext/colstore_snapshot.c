@@ -30,7 +30,6 @@
 */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "colstore_ext.h"
 
@@ -88,9 +87,7 @@ static uint64_t env_or(const char *name, uint64_t dflt) {
 
 void csx_table_auto_cache(csx_table *pTab, bool writes_pending) {
   csx_snapshot *snap = pTab->snap;
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  uint64_t now = csx_mono_ns();
   if (pTab->cache == CS_CACHE_AUTO && !snap->promote_tried && pTab->n_open_cursors == 0 && !writes_pending &&
       snap->n_reads >= env_or("COLSTORE_CACHE_AUTO_READS", 1) &&
       now - snap->last_read_ns >= env_or("COLSTORE_CACHE_AUTO_GAP_MS", 200) * 1000000u) {
