@@ -83,7 +83,10 @@ struct csx_table {
   char *zName;     /* table name; sqlite3_malloc'd */
   char *zPath;     /* store path; sqlite3_malloc'd */
   cs_verify verify;
-  cs_cache cache;     /* cache= option: where snapshots read the bytes */
+  cs_cache cache; /* cache= option: where snapshots read the bytes */
+  /* cache=auto's two knobs, read from the environment once when the
+  ** table is connected (csx_table_auto_knobs), not on every statement. */
+  uint64_t auto_reads, auto_gap_ns;
   csx_snapshot *snap; /* current committed snapshot; one ref held */
   int n_open_cursors; /* a refresh waits until no cursor is open */
   /* Writing: rows buffered per transaction, positions deleted by it (in
@@ -252,6 +255,7 @@ int csx_table_refresh(csx_table *pTab);
 /* cache=auto: at a statement's start (after csx_table_refresh), counts a
 ** read of pTab->snap and, when the table has proved long-lived, swaps it
 ** for a copy of the same state; a failed copy leaves it as it was. */
+void csx_table_auto_knobs(csx_table *pTab);
 void csx_table_auto_cache(csx_table *pTab, bool writes_pending);
 /* A snapshot of a new store (one ref), NULL when out of memory. */
 csx_snapshot *csx_snapshot_new(cs_store *store);

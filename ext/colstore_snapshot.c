@@ -14,7 +14,8 @@
 ** statements that read it and when the last one started.  At a
 ** statement's start, a table on auto whose snapshot on the mapping was
 ** read by a statement before (COLSTORE_CACHE_AUTO_READS, default 1) that
-** started at least COLSTORE_CACHE_AUTO_GAP_MS (default 200) ms ago, with
+** started at least COLSTORE_CACHE_AUTO_GAP_MS (default 200) ms ago (both
+** read once, when the table is connected), with
 ** no cursor open and no write pending, is swapped for a copy of the same
 ** committed state (cs_store_cache_promote).  Why these: a process that
 ** asks one question never copies (the copy would be its whole cost), a
@@ -85,12 +86,16 @@ static uint64_t env_or(const char *name, uint64_t dflt) {
   return z && *z && !*end ? (uint64_t)v : dflt;
 }
 
+void csx_table_auto_knobs(csx_table *pTab) {
+  pTab->auto_reads = env_or("COLSTORE_CACHE_AUTO_READS", 1);
+  pTab->auto_gap_ns = env_or("COLSTORE_CACHE_AUTO_GAP_MS", 200) * 1000000u;
+}
+
 void csx_table_auto_cache(csx_table *pTab, bool writes_pending) {
   csx_snapshot *snap = pTab->snap;
   uint64_t now = csx_mono_ns();
   if (pTab->cache == CS_CACHE_AUTO && !snap->promote_tried && pTab->n_open_cursors == 0 && !writes_pending &&
-      snap->n_reads >= env_or("COLSTORE_CACHE_AUTO_READS", 1) &&
-      now - snap->last_read_ns >= env_or("COLSTORE_CACHE_AUTO_GAP_MS", 200) * 1000000u) {
+      snap->n_reads >= pTab->auto_reads && now - snap->last_read_ns >= pTab->auto_gap_ns) {
     snap->promote_tried = true;
     cs_store *store = NULL;
     cs_err err = {0};

@@ -274,9 +274,10 @@ static int table_init(sqlite3 *db, void *pAux, int argc, const char *const *argv
         pTab->cache = CS_CACHE_MAP;
       else if (cache && sqlite3_stricmp(val, "memory") == 0)
         pTab->cache = CS_CACHE_MEMORY;
-      else if (cache && sqlite3_stricmp(val, "auto") == 0)
+      else if (cache && sqlite3_stricmp(val, "auto") == 0) {
         pTab->cache = CS_CACHE_AUTO;
-      else
+        csx_table_auto_knobs(pTab);
+      } else
         *pzErr = sqlite3_mprintf(
             "colstore: unknown option %s; the options are verify=read (the default), verify=header, "
             "verify=full, cache=map (the default), cache=memory and cache=auto",
