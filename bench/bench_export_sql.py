@@ -25,7 +25,12 @@ file must be the same bytes (sha256).  The variants then run interleaved
 with min and max, in ms and GB/s of the 320 MB of values.  Then
 build/bench_arrow --only file_none,raw_write runs with as many rounds, to
 the data directory on disk, so the writer alone and a raw write(2) of the
-same bytes are measured in the same run.  --ext parquet or csv times those
+same bytes are measured in the same run.  With --writer-each-round, each
+round also runs build/bench_arrow --rounds 1 --only file_none into each
+target directory, so the writer alone is timed interleaved with the SQL
+statements, on the same filesystems, under the same load (its own table
+in memory: what the statement adds to it is the store's read and the
+commit).  --ext parquet or csv times those
 exports instead (their default codecs), to see that the change to the read
 path costs them nothing (bench_export.py compares them with DuckDB).  The load average is printed
 before and after: other engineers share the host.
@@ -61,6 +66,19 @@ def export(module, store, target):
     return float(m.group(1)), float(m.group(2)) + float(m.group(3))
 
 
+def writer_alone(bench_arrow, rows, target):
+    """bench_arrow's file_none, one round into target: the median's seconds."""
+    d = os.path.join(target, "bench_export_sql_writer")
+    p = subprocess.run([bench_arrow, "--rows", str(rows), "--rounds", "1", "--dir", d, "--only", "file_none"],
+                       capture_output=True, text=True)
+    m = re.search(r"file_none\s+median\s+([0-9.]+) ms", p.stdout)
+    if not m:
+        sys.exit("bench_export_sql: no file_none line from bench_arrow:\n%s%s" % (p.stdout, p.stderr))
+    for name in os.listdir(d):
+        os.remove(os.path.join(d, name))
+    return float(m.group(1)) / 1e3
+
+
 def sha256(path):
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -75,6 +93,8 @@ def main():
     ap.add_argument("--build", action="append", default=[], help="LABEL=MODULE, repeatable (default: --module)")
     ap.add_argument("--ext", default="arrow", help="the target's format: arrow (default), parquet, csv")
     ap.add_argument("--bench-arrow", default=os.path.join(ROOT, "build", "bench_arrow"))
+    ap.add_argument("--writer-each-round", action="store_true",
+                    help="time bench_arrow's file_none to each target in every round, interleaved")
     args = ap.parse_args()
     modules = [m.split("=", 1) for m in args.build] or [["build", args.module]]
     os.makedirs(args.dir, exist_ok=True)
@@ -110,8 +130,11 @@ def main():
             wall, secs = export(path, store, target_of(label, t))
             times[(label, t)].append(wall)
             cpu[(label, t)].append(secs)
-        print("round %d: %s" % (r + 1, "  ".join("%s@%s %.0fms" % (label, t, times[(label, t)][-1] * 1e3)
-                                                 for label, _, t in variants)), flush=True)
+        if args.writer_each_round:
+            for t in targets:
+                times.setdefault(("writer", t), []).append(writer_alone(args.bench_arrow, args.rows, t))
+        print("round %d: %s" % (r + 1, "  ".join("%s@%s %.0fms" % (label, t, w[-1] * 1e3)
+                                                 for (label, t), w in times.items())), flush=True)
     print("load average after the SQL rounds: %s" % " ".join("%.2f" % v for v in os.getloadavg()))
     gb = args.rows * 32 / 1e9
     print()
@@ -122,10 +145,20 @@ def main():
         m = statistics.median(w)
         print("%-10s %-24s %9.0f %9.0f %9.0f %7.2f %12.0f" % (label, t[-24:], m * 1e3, min(w) * 1e3, max(w) * 1e3,
                                                               gb / m, statistics.median(cpu[(label, t)]) * 1e3))
+    if args.writer_each_round:
+        for t in targets:
+            w = times[("writer", t)]
+            m = statistics.median(w)
+            print("%-10s %-24s %9.0f %9.0f %9.0f %7.2f %12s" % ("writer", t[-24:], m * 1e3, min(w) * 1e3,
+                                                                max(w) * 1e3, gb / m, "-"))
     for t in targets:
         base = statistics.median(times[(modules[0][0], t)])
         for label, _ in modules[1:]:
             print("%s: %s / %s = %.2fx (medians)" % (t, modules[0][0], label, base / statistics.median(times[(label, t)])))
+        if args.writer_each_round:
+            for label, _ in modules:
+                print("%s: writer alone / %s = %.2f (medians)" % (
+                    t, label, statistics.median(times[("writer", t)]) / statistics.median(times[(label, t)])))
     for label, _, t in variants:
         os.remove(target_of(label, t))
     print()

@@ -6,33 +6,31 @@
 ** below): each entry names a format writer (cs_format_writer_ops) and the
 ** codecs it takes, the first its default.  A new format is one line here.
 **
-** A store is read record by record and handed to the writer as it lies in
-** the mapping, every column of the record as one slice, with no copy.  A
-** record with deleted rows is compacted first: its chunks are checked
-** against their checksums (cs_store_check_chunks, as a query does), then
-** its live rows' runs are copied into a scratch batch (cs__batch_put_run,
-** compaction's own copy) and the batch's columns are the slice.  A
-** caller's batch is handed over the same way, so a writer sees one kind of
-** slice.
+** A store is read record by record into one reused buffer with pread
+** (cs__record_read, store/cs_record_read.c, compaction's reader), each of
+** its chunks compared with its checksum there and its TEXT/BLOB offsets
+** checked before the writer indexes by them; the writer then gets the
+** record's chunks from that buffer, every column of the record as one
+** slice.  A record with deleted rows has its live rows' runs copied from
+** the buffer into a scratch batch (cs__batch_put_run, compaction's own
+** copy) and the batch's columns are the slice.  A caller's batch is handed
+** over the same way, so a writer sees one kind of slice.
 **
-** The check of a whole record is fused with the write.  A store is far
-** larger than the caches, and checking a record before writing it read
-** every byte twice: once to hash it, once to copy it into the file (a
-** 10M-row export to tmpfs spent 38% of its time in XXH3 and 35% in the
-** kernel's copy; the second read mostly came from L3, a record being a few
-** MiB, so fusing them saved less than that: docs/performance.md).  So the chunks this process has not checked yet
-** (cs__chunk_to_check, which checks TEXT/BLOB offsets at once, before the
-** writer indexes by them) are pending while the writer runs, and the sink
-** hashes the bytes of a pending chunk's span as they pass through it, in
-** blocks of FUSE_BLOCK: each block hashed, then written while it is still
-** in the cache.  Bytes of the span the writer does not pass on as they lie
-** (padding, a bitmap or offsets it converts, every byte of a writer that
-** encodes: Parquet, CSV, compressed Arrow) are hashed when the sink moves
-** past them or when the record is written, and only then is the chunk
-** compared with its checksum and marked checked (cs__chunk_hashed), so
-** every chunk is checked before the commit, and a mismatch fails the
-** export with the read's error and leaves no file.  Chunks already checked
-** (by this snapshot or another of the file) are written without hashing.
+** Why pread and not the mapping, which needs no copy.  The export reads a
+** whole store once, and the first reader of each page of a fresh mapping
+** takes a fault, which on the hosts measured costs more than the kernel's
+** copy out of the page cache: hashing a 320 MB store took 236-261 ms
+** through a fresh mapping and 79-83 ms by pread into a reused buffer.  So
+** the check hashes bytes that pread has just put in the cache, and the
+** writer copies them into the file from there (docs/performance.md,
+** "colstore_export by pread": this replaced a check fused into the sink,
+** which hashed the mapping's bytes as they passed to write(2)).  Every
+** chunk is checked before the commit, so a mismatch fails the export with
+** the read's error and leaves no file; chunks this process has checked
+** already (this snapshot or another of the file) are read but not hashed,
+** and the ones the export hashed count as checked for a later query.
+** Memory is one record's chunks (the largest record's, reused), a scratch
+** batch for a record with deletions, and what the writer holds.
 **
 ** The file: a temporary beside path (path.tmp.XXXXXX, created O_EXCL),
 ** written through a sink that loops over write(2); at commit, fsync, then
@@ -139,17 +137,6 @@ cs_rc cs_export_format_check(const char *path, const cs_export_options *opt, con
 
 /* ------------------------------------------------------------ the file */
 
-/* A chunk of the record being written whose check is fused with the
-** write: its span, and how much of it hs has hashed (when it is cur). */
-typedef struct pending {
-  const uint8_t *span;
-  uint64_t n, done;
-} pending;
-
-/* Bytes hashed, then written, at a time: well inside L2, so the write
-** reads them from the cache (docs/performance.md has the sizes tried). */
-#define FUSE_BLOCK ((size_t)128 << 10)
-
 struct cs_exporter {
   char *path, *tmp_path;
   int fd;
@@ -162,88 +149,18 @@ struct cs_exporter {
   cs_chunk *slice;   /* n_cols */
   cs_batch *scratch; /* a record's live rows, when it has deletions */
   bool interrupted;
-  /* The fused check: record rec of store, its chunks still to check. */
-  const cs_store *store;
-  uint64_t rec;
-  pending *pend;   /* n_cols; span NULL: nothing pending */
-  uint32_t n_pend; /* spans not NULL */
-  int32_t cur;     /* the chunk hs is hashing, -1: none */
-  cs__hash_state hs;
+  cs__record_reader rd; /* a store's record being written (cs_export) */
 };
 
-static cs_rc file_write(cs_exporter *x, const uint8_t *b, size_t n, cs_err *err) {
+static cs_rc sink_write(void *ctx, const void *p, size_t n, cs_err *err) {
+  cs_exporter *x = ctx;
+  const uint8_t *b = p;
   while (n) {
     ssize_t k = write(x->fd, b, n > (1u << 30) ? (1u << 30) : n);
     if (k < 0 && errno == EINTR) continue;
     if (k < 0) return cs_err_set(err, CS_EIO, "colstore: cannot write %s: %s", x->tmp_path, strerror(errno));
     b += k, n -= (size_t)k, x->bytes += (uint64_t)k;
   }
-  return CS_OK;
-}
-
-/* Hashes what is left of pending chunk c (all of it unless it is cur) and
-** checks the chunk. */
-static cs_rc pending_finish(cs_exporter *x, uint32_t c, cs_err *err) {
-  pending *q = &x->pend[c];
-  if (x->cur != (int32_t)c) cs__hash_reset(&x->hs), q->done = 0;
-  cs__hash_update(&x->hs, q->span + q->done, q->n - q->done);
-  q->span = NULL, x->n_pend--, x->cur = -1;
-  return cs__chunk_hashed(x->store, x->rec, c, cs__hash_digest(&x->hs), err);
-}
-
-static cs_rc sink_write(void *ctx, const void *p, size_t n, cs_err *err) {
-  cs_exporter *x = ctx;
-  const uint8_t *b = p;
-  uint32_t c = 0;
-  if (x->n_pend)
-    while (c < x->n_cols && !(x->pend[c].span && b >= x->pend[c].span && b < x->pend[c].span + x->pend[c].n))
-      c++;
-  if (!x->n_pend || c == x->n_cols) return file_write(x, b, n, err);
-  pending *q = &x->pend[c];
-  if (x->cur != (int32_t)c) {
-    cs_rc rc = x->cur >= 0 ? pending_finish(x, (uint32_t)x->cur, err) : CS_OK;
-    if (rc) return rc;
-    cs__hash_reset(&x->hs);
-    q->done = 0, x->cur = (int32_t)c;
-  }
-  uint64_t at = (uint64_t)(b - q->span);
-  if (at < q->done || n > q->n - at) return file_write(x, b, n, err); /* hashed already, or past the span */
-  cs__hash_update(&x->hs, q->span + q->done, at - q->done);           /* what the writer skipped */
-  q->done = at + n;
-  while (n) {
-    size_t k = n < FUSE_BLOCK ? n : FUSE_BLOCK;
-    cs__hash_update(&x->hs, b, k);
-    cs_rc rc = file_write(x, b, k, err);
-    if (rc) return rc;
-    b += k, n -= k;
-  }
-  return CS_OK;
-}
-
-/* Record rec's chunks not checked yet become pending. */
-static cs_rc record_pend(cs_exporter *x, const cs_store *s, uint64_t rec, cs_err *err) {
-  x->store = s, x->rec = rec, x->cur = -1;
-  for (uint32_t c = 0; c < x->n_cols; c++) {
-    pending *q = &x->pend[c];
-    cs_rc rc = cs__chunk_to_check(s, rec, c, &q->span, &q->n, err);
-    if (rc) return rc;
-    x->n_pend += q->span != NULL;
-  }
-  return CS_OK;
-}
-
-/* The record is written: its pending chunks are checked. */
-static cs_rc record_checked(cs_exporter *x, cs_err *err) {
-  if (!x->n_pend) return CS_OK;
-  if (x->cur >= 0) {
-    cs_rc rc = pending_finish(x, (uint32_t)x->cur, err);
-    if (rc) return rc;
-  }
-  for (uint32_t c = 0; x->n_pend && c < x->n_cols; c++)
-    if (x->pend[c].span) {
-      cs_rc rc = pending_finish(x, c, err);
-      if (rc) return rc;
-    }
   return CS_OK;
 }
 
@@ -277,7 +194,7 @@ void cs_export_abort(cs_exporter *x) {
   cs__mem_free(x->tmp_path);
   cs__mem_free(x->path);
   cs__mem_free(x->slice);
-  cs__mem_free(x->pend);
+  cs__record_reader_free(&x->rd);
   cs_batch_free(x->scratch);
   cs__mem_free(x);
 }
@@ -376,7 +293,8 @@ cs_rc cs_export_commit(cs_exporter *x, cs_export_result *res, cs_err *err) {
 
 /* ------------------------------------------------------------ a store */
 
-/* Record rec's live rows into x->scratch, its columns the slice. */
+/* The live rows of record rec, read into x->rd, into x->scratch, its
+** columns the slice. */
 static cs_rc record_compact(cs_exporter *x, const cs_store *s, uint64_t rec, const uint8_t *del,
                             cs_err *err) {
   uint64_t n = cs_store_record_rows(s, rec);
@@ -387,7 +305,7 @@ static cs_rc record_compact(cs_exporter *x, const cs_store *s, uint64_t rec, con
     while (i < n && !((del[i >> 3] >> (i & 7)) & 1)) i++;
     if (i == from) break;
     for (uint32_t c = 0; c < x->n_cols; c++) {
-      cs_rc rc = cs__batch_put_run(x->scratch, c, cs_store_chunk(s, rec, c), from, i - from, err);
+      cs_rc rc = cs__batch_put_run(x->scratch, c, &x->rd.chunks[c], from, i - from, err);
       if (rc) return rc;
     }
     cs__batch_end_rows(x->scratch, i - from);
@@ -408,11 +326,6 @@ cs_rc cs_export(const char *path, const char *source, const cs_export_options *o
   if ((rc = cs_store_open_source(source, CS_VERIFY_HEADER, &s, err))) return rc;
   const cs_schema *schema = cs_store_schema(s);
   if ((rc = cs_export_begin(path, schema, opt, &x, err))) goto done;
-  if (!(x->pend = cs__mem_calloc(x->n_cols ? x->n_cols : 1, sizeof *x->pend))) {
-    rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory");
-    goto done;
-  }
-  x->cur = -1;
   x->rows_total = cs_store_live_rows(s);
   if ((rc = report(x, false, err))) goto done;
   for (uint64_t rec = 0; rec < cs_store_records(s); rec++) {
@@ -420,16 +333,14 @@ cs_rc cs_export(const char *path, const char *source, const cs_export_options *o
     uint64_t dead = cs_store_record_deleted(s, rec);
     if (n == dead) continue;
     const uint8_t *del = dead ? cs_store_record_deletions(s, rec) : NULL;
+    if ((rc = cs__record_read(&x->rd, s, rec, CS__READ_CHECK_ONCE, err))) goto done;
     if (del) {
-      if ((rc = cs_store_check_chunks(s, rec, rec + 1, NULL, err))) goto done;
       if (!x->scratch && (rc = cs_batch_new(schema, &x->scratch, err))) goto done;
       if ((rc = record_compact(x, s, rec, del, err))) goto done;
     } else {
-      if ((rc = record_pend(x, s, rec, err))) goto done;
-      for (uint32_t c = 0; c < x->n_cols; c++) x->slice[c] = *cs_store_chunk(s, rec, c);
+      memcpy(x->slice, x->rd.chunks, x->n_cols * sizeof *x->slice);
     }
     if ((rc = x->ops->write(x->fw, n - dead, x->slice, err))) goto done;
-    if ((rc = record_checked(x, err))) goto done;
     x->rows += n - dead;
     if ((rc = report(x, false, err))) goto done;
   }

@@ -4,8 +4,9 @@
 **
 ** colstore_export (ext/colstore_export.c) is a thin layer over this, so the
 ** exporter is core code: it knows nothing of SQLite and is tested and
-** benchmarked without it.  It reads a store through core/colstore.h's
-** public API (records, chunks, deletion vectors) and writes through the
+** benchmarked without it.  It reads a store's records with the store
+** layer's record reader (pread, each chunk checked) and its deletion
+** vectors through core/colstore.h, and writes through the
 ** format writers of core/interchange (cs_format_writer_ops), chosen by the
 ** path's extension from one small table in cs_export.c.
 **

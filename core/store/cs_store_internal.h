@@ -232,23 +232,34 @@ cs_rc cs__verified_init(cs_store *s);
 void cs__verified_free(cs_store *s);
 void cs__verified_mark_all(const cs_store *s);
 cs_rc cs__verified_check_chunk(const cs_store *s, uint64_t rec, uint32_t col, bool advise, cs_err *err);
-/* The same checks on a copy of the chunk's bytes at span (compaction reads
-** chunks with pread rather than through the mapping). */
+/* The same checks on a copy of the chunk's bytes at span (cs_record_read.c
+** reads chunks with pread rather than through the mapping). */
 cs_rc cs__verified_check_bytes(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t *span,
                                cs_err *err);
-/* The chunk check done by a reader that reads the bytes anyway and hashes
-** them on the way (colstore_export, cs_export.c), so that they come from
-** memory once.  cs__chunk_to_check: whether chunk (rec, col) of s (a file
-** or a dataset) is still to be checked; if it is, *out_span and *out_n are
-** its span (the bytes the checksum covers, in the mapping) and its TEXT/BLOB
-** offsets are checked now, before anything indexes by them (CS_ECORRUPT);
-** if not (checked by this snapshot or another of the file), *out_span is
-** NULL.  cs__chunk_hashed: hash, XXH3-64 of the whole span, against the
-** checksum, with a read's error (CS_ECORRUPT); a match marks the chunk
-** checked, as cs_store_check_chunks would have. */
-cs_rc cs__chunk_to_check(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t **out_span,
-                         uint64_t *out_n, cs_err *err);
-cs_rc cs__chunk_hashed(const cs_store *s, uint64_t rec, uint32_t col, uint64_t hash, cs_err *err);
+/* Whether chunk (rec, col) of a single-file store needs no check (this
+** snapshot or another of the file checked it; then it is marked here
+** too), and remembering that it was checked (cs_record_read.c). */
+bool cs__verified_known(const cs_store *s, uint64_t rec, uint32_t col);
+void cs__verified_remember(const cs_store *s, uint64_t rec, uint32_t col);
+/* A record's chunks read with pread into one reused buffer, each checked
+** before the caller sees it (cs_record_read.c): compaction and
+** colstore_export, which read every byte of a store once.  Zeroed to
+** start; cs__record_reader_free frees it.  cs__record_read reads record
+** rec of s (a file or a dataset): chunks[0, n_cols) then point into buf
+** until the next read; CS_ENOMEM, CS_EIO, or CS_ECORRUPT with a read's
+** error.  check: every chunk hashed and nothing remembered (compaction,
+** which seals what it reads under fresh checksums), or only the chunks
+** this process has not checked, remembered as checked (the export). */
+typedef enum cs__read_check { CS__READ_CHECK_EVERY, CS__READ_CHECK_ONCE } cs__read_check;
+typedef struct cs__record_reader {
+  uint8_t *buf; /* the record's chunks, back to back in column order */
+  uint64_t cap;
+  cs_chunk *chunks; /* n_cols, into buf */
+  uint32_t n_cols;
+} cs__record_reader;
+cs_rc cs__record_read(cs__record_reader *rd, const cs_store *s, uint64_t rec, cs__read_check check,
+                      cs_err *err);
+void cs__record_reader_free(cs__record_reader *rd);
 /* A verify that reports every damaged part (cs_store_verify_source).  A
 ** check that finds damage with a sink to report to notes the part and goes
 ** on; without one (every other caller) the damage is the error. */

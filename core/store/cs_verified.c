@@ -29,12 +29,11 @@
 ** no bits of its own: it asks its parts, which other snapshots of the
 ** dataset share.
 **
-** A reader that reads every byte of a chunk anyway may do the check itself
-** (cs__chunk_to_check, cs__chunk_hashed): colstore_export hashes a chunk
-** as it writes it, so its bytes come from memory once, and the chunk is
-** then remembered as checked like any other.  The offsets of a TEXT/BLOB
-** chunk are checked before the reader gets the span, since it indexes by
-** them before the hash is done.
+** A reader that reads every byte of a store anyway (compaction, the
+** export) reads each record with pread into a buffer of its own and checks
+** the chunks there (cs_record_read.c, with cs__verified_check_bytes): the
+** bytes it checks are then the bytes it uses, and the export's check is
+** remembered like any other (cs__verified_known, cs__verified_remember).
 **
 ** What it does not do: catch a byte changed in place, by something other
 ** than colstore, after this process checked the chunk (verify=full at
@@ -240,7 +239,7 @@ void cs__damage_note_file(cs__damage_sink *sink, const char *path, const cs_err 
 }
 
 /* Chunk (r, c) was checked here: in the file's set and marked. */
-static void remember_checked(const cs_store *s, uint64_t r, uint32_t c) {
+void cs__verified_remember(const cs_store *s, uint64_t r, uint32_t c) {
   chunk_key k = key_of(s, r, c);
   set_add(s->checks, &k);
   mark(s, r, c);
@@ -248,7 +247,7 @@ static void remember_checked(const cs_store *s, uint64_t r, uint32_t c) {
 
 /* Whether chunk (r, c) needs no check: marked, or checked by another
 ** snapshot of the file (then marked here too). */
-static bool already_checked(const cs_store *s, uint64_t r, uint32_t c) {
+bool cs__verified_known(const cs_store *s, uint64_t r, uint32_t c) {
   if (atomic_load_explicit(&s->chunk_checked[r * s->schema.n_cols + c], memory_order_relaxed)) return true;
   chunk_key k = key_of(s, r, c);
   if (!set_has(s->checks, &k)) return false;
@@ -258,7 +257,7 @@ static bool already_checked(const cs_store *s, uint64_t r, uint32_t c) {
 
 void cs__verified_mark_all(const cs_store *s) {
   for (uint64_t r = 0; r < s->n_records; r++)
-    for (uint32_t c = 0; c < s->schema.n_cols; c++) remember_checked(s, r, c);
+    for (uint32_t c = 0; c < s->schema.n_cols; c++) cs__verified_remember(s, r, c);
 }
 
 /* Whether every chunk of the columns cols names (NULL: all) is checked. */
@@ -275,10 +274,10 @@ static cs_rc file_check(const cs_store *s, uint64_t rec_first, uint64_t rec_end,
   uint32_t nc = s->schema.n_cols;
   for (uint64_t r = rec_first; r < rec_end; r++)
     for (uint32_t c = 0; c < nc; c++) {
-      if ((cols && !cols[c]) || already_checked(s, r, c)) continue;
+      if ((cols && !cols[c]) || cs__verified_known(s, r, c)) continue;
       cs_rc rc = cs__verified_check_chunk(s, r, c, true, err);
       if (rc) return rc;
-      remember_checked(s, r, c);
+      cs__verified_remember(s, r, c);
     }
   return CS_OK;
 }
@@ -317,42 +316,5 @@ cs_rc cs_store_check_rows(const cs_store *s, const uint64_t *rows, uint64_t n, c
     cs_rc rc = cs_store_check_chunks(s, rec, rec + 1, cols, err);
     if (rc) return rc;
   }
-  return CS_OK;
-}
-
-/* ---------------------------------------------- checks done by a reader */
-
-/* The single-file store holding record *rec of s, *rec made its own. */
-static const cs_store *file_of(const cs_store *s, uint64_t *rec) {
-  if (!s->parts) return s;
-  uint32_t lo = 0, hi = s->n_parts; /* part_first_record[lo] <= *rec < part_first_record[hi] */
-  while (hi - lo > 1) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    if (s->part_first_record[mid] <= *rec)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  *rec -= s->part_first_record[lo];
-  return s->parts[lo];
-}
-
-cs_rc cs__chunk_to_check(const cs_store *s, uint64_t rec, uint32_t col, const uint8_t **out_span,
-                         uint64_t *out_n, cs_err *err) {
-  *out_span = NULL, *out_n = 0;
-  const cs_store *f = file_of(s, &rec);
-  if (already_checked(f, rec, col)) return CS_OK;
-  const uint8_t *span = chunk_span(f, rec, col);
-  if (offsets_check(f, rec, col, span, err))
-    return chunk_bytes_check(f, rec, col, span, true, err); /* the checksum's error first, as a read says */
-  *out_span = span, *out_n = f->disk_chunks[rec * f->schema.n_cols + col].chunk_bytes;
-  return CS_OK;
-}
-
-cs_rc cs__chunk_hashed(const cs_store *s, uint64_t rec, uint32_t col, uint64_t hash, cs_err *err) {
-  const cs_store *f = file_of(s, &rec);
-  cs_rc rc = checksum_compare(f, rec, col, hash, true, err);
-  if (rc) return rc;
-  remember_checked(f, rec, col);
   return CS_OK;
 }

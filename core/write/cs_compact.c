@@ -81,63 +81,28 @@ static uint64_t target_rows(const cs_store *s, const cs_compact_options *opt) {
   return most;
 }
 
-/* The copy: one record's chunks read into buf (back to back in column
-** order) and resolved into chunks; a batch filled a run at a time and
-** written when it holds a record's worth (per rows). */
+/* The copy: one record's chunks read into the reader (pread into one
+** reused buffer, each chunk checked: cs_record_read.c) and a batch filled
+** a run at a time and written when it holds a record's worth (per rows). */
 typedef struct compact_copy {
   const cs_store *s;
   cs_writer *w;
   cs_batch *batch;
-  uint64_t per; /* rows per new record */
-  uint8_t *buf; /* owned */
-  uint64_t buf_cap;
-  cs_chunk *chunks;        /* n_cols, into buf; owned */
+  uint64_t per;            /* rows per new record */
+  cs__record_reader rd;    /* the record being copied; owned */
   uint64_t records_copied; /* records written as they were (no re-lay) */
   const cs_compact_options *opt;
   cs_compact_progress progress; /* for opt->on_progress */
 } compact_copy;
 
-/* Reads record rec's chunks into cp->buf with pread and checks each
-** against its checksum.  Not through the mapping: the first touch of every
-** page of a fresh mapping faults, and on the hosts measured the faults
-** cost twice the copy (docs/performance.md, "Compaction"). */
-static cs_rc record_read(compact_copy *cp, uint64_t rec, cs_err *err) {
-  const cs_store *s = cp->s;
-  uint32_t nc = s->schema.n_cols;
-  const cs_disk_entry *e = &s->entries[rec];
-  const cs_disk_chunk *dcs = &s->disk_chunks[rec * nc];
-  uint64_t total = 0;
-  for (uint32_t c = 0; c < nc; c++) total += dcs[c].chunk_bytes;
-  if (total > cp->buf_cap) {
-    uint8_t *p = cs__mem_realloc(cp->buf, total);
-    if (!p)
-      return cs_err_set(err, CS_ENOMEM, "colstore: out of memory reading record %llu of %s",
-                        (unsigned long long)rec, s->path);
-    cp->buf = p, cp->buf_cap = total;
-  }
-  uint64_t at = 0;
-  for (uint32_t c = 0; c < nc; c++) {
-    const cs_disk_chunk *dc = &dcs[c];
-    uint8_t *span = cp->buf + at;
-    cs_rc rc = cs__pread_full(s->fd, span, (size_t)dc->chunk_bytes, cs__chunk_base(e, dc) + dc->chunk_offset,
-                              s->path, err);
-    /* Damage must fail here, not be sealed under a fresh checksum. */
-    if (rc == CS_OK) rc = cs__verified_check_bytes(s, rec, c, span, err);
-    if (rc) return rc;
-    cs__chunk_resolve(span, dc, &cp->chunks[c]);
-    at += dc->chunk_bytes;
-  }
-  return CS_OK;
-}
-
-/* Appends rows [from, from + n) of the record in cp->chunks, flushing
+/* Appends rows [from, from + n) of the record in cp->rd, flushing
 ** full records. */
 static cs_rc copy_run(compact_copy *cp, uint64_t from, uint64_t n, cs_err *err) {
   uint32_t nc = cs_store_schema(cp->s)->n_cols;
   while (n > 0) {
     uint64_t room = cp->per - cs_batch_rows(cp->batch), m = n < room ? n : room;
     for (uint32_t c = 0; c < nc; c++) {
-      cs_rc rc = cs__batch_put_run(cp->batch, c, &cp->chunks[c], from, m, err);
+      cs_rc rc = cs__batch_put_run(cp->batch, c, &cp->rd.chunks[c], from, m, err);
       if (rc) return rc;
     }
     cs__batch_end_rows(cp->batch, m);
@@ -155,13 +120,15 @@ static cs_rc copy_run(compact_copy *cp, uint64_t from, uint64_t n, cs_err *err) 
 static cs_rc copy_record(compact_copy *cp, uint64_t rec, bool renumber, cs_err *err) {
   uint64_t n = cs_store_record_rows(cp->s, rec);
   const uint8_t *dead = cs_store_record_deletions(cp->s, rec);
-  cs_rc rc = record_read(cp, rec, err);
+  /* Every chunk hashed, whatever this process checked before: damage must
+  ** fail here, not be sealed under a fresh checksum. */
+  cs_rc rc = cs__record_read(&cp->rd, cp->s, rec, CS__READ_CHECK_EVERY, err);
   if (rc) return rc;
   if (!dead || !renumber) {
     /* A whole record on a record boundary goes across as it is. */
     if (n == cp->per && cs_batch_rows(cp->batch) == 0) {
       cp->records_copied++;
-      return cs__writer_copy_record(cp->w, cp->s, rec, cp->buf, err);
+      return cs__writer_copy_record(cp->w, cp->s, rec, cp->rd.buf, err);
     }
     return copy_run(cp, 0, n, err);
   }
@@ -206,7 +173,7 @@ static cs_rc deletions_copy(compact_copy *cp, cs_err *err) {
   return rc;
 }
 
-/* A record's chunk bytes as stored: what record_read reads of it. */
+/* A record's chunk bytes as stored: what cs__record_read reads of it. */
 static uint64_t record_bytes(const cs_store *s, uint64_t rec) {
   uint32_t nc = s->schema.n_cols;
   uint64_t total = 0;
@@ -278,10 +245,6 @@ static cs_rc compact_locked(const char *path, cs_writer *lock, const cs_compact_
   cp.opt = opt;
   cp.per = target_rows(s, opt);
   cs_writer_options new_opt = {.record_rows = cp.per, .replace = true};
-  if (!(cp.chunks = cs__mem_malloc((s->schema.n_cols ? s->schema.n_cols : 1) * sizeof *cp.chunks))) {
-    rc = cs_err_set(err, CS_ENOMEM, "colstore: out of memory compacting %s", path);
-    goto done;
-  }
   if ((rc = cs_batch_new(&s->schema, &cp.batch, err))) goto done;
   if ((rc = cs_writer_create(path, &s->schema, &new_opt, &cp.w, err))) goto done;
   cs__writer_set_generation(cp.w, s->generation + 1);
@@ -303,8 +266,7 @@ static cs_rc compact_locked(const char *path, cs_writer *lock, const cs_compact_
 done:
   cs_writer_abort(cp.w);
   cs_batch_free(cp.batch);
-  cs__mem_free(cp.chunks);
-  cs__mem_free(cp.buf);
+  cs__record_reader_free(&cp.rd);
   cs_store_close(s);
   return rc;
 }

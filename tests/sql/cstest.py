@@ -62,6 +62,18 @@ def write_bytes(path, data):
         f.write(data)
 
 
+def damage_copy(tc, src, dst, needle, bit=0x10, byte=0):
+    """Copies src to dst with one bit flipped in needle's byte `byte`;
+    needle must occur exactly once in src (tc asserts it)."""
+    data = bytearray(read_bytes(src))
+    at = data.find(needle)
+    tc.assertGreater(at, 0)
+    tc.assertEqual(data.find(needle, at + 1), -1)
+    data[at + byte] ^= bit
+    write_bytes(dst, bytes(data))
+    return dst
+
+
 def load(con):
     con.enable_load_extension(True)
     con.load_extension(MODULE)

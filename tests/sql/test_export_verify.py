@@ -1,9 +1,12 @@
 #!/usr/bin/python3
 """colstore_export checks every chunk it writes, and fails whole.
 
-colstore_export hashes a store's chunks as it writes them (the check fused
-with the write, core/export/cs_export.c) instead of before, so the bytes
-come from memory once.  What must still hold, and what this test checks:
+colstore_export reads a store's records with pread into one reused buffer
+and hashes each chunk there (core/store/cs_record_read.c) before the writer
+gets the buffer's bytes, instead of reading them through the mapping,
+whose first touch of every page is dear.  What must hold, and what this
+test checks (test_export_read.py adds patches, datasets of updated members
+and records of growing sizes):
 
 - a changed byte in a column chunk fails the export with the store's
   checksum error (SQLITE_CORRUPT, `colstore: ... record R, column C:
@@ -62,14 +65,7 @@ class ExportVerify(cstest.StoreTest):
         con.execute("SELECT colstore_create(?, 'SELECT * FROM n')", (self.good,))
 
     def damaged(self, name, needle, bit=0x10, byte=0):
-        data = bytearray(cstest.read_bytes(self.good))
-        at = data.find(needle)
-        self.assertGreater(at, 0)
-        self.assertEqual(data.find(needle, at + 1), -1)
-        data[at + byte] ^= bit
-        path = self.path(name)
-        cstest.write_bytes(path, bytes(data))
-        return path
+        return cstest.damage_copy(self, self.good, self.path(name), needle, bit, byte)
 
     def export(self, source, target, opts=()):
         args = ", ".join(["?"] * (2 + len(opts)))
