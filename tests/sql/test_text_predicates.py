@@ -26,6 +26,7 @@ failure.
 import os
 import random
 import shutil
+import sqlite3
 import sys
 import tempfile
 import unittest
@@ -317,6 +318,23 @@ class TextInSubqueries(unittest.TestCase):
                     "SELECT count(*) FROM {T} WHERE s IN (SELECT i FROM sq)"):
             self.assertEqual(self.con.execute(sql.format(T="cq")).fetchall(),
                              self.con.execute(sql.format(T="nq")).fetchall(), sql)
+
+    def test_aggregate_table(self):
+        """colstore_agg cannot leave a TEXT IN list to SQLite: literal lists
+        and parameters are compared as SQLite does; a member that arrives as
+        a number (only a numeric subquery brings one) is an error, where it
+        had counted every non-NULL row."""
+        self.con.execute("CREATE VIRTUAL TABLE temp.aq USING colstore_agg(cq)")
+        try:
+            for w, params in (("s IN ('abc', 1, 1.0, x'616263', NULL)", ()), ("s IN (?, ?, ?)", ("ABC", 1, 2.0)),
+                              ("s IN (SELECT 1)", ()), ("s IN (SELECT t FROM sq WHERE typeof(t) = 'text')", ())):
+                self.assertEqual(self.con.execute("SELECT count FROM aq WHERE " + w, params).fetchall(),
+                                 self.con.execute("SELECT count(*) FROM nq WHERE " + w, params).fetchall(), w)
+            with self.assertRaises(sqlite3.Error) as e:
+                self.con.execute("SELECT count FROM aq WHERE s IN (SELECT CAST(1 AS INTEGER))").fetchall()
+            self.assertIn("holds a number", str(e.exception))
+        finally:
+            self.con.execute("DROP TABLE temp.aq")
 
 
 if __name__ == "__main__":
