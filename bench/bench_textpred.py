@@ -198,7 +198,12 @@ def bench(variants, queries, rounds, busy_rounds):
         spin = spinner() if rd >= rounds - busy_rounds else None
         try:
             for q, sql in queries:
-                order = names[rd % len(names):] + names[:rd % len(names)]
+                # rotated, and reversed every other round: a fixed cyclic
+                # order would run one variant right after the same other
+                # one in most rounds, on the column's pages that one just
+                # pulled into the shared last-level cache
+                cyc = names if rd % 2 == 0 else names[::-1]
+                order = cyc[rd % len(cyc):] + cyc[:rd % len(cyc)]
                 for v in order:
                     times[v][q].append(variants[v].run(sql)[0])
         finally:
