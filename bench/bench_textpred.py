@@ -32,7 +32,13 @@ again (codes cached).  --sweep adds the distinct-values sweep: 1M-row
 stores whose records hold k distinct values, `count(*) WHERE s = 'v0'`
 through the codes (new) and the bytes (base).
 
-    /usr/bin/python3 bench/bench_textpred.py [--rounds 7] [--busy-rounds 2] [--sweep]
+--cache opens the colstore tables with that cache option (default map, the
+table's own default): through the mapping a column's pages cost this VM
+microseconds each on their first touch after ~0.2 s idle, which the
+interleaved rounds guarantee (docs/performance.md, "ORD in the
+interleaved rounds").
+
+    /usr/bin/python3 bench/bench_textpred.py [--rounds 7] [--busy-rounds 2] [--cache map] [--sweep]
 """
 import argparse
 import os
@@ -132,7 +138,7 @@ def make_store(module, store, native, cols):
 
 CHILD = r'''
 import sqlite3, sys, time, json
-module, path, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+module, path, threads, cache = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 if module == "-":
     con = sqlite3.connect("file:%s?mode=ro" % path, uri=True, isolation_level=None, cached_statements=0)
     T = "flights"
@@ -141,7 +147,7 @@ else:
     con.enable_load_extension(True)
     con.load_extension(module)
     con.execute("SELECT colstore_config('threads', ?)", (threads,))
-    con.execute("CREATE VIRTUAL TABLE temp.t USING colstore('%s')" % path.replace("'", "''"))
+    con.execute("CREATE VIRTUAL TABLE temp.t USING colstore('%s', cache=%s)" % (path.replace("'", "''"), cache))
     T = "t"
 for line in sys.stdin:
     sql = line.strip().replace("{T}", T)
@@ -154,8 +160,8 @@ for line in sys.stdin:
 
 
 class Child:
-    def __init__(self, module, path, threads):
-        self.p = subprocess.Popen([sys.executable, "-c", CHILD, module, path, str(threads)],
+    def __init__(self, module, path, threads, cache="map"):
+        self.p = subprocess.Popen([sys.executable, "-c", CHILD, module, path, str(threads), cache],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def run(self, sql):
@@ -192,7 +198,12 @@ def bench(variants, queries, rounds, busy_rounds):
         spin = spinner() if rd >= rounds - busy_rounds else None
         try:
             for q, sql in queries:
-                order = names[rd % len(names):] + names[:rd % len(names)]
+                # rotated, and reversed every other round: a fixed cyclic
+                # order would run one variant right after the same other
+                # one in most rounds, on the column's pages that one just
+                # pulled into the shared last-level cache
+                cyc = names if rd % 2 == 0 else names[::-1]
+                order = cyc[rd % len(cyc):] + cyc[:rd % len(cyc)]
                 for v in order:
                     times[v][q].append(variants[v].run(sql)[0])
         finally:
@@ -221,6 +232,8 @@ def main():
     ap.add_argument("--rows", type=int, default=3_000_000)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--busy-rounds", type=int, default=2)
+    ap.add_argument("--cache", default="map", choices=["map", "memory", "auto"],
+                    help="the colstore tables' cache option (new and base alike)")
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--sweep-only", action="store_true")
     ap.add_argument("--dir", default=os.path.join(ROOT, "build", "bench-data"))
@@ -241,17 +254,17 @@ def main():
 
 def flights(a, base, has_base):
     variants = {"native": Child("-", base + "-native.db", 1),
-                "new 1t": Child(a.module, base + ".cst", 1),
-                "new 2t": Child(a.module, base + ".cst", 2)}
+                "new 1t": Child(a.module, base + ".cst", 1, a.cache),
+                "new 2t": Child(a.module, base + ".cst", 2, a.cache)}
     if has_base:
-        variants["base 1t"] = Child(a.base_module, base + ".cst", 1)
+        variants["base 1t"] = Child(a.base_module, base + ".cst", 1, a.cache)
     else:
         print("no base module at %s.so: the byte path is not timed" % a.base_module)
     t = bench(variants, QUERIES, a.rounds, a.busy_rounds)
     for c in variants.values():
         c.close()
-    print("%d rows, %d rounds (last %d with a core busy); ms median [min, max]" %
-          (a.rows, a.rounds, a.busy_rounds))
+    print("%d rows, %d rounds (last %d with a core busy), colstore cache=%s; ms median [min, max]" %
+          (a.rows, a.rounds, a.busy_rounds, a.cache))
     for q, _ in QUERIES:
         nat = statistics.median(t["native"][q])
         print("%-40s" % q)

@@ -68,18 +68,27 @@
 ** we would cut are not the ones it would; and only from SQLite 3.46 on
 ** (limit_offer_is_whole).
 **
-** A TEXT IN list is the exception to "omitted": SQLite gives an IN term no
-** right-hand value at planning, so a literal list cannot be told from a
-** subquery, whose column may bring NUMERIC comparison affinity ('1.0' IN
-** (SELECT 1) is true).  It is taken with omit off: the cursor narrows the
-** rows through the kernels (the dictionary codes make that a table load a
-** row), SQLite checks each row it gets again, and a list that arrives with
-** a number in it (only NUMERIC affinity leaves one: TEXT affinity makes a
-** literal's member text) narrows nothing, IS NOT NULL standing in for it.
-** Members that arrive as text or BLOB are exact either way: a text member
-** under NUMERIC affinity is one that does not look like a number, so it
-** equals exactly the same bytes.  Since SQLite checks after the cursor,
-** LIMIT and OFFSET are not taken beside such a list.
+** A TEXT IN list is left to SQLite by the table, even with BINARY
+** collation and literal members.  SQLite gives an IN term no right-hand
+** value at planning, so a literal list cannot be told from a subquery, and
+** a subquery decides two things the table cannot see: NUMERIC comparison
+** affinity when its column is numeric ('1.0' IN (SELECT 1) is true), and
+** the collation of an explicit COLLATE on its result (`x IN (SELECT y
+** COLLATE NOCASE ...)` compares under NOCASE, while sqlite3_vtab_collation
+** reports the column's BINARY: where.c asks the IN's left operand alone).
+** Narrowing the rows by the members' bytes and letting SQLite check again
+** (omit off) was exact for the first and not for the second: a row 'ORD'
+** was never delivered for a member 'ord' that NOCASE matches.  No scheme
+** of the table's can be exact there: the members arrive at xFilter already
+** in the index SQLite built under that collation, and a collation
+** registered by the application can equate any two strings, so the only
+** superset of the rows that match is all of them (docs/performance.md,
+** "TEXT IN and the collation of a subquery").  colstore_agg, which cannot
+** leave a condition to SQLite, still takes TEXT IN lists as the core
+** compares them (BINARY, the members as they arrive): exact for literal
+** lists and parameters; a member that arrives as a number (a numeric
+** subquery) is refused at xFilter (colstore_selection.c); a subquery with
+** an explicit COLLATE is not detected there, an open defect of the agg.
 **
 ** When a selection of positions is given (rowid IN, _rows), column
 ** comparisons are left to SQLite: the list is short or the user chose the
@@ -353,21 +362,11 @@ bool csx_plan_take_pred(csx_plan_builder *b, int i, cs_type t, int src_col, cons
     if (why) *why = CSX_DECLINE_OPERATOR;
     return false;
   }
-  bool recheck = false;
-  if (!pred_exact(pInfo, i, t, mode, why)) {
-    /* A TEXT IN list under BINARY: taken, and checked again by SQLite (see
-    ** the essay). */
-    const char *coll = sqlite3_vtab_collation(pInfo, i);
-    if (!(in_list && t == CS_TYPE_TEXT && mode == CSX_TAKE_TABLE &&
-          (!coll || !sqlite3_stricmp(coll, "BINARY"))))
-      return false;
-    recheck = true;
-  }
+  if (!pred_exact(pInfo, i, t, mode, why)) return false; /* a TEXT IN list of the table: see the essay */
   char slot[32];
   if (in_list) {
     snprintf(slot, sizeof slot, "Q%d;", src_col);
     csx_plan_take_list(b, i, slot);
-    if (recheck) pInfo->aConstraintUsage[i].omit = 0;
   } else {
     snprintf(slot, sizeof slot, "P%d:%d;", src_col, op);
     csx_plan_take(b, i, slot);
@@ -605,7 +604,6 @@ static bool take_preds(csx_plan_builder *b, const cs_schema *schema, bool positi
       const cs_column *col = &schema->cols[c->iColumn];
       taken = csx_plan_take_pred(b, i, col->type, c->iColumn, col->name, CSX_TAKE_TABLE, NULL);
       *any |= taken;
-      taken = taken && pInfo->aConstraintUsage[i].omit; /* a TEXT IN list SQLite checks again */
     }
     if (!taken) all_taken = false;
   }

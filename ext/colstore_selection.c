@@ -59,16 +59,6 @@ static int pred_from_slot(csx_selection *s, const csx_slot *slot, sqlite3_value 
   pr->op = CS_CMP_IN;
   pr->set = s->vals + *m;
   sqlite3_value *v = NULL;
-  if (type == CS_TYPE_TEXT) {
-    /* A number in a TEXT column's list: NUMERIC affinity, which SQLite,
-    ** checking such a list again, applies; narrowed to non-NULL rows only
-    ** (colstore_plan.c's essay). */
-    for (int r = sqlite3_vtab_in_first(arg, &v); r == SQLITE_OK && v; r = sqlite3_vtab_in_next(arg, &v))
-      if (sqlite3_value_type(v) == SQLITE_INTEGER || sqlite3_value_type(v) == SQLITE_FLOAT) {
-        pr->op = CS_CMP_NOTNULL;
-        return SQLITE_OK;
-      }
-  }
   for (int r = sqlite3_vtab_in_first(arg, &v); r == SQLITE_OK && v; r = sqlite3_vtab_in_next(arg, &v)) {
     void *held = NULL;
     int rc = csx_value_for_column(type, v, &s->vals[*m], &held);
@@ -146,8 +136,24 @@ int csx_selection_build(csx_selection *s, sqlite3_vtab *tab, const char *zTable,
         sqlite3_value *v = NULL;
         int r;
         for (r = sqlite3_vtab_in_first(argv[i], &v); r == SQLITE_OK && v;
-             r = sqlite3_vtab_in_next(argv[i], &v))
+             r = sqlite3_vtab_in_next(argv[i], &v)) {
           n_members++;
+          /* Only colstore_agg takes a TEXT IN list (colstore_plan.c's
+          ** essay).  A number among its members came from a subquery
+          ** (TEXT affinity makes a literal's or a parameter's member text),
+          ** whose column may bring NUMERIC affinity ('1.0' IN (SELECT 1)
+          ** is true) or none (then it is false): which one, SQLite does
+          ** not tell, and the agg cannot leave the condition to it. */
+          if (cols[sl->col].type == CS_TYPE_TEXT &&
+              (sqlite3_value_type(v) == SQLITE_INTEGER || sqlite3_value_type(v) == SQLITE_FLOAT))
+            return csx_vtab_error(
+                tab, SQLITE_MISMATCH,
+                "colstore: the IN list on TEXT column %s of table %s holds a number, which a "
+                "subquery's numeric column brings; colstore cannot tell whether SQLite would "
+                "compare it as a number; CAST the subquery's column AS TEXT, or give the values "
+                "as literals",
+                cols[sl->col].name, zTable);
+        }
         /* never an empty answer for a list that did not arrive as one */
         if (r != SQLITE_OK && r != SQLITE_DONE)
           return csx_vtab_error(
