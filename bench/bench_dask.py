@@ -11,17 +11,27 @@ aggregated grouped by b three ways, interleaved round by round:
   dask_w1      colstore.dask.aggregate on a LocalCluster of 1 worker process
                (1 thread): the same work through Dask, one file at a time;
   dask_w2      the same on a LocalCluster of 2 worker processes (1 thread
-               each): two files at a time, a core each.
+               each): two files at a time, a core each;
+  procs_1,     the host's ceiling without Dask: the same per-file work
+  procs_2      (colstore.dask's _aggregate_file, then _combine here) in 1 or
+               2 plain processes kept between rounds, each always given the
+               same files (round-robin), so its tables stay warm.
 
 Both clusters are started before the first round and kept (their workers
 keep their tables open between tasks, as colstore.dask does); each
 variant's result is checked against one_process first (integers exact, floats within
-1e-9 relative).  Reported: median [min-max] seconds, dask_w1 / dask_w2
-(the scaling target: at least 1.6x on 2 cores), and dask_w1 - one_process
-(Dask's overhead: scheduling, worker-side module loading, the combining
-step; target under 0.5 s).
+1e-9 relative), and so is where the Dask variants ran: their per-file tasks
+must have run on the cluster's worker processes, as many as the cluster
+has (the bench once timed dask's local threaded scheduler in its own process
+for both, because Client.as_current() does not make compute() use the
+client; the clusters are now named with dask.config.set(scheduler=client)).
+Reported: median [min-max] seconds, dask_w1 / dask_w2 (the scaling target:
+at least 1.6x on 2 cores), procs_1 / procs_2 (what the host allows, in the
+same run), and dask_w1 - one_process (Dask's overhead: scheduling,
+worker-side module loading, the combining step; target under 0.5 s).
 
     bench/bench_dask.py [--rows N] [--shards K] [--rounds R] [--dir D] [--module build/colstore]
+                        [--package DIR] [--variants a,b,...]
     bench/bench_dask.py --combine-sweep
 
 --combine-sweep times only the combining step (colstore.dask's _combine, in
@@ -29,7 +39,9 @@ one process) over synthetic partial results of G groups from F files, each
 row with the columns colstore_agg gives for 4 numeric source columns: what
 the step costs as shards and groups grow (docs/scale.md).
 
-The package is used from the source tree (python/), the module named by
+The package is used from the source tree (python/, or --package DIR: another
+tree's python/ to time its colstore.dask against this one's, in separate
+runs, since a worker process imports one), the module named by
 COLSTORE_LOADABLE_PATH, which the worker processes inherit.  Needs numpy,
 pandas, dask and distributed (Debian's python3-dask, python3-distributed).
 """
@@ -42,7 +54,6 @@ import sys
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.join(ROOT, "python"))
 
 
 def connect():
@@ -89,10 +100,60 @@ def one_process(ds):
 
 
 def via_dask(client, ds):
+    import dask
     import colstore.dask as csd
-    with client.as_current():
+    with dask.config.set(scheduler=client):
         frame = csd.aggregate(ds, "b")
+    return as_rows(frame)
+
+
+def as_rows(frame):
     return list(frame.columns), {int(r[0]): tuple(r) for r in frame.itertuples(index=False)}
+
+
+def placement(client, ds):
+    """Which worker ran each file's task in one aggregate: {worker: [file
+    task keys]} from the scheduler's task stream."""
+    from distributed import get_task_stream
+    with get_task_stream(client) as ts:
+        got = via_dask(client, ds)
+    where = {}
+    for t in ts.data:
+        if t["key"].startswith("_aggregate_file"):
+            where.setdefault(t["worker"], []).append(t["key"])
+    return got, where
+
+
+def proc_loop(conn):
+    """A plain process's loop (procs_N): aggregate the files it is sent, on
+    tables it keeps, until it is sent None."""
+    import colstore.dask as csd
+    while True:
+        msg = conn.recv()
+        if msg is None:
+            return
+        files, schema = msg
+        conn.send([csd._aggregate_file(f, ["b"], None, 1, schema) for f in files])
+
+
+def start_procs(n):
+    import multiprocessing
+    ctx = multiprocessing.get_context("spawn")
+    procs = []
+    for _ in range(n):
+        here, there = ctx.Pipe()
+        p = ctx.Process(target=proc_loop, args=(there,), daemon=True)
+        p.start()
+        procs.append((p, here))
+    return procs
+
+
+def via_procs(procs, files, schema):
+    import colstore.dask as csd
+    for i, (_, conn) in enumerate(procs):
+        conn.send((files[i::len(procs)], schema))
+    parts = [part for _, conn in procs for part in conn.recv()]
+    return as_rows(csd._combine(parts, ["b"], schema))
 
 
 def same(a, b):
@@ -161,8 +222,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--dir", default=os.path.join(ROOT, "build", "bench-dask"))
     ap.add_argument("--module", default=os.path.join(ROOT, "build", "colstore"))
+    ap.add_argument("--package", default=os.path.join(ROOT, "python"), help="the python/ tree to import colstore from")
+    ap.add_argument("--variants", default="one_process,dask_w1,dask_w2,procs_1,procs_2")
     ap.add_argument("--combine-sweep", action="store_true", help="time only the combining step, synthetic partials")
     args = ap.parse_args()
+    sys.path.insert(0, os.path.abspath(args.package))
     if args.combine_sweep:
         return combine_sweep()
     os.environ["COLSTORE_LOADABLE_PATH"] = os.path.abspath(args.module)
@@ -172,23 +236,43 @@ def main():
     make_dataset(ds, args.shards, args.rows)
     print("dataset %s: %d files x %d rows; load average %.1f %.1f %.1f" % ((ds, args.shards, args.rows) + os.getloadavg()),
           flush=True)
-    clusters = {}
+    import colstore.dask as csd
+    print("colstore.dask from %s" % os.path.dirname(csd.__file__), flush=True)
+    info = csd.dataset_info(ds)
+    files, schema = info["files"], {c["name"]: c["type"] for c in info["columns"]}
+    names = args.variants.split(",")
+    clusters, procs = {}, {}
     for name, workers in (("dask_w1", 1), ("dask_w2", 2)):
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
-        clusters[name] = (cluster, Client(cluster, set_as_default=False))
+        if name in names:
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+            clusters[name] = (cluster, Client(cluster, set_as_default=False))
+    for name, n in (("procs_1", 1), ("procs_2", 2)):
+        if name in names:
+            procs[name] = start_procs(n)
     runs = {"one_process": lambda: one_process(ds),
             "dask_w1": lambda: via_dask(clusters["dask_w1"][1], ds),
-            "dask_w2": lambda: via_dask(clusters["dask_w2"][1], ds)}
+            "dask_w2": lambda: via_dask(clusters["dask_w2"][1], ds),
+            "procs_1": lambda: via_procs(procs["procs_1"], files, schema),
+            "procs_2": lambda: via_procs(procs["procs_2"], files, schema)}
     try:
-        want = runs["one_process"]()
-        for name in ("dask_w1", "dask_w2"):
-            if not same(want, runs[name]()):
+        want = one_process(ds)
+        for name in names:
+            if name in clusters:
+                client = clusters[name][1]
+                got, where = placement(client, ds)
+                print("%s: file tasks per worker %s" % (name, {w[-5:]: len(k) for w, k in sorted(where.items())}))
+                workers = set(client.scheduler_info()["workers"])
+                if not set(where) <= workers or len(where) != min(len(workers), len(files)):
+                    sys.exit("bench_dask: %s's tasks did not run on its %d workers: %r" % (name, len(workers), where))
+            else:
+                got = runs[name]()
+            if not same(want, got):
                 sys.exit("bench_dask: %s differs from one_process" % name)
         print("results identical (%d groups, %d columns)" % (len(want[1]), len(want[0])), flush=True)
-        names = list(runs)
         secs = {n: [] for n in names}
         for r in range(args.rounds):
-            for n in names[r % 3:] + names[:r % 3]:
+            k = r % len(names)
+            for n in names[k:] + names[:k]:
                 t = time.perf_counter()
                 runs[n]()
                 secs[n].append(time.perf_counter() - t)
@@ -197,12 +281,19 @@ def main():
         for cluster, client in clusters.values():
             client.close()
             cluster.close()
+        for group in procs.values():
+            for p, conn in group:
+                conn.send(None)
+                p.join()
     med = {n: statistics.median(v) for n, v in secs.items()}
     print()
     for n in names:
         print("%-12s median %.3f s [%.3f-%.3f]" % (n, med[n], min(secs[n]), max(secs[n])))
-    print("dask_w1 / dask_w2: %.2fx (2 workers against 1)" % (med["dask_w1"] / med["dask_w2"]))
-    print("dask_w1 - one_process: %.3f s (Dask's overhead on one worker)" % (med["dask_w1"] - med["one_process"]))
+    for a, b, what in (("dask_w1", "dask_w2", "2 workers against 1"), ("procs_1", "procs_2", "the host's ceiling: 2 plain processes against 1")):
+        if a in med and b in med:
+            print("%s / %s: %.2fx (%s)" % (a, b, med[a] / med[b], what))
+    if "dask_w1" in med and "one_process" in med:
+        print("dask_w1 - one_process: %.3f s (Dask's overhead on one worker)" % (med["dask_w1"] - med["one_process"]))
     print("load average after: %.1f %.1f %.1f" % os.getloadavg())
 
 

@@ -27,6 +27,24 @@ only its result.  A worker thread keeps its tables open for the next task
   rows in one process; the tree holds FAN_IN x groups at a time, and its
   combining runs in parallel.
 
+Placement: on a distributed Client (the default client, or one named with
+dask.config.set(scheduler=client)), aggregate gives every file a home
+worker, the files dealt round-robin over the workers' threads (_homes), and
+submits each file's task there as a preference (allow_other_workers, so a
+worker that is gone or lagging hands its file to another, through Dask's
+work stealing).  A file's first aggregate in a process costs about three
+times a warm one (mapping it, building its per-record statistics); with
+Dask's own placement the same cluster moved files between workers from
+call to call until every worker had opened every file (both of 2 workers
+had all 4 after five calls): each first open paid again per worker, every
+file's statistics held by every worker, and on N machines every machine's
+page cache asked for every file.  With homes each worker opens only its
+share (docs/performance.md, "Dask on 2 workers: where the time went").
+Hashing files onto workers (rendezvous) was rejected: 4 files land 2 and 2
+on 2 workers only 6 times in 16.  Client.as_current() alone does not make
+dask's compute() use a client; aggregate follows compute() there and runs
+on dask's local scheduler in the calling process.
+
 Threads: a task runs colstore with one kernel thread (colstore_config
 threads, which is per process), because Dask already runs one task per
 worker thread; two workers on a 2-core host then use a core each instead of
@@ -302,8 +320,41 @@ def aggregate(source, by, where=None, threads=1, fan_in=FAN_IN):
     arrays.check_names(source, by, schema)
     if fan_in < 2:
         raise ValueError("colstore: fan_in must be at least 2 (it is %r)" % (fan_in,))
-    parts = [dask.delayed(_aggregate_file, pure=False)(f, list(by), where, threads, schema) for f in info["files"]]
+    client = _current_client()
+    files = info["files"]
+    homes = _homes(client, len(files)) if client is not None else [None] * len(files)
+
+    def task(fn, *args, home=None):
+        if client is None:  # dask's local schedulers: a graph of delayed calls
+            return dask.delayed(fn, pure=False)(*args)
+        place = {"workers": [home], "allow_other_workers": True} if home else {}
+        return client.submit(fn, *args, pure=False, **place)
+
+    parts = [task(_aggregate_file, f, list(by), where, threads, schema, home=home) for f, home in zip(files, homes)]
     while len(parts) > fan_in:
-        parts = [dask.delayed(_combine, pure=False)(parts[i:i + fan_in], list(by), schema)
-                 for i in range(0, len(parts), fan_in)]
-    return dask.delayed(_combine, pure=False)(parts, list(by), schema).compute()
+        parts = [task(_combine, parts[i:i + fan_in], list(by), schema) for i in range(0, len(parts), fan_in)]
+    last = task(_combine, parts, list(by), schema)
+    return last.result() if client is not None else last.compute()
+
+
+def _current_client():
+    """The distributed Client that dask's compute() would run on now (the
+    default client, or one set with dask.config.set(scheduler=client)), or
+    None where it would use a local scheduler."""
+    import dask.base
+
+    get = dask.base.get_scheduler()
+    owner = getattr(get, "__self__", None)
+    return owner if type(owner).__name__ == "Client" and hasattr(owner, "submit") else None
+
+
+def _homes(client, n_files):
+    """The worker each of n_files files' tasks prefers: the files in dataset
+    order dealt round-robin over the workers' threads (workers sorted by
+    address), so the same cluster sends a file to the same worker at every
+    call and that worker's tables over it stay warm.  A file appended to the
+    dataset moves no other file.  None for every file where the scheduler
+    knows no workers (the tasks then go wherever Dask puts them)."""
+    workers = client.scheduler_info().get("workers", {})
+    slots = [w for w, d in sorted(workers.items()) for _ in range(max(1, int(d.get("nthreads") or 1)))]
+    return [slots[i % len(slots)] for i in range(n_files)] if slots else [None] * n_files

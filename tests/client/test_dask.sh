@@ -8,6 +8,11 @@
 #   - aggregate(): equal to colstore_agg over the whole dataset in one
 #     process (integers exact, floats within 1e-9 relative), grouped by one
 #     and two keys and not at all, with and without a WHERE;
+#   - aggregate() on dask's local scheduler (no client) gives the same;
+#   - each file's aggregate task runs on its home worker (the files dealt
+#     round-robin over the workers sorted by address), call after call: each
+#     worker has opened only its own files (Dask's work stealing, which may
+#     move a task off a lagging worker, is off in this cluster);
 #   - read(...).compute(): equal to the dataset table's full scan, rowids as
 #     the index, with columns= and where=;
 #   - a damaged file fails compute() with its colstore: error.
@@ -24,6 +29,7 @@ seed=${COLSTORE_SEED:-$RANDOM}
 # import the main module again (hence the __main__ guard).
 cat >check_dask.py <<'PYEOF'
 import math, os, random, sqlite3, sys
+import dask
 import pandas as pd
 from distributed import Client, LocalCluster
 import colstore
@@ -73,7 +79,29 @@ def main(seed):
             (v.item() if hasattr(v, "item") else v)
 
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+    def check_agg(got, by, where, what):
+        names, want = expect_agg(by, where)
+        if list(got.columns) != names:
+            raise SystemExit("columns %r != %r" % (list(got.columns), names))
+        if len(got) != len(want):
+            raise SystemExit("by=%r where=%r %s: %d groups, want %d" % (by, where, what, len(got), len(want)))
+        checks = 0
+        for row in got.itertuples(index=False):
+            row = [native(v) for v in row]
+            exp = want[tuple(row[:len(by)])]
+            for name, a, b in zip(names, row, exp):
+                same(a, b, "by=%r where=%r %s %s" % (by, where, what, name))
+                checks += 1
+        return checks
+
+
+    def opened_files():  # run on a worker's one thread: the files its aggregate tasks opened
+        state = getattr(csd._local, "state", None)
+        return sorted(os.path.basename(k) for k in (state["tables"] if state else {}) if isinstance(k, str))
+
+
+    with dask.config.set({"distributed.scheduler.work-stealing": False}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:
         if len(client.scheduler_info()["workers"]) != 2:
             raise SystemExit("the cluster has not 2 workers: %r" % client.scheduler_info()["workers"])
@@ -81,20 +109,19 @@ def main(seed):
         for by, where, fan_in in [(by, where, csd.FAN_IN) for by in ([], ["k"], ["g", "k"])
                                   for where in (None, "x > 0", "v > 5 AND s IS NOT NULL")] + \
                 [([], None, 2), (["k"], "x > 0", 2), (["g", "k"], None, 3)]:
-            names, want = expect_agg(by, where)
             got = csd.aggregate("ds", by, where=where, fan_in=fan_in)
-            if list(got.columns) != names:
-                raise SystemExit("columns %r != %r" % (list(got.columns), names))
-            if len(got) != len(want):
-                raise SystemExit("by=%r where=%r fan_in=%d: %d groups, want %d"
-                                 % (by, where, fan_in, len(got), len(want)))
-            for row in got.itertuples(index=False):
-                row = [native(v) for v in row]
-                exp = want[tuple(row[:len(by)])]
-                for name, a, b in zip(names, row, exp):
-                    same(a, b, "by=%r where=%r fan_in=%d %s" % (by, where, fan_in, name))
-                    checks += 1
+            checks += check_agg(got, by, where, "fan_in=%d" % fan_in)
         print("aggregate: %d values equal" % checks)
+        with dask.config.set(scheduler="sync"):
+            got = csd.aggregate("ds", ["k"], where="x > 0")
+        print("aggregate on the local scheduler: %d values equal" % check_agg(got, ["k"], "x > 0", "sync"))
+        workers = sorted(client.scheduler_info()["workers"])
+        files = sorted(os.listdir("ds"))
+        for i, w in enumerate(workers):
+            got = client.submit(opened_files, workers=[w], pure=False).result()
+            if got != files[i::len(workers)]:
+                raise SystemExit("worker %s opened %r, its files are %r" % (w, got, files[i::len(workers)]))
+        print("aggregate: each worker opened only its own files")
         for columns, where in ((None, None), (["x", "s"], "k = 2 OR b"), (["v"], "x > 100")):
             frame = csd.read("ds", columns=columns, where=where).compute()
             cols = columns or ["k", "g", "v", "x", "b", "s"]
