@@ -362,11 +362,22 @@ bool csx_plan_take_pred(csx_plan_builder *b, int i, cs_type t, int src_col, cons
     if (why) *why = CSX_DECLINE_OPERATOR;
     return false;
   }
-  if (!pred_exact(pInfo, i, t, mode, why)) return false; /* a TEXT IN list of the table: see the essay */
+  bool fold = false;
+  if (!pred_exact(pInfo, i, t, mode, why)) {
+    /* A TEXT IN list of the table: taken to narrow the rows folded, and
+    ** checked again by SQLite (see the essay). */
+    const char *coll = sqlite3_vtab_collation(pInfo, i);
+    if (!(in_list && t == CS_TYPE_TEXT && mode == CSX_TAKE_TABLE &&
+          (!coll || !sqlite3_stricmp(coll, "BINARY") || !sqlite3_stricmp(coll, "NOCASE") ||
+           !sqlite3_stricmp(coll, "RTRIM"))))
+      return false;
+    fold = true;
+  }
   char slot[32];
   if (in_list) {
-    snprintf(slot, sizeof slot, "Q%d;", src_col);
+    snprintf(slot, sizeof slot, "Q%d;%s", src_col, fold ? "F;" : "");
     csx_plan_take_list(b, i, slot);
+    if (fold) pInfo->aConstraintUsage[i].omit = 0;
   } else {
     snprintf(slot, sizeof slot, "P%d:%d;", src_col, op);
     csx_plan_take(b, i, slot);
@@ -604,6 +615,7 @@ static bool take_preds(csx_plan_builder *b, const cs_schema *schema, bool positi
       const cs_column *col = &schema->cols[c->iColumn];
       taken = csx_plan_take_pred(b, i, col->type, c->iColumn, col->name, CSX_TAKE_TABLE, NULL);
       *any |= taken;
+      taken = taken && pInfo->aConstraintUsage[i].omit; /* a TEXT IN list SQLite checks again */
     }
     if (!taken) all_taken = false;
   }
@@ -804,6 +816,9 @@ int csx_plan_decode(const char *idxStr, csx_plan *out) {
       case 'C':
         if (out->n_slots) out->slots[out->n_slots - 1].recheck = 1;
         break;
+      case 'F':
+        if (out->n_slots) out->slots[out->n_slots - 1].fold = 1;
+        break;
       case 'S':
         if (out->n_keys >= CSX_MAX_ORDER_KEYS) return SQLITE_INTERNAL;
         out->key_col[out->n_keys] = (int)strtol(p, (char **)&p, 10);
@@ -818,7 +833,8 @@ int csx_plan_decode(const char *idxStr, csx_plan *out) {
       case 'Y':
       case 'S':
       case 'X':
-      case 'C': break;
+      case 'C':
+      case 'F': break;
       case 'K': out->may_stop_early = 1; break;
       case 'A': out->ordered = 1; break;
       case 'D': out->ordered = out->desc = 1; break;
