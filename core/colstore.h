@@ -815,6 +815,12 @@ typedef struct cs_pred {
   cs_value a, b;       /* operand; BETWEEN: a = lo, b = hi */
   const cs_value *set; /* CS_CMP_IN members; not owned */
   uint64_t n_set;
+  /* CS_CMP_IN on a TEXT/BLOB column: a value matches a member of its class
+  ** when the two are equal after folding ASCII 'A'-'Z' to 'a'-'z' and
+  ** dropping trailing spaces (0x20): a superset of the values equal to it
+  ** under SQLite's BINARY, NOCASE and RTRIM, for a caller that checks each
+  ** selected row again.  Ignored for other columns and ops. */
+  bool fold;
 } cs_pred;
 
 typedef struct cs_pred_stats {

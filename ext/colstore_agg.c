@@ -956,7 +956,7 @@ static int agg_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, 
     }
     if (sl->kind == 'P' || sl->kind == 'Q') check_cols[sl->col] = 1;
   }
-  rc = csx_selection_build(&c->sel, &t->base, t->zName, c->snap, &plan, argc, argv,
+  rc = csx_selection_build(&c->sel, &t->base, NULL, t->zName, c->snap, &plan, argc, argv,
                            verify != CS_VERIFY_HEADER ? check_cols : NULL);
   if (rc == SQLITE_OK) rc = witnesses_build(c, t, &plan, argc, argv);
   if (rc == SQLITE_OK) {

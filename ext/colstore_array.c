@@ -281,7 +281,7 @@ static bool selection_rows(sqlite3_context *ctx, csx_table *pTab, csx_snapshot *
   csx_selection sel;
   memset(&sel, 0, sizeof sel);
   uint64_t positions = cs_store_rows(store);
-  int rc = csx_selection_build(&sel, &pTab->base, pTab->zName, snap, &plan, 1, &argv[3], NULL);
+  int rc = csx_selection_build(&sel, &pTab->base, NULL, pTab->zName, snap, &plan, 1, &argv[3], NULL);
   uint64_t *pos = NULL;
   if (rc == SQLITE_OK && by_rows) {
     if (!(pos = sqlite3_malloc64(sel.user_rows_bytes + 8)))

@@ -1217,7 +1217,7 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
   if (plan.refuse) return csx_plan_refuse_input(&pTab->base, "table", pTab->zName);
   memset(&pCur->stats, 0, sizeof pCur->stats);
   csx_selection *sel = &pCur->sel;
-  rc = csx_selection_build(sel, &pTab->base, pTab->zName, pCur->snap, &plan, argc, argv,
+  rc = csx_selection_build(sel, &pTab->base, pTab->db, pTab->zName, pCur->snap, &plan, argc, argv,
                            pCur->check ? pCur->check_cols : NULL);
   if (rc != SQLITE_OK) return rc;
   pCur->stats.sorted_ranges = sel->sorted_ranges;

@@ -135,6 +135,7 @@ typedef struct csx_slot {
   int col;     /* P, Q: the column */
   int op;      /* P: the SQLITE_INDEX_CONSTRAINT_* op */
   int recheck; /* C: SQLite may check the condition again itself (colstore_agg) */
+  int fold;    /* F: a TEXT IN list SQLite checks again, narrowed folded (colstore_plan.c) */
 } csx_slot;
 typedef struct csx_plan {
   int n_slots;
@@ -205,9 +206,13 @@ struct csx_scan_stats {
 ** first): rowid bounds, the IN list, the _rows and _mask BLOBs (checked and
 ** held), the predicates with operands converted to the columns' types; a
 ** range predicate on a sorted column narrows [lo, hi) instead, after the
-** chunks its binary search read are checked (when check_cols is given). */
-int csx_selection_build(csx_selection *s, sqlite3_vtab *tab, const char *zTable, csx_snapshot *snap,
-                        const csx_plan *plan, int argc, sqlite3_value **argv, const uint8_t *check_cols);
+** chunks its binary search read are checked (when check_cols is given).
+** db is the connection whose collations a folded IN list (an F slot)
+** depends on; NULL for a plan without one (such a list then narrows to
+** IS NOT NULL). */
+int csx_selection_build(csx_selection *s, sqlite3_vtab *tab, sqlite3 *db, const char *zTable,
+                        csx_snapshot *snap, const csx_plan *plan, int argc, sqlite3_value **argv,
+                        const uint8_t *check_cols);
 /* The positions of a selection given as a list, in the order they are
 ** walked: the _rows positions in BLOB order (negatives from the end; each
 ** checked), kept in [lo, hi) and, when there is a rowid IN list, in it;

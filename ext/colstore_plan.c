@@ -25,7 +25,8 @@
 **   L / l     rowid < ? / rowid <= ?          the bound
 **   I         rowid IN (...), all at once     the IN list (sqlite3_vtab_in)
 **   P<c>:<op> column c OP ?                   the operand
-**   Q<c>      column c IN (...), all at once  the IN list
+**   Q<c>      column c IN (...), all at once  the IN list (then F: a TEXT
+**                                             list narrowed, checked again)
 **   R         _rows = ?                       BLOB of int64 positions
 **   M         _mask = ?                       BLOB, one byte per row
 **   T / O     LIMIT ? / OFFSET ?              the count
@@ -68,27 +69,43 @@
 ** we would cut are not the ones it would; and only from SQLite 3.46 on
 ** (limit_offer_is_whole).
 **
-** A TEXT IN list is left to SQLite by the table, even with BINARY
-** collation and literal members.  SQLite gives an IN term no right-hand
-** value at planning, so a literal list cannot be told from a subquery, and
-** a subquery decides two things the table cannot see: NUMERIC comparison
-** affinity when its column is numeric ('1.0' IN (SELECT 1) is true), and
-** the collation of an explicit COLLATE on its result (`x IN (SELECT y
-** COLLATE NOCASE ...)` compares under NOCASE, while sqlite3_vtab_collation
-** reports the column's BINARY: where.c asks the IN's left operand alone).
-** Narrowing the rows by the members' bytes and letting SQLite check again
-** (omit off) was exact for the first and not for the second: a row 'ORD'
-** was never delivered for a member 'ord' that NOCASE matches.  No scheme
-** of the table's can be exact there: the members arrive at xFilter already
-** in the index SQLite built under that collation, and a collation
-** registered by the application can equate any two strings, so the only
-** superset of the rows that match is all of them (docs/performance.md,
-** "TEXT IN and the collation of a subquery").  colstore_agg, which cannot
-** leave a condition to SQLite, still takes TEXT IN lists as the core
-** compares them (BINARY, the members as they arrive): exact for literal
-** lists and parameters; a member that arrives as a number (a numeric
-** subquery) is refused at xFilter (colstore_selection.c); a subquery with
-** an explicit COLLATE is not detected there, an open defect of the agg.
+** A TEXT IN list is the exception to "omitted": SQLite gives an IN term no
+** right-hand value at planning, so a literal list cannot be told from a
+** subquery, and a subquery decides two things the table cannot see: NUMERIC
+** comparison affinity when its column is numeric ('1.0' IN (SELECT 1) is
+** true), and the collation of an explicit COLLATE on its result (`x IN
+** (SELECT y COLLATE NOCASE ...)` compares under NOCASE, while
+** sqlite3_vtab_collation reports the column's BINARY: where.c asks the
+** IN's left operand alone).  So the table takes the list with omit off
+** (SQLite checks every row it gets again, and LIMIT and OFFSET are not
+** taken beside it), marked F, and the cursor only narrows the rows to a
+** superset of those that match (colstore_selection.c):
+**
+**   - folded, when every member arrived as TEXT (or NULL, which matches
+**     nothing) and the connection has no collation but BINARY, NOCASE and
+**     RTRIM: a row is kept when it equals a member after ASCII case
+**     folding and dropping trailing spaces (cs_pred.fold).  Equality
+**     under each of the three implies that one, so whichever collation
+**     the IN compares under (the left operand's, the column's, or a
+**     subquery's COLLATE), no matching row is lost.  With every member
+**     TEXT the affinity loses none either: a row that NUMERIC affinity
+**     turns into a number equals no TEXT member, and one it leaves text
+**     is compared as text;
+**   - to the non-NULL rows otherwise: a member that arrives as a number
+**     came from a subquery whose affinity the table cannot know, a BLOB
+**     member is left alone, and a collation the application registered
+**     (by the time xFilter runs every collation the statement names is
+**     registered, even through sqlite3_collation_needed) may equate any
+**     two strings.
+**
+** A left operand with another collation than those three is declined.
+** Redefining BINARY, NOCASE or RTRIM themselves is outside what any of the
+** table's TEXT conditions assume.  colstore_agg, which cannot leave a
+** condition to SQLite, takes TEXT IN lists as the core compares them
+** (BINARY, the members as they arrive): exact for literal lists and
+** parameters; a member that arrives as a number (a numeric subquery) is
+** refused at xFilter (colstore_selection.c); a subquery with an explicit
+** COLLATE is not detected there, an open defect of the agg.
 **
 ** When a selection of positions is given (rowid IN, _rows), column
 ** comparisons are left to SQLite: the list is short or the user chose the
@@ -362,11 +379,22 @@ bool csx_plan_take_pred(csx_plan_builder *b, int i, cs_type t, int src_col, cons
     if (why) *why = CSX_DECLINE_OPERATOR;
     return false;
   }
-  if (!pred_exact(pInfo, i, t, mode, why)) return false; /* a TEXT IN list of the table: see the essay */
+  bool fold = false;
+  if (!pred_exact(pInfo, i, t, mode, why)) {
+    /* A TEXT IN list of the table: taken to narrow the rows folded, and
+    ** checked again by SQLite (see the essay). */
+    const char *coll = sqlite3_vtab_collation(pInfo, i);
+    if (!(in_list && t == CS_TYPE_TEXT && mode == CSX_TAKE_TABLE &&
+          (!coll || !sqlite3_stricmp(coll, "BINARY") || !sqlite3_stricmp(coll, "NOCASE") ||
+           !sqlite3_stricmp(coll, "RTRIM"))))
+      return false;
+    fold = true;
+  }
   char slot[32];
   if (in_list) {
-    snprintf(slot, sizeof slot, "Q%d;", src_col);
+    snprintf(slot, sizeof slot, "Q%d;%s", src_col, fold ? "F;" : "");
     csx_plan_take_list(b, i, slot);
+    if (fold) pInfo->aConstraintUsage[i].omit = 0;
   } else {
     snprintf(slot, sizeof slot, "P%d:%d;", src_col, op);
     csx_plan_take(b, i, slot);
@@ -604,6 +632,7 @@ static bool take_preds(csx_plan_builder *b, const cs_schema *schema, bool positi
       const cs_column *col = &schema->cols[c->iColumn];
       taken = csx_plan_take_pred(b, i, col->type, c->iColumn, col->name, CSX_TAKE_TABLE, NULL);
       *any |= taken;
+      taken = taken && pInfo->aConstraintUsage[i].omit; /* a TEXT IN list SQLite checks again */
     }
     if (!taken) all_taken = false;
   }
@@ -804,6 +833,9 @@ int csx_plan_decode(const char *idxStr, csx_plan *out) {
       case 'C':
         if (out->n_slots) out->slots[out->n_slots - 1].recheck = 1;
         break;
+      case 'F':
+        if (out->n_slots) out->slots[out->n_slots - 1].fold = 1;
+        break;
       case 'S':
         if (out->n_keys >= CSX_MAX_ORDER_KEYS) return SQLITE_INTERNAL;
         out->key_col[out->n_keys] = (int)strtol(p, (char **)&p, 10);
@@ -818,7 +850,8 @@ int csx_plan_decode(const char *idxStr, csx_plan *out) {
       case 'Y':
       case 'S':
       case 'X':
-      case 'C': break;
+      case 'C':
+      case 'F': break;
       case 'K': out->may_stop_early = 1; break;
       case 'A': out->ordered = 1; break;
       case 'D': out->ordered = out->desc = 1; break;

@@ -45,10 +45,43 @@ static int hold_copy(csx_selection *s, const void *p, uint64_t n, const uint8_t 
   return SQLITE_OK;
 }
 
+/* Whether db may have a collation other than SQLite's built-in BINARY,
+** NOCASE and RTRIM (true too when the list cannot be read: the caller then
+** narrows less, never wrongly).  Every collation a statement names has
+** been registered by the time it runs (sqlite3_collation_needed is called
+** at prepare), so the list holds any the IN list may compare under. */
+static bool other_collations(sqlite3 *db) {
+  sqlite3_stmt *st = NULL;
+  if (!db || sqlite3_prepare_v2(db, "PRAGMA collation_list", -1, &st, NULL) != SQLITE_OK) return true;
+  bool other = false;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *name = (const char *)sqlite3_column_text(st, 1);
+    if (!name || (sqlite3_stricmp(name, "BINARY") && sqlite3_stricmp(name, "NOCASE") &&
+                  sqlite3_stricmp(name, "RTRIM")))
+      other = true;
+  }
+  sqlite3_finalize(st);
+  return other || rc != SQLITE_DONE;
+}
+
+/* Whether a colstore table's TEXT IN list (an F slot; colstore_plan.c's
+** essay) may narrow the rows SQLite checks again folded: when every member
+** is TEXT or NULL and the connection compares under no collation but the
+** built-in ones.  Else it narrows to the non-NULL rows: a number may bring
+** NUMERIC affinity, a BLOB is left alone, and an application's collation
+** may equate any two strings. */
+static bool may_fold(sqlite3 *db, sqlite3_value *arg) {
+  sqlite3_value *v = NULL;
+  for (int r = sqlite3_vtab_in_first(arg, &v); r == SQLITE_OK && v; r = sqlite3_vtab_in_next(arg, &v))
+    if (sqlite3_value_type(v) != SQLITE_TEXT && sqlite3_value_type(v) != SQLITE_NULL) return false;
+  return !other_collations(db);
+}
+
 /* The operands of predicate slot i (a P or Q slot) into pr; *never when
 ** no row can match (x = NULL, an empty IN list). */
-static int pred_from_slot(csx_selection *s, const csx_slot *slot, sqlite3_value *arg, cs_type type,
-                          cs_pred *pr, uint64_t *m, bool *never) {
+static int pred_from_slot(csx_selection *s, sqlite3 *db, const csx_slot *slot, sqlite3_value *arg,
+                          cs_type type, cs_pred *pr, uint64_t *m, bool *never) {
   memset(pr, 0, sizeof *pr);
   pr->col = (uint32_t)slot->col;
   if (slot->kind == 'P') {
@@ -58,6 +91,10 @@ static int pred_from_slot(csx_selection *s, const csx_slot *slot, sqlite3_value 
   }
   pr->op = CS_CMP_IN;
   pr->set = s->vals + *m;
+  if (slot->fold && !(pr->fold = may_fold(db, arg))) {
+    pr->op = CS_CMP_NOTNULL;
+    return SQLITE_OK;
+  }
   sqlite3_value *v = NULL;
   for (int r = sqlite3_vtab_in_first(arg, &v); r == SQLITE_OK && v; r = sqlite3_vtab_in_next(arg, &v)) {
     void *held = NULL;
@@ -95,8 +132,9 @@ static int pred_to_range(csx_selection *s, sqlite3_vtab *tab, const cs_store *st
   return SQLITE_OK;
 }
 
-int csx_selection_build(csx_selection *s, sqlite3_vtab *tab, const char *zTable, csx_snapshot *snap,
-                        const csx_plan *plan, int argc, sqlite3_value **argv, const uint8_t *check_cols) {
+int csx_selection_build(csx_selection *s, sqlite3_vtab *tab, sqlite3 *db, const char *zTable,
+                        csx_snapshot *snap, const csx_plan *plan, int argc, sqlite3_value **argv,
+                        const uint8_t *check_cols) {
   const cs_store *store = snap->store;
   const cs_column *cols = cs_store_schema(store)->cols;
   uint64_t n = cs_store_rows(store);
@@ -138,13 +176,14 @@ int csx_selection_build(csx_selection *s, sqlite3_vtab *tab, const char *zTable,
         for (r = sqlite3_vtab_in_first(argv[i], &v); r == SQLITE_OK && v;
              r = sqlite3_vtab_in_next(argv[i], &v)) {
           n_members++;
-          /* Only colstore_agg takes a TEXT IN list (colstore_plan.c's
-          ** essay).  A number among its members came from a subquery
-          ** (TEXT affinity makes a literal's or a parameter's member text),
-          ** whose column may bring NUMERIC affinity ('1.0' IN (SELECT 1)
-          ** is true) or none (then it is false): which one, SQLite does
-          ** not tell, and the agg cannot leave the condition to it. */
-          if (cols[sl->col].type == CS_TYPE_TEXT &&
+          /* A TEXT IN list of colstore_agg (the table's, an F slot, SQLite
+          ** checks again: colstore_plan.c's essay).  A number among its
+          ** members came from a subquery (TEXT affinity makes a literal's
+          ** or a parameter's member text), whose column may bring NUMERIC
+          ** affinity ('1.0' IN (SELECT 1) is true) or none (then it is
+          ** false): which one, SQLite does not tell, and the agg cannot
+          ** leave the condition to it. */
+          if (cols[sl->col].type == CS_TYPE_TEXT && !sl->fold &&
               (sqlite3_value_type(v) == SQLITE_INTEGER || sqlite3_value_type(v) == SQLITE_FLOAT))
             return csx_vtab_error(
                 tab, SQLITE_MISMATCH,
@@ -209,7 +248,7 @@ int csx_selection_build(csx_selection *s, sqlite3_vtab *tab, const char *zTable,
     if (sl->kind != 'P' && sl->kind != 'Q') continue;
     cs_pred *pr = &s->preds[s->n_preds];
     bool never = false, done = false;
-    if ((rc = pred_from_slot(s, sl, argv[i], cols[sl->col].type, pr, &m, &never)) != SQLITE_OK) return rc;
+    if ((rc = pred_from_slot(s, db, sl, argv[i], cols[sl->col].type, pr, &m, &never)) != SQLITE_OK) return rc;
     if (never) {
       s->never = true;
       s->hi = s->lo; /* e.g. x = NULL: no row can match */

@@ -60,6 +60,17 @@
 ** 'p%'` here as SQLite's bounds (x >= 'p' AND x < 'q'), re-checked by
 ** SQLite.  Comparisons are BINARY: memcmp, then length, as value_cmp.
 **
+** Except a folded IN (cs_pred.fold): a TEXT/BLOB value matches a member
+** when both are equal once ASCII letters are lower-cased and trailing
+** spaces dropped.  It is for a caller that cannot know the collation but
+** has SQLite check each row again (a colstore table's TEXT IN list, whose
+** collation a subquery's COLLATE decides unseen): BINARY, NOCASE and RTRIM
+** equality each imply folded equality, so the rows selected are a superset
+** of the rows that match under any of the three.  It runs where the BINARY
+** IN does (bytes_match, so through the codes too, once per distinct value
+** of a record) and never through a zone map: folding does not keep the
+** byte order.
+**
 ** The choice a newcomer might question: FLOAT zone maps decide "every row
 ** true" only for chunks flagged CS_CHUNK_SORTED.  The writer's min/max skip
 ** NaN and its null count does not count NaN, so an unsorted float chunk may
@@ -108,6 +119,7 @@ typedef struct pcomp {
   cs_value_kind bkind; /* DOM_BYTES: the column's class (TEXT or BLOB) */
   const cs_value *set; /* IN members as given; not owned */
   uint64_t n_set;
+  bool fold;                  /* DOM_BYTES IN: members compared folded (cs_pred.fold) */
   const void *sorted;         /* IN over CS_PRED_IN_LINEAR: sorted unique int64/double; owned by the caller */
   uint64_t n_sorted;          /* 0: test the members of set one by one */
   int64_t set_imin, set_imax; /* IN: range of the members that can match */
@@ -193,6 +205,33 @@ static int value_cmp(const cs_value *a, const cs_value *b) {
   return (a->n > b->n) - (a->n < b->n);
 }
 
+static uint8_t fold_byte(uint8_t c) { return c >= 'A' && c <= 'Z' ? (uint8_t)(c + 32) : c; }
+
+/* Trailing spaces (0x20) off: n less the run of them at the end of p. */
+static uint64_t fold_len(const uint8_t *p, uint64_t n) {
+  while (n && p[n - 1] == ' ') n--;
+  return n;
+}
+
+/* Whether a and b are equal after folding (cs_pred.fold): ASCII letters to
+** lower case, trailing spaces dropped.  Each of BINARY, NOCASE (which folds
+** ASCII only) and RTRIM (which drops trailing 0x20 only) equates two
+** strings only if this does. */
+static bool fold_eq(const uint8_t *a, uint64_t na, const uint8_t *b, uint64_t nb) {
+  na = fold_len(a, na), nb = fold_len(b, nb);
+  if (na != nb) return false;
+  for (uint64_t i = 0; i < na; i++)
+    if (a[i] != b[i] && fold_byte(a[i]) != fold_byte(b[i])) return false;
+  return true;
+}
+
+/* x equals the IN member m (neither NULL): as value_cmp, or folded. */
+static bool in_member_eq(const cs_pred *pr, const cs_value *x, const cs_value *m) {
+  if (pr->fold && x->kind == m->kind && (x->kind == CS_VAL_TEXT || x->kind == CS_VAL_BLOB))
+    return fold_eq(x->p, x->n, m->p, m->n);
+  return value_cmp(x, m) == 0;
+}
+
 bool cs_pred_match_value(const cs_pred *pr, const cs_value *x) {
   bool null = value_is_null(x);
   switch (pr->op) {
@@ -201,7 +240,7 @@ bool cs_pred_match_value(const cs_pred *pr, const cs_value *x) {
     case CS_CMP_ISNOT: return value_is_null(&pr->a) ? !null : null || value_cmp(x, &pr->a) != 0;
     case CS_CMP_IN:
       for (uint64_t k = 0; k < pr->n_set && !null; k++)
-        if (!value_is_null(&pr->set[k]) && value_cmp(x, &pr->set[k]) == 0) return true;
+        if (!value_is_null(&pr->set[k]) && in_member_eq(pr, x, &pr->set[k])) return true;
       return false;
     default: break;
   }
@@ -463,6 +502,7 @@ static void pred_compile(const cs_store *s, const cs_pred *pr, pcomp *p, void **
     case CS_CMP_IN: {
       p->set = pr->set;
       p->n_set = pr->n_set;
+      p->fold = pr->fold && p->dom == DOM_BYTES;
       uint64_t n_match = 0;
       bool first = true;
       for (uint64_t k = 0; k < pr->n_set; k++) {
@@ -574,8 +614,11 @@ static int zone_decide_kind(const pcomp *p, const cs_chunk *ch, uint64_t rows) {
     default: break;
   }
   if (nn == rows) return 0;
-  if (p->dom == DOM_BYTES) return -1; /* no zone map for TEXT/BLOB in format 1: see record_decide */
-  if (!mm) return 0;                  /* every value NULL or NaN */
+  /* No zone map for TEXT/BLOB in format 1 (see record_decide); were one
+  ** added, a folded IN (cs_pred.fold) must not use it: folding does not
+  ** keep the byte order ('B' < 'a' but 'b' > 'a'). */
+  if (p->dom == DOM_BYTES) return -1;
+  if (!mm) return 0; /* every value NULL or NaN */
   bool clean = p->dom == DOM_INT ? nn == 0 : no_nan;
   if (p->dom == DOM_INT) {
     int64_t mn = ch->min.i, mx = ch->max.i;
@@ -710,7 +753,8 @@ CS__INLINE bool bytes_match(const pcomp *p, const uint8_t *x, uint64_t nx) {
   if (p->kind == PK_NE) return cs__bytes_cmp(x, nx, p->blo.p, p->blo.n) != 0;
   for (uint64_t k = 0; k < p->n_set; k++) { /* IN */
     const cs_value *m = &p->set[k];
-    if (m->kind == p->bkind && cs__bytes_cmp(x, nx, m->p, m->n) == 0) return true;
+    if (m->kind == p->bkind && (p->fold ? fold_eq(x, nx, m->p, m->n) : cs__bytes_cmp(x, nx, m->p, m->n) == 0))
+      return true;
   }
   return false;
 }

@@ -44,6 +44,8 @@ static bool value_null(const cs_value *v) {
   return v->kind == CS_VAL_NULL || (v->kind == CS_VAL_FLOAT && isnan(v->f));
 }
 
+static int tolower_ascii(int c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
+
 static int cls(cs_value_kind k) { return k == CS_VAL_TEXT ? 2 : k == CS_VAL_BLOB ? 3 : 1; }
 
 /* A non-NULL cell as a value of its storage class. */
@@ -75,6 +77,22 @@ static int ref_cmp(const cs_value *x, const cs_value *v) {
   return (x->n > v->n) - (x->n < v->n);
 }
 
+/* Folded equality (cs_pred.fold), the naive way: both strings copied
+** with 'A'-'Z' lower-cased and trailing spaces cut, then compared. */
+static bool ref_fold_eq(const cs_value *x, const cs_value *v) {
+  uint8_t *a = malloc(x->n + 1), *b = malloc(v->n + 1);
+  ck_assert(a && b);
+  uint64_t na = 0, nb = 0;
+  for (uint64_t i = 0; i < x->n; i++) a[na++] = (uint8_t)tolower_ascii(x->p[i]);
+  for (uint64_t i = 0; i < v->n; i++) b[nb++] = (uint8_t)tolower_ascii(v->p[i]);
+  while (na && a[na - 1] == ' ') na--;
+  while (nb && b[nb - 1] == ' ') nb--;
+  bool eq = na == nb && (na == 0 || memcmp(a, b, na) == 0);
+  free(a);
+  free(b);
+  return eq;
+}
+
 static bool ref_pred(const cs_pred *p, cs_type t, const ut_cell *c) {
   bool null = cell_is_null(t, c);
   if (p->op == CS_CMP_ISNULL) return null;
@@ -90,8 +108,12 @@ static bool ref_pred(const cs_pred *p, cs_type t, const ut_cell *c) {
   cs_value x = cell_value(t, c);
   switch (p->op) {
     case CS_CMP_IN:
-      for (uint64_t k = 0; k < p->n_set; k++)
-        if (!value_null(&p->set[k]) && ref_cmp(&x, &p->set[k]) == 0) return true;
+      for (uint64_t k = 0; k < p->n_set; k++) {
+        const cs_value *m = &p->set[k];
+        if (value_null(m)) continue;
+        if (p->fold && cls(x.kind) >= 2 && x.kind == m->kind ? ref_fold_eq(&x, m) : ref_cmp(&x, m) == 0)
+          return true;
+      }
       return false;
     case CS_CMP_BETWEEN:
       if (value_null(&p->a) || value_null(&p->b)) return false;
@@ -128,8 +150,8 @@ static void describe_pred(const cs_pred *p, const ut_table *t, char *buf, size_t
   char a[96], b[96];
   describe_value(&p->a, a, sizeof a);
   describe_value(&p->b, b, sizeof b);
-  snprintf(buf, n, "%s (%s) %s a=[%s] b=[%s] n_set=%" PRIu64, t->cols[p->col].name,
-           cs_type_name(t->cols[p->col].type), op_names[p->op], a, b, p->n_set);
+  snprintf(buf, n, "%s (%s) %s%s a=[%s] b=[%s] n_set=%" PRIu64, t->cols[p->col].name,
+           cs_type_name(t->cols[p->col].type), op_names[p->op], p->fold ? " folded" : "", a, b, p->n_set);
 }
 
 /* Runs cs_pred_eval on rows [first, first + n) of s and compares the mask
@@ -479,11 +501,11 @@ static const uint64_t few_lens[] = {0, 1, 2, 3, 3, 1, 3, 3, 6, 3, 2, 3, 2, 1};
 ** (a record's own subset of few_vals, so zone decisions by the codes happen:
 ** records where no value or every value passes) except every third record,
 ** which holds more than a record's codes do (the byte path beside). */
-static void pstore_few_text(pstore *p, uint64_t n_records, uint64_t per, uint64_t seed) {
+static void pstore_text_of(pstore *p, const char *const *vals, const uint64_t *lens, uint64_t nf,
+                           uint64_t n_records, uint64_t per, uint64_t seed) {
   cs_schema schema = {N_ALL_COLS, all_cols};
   p->t = ut_table_new(&schema);
   ut_rng r = ut_rng_seed(seed);
-  uint64_t nf = sizeof few_vals / sizeof few_vals[0];
   for (uint64_t rec = 0; rec < n_records; rec++) {
     uint64_t lo = ut_rng_below(&r, nf), span = 1 + ut_rng_below(&r, rec % 4 == 1 ? 1 : nf);
     bool many = rec % 3 == 2, nulls = rec % 2 == 0;
@@ -505,12 +527,16 @@ static void pstore_few_text(pstore *p, uint64_t n_records, uint64_t per, uint64_
           ut_cell_set_bytes(cell, buf, (uint64_t)len);
         } else {
           uint64_t k = (lo + ut_rng_below(&r, span)) % nf;
-          ut_cell_set_bytes(cell, few_vals[k], few_lens[k]);
+          ut_cell_set_bytes(cell, vals[k], lens[k]);
         }
       }
     }
   }
   pstore_write(p, 0, per, seed);
+}
+
+static void pstore_few_text(pstore *p, uint64_t n_records, uint64_t per, uint64_t seed) {
+  pstore_text_of(p, few_vals, few_lens, sizeof few_vals / sizeof few_vals[0], n_records, per, seed);
 }
 
 START_TEST(test_pred_text_blob_through_codes) {
@@ -536,6 +562,60 @@ START_TEST(test_pred_text_blob_through_codes) {
     check_preds(p.s, p.t, prs, 3, first, ut_rng_below(&r, p.t->n_rows - first + 1),
                 "seed 733 text AND range");
   }
+  pstore_free(&p);
+}
+END_TEST
+
+/* Values that folding equates and must not: case variants, trailing
+** spaces (and a tab and NUL, which are not dropped), letters next to the
+** ASCII range ('@', '[', '`', '{'), and non-ASCII UTF-8 (not folded). */
+static const char *const fold_vals[] = {
+    "abc", "ABC", "Abc ", "abc  ", "abc\t", "abc\0",    "ab",       "@",           "`",    "[",    "{",
+    "",    "  ",  " abc", "ORD",   "ord ",  "\xc3\xa9", "\xc3\x89", "ORD\xc3\x89", "m001", "M001 "};
+static const uint64_t fold_lens[] = {3, 3, 4, 5, 4, 4, 2, 1, 1, 1, 1, 0, 2, 4, 3, 4, 2, 2, 5, 4, 5};
+
+START_TEST(test_pred_folded_in) {
+  /* A folded IN on the TEXT and BLOB columns, through the codes (records
+  ** of few values) and the bytes (the others), against ref_fold_eq; and
+  ** never fewer rows than the BINARY IN of the same members. */
+  _Static_assert(sizeof fold_vals / sizeof fold_vals[0] == sizeof fold_lens / sizeof fold_lens[0], "lens");
+  uint64_t nf = sizeof fold_vals / sizeof fold_vals[0];
+  pstore p;
+  pstore_text_of(&p, fold_vals, fold_lens, nf, 9, 700, 741);
+  ut_rng r = ut_rng_seed(742);
+  cs_value set[8];
+  static const uint32_t cols[] = {10, 11, 14};
+  uint8_t *bin = malloc(p.t->n_rows), *fold = malloc(p.t->n_rows);
+  ck_assert(bin && fold);
+  for (int k = 0; k < 300; k++) {
+    uint32_t col = cols[k % 3];
+    uint64_t m = ut_rng_below(&r, 8);
+    for (uint64_t j = 0; j < m; j++) {
+      uint64_t v = ut_rng_below(&r, nf + 2);
+      if (v == nf)
+        set[j] = (cs_value){.kind = CS_VAL_NULL};
+      else if (v == nf + 1)
+        set[j] = vint((int64_t)ut_rng_below(&r, 3));
+      else
+        set[j] = (cs_value){.kind = ut_rng_below(&r, 4) ? (col == 11 ? CS_VAL_BLOB : CS_VAL_TEXT)
+                                                        : (col == 11 ? CS_VAL_TEXT : CS_VAL_BLOB),
+                            .p = (const uint8_t *)fold_vals[v],
+                            .n = fold_lens[v]};
+    }
+    cs_pred pr = {.col = col, .op = CS_CMP_IN, .set = set, .n_set = m, .fold = true};
+    char ctx[64];
+    snprintf(ctx, sizeof ctx, "seed 741 folded IN #%d", k);
+    check_preds(p.s, p.t, &pr, 1, 0, p.t->n_rows, ctx);
+    uint64_t first = ut_rng_below(&r, p.t->n_rows);
+    check_preds(p.s, p.t, &pr, 1, first, ut_rng_below(&r, p.t->n_rows - first + 1), ctx);
+    cs_pred_eval(p.s, &pr, 1, 0, p.t->n_rows, fold, NULL);
+    pr.fold = false;
+    cs_pred_eval(p.s, &pr, 1, 0, p.t->n_rows, bin, NULL);
+    for (uint64_t i = 0; i < p.t->n_rows; i++)
+      ck_assert_msg(fold[i] >= bin[i], "%s: row %" PRIu64 " in the BINARY IN but not the folded", ctx, i);
+  }
+  free(bin);
+  free(fold);
   pstore_free(&p);
 }
 END_TEST
@@ -934,6 +1014,7 @@ static Suite *pred_suite(void) {
   tcase_add_loop_test(tc, test_pred_every_op_type_and_operand_kind_random, 0, 3);
   tcase_add_test(tc, test_pred_every_op_clustered_zone_maps);
   tcase_add_test(tc, test_pred_text_blob_through_codes);
+  tcase_add_test(tc, test_pred_folded_in);
   tcase_add_loop_test(tc, test_pred_and_of_several, 0, 2);
   tcase_add_test(tc, test_pred_no_predicates_selects_every_row);
   tcase_add_test(tc, test_pred_int_float_comparison_is_exact);
