@@ -175,6 +175,11 @@ typedef struct csx_selection {
   uint32_t sorted_ranges; /* predicates turned into row ranges instead */
   void **held;            /* what the above point into; sqlite3_free */
   int n_held;
+  /* Whether the connection has a collation besides BINARY, NOCASE and
+  ** RTRIM, as this cursor first read it (0 not read yet, 1 no, 2 yes):
+  ** kept across the cursor's filters, since a statement compares only
+  ** under collations registered before it was prepared. */
+  uint8_t other_colls;
 } csx_selection;
 
 /* What one scan did, for colstore_last_plan(). */

@@ -29,7 +29,9 @@ void csx_selection_clear(csx_selection *s) {
   sqlite3_free(s->held);
   sqlite3_free(s->preds);
   sqlite3_free(s->vals);
+  uint8_t other_colls = s->other_colls; /* the connection's, not the filter's */
   memset(s, 0, sizeof *s);
+  s->other_colls = other_colls;
 }
 
 /* A copy of n bytes at p, held until the selection is cleared. */
@@ -71,11 +73,13 @@ static bool other_collations(sqlite3 *db) {
 ** built-in ones.  Else it narrows to the non-NULL rows: a number may bring
 ** NUMERIC affinity, a BLOB is left alone, and an application's collation
 ** may equate any two strings. */
-static bool may_fold(sqlite3 *db, sqlite3_value *arg) {
+static bool may_fold(csx_selection *s, sqlite3 *db, sqlite3_value *arg) {
   sqlite3_value *v = NULL;
   for (int r = sqlite3_vtab_in_first(arg, &v); r == SQLITE_OK && v; r = sqlite3_vtab_in_next(arg, &v))
     if (sqlite3_value_type(v) != SQLITE_TEXT && sqlite3_value_type(v) != SQLITE_NULL) return false;
-  return !other_collations(db);
+  /* read once per cursor: a join filters once per outer row */
+  if (!s->other_colls) s->other_colls = other_collations(db) ? 2 : 1;
+  return s->other_colls == 1;
 }
 
 /* The operands of predicate slot i (a P or Q slot) into pr; *never when
@@ -91,7 +95,7 @@ static int pred_from_slot(csx_selection *s, sqlite3 *db, const csx_slot *slot, s
   }
   pr->op = CS_CMP_IN;
   pr->set = s->vals + *m;
-  if (slot->fold && !(pr->fold = may_fold(db, arg))) {
+  if (slot->fold && !(pr->fold = may_fold(s, db, arg))) {
     pr->op = CS_CMP_NOTNULL;
     return SQLITE_OK;
   }
