@@ -147,7 +147,7 @@ struct cs_exporter {
   cs_format_writer *fw;
   const cs_export_options *opt;
   uint32_t n_cols;
-  cs_chunk *slice;   /* n_cols */
+  cs_chunk *slice;   /* n_cols: a batch's columns (a store's whole record goes as rd.chunks) */
   cs_batch *scratch; /* a record's live rows, when it has deletions */
   bool interrupted;
   cs__record_reader rd; /* a store's record being written (cs_export) */
@@ -331,13 +331,15 @@ cs_rc cs_export(const char *path, const char *source, const cs_export_options *o
     if (n == dead) continue;
     const uint8_t *del = dead ? cs_store_record_deletions(s, rec) : NULL;
     if ((rc = cs__record_read(&x->rd, s, rec, CS__READ_CHECK_ONCE, err))) goto done;
+    /* A whole record is its chunks as read; one with deletions, the
+    ** scratch batch of its live rows. */
+    const cs_chunk *slice = x->rd.chunks;
     if (del) {
       if (!x->scratch && (rc = cs_batch_new(schema, &x->scratch, err))) goto done;
       if ((rc = record_compact(x, s, rec, del, err))) goto done;
-    } else {
-      memcpy(x->slice, x->rd.chunks, x->n_cols * sizeof *x->slice);
+      slice = x->slice;
     }
-    if ((rc = x->ops->write(x->fw, n - dead, x->slice, err))) goto done;
+    if ((rc = x->ops->write(x->fw, n - dead, slice, err))) goto done;
     x->rows += n - dead;
     if ((rc = report(x, false, err))) goto done;
   }
