@@ -55,6 +55,7 @@ Errors: a file that fails (damaged, missing, another schema) raises its
 """
 import json
 import sqlite3
+import sys
 import threading
 
 import numpy as np
@@ -345,7 +346,12 @@ def _current_client():
 
     get = dask.base.get_scheduler()
     owner = getattr(get, "__self__", None)
-    return owner if type(owner).__name__ == "Client" and hasattr(owner, "submit") else None
+    # A Client exists only where distributed has been imported, so it is
+    # looked up in sys.modules, never imported here: colstore.dask on a
+    # machine (or in a process) without distributed stays without it.
+    distributed = sys.modules.get("distributed")
+    client_type = getattr(distributed, "Client", None)
+    return owner if client_type is not None and isinstance(owner, client_type) else None
 
 
 def _homes(client, n_files):
