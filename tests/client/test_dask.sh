@@ -14,11 +14,13 @@
 #     worker has opened only its own files (Dask's work stealing, which may
 #     move a task off a lagging worker, is off in this cluster);
 #   - read(...).compute(): equal to the dataset table's full scan, rowids as
-#     the index, with columns= and where=;
+#     the index, with columns= and where=, each file's partition read on its
+#     home worker too (the workers' tables dropped first, so each worker
+#     has opened only its own files again);
 #   - the client is a subclass of distributed.Client of another name:
 #     colstore.dask knows a client by isinstance, and one it did not know
-#     would leave the placement to Dask, which the check of each worker's
-#     files catches; the calling process opens no file while it runs;
+#     would leave the placement to Dask, which the checks of each worker's
+#     files catch; the calling process opens no file while it runs;
 #   - importing colstore.dask, and aggregate() and read() on dask's local
 #     scheduler, do not import distributed;
 #   - a damaged file fails compute() with its colstore: error.
@@ -116,6 +118,13 @@ def main(seed):
         return sorted(os.path.basename(k) for k in (state["tables"] if state else {}) if isinstance(k, str))
 
 
+    def forget_files():  # run on a worker's one thread: its tables dropped
+        state = getattr(csd._local, "state", None)
+        if state:
+            state["con"].close()
+        csd._local.state = None
+
+
     def check_homes(client, what):
         workers = sorted(client.scheduler_info()["workers"])
         files = sorted(os.listdir("ds"))
@@ -144,6 +153,8 @@ def main(seed):
             got = csd.aggregate("ds", ["k"], where="x > 0")
         print("aggregate on the local scheduler: %d values equal" % check_agg(got, ["k"], "x > 0", "sync"))
         check_homes(client, "aggregate")
+        for w in client.scheduler_info()["workers"]:
+            client.submit(forget_files, workers=[w], pure=False).result()
         for columns, where in ((None, None), (["x", "s"], "k = 2 OR b"), (["v"], "x > 100")):
             frame = csd.read("ds", columns=columns, where=where).compute()
             cols = columns or ["k", "g", "v", "x", "b", "s"]
@@ -156,6 +167,11 @@ def main(seed):
                 raise SystemExit("read(columns=%r, where=%r): row %d is %r, want %r"
                                  % (columns, where, diff, got[diff:diff + 1], want[diff:diff + 1]))
         print("read: equal to the full scan")
+        check_homes(client, "read")
+        forget_files()  # this process's tables, from the aggregate on the local scheduler
+        if csd.read("ds", columns=["v"]).v.sum().compute() != con.execute("SELECT sum(v) FROM ds").fetchone()[0] \
+                or getattr(csd._local, "state", None) is not None:
+            raise SystemExit("read(...).v.sum() is wrong or ran in the calling process")
         # A damaged file: cut in the middle.
         path = "ds/part-03.cst"
         size = os.path.getsize(path)
