@@ -11,9 +11,10 @@
 ** its chunks compared with its checksum there and its TEXT/BLOB offsets
 ** checked before the writer indexes by them; the writer then gets the
 ** record's chunks from that buffer, every column of the record as one
-** slice.  A record with deleted rows has its live rows' runs copied from
-** the buffer into a scratch batch (cs__batch_put_run, compaction's own
-** copy) and the batch's columns are the slice.  A caller's batch is handed
+** slice.  A record with deleted rows has its live rows' runs
+** (cs__dels_live_run, compaction's walk too) copied from the buffer into a
+** scratch batch (cs__batch_put_run, compaction's own copy) and the batch's
+** columns are the slice.  A caller's batch is handed
 ** over the same way, so a writer sees one kind of slice.
 **
 ** Why pread and not the mapping, which needs no copy.  The export reads a
@@ -146,7 +147,7 @@ struct cs_exporter {
   cs_format_writer *fw;
   const cs_export_options *opt;
   uint32_t n_cols;
-  cs_chunk *slice;   /* n_cols */
+  cs_chunk *slice;   /* n_cols: a batch's columns (a store's whole record goes as rd.chunks) */
   cs_batch *scratch; /* a record's live rows, when it has deletions */
   bool interrupted;
   cs__record_reader rd; /* a store's record being written (cs_export) */
@@ -299,16 +300,12 @@ static cs_rc record_compact(cs_exporter *x, const cs_store *s, uint64_t rec, con
                             cs_err *err) {
   uint64_t n = cs_store_record_rows(s, rec);
   cs_batch_clear(x->scratch);
-  for (uint64_t i = 0; i < n;) {
-    while (i < n && ((del[i >> 3] >> (i & 7)) & 1)) i++;
-    uint64_t from = i;
-    while (i < n && !((del[i >> 3] >> (i & 7)) & 1)) i++;
-    if (i == from) break;
+  for (uint64_t at = 0, from; cs__dels_live_run(del, n, &at, &from);) {
     for (uint32_t c = 0; c < x->n_cols; c++) {
-      cs_rc rc = cs__batch_put_run(x->scratch, c, &x->rd.chunks[c], from, i - from, err);
+      cs_rc rc = cs__batch_put_run(x->scratch, c, &x->rd.chunks[c], from, at - from, err);
       if (rc) return rc;
     }
-    cs__batch_end_rows(x->scratch, i - from);
+    cs__batch_end_rows(x->scratch, at - from);
   }
   batch_slice(x, x->scratch);
   return CS_OK;
@@ -334,13 +331,15 @@ cs_rc cs_export(const char *path, const char *source, const cs_export_options *o
     if (n == dead) continue;
     const uint8_t *del = dead ? cs_store_record_deletions(s, rec) : NULL;
     if ((rc = cs__record_read(&x->rd, s, rec, CS__READ_CHECK_ONCE, err))) goto done;
+    /* A whole record is its chunks as read; one with deletions, the
+    ** scratch batch of its live rows. */
+    const cs_chunk *slice = x->rd.chunks;
     if (del) {
       if (!x->scratch && (rc = cs_batch_new(schema, &x->scratch, err))) goto done;
       if ((rc = record_compact(x, s, rec, del, err))) goto done;
-    } else {
-      memcpy(x->slice, x->rd.chunks, x->n_cols * sizeof *x->slice);
+      slice = x->slice;
     }
-    if ((rc = x->ops->write(x->fw, n - dead, x->slice, err))) goto done;
+    if ((rc = x->ops->write(x->fw, n - dead, slice, err))) goto done;
     x->rows += n - dead;
     if ((rc = report(x, false, err))) goto done;
   }

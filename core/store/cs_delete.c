@@ -7,13 +7,18 @@
 ** range and the _mask length never change, so nothing that addresses rows
 ** needs renumbering, and a delete costs one small block per touched record.
 ** The price is that every read path must drop deleted positions itself.
-** Two shapes cover them all: a byte mask (scans, predicates) is cleared
+** Two shapes cover the queries: a byte mask (scans, predicates) is cleared
 ** where the vector has bits, and a list of positions (rowid =, IN, _rows,
 ** ordering) is compacted.  Both walk the vector a 64-bit word at a time and
 ** touch the output only at set bits, so a record without deletions costs a
 ** NULL test and a sparse vector costs little more than reading it; the
 ** one-test-per-record shape keeps the no-deletion path exactly as fast as
-** before (the rule: a record with no deletions pays nothing).
+** before (the rule: a record with no deletions pays nothing).  A third
+** shape is for the readers that copy a whole record's live rows
+** (compaction, colstore_export): its runs of live rows, one at a time
+** (cs__dels_live_run), found a word at a time with a count of trailing
+** zeros, so a record with a few deletions is a few runs and a few words
+** read, and a record without is one run.
 **
 ** Why the vectors are checked at open, in full: a reader uses them in every
 ** scan, and a damaged bit would silently show a deleted row or hide a live
@@ -234,6 +239,30 @@ uint64_t cs_store_deleted_in(const cs_store *s, uint64_t first, uint64_t n) {
       count += (uint64_t)__builtin_popcountll(dv_word_in(bits, w, l0, l1));
   }
   return count;
+}
+
+/* The first position in [i, n) whose bit is deleted (true) or live
+** (false), or n when there is none; a word of the vector at a time.  The
+** bits past the rows are zero, live to the search, hence the cap at n. */
+static uint64_t dv_find(const uint8_t *bits, uint64_t i, uint64_t n, bool deleted) {
+  uint64_t flip = deleted ? 0 : ~(uint64_t)0;
+  for (uint64_t w = i / 64; w * 64 < n; w++) {
+    uint64_t x = dv_word(bits, w) ^ flip;
+    if (w == i / 64) x &= ~(uint64_t)0 << (i & 63);
+    if (x) {
+      uint64_t at = w * 64 + (uint64_t)__builtin_ctzll(x);
+      return at < n ? at : n;
+    }
+  }
+  return n;
+}
+
+bool cs__dels_live_run(const uint8_t *bits, uint64_t n_rows, uint64_t *at, uint64_t *out_from) {
+  uint64_t from = bits ? dv_find(bits, *at, n_rows, false) : *at;
+  if (from >= n_rows) return false;
+  *out_from = from;
+  *at = bits ? dv_find(bits, from, n_rows, true) : n_rows;
+  return true;
 }
 
 uint64_t cs_store_filter_deleted(const cs_store *s, uint64_t *rows, uint64_t n) {

@@ -55,6 +55,15 @@ typedef struct cs__dels {
   const uint8_t *bits; /* the vector's bitmap in the mapping (or copy), 1 = deleted; NULL = none */
   uint64_t n_deleted;  /* bits set */
 } cs__dels;
+/* The next run of live rows at or after *at of a record of n_rows rows
+** whose deletion bitmap is bits (as cs_store_record_deletions gives it: 1 =
+** deleted, zero past the rows to whole 64-byte lines; NULL: none deleted):
+** true with the run [*out_from, *at), *at moved to its end; false when no
+** live row is left.  The one walk over a record's live rows, for the
+** readers that copy them a run at a time (compaction, colstore_export):
+**   for (uint64_t at = 0, from; cs__dels_live_run(bits, n, &at, &from);)
+**     copy rows [from, at); */
+bool cs__dels_live_run(const uint8_t *bits, uint64_t n_rows, uint64_t *at, uint64_t *out_from);
 
 struct cs_store {
   const cs__store_ops *ops; /* the variant's operations; never NULL */

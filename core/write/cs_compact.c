@@ -119,25 +119,20 @@ static cs_rc copy_run(compact_copy *cp, uint64_t from, uint64_t n, cs_err *err) 
 /* Copies record rec: its live runs (renumber) or all of it. */
 static cs_rc copy_record(compact_copy *cp, uint64_t rec, bool renumber, cs_err *err) {
   uint64_t n = cs_store_record_rows(cp->s, rec);
-  const uint8_t *dead = cs_store_record_deletions(cp->s, rec);
+  /* Without renumber the deleted rows are copied too (deletions_copy
+  ** deletes them again), so the whole record is one run. */
+  const uint8_t *dead = renumber ? cs_store_record_deletions(cp->s, rec) : NULL;
   /* Every chunk hashed, whatever this process checked before: damage must
   ** fail here, not be sealed under a fresh checksum. */
   cs_rc rc = cs__record_read(&cp->rd, cp->s, rec, CS__READ_CHECK_EVERY, err);
   if (rc) return rc;
-  if (!dead || !renumber) {
-    /* A whole record on a record boundary goes across as it is. */
-    if (n == cp->per && cs_batch_rows(cp->batch) == 0) {
-      cp->records_copied++;
-      return cs__writer_copy_record(cp->w, cp->s, rec, cp->rd.buf, err);
-    }
-    return copy_run(cp, 0, n, err);
+  /* A whole record on a record boundary goes across as it is. */
+  if (!dead && n == cp->per && cs_batch_rows(cp->batch) == 0) {
+    cp->records_copied++;
+    return cs__writer_copy_record(cp->w, cp->s, rec, cp->rd.buf, err);
   }
-  for (uint64_t i = 0; i < n;) {
-    while (i < n && ((dead[i >> 3] >> (i & 7)) & 1)) i++;
-    uint64_t run = i;
-    while (i < n && !((dead[i >> 3] >> (i & 7)) & 1)) i++;
-    if (i > run && (rc = copy_run(cp, run, i - run, err))) return rc;
-  }
+  for (uint64_t at = 0, from; cs__dels_live_run(dead, n, &at, &from);)
+    if ((rc = copy_run(cp, from, at - from, err))) return rc;
   return CS_OK;
 }
 

@@ -28,22 +28,25 @@ only its result.  A worker thread keeps its tables open for the next task
   combining runs in parallel.
 
 Placement: on a distributed Client (the default client, or one named with
-dask.config.set(scheduler=client)), aggregate gives every file a home
-worker, the files dealt round-robin over the workers' threads (_homes), and
-submits each file's task there as a preference (allow_other_workers, so a
-worker that is gone or lagging hands its file to another, through Dask's
-work stealing).  A file's first aggregate in a process costs about three
-times a warm one (mapping it, building its per-record statistics); with
-Dask's own placement the same cluster moved files between workers from
-call to call until every worker had opened every file (both of 2 workers
-had all 4 after five calls): each first open paid again per worker, every
-file's statistics held by every worker, and on N machines every machine's
-page cache asked for every file.  With homes each worker opens only its
-share (docs/performance.md, "Dask on 2 workers: where the time went").
-Hashing files onto workers (rendezvous) was rejected: 4 files land 2 and 2
-on 2 workers only 6 times in 16.  Client.as_current() alone does not make
-dask's compute() use a client; aggregate follows compute() there and runs
-on dask's local scheduler in the calling process.
+dask.config.set(scheduler=client)), aggregate and read give every file a
+home worker, the files dealt round-robin over the workers' threads
+(_homes), and put each file's task there as a preference (_place:
+allow_other_workers, so a worker that is gone or lagging hands its file to
+another, through Dask's work stealing).  read's homes are the workers at the
+time of the read() call, where its graph is built.  A file's first
+aggregate in a process costs about three times a warm one (mapping it,
+building its per-record statistics); with Dask's own placement the same
+cluster moved files between workers from call to call until every worker
+had opened every file (both of 2 workers had all 4 after five calls): each
+first open paid again per worker, every file's statistics held by every
+worker, and on N machines every machine's page cache asked for every file.
+With homes each worker opens only its share (docs/performance.md, "Dask on
+2 workers: where the time went"), and a read() after an aggregate() finds
+each file open on its own worker.  Hashing files onto workers (rendezvous)
+was rejected: 4 files land 2 and 2 on 2 workers only 6 times in 16.
+Client.as_current() alone does not make dask's compute() use a client;
+aggregate follows compute() there and runs on dask's local scheduler in the
+calling process.
 
 Threads: a task runs colstore with one kernel thread (colstore_config
 threads, which is per process), because Dask already runs one task per
@@ -55,6 +58,7 @@ Errors: a file that fails (damaged, missing, another schema) raises its
 """
 import json
 import sqlite3
+import sys
 import threading
 
 import numpy as np
@@ -194,12 +198,30 @@ def read(source, columns=None, where=None, threads=1):
     arrays.check_names(source, names, schema)
     files, counts = info["files"], info["file_rows"]
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    firsts = [int(o) for o in offsets[:-1]]
     divisions = None
     if all(c > 0 for c in counts):
-        divisions = [int(o) for o in offsets[:-1]] + [int(offsets[-1]) - 1]
-    return dd.from_map(_read_file, files, [int(o) for o in offsets[:-1]],
-                       args=(names, schema, where, threads), meta=_meta(schema, names),
-                       divisions=divisions, label="colstore-read", enforce_metadata=False)
+        divisions = firsts + [int(offsets[-1]) - 1]
+    client = _current_client()
+    homes = _homes(client, len(files)) if client is not None else [None] * len(files)
+    if not any(homes):
+        return dd.from_map(_read_file, files, firsts, args=(names, schema, where, threads),
+                           meta=_meta(schema, names), divisions=divisions, label="colstore-read",
+                           enforce_metadata=False)
+    # On a distributed client each file's partition prefers the file's home
+    # worker, as aggregate's tasks do: a delayed read per file annotated
+    # with its place, the partitions made from them.  One from_map layer
+    # with a callable annotation would place them too, but dask fuses it
+    # with the operations after it (frame.x.sum()) and the fusion fails on
+    # the callable (TypeError in dask 2022.12's _fuse_annotations).
+    import dask
+
+    parts = []
+    for path, first, home in zip(files, firsts, homes):
+        with dask.annotate(**_place(home)):
+            parts.append(dask.delayed(_read_file, pure=False)(path, first, names, schema, where, threads))
+    return dd.from_delayed(parts, meta=_meta(schema, names), divisions=divisions, prefix="colstore-read",
+                           verify_meta=False)
 
 
 def _aggregate_file(path, by, where, threads, schema):
@@ -327,8 +349,7 @@ def aggregate(source, by, where=None, threads=1, fan_in=FAN_IN):
     def task(fn, *args, home=None):
         if client is None:  # dask's local schedulers: a graph of delayed calls
             return dask.delayed(fn, pure=False)(*args)
-        place = {"workers": [home], "allow_other_workers": True} if home else {}
-        return client.submit(fn, *args, pure=False, **place)
+        return client.submit(fn, *args, pure=False, **_place(home))
 
     parts = [task(_aggregate_file, f, list(by), where, threads, schema, home=home) for f, home in zip(files, homes)]
     while len(parts) > fan_in:
@@ -345,7 +366,12 @@ def _current_client():
 
     get = dask.base.get_scheduler()
     owner = getattr(get, "__self__", None)
-    return owner if type(owner).__name__ == "Client" and hasattr(owner, "submit") else None
+    # A Client exists only where distributed has been imported, so it is
+    # looked up in sys.modules, never imported here: colstore.dask on a
+    # machine (or in a process) without distributed stays without it.
+    distributed = sys.modules.get("distributed")
+    client_type = getattr(distributed, "Client", None)
+    return owner if client_type is not None and isinstance(owner, client_type) else None
 
 
 def _homes(client, n_files):
@@ -358,3 +384,9 @@ def _homes(client, n_files):
     workers = client.scheduler_info().get("workers", {})
     slots = [w for w, d in sorted(workers.items()) for _ in range(max(1, int(d.get("nthreads") or 1)))]
     return [slots[i % len(slots)] for i in range(n_files)] if slots else [None] * n_files
+
+
+def _place(home):
+    """The placement of a file's task on a distributed client: its home
+    worker (_homes) as a preference, or anywhere where it has none."""
+    return {"workers": [home], "allow_other_workers": True} if home else {}

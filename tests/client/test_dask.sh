@@ -14,7 +14,15 @@
 #     worker has opened only its own files (Dask's work stealing, which may
 #     move a task off a lagging worker, is off in this cluster);
 #   - read(...).compute(): equal to the dataset table's full scan, rowids as
-#     the index, with columns= and where=;
+#     the index, with columns= and where=, each file's partition read on its
+#     home worker too (the workers' tables dropped first, so each worker
+#     has opened only its own files again);
+#   - the client is a subclass of distributed.Client of another name:
+#     colstore.dask knows a client by isinstance, and one it did not know
+#     would leave the placement to Dask, which the checks of each worker's
+#     files catch; the calling process opens no file while it runs;
+#   - importing colstore.dask, and aggregate() and read() on dask's local
+#     scheduler, do not import distributed;
 #   - a damaged file fails compute() with its colstore: error.
 # Without dask/distributed/pandas the test prints SKIP and exits 77.
 set -euo pipefail
@@ -28,12 +36,16 @@ seed=${COLSTORE_SEED:-$RANDOM}
 # The checks run from a file: the workers are spawned processes, which
 # import the main module again (hence the __main__ guard).
 cat >check_dask.py <<'PYEOF'
-import math, os, random, sqlite3, sys
+import math, os, random, sqlite3, subprocess, sys
 import dask
 import pandas as pd
 from distributed import Client, LocalCluster
 import colstore
 import colstore.dask as csd
+
+
+class Placed(Client):
+    """A client of another type name: colstore.dask must take it as one."""
 
 
 def main(seed):
@@ -55,6 +67,12 @@ def main(seed):
         con.executemany("INSERT INTO src VALUES (?, ?, ?, ?, ?, ?)", rows)
         con.execute("SELECT colstore_create('ds/part-%02d.cst', 'SELECT * FROM src')" % f)
     con.execute("CREATE VIRTUAL TABLE ds USING colstore('ds')")
+    # A process that never imported distributed reads and aggregates on
+    # dask's local scheduler without importing it.
+    code = ("import sys; import colstore.dask as csd; csd.aggregate('ds', ['k']); csd.read('ds').compute(); "
+            "sys.exit('colstore.dask imported distributed' if 'distributed' in sys.modules else 0)")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    print("colstore.dask without distributed: not imported")
 
 
     def same(a, b, what):
@@ -95,14 +113,31 @@ def main(seed):
         return checks
 
 
-    def opened_files():  # run on a worker's one thread: the files its aggregate tasks opened
+    def opened_files():  # run on a worker's one thread: the files its tasks opened
         state = getattr(csd._local, "state", None)
         return sorted(os.path.basename(k) for k in (state["tables"] if state else {}) if isinstance(k, str))
 
 
+    def forget_files():  # run on a worker's one thread: its tables dropped
+        state = getattr(csd._local, "state", None)
+        if state:
+            state["con"].close()
+        csd._local.state = None
+
+
+    def check_homes(client, what):
+        workers = sorted(client.scheduler_info()["workers"])
+        files = sorted(os.listdir("ds"))
+        for i, w in enumerate(workers):
+            got = client.submit(opened_files, workers=[w], pure=False).result()
+            if got != files[i::len(workers)]:
+                raise SystemExit("%s: worker %s opened %r, its files are %r" % (what, w, got, files[i::len(workers)]))
+        print("%s: each worker opened only its own files" % what)
+
+
     with dask.config.set({"distributed.scheduler.work-stealing": False}), \
             LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
+            Placed(cluster) as client:
         if len(client.scheduler_info()["workers"]) != 2:
             raise SystemExit("the cluster has not 2 workers: %r" % client.scheduler_info()["workers"])
         checks = 0
@@ -112,16 +147,14 @@ def main(seed):
             got = csd.aggregate("ds", by, where=where, fan_in=fan_in)
             checks += check_agg(got, by, where, "fan_in=%d" % fan_in)
         print("aggregate: %d values equal" % checks)
+        if getattr(csd._local, "state", None) is not None:
+            raise SystemExit("aggregate opened files in the calling process, not on the client's workers")
         with dask.config.set(scheduler="sync"):
             got = csd.aggregate("ds", ["k"], where="x > 0")
         print("aggregate on the local scheduler: %d values equal" % check_agg(got, ["k"], "x > 0", "sync"))
-        workers = sorted(client.scheduler_info()["workers"])
-        files = sorted(os.listdir("ds"))
-        for i, w in enumerate(workers):
-            got = client.submit(opened_files, workers=[w], pure=False).result()
-            if got != files[i::len(workers)]:
-                raise SystemExit("worker %s opened %r, its files are %r" % (w, got, files[i::len(workers)]))
-        print("aggregate: each worker opened only its own files")
+        check_homes(client, "aggregate")
+        for w in client.scheduler_info()["workers"]:
+            client.submit(forget_files, workers=[w], pure=False).result()
         for columns, where in ((None, None), (["x", "s"], "k = 2 OR b"), (["v"], "x > 100")):
             frame = csd.read("ds", columns=columns, where=where).compute()
             cols = columns or ["k", "g", "v", "x", "b", "s"]
@@ -134,6 +167,11 @@ def main(seed):
                 raise SystemExit("read(columns=%r, where=%r): row %d is %r, want %r"
                                  % (columns, where, diff, got[diff:diff + 1], want[diff:diff + 1]))
         print("read: equal to the full scan")
+        check_homes(client, "read")
+        forget_files()  # this process's tables, from the aggregate on the local scheduler
+        if csd.read("ds", columns=["v"]).v.sum().compute() != con.execute("SELECT sum(v) FROM ds").fetchone()[0] \
+                or getattr(csd._local, "state", None) is not None:
+            raise SystemExit("read(...).v.sum() is wrong or ran in the calling process")
         # A damaged file: cut in the middle.
         path = "ds/part-03.cst"
         size = os.path.getsize(path)
