@@ -196,8 +196,9 @@ typedef struct cs_store cs_store;
 ** is read through the mapping even when MEMORY is asked for, and
 ** cs_store_cache_info says so and why.  AUTO opens and refreshes as MAP;
 ** the caller, which knows when a statement starts and how long the table
-** has lived, asks cs_store_cache_promote for a MEMORY snapshot of the same
-** committed state once the table has proved long-lived (cs_cache.c). */
+** has lived, starts a MEMORY copy of the same committed state in the
+** background once the table has proved long-lived (cs_cache_copy_start)
+** and swaps it in at a later statement (cs_cache.c). */
 typedef enum cs_cache { CS_CACHE_MAP = 0, CS_CACHE_MEMORY = 1, CS_CACHE_AUTO = 2 } cs_cache;
 
 /* Opens the last committed state of the store at path.  CS_ENOENT when the
@@ -236,14 +237,32 @@ const char *cs_cache_name(cs_cache cache);
 ** available now (MemAvailable of /proc/meminfo, else sysconf's available
 ** pages).  When not, why says so. */
 bool cs_cache_auto_fits(uint64_t bytes, char *why, size_t cap);
-/* cache=auto: a snapshot of exactly store's committed state (same file,
-** generation and extent) that reads a private copy, in *out (a new
-** reference, cache requested AUTO, so its reopen after a commit is on the
-** mapping again).  *out is NULL, with why set and CS_OK, when the store is
-** not a single file on its mapping, fails cs_cache_auto_fits, or changed
-** while it was copied; CS_ENOMEM or CS_EIO when the copy failed.  store is
-** untouched either way: the caller keeps reading it. */
-cs_rc cs_store_cache_promote(const cs_store *store, cs_store **out, char *why, size_t cap, cs_err *err);
+/* cache=auto's copy, made on a thread of its own (cs_cache.c).
+** cs_cache_copy_start starts copying store's committed state and returns at
+** once: *out is the copy in flight, or NULL with why set (and CS_OK) when
+** the store is not a single file on its mapping, fails cs_cache_auto_fits,
+** or no thread could be started.  The thread never touches store (it
+** copies its path and identity at the start), and calls nothing but core.
+** cs_cache_copy_done says, without waiting, whether the copy has finished
+** (always true in a process forked after the start: its thread is not
+** there, and the copy counts as failed); cs_cache_copy_wait waits for it
+** (for tests; not in a forked child); cs_cache_copy_cancel asks it to stop
+** at its next 16 MiB piece and returns at once.  cs_cache_copy_take, once
+** done: a snapshot of exactly the state started from (same file,
+** generation and extent) that reads a private copy (a new reference, cache
+** requested AUTO, so its reopen after a commit is on the mapping again), or
+** NULL with why (out of memory, a read error, a commit meanwhile,
+** cancelled).  cs_cache_copy_free cancels, waits for the thread and frees
+** (a copy not taken is closed); in a forked child it waits for nothing and
+** leaves an unfinished copy's memory alone.  One thread at a time calls
+** these for a given copy. */
+typedef struct cs_cache_copy cs_cache_copy;
+cs_rc cs_cache_copy_start(const cs_store *store, cs_cache_copy **out, char *why, size_t cap, cs_err *err);
+bool cs_cache_copy_done(const cs_cache_copy *copy);
+void cs_cache_copy_wait(cs_cache_copy *copy);
+void cs_cache_copy_cancel(cs_cache_copy *copy);
+cs_store *cs_cache_copy_take(cs_cache_copy *copy, char *why, size_t cap);
+void cs_cache_copy_free(cs_cache_copy *copy);
 /* Releases a reference: the one from an open, or one cs_store_reopen gave. */
 void cs_store_close(cs_store *store);
 
@@ -1362,9 +1381,12 @@ void cs_mem_keep_state(cs_mem_keep *out);
 ** counted since then.  cs_mem_live: blocks allocated and not yet freed.
 ** cs_mem_tick: counts one allocation made by another allocator (a test's
 ** SQLite allocator) on the same countdown and says whether it must fail.
+** cs_mem_failed_background: of the failures injected since the arming,
+** those on a thread whose work no statement waits on (cache=auto's copy).
 ** Thread-safe; for tests, never armed in production. */
 void cs_mem_fail_after(long k, bool sticky);
 long cs_mem_count(void);
+long cs_mem_failed_background(void);
 long cs_mem_live(void);
 bool cs_mem_tick(void);
 

@@ -84,9 +84,15 @@ struct csx_table {
   char *zPath;     /* store path; sqlite3_malloc'd */
   cs_verify verify;
   cs_cache cache; /* cache= option: where snapshots read the bytes */
-  /* cache=auto's two knobs, read from the environment once when the
-  ** table is connected (csx_table_auto_knobs), not on every statement. */
+  /* cache=auto's knobs, read from the environment once when the table is
+  ** connected (csx_table_auto_knobs), not on every statement; and its copy
+  ** in flight (colstore_snapshot.c): the job, and the snapshot it copies
+  ** (one reference held, so the pointer names that state until the job is
+  ** collected). */
   uint64_t auto_reads, auto_gap_ns;
+  bool auto_wait;
+  cs_cache_copy *copy;
+  csx_snapshot *copy_of;
   csx_snapshot *snap; /* current committed snapshot; one ref held */
   int n_open_cursors; /* a refresh waits until no cursor is open */
   /* Writing: rows buffered per transaction, positions deleted by it (in
@@ -267,6 +273,8 @@ int csx_table_refresh(csx_table *pTab);
 ** for a copy of the same state; a failed copy leaves it as it was. */
 void csx_table_auto_knobs(csx_table *pTab);
 void csx_table_auto_cache(csx_table *pTab, bool writes_pending);
+/* Stops and frees the table's copy in flight, if any (table disconnect). */
+void csx_table_auto_free(csx_table *pTab);
 /* A snapshot of a new store (one ref), NULL when out of memory. */
 csx_snapshot *csx_snapshot_new(cs_store *store);
 /* Replaces *pSnap with the store's last committed state when another

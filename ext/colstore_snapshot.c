@@ -15,19 +15,33 @@
 ** statement's start, a table on auto whose snapshot on the mapping was
 ** read by a statement before (COLSTORE_CACHE_AUTO_READS, default 1) that
 ** started at least COLSTORE_CACHE_AUTO_GAP_MS (default 200) ms ago (both
-** read once, when the table is connected), with
-** no cursor open and no write pending, is swapped for a copy of the same
-** committed state (cs_store_cache_promote).  Why these: a process that
-** asks one question never copies (the copy would be its whole cost), a
-** table refreshed before each statement by another connection's appends
-** never reads one snapshot twice, and the gap is the idle time after which
-** this VM's mapped pages were measured to have gone cold (200 ms:
-** docs/performance.md, "What else slows a query after a pause"), so a
-** script that runs statements back to back, which the mapping serves at
-** full speed, does not pay for a copy either.  A copy that fails (out of
-** memory, a read error, the size rule, a commit meanwhile) is not an
-** error: the statement reads the mapping, and the snapshot is not tried
-** again; its successor after a refresh may be.
+** read once, when the table is connected), with no cursor open, no write
+** pending and no copy in flight, starts a copy of the same committed state
+** on a background thread (cs_cache_copy_start) and reads the mapping.  Why
+** these: a process that asks one question never copies (the copy would be
+** its whole cost), a table refreshed before each statement by another
+** connection's appends never reads one snapshot twice, and the gap is the
+** idle time after which this VM's mapped pages were measured to have gone
+** cold (200 ms: docs/performance.md, "What else slows a query after a
+** pause"), so a script that runs statements back to back, which the
+** mapping serves at full speed, does not pay for a copy either.
+**
+** The copy in flight is looked at only at later statements' starts, the
+** same points where refresh and the rule above run (no cursor open, no
+** write pending: nothing reads pTab->snap then, so it can be replaced):
+** finished and the table still on the snapshot it copied (pointer equal:
+** the table holds a reference to it, copy_of, so the address cannot be
+** reused), the copy becomes the table's snapshot; the table moved to
+** another state meanwhile (a commit, its own or another connection's), the
+** copy is cancelled and dropped when finished; unfinished, the statement
+** reads the mapping and nothing waits (COLSTORE_CACHE_AUTO_WAIT=1, for
+** tests, makes that statement wait, so the swap lands at a known
+** statement).  References are taken and dropped only here, on the
+** connection's thread (they are not atomic); the thread sees no snapshot
+** and no SQLite.  A copy that fails (out of memory, a read error, the size
+** rule, a commit meanwhile) is not an error: the table reads the mapping,
+** and the snapshot is not tried again; its successor after a refresh may
+** be.  Disconnect (DROP TABLE, connection close) cancels and joins it.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -89,31 +103,63 @@ static uint64_t env_or(const char *name, uint64_t dflt) {
 void csx_table_auto_knobs(csx_table *pTab) {
   pTab->auto_reads = env_or("COLSTORE_CACHE_AUTO_READS", 1);
   pTab->auto_gap_ns = env_or("COLSTORE_CACHE_AUTO_GAP_MS", 200) * 1000000u;
+  pTab->auto_wait = env_or("COLSTORE_CACHE_AUTO_WAIT", 0) != 0;
+}
+
+/* Ends the copy in flight: frees the job and drops its snapshot. */
+static void auto_end(csx_table *pTab) {
+  cs_cache_copy_free(pTab->copy);
+  csx_snapshot_release(pTab->copy_of);
+  pTab->copy = NULL;
+  pTab->copy_of = NULL;
+}
+
+/* The copy in flight at a statement's start.  may_swap: no cursor open and
+** no write pending.  Never waits (but under COLSTORE_CACHE_AUTO_WAIT). */
+static void auto_collect(csx_table *pTab, bool may_swap) {
+  bool current = pTab->copy_of == pTab->snap;
+  if (!current)
+    cs_cache_copy_cancel(pTab->copy); /* the table moved on: stop at the next piece */
+  else if (pTab->auto_wait && may_swap)
+    cs_cache_copy_wait(pTab->copy);
+  if (!cs_cache_copy_done(pTab->copy) || (current && !may_swap)) return;
+  char why[192];
+  cs_store *store = cs_cache_copy_take(pTab->copy, why, sizeof why);
+  csx_snapshot *s = NULL;
+  if (store && current && (s = csx_snapshot_new(store))) {
+    csx_snapshot *snap = pTab->snap;
+    memcpy(s->sorted, snap->sorted, cs_store_schema(store)->n_cols);
+    s->n_reads = snap->n_reads;
+    s->last_read_ns = snap->last_read_ns;
+    s->promote_tried = true;
+    csx_snapshot_release(snap);
+    pTab->snap = s;
+  } else
+    cs_store_close(store);
+  auto_end(pTab);
 }
 
 void csx_table_auto_cache(csx_table *pTab, bool writes_pending) {
+  bool may_swap = pTab->n_open_cursors == 0 && !writes_pending;
+  if (pTab->copy) auto_collect(pTab, may_swap);
   csx_snapshot *snap = pTab->snap;
   uint64_t now = csx_mono_ns();
-  if (pTab->cache == CS_CACHE_AUTO && !snap->promote_tried && pTab->n_open_cursors == 0 && !writes_pending &&
+  if (pTab->cache == CS_CACHE_AUTO && !pTab->copy && !snap->promote_tried && may_swap &&
       snap->n_reads >= pTab->auto_reads && now - snap->last_read_ns >= pTab->auto_gap_ns) {
     snap->promote_tried = true;
-    cs_store *store = NULL;
     cs_err err = {0};
     char why[192];
-    csx_snapshot *s = NULL;
-    if (cs_store_cache_promote(snap->store, &store, why, sizeof why, &err) == CS_OK && store &&
-        !(s = csx_snapshot_new(store)))
-      cs_store_close(store);
-    if (s) {
-      memcpy(s->sorted, snap->sorted, cs_store_schema(store)->n_cols);
-      s->n_reads = snap->n_reads;
-      s->promote_tried = true;
-      csx_snapshot_release(snap);
-      pTab->snap = snap = s;
+    if (cs_cache_copy_start(snap->store, &pTab->copy, why, sizeof why, &err) == CS_OK && pTab->copy) {
+      pTab->copy_of = snap;
+      snap->n_refs++;
     }
   }
   snap->n_reads++;
   snap->last_read_ns = now;
+}
+
+void csx_table_auto_free(csx_table *pTab) {
+  if (pTab->copy) auto_end(pTab);
 }
 
 int csx_table_refresh(csx_table *pTab) {

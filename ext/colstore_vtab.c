@@ -240,6 +240,8 @@ static int table_init(sqlite3 *db, void *pAux, int argc, const char *const *argv
   pTab->db = db;
   pTab->conn = pAux;
   pTab->verify = CS_VERIFY_READ;
+  pTab->cache = CS_CACHE_MAP;
+  csx_table_auto_knobs(pTab);
   pTab->zName = sqlite3_mprintf("%s", argv[2]);
   pTab->zPath = csx_path_absolute(argv[3]);
   if (!pTab->zName || !pTab->zPath) {
@@ -274,10 +276,9 @@ static int table_init(sqlite3 *db, void *pAux, int argc, const char *const *argv
         pTab->cache = CS_CACHE_MAP;
       else if (cache && sqlite3_stricmp(val, "memory") == 0)
         pTab->cache = CS_CACHE_MEMORY;
-      else if (cache && sqlite3_stricmp(val, "auto") == 0) {
+      else if (cache && sqlite3_stricmp(val, "auto") == 0)
         pTab->cache = CS_CACHE_AUTO;
-        csx_table_auto_knobs(pTab);
-      } else
+      else
         *pzErr = sqlite3_mprintf(
             "colstore: unknown option %s; the options are verify=read (the default), verify=header, "
             "verify=full, cache=map (the default), cache=memory and cache=auto",
@@ -384,6 +385,7 @@ static int xDisconnect(sqlite3_vtab *pVtab) {
       break;
     }
   csx_table_write_free(pTab);
+  csx_table_auto_free(pTab);
   csx_snapshot_release(pTab->snap);
   /* an error set on the table by another module's call (colstore_agg
   ** refreshing its source) that SQLite never took over */

@@ -30,6 +30,12 @@
 ** "the k-th" is whichever thread got there k-th, which is still a failure
 ** that must be handled.
 **
+** Work no statement waits on (cache=auto's copy, core/store/cs_cache.c)
+** runs on a thread marked with cs__mem_background: an injected failure
+** there is counted apart (cs_mem_failed_background), so a test can tell a
+** run whose failure hit the background copy, and hold that run to "no
+** statement failed".
+**
 ** Frees are not counted as allocations (a free cannot fail) but they do
 ** decrement cs_mem_live, the number of blocks held, so a test can tell that
 ** a failed statement released everything: one more relaxed atomic per
@@ -53,17 +59,24 @@
 
 #include "cs_base_internal.h"
 
-static atomic_long mem_count;   /* allocations counted since the last arming */
-static atomic_long mem_fail_at; /* the count that fails; 0 = disarmed */
-static atomic_bool mem_sticky;  /* every count after mem_fail_at fails too */
-static atomic_long mem_live;    /* allocations made here and not yet freed */
+static atomic_long mem_count;             /* allocations counted since the last arming */
+static atomic_long mem_fail_at;           /* the count that fails; 0 = disarmed */
+static atomic_bool mem_sticky;            /* every count after mem_fail_at fails too */
+static atomic_long mem_live;              /* allocations made here and not yet freed */
+static atomic_long mem_failed_bg;         /* injected failures on a background thread since the arming */
+static _Thread_local bool mem_background; /* this thread's work is waited on by no statement */
 
 void cs_mem_fail_after(long k, bool sticky) {
   atomic_store(&mem_fail_at, 0);
   atomic_store(&mem_count, 0);
   atomic_store(&mem_sticky, sticky);
+  atomic_store(&mem_failed_bg, 0);
   atomic_store(&mem_fail_at, k > 0 ? k : 0);
 }
+
+long cs_mem_failed_background(void) { return atomic_load(&mem_failed_bg); }
+
+void cs__mem_background(bool on) { mem_background = on; }
 
 long cs_mem_count(void) { return atomic_load(&mem_count); }
 
@@ -78,7 +91,9 @@ bool cs_mem_tick(void) {
   long n = atomic_fetch_add_explicit(&mem_count, 1, memory_order_relaxed) + 1;
   long at = atomic_load_explicit(&mem_fail_at, memory_order_relaxed);
   if (at == 0 || n < at) return false;
-  return n == at || atomic_load_explicit(&mem_sticky, memory_order_relaxed);
+  bool fail = n == at || atomic_load_explicit(&mem_sticky, memory_order_relaxed);
+  if (fail && mem_background) atomic_fetch_add_explicit(&mem_failed_bg, 1, memory_order_relaxed);
+  return fail;
 }
 
 void *cs__mem_malloc(size_t n) { return cs_mem_tick() ? NULL : live_add(malloc(n)); }

@@ -58,6 +58,9 @@ void *cs__mem_calloc(size_t count, size_t size);
 void *cs__mem_calloc_lines(size_t count, size_t size);
 void *cs__mem_realloc(void *p, size_t n);
 char *cs__mem_strdup(const char *s);
+/* Marks the calling thread as doing work no statement waits on (on) or
+** not (off): an injected failure there counts in cs_mem_failed_background. */
+void cs__mem_background(bool on);
 void cs__mem_free(void *p);
 
 /* Records a process-wide diagnostic note once. */
