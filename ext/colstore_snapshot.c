@@ -91,6 +91,10 @@ void csx_table_auto_knobs(csx_table *pTab) {
   pTab->auto_gap_ns = env_or("COLSTORE_CACHE_AUTO_GAP_MS", 200) * 1000000u;
 }
 
+void csx_table_index_knob(csx_table *pTab) {
+  pTab->autoindex_after = env_or("COLSTORE_AUTOINDEX_AFTER", CSX_AUTOINDEX_AFTER);
+}
+
 void csx_table_auto_cache(csx_table *pTab, bool writes_pending) {
   csx_snapshot *snap = pTab->snap;
   uint64_t now = csx_mono_ns();
