@@ -870,6 +870,9 @@ const cs_index *cs_index_find(const cs_store *s, uint32_t col);
 cs_rc cs_index_build(const cs_store *s, uint32_t col, const cs_index **out, cs_err *err);
 /* Bytes an index holds (4 a row it indexes). */
 uint64_t cs_index_bytes(const cs_index *ix);
+/* The rows it indexes over their distinct values (0 when none): what an
+** `=` selects on average, for a planner's estimate. */
+double cs_index_rows_per_value(const cs_index *ix);
 /* Bytes all open indexes hold, across the process, and the most they may:
 ** a quarter of cs_cache_limit() unless set (0 restores that). */
 uint64_t cs_index_total_bytes(void);

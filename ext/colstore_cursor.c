@@ -1113,16 +1113,20 @@ static int selector_ready(csx_cursor *pCur) {
   return SQLITE_OK;
 }
 
-/* The predicate an automatic index could answer: the first `=` or IN list
-** (not a folded TEXT one) on a column cs_index_supports; -1 if none. */
+/* The predicate an automatic index could answer: an `=` or IN list (not a
+** folded TEXT one) on a column cs_index_supports, the first whose column
+** has an index already, else the first; -1 if none. */
 static int index_pred(const csx_cursor *pCur) {
   const csx_selection *sel = &pCur->sel;
+  int first = -1;
   for (uint32_t k = 0; k < sel->n_preds; k++) {
     const cs_pred *pr = &sel->preds[k];
-    if ((pr->op == CS_CMP_EQ || (pr->op == CS_CMP_IN && !pr->fold)) && cs_index_supports(pCur->store, pr))
-      return (int)k;
+    if (!((pr->op == CS_CMP_EQ || (pr->op == CS_CMP_IN && !pr->fold)) && cs_index_supports(pCur->store, pr)))
+      continue;
+    if (cs_index_find(pCur->store, pr->col)) return (int)k;
+    if (first < 0) first = (int)k;
   }
-  return -1;
+  return first;
 }
 
 /* The column's index on the cursor's snapshot: the one built, or one built

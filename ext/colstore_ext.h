@@ -272,7 +272,7 @@ void csx_table_auto_knobs(csx_table *pTab);
 /* The filters on one column of one snapshot that an automatic index could
 ** serve, after which the table builds it (colstore_cursor.c's essay;
 ** measured in docs/performance.md). */
-#define CSX_AUTOINDEX_AFTER 4
+#define CSX_AUTOINDEX_AFTER 32
 /* Reads COLSTORE_AUTOINDEX_AFTER into pTab once, when it is connected. */
 void csx_table_index_knob(csx_table *pTab);
 void csx_table_auto_cache(csx_table *pTab, bool writes_pending);

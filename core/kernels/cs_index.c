@@ -41,8 +41,8 @@
 ** then an LSD radix sort, a byte a pass, skipping the bytes every key
 ** shares (an INT32 column of small values sorts in two or three passes);
 ** stable, so equal keys stay in position order.  Its scratch is 24 bytes a
-** row (keys and positions, twice), freed before it returns; what stays is
-** the positions, 4 bytes a row.  The index hangs in the store's
+** row (keys and positions, twice) in big blocks, freed before it returns;
+** what stays is a copy of the positions, 4 bytes a row.  The index hangs in the store's
 ** CS__DERIVED_INDEX slot and dies with the snapshot: a commit gives a new
 ** snapshot, which builds its own when its filters ask for one.
 **
@@ -70,8 +70,9 @@ struct cs_index {
   const cs_store *s; /* the snapshot it belongs to */
   uint32_t col;
   cs_type type;
-  uint64_t n;     /* rows indexed */
-  uint32_t *perm; /* [n] positions ordered by (value, position) */
+  uint64_t n;        /* rows indexed */
+  uint64_t distinct; /* values among them */
+  uint32_t *perm;    /* [n] positions ordered by (value, position) */
 };
 
 /* One column's slot on a store. */
@@ -100,6 +101,10 @@ uint64_t cs_index_limit(void) {
 void cs_index_limit_set(uint64_t bytes) { atomic_store(&limit_bytes, bytes); }
 
 uint64_t cs_index_bytes(const cs_index *ix) { return ix->n * sizeof *ix->perm; }
+
+double cs_index_rows_per_value(const cs_index *ix) {
+  return ix->distinct ? (double)ix->n / (double)ix->distinct : 0;
+}
 
 static void index_free(cs_index *ix) {
   if (!ix) return;
@@ -196,31 +201,37 @@ static uint64_t key_at(const cs_index *ix, uint64_t row) {
 
 /* ----------------------------------------------------------------- build */
 
-/* Sorts keys[0, n) with pos alongside, stably, a byte a pass (k2, p2:
-** scratch of n); returns the array that holds the sorted positions. */
-static uint32_t *radix_sort(uint64_t *keys, uint32_t *pos, uint64_t *k2, uint32_t *p2, uint64_t n) {
-  uint64_t hist[8][256] = {{0}}; /* 16 KiB: every byte's counts, from one pass */
-  for (uint64_t i = 0; i < n; i++)
-    for (int b = 0; b < 8; b++) hist[b][(keys[i] >> (8 * b)) & 255]++;
+/* Sorts keys[0, n) with pos alongside, stably, a byte a pass, over the
+** bytes set in vary (the bytes some two keys differ in; k2, p2: scratch of
+** n).  *keys and *pos end as the arrays that hold the sorted pairs. */
+static void radix_sort(uint64_t **keys, uint32_t **pos, uint64_t **k2, uint32_t **p2, uint64_t n,
+                       uint64_t vary) {
+  uint64_t hist[256];
   for (int b = 0; b < 8; b++) {
-    if (n == 0 || hist[b][(keys[0] >> (8 * b)) & 255] == n) continue; /* every key shares this byte */
+    unsigned sh = 8u * (unsigned)b;
+    if (!((vary >> sh) & 255)) continue; /* every key shares this byte */
+    const uint64_t *k = *keys;
+    const uint32_t *p = *pos;
+    uint64_t *ko = *k2;
+    uint32_t *po = *p2;
+    memset(hist, 0, sizeof hist);
+    for (uint64_t i = 0; i < n; i++) hist[(k[i] >> sh) & 255]++;
     uint64_t at = 0;
     for (int v = 0; v < 256; v++) {
-      uint64_t c = hist[b][v];
-      hist[b][v] = at;
+      uint64_t c = hist[v];
+      hist[v] = at;
       at += c;
     }
     for (uint64_t i = 0; i < n; i++) {
-      uint64_t d = hist[b][(keys[i] >> (8 * b)) & 255]++;
-      k2[d] = keys[i];
-      p2[d] = pos[i];
+      uint64_t d = hist[(k[i] >> sh) & 255]++;
+      ko[d] = k[i];
+      po[d] = p[i];
     }
-    uint64_t *tk = keys;
-    keys = k2, k2 = tk;
-    uint32_t *tp = pos;
-    pos = p2, p2 = tp;
+    uint64_t *tk = *keys;
+    *keys = *k2, *k2 = tk;
+    uint32_t *tp = *pos;
+    *pos = *p2, *p2 = tp;
   }
-  return pos;
 }
 
 bool cs_index_supports(const cs_store *s, const cs_pred *pr) {
@@ -239,19 +250,21 @@ const cs_index *cs_index_find(const cs_store *s, uint32_t col) {
 }
 
 /* The index's (key, position) pairs, sorted, into ix (n_rows: the store's
-** positions, an upper bound of the rows). */
+** positions, an upper bound of the rows).  The scratch is in big blocks
+** (huge pages where the host has them): at 24 bytes a row it is mostly page
+** faults otherwise (docs/performance.md). */
 static cs_rc index_fill(cs_index *ix, uint64_t n_rows, cs_err *err) {
   const cs_store *s = ix->s;
   uint32_t nc = s->schema.n_cols;
   uint64_t cap = n_rows ? n_rows : 1;
-  uint64_t *keys = cs__mem_malloc(cap * 8), *k2 = cs__mem_malloc(cap * 8);
-  uint32_t *pos = cs__mem_malloc(cap * 4), *p2 = cs__mem_malloc(cap * 4);
+  uint64_t *keys = cs_mem_big_alloc(cap * 8), *k2 = cs_mem_big_alloc(cap * 8);
+  uint32_t *pos = cs_mem_big_alloc(cap * 4), *p2 = cs_mem_big_alloc(cap * 4);
   if (!keys || !k2 || !pos || !p2) {
-    cs__mem_free(keys), cs__mem_free(k2), cs__mem_free(pos), cs__mem_free(p2);
+    cs_mem_big_free(keys), cs_mem_big_free(k2), cs_mem_big_free(pos), cs_mem_big_free(p2);
     return cs_err_set(err, CS_ENOMEM, "colstore: out of memory building an index of %llu rows",
                       (unsigned long long)n_rows);
   }
-  uint64_t m = 0;
+  uint64_t m = 0, vary = 0;
   for (uint64_t r = 0; r < s->n_records; r++) {
     const cs_chunk *ch = &s->chunks[r * nc + ix->col];
     const uint8_t *dels = cs_store_record_deletions(s, r);
@@ -263,15 +276,23 @@ static cs_rc index_fill(cs_index *ix, uint64_t n_rows, cs_err *err) {
       uint64_t k = value_key(ix->type, ch->data, i, &nan);
       if (nan) continue;
       keys[m] = k;
+      vary |= k ^ keys[0];
       pos[m++] = (uint32_t)(first + i);
     }
   }
-  uint32_t *sorted = radix_sort(keys, pos, k2, p2, m);
-  cs__mem_free(sorted == pos ? p2 : pos);
-  cs__mem_free(keys), cs__mem_free(k2);
-  uint32_t *shrunk = m < cap ? cs__mem_realloc(sorted, (m ? m : 1) * 4) : NULL;
-  ix->perm = shrunk ? shrunk : sorted; /* a failed shrink keeps the larger block */
+  radix_sort(&keys, &pos, &k2, &p2, m, vary);
+  uint64_t distinct = m > 0;
+  for (uint64_t i = 1; i < m; i++) distinct += keys[i] != keys[i - 1];
+  cs_mem_big_free(keys), cs_mem_big_free(k2);
+  uint32_t *perm = cs__mem_malloc((m ? m : 1) * 4);
+  if (perm) memcpy(perm, pos, m * 4);
+  cs_mem_big_free(pos), cs_mem_big_free(p2);
+  if (!perm)
+    return cs_err_set(err, CS_ENOMEM, "colstore: out of memory keeping an index of %llu rows",
+                      (unsigned long long)m);
+  ix->perm = perm;
   ix->n = m;
+  ix->distinct = distinct;
   return CS_OK;
 }
 
