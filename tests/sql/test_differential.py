@@ -434,7 +434,7 @@ class DifferentialCase:
         the class's), ORDER BY, LIMIT and OFFSET on the inner table, IN lists
         with a correlated member, joins either way round."""
         rng = random.Random(self.SEED + 41)
-        outer = "o.rowid < %d" % (60 if self.HEAVY else 25)
+        outer = "o.rowid < %d" % (60 if self.HEAVY else 40)
         templates = [
             "SELECT o.rowid, (SELECT count(*) FROM {T} i WHERE i.%(c)s = %(r)s) FROM {U} o WHERE %(w)s",
             "SELECT o.rowid, (SELECT i.rowid FROM {T} i WHERE i.%(c)s = %(r)s ORDER BY i.%(d)s DESC, i.rowid "
