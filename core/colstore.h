@@ -864,6 +864,45 @@ bool cs_pred_match_value(const cs_pred *pr, const cs_value *x);
 ** answered that way (op not a range, column not sorted). */
 bool cs_pred_sorted_range(const cs_store *s, const cs_pred *pred, uint64_t *out_lo, uint64_t *out_hi);
 
+/* -------------------------------------------------------- automatic index */
+
+/* A snapshot's index of one numeric column (cs_index.c explains why): its
+** live, non-NULL rows' positions sorted by value, built on request and
+** kept on the snapshot until it closes.  It answers a predicate with
+** exactly the rows cs_pred_eval selects for it, ascending. */
+typedef struct cs_index cs_index;
+/* Whether an index can answer pr: EQ, LT, LE, GT, GE, BETWEEN or IN on a
+** numeric (integer, BOOL or float) column of a store of at most 2^32 - 1
+** positions.  Other ops and TEXT/BLOB columns are refused: scan them. */
+bool cs_index_supports(const cs_store *s, const cs_pred *pr);
+/* Counts one filter of s by column col that an index could have served and
+** returns the count so far (this one included; 0 when out of memory), for
+** the caller's rule of when an index pays for its build. */
+uint64_t cs_index_note(const cs_store *s, uint32_t col);
+/* The index of col on s when built, else NULL; never builds. */
+const cs_index *cs_index_find(const cs_store *s, uint32_t col);
+/* The index of col on s, built now if it is not: CS_ENOMEM when memory
+** fails or the bounds refuse it (its bytes beyond cs_index_limit() across
+** the process, or the build's scratch beyond what cs_cache_auto_fits
+** allows), CS_EINVAL for a column it cannot index.  A refusal is kept: the
+** column is not tried again on this snapshot. */
+cs_rc cs_index_build(const cs_store *s, uint32_t col, const cs_index **out, cs_err *err);
+/* Bytes an index holds (4 a row it indexes). */
+uint64_t cs_index_bytes(const cs_index *ix);
+/* The rows it indexes over their distinct values (0 when none): what an
+** `=` selects on average, for a planner's estimate. */
+double cs_index_rows_per_value(const cs_index *ix);
+/* Bytes all open indexes hold, across the process, and the most they may:
+** a quarter of cs_cache_limit() unless set (0 restores that). */
+uint64_t cs_index_total_bytes(void);
+uint64_t cs_index_limit(void);
+void cs_index_limit_set(uint64_t bytes);
+/* The rows pr (cs_index_supports) selects among positions [lo, hi): at most
+** cs_index_count's answer of them, ascending and distinct, into out;
+** returns how many. */
+uint64_t cs_index_count(const cs_index *ix, const cs_pred *pr, uint64_t lo, uint64_t hi);
+uint64_t cs_index_rows(const cs_index *ix, const cs_pred *pr, uint64_t lo, uint64_t hi, uint64_t *out);
+
 /* ------------------------------------------------------------- selection */
 
 /* What a scan cursor does per batch, as one kernel: evaluate the
@@ -883,6 +922,10 @@ typedef struct cs_selector cs_selector;
 cs_rc cs_selector_new(const cs_store *s, const cs_pred *preds, uint32_t n_preds, cs_selector **out,
                       cs_err *err);
 void cs_selector_free(cs_selector *sel);
+/* Keeps, in order, the rows[0, n) whose row satisfies every predicate and,
+** when user_mask is given, whose user_mask[row] is nonzero (a list's check,
+** row by row: the rows an index found); returns how many are left. */
+uint64_t cs_selector_keep_rows(const cs_selector *sel, const uint8_t *user_mask, uint64_t *rows, uint64_t n);
 
 typedef struct cs_select_batch {
   /* in */

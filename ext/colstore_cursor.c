@@ -20,6 +20,19 @@
 **             kept), filtered by any rowid bounds and _mask; gathered in
 **             batches into the same buffers (cs_select_rows).
 **
+** A FILTERED selection with an `=` or IN list on a numeric column may be a
+** LIST instead, by the snapshot's automatic index of that column
+** (core/kernels/cs_index.c): the rows of that predicate, ascending, by
+** binary search, then the other predicates and _mask row by row
+** (cs_selector_keep_rows).  It is for the inner loop of a join or a
+** correlated subquery, which SQLite filters once per outer row: each scan
+** was a pass over the column.  The index is built at the filter that makes
+** the table's autoindex_after-th (CSX_AUTOINDEX_AFTER, or the environment's
+** COLSTORE_AUTOINDEX_AFTER; 0: never) on the column within the snapshot,
+** never at the first (a single query must not pay a sort), and dies with
+** the snapshot.  A build refused by the memory bounds or out of memory,
+** and a list that finds no memory, leave the filter to the scan.
+**
 ** Why buffers for scattered rows and not reads in place: SQLite asks for
 ** one value at a time, so a scattered read in place takes its cache and
 ** TLB misses one after another, between SQLite's own work; the kernels
@@ -1100,6 +1113,83 @@ static int selector_ready(csx_cursor *pCur) {
   return SQLITE_OK;
 }
 
+/* The predicate an automatic index could answer: an `=` or IN list (not a
+** folded TEXT one) on a column cs_index_supports, the first whose column
+** has an index already, else the first; -1 if none. */
+static int index_pred(const csx_cursor *pCur) {
+  const csx_selection *sel = &pCur->sel;
+  int first = -1;
+  for (uint32_t k = 0; k < sel->n_preds; k++) {
+    const cs_pred *pr = &sel->preds[k];
+    if (!((pr->op == CS_CMP_EQ || (pr->op == CS_CMP_IN && !pr->fold)) && cs_index_supports(pCur->store, pr)))
+      continue;
+    if (cs_index_find(pCur->store, pr->col)) return (int)k;
+    if (first < 0) first = (int)k;
+  }
+  return first;
+}
+
+/* The column's index on the cursor's snapshot: the one built, or one built
+** now when this filter is the table's autoindex_after-th on the column;
+** NULL (scan) otherwise, and when the build is refused or fails.  A build
+** reads the whole column, so its chunks are checked first. */
+static const cs_index *index_for(csx_cursor *pCur, uint32_t col, int *rc) {
+  csx_table *pTab = (csx_table *)pCur->base.pVtab;
+  const cs_index *ix = cs_index_find(pCur->store, col);
+  *rc = SQLITE_OK;
+  if (ix || pTab->autoindex_after == 0 || cs_index_note(pCur->store, col) < pTab->autoindex_after) return ix;
+  cs_err err;
+  if (pCur->check) {
+    uint8_t *only = sqlite3_malloc64(pCur->n_cols);
+    if (!only) return NULL;
+    memset(only, 0, pCur->n_cols);
+    only[col] = 1;
+    cs_rc crc = cs_store_check_chunks(pCur->store, 0, cs_store_records(pCur->store), only, &err);
+    sqlite3_free(only);
+    if (!check_outcome(pCur, crc, &err)) {
+      *rc = pCur->check_rc;
+      return NULL;
+    }
+  }
+  return cs_index_build(pCur->store, col, &ix, &err) == CS_OK ? ix : NULL;
+}
+
+/* LIST by the automatic index (core/kernels/cs_index.c): the rows of one
+** `=` or IN list, ascending, within [lo, hi), then the other predicates and
+** _mask row by row; ordered when the plan has keys.  *done false: scan
+** (no index, or no memory for the list). */
+static int select_indexed(csx_cursor *pCur, const csx_plan *plan, bool ordered, bool *done) {
+  const csx_selection *sel = &pCur->sel;
+  *done = false;
+  int k = index_pred(pCur), rc;
+  if (k < 0) return SQLITE_OK;
+  const cs_pred *pr = &sel->preds[k];
+  const cs_index *ix = index_for(pCur, pr->col, &rc);
+  if (!ix) return rc;
+  uint64_t n = cs_index_count(ix, pr, sel->lo, sel->hi);
+  if (n > pCur->pos_cap && pos_reserve(pCur, n) != SQLITE_OK) return SQLITE_OK;
+  pCur->n_pos = cs_index_rows(ix, pr, sel->lo, sel->hi, pCur->pos);
+  *done = true;
+  pCur->shape = SEL_LIST;
+  cs_err err;
+  if (pCur->check && pCur->n_pos &&
+      !check_outcome(pCur, cs_store_check_rows(pCur->store, pCur->pos, pCur->n_pos, pCur->check_cols, &err),
+                     &err))
+    return pCur->check_rc;
+  if (sel->n_preds > 1 || sel->user_mask) {
+    if ((rc = selector_ready(pCur)) != SQLITE_OK) return rc;
+    pCur->n_pos = cs_selector_keep_rows(pCur->selector, sel->user_mask, pCur->pos, pCur->n_pos);
+  }
+  pCur->stats.rows_scanned = pCur->n_pos;
+  if (ordered && (rc = order_positions(pCur, plan, true)) != SQLITE_OK) return rc;
+  if ((rc = list_ready(pCur, plan->col_used, ordered)) != SQLITE_OK) return rc;
+  pCur->stats.kernels = pCur->scatter     ? "automatic index, order keys, counting, scatter into buffers"
+                        : ordered         ? "automatic index, order keys, binned gather into buffers"
+                        : pCur->n_targets ? "automatic index, sorted cursor gather into buffers"
+                                          : "automatic index, positions";
+  return SQLITE_OK;
+}
+
 /* ORDER BY, GROUP BY, DISTINCT over [lo, hi): the whole selection as
 ** positions, ordered, then delivered as a list. */
 static int select_ordered(csx_cursor *pCur, const csx_plan *plan, uint64_t lo, uint64_t hi) {
@@ -1226,8 +1316,13 @@ int csx_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int arg
   pCur->n_pos = 0;
   pCur->used_mask_route = pCur->used_rows_route = false;
   /* The selection's shape. */
-  bool ordered = plan.n_keys > 0;
-  if (sel->in_list || sel->rows_blob)
+  bool ordered = plan.n_keys > 0, indexed = false;
+  if (!sel->in_list && !sel->rows_blob && sel->n_preds && !sel->never &&
+      (rc = select_indexed(pCur, &plan, ordered, &indexed)) != SQLITE_OK)
+    return rc;
+  if (indexed)
+    ;
+  else if (sel->in_list || sel->rows_blob)
     rc = select_list(pCur, &plan, ordered);
   else if (ordered)
     rc = select_ordered(pCur, &plan, sel->lo, sel->hi);

@@ -93,6 +93,9 @@ struct csx_table {
   bool auto_wait;
   cs_cache_copy *copy;
   csx_snapshot *copy_of;
+  /* the automatic index: built at the filter that makes this many on one
+  ** column of one snapshot (COLSTORE_AUTOINDEX_AFTER; 0: never) */
+  uint64_t autoindex_after;
   csx_snapshot *snap; /* current committed snapshot; one ref held */
   int n_open_cursors; /* a refresh waits until no cursor is open */
   /* Writing: rows buffered per transaction, positions deleted by it (in
@@ -272,6 +275,12 @@ int csx_table_refresh(csx_table *pTab);
 ** read of pTab->snap and, when the table has proved long-lived, swaps it
 ** for a copy of the same state; a failed copy leaves it as it was. */
 void csx_table_auto_knobs(csx_table *pTab);
+/* The filters on one column of one snapshot that an automatic index could
+** serve, after which the table builds it (colstore_cursor.c's essay;
+** measured in docs/performance.md). */
+#define CSX_AUTOINDEX_AFTER 32
+/* Reads COLSTORE_AUTOINDEX_AFTER into pTab once, when it is connected. */
+void csx_table_index_knob(csx_table *pTab);
 void csx_table_auto_cache(csx_table *pTab, bool writes_pending);
 /* Stops and frees the table's copy in flight, if any (table disconnect). */
 void csx_table_auto_free(csx_table *pTab);

@@ -158,6 +158,7 @@
 ** would aggregate each BLOB apart, so it refuses them there as it refuses
 ** any condition that may be such a list (csx_plan_eq_unknown).
 */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -614,11 +615,12 @@ static double take_selection(csx_plan_builder *b, const table_terms *t, double n
 /* Takes the column comparisons the core evaluates exactly, unless a list
 ** of positions is given (see the essay) or the plan is one row; true when
 ** every constraint but LIMIT/OFFSET was taken.  *any: some predicate was. */
-static bool take_preds(csx_plan_builder *b, const cs_schema *schema, bool positions, bool *any) {
+static bool take_preds(csx_plan_builder *b, const cs_store *store, bool positions, bool *any, bool *indexed) {
   sqlite3_index_info *pInfo = b->info;
+  const cs_schema *schema = cs_store_schema(store);
   int n_cols = (int)schema->n_cols;
   bool all_taken = true;
-  *any = false;
+  *any = *indexed = false;
   for (int i = 0; i < pInfo->nConstraint; i++) {
     const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
     if (pInfo->aConstraintUsage[i].argvIndex > 0) continue;
@@ -630,8 +632,22 @@ static bool take_preds(csx_plan_builder *b, const cs_schema *schema, bool positi
     /* argv slots are bounded (CSX_MAX_SLOTS); keep room for LIMIT/OFFSET */
     if (c->usable && c->iColumn >= 0 && c->iColumn < n_cols && !positions && b->argv_i < CSX_MAX_SLOTS - 4) {
       const cs_column *col = &schema->cols[c->iColumn];
+      double rows_before = b->rows;
+      bool list = csx_plan_is_list(pInfo, i);
       taken = csx_plan_take_pred(b, i, col->type, c->iColumn, col->name, CSX_TAKE_TABLE, NULL);
       *any |= taken;
+      /* An `=` or IN the snapshot's automatic index answers (colstore_cursor.c):
+      ** its rows are the values' average count, as SQLite's own estimate
+      ** for an index is, not a fraction of the table. */
+      const cs_index *ix = taken && c->op == SQLITE_INDEX_CONSTRAINT_EQ && pInfo->aConstraintUsage[i].omit
+                               ? cs_index_find(store, (uint32_t)c->iColumn)
+                               : NULL;
+      if (ix) {
+        double n = (double)cs_store_rows(store), per = cs_index_rows_per_value(ix) * (list ? 5 : 1);
+        double est = n > 0 ? rows_before * per / n : 0;
+        if (est < b->rows) b->rows = est;
+        *indexed = true;
+      }
       taken = taken && pInfo->aConstraintUsage[i].omit; /* a TEXT IN list SQLite checks again */
     }
     if (!taken) all_taken = false;
@@ -759,17 +775,19 @@ static int say_columns(csx_plan_builder *b, const cs_schema *schema) {
 }
 
 /* Cost: a fixed start-up, a vectorised pass over the scanned rows when
-** predicates are evaluated, and SQLite's per-row cost for the rows
-** returned, growing with the columns read; a _rows or _mask plan costs
-** its selection.  A plan that reads _rows or _mask without taking it (see
+** predicates are evaluated (a binary search instead when an `=` or IN is
+** answered by the snapshot's automatic index: then SQLite orders a join
+** as it would for a native table with an index), and SQLite's per-row
+** cost for the rows returned, growing with the columns read; a _rows or
+** _mask plan costs its selection.  A plan that reads _rows or _mask without taking it (see
 ** the essay) is refused, or costs 1000 times more. */
-static void take_cost(csx_plan_builder *b, const table_terms *t, int n_cols, double scanned, bool any_pred,
+static void take_cost(csx_plan_builder *b, const table_terms *t, int n_cols, double filter_cost,
                       double selection_rows, double order_cost, int n_used) {
   sqlite3_index_info *pInfo = b->info;
   double rows = b->rows;
   if (rows < 1 && t->eq >= 0) rows = 1;
   pInfo->estimatedRows = (sqlite3_int64)rows;
-  pInfo->estimatedCost = 10.0 + (any_pred ? scanned * 0.05 : 0) + rows * (1.0 + 0.1 * n_used) + order_cost;
+  pInfo->estimatedCost = 10.0 + filter_cost + rows * (1.0 + 0.1 * n_used) + order_cost;
   if (selection_rows >= 0) pInfo->estimatedCost = 10.0 + selection_rows * (1.0 + 0.1 * n_used);
   bool reads = false;
   for (int h = 0; h < CSX_N_HIDDEN; h++) {
@@ -796,14 +814,15 @@ int csx_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   csx_plan_begin(&b, pInfo, n);
   double selection_rows = take_selection(&b, &t, n);
   double scanned = b.rows; /* what a full or ranged pass reads before filtering */
-  bool positions = t.in >= 0 || t.input[CSX_HIDDEN_ROWS][0] >= 0, any_pred;
-  bool all_taken = take_preds(&b, schema, positions || t.eq >= 0, &any_pred);
+  bool positions = t.in >= 0 || t.input[CSX_HIDDEN_ROWS][0] >= 0, any_pred, indexed;
+  bool all_taken = take_preds(&b, pTab->snap->store, positions || t.eq >= 0, &any_pred, &indexed);
+  double filter_cost = !any_pred ? 0 : indexed ? 2.0 * log2(scanned + 2) : scanned * 0.05;
   csx_plan_say_terms(&b);
   order_taken o = take_order(&b, schema, &t);
   take_limit(&b, &t, all_taken, &o);
   if (sqlite3_str_length(b.words) == 0) csx_plan_say(&b, "scan");
   int n_used = say_columns(&b, schema);
-  take_cost(&b, &t, (int)schema->n_cols, scanned, any_pred, selection_rows, o.cost, n_used);
+  take_cost(&b, &t, (int)schema->n_cols, filter_cost, selection_rows, o.cost, n_used);
   return csx_plan_finish(&b);
 }
 

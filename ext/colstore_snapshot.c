@@ -139,6 +139,10 @@ static void auto_collect(csx_table *pTab, bool may_swap) {
   auto_end(pTab);
 }
 
+void csx_table_index_knob(csx_table *pTab) {
+  pTab->autoindex_after = env_or("COLSTORE_AUTOINDEX_AFTER", CSX_AUTOINDEX_AFTER);
+}
+
 void csx_table_auto_cache(csx_table *pTab, bool writes_pending) {
   bool may_swap = pTab->n_open_cursors == 0 && !writes_pending;
   if (pTab->copy) auto_collect(pTab, may_swap);

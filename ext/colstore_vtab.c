@@ -242,6 +242,7 @@ static int table_init(sqlite3 *db, void *pAux, int argc, const char *const *argv
   pTab->verify = CS_VERIFY_READ;
   pTab->cache = CS_CACHE_MAP;
   csx_table_auto_knobs(pTab);
+  csx_table_index_knob(pTab);
   pTab->zName = sqlite3_mprintf("%s", argv[2]);
   pTab->zPath = csx_path_absolute(argv[3]);
   if (!pTab->zName || !pTab->zPath) {

@@ -154,6 +154,24 @@ bool cs__pred_set_row(const cs__pred_set *set, uint64_t rec, uint64_t local);
 const cs__pred_set *cs__selector_preds(const cs_selector *sel);
 const cs_store *cs__selector_store(const cs_selector *sel);
 
+/* The values a range predicate (EQ, LT, LE, GT, GE, BETWEEN) on a numeric
+** column selects, compiled exactly as cs_pred_eval compiles it (operand of
+** another class or type, INT against FLOAT, bounds clamped to the type,
+** FLOAT32 bounds made exact): none, every non-NULL (and non-NaN) value, or
+** the closed range [ilo, ihi] (an integer column) or [dlo, dhi] (a float
+** column, compared as doubles).  False for another op or a TEXT/BLOB
+** column.  The automatic index (cs_index.c) searches these bounds. */
+enum { CS__RANGE_NONE, CS__RANGE_ALL, CS__RANGE_SOME };
+typedef struct cs__num_range {
+  int kind; /* CS__RANGE_* */
+  bool dbl; /* the bounds are dlo, dhi; else ilo, ihi */
+  int64_t ilo, ihi;
+  double dlo, dhi;
+} cs__num_range;
+bool cs__pred_numeric_range(const cs_store *s, const cs_pred *pr, cs__num_range *out);
+/* Whether op compiles to a range of values: EQ, LT, LE, GT, GE, BETWEEN. */
+bool cs__cmp_is_range(cs_cmp op);
+
 /* ------------------------------------------------- dictionary codes
 ** (cs_codes.c): a TEXT/BLOB column's values record by record as a list of
 ** its distinct values and a one-byte code per position, built the first

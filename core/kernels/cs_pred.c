@@ -551,6 +551,18 @@ static void pred_compile(const cs_store *s, const cs_pred *pr, pcomp *p, void **
   p->kind = PK_NONE; /* an unknown op selects nothing */
 }
 
+bool cs__pred_numeric_range(const cs_store *s, const cs_pred *pr, cs__num_range *out) {
+  memset(out, 0, sizeof *out);
+  if (cs_type_is_varlen(s->cols[pr->col].type) || !cs__cmp_is_range(pr->op)) return false;
+  pcomp p;
+  void *owned;
+  pred_compile(s, pr, &p, &owned); /* a range op never allocates */
+  out->dbl = p.dom == DOM_DBL;
+  out->kind = p.kind == PK_NONE ? CS__RANGE_NONE : p.kind == PK_ALL ? CS__RANGE_ALL : CS__RANGE_SOME;
+  out->ilo = p.ilo, out->ihi = p.ihi, out->dlo = p.dlo, out->dhi = p.dhi;
+  return true;
+}
+
 /* pred_compile, and a TEXT/BLOB test that reads values gets the column's
 ** dictionary codes (NULL when out of memory: the bytes are read). */
 static void pred_compile_codes(const cs_store *s, const cs_pred *pr, pcomp *p, void **owned) {
@@ -1162,16 +1174,20 @@ static uint64_t sorted_first(const cs_store *s, const pcomp *p, bool upper) {
   return s->first_rows[a] + lo;
 }
 
-bool cs_pred_sorted_range(const cs_store *s, const cs_pred *pred, uint64_t *out_lo, uint64_t *out_hi) {
-  switch (pred->op) {
+bool cs__cmp_is_range(cs_cmp op) {
+  switch (op) {
     case CS_CMP_EQ:
     case CS_CMP_LT:
     case CS_CMP_LE:
     case CS_CMP_GT:
     case CS_CMP_GE:
-    case CS_CMP_BETWEEN: break;
+    case CS_CMP_BETWEEN: return true;
     default: return false;
   }
+}
+
+bool cs_pred_sorted_range(const cs_store *s, const cs_pred *pred, uint64_t *out_lo, uint64_t *out_hi) {
+  if (!cs__cmp_is_range(pred->op)) return false;
   if (cs_type_is_varlen(s->cols[pred->col].type)) return false;
   cs_column_stats cst;
   cs_store_column_stats(s, pred->col, &cst);

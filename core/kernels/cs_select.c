@@ -79,6 +79,17 @@ void cs_selector_free(cs_selector *sel) {
 const cs__pred_set *cs__selector_preds(const cs_selector *sel) { return sel->preds; }
 const cs_store *cs__selector_store(const cs_selector *sel) { return sel->s; }
 
+uint64_t cs_selector_keep_rows(const cs_selector *sel, const uint8_t *user_mask, uint64_t *rows, uint64_t n) {
+  const cs_store *s = sel->s;
+  uint64_t k = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t row = rows[i], r = cs__locate(s, row);
+    if ((!user_mask || user_mask[row]) && cs__pred_set_row(sel->preds, r, row - s->first_rows[r]))
+      rows[k++] = row;
+  }
+  return k;
+}
+
 /* The prefetch distances for walking a column through sorted positions,
 ** by element width (1, 2, 4, 8 bytes -> index 0..3): the regime depends on
 ** the column's bytes, so on its width alone within one store.  Read on the

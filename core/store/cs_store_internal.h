@@ -47,8 +47,9 @@ struct cs__derived {
 };
 /* The slots, one per layer that derives: a layer owns its slot, so two
 ** layers never contend for one (kernels: cs_codes.c; analytics: cs_agg.c;
-** ordering's NaN knowledge per record: analytics/cs_order.c). */
-enum { CS__DERIVED_KERNELS, CS__DERIVED_ANALYTICS, CS__DERIVED_ORDER, CS__DERIVED_SLOTS };
+** ordering's NaN knowledge per record: analytics/cs_order.c; the
+** automatic indexes of the kernels: kernels/cs_index.c). */
+enum { CS__DERIVED_KERNELS, CS__DERIVED_ANALYTICS, CS__DERIVED_ORDER, CS__DERIVED_INDEX, CS__DERIVED_SLOTS };
 
 /* A record's deletions as the readers use them (cs_delete.c). */
 typedef struct cs__dels {

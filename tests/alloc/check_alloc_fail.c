@@ -513,6 +513,10 @@ static const scenario scenarios[] = {
     {"scan LIMIT", K_SCAN, {"SELECT i, f FROM t WHERE k > 50 LIMIT 10 OFFSET 5"}, NULL, 0, NULL, 0, false, NULL},
     {"scan join re-filter", K_SCAN,
      {"SELECT a.i, b.f FROM t AS a JOIN t AS b ON b.rowid = a.rowid + 1 WHERE a.k = 3 AND a.i < 3000"}, NULL, 0, NULL, 0, false, NULL},
+    /* the automatic index (kernels/cs_index.c): built at the 32nd filter of b.k, then used */
+    {"scan correlated automatic index", K_SCAN,
+     {"SELECT a.i, (SELECT count(*) FROM t AS b WHERE b.k = a.k), (SELECT sum(b.f) FROM t AS b WHERE b.k IN (a.k, 7) AND b.f > 10) FROM t AS a WHERE a.i < 40"},
+     NULL, 0, NULL, 0, false, NULL},
     {"scan dataset", K_SCAN, {"SELECT * FROM d WHERE k < 10"}, NULL, 0, NULL, 0, false, NULL},
     {"scan after another commit", K_SCAN, {"SELECT count(*), sum(i), max(s) FROM t WHERE k < 50"}, NULL, 0, NULL, 0, false,
      "CREATE VIRTUAL TABLE temp.t2 USING colstore('@/store.cst');"

@@ -419,6 +419,45 @@ class DifferentialCase:
             self.d.same("SELECT rowid, (SELECT count(*) FROM {U} WHERE {U}.i8 = {T}.i8) FROM {T}")
             self.d.same("SELECT rowid FROM {T} x WHERE f32 > (SELECT avg(f32) FROM {U} WHERE {U}.b = x.b)")
 
+    # Columns an inner loop compares with the outer row (the automatic index,
+    # core/kernels/cs_index.c, serves the numeric ones); operands of other
+    # types and classes than the column, so SQLite's affinity decides.
+    LOOP_COLS = ["k", "i64", "i32", "i16", "i8", "u8", "u16", "u32", "f64", "f32", "b", '"x y"', "t", "bl"]
+    LOOP_RHS = ["o.{c}", "o.{c}", "o.{c} + 0.5", "o.{c} * 1.0", "CAST(o.{c} AS TEXT)", "o.{c} || ''", "-o.{c}",
+                "o.{c} % 7", "NULL", "3", "3.0", "'3'", "x'03'", "2.5", "-0.0"]
+
+    def test_inner_loops_on_columns(self):
+        """Correlated subqueries and joins whose inner colstore table is
+        filtered once per outer row by a column (`inner.c = outer value`):
+        after a few such filters the table answers them from an automatic
+        index.  Random columns and operands (COLSTORE_SEED-style: the seed is
+        the class's), ORDER BY, LIMIT and OFFSET on the inner table, IN lists
+        with a correlated member, joins either way round."""
+        rng = random.Random(self.SEED + 41)
+        outer = "o.rowid < %d" % (60 if self.HEAVY else 40)
+        templates = [
+            "SELECT o.rowid, (SELECT count(*) FROM {T} i WHERE i.%(c)s = %(r)s) FROM {U} o WHERE %(w)s",
+            "SELECT o.rowid, (SELECT i.rowid FROM {T} i WHERE i.%(c)s = %(r)s ORDER BY i.%(d)s DESC, i.rowid "
+            "LIMIT 1 OFFSET 1) FROM {U} o WHERE %(w)s",
+            "SELECT o.rowid, (SELECT total(i.rowid) FROM {T} i WHERE i.%(c)s = %(r)s AND i.%(d)s IS NOT NULL) "
+            "FROM {U} o WHERE %(w)s",
+            "SELECT o.rowid, (SELECT count(*) FROM {T} i WHERE i.%(c)s IN (%(r)s, %(r2)s)) FROM {U} o WHERE %(w)s",
+            "SELECT o.rowid FROM {U} o WHERE %(w)s AND o.%(d)s IN (SELECT i.%(d)s FROM {T} i WHERE i.%(c)s = %(r)s)",
+            "SELECT o.rowid FROM {U} o WHERE %(w)s AND EXISTS (SELECT 1 FROM {T} i WHERE i.%(c)s = %(r)s "
+            "AND i.rowid > 5)",
+            "SELECT o.rowid, i.rowid FROM {U} o JOIN {T} i ON i.%(c)s = %(r)s WHERE %(w)s",
+            "SELECT o.rowid, i.rowid FROM {U} o LEFT JOIN {T} i ON i.%(c)s = %(r)s AND i.%(d)s < 100 WHERE %(w)s",
+            "SELECT o.rowid, (SELECT sum(i.rowid) FROM {T} i WHERE i.%(c)s = %(r)s AND i.rowid < (o.rowid * 37) "
+            "%% 500 AND i.rowid >= o.rowid) FROM {U} o WHERE %(w)s",
+        ]
+        for q in range(40 if self.HEAVY else 12):
+            c, c2, d = rng.choice(self.LOOP_COLS), rng.choice(self.LOOP_COLS), rng.choice(self.LOOP_COLS)
+            r = rng.choice(self.LOOP_RHS).format(c=c2)
+            r2 = rng.choice(self.LOOP_RHS).format(c=rng.choice(self.LOOP_COLS))
+            sql = templates[q % len(templates)] % {"c": c, "d": d, "r": r, "r2": r2, "w": outer}
+            self.d.same(sql)
+            self.d.same(sql, variants=self.mixed)
+
 
 class SmallSeed11(DifferentialCase, unittest.TestCase):
     SEED, N_ROWS, N_U = 11, 1500, 300
