@@ -22,7 +22,11 @@ cannot share a process): `new` (this tree's build/colstore.so), `base`
 (--base-module, the tree before the change) and `native` (the plain SQLite
 table `src`, no index of its own: SQLite's automatic index is its anchor)
 and `indexed` (a copy with CREATE INDEX on a, made before timing: what a
-native table with an index does).
+native table with an index does); `scan` and `index`, this tree's build
+with COLSTORE_AUTOINDEX_RANGE_PPM=0 (every range scans: the tree before
+ranges went through the index) and =1000000 (every range through it), for
+the range-correlated `window` queries (`a BETWEEN t.x AND t.x + W`, and
+two bounds in a join; --window W) and the crossover of the width rule.
 Each child runs the query twice on a fresh connection: `first` (the index
 built inside it) and `again` (the index reused: same snapshot).  Rounds
 interleave the variants, rotating their order; every answer is checked equal
@@ -44,7 +48,14 @@ QUERIES = {
     "in-subquery": "SELECT count(*) FROM t WHERE t.y IN (SELECT c % 100 FROM {cs} WHERE {cs}.a = t.x)",
     "join (cs inner)": "SELECT count(*), sum({cs}.c) FROM t CROSS JOIN {cs} ON {cs}.a = t.x",
     "join (planner)": "SELECT count(*), sum({cs}.c) FROM t JOIN {cs} ON {cs}.a = t.x",
+    # range-correlated: a window of --window + 1 values of a (about ten rows a value)
+    "window": "SELECT sum(s) FROM (SELECT (SELECT count(*) FROM {cs} WHERE {cs}.a BETWEEN t.x AND t.x + {w}) s "
+              "FROM t)",
+    "window (2 bounds)": "SELECT count(*), sum({cs}.c) FROM t CROSS JOIN {cs} ON {cs}.a > t.x AND {cs}.a <= t.x + {w}",
 }
+# variants of this tree's build by environment: the range rule off (every
+# range scans, as before ranges went through the index) and always on
+ENV = {"scan": {"COLSTORE_AUTOINDEX_RANGE_PPM": "0"}, "index": {"COLSTORE_AUTOINDEX_RANGE_PPM": "1000000"}}
 
 
 def child(args):
@@ -55,7 +66,7 @@ def child(args):
         con.load_extension(args.module)
         con.execute("CREATE VIRTUAL TABLE temp.cs USING colstore('%s')" % args.store)
         table = "cs"
-    sql = QUERIES[args.query].format(cs=table)
+    sql = QUERIES[args.query].format(cs=table, w=args.window)
     deadline = [0.0]
     con.set_progress_handler(lambda: 1 if time.monotonic() > deadline[0] else 0, 100000)
     out = []
@@ -100,6 +111,7 @@ def main():
     ap.add_argument("--outer", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--limit", type=float, default=30.0)
+    ap.add_argument("--window", type=int, default=9)
     ap.add_argument("--base-module", default="/work/base-autoindex/build/colstore")
     ap.add_argument("--queries", default=",".join(QUERIES))
     ap.add_argument("--variants", default="new,base,native,indexed")
@@ -107,15 +119,15 @@ def main():
     if args.child:
         return child(args)
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    mods = {"new": os.path.join(here, "build", "colstore"), "base": args.base_module, "native": None,
-            "indexed": None}
+    new = os.path.join(here, "build", "colstore")
+    mods = {"new": new, "base": args.base_module, "native": None, "indexed": None, "scan": new, "index": new}
     variants = args.variants.split(",")
     with tempfile.TemporaryDirectory(prefix="bench-autoindex-") as d:
         db, store = os.path.join(d, "n.db"), os.path.join(d, "c.cst")
         t0 = time.time()
         make_data(db, store, mods["new"], args.rows, args.outer, "indexed" in variants)
-        print("# %d inner rows, %d outer rows, data made in %.1f s; load %s; SQLite %s" % (
-            args.rows, args.outer, time.time() - t0, os.getloadavg(), sqlite3.sqlite_version), flush=True)
+        print("# window %d; %d inner rows, %d outer rows, data made in %.1f s; load %s; SQLite %s" % (
+            args.window, args.rows, args.outer, time.time() - t0, os.getloadavg(), sqlite3.sqlite_version), flush=True)
         for q in args.queries.split(","):
             res = {v: {"first": [], "again": []} for v in variants}
             answers = {}
@@ -123,12 +135,14 @@ def main():
                 order = variants[rnd % len(variants):] + variants[:rnd % len(variants)]
                 for v in order:
                     cmd = [sys.executable, os.path.abspath(__file__), "--child", "--db", db, "--store", store,
-                           "--query", q, "--limit", str(args.limit)]
+                           "--query", q, "--limit", str(args.limit), "--window", str(args.window)]
                     if mods[v]:
                         cmd += ["--module", mods[v]]
                     if v == "indexed":
                         cmd += ["--indexed"]
-                    out = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+                    env = dict(os.environ, **ENV.get(v, {}))
+                    out = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True,
+                                                    env=env).stdout)
                     for k, r in zip(("first", "again"), out):
                         res[v][k].append(r["s"] if r["answer"] != "None" else float("inf"))
                         if r["answer"] != "None":

@@ -901,7 +901,21 @@ void cs_index_limit_set(uint64_t bytes);
 ** cs_index_count's answer of them, ascending and distinct, into out;
 ** returns how many. */
 uint64_t cs_index_count(const cs_index *ix, const cs_pred *pr, uint64_t lo, uint64_t hi);
+/* Hands old's indexes and filter counts to copy, a store of the same
+** committed state (cache=auto's memory copy of a mapped snapshot): the
+** built permutations are shared, their bytes counted once.  Does nothing
+** when copy already has indexes or counts, or the shapes differ. */
+void cs_index_adopt(const cs_store *copy, const cs_store *old);
 uint64_t cs_index_rows(const cs_index *ix, const cs_pred *pr, uint64_t lo, uint64_t hi, uint64_t *out);
+/* The same for pr AND also, also a range op (EQ, LT, LE, GT, GE, BETWEEN)
+** on pr's column or NULL: a window's two bounds, `x > ? AND x < ?`, taken
+** in one search each.  cs_index_count_and's answer is the size of the runs
+** the bounds select, from binary searches alone (a wide range's rows are
+** not visited), so a caller can weigh the list against a scan first. */
+uint64_t cs_index_count_and(const cs_index *ix, const cs_pred *pr, const cs_pred *also, uint64_t lo,
+                            uint64_t hi);
+uint64_t cs_index_rows_and(const cs_index *ix, const cs_pred *pr, const cs_pred *also, uint64_t lo,
+                           uint64_t hi, uint64_t *out);
 
 /* ------------------------------------------------------------- selection */
 

@@ -20,13 +20,17 @@
 **             kept), filtered by any rowid bounds and _mask; gathered in
 **             batches into the same buffers (cs_select_rows).
 **
-** A FILTERED selection with an `=` or IN list on a numeric column may be a
-** LIST instead, by the snapshot's automatic index of that column
-** (core/kernels/cs_index.c): the rows of that predicate, ascending, by
-** binary search, then the other predicates and _mask row by row
-** (cs_selector_keep_rows).  It is for the inner loop of a join or a
-** correlated subquery, which SQLite filters once per outer row: each scan
-** was a pass over the column.  The index is built at the filter that makes
+** A FILTERED selection with an `=`, IN list or range (one bound or a
+** window's two) on an unsorted numeric column may be a LIST instead, by
+** the snapshot's automatic index of that column (core/kernels/cs_index.c):
+** the rows of that predicate, ascending, by binary search, then the other
+** predicates and _mask row by row (cs_selector_keep_rows); a range only
+** when it selects at most CSX_AUTOINDEX_RANGE_PPM of the positions (its
+** rows are sorted back into position order, which past that costs more
+** than the scan).  It is for the inner loop of a join or a correlated
+** subquery (`x = o.k`, `t BETWEEN o.t0 AND o.t1`), which SQLite filters
+** once per outer row: each scan was a pass over the column.  Ranges count
+** toward the build as `=` does.  The index is built at the filter that makes
 ** the table's autoindex_after-th (CSX_AUTOINDEX_AFTER, or the environment's
 ** COLSTORE_AUTOINDEX_AFTER; 0: never) on the column within the snapshot,
 ** never at the first (a single query must not pay a sort), and dies with
@@ -1113,20 +1117,35 @@ static int selector_ready(csx_cursor *pCur) {
   return SQLITE_OK;
 }
 
+/* A range op the index answers: one or two bounds of a window. */
+static bool index_range_op(cs_cmp op) {
+  return op == CS_CMP_LT || op == CS_CMP_LE || op == CS_CMP_GT || op == CS_CMP_GE || op == CS_CMP_BETWEEN;
+}
+
 /* The predicate an automatic index could answer: an `=` or IN list (not a
-** folded TEXT one) on a column cs_index_supports, the first whose column
-** has an index already, else the first; -1 if none. */
-static int index_pred(const csx_cursor *pCur) {
+** folded TEXT one) or a range on a column cs_index_supports, by
+** preference an `=`/IN whose column has an index already, then a range
+** whose column has one, then the first `=`/IN, then the first range; -1 if
+** none.  *also: another range on the same column (the window's other
+** bound), or -1.  A sorted column's ranges never get here: the selection
+** made them a row range already (colstore_selection.c). */
+static int index_pred(const csx_cursor *pCur, int *also) {
   const csx_selection *sel = &pCur->sel;
-  int first = -1;
+  int best = -1, best_rank = 4;
+  *also = -1;
   for (uint32_t k = 0; k < sel->n_preds; k++) {
     const cs_pred *pr = &sel->preds[k];
-    if (!((pr->op == CS_CMP_EQ || (pr->op == CS_CMP_IN && !pr->fold)) && cs_index_supports(pCur->store, pr)))
-      continue;
-    if (cs_index_find(pCur->store, pr->col)) return (int)k;
-    if (first < 0) first = (int)k;
+    bool eq = pr->op == CS_CMP_EQ || (pr->op == CS_CMP_IN && !pr->fold);
+    if (!(eq || index_range_op(pr->op)) || !cs_index_supports(pCur->store, pr)) continue;
+    int rank = (cs_index_find(pCur->store, pr->col) ? 0 : 2) + !eq;
+    if (rank < best_rank) best = (int)k, best_rank = rank;
   }
-  return first;
+  for (uint32_t k = 0; best >= 0 && k < sel->n_preds; k++)
+    if ((int)k != best && sel->preds[k].col == sel->preds[best].col && index_range_op(sel->preds[k].op)) {
+      *also = (int)k;
+      break;
+    }
+  return best;
 }
 
 /* The column's index on the cursor's snapshot: the one built, or one built
@@ -1155,20 +1174,29 @@ static const cs_index *index_for(csx_cursor *pCur, uint32_t col, int *rc) {
 }
 
 /* LIST by the automatic index (core/kernels/cs_index.c): the rows of one
-** `=` or IN list, ascending, within [lo, hi), then the other predicates and
-** _mask row by row; ordered when the plan has keys.  *done false: scan
-** (no index, or no memory for the list). */
+** `=`, IN list or range (with its other bound, when the window has one),
+** ascending, within [lo, hi), then the other predicates and _mask row by
+** row; ordered when the plan has keys.  *done false: scan (no index, a
+** range wider than the table's autoindex_range_ppm of [lo, hi), or no
+** memory for the list).  Why the width rule: an `=` is one run of the
+** index, already in position order, but a range's rows come in value
+** order and are sorted back into position order, which costs more per row
+** than the scan's pass over the column beyond some fraction of it. */
 static int select_indexed(csx_cursor *pCur, const csx_plan *plan, bool ordered, bool *done) {
   const csx_selection *sel = &pCur->sel;
+  csx_table *pTab = (csx_table *)pCur->base.pVtab;
   *done = false;
-  int k = index_pred(pCur), rc;
+  int also_k, k = index_pred(pCur, &also_k), rc;
   if (k < 0) return SQLITE_OK;
-  const cs_pred *pr = &sel->preds[k];
+  const cs_pred *pr = &sel->preds[k], *also = also_k >= 0 ? &sel->preds[also_k] : NULL;
   const cs_index *ix = index_for(pCur, pr->col, &rc);
   if (!ix) return rc;
-  uint64_t n = cs_index_count(ix, pr, sel->lo, sel->hi);
+  uint64_t n = cs_index_count_and(ix, pr, also, sel->lo, sel->hi);
+  if (index_range_op(pr->op) &&
+      (double)n > (double)(sel->hi - sel->lo) * (double)pTab->autoindex_range_ppm / 1e6)
+    return SQLITE_OK;
   if (n > pCur->pos_cap && pos_reserve(pCur, n) != SQLITE_OK) return SQLITE_OK;
-  pCur->n_pos = cs_index_rows(ix, pr, sel->lo, sel->hi, pCur->pos);
+  pCur->n_pos = cs_index_rows_and(ix, pr, also, sel->lo, sel->hi, pCur->pos);
   *done = true;
   pCur->shape = SEL_LIST;
   cs_err err;

@@ -96,6 +96,9 @@ struct csx_table {
   /* the automatic index: built at the filter that makes this many on one
   ** column of one snapshot (COLSTORE_AUTOINDEX_AFTER; 0: never) */
   uint64_t autoindex_after;
+  /* a range goes through the index when it selects at most this many rows
+  ** per million of the filter's [lo, hi) (COLSTORE_AUTOINDEX_RANGE_PPM) */
+  uint64_t autoindex_range_ppm;
   csx_snapshot *snap; /* current committed snapshot; one ref held */
   int n_open_cursors; /* a refresh waits until no cursor is open */
   /* Writing: rows buffered per transaction, positions deleted by it (in
@@ -279,7 +282,13 @@ void csx_table_auto_knobs(csx_table *pTab);
 ** serve, after which the table builds it (colstore_cursor.c's essay;
 ** measured in docs/performance.md). */
 #define CSX_AUTOINDEX_AFTER 32
-/* Reads COLSTORE_AUTOINDEX_AFTER into pTab once, when it is connected. */
+/* A range (`x > ?`, `x BETWEEN ? AND ?`) is listed by the index when its
+** rows are at most this many per million of the positions it filters;
+** wider, the scan is faster than sorting the rows into position order
+** (colstore_cursor.c; the crossover measured in docs/performance.md). */
+#define CSX_AUTOINDEX_RANGE_PPM 5000
+/* Reads COLSTORE_AUTOINDEX_AFTER and COLSTORE_AUTOINDEX_RANGE_PPM into pTab
+** once, when it is connected. */
 void csx_table_index_knob(csx_table *pTab);
 void csx_table_auto_cache(csx_table *pTab, bool writes_pending);
 /* Stops and frees the table's copy in flight, if any (table disconnect). */

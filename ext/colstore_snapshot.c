@@ -36,7 +36,10 @@
 ** copy is cancelled and dropped when finished; unfinished, the statement
 ** reads the mapping and nothing waits (COLSTORE_CACHE_AUTO_WAIT=1, for
 ** tests, makes that statement wait, so the swap lands at a known
-** statement).  References are taken and dropped only here, on the
+** statement).  The swap hands the copy the old snapshot's automatic
+** indexes and their filter counts (cs_index_adopt: the same committed
+** state, so the same positions), which a loop would otherwise rebuild
+** after as many filters again.  References are taken and dropped only here, on the
 ** connection's thread (they are not atomic); the thread sees no snapshot
 ** and no SQLite.  A copy that fails (out of memory, a read error, the size
 ** rule, a commit meanwhile) is not an error: the table reads the mapping,
@@ -132,6 +135,7 @@ static void auto_collect(csx_table *pTab, bool may_swap) {
     s->n_reads = snap->n_reads;
     s->last_read_ns = snap->last_read_ns;
     s->promote_tried = true;
+    cs_index_adopt(store, snap->store); /* the same state: the same automatic indexes */
     csx_snapshot_release(snap);
     pTab->snap = s;
   } else
@@ -141,6 +145,7 @@ static void auto_collect(csx_table *pTab, bool may_swap) {
 
 void csx_table_index_knob(csx_table *pTab) {
   pTab->autoindex_after = env_or("COLSTORE_AUTOINDEX_AFTER", CSX_AUTOINDEX_AFTER);
+  pTab->autoindex_range_ppm = env_or("COLSTORE_AUTOINDEX_RANGE_PPM", CSX_AUTOINDEX_RANGE_PPM);
 }
 
 void csx_table_auto_cache(csx_table *pTab, bool writes_pending) {

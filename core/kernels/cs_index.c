@@ -44,7 +44,10 @@
 ** row (keys and positions, twice) in big blocks, freed before it returns;
 ** what stays is a copy of the positions, 4 bytes a row.  The index hangs in the store's
 ** CS__DERIVED_INDEX slot and dies with the snapshot: a commit gives a new
-** snapshot, which builds its own when its filters ask for one.
+** snapshot, which builds its own when its filters ask for one.  A copy
+** of the same committed state (cache=auto's swap to memory) adopts the
+** snapshot's indexes instead (cs_index_adopt): the permutation is shared,
+** with a reference count, and its bytes are counted once.
 **
 ** Memory is bounded twice: the indexes of all snapshots of the process
 ** together may hold at most cs_index_limit() bytes (a quarter of
@@ -66,13 +69,21 @@
 
 #define SIGN64 (UINT64_C(1) << 63)
 
+/* A permutation and the indexes that hold it: one after its build, more
+** when a copy of the same committed state adopts it (cs_index_adopt). */
+typedef struct ix_perm {
+  _Atomic uint64_t refs;
+  uint32_t perm[];
+} ix_perm;
+
 struct cs_index {
   const cs_store *s; /* the snapshot it belongs to */
   uint32_t col;
   cs_type type;
   uint64_t n;        /* rows indexed */
   uint64_t distinct; /* values among them */
-  uint32_t *perm;    /* [n] positions ordered by (value, position) */
+  uint32_t *perm;    /* [n] positions ordered by (value, position): shared->perm */
+  ix_perm *shared;   /* the permutation, shared by the stores that adopted it */
 };
 
 /* One column's slot on a store. */
@@ -106,10 +117,14 @@ double cs_index_rows_per_value(const cs_index *ix) {
   return ix->distinct ? (double)ix->n / (double)ix->distinct : 0;
 }
 
+/* The permutation's bytes are counted once, whoever holds it, and
+** returned with its last holder. */
 static void index_free(cs_index *ix) {
   if (!ix) return;
-  atomic_fetch_sub(&total_bytes, cs_index_bytes(ix));
-  cs__mem_free(ix->perm);
+  if (atomic_fetch_sub(&ix->shared->refs, 1) == 1) {
+    atomic_fetch_sub(&total_bytes, cs_index_bytes(ix));
+    cs__mem_free(ix->shared);
+  }
   cs__mem_free(ix);
 }
 
@@ -284,13 +299,15 @@ static cs_rc index_fill(cs_index *ix, uint64_t n_rows, cs_err *err) {
   uint64_t distinct = m > 0;
   for (uint64_t i = 1; i < m; i++) distinct += keys[i] != keys[i - 1];
   cs_mem_big_free(keys), cs_mem_big_free(k2);
-  uint32_t *perm = cs__mem_malloc((m ? m : 1) * 4);
-  if (perm) memcpy(perm, pos, m * 4);
+  ix_perm *shared = cs__mem_malloc(sizeof *shared + (m ? m : 1) * 4);
+  if (shared) memcpy(shared->perm, pos, m * 4);
   cs_mem_big_free(pos), cs_mem_big_free(p2);
-  if (!perm)
+  if (!shared)
     return cs_err_set(err, CS_ENOMEM, "colstore: out of memory keeping an index of %llu rows",
                       (unsigned long long)m);
-  ix->perm = perm;
+  atomic_init(&shared->refs, 1);
+  ix->shared = shared;
+  ix->perm = shared->perm;
   ix->n = m;
   ix->distinct = distinct;
   return CS_OK;
@@ -345,6 +362,32 @@ cs_rc cs_index_build(const cs_store *s, uint32_t col, const cs_index **out, cs_e
   return CS_OK;
 }
 
+/* The copy holds the same committed state (the same positions, values,
+** deletions), so old's permutations are copy's: each built index is shared,
+** not copied (its bytes counted once), and each column's count of filters
+** carries over, so the copy neither waits for a new count nor sorts again.
+** A refusal does not carry over: memory may allow the copy what it did not
+** allow before.  Nothing is taken when the shapes differ or copy has slots
+** of its own already. */
+void cs_index_adopt(const cs_store *copy, const cs_store *old) {
+  index_cache *from = (index_cache *)cs__store_derived(old, CS__DERIVED_INDEX);
+  if (!from || copy == old || cs__store_derived(copy, CS__DERIVED_INDEX) || copy->n_rows != old->n_rows ||
+      copy->schema.n_cols != from->n_cols)
+    return;
+  index_cache *to = cache_of(copy);
+  if (!to) return;
+  for (uint32_t k = 0; k < from->n_cols; k++) {
+    atomic_fetch_add(&to->cols[k].notes, atomic_load(&from->cols[k].notes));
+    cs_index *ix = atomic_load(&from->cols[k].index), *mine;
+    if (!ix || !(mine = cs__mem_malloc(sizeof *mine))) continue;
+    *mine = *ix;
+    mine->s = copy;
+    atomic_fetch_add(&ix->shared->refs, 1);
+    cs_index *expected = NULL;
+    if (!atomic_compare_exchange_strong(&to->cols[k].index, &expected, mine)) index_free(mine);
+  }
+}
+
 /* ---------------------------------------------------------------- lookup */
 
 /* The first index i of the permutation whose key is above k (upper) or at
@@ -391,20 +434,21 @@ static void pred_run(const cs_index *ix, const cs_pred *pr, uint64_t *a, uint64_
   *b = perm_bound(ix, khi, true);
 }
 
-/* Calls fn for every run pr selects (an IN list: a run per member). */
+/* Calls fn for every run pr selects (an IN list: a run per member), each
+** cut to the run of also (a range op on the same column) when given: both
+** are runs of one permutation, so their AND is their intersection. */
 typedef void (*run_fn)(void *ctx, uint64_t a, uint64_t b, bool one_value);
-static void pred_runs(const cs_index *ix, const cs_pred *pr, run_fn fn, void *ctx) {
-  uint64_t a, b;
-  bool one;
-  if (pr->op != CS_CMP_IN) {
-    pred_run(ix, pr, &a, &b, &one);
-    if (a < b) fn(ctx, a, b, one);
-    return;
-  }
-  for (uint64_t k = 0; k < pr->n_set; k++) {
-    cs_pred eq = {.col = pr->col, .op = CS_CMP_EQ, .a = pr->set[k]};
-    pred_run(ix, &eq, &a, &b, &one);
-    if (a < b) fn(ctx, a, b, one);
+static void pred_runs(const cs_index *ix, const cs_pred *pr, const cs_pred *also, run_fn fn, void *ctx) {
+  uint64_t a, b, a2 = 0, b2 = ix->n;
+  bool one, one2 = false;
+  if (also) pred_run(ix, also, &a2, &b2, &one2);
+  if (a2 >= b2) return;
+  for (uint64_t k = 0; k < (pr->op == CS_CMP_IN ? pr->n_set : 1); k++) {
+    cs_pred eq = {.col = pr->col, .op = CS_CMP_EQ, .a = pr->op == CS_CMP_IN ? pr->set[k] : pr->a};
+    pred_run(ix, pr->op == CS_CMP_IN ? &eq : pr, &a, &b, &one);
+    if (a < a2) a = a2;
+    if (b > b2) b = b2;
+    if (a < b) fn(ctx, a, b, one || one2);
   }
 }
 
@@ -438,10 +482,15 @@ static void run_take(void *arg, uint64_t a, uint64_t b, bool one_value) {
     if (ix->perm[i] >= c->lo && ix->perm[i] < c->hi) c->out[c->n++] = ix->perm[i];
 }
 
-uint64_t cs_index_count(const cs_index *ix, const cs_pred *pr, uint64_t lo, uint64_t hi) {
+uint64_t cs_index_count_and(const cs_index *ix, const cs_pred *pr, const cs_pred *also, uint64_t lo,
+                            uint64_t hi) {
   run_ctx c = {.ix = ix, .lo = lo, .hi = hi, .sorted = true};
-  pred_runs(ix, pr, run_take, &c);
+  pred_runs(ix, pr, also, run_take, &c);
   return c.n;
+}
+
+uint64_t cs_index_count(const cs_index *ix, const cs_pred *pr, uint64_t lo, uint64_t hi) {
+  return cs_index_count_and(ix, pr, NULL, lo, hi);
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -450,8 +499,13 @@ static int cmp_u64(const void *a, const void *b) {
 }
 
 uint64_t cs_index_rows(const cs_index *ix, const cs_pred *pr, uint64_t lo, uint64_t hi, uint64_t *out) {
+  return cs_index_rows_and(ix, pr, NULL, lo, hi, out);
+}
+
+uint64_t cs_index_rows_and(const cs_index *ix, const cs_pred *pr, const cs_pred *also, uint64_t lo,
+                           uint64_t hi, uint64_t *out) {
   run_ctx c = {.ix = ix, .lo = lo, .hi = hi, .out = out, .sorted = true};
-  pred_runs(ix, pr, run_take, &c);
+  pred_runs(ix, pr, also, run_take, &c);
   if (c.runs <= 1 && c.sorted) return c.n;
   /* several runs (an IN list; two members may be one value) or a wider range */
   qsort(out, c.n, sizeof *out, cmp_u64);

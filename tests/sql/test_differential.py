@@ -432,7 +432,8 @@ class DifferentialCase:
         after a few such filters the table answers them from an automatic
         index.  Random columns and operands (COLSTORE_SEED-style: the seed is
         the class's), ORDER BY, LIMIT and OFFSET on the inner table, IN lists
-        with a correlated member, joins either way round."""
+        with a correlated member, joins either way round. Range-correlated shapes
+        (`i.c BETWEEN o.x AND o.y`, `i.c > o.x AND i.c < o.x + 3`) too."""
         rng = random.Random(self.SEED + 41)
         outer = "o.rowid < %d" % (60 if self.HEAVY else 40)
         templates = [
@@ -449,8 +450,15 @@ class DifferentialCase:
             "SELECT o.rowid, i.rowid FROM {U} o LEFT JOIN {T} i ON i.%(c)s = %(r)s AND i.%(d)s < 100 WHERE %(w)s",
             "SELECT o.rowid, (SELECT sum(i.rowid) FROM {T} i WHERE i.%(c)s = %(r)s AND i.rowid < (o.rowid * 37) "
             "%% 500 AND i.rowid >= o.rowid) FROM {U} o WHERE %(w)s",
+            # range-correlated: windows of one or two bounds (the index answers the narrow ones)
+            "SELECT o.rowid, (SELECT count(*) FROM {T} i WHERE i.%(c)s BETWEEN %(r)s AND %(r2)s) FROM {U} o WHERE %(w)s",
+            "SELECT o.rowid, (SELECT total(i.rowid) FROM {T} i WHERE i.%(c)s > %(r)s AND i.%(c)s < %(r)s + 3 "
+            "AND i.%(d)s IS NOT NULL) FROM {U} o WHERE %(w)s",
+            "SELECT o.rowid, (SELECT i.rowid FROM {T} i WHERE i.%(c)s >= %(r)s ORDER BY i.%(d)s, i.rowid "
+            "LIMIT 1 OFFSET 2) FROM {U} o WHERE %(w)s",
+            "SELECT o.rowid, i.rowid FROM {U} o JOIN {T} i ON i.%(c)s <= %(r)s AND i.%(c)s > %(r)s - 2 WHERE %(w)s",
         ]
-        for q in range(40 if self.HEAVY else 12):
+        for q in range(40 if self.HEAVY else len(templates)):
             c, c2, d = rng.choice(self.LOOP_COLS), rng.choice(self.LOOP_COLS), rng.choice(self.LOOP_COLS)
             r = rng.choice(self.LOOP_RHS).format(c=c2)
             r2 = rng.choice(self.LOOP_RHS).format(c=rng.choice(self.LOOP_COLS))

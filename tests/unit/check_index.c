@@ -87,11 +87,13 @@ static cs_value operand(ut_rng *r) {
   return v;
 }
 
-/* The scan's rows of pr in [lo, hi): cs_pred_eval less the deletions. */
-static uint64_t scan_rows(const cs_store *s, const cs_pred *pr, uint64_t lo, uint64_t hi, uint64_t *out) {
+/* The scan's rows of the n_pr predicates pr (ANDed) in [lo, hi):
+** cs_pred_eval less the deletions. */
+static uint64_t scan_rows(const cs_store *s, const cs_pred *pr, uint32_t n_pr, uint64_t lo, uint64_t hi,
+                          uint64_t *out) {
   uint64_t n = hi - lo, k = 0;
   uint8_t *mask = malloc(n ? n : 1);
-  cs_pred_eval(s, pr, 1, lo, n, mask, NULL);
+  cs_pred_eval(s, pr, n_pr, lo, n, mask, NULL);
   for (uint64_t i = 0; i < n; i++)
     if (mask[i] && !cs_store_row_deleted(s, lo + i)) out[k++] = lo + i;
   free(mask);
@@ -155,6 +157,11 @@ START_TEST(test_index_matches_scan) {
                                    CS_CMP_LE, CS_CMP_GT, CS_CMP_GE, CS_CMP_BETWEEN};
       cs_pred pr = {.col = col, .op = ops[ut_rng_below(&r, sizeof ops / sizeof ops[0])]};
       pr.a = operand(&r), pr.b = operand(&r);
+      /* a second bound on the column, a third of the time (EQ .. BETWEEN) */
+      cs_pred two[2] = {{0},
+                        {.col = col, .op = ops[3 + ut_rng_below(&r, 5)], .a = operand(&r), .b = operand(&r)}};
+      if (ut_rng_below(&r, 5) == 0) two[1].op = CS_CMP_EQ;
+      const cs_pred *also = ut_rng_below(&r, 3) == 0 ? &two[1] : NULL;
       if (pr.op == CS_CMP_IN) {
         pr.n_set = 1 + ut_rng_below(&r, 6);
         for (uint64_t k = 0; k < pr.n_set; k++) set[k] = operand(&r);
@@ -163,13 +170,15 @@ START_TEST(test_index_matches_scan) {
       ck_assert(cs_index_supports(s, &pr));
       uint64_t lo = ut_rng_below(&r, 4) ? 0 : ut_rng_below(&r, n), hi = ut_rng_below(&r, 4) ? n : lo;
       if (hi == lo) hi = lo + ut_rng_below(&r, n - lo + 1);
-      uint64_t nw = scan_rows(s, &pr, lo, hi, want);
-      uint64_t cap = cs_index_count(ix, &pr, lo, hi);
+      two[0] = pr;
+      uint64_t nw = scan_rows(s, two, also ? 2 : 1, lo, hi, want);
+      uint64_t cap = cs_index_count_and(ix, &pr, also, lo, hi);
       ck_assert_msg(cap >= nw, "seed %llu col %s op %d: count %llu below the %llu rows",
                     (unsigned long long)seed, cols[col].name, (int)pr.op, (unsigned long long)cap,
                     (unsigned long long)nw);
       got = realloc(got, sizeof *got * (cap ? cap : 1)); /* an IN's members may repeat a value */
-      uint64_t ng = cs_index_rows(ix, &pr, lo, hi, got);
+      uint64_t ng =
+          also ? cs_index_rows_and(ix, &pr, also, lo, hi, got) : cs_index_rows(ix, &pr, lo, hi, got);
       ck_assert_msg(ng <= cap, "seed %llu: rows past the count", (unsigned long long)seed);
       bool same = ng == nw && (nw == 0 || memcmp(want, got, nw * sizeof *got) == 0);
       if (!same) {
@@ -177,9 +186,12 @@ START_TEST(test_index_matches_scan) {
         if (pr.a.kind == CS_VAL_INT) snprintf(d, sizeof d, "int %lld", (long long)pr.a.i);
         if (pr.a.kind == CS_VAL_FLOAT) snprintf(d, sizeof d, "float %.17g", pr.a.f);
         ck_abort_msg(
-            "seed %llu (COLSTORE_SEED) col %s op %d a=%s kind %d in [%llu,%llu): index %llu rows, scan %llu",
-            (unsigned long long)seed, cols[col].name, (int)pr.op, d, (int)pr.a.kind, (unsigned long long)lo,
-            (unsigned long long)hi, (unsigned long long)ng, (unsigned long long)nw);
+            "seed %llu (COLSTORE_SEED) col %s op %d (and op %d) a=%s kind %d in [%llu,%llu): index %llu "
+            "rows, "
+            "scan %llu",
+            (unsigned long long)seed, cols[col].name, (int)pr.op, also ? (int)also->op : -1, d,
+            (int)pr.a.kind, (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)ng,
+            (unsigned long long)nw);
       }
     }
     /* the other operators are refused */
@@ -217,12 +229,63 @@ START_TEST(test_index_limit_and_notes) {
 }
 END_TEST
 
+/* A second store of the same committed state (what cache=auto's memory
+** copy is) adopts the first's indexes and filter counts: the same rows for
+** every predicate, the permutation's bytes counted once, returned when the
+** last of the two closes, in either order. */
+START_TEST(test_index_adopt) {
+  ut_scratch sc = ut_scratch_new();
+  uint64_t n = 2500;
+  cs_store *s = pool_store(&sc, n, test_seed());
+  cs_store *copy = ut_open_ok(sc.path, CS_VERIFY_FULL, "the same state again");
+  const cs_index *ix = NULL;
+  cs_err err = {0};
+  ck_assert_int_eq(cs_index_build(s, 3, &ix, &err), CS_OK);
+  for (int k = 0; k < 5; k++) cs_index_note(s, 2);
+  uint64_t bytes = cs_index_total_bytes();
+  ck_assert_uint_eq(bytes, cs_index_bytes(ix));
+  cs_index_adopt(copy, s);
+  const cs_index *mine = cs_index_find(copy, 3);
+  ck_assert_ptr_nonnull(mine);
+  ck_assert_ptr_ne(mine, ix);
+  ck_assert_ptr_null(cs_index_find(copy, 2));
+  ck_assert_uint_eq(cs_index_note(copy, 2), 6); /* the count carried over */
+  ck_assert_uint_eq(cs_index_total_bytes(), bytes);
+  cs_index_adopt(copy, s); /* a second time: the copy has its own already */
+  ck_assert_ptr_eq(cs_index_find(copy, 3), mine);
+  if (_i) { /* the original closes first: the copy's index still reads its own store */
+    cs_store_close(s);
+    s = NULL;
+    ck_assert_uint_eq(cs_index_total_bytes(), bytes);
+  }
+  uint64_t *want = malloc(sizeof *want * n), *got = malloc(sizeof *got * n);
+  ut_rng r = ut_rng_seed(test_seed() ^ 0xad0);
+  for (int q = 0; q < 200; q++) {
+    cs_pred pr = {.col = 3, .op = q % 2 ? CS_CMP_EQ : CS_CMP_BETWEEN, .a = operand(&r), .b = operand(&r)};
+    uint64_t nw = scan_rows(copy, &pr, 1, 0, n, want);
+    uint64_t ng = cs_index_rows(mine, &pr, 0, n, got);
+    ck_assert_msg(ng == nw && (nw == 0 || memcmp(want, got, nw * sizeof *got) == 0),
+                  "seed %llu (COLSTORE_SEED) query %d: adopted index %llu rows, scan %llu",
+                  (unsigned long long)test_seed(), q, (unsigned long long)ng, (unsigned long long)nw);
+  }
+  free(want), free(got);
+  if (s) {
+    cs_store_close(s);
+    ck_assert_uint_eq(cs_index_total_bytes(), bytes);
+  }
+  cs_store_close(copy);
+  ck_assert_uint_eq(cs_index_total_bytes(), 0);
+  ut_scratch_free(&sc);
+}
+END_TEST
+
 static Suite *index_suite(void) {
   Suite *s = suite_create("index");
   TCase *tc = tcase_create("index");
   tcase_set_timeout(tc, 300);
   tcase_add_loop_test(tc, test_index_matches_scan, 0, 4);
   tcase_add_test(tc, test_index_limit_and_notes);
+  tcase_add_loop_test(tc, test_index_adopt, 0, 2);
   suite_add_tcase(s, tc);
   return s;
 }
