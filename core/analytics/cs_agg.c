@@ -374,9 +374,8 @@ struct cs_agg {
 
 /* The per-store cache of per-record statistics (see the essay). */
 typedef struct agg_cache {
-  cs__derived derived; /* first: the store's analytics slot holds it, and frees it with agg_cache_free */
-  uint32_t n_cols;
-  agg_cell *_Atomic cols[]; /* [n_cols]: n_records cells, or NULL */
+  cs__derived derived;      /* first: the store's analytics slot holds it, and frees it with agg_cache_free */
+  agg_cell *_Atomic cols[]; /* [derived.n_cols]: n_records cells, or NULL */
 } agg_cache;
 
 /* ----------------------------------------------------------------- cells */
@@ -1452,7 +1451,7 @@ static void piece_ungrouped(const cs_agg *a, agg_scratch *sc, const uint8_t *m, 
 
 static void agg_cache_free(cs__derived *d) {
   agg_cache *c = (agg_cache *)d;
-  for (uint32_t k = 0; k < c->n_cols; k++) cs__mem_free(atomic_load(&c->cols[k]));
+  for (uint32_t k = 0; k < c->derived.n_cols; k++) cs__mem_free(atomic_load(&c->cols[k]));
   cs__mem_free(c);
 }
 
@@ -1461,22 +1460,14 @@ long cs__agg_cache_blocks(const cs_store *s) {
   long n = cs__codes_cache_blocks(s);
   if (!c) return n;
   n++;
-  for (uint32_t k = 0; k < c->n_cols; k++) n += atomic_load(&c->cols[k]) != NULL;
+  for (uint32_t k = 0; k < c->derived.n_cols; k++) n += atomic_load(&c->cols[k]) != NULL;
   return n;
 }
 
 /* The store's cache, made empty the first time (NULL when out of memory). */
 static agg_cache *cache_of(const cs_store *s) {
-  agg_cache *c = (agg_cache *)cs__store_derived(s, CS__DERIVED_ANALYTICS);
-  if (c) return c;
-  uint32_t nc = s->schema.n_cols;
-  agg_cache *fresh = cs__mem_calloc(1, sizeof *fresh + nc * sizeof fresh->cols[0]);
-  if (!fresh) return NULL;
-  fresh->derived.free = agg_cache_free;
-  fresh->n_cols = nc;
-  agg_cache *won = (agg_cache *)cs__store_derived_install(s, CS__DERIVED_ANALYTICS, &fresh->derived);
-  if (won != fresh) cs__mem_free(fresh);
-  return won;
+  return (agg_cache *)cs__store_derived_make(
+      s, CS__DERIVED_ANALYTICS, sizeof(agg_cache) + s->schema.n_cols * sizeof(agg_cell *), agg_cache_free);
 }
 
 /* Record r's statistics of column uc: the record's pieces from its first

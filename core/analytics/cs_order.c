@@ -1572,14 +1572,8 @@ static void onan_free(cs__derived *d) { cs__mem_free(d); }
 /* The snapshot's answers, made empty the first time (a byte per chunk, as
 ** the checked chunks take); NULL when out of memory. */
 static onan_cache *onan_of(const cs_store *s) {
-  onan_cache *c = (onan_cache *)cs__store_derived(s, CS__DERIVED_ORDER);
-  if (c) return c;
-  onan_cache *fresh = cs__mem_calloc(1, sizeof *fresh + s->n_records * s->schema.n_cols);
-  if (!fresh) return NULL;
-  fresh->derived.free = onan_free;
-  c = (onan_cache *)cs__store_derived_install(s, CS__DERIVED_ORDER, &fresh->derived);
-  if (c != fresh) cs__mem_free(fresh);
-  return c;
+  return (onan_cache *)cs__store_derived_make(
+      s, CS__DERIVED_ORDER, sizeof(onan_cache) + s->n_records * s->schema.n_cols, onan_free);
 }
 
 /* Whether record r of float column col holds a NaN (under a NULL too:

@@ -222,14 +222,13 @@ const cs__rcodes *cs__codes_record(cs__codes *c, const cs_store *s, uint32_t col
 
 /* The store's codes, a column each; hangs in its kernels slot. */
 typedef struct codes_cache {
-  cs__derived derived; /* first: the store's slot holds it and frees it with codes_cache_free */
-  uint32_t n_cols;
-  cs__codes *_Atomic cols[]; /* [n_cols] a TEXT/BLOB column's codes, or NULL */
+  cs__derived derived;       /* first: the store's slot holds it and frees it with codes_cache_free */
+  cs__codes *_Atomic cols[]; /* [derived.n_cols] a TEXT/BLOB column's codes, or NULL */
 } codes_cache;
 
 static void codes_cache_free(cs__derived *d) {
   codes_cache *c = (codes_cache *)d;
-  for (uint32_t k = 0; k < c->n_cols; k++) codes_free(atomic_load(&c->cols[k]));
+  for (uint32_t k = 0; k < c->derived.n_cols; k++) codes_free(atomic_load(&c->cols[k]));
   cs__mem_free(c);
 }
 
@@ -237,7 +236,7 @@ long cs__codes_cache_blocks(const cs_store *s) {
   codes_cache *c = (codes_cache *)cs__store_derived(s, CS__DERIVED_KERNELS);
   if (!c) return 0;
   long n = 1;
-  for (uint32_t k = 0; k < c->n_cols; k++) {
+  for (uint32_t k = 0; k < c->derived.n_cols; k++) {
     cs__codes *codes = atomic_load(&c->cols[k]);
     if (codes) n += codes_blocks(codes);
   }
@@ -245,16 +244,9 @@ long cs__codes_cache_blocks(const cs_store *s) {
 }
 
 cs__codes *cs__codes_of(const cs_store *s, uint32_t col) {
-  codes_cache *c = (codes_cache *)cs__store_derived(s, CS__DERIVED_KERNELS);
-  if (!c) {
-    uint32_t nc = s->schema.n_cols;
-    codes_cache *fresh = cs__mem_calloc(1, sizeof *fresh + nc * sizeof fresh->cols[0]);
-    if (!fresh) return NULL;
-    fresh->derived.free = codes_cache_free;
-    fresh->n_cols = nc;
-    c = (codes_cache *)cs__store_derived_install(s, CS__DERIVED_KERNELS, &fresh->derived);
-    if (c != fresh) cs__mem_free(fresh);
-  }
+  codes_cache *c = (codes_cache *)cs__store_derived_make(
+      s, CS__DERIVED_KERNELS, sizeof(codes_cache) + s->schema.n_cols * sizeof(cs__codes *), codes_cache_free);
+  if (!c) return NULL;
   cs__codes *codes = atomic_load(&c->cols[col]);
   if (codes) return codes;
   cs__codes *fresh = codes_new(s->n_records);

@@ -95,8 +95,7 @@ typedef struct ix_slot {
 
 typedef struct index_cache {
   cs__derived derived; /* first: the store's slot holds it and frees it with cache_free */
-  uint32_t n_cols;
-  ix_slot cols[];
+  ix_slot cols[];      /* [derived.n_cols] */
 } index_cache;
 
 static _Atomic uint64_t total_bytes;
@@ -130,22 +129,14 @@ static void index_free(cs_index *ix) {
 
 static void cache_free(cs__derived *d) {
   index_cache *c = (index_cache *)d;
-  for (uint32_t k = 0; k < c->n_cols; k++) index_free(atomic_load(&c->cols[k].index));
+  for (uint32_t k = 0; k < c->derived.n_cols; k++) index_free(atomic_load(&c->cols[k].index));
   cs__mem_free(c);
 }
 
 /* The store's slots, made the first time (NULL when out of memory). */
 static index_cache *cache_of(const cs_store *s) {
-  index_cache *c = (index_cache *)cs__store_derived(s, CS__DERIVED_INDEX);
-  if (c) return c;
-  uint32_t nc = s->schema.n_cols;
-  index_cache *fresh = cs__mem_calloc(1, sizeof *fresh + nc * sizeof fresh->cols[0]);
-  if (!fresh) return NULL;
-  fresh->derived.free = cache_free;
-  fresh->n_cols = nc;
-  c = (index_cache *)cs__store_derived_install(s, CS__DERIVED_INDEX, &fresh->derived);
-  if (c != fresh) cs__mem_free(fresh);
-  return c;
+  return (index_cache *)cs__store_derived_make(
+      s, CS__DERIVED_INDEX, sizeof(index_cache) + s->schema.n_cols * sizeof(ix_slot), cache_free);
 }
 
 /* ------------------------------------------------------------------ keys */
@@ -261,7 +252,7 @@ uint64_t cs_index_note(const cs_store *s, uint32_t col) {
 
 const cs_index *cs_index_find(const cs_store *s, uint32_t col) {
   index_cache *c = (index_cache *)cs__store_derived(s, CS__DERIVED_INDEX);
-  return c && col < c->n_cols ? atomic_load(&c->cols[col].index) : NULL;
+  return c && col < c->derived.n_cols ? atomic_load(&c->cols[col].index) : NULL;
 }
 
 /* The index's (key, position) pairs, sorted, into ix (n_rows: the store's
@@ -372,11 +363,11 @@ cs_rc cs_index_build(const cs_store *s, uint32_t col, const cs_index **out, cs_e
 void cs_index_adopt(const cs_store *copy, const cs_store *old) {
   index_cache *from = (index_cache *)cs__store_derived(old, CS__DERIVED_INDEX);
   if (!from || copy == old || cs__store_derived(copy, CS__DERIVED_INDEX) || copy->n_rows != old->n_rows ||
-      copy->schema.n_cols != from->n_cols)
+      copy->schema.n_cols != from->derived.n_cols)
     return;
   index_cache *to = cache_of(copy);
   if (!to) return;
-  for (uint32_t k = 0; k < from->n_cols; k++) {
+  for (uint32_t k = 0; k < from->derived.n_cols; k++) {
     atomic_fetch_add(&to->cols[k].notes, atomic_load(&from->cols[k].notes));
     cs_index *ix = atomic_load(&from->cols[k].index), *mine;
     if (!ix || !(mine = cs__mem_malloc(sizeof *mine))) continue;

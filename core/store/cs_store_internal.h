@@ -40,10 +40,11 @@ typedef struct cs__store_ops {
 /* Data a layer above derives from a snapshot and keeps for its life (it
 ** is immutable, so the data never goes stale): embedded as the first
 ** member of the deriver's own struct, whose free the store calls when it
-** is freed. */
+** is freed.  Made by cs__store_derived_make. */
 typedef struct cs__derived cs__derived;
 struct cs__derived {
   void (*free)(cs__derived *self);
+  uint32_t n_cols; /* the store's columns, for a deriver's per-column array */
 };
 /* The slots, one per layer that derives: a layer owns its slot, so two
 ** layers never contend for one (kernels: cs_codes.c; analytics: cs_agg.c;
@@ -225,6 +226,22 @@ static inline cs__derived *cs__store_derived_install(const cs_store *s, int slot
   ** hence the cast: only the atomic pointer changes. */
   if (atomic_compare_exchange_strong(&((cs_store *)s)->derived[slot], &expected, d)) return d;
   return expected;
+}
+/* Slot `slot`'s derived data, made the first time: size bytes, zeroed, with
+** free_fn and the store's column count set before it is installed (a
+** thread that finds it sees it whole); a thread that loses the race to
+** install frees its own and takes the winner's.  NULL when out of memory. */
+static inline cs__derived *cs__store_derived_make(const cs_store *s, int slot, size_t size,
+                                                  void (*free_fn)(cs__derived *)) {
+  cs__derived *d = cs__store_derived(s, slot);
+  if (d) return d;
+  cs__derived *fresh = cs__mem_calloc(1, size);
+  if (!fresh) return NULL;
+  fresh->free = free_fn;
+  fresh->n_cols = s->schema.n_cols;
+  d = cs__store_derived_install(s, slot, fresh);
+  if (d != fresh) cs__mem_free(fresh);
+  return d;
 }
 /* Copies from's schema into s (a dataset or a view); CS_ENOMEM. */
 cs_rc cs__schema_copy(cs_store *s, const cs_store *from, cs_err *err);
